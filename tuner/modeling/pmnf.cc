@@ -1,0 +1,435 @@
+// PMNF modelers: Extra-P 4.2's single- and multi-parameter selection rules,
+// reproduced step by step (order of hypotheses, leave-one-out scoring, the
+// constant clean-up, the term-contribution filter, strict comparisons) so that
+// xdeep selects the same model as Extra-P on the same data.
+#include "tuner/modeling/pmnf.h"
+
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include <Eigen/Dense>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "tuner/modeling/numerics.h"
+
+namespace xdeep::modeling {
+namespace {
+
+using internal::Lstsq;
+using internal::NumpyMean;
+using internal::PairwiseSum;
+
+// Extra-P's clean-up of a constant coefficient that is numerically zero.
+constexpr double kCleanConstantEpsilon = 1e-3;
+
+// c · x^i · log2(x)^j multiplied left to right, as Extra-P's CompoundTerm does.
+double TermValue(const CompoundTerm& t, double coefficient, double x) {
+  double v = coefficient;
+  if (!t.poly.is_zero()) v *= std::pow(x, t.poly.value());
+  if (t.log != 0) v *= std::pow(std::log2(x), static_cast<double>(t.log));
+  return v;
+}
+
+// numpy's max(): NaN wins.
+double NanMax(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return kNaN;
+  return std::max(a, b);
+}
+
+struct SingleResult {
+  bool constant = true;
+  double c0 = 0.0;
+  CompoundTerm term;
+  double c1 = 0.0;
+  double rss = kNaN;
+  double smape = kNaN;
+  double ar2 = 1.0;
+};
+
+void CleanConstant(double phi, std::span<const double> train_y, double* c0) {
+  double minimum = train_y[0];
+  for (double v : train_y) minimum = std::min(minimum, v);
+  if (minimum == 0) {
+    if (std::abs(*c0 - minimum) < phi) *c0 = 0;
+  } else if (std::abs(*c0 / minimum) < phi) {
+    *c0 = 0;
+  }
+}
+
+// Fits c0 + c1·t(x) on the points other than `skip` (skip < 0: all points).
+std::pair<double, double> FitTerm(const CompoundTerm& t, std::span<const double> x,
+                                  std::span<const double> y, int skip) {
+  const int n = static_cast<int>(x.size()) - (skip >= 0 ? 1 : 0);
+  Eigen::MatrixXd a(n, 2);
+  Eigen::VectorXd b(n);
+  int r = 0;
+  for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+    if (i == skip) continue;
+    a(r, 0) = 1.0;
+    a(r, 1) = TermValue(t, 1.0, x[i]);
+    b(r) = y[i];
+    ++r;
+  }
+  const Eigen::VectorXd c = Lstsq(a, b).x;
+  return {c(0), c(1)};
+}
+
+// Extra-P's constant hypothesis cost (mean; sequential sums).
+void ConstantCost(double c, std::span<const double> y, double* rss, double* smape) {
+  *rss = 0.0;
+  double s = 0.0;
+  for (double actual : y) {
+    const double d = c - actual;
+    *rss += d * d;
+    const double abssum = std::abs(actual) + std::abs(c);
+    if (abssum != 0) s += std::abs(d) / abssum * 2;
+  }
+  *smape = s / static_cast<double>(y.size()) * 100;
+}
+
+SingleResult FitSingle(std::span<const double> x, std::span<const double> y,
+                       const ModelerOptions& opt) {
+  const size_t n = x.size();
+  SingleResult best;
+  best.c0 = NumpyMean(y);
+  ConstantCost(best.c0, y, &best.rss, &best.smape);
+  const double constant_cost = best.rss;
+  if (constant_cost == 0) return best;
+
+  bool log_capable = true;
+  for (double v : x) {
+    if (opt.allow_negative_exponents ? v <= 1.0 : v < 1.0) log_capable = false;
+  }
+  std::vector<double> train;
+  train.reserve(n);
+  for (const CompoundTerm& t :
+       DefaultBuildingBlocks(opt.allow_log_terms, opt.allow_negative_exponents)) {
+    if (!log_capable && t.log != 0) continue;
+    double rss = 0.0, smape = 0.0, c0 = 0.0, c1 = 0.0;
+    if (opt.use_crossvalidation) {
+      for (size_t i = 0; i < n; ++i) {
+        std::tie(c0, c1) = FitTerm(t, x, y, static_cast<int>(i));
+        train.clear();
+        for (size_t j = 0; j < n; ++j) {
+          if (j != i) train.push_back(y[j]);
+        }
+        if (!train.empty()) CleanConstant(opt.epsilon, train, &c0);
+        const double predicted = c0 + TermValue(t, c1, x[i]);
+        const double d = predicted - y[i];
+        rss += d * d;
+        const double abssum = std::abs(y[i]) + std::abs(predicted);
+        if (abssum != 0) smape += (std::abs(d) / abssum * 2) / static_cast<double>(n) * 100;
+      }
+      std::tie(c0, c1) = FitTerm(t, x, y, -1);
+    } else {
+      std::tie(c0, c1) = FitTerm(t, x, y, -1);
+      CleanConstant(kCleanConstantEpsilon, y, &c0);
+      std::vector<double> sq(n), sm;
+      for (size_t i = 0; i < n; ++i) {
+        const double d = c0 + TermValue(t, c1, x[i]) - y[i];
+        sq[i] = d * d;
+        const double abssum = std::abs(y[i]) + std::abs(c0 + TermValue(t, c1, x[i]));
+        if (abssum != 0) sm.push_back(std::abs(d) / abssum * 2);
+      }
+      rss = PairwiseSum(sq);
+      smape = sm.empty() ? kNaN : NumpyMean(sm) * 100;
+    }
+    if (!std::isfinite(rss)) continue;  // Extra-P: "numeric imprecision"
+    if (c1 == 0) continue;
+    double contribution = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      contribution = NanMax(contribution, std::abs(TermValue(t, c1, x[i]) / y[i]));
+    }
+    if (contribution < opt.epsilon) continue;
+    const bool better = opt.compare_with_rss ? rss < best.rss : smape < best.smape;
+    if (!better) continue;
+    best.constant = false;
+    best.c0 = c0;
+    best.c1 = c1;
+    best.term = t;
+    best.rss = rss;
+    best.smape = smape;
+    const double nn = static_cast<double>(n);
+    best.ar2 = 1.0 - (rss / constant_cost) * (nn - 1.0) / (nn - 2.0);
+  }
+  return best;
+}
+
+absl::Status Validate(std::span<const Measurement> points, size_t dims) {
+  if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
+  for (const Measurement& m : points) {
+    if (m.coordinate.size() != dims) {
+      return absl::InvalidArgumentError(absl::StrCat("measurement has ", m.coordinate.size(),
+                                                     " coordinates, expected ", dims));
+    }
+    if (m.values.empty()) return absl::InvalidArgumentError("measurement without values");
+    for (double v : m.coordinate) {
+      if (!std::isfinite(v)) return absl::InvalidArgumentError("non-finite coordinate");
+    }
+    for (double v : m.values) {
+      if (!std::isfinite(v)) return absl::InvalidArgumentError("non-finite measured value");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The points for parameter p's single-parameter model: Extra-P's "best
+// measurement points" (auto selection). Group the points into lines along p,
+// keep the longest lines, and average them per value of p over the lines
+// that share the first line's coordinates.
+void BestLine(std::span<const Measurement> points, std::span<const double> y, size_t p,
+              std::vector<double>* lx, std::vector<double>* ly) {
+  auto partial = [p](const Measurement& m) {
+    std::vector<double> key;
+    for (size_t d = 0; d < m.coordinate.size(); ++d) {
+      if (d != p) key.push_back(m.coordinate[d]);
+    }
+    return key;
+  };
+  std::map<std::vector<double>, size_t> index;
+  std::vector<std::vector<size_t>> lines;
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto [it, inserted] = index.try_emplace(partial(points[i]), lines.size());
+    if (inserted) lines.emplace_back();
+    lines[it->second].push_back(i);
+  }
+  size_t longest = 0;
+  for (const auto& l : lines) longest = std::max(longest, l.size());
+  // Regroup the longest lines by their coordinate in p, in order of appearance.
+  std::map<double, size_t> by_value;
+  std::vector<std::pair<double, std::vector<size_t>>> groups;
+  for (const auto& l : lines) {
+    if (l.size() != longest) continue;
+    for (size_t i : l) {
+      const double c = points[i].coordinate[p];
+      auto [it, inserted] = by_value.try_emplace(c, groups.size());
+      if (inserted) groups.push_back({c, {}});
+      groups[it->second].second.push_back(i);
+    }
+  }
+  std::map<std::vector<double>, bool> common;
+  for (size_t i : groups.front().second) common[partial(points[i])] = true;
+  lx->clear();
+  ly->clear();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<double> vals;
+    for (size_t i : groups[g].second) {
+      if (g == 0 || common.contains(partial(points[i]))) vals.push_back(y[i]);
+    }
+    if (vals.empty()) continue;
+    lx->push_back(groups[g].first);
+    ly->push_back(vals.size() == 1 ? vals[0] : NumpyMean(vals));
+  }
+}
+
+struct MultiHypothesis {
+  double constant = 0.0;
+  std::vector<ProductTerm> terms;
+  double rss = kNaN;
+  double smape = kNaN;
+};
+
+double EvaluateMulti(const MultiHypothesis& h, std::span<const double> x) {
+  double v = h.constant;
+  for (const ProductTerm& t : h.terms) v += t.Evaluate(x);
+  return v;
+}
+
+void MultiCost(std::span<const Measurement> points, std::span<const double> y,
+               MultiHypothesis* h) {
+  h->rss = 0.0;
+  double smape = 0.0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double predicted = EvaluateMulti(*h, points[i].coordinate);
+    const double d = predicted - y[i];
+    h->rss += d * d;
+    const double abssum = std::abs(y[i]) + std::abs(predicted);
+    if (abssum != 0) smape += std::abs(d) / abssum * 2;
+  }
+  h->smape = smape / static_cast<double>(points.size()) * 100;
+}
+
+void MultiCoefficients(std::span<const Measurement> points, std::span<const double> y,
+                       MultiHypothesis* h) {
+  const Eigen::Index n = static_cast<Eigen::Index>(points.size());
+  const Eigen::Index k = static_cast<Eigen::Index>(h->terms.size()) + 1;
+  Eigen::MatrixXd a(n, k);
+  Eigen::VectorXd b(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    a(i, 0) = 1.0;
+    for (Eigen::Index j = 1; j < k; ++j) {
+      ProductTerm t = h->terms[j - 1];
+      t.coefficient = 1.0;
+      a(i, j) = t.Evaluate(points[i].coordinate);
+    }
+    b(i) = y[i];
+  }
+  internal::LstsqResult r = Lstsq(a, b);
+  // NumPy's default rcond can collapse the rank; Extra-P retries with eps.
+  if (r.rank < k) r = Lstsq(a, b, -1.0);
+  h->constant = r.x(0);
+  for (Eigen::Index j = 1; j < k; ++j) h->terms[j - 1].coefficient = r.x(j);
+}
+
+Model ToModel(int dims, const MultiHypothesis& h, std::span<const Measurement> points,
+              double constant_cost, bool is_constant) {
+  Model model(dims, h.constant, h.terms);
+  FitQuality q;
+  q.rss = h.rss;
+  q.smape = h.smape;
+  if (is_constant) {
+    q.ar2 = 1.0;
+  } else {
+    // Extra-P counts every factor as a degree of freedom.
+    int counter = 0;
+    for (const ProductTerm& t : h.terms) counter += static_cast<int>(t.factors.size());
+    const double n = static_cast<double>(points.size());
+    q.ar2 = 1.0 - (h.rss / constant_cost) * (n - 1.0) / (n - counter - 1.0);
+  }
+  model.set_quality(q);
+  model.ComputeStatistics(points);
+  return model;
+}
+
+}  // namespace
+
+absl::StatusOr<Model> FitSingleParameter(std::span<const Measurement> points,
+                                         const ModelerOptions& options) {
+  if (absl::Status s = Validate(points, 1); !s.ok()) return s;
+  std::vector<double> x, y;
+  for (const Measurement& m : points) {
+    x.push_back(m.coordinate[0]);
+    y.push_back(m.Mean());
+  }
+  const SingleResult r = FitSingle(x, y, options);
+  std::vector<ProductTerm> terms;
+  if (!r.constant) terms.push_back(ProductTerm{r.c1, {Factor{0, r.term}}});
+  Model model(1, r.c0, std::move(terms));
+  FitQuality q;
+  q.rss = r.rss;
+  q.smape = r.smape;
+  q.ar2 = r.ar2;
+  q.cross_validated = options.use_crossvalidation && !r.constant;
+  model.set_quality(q);
+  model.ComputeStatistics(points);
+  return model;
+}
+
+absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
+                                        const ModelerOptions& options) {
+  if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
+  const size_t dims = points[0].coordinate.size();
+  if (dims < 2) return absl::InvalidArgumentError("multi-parameter fit needs >= 2 parameters");
+  if (absl::Status s = Validate(points, dims); !s.ok()) return s;
+  std::vector<double> y;
+  for (const Measurement& m : points) y.push_back(m.Mean());
+
+  // Per-parameter single-parameter models on the best lines.
+  struct Pair {
+    int param;
+    SingleResult fit;
+  };
+  std::vector<Pair> pairs;
+  std::vector<double> lx, ly;
+  for (size_t p = 0; p < dims; ++p) {
+    BestLine(points, y, p, &lx, &ly);
+    SingleResult r = FitSingle(lx, ly, options);
+    if (!r.constant) pairs.push_back({static_cast<int>(p), r});
+  }
+  const double mean = NumpyMean(y);
+  std::vector<double> sq(y.size());
+  for (size_t i = 0; i < y.size(); ++i) sq[i] = (y[i] - mean) * (y[i] - mean);
+  const double constant_cost = PairwiseSum(sq);
+  const int d = static_cast<int>(dims);
+
+  if (pairs.empty()) {
+    MultiHypothesis h;
+    h.constant = mean;
+    ConstantCost(mean, y, &h.rss, &h.smape);
+    return ToModel(d, h, points, constant_cost, true);
+  }
+  auto factor = [&](size_t i) { return Factor{pairs[i].param, pairs[i].fit.term}; };
+  if (pairs.size() == 1) {
+    // The single-parameter coefficients as they are, or refitted on all points.
+    MultiHypothesis reused;
+    reused.constant = pairs[0].fit.c0;
+    reused.terms = {ProductTerm{pairs[0].fit.c1, {factor(0)}}};
+    MultiCost(points, y, &reused);
+    MultiHypothesis refit;
+    refit.terms = {ProductTerm{1.0, {factor(0)}}};
+    MultiCoefficients(points, y, &refit);
+    MultiCost(points, y, &refit);
+    const bool take_refit =
+        options.compare_with_rss ? refit.rss < reused.rss : refit.smape < reused.smape;
+    return ToModel(d, take_refit ? refit : reused, points, constant_cost, false);
+  }
+
+  // Hypotheses as lists of terms, each term a list of pair indices; Extra-P's order.
+  using Term = std::vector<size_t>;
+  std::vector<std::vector<Term>> functions;
+  Term all;
+  std::vector<Term> add;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    all.push_back(i);
+    add.push_back({i});
+  }
+  functions.push_back({all});
+  functions.push_back(add);
+  if (options.allow_combinations_of_sums_and_products) {
+    if (pairs.size() == 2) {
+      functions.push_back({add[0], all});
+      functions.push_back({add[1], all});
+    } else if (pairs.size() == 3) {
+      const Term xy = {0, 1}, yz = {1, 2}, xz = {0, 2};
+      const std::vector<std::vector<Term>> mixed = {
+          {all, add[0]},         {all, add[1]},         {all, add[2]},
+          {all, xy},             {all, yz},             {all, xz},
+          {all, xy, add[2]},     {all, yz, add[0]},     {all, xz, add[1]},
+          {all, add[0], add[1]}, {all, add[0], add[2]}, {all, add[1], add[2]},
+          {xy, add[2]},          {xy, add[2], add[1]},  {xy, add[2], add[0]},
+          {xz, add[1]},          {xz, add[1], add[0]},  {xz, add[1], add[2]},
+          {yz, add[0]},          {yz, add[0], add[1]},  {yz, add[0], add[2]}};
+      functions.insert(functions.end(), mixed.begin(), mixed.end());
+    }
+  }
+  MultiHypothesis best;
+  for (size_t f = 0; f < functions.size(); ++f) {
+    MultiHypothesis h;
+    for (const Term& t : functions[f]) {
+      ProductTerm pt;
+      for (size_t i : t) pt.factors.push_back(factor(i));
+      h.terms.push_back(std::move(pt));
+    }
+    MultiCoefficients(points, y, &h);
+    MultiCost(points, y, &h);
+    if (f == 0) {
+      best = h;  // the full product is the starting point, filtered or not
+      continue;
+    }
+    bool big_enough = true;
+    for (const ProductTerm& t : h.terms) {
+      double contribution = 0.0;
+      for (size_t i = 0; i < points.size(); ++i) {
+        contribution = NanMax(contribution, std::abs(t.Evaluate(points[i].coordinate) / y[i]));
+      }
+      if (t.coefficient == 0 || contribution < options.epsilon) {
+        big_enough = false;
+        break;
+      }
+    }
+    if (!big_enough) continue;
+    const bool better = options.compare_with_rss ? h.rss < best.rss : h.smape < best.smape;
+    if (better) best = std::move(h);
+  }
+  return ToModel(d, best, points, constant_cost, false);
+}
+
+absl::StatusOr<Model> Fit(std::span<const Measurement> points, const ModelerOptions& options) {
+  if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
+  if (points[0].coordinate.size() == 1) return FitSingleParameter(points, options);
+  return FitMultiParameter(points, options);
+}
+
+}  // namespace xdeep::modeling

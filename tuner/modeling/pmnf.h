@@ -1,0 +1,52 @@
+// PMNF modelers, Extra-P's method (Extra-P 4.2 semantics).
+//
+// Single parameter: every default building block t(x) gives a hypothesis
+// c0 + c1·t(x), fitted by least squares; with cross-validation on (default)
+// each is scored by the SMAPE of leave-one-out predictions. A hypothesis whose
+// term contributes less than `epsilon` of the measured value at every point is
+// dropped; the lowest SMAPE wins, and it must beat the constant baseline
+// (mean of the values, in-sample SMAPE). Ties keep the earlier hypothesis.
+//
+// Multi parameter: for each parameter the "best" lines of points (the longest
+// lines through the grid, averaged over the other parameters) get a
+// single-parameter model; the non-constant winners are combined into product,
+// sum and (for 2-3 parameters) mixed hypotheses, refitted on all points, and
+// the lowest in-sample SMAPE wins (starting from the full product).
+#ifndef XDEEP_TUNER_MODELING_PMNF_H_
+#define XDEEP_TUNER_MODELING_PMNF_H_
+
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "tuner/modeling/model.h"
+
+namespace xdeep::modeling {
+
+struct ModelerOptions {
+  bool use_crossvalidation = true;
+  bool allow_log_terms = true;
+  // Adds x^(-i) and log2(x)^(-j) blocks for strong scaling (time falling with
+  // the node count). Requires all coordinates > 1.
+  bool allow_negative_exponents = false;
+  bool allow_combinations_of_sums_and_products = true;
+  bool compare_with_rss = false;  // select by RSS instead of SMAPE
+  double epsilon = 0.0005;        // minimum term contribution
+};
+
+// Fits f(x) for one parameter (coordinate size 1). Needs >= 1 point; Extra-P
+// asks for >= 5 and so should callers that want a trustworthy model.
+absl::StatusOr<Model> FitSingleParameter(std::span<const Measurement> points,
+                                         const ModelerOptions& options = {});
+
+// Fits f(x_1..x_d) for d >= 2 parameters; points need not form a full grid,
+// but each parameter needs a line of points (other parameters fixed).
+absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
+                                        const ModelerOptions& options = {});
+
+// Dispatches on the number of parameters, as Extra-P's model generator does.
+absl::StatusOr<Model> Fit(std::span<const Measurement> points,
+                          const ModelerOptions& options = {});
+
+}  // namespace xdeep::modeling
+
+#endif  // XDEEP_TUNER_MODELING_PMNF_H_
