@@ -1,0 +1,151 @@
+// CUDA kernels of the probes. Bandwidth kernels use 16-byte vector accesses and a
+// grid-stride loop so they reach the memory system's rate, as real fused optimizer and
+// elementwise kernels do; a scalar tail handles n not divisible by 4.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "profiler/cuda/kernels.h"
+
+namespace xdeep::profiler::cuda {
+namespace {
+
+__device__ __forceinline__ float HashUnit(uint64_t seed, int64_t i) {
+  uint64_t x = seed ^ (static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  const float u = static_cast<float>(x >> 40) / static_cast<float>(1 << 24);  // [0, 1)
+  const float mag = 0.1f + 0.9f * u;
+  return (x & 1) ? mag : -mag;
+}
+
+__device__ __forceinline__ void Store(void* p, int64_t i, ElemKind kind, float v) {
+  switch (kind) {
+    case ElemKind::kBf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v); break;
+    case ElemKind::kFp16: static_cast<__half*>(p)[i] = __float2half(v); break;
+    case ElemKind::kFp32: static_cast<float*>(p)[i] = v; break;
+  }
+}
+
+__global__ void FillRandomKernel(void* p, int64_t n, ElemKind kind, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Store(p, i, kind, HashUnit(seed, i));
+  }
+}
+
+__global__ void FillPatternKernel(void* p, int64_t n, ElemKind kind, int rank) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Store(p, i, kind, static_cast<float>(rank + 1 + static_cast<int>(i % 7)));
+  }
+}
+
+__global__ void FillConstantKernel(float* p, int64_t n, float value) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    p[i] = value;
+  }
+}
+
+__global__ void CopyKernel(float* __restrict__ dst, const float* __restrict__ src, int64_t n) {
+  const int64_t n4 = n / 4;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  auto* d4 = reinterpret_cast<float4*>(dst);
+  const auto* s4 = reinterpret_cast<const float4*>(src);
+  for (int64_t i = tid; i < n4; i += stride) d4[i] = s4[i];
+  for (int64_t i = n4 * 4 + tid; i < n; i += stride) dst[i] = src[i];
+}
+
+__global__ void TriadKernel(float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ c,
+                            float s, int64_t n) {
+  const int64_t n4 = n / 4;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  auto* a4 = reinterpret_cast<float4*>(a);
+  const auto* b4 = reinterpret_cast<const float4*>(b);
+  const auto* c4 = reinterpret_cast<const float4*>(c);
+  for (int64_t i = tid; i < n4; i += stride) {
+    const float4 x = b4[i], y = c4[i];
+    a4[i] = make_float4(x.x + s * y.x, x.y + s * y.y, x.z + s * y.z, x.w + s * y.w);
+  }
+  for (int64_t i = n4 * 4 + tid; i < n; i += stride) a[i] = b[i] + s * c[i];
+}
+
+__device__ __forceinline__ void AdamOne(float& p, float g, float& m, float& v, const AdamHyper& h) {
+  m = h.beta1 * m + (1.f - h.beta1) * g;
+  v = h.beta2 * v + (1.f - h.beta2) * g * g;
+  p = p - h.lr * (m / (sqrtf(v) + h.eps) + h.weight_decay * p);
+}
+
+__global__ void AdamKernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                           float* __restrict__ v, int64_t n, AdamHyper h) {
+  const int64_t n4 = n / 4;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  auto* p4 = reinterpret_cast<float4*>(p);
+  const auto* g4 = reinterpret_cast<const float4*>(g);
+  auto* m4 = reinterpret_cast<float4*>(m);
+  auto* v4 = reinterpret_cast<float4*>(v);
+  for (int64_t i = tid; i < n4; i += stride) {
+    float4 pp = p4[i], mm = m4[i], vv = v4[i];
+    const float4 gg = g4[i];
+    AdamOne(pp.x, gg.x, mm.x, vv.x, h);
+    AdamOne(pp.y, gg.y, mm.y, vv.y, h);
+    AdamOne(pp.z, gg.z, mm.z, vv.z, h);
+    AdamOne(pp.w, gg.w, mm.w, vv.w, h);
+    p4[i] = pp;
+    m4[i] = mm;
+    v4[i] = vv;
+  }
+  for (int64_t i = n4 * 4 + tid; i < n; i += stride) AdamOne(p[i], g[i], m[i], v[i], h);
+}
+
+// Enough blocks to fill every SM several times over; grid-stride covers the rest.
+int Blocks(int64_t work, int threads) {
+  static int sms = [] {
+    int dev = 0, count = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
+    return count > 0 ? count : 80;
+  }();
+  const int64_t needed = (work + threads - 1) / threads;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(needed, static_cast<int64_t>(sms) * 8)));
+}
+
+}  // namespace
+
+cudaError_t LaunchFillRandom(void* p, int64_t n, ElemKind kind, uint64_t seed, cudaStream_t s) {
+  FillRandomKernel<<<Blocks(n, 256), 256, 0, s>>>(p, n, kind, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFillPattern(void* p, int64_t n, ElemKind kind, int rank, cudaStream_t s) {
+  FillPatternKernel<<<Blocks(n, 256), 256, 0, s>>>(p, n, kind, rank);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFillConstant(float* p, int64_t n, float value, cudaStream_t s) {
+  FillConstantKernel<<<Blocks(n, 256), 256, 0, s>>>(p, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCopy(float* dst, const float* src, int64_t n, cudaStream_t s) {
+  CopyKernel<<<Blocks(n / 4 + 1, 256), 256, 0, s>>>(dst, src, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchTriad(float* a, const float* b, const float* c, float scalar, int64_t n, cudaStream_t s) {
+  TriadKernel<<<Blocks(n / 4 + 1, 256), 256, 0, s>>>(a, b, c, scalar, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h, cudaStream_t s) {
+  AdamKernel<<<Blocks(n / 4 + 1, 256), 256, 0, s>>>(p, g, m, v, n, h);
+  return cudaGetLastError();
+}
+
+}  // namespace xdeep::profiler::cuda

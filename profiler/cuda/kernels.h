@@ -1,0 +1,34 @@
+// Plain launchers for the probes' CUDA kernels (fill, copy, triad, Adam update).
+//
+// Only this header's .cu implementation goes through nvcc; the probes that call it are
+// ordinary C++ (absl included), which keeps absl's headers away from nvcc's front end.
+#ifndef XDEEP_PROFILER_CUDA_KERNELS_H_
+#define XDEEP_PROFILER_CUDA_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace xdeep::profiler::cuda {
+
+enum class ElemKind : int { kBf16 = 0, kFp16 = 1, kFp32 = 2 };
+
+// Pseudo-random values in +-[0.1, 1): never zero, hashed from (seed, index).
+cudaError_t LaunchFillRandom(void* p, int64_t n, ElemKind kind, uint64_t seed, cudaStream_t s);
+// p[i] = (rank + 1) + (i % 7): small integers, exact in bf16 sums of a few ranks, so
+// collective results check exactly.
+cudaError_t LaunchFillPattern(void* p, int64_t n, ElemKind kind, int rank, cudaStream_t s);
+cudaError_t LaunchFillConstant(float* p, int64_t n, float value, cudaStream_t s);
+
+cudaError_t LaunchCopy(float* dst, const float* src, int64_t n, cudaStream_t s);
+cudaError_t LaunchTriad(float* a, const float* b, const float* c, float scalar, int64_t n, cudaStream_t s);
+
+struct AdamHyper {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
+};
+// PyTorch's fused AdamW element update, fp32 state: reads p, g, m, v; writes p, m, v.
+cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h, cudaStream_t s);
+
+}  // namespace xdeep::profiler::cuda
+
+#endif  // XDEEP_PROFILER_CUDA_KERNELS_H_

@@ -1,0 +1,73 @@
+// GPU probes: cuBLASLt GEMMs, CUDA bandwidth kernels, NCCL collectives.
+//
+// Implemented in cuda/ and nccl/ where the build found CUDA and NCCL; otherwise
+// gpu_stubs.cc answers Unimplemented, so callers need no #ifdefs.
+#ifndef XDEEP_PROFILER_GPU_PROBES_H_
+#define XDEEP_PROFILER_GPU_PROBES_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "profiler/bootstrap.h"
+#include "profiler/collective_math.h"
+#include "profiler/dtype.h"
+#include "profiler/harness.h"
+#include "profiler/report.h"
+#include "profiler/shapes.h"
+
+namespace xdeep::profiler {
+
+// True when this build has the CUDA probes (not whether a GPU is present).
+bool BuiltWithCuda();
+// Visible CUDA devices; 0 when there is no driver or device (never an error).
+int CudaDeviceCount();
+// Binds this process to a device (local_rank modulo the visible count).
+absl::Status SelectDevice(int local_rank);
+absl::StatusOr<GpuInfo> QueryGpu();
+// cuda_runtime, driver, cublaslt, nccl.
+void AddGpuVersions(std::map<std::string, std::string>* versions);
+
+struct GemmProbeOptions {
+  std::vector<GemmSpec> gemms;
+  std::vector<DType> dtypes = {DType::kBf16};
+  HarnessOptions harness;
+  int64_t workspace_bytes = int64_t{32} << 20;
+  // cuBLASLt's heuristic ranks algorithms by a model; timing its first few picks the
+  // fastest on this GPU, as cuBLAS does internally for its own calls.
+  int algo_candidates = 4;
+};
+std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options, std::vector<ErrorEntry>* errors);
+
+struct DeviceBandwidthOptions {
+  int64_t elements = int64_t{1} << 28;  // fp32 per array: 1 GiB, far beyond L2
+  std::vector<std::string> kernels = {"copy", "triad", "adam_update"};
+  HarnessOptions harness;
+};
+std::vector<BandwidthEntry> RunDeviceBandwidth(const DeviceBandwidthOptions& options,
+                                               std::vector<ErrorEntry>* errors);
+
+struct CollectiveOptions {
+  std::vector<CollectiveOp> ops = AllCollectiveOps();
+  int64_t min_bytes = 1024;
+  int64_t max_bytes = int64_t{1} << 30;
+  int factor = 4;
+  DType dtype = DType::kFp32;
+  absl::Duration init_timeout = absl::Seconds(60);
+  // Per (operation, size): warm-up, samples and the wait for each batch.
+  absl::Duration op_time_limit = absl::Seconds(20);
+  int warmup = 5;
+  int samples = 10;
+};
+// Initialises NCCL (non-blocking), sweeps ops x sizes, appends to report->collectives.
+// Any NCCL error, a timeout or a dead peer aborts the communicator (ncclCommAbort) and
+// returns the error; entries measured before it stay in the report.
+absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options, Report* report);
+
+}  // namespace xdeep::profiler
+
+#endif  // XDEEP_PROFILER_GPU_PROBES_H_

@@ -1,0 +1,236 @@
+// xdeep-probe: runs the probe sets and writes a probe report (docs/probe_report.md).
+//
+//   xdeep-probe compute --suite cpu|gpu|all [--shapes FILE] [--gemm MxNxK]... --out R.json
+//   srun xdeep-probe collectives [--ops all] [--min-bytes 1K] [--max-bytes 1G] --out R.json
+//   xdeep-probe validate R.json
+//
+// Exit codes: 0 all probes ran, 2 report written with errors, 1 bad usage or no report,
+// 124 the whole run passed --time-limit (the watchdog wrote an error report).
+#include <unistd.h>
+
+#include <Kokkos_Core.hpp>
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "profiler/bootstrap.h"
+#include "profiler/collective_math.h"
+#include "profiler/deadline.h"
+#include "profiler/report.h"
+#include "profiler/shapes.h"
+#include "profiler/suites.h"
+#include "spdlog/spdlog.h"
+
+namespace xp = xdeep::profiler;
+
+namespace {
+
+void PrintSummary(const xp::Report& r) {
+  for (const auto& e : r.gemm) {
+    std::printf("gemm %-10s %-5s %-5s m=%-6lld n=%-6lld k=%-6lld %9.3f ms %8.1f TFLOP/s spread %.3f\n",
+                e.layer.c_str(), e.pass.c_str(), e.dtype.c_str(), static_cast<long long>(e.m),
+                static_cast<long long>(e.n), static_cast<long long>(e.k), e.timing.median_s * 1e3, e.tflops,
+                e.timing.spread);
+  }
+  for (const auto& e : r.bandwidth) {
+    std::printf("bandwidth %-6s %-6s %-12s %12lld B %9.3f ms %8.1f GB/s spread %.3f\n", e.backend.c_str(),
+                e.space.c_str(), e.kernel.c_str(), static_cast<long long>(e.bytes), e.timing.median_s * 1e3,
+                e.gbps, e.timing.spread);
+  }
+  for (const auto& e : r.collectives) {
+    std::printf("%-14s ranks=%d %12lld B %10.1f us algbw %8.2f GB/s busbw %8.2f GB/s\n", e.op.c_str(), e.ranks,
+                static_cast<long long>(e.bytes), e.timing.median_s * 1e6, e.algbw_gbps, e.busbw_gbps);
+  }
+  for (const auto& e : r.errors) std::printf("error %s: %s\n", e.probe.c_str(), e.message.c_str());
+  std::printf("elapsed %.2f s\n", r.elapsed_s);
+}
+
+int Finish(const xp::Report& r, const std::string& out, bool write) {
+  PrintSummary(r);
+  if (write && !out.empty()) {
+    if (absl::Status s = xp::WriteReport(r, out); !s.ok()) {
+      spdlog::error("xdeep: {}", std::string(s.message()));
+      return 1;
+    }
+  }
+  return r.errors.empty() ? 0 : 2;
+}
+
+// Last resort against a call that ignores every deadline (a wedged driver): write an
+// error report, then leave without running destructors that could block again.
+std::unique_ptr<xp::Watchdog> StartWatchdog(double seconds, std::string out, bool write) {
+  return std::make_unique<xp::Watchdog>(absl::Seconds(seconds), [seconds, out, write] {
+    spdlog::error("xdeep: probe run passed its time limit of {} s; exiting", seconds);
+    if (write && !out.empty()) {
+      xp::Report r = xp::NewReport();
+      r.errors.push_back({"xdeep-probe", "run passed its time limit of " + std::to_string(seconds) + " s"});
+      (void)xp::WriteReport(r, out);
+    }
+    std::_Exit(124);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"xdeep-probe: compute, bandwidth and collective probes for the xdeep tuner"};
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Log debug detail");
+
+  // compute
+  auto* compute = app.add_subcommand("compute", "GEMM and bandwidth probes on one GPU and/or the host");
+  std::string suite = "cpu", shapes_file, out, dtypes = "bf16", host_bytes = "64M", device_bytes = "1G";
+  std::vector<std::string> gemm_args, layer_args;
+  double time_limit = 120, probe_limit = 10;
+  int samples = 20, algos = 4;
+  compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
+      ->check(CLI::IsMember({"cpu", "gpu", "all"}));
+  compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
+  compute->add_option("--gemm", gemm_args, "Plain GEMM MxNxK (repeatable)");
+  compute->add_option("--layer", layer_args, "Linear layer name:tokens:in:out -> fwd, dgrad, wgrad (repeatable)");
+  compute->add_option("--dtypes", dtypes, "Comma list of bf16, fp16, tf32, fp32 (the shapes file may set it)");
+  compute->add_option("--host-bytes", host_bytes, "Bytes per array for the host bandwidth probes");
+  compute->add_option("--device-bytes", device_bytes, "Bytes per array for the device bandwidth probes");
+  compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
+  compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM")->check(CLI::Range(1, 32));
+  compute->add_option("--probe-time-limit", probe_limit, "Seconds per probe");
+  compute->add_option("--time-limit", time_limit, "Seconds for the whole run (watchdog)");
+  compute->add_option("-o,--out", out, "Report file (JSON)");
+
+  // collectives
+  auto* coll = app.add_subcommand("collectives", "NCCL collectives; ranks from srun or RANK/WORLD_SIZE/MASTER_ADDR");
+  std::string ops = "all", min_bytes = "1K", max_bytes = "1G", coll_dtype = "fp32", coll_out;
+  int factor = 4, coll_samples = 10, coll_warmup = 5;
+  double init_timeout = 60, op_limit = 20, coll_time_limit = 300;
+  coll->add_option("--ops", ops, "all or a comma list of all_reduce,all_gather,reduce_scatter,broadcast,send_recv,all_to_all");
+  coll->add_option("--min-bytes", min_bytes, "Smallest message (e.g. 1K)");
+  coll->add_option("--max-bytes", max_bytes, "Largest message (e.g. 1G)");
+  coll->add_option("--factor", factor, "Size multiplier between steps")->check(CLI::Range(2, 1024));
+  coll->add_option("--dtype", coll_dtype, "bf16, fp16 or fp32");
+  coll->add_option("--samples", coll_samples, "Timed samples per size")->check(CLI::Range(1, 1000));
+  coll->add_option("--warmup", coll_warmup, "Untimed calls per size")->check(CLI::Range(0, 1000));
+  coll->add_option("--init-timeout", init_timeout, "Seconds for rendezvous and NCCL init");
+  coll->add_option("--op-time-limit", op_limit, "Seconds per operation and size");
+  coll->add_option("--time-limit", coll_time_limit, "Seconds for the whole run (watchdog)");
+  coll->add_option("-o,--out", coll_out, "Report file (JSON), written by rank 0");
+
+  // validate
+  auto* validate = app.add_subcommand("validate", "Check that a file is a valid probe report");
+  std::string validate_path;
+  validate->add_option("report", validate_path, "Report file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+
+  if (validate->parsed()) {
+    absl::StatusOr<xp::Report> r = xp::ReadReport(validate_path);
+    if (!r.ok()) {
+      spdlog::error("xdeep: {}", std::string(r.status().message()));
+      return 1;
+    }
+    std::printf("%s: valid %s, %zu gemm, %zu bandwidth, %zu collective entries, %zu errors\n",
+                validate_path.c_str(), xp::kReportSchema, r->gemm.size(), r->bandwidth.size(),
+                r->collectives.size(), r->errors.size());
+    return 0;
+  }
+
+  if (compute->parsed()) {
+    auto watchdog = StartWatchdog(time_limit, out, true);
+    xp::ComputeSuiteOptions o;
+    o.suite = suite;
+    absl::StatusOr<std::vector<xp::DType>> dt = xp::ParseDTypeList(dtypes);
+    if (!dt.ok()) {
+      spdlog::error("xdeep: {}", std::string(dt.status().message()));
+      return 1;
+    }
+    o.gemm.dtypes = *dt;
+    if (!shapes_file.empty()) {
+      absl::StatusOr<xp::ShapeSet> set = xp::ReadShapesFile(shapes_file);
+      if (!set.ok()) {
+        spdlog::error("xdeep: {}", std::string(set.status().message()));
+        return 1;
+      }
+      o.gemm.gemms = set->gemms;
+      if (!set->dtypes.empty() && compute->count("--dtypes") == 0) o.gemm.dtypes = set->dtypes;
+    }
+    for (const std::string& g : gemm_args) {
+      absl::StatusOr<xp::GemmSpec> spec = xp::ParseGemmArg(g);
+      if (!spec.ok()) {
+        spdlog::error("xdeep: {}", std::string(spec.status().message()));
+        return 1;
+      }
+      o.gemm.gemms.push_back(*spec);
+    }
+    for (const std::string& l : layer_args) {
+      absl::StatusOr<std::vector<xp::GemmSpec>> specs = xp::ParseLayerArg(l);
+      if (!specs.ok()) {
+        spdlog::error("xdeep: {}", std::string(specs.status().message()));
+        return 1;
+      }
+      o.gemm.gemms.insert(o.gemm.gemms.end(), specs->begin(), specs->end());
+    }
+    if (o.gemm.gemms.empty()) o.gemm.gemms = xp::DefaultGemms();
+    absl::StatusOr<int64_t> hb = xp::ParseByteSize(host_bytes), db = xp::ParseByteSize(device_bytes);
+    if (!hb.ok() || !db.ok()) {
+      spdlog::error("xdeep: bad --host-bytes or --device-bytes");
+      return 1;
+    }
+    o.host_bandwidth.elements = std::max<int64_t>(*hb / 8, 1024);
+    o.device_bandwidth.elements = std::max<int64_t>(*db / 4, 1024);
+    o.gemm.algo_candidates = algos;
+    for (xp::HarnessOptions* h : {&o.gemm.harness, &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
+      h->max_samples = samples;
+      h->time_limit = absl::Seconds(probe_limit);
+    }
+    // Host kernels are slow per operation; fewer samples keep the CI run short.
+    o.host_bandwidth.harness.max_samples = std::min(samples, 10);
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    absl::StatusOr<xp::Report> r = xp::RunComputeSuite(o);
+    if (!r.ok()) {
+      spdlog::error("xdeep: {}", std::string(r.status().message()));
+      return 1;
+    }
+    watchdog->Cancel();
+    return Finish(*r, out, true);
+  }
+
+  // collectives
+  absl::StatusOr<xp::DistEnv> env = xp::DistEnvFromEnvironment();
+  if (!env.ok()) {
+    spdlog::error("xdeep: {}", std::string(env.status().message()));
+    return 1;
+  }
+  auto watchdog = StartWatchdog(coll_time_limit, coll_out, env->rank == 0);
+  xp::CollectiveOptions o;
+  absl::StatusOr<std::vector<xp::CollectiveOp>> op_list = xp::ParseCollectiveOpList(ops);
+  absl::StatusOr<int64_t> lo = xp::ParseByteSize(min_bytes), hi = xp::ParseByteSize(max_bytes);
+  absl::StatusOr<xp::DType> dt = xp::ParseDType(coll_dtype);
+  if (!op_list.ok() || !lo.ok() || !hi.ok() || !dt.ok() || *dt == xp::DType::kTf32) {
+    spdlog::error("xdeep: bad --ops, --min-bytes, --max-bytes or --dtype");
+    return 1;
+  }
+  o.ops = *op_list;
+  o.min_bytes = *lo;
+  o.max_bytes = *hi;
+  o.factor = factor;
+  o.dtype = *dt;
+  o.samples = coll_samples;
+  o.warmup = coll_warmup;
+  o.init_timeout = absl::Seconds(init_timeout);
+  o.op_time_limit = absl::Seconds(op_limit);
+  spdlog::info("xdeep: rank {}/{} (local {}, {} node(s), from {}), rendezvous {}:{}", env->rank, env->world_size,
+               env->local_rank, env->nodes, env->source, env->master_addr, env->master_port);
+  absl::StatusOr<xp::Report> r = xp::RunCollectiveSuite(*env, o);
+  if (!r.ok()) {
+    spdlog::error("xdeep: {}", std::string(r.status().message()));
+    return 1;
+  }
+  watchdog->Cancel();
+  if (env->rank != 0) return r->errors.empty() ? 0 : 2;
+  return Finish(*r, coll_out, true);
+}

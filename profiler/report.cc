@@ -1,0 +1,296 @@
+// The probe report: JSON conversion and files.
+#include "profiler/report.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace xdeep::profiler {
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside this file only and turned into a Status at the boundary.
+struct FieldError {
+  std::string message;
+};
+
+const json& Field(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw FieldError{absl::StrCat(where, ": missing '", key, "'")};
+  return j.at(key);
+}
+
+double Num(const json& j, const char* key, const std::string& where) {
+  const json& v = Field(j, key, where);
+  if (!v.is_number()) throw FieldError{absl::StrCat(where, ".", key, ": not a number")};
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < 0) throw FieldError{absl::StrCat(where, ".", key, ": negative or not finite")};
+  return d;
+}
+
+int64_t Int(const json& j, const char* key, const std::string& where) {
+  const json& v = Field(j, key, where);
+  if (!v.is_number_integer()) throw FieldError{absl::StrCat(where, ".", key, ": not an integer")};
+  const int64_t i = v.get<int64_t>();
+  if (i < 0) throw FieldError{absl::StrCat(where, ".", key, ": negative")};
+  return i;
+}
+
+std::string Str(const json& j, const char* key, const std::string& where) {
+  const json& v = Field(j, key, where);
+  if (!v.is_string()) throw FieldError{absl::StrCat(where, ".", key, ": not a string")};
+  return v.get<std::string>();
+}
+
+std::string OptStr(const json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : "";
+}
+
+void OneOf(const std::string& value, std::initializer_list<const char*> allowed,
+           const std::string& where) {
+  for (const char* a : allowed) {
+    if (value == a) return;
+  }
+  throw FieldError{absl::StrCat(where, ": unexpected value '", value, "'")};
+}
+
+void PutTiming(json& j, const Timing& t) {
+  j["median_s"] = t.median_s;
+  j["min_s"] = t.min_s;
+  j["p95_s"] = t.p95_s;
+  j["spread"] = t.spread;
+  j["iterations"] = t.iterations;
+}
+
+Timing GetTiming(const json& j, const std::string& where) {
+  Timing t;
+  t.median_s = Num(j, "median_s", where);
+  t.min_s = Num(j, "min_s", where);
+  t.p95_s = Num(j, "p95_s", where);
+  t.spread = Num(j, "spread", where);
+  t.iterations = Int(j, "iterations", where);
+  if (t.median_s <= 0) throw FieldError{absl::StrCat(where, ".median_s: must be positive")};
+  return t;
+}
+
+const json& Array(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  if (!j.contains(key)) return kEmpty;
+  if (!j.at(key).is_array()) throw FieldError{absl::StrCat("'", key, "' is not an array")};
+  return j.at(key);
+}
+
+}  // namespace
+
+Timing TimingFrom(const ProbeResult& r) {
+  return Timing{r.per_op.median, r.per_op.min, r.per_op.p95, r.per_op.spread, r.operations};
+}
+
+Report NewReport() {
+  Report r;
+  r.created = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) == 0) r.host = host;
+  return r;
+}
+
+nlohmann::json ToJson(const Report& r) {
+  json j;
+  j["schema"] = r.schema;
+  j["created"] = r.created;
+  j["host"] = r.host;
+  if (r.gpu) {
+    j["gpu"] = {{"name", r.gpu->name},
+                {"count", r.gpu->count},
+                {"memory_bytes", r.gpu->memory_bytes},
+                {"sm_count", r.gpu->sm_count},
+                {"compute_capability", r.gpu->compute_capability}};
+  }
+  j["versions"] = r.versions;
+  j["nodes"] = r.nodes;
+  j["ranks"] = r.ranks;
+  j["gpus_per_node"] = r.gpus_per_node;
+  j["elapsed_s"] = r.elapsed_s;
+  j["gemm"] = json::array();
+  for (const GemmEntry& e : r.gemm) {
+    json o = {{"m", e.m}, {"n", e.n}, {"k", e.k}, {"dtype", e.dtype}, {"pass", e.pass}};
+    if (!e.layer.empty()) o["layer"] = e.layer;
+    PutTiming(o, e.timing);
+    o["tflops"] = e.tflops;
+    j["gemm"].push_back(o);
+  }
+  j["attention"] = json::array();
+  for (const AttentionEntry& e : r.attention) {
+    json o = {{"batch", e.batch}, {"heads", e.heads}, {"seq", e.seq},
+              {"head_dim", e.head_dim}, {"dtype", e.dtype}, {"causal", e.causal}};
+    PutTiming(o, e.timing);
+    o["tflops"] = e.tflops;
+    j["attention"].push_back(o);
+  }
+  j["bandwidth"] = json::array();
+  for (const BandwidthEntry& e : r.bandwidth) {
+    json o = {{"kernel", e.kernel}, {"space", e.space}, {"backend", e.backend}, {"bytes", e.bytes}};
+    PutTiming(o, e.timing);
+    o["gbps"] = e.gbps;
+    j["bandwidth"].push_back(o);
+  }
+  j["collectives"] = json::array();
+  for (const CollectiveEntry& e : r.collectives) {
+    json o = {{"op", e.op},       {"ranks", e.ranks}, {"nodes", e.nodes}, {"scope", e.scope},
+              {"bytes", e.bytes}, {"dtype", e.dtype}};
+    PutTiming(o, e.timing);
+    o["algbw_gbps"] = e.algbw_gbps;
+    o["busbw_gbps"] = e.busbw_gbps;
+    j["collectives"].push_back(o);
+  }
+  j["errors"] = json::array();
+  for (const ErrorEntry& e : r.errors) j["errors"].push_back({{"probe", e.probe}, {"message", e.message}});
+  return j;
+}
+
+absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("report is not a JSON object");
+  if (!j.contains("schema") || !j["schema"].is_string()) {
+    return absl::InvalidArgumentError("report has no 'schema' string");
+  }
+  if (j["schema"].get<std::string>() != kReportSchema) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported report schema '",
+                                                   j["schema"].get<std::string>(),
+                                                   "' (this reader knows ", kReportSchema, ")"));
+  }
+  Report r;
+  try {
+    r.created = Str(j, "created", "report");
+    r.host = OptStr(j, "host");
+    if (j.contains("gpu") && !j["gpu"].is_null()) {
+      const json& g = j["gpu"];
+      GpuInfo gi;
+      gi.name = Str(g, "name", "gpu");
+      gi.count = static_cast<int>(Int(g, "count", "gpu"));
+      gi.memory_bytes = g.contains("memory_bytes") ? Int(g, "memory_bytes", "gpu") : 0;
+      gi.sm_count = g.contains("sm_count") ? static_cast<int>(Int(g, "sm_count", "gpu")) : 0;
+      gi.compute_capability = OptStr(g, "compute_capability");
+      r.gpu = gi;
+    }
+    if (j.contains("versions")) {
+      if (!j["versions"].is_object()) throw FieldError{"'versions' is not an object"};
+      for (auto& [k, v] : j["versions"].items()) {
+        if (!v.is_string()) throw FieldError{absl::StrCat("versions.", k, ": not a string")};
+        r.versions[k] = v.get<std::string>();
+      }
+    }
+    r.nodes = j.contains("nodes") ? static_cast<int>(Int(j, "nodes", "report")) : 1;
+    r.ranks = j.contains("ranks") ? static_cast<int>(Int(j, "ranks", "report")) : 1;
+    r.gpus_per_node = j.contains("gpus_per_node") ? static_cast<int>(Int(j, "gpus_per_node", "report")) : 0;
+    r.elapsed_s = j.contains("elapsed_s") ? Num(j, "elapsed_s", "report") : 0;
+    int i = 0;
+    for (const json& o : Array(j, "gemm")) {
+      const std::string w = absl::StrCat("gemm[", i++, "]");
+      GemmEntry e;
+      e.m = Int(o, "m", w);
+      e.n = Int(o, "n", w);
+      e.k = Int(o, "k", w);
+      e.dtype = Str(o, "dtype", w);
+      OneOf(e.dtype, {"bf16", "fp16", "tf32", "fp32"}, w + ".dtype");
+      e.pass = Str(o, "pass", w);
+      OneOf(e.pass, {"fwd", "dgrad", "wgrad", "plain"}, w + ".pass");
+      e.layer = OptStr(o, "layer");
+      e.timing = GetTiming(o, w);
+      e.tflops = Num(o, "tflops", w);
+      r.gemm.push_back(e);
+    }
+    i = 0;
+    for (const json& o : Array(j, "attention")) {
+      const std::string w = absl::StrCat("attention[", i++, "]");
+      AttentionEntry e;
+      e.batch = Int(o, "batch", w);
+      e.heads = Int(o, "heads", w);
+      e.seq = Int(o, "seq", w);
+      e.head_dim = Int(o, "head_dim", w);
+      e.dtype = Str(o, "dtype", w);
+      e.causal = o.value("causal", false);
+      e.timing = GetTiming(o, w);
+      e.tflops = Num(o, "tflops", w);
+      r.attention.push_back(e);
+    }
+    i = 0;
+    for (const json& o : Array(j, "bandwidth")) {
+      const std::string w = absl::StrCat("bandwidth[", i++, "]");
+      BandwidthEntry e;
+      e.kernel = Str(o, "kernel", w);
+      e.space = Str(o, "space", w);
+      OneOf(e.space, {"device", "host"}, w + ".space");
+      e.backend = Str(o, "backend", w);
+      e.bytes = Int(o, "bytes", w);
+      e.timing = GetTiming(o, w);
+      e.gbps = Num(o, "gbps", w);
+      r.bandwidth.push_back(e);
+    }
+    i = 0;
+    for (const json& o : Array(j, "collectives")) {
+      const std::string w = absl::StrCat("collectives[", i++, "]");
+      CollectiveEntry e;
+      e.op = Str(o, "op", w);
+      OneOf(e.op, {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "all_to_all"},
+            w + ".op");
+      e.ranks = static_cast<int>(Int(o, "ranks", w));
+      e.nodes = static_cast<int>(Int(o, "nodes", w));
+      e.scope = Str(o, "scope", w);
+      OneOf(e.scope, {"intra_node", "inter_node"}, w + ".scope");
+      e.bytes = Int(o, "bytes", w);
+      e.dtype = Str(o, "dtype", w);
+      e.timing = GetTiming(o, w);
+      e.algbw_gbps = Num(o, "algbw_gbps", w);
+      e.busbw_gbps = Num(o, "busbw_gbps", w);
+      r.collectives.push_back(e);
+    }
+    i = 0;
+    for (const json& o : Array(j, "errors")) {
+      const std::string w = absl::StrCat("errors[", i++, "]");
+      r.errors.push_back({Str(o, "probe", w), Str(o, "message", w)});
+    }
+  } catch (const FieldError& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad probe report: ", e.message));
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad probe report: ", e.what()));
+  }
+  return r;
+}
+
+absl::StatusOr<Report> ParseReport(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("probe report is not valid JSON");
+  return ReportFromJson(j);
+}
+
+absl::Status WriteReport(const Report& r, const std::string& path) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp));
+    out << ToJson(r).dump(2) << "\n";
+    if (!out.flush()) return absl::DataLossError(absl::StrCat("short write to ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Report> ReadReport(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseReport(ss.str());
+}
+
+}  // namespace xdeep::profiler

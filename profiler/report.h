@@ -1,0 +1,115 @@
+// The probe report (schema xdeep.probe_report/1, docs/probe_report.md): what
+// xdeep-probe writes and the daemon ingests. Plain structs plus JSON conversion.
+//
+// Readers reject an unknown schema string or a malformed entry with a message naming
+// the field, rather than guessing: a wrong figure in a hardware profile silently skews
+// every decision made from it.
+#ifndef XDEEP_PROFILER_REPORT_H_
+#define XDEEP_PROFILER_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "profiler/harness.h"
+
+namespace xdeep::profiler {
+
+inline constexpr char kReportSchema[] = "xdeep.probe_report/1";
+
+// The statistics every entry carries (seconds per operation).
+struct Timing {
+  double median_s = 0;
+  double min_s = 0;
+  double p95_s = 0;
+  double spread = 0;
+  int64_t iterations = 0;
+};
+Timing TimingFrom(const ProbeResult& r);
+
+struct GpuInfo {
+  std::string name;
+  int count = 0;
+  int64_t memory_bytes = 0;
+  int sm_count = 0;
+  std::string compute_capability;
+};
+
+struct GemmEntry {
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype;  // bf16 | fp16 | tf32 | fp32
+  std::string pass;   // fwd | dgrad | wgrad | plain
+  std::string layer;  // optional label
+  Timing timing;
+  double tflops = 0;
+};
+
+struct AttentionEntry {
+  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
+  std::string dtype;
+  bool causal = false;
+  Timing timing;
+  double tflops = 0;
+};
+
+struct BandwidthEntry {
+  std::string kernel;   // copy | triad | adam_update
+  std::string space;    // device | host
+  std::string backend;  // cuda | kokkos
+  int64_t bytes = 0;    // bytes moved per operation (read + written)
+  Timing timing;
+  double gbps = 0;
+};
+
+struct CollectiveEntry {
+  std::string op;
+  int ranks = 0;
+  int nodes = 0;
+  std::string scope;  // intra_node | inter_node
+  int64_t bytes = 0;
+  std::string dtype;
+  Timing timing;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+};
+
+struct ErrorEntry {
+  std::string probe;
+  std::string message;
+};
+
+struct Report {
+  std::string schema = kReportSchema;
+  std::string created;  // RFC 3339 UTC
+  std::string host;
+  std::optional<GpuInfo> gpu;
+  std::map<std::string, std::string> versions;
+  int nodes = 1;
+  int ranks = 1;
+  int gpus_per_node = 0;
+  double elapsed_s = 0;  // wall time of the whole probe run
+  std::vector<GemmEntry> gemm;
+  std::vector<AttentionEntry> attention;
+  std::vector<BandwidthEntry> bandwidth;
+  std::vector<CollectiveEntry> collectives;
+  std::vector<ErrorEntry> errors;
+};
+
+nlohmann::json ToJson(const Report& r);
+absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j);
+absl::StatusOr<Report> ParseReport(const std::string& text);
+// Writes atomically (temporary file, then rename) so the daemon never ingests half a file.
+absl::Status WriteReport(const Report& r, const std::string& path);
+absl::StatusOr<Report> ReadReport(const std::string& path);
+
+// A report with created/host filled in.
+Report NewReport();
+
+}  // namespace xdeep::profiler
+
+#endif  // XDEEP_PROFILER_REPORT_H_

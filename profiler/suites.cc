@@ -1,0 +1,76 @@
+// Probe sets as xdeep-probe runs them.
+#include "profiler/suites.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace xdeep::profiler {
+
+std::vector<GemmSpec> DefaultGemms() {
+  std::vector<GemmSpec> out = {GemmSpec{8192, 8192, 8192, "plain", "square"}};
+  for (auto& [name, in, o] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"attn.qkv", 4096, 12288}, {"attn.proj", 4096, 4096}, {"mlp.fc1", 4096, 16384}, {"mlp.fc2", 16384, 4096}}) {
+    for (GemmSpec& g : LayerGemms(name, 8192, in, o)) out.push_back(g);
+  }
+  return out;
+}
+
+absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
+  const bool cpu = options.suite == "cpu" || options.suite == "all";
+  const bool gpu = options.suite == "gpu" || options.suite == "all";
+  if (!cpu && !gpu) return absl::InvalidArgumentError(absl::StrCat("unknown suite '", options.suite, "'"));
+  const absl::Time start = absl::Now();
+  Report report = NewReport();
+  report.versions["xdeep_probe"] = "0.1.0";
+  if (cpu) {
+    if (!KokkosInitialized()) return absl::FailedPreconditionError("Kokkos is not initialised");
+    report.versions["kokkos"] = KokkosVersionString();
+    for (BandwidthEntry& e : RunKokkosHostBandwidth(options.host_bandwidth, &report.errors)) {
+      report.bandwidth.push_back(e);
+    }
+  }
+  if (gpu) {
+    if (absl::Status s = SelectDevice(0); !s.ok()) {
+      report.errors.push_back({"gpu", std::string(s.message())});
+    } else {
+      absl::StatusOr<GpuInfo> info = QueryGpu();
+      if (info.ok()) {
+        GpuInfo g = *info;
+        g.count = 1;  // the compute set measures one GPU
+        report.gpu = g;
+        report.gpus_per_node = info->count;
+      }
+      AddGpuVersions(&report.versions);
+      for (GemmEntry& e : RunGemmProbes(options.gemm, &report.errors)) report.gemm.push_back(e);
+      for (BandwidthEntry& e : RunDeviceBandwidth(options.device_bandwidth, &report.errors)) {
+        report.bandwidth.push_back(e);
+      }
+    }
+  }
+  report.elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
+  return report;
+}
+
+absl::StatusOr<Report> RunCollectiveSuite(const DistEnv& env, const CollectiveOptions& options) {
+  const absl::Time start = absl::Now();
+  Report report = NewReport();
+  report.versions["xdeep_probe"] = "0.1.0";
+  report.nodes = env.nodes;
+  report.ranks = env.world_size;
+  report.gpus_per_node = env.local_size;
+  absl::Status s = RunCollectives(env, options, &report);
+  if (!s.ok()) {
+    report.errors.push_back({"nccl", std::string(s.message())});
+  } else {
+    absl::StatusOr<GpuInfo> info = QueryGpu();
+    if (info.ok()) {
+      report.gpu = *info;
+      report.gpu->count = env.world_size;
+    }
+  }
+  AddGpuVersions(&report.versions);
+  report.elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
+  return report;
+}
+
+}  // namespace xdeep::profiler

@@ -1,0 +1,37 @@
+// Probe sets as xdeep-probe runs them: the compute set (GEMMs, bandwidth) and the
+// collective set, each producing one Report. main.cc only parses flags into these.
+#ifndef XDEEP_PROFILER_SUITES_H_
+#define XDEEP_PROFILER_SUITES_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "profiler/bootstrap.h"
+#include "profiler/gpu_probes.h"
+#include "profiler/kokkos_probes.h"
+#include "profiler/report.h"
+
+namespace xdeep::profiler {
+
+struct ComputeSuiteOptions {
+  std::string suite = "cpu";  // cpu | gpu | all
+  GemmProbeOptions gemm;
+  DeviceBandwidthOptions device_bandwidth;
+  KokkosBandwidthOptions host_bandwidth;
+};
+
+// cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs and CUDA bandwidth. all: both.
+// Probe failures become report.errors; only bad options fail the call.
+absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options);
+
+// Collectives on this rank; every rank returns the report, rank 0 writes it.
+absl::StatusOr<Report> RunCollectiveSuite(const DistEnv& env, const CollectiveOptions& options);
+
+// The default GEMM set when neither --gemm, --layer nor --shapes is given: a square
+// 8192^3 GEMM (comparable with published figures) and the linear layers of a
+// GPT-style block (hidden 4096, 8192 tokens).
+std::vector<GemmSpec> DefaultGemms();
+
+}  // namespace xdeep::profiler
+
+#endif  // XDEEP_PROFILER_SUITES_H_
