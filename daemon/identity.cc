@@ -1,0 +1,67 @@
+// MUNGE-backed Authenticator (see identity.h).
+#include "daemon/identity.h"
+
+#include <fmt/format.h>
+#include <munge.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "absl/status/status.h"
+
+namespace xdeep::daemon {
+namespace {
+
+class MungeAuthenticator final : public Authenticator {
+ public:
+  explicit MungeAuthenticator(std::string socket) : socket_(std::move(socket)) {}
+
+  absl::StatusOr<Caller> Verify(const std::string& credential) const override {
+    if (credential.empty()) {
+      return absl::UnauthenticatedError(
+          "request carries no MUNGE credential; is munged running on the submit host?");
+    }
+    munge_ctx_t ctx = munge_ctx_create();
+    if (ctx == nullptr) return absl::ResourceExhaustedError("munge_ctx_create failed");
+    if (!socket_.empty()) munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket_.c_str());
+    uid_t uid = 0;
+    gid_t gid = 0;
+    munge_err_t err = munge_decode(credential.c_str(), ctx, nullptr, nullptr, &uid, &gid);
+    std::string why = err == EMUNGE_SUCCESS ? "" : munge_ctx_strerror(ctx);
+    munge_ctx_destroy(ctx);
+    switch (err) {
+      case EMUNGE_SUCCESS:
+        return Caller{uid, gid};
+      case EMUNGE_CRED_EXPIRED:
+        return absl::UnauthenticatedError("MUNGE credential expired; check the clocks");
+      case EMUNGE_CRED_REPLAYED:
+        return absl::UnauthenticatedError("MUNGE credential was replayed");
+      case EMUNGE_SOCKET:
+        return absl::UnavailableError(fmt::format("cannot reach munged: {}", why));
+      default:
+        return absl::UnauthenticatedError(fmt::format("invalid MUNGE credential: {}", why));
+    }
+  }
+
+ private:
+  std::string socket_;
+};
+
+class TrustingAuthenticator final : public Authenticator {
+ public:
+  absl::StatusOr<Caller> Verify(const std::string&) const override {
+    return Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Authenticator> MakeMungeAuthenticator(std::string socket_path) {
+  return std::make_unique<MungeAuthenticator>(std::move(socket_path));
+}
+
+std::unique_ptr<Authenticator> MakeTrustingAuthenticator() {
+  return std::make_unique<TrustingAuthenticator>();
+}
+
+}  // namespace xdeep::daemon

@@ -1,0 +1,82 @@
+// xdeepd: the xdeep tuning daemon. Flags live here only; everything else is
+// in the daemon library.
+#include <signal.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <thread>
+
+#include "daemon/config.h"
+#include "daemon/server.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"xdeepd: the xdeep tuning daemon"};
+  std::string config_path = "/etc/xdeep/xdeepd.toml";
+  bool check_only = false;
+  app.add_option("-c,--config", config_path, "daemon configuration (TOML)");
+  app.add_flag("--check-config", check_only, "validate the configuration and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  auto config = xdeep::daemon::LoadDaemonConfig(config_path);
+  if (!config.ok()) {
+    std::cerr << "xdeepd: " << config.status().message() << "\n";
+    return 2;
+  }
+  if (check_only) {
+    auto hardware = xdeep::daemon::LoadHardwareProfile(config->hardware);
+    if (!hardware.ok()) {
+      std::cerr << "xdeepd: " << hardware.status().message() << "\n";
+      return 2;
+    }
+    std::cout << "xdeepd: " << config_path << " is valid\n";
+    return 0;
+  }
+
+  try {
+    if (!config->log.file.empty()) {
+      spdlog::set_default_logger(spdlog::basic_logger_mt("xdeepd", config->log.file));
+    }
+  } catch (const spdlog::spdlog_ex& e) {
+    std::cerr << "xdeepd: cannot open log file: " << e.what() << "\n";
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(config->log.level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  spdlog::flush_on(spdlog::level::info);
+
+  // Block the signals before any thread starts so only the signal thread sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto daemon = xdeep::daemon::Daemon::Start(*config);
+  if (!daemon.ok()) {
+    spdlog::error("event=start_failed reason=\"{}\"", daemon.status().message());
+    std::cerr << "xdeepd: " << daemon.status().message() << "\n";
+    return 1;
+  }
+
+  std::thread signal_thread([&] {
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig == SIGHUP) {
+        spdlog::info("event=sighup action=none");  // policy reload arrives with the policy module
+        continue;
+      }
+      spdlog::info("event=signal signal={}", sig);
+      (*daemon)->Shutdown();
+      return;
+    }
+  });
+  (*daemon)->Wait();
+  signal_thread.join();
+  daemon->reset();
+  spdlog::info("event=stopped");
+  return 0;
+}

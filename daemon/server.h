@@ -1,0 +1,46 @@
+// Assembles the daemon from its configuration: store, identity, hardware
+// profile, decision maker, gRPC server with health checking.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "daemon/config.h"
+#include "daemon/decision_maker.h"
+#include "daemon/identity.h"
+#include "daemon/slurm_inventory.h"
+#include "daemon/store.h"
+#include "daemon/tuning_service.h"
+#include "daemon/work_queue.h"
+
+namespace xdeep::daemon {
+
+class Daemon {
+ public:
+  // Opens the store, loads the hardware profile and binds the listen address.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const DaemonConfig& config);
+  ~Daemon();
+
+  // Stops accepting calls, gives in-flight ones the configured grace period.
+  void Shutdown();
+  void Wait();
+
+ private:
+  Daemon() = default;
+
+  DaemonConfig config_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<SlurmInventory> inventory_;
+  std::unique_ptr<DecisionMaker> maker_;
+  std::unique_ptr<WorkQueue> work_;
+  std::unique_ptr<TuningService> service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// Reads the configured hardware profile: the first probe report, else the built-in.
+absl::StatusOr<tuner::HardwareProfile> LoadHardwareProfile(const HardwareConfig& config);
+
+}  // namespace xdeep::daemon

@@ -1,0 +1,95 @@
+// sinfo-backed partition shapes (see slurm_inventory.h).
+#include "daemon/slurm_inventory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "absl/status/status.h"
+#include "daemon/subprocess.h"
+#include "daemon/text.h"
+
+namespace xdeep::daemon {
+namespace {
+
+// "gpu:4", "gpu:h100:8(S:0-1)", "gpu:a100:4,shard:8" -> GPUs; "(null)" -> 0.
+int GpusFromGres(std::string_view gres) {
+  int total = 0;
+  for (std::string_view item : Split(gres, ',')) {
+    std::vector<std::string_view> parts = Split(item, ':');
+    if (parts.size() < 2 || parts[0] != "gpu") continue;
+    std::string_view count = parts.back();
+    count = count.substr(0, count.find('('));
+    total += ParseNumber<int>(count).value_or(0);
+  }
+  return total;
+}
+
+bool Usable(std::string_view state) {
+  // Abbreviated states from %t; drained, down and failing nodes cannot run jobs.
+  static const std::set<std::string_view> kUnusable = {"down",  "down*", "drain", "drain*",
+                                                       "drng",  "fail",  "failg", "inval",
+                                                       "maint", "boot",  "futr",  "unk"};
+  return !kUnusable.contains(state);
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionShape> ParseSinfo(std::string_view sinfo_output,
+                                          std::string_view partition) {
+  PartitionShape shape;
+  std::set<std::string> nodes;
+  int min_gpus = -1, min_cpus = -1;
+  for (std::string_view line : Split(sinfo_output, '\n', true)) {
+    std::vector<std::string_view> f = Split(line, '|');
+    if (f.size() != 5) continue;
+    std::string_view part = f[0];
+    bool is_default = !part.empty() && part.back() == '*';
+    if (is_default) part.remove_suffix(1);
+    if (partition.empty() ? !is_default : part != partition) continue;
+    shape.partition = std::string(part);
+    if (!Usable(f[4])) continue;
+    nodes.insert(std::string(f[1]));
+    int cpus = ParseNumber<int>(f[2]).value_or(0);
+    int gpus = GpusFromGres(f[3]);
+    min_gpus = min_gpus < 0 ? gpus : std::min(min_gpus, gpus);
+    min_cpus = min_cpus < 0 ? cpus : std::min(min_cpus, cpus);
+  }
+  if (shape.partition.empty()) {
+    return absl::NotFoundError(
+        partition.empty()
+            ? std::string("Slurm has no default partition; name one with -p")
+            : fmt::format("Slurm has no partition '{}'; check the name with sinfo", partition));
+  }
+  if (nodes.empty()) {
+    return absl::UnavailableError(
+        fmt::format("partition '{}' has no usable nodes right now", shape.partition));
+  }
+  shape.nodes = static_cast<int>(nodes.size());
+  shape.gpus_per_node = std::max(min_gpus, 0);
+  shape.cpus_per_node = std::max(min_cpus, 0);
+  return shape;
+}
+
+absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(partition);
+    if (it != cache_.end() && std::chrono::steady_clock::now() - it->second.at < ttl_) {
+      return it->second.shape;
+    }
+  }
+  auto run = RunCommand({"sinfo", "-h", "-N", "-o", "%P|%N|%c|%G|%t"}, std::chrono::seconds(10));
+  if (!run.ok()) return run.status();
+  if (run->exit_code != 0) {
+    return absl::UnavailableError(fmt::format("sinfo failed: {}", run->err));
+  }
+  auto shape = ParseSinfo(run->out, partition);
+  if (!shape.ok()) return shape.status();
+  std::lock_guard lock(mu_);
+  cache_[partition] = {*shape, std::chrono::steady_clock::now()};
+  return shape;
+}
+
+}  // namespace xdeep::daemon

@@ -1,0 +1,42 @@
+// What a Slurm partition offers: node count and GPUs per node, read from
+// slurmctld through sinfo (the daemon runs where Slurm's commands work).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace xdeep::daemon {
+
+struct PartitionShape {
+  std::string partition;
+  int nodes = 0;          // nodes in the partition that are usable
+  int gpus_per_node = 0;  // GPUs on the smallest such node
+  int cpus_per_node = 0;
+};
+
+// Parses `sinfo -h -N -o "%P|%N|%c|%G|%t"` output for `partition` (empty =
+// the default partition, marked with '*'). Exposed for tests.
+absl::StatusOr<PartitionShape> ParseSinfo(std::string_view sinfo_output,
+                                          std::string_view partition);
+
+class SlurmInventory {
+ public:
+  explicit SlurmInventory(std::chrono::seconds ttl = std::chrono::seconds(30)) : ttl_(ttl) {}
+  // Cached for `ttl`; asks sinfo when stale.
+  absl::StatusOr<PartitionShape> Shape(const std::string& partition);
+
+ private:
+  struct Entry {
+    PartitionShape shape;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::chrono::seconds ttl_;
+  std::mutex mu_;
+  std::map<std::string, Entry> cache_;
+};
+
+}  // namespace xdeep::daemon

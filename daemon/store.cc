@@ -1,0 +1,217 @@
+// SQLite-backed Store (see store.h). One connection guarded by a mutex: the
+// daemon's write rate is a few rows per launch, far below SQLite's limits.
+#include "daemon/store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "daemon/text.h"
+
+namespace xdeep::daemon {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS decisions (
+  id TEXT PRIMARY KEY,
+  uid INTEGER NOT NULL,
+  workload TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  nodes INTEGER NOT NULL,
+  gpus_per_node INTEGER NOT NULL,
+  predicted_step_time_s REAL NOT NULL,
+  predicted_cost REAL NOT NULL,
+  decision BLOB NOT NULL,
+  created_unix INTEGER NOT NULL,
+  job_id INTEGER
+);
+CREATE TABLE IF NOT EXISTS outcomes (
+  decision_id TEXT NOT NULL REFERENCES decisions(id),
+  job_id INTEGER NOT NULL,
+  exit_code INTEGER NOT NULL,
+  elapsed_s REAL NOT NULL,
+  step_times TEXT NOT NULL,
+  reported_unix INTEGER NOT NULL,
+  PRIMARY KEY (decision_id, job_id)
+);
+)sql";
+
+// Finalizes a prepared statement on every path out of a function.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+absl::Status SqlError(sqlite3* db, std::string_view what) {
+  return absl::InternalError(fmt::format("store: {}: {}", what, sqlite3_errmsg(db)));
+}
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string JoinTimes(const std::vector<double>& times) {
+  std::ostringstream out;
+  out.precision(17);
+  for (size_t i = 0; i < times.size(); ++i) out << (i ? "," : "") << times[i];
+  return out.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::UnavailableError(
+        fmt::format("store: cannot open {}: {}; check that the directory exists and is writable by "
+                    "xdeepd ([store] path)",
+                    path, message));
+  }
+  auto store = std::unique_ptr<Store>(new Store(db));
+  sqlite3_busy_timeout(db, 5000);
+  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;",
+                          "PRAGMA foreign_keys=ON;", kSchema}) {
+    if (absl::Status s = store->Exec(sql); !s.ok()) return s;
+  }
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+absl::Status Store::Exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(fmt::format("store: {}", error ? error : "unknown error"));
+    sqlite3_free(error);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::SaveDecision(const DecisionRecord& r) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "INSERT INTO decisions (id, uid, workload, strategy, nodes, gpus_per_node, "
+               "predicted_step_time_s, predicted_cost, decision, created_unix) "
+               "VALUES (?,?,?,?,?,?,?,?,?,?)");
+  if (!st.ok()) return SqlError(db_, "prepare insert decision");
+  sqlite3_bind_text(st.get(), 1, r.id.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.get(), 2, r.uid);
+  sqlite3_bind_text(st.get(), 3, r.workload.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.get(), 4, r.strategy.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st.get(), 5, r.nodes);
+  sqlite3_bind_int(st.get(), 6, r.gpus_per_node);
+  sqlite3_bind_double(st.get(), 7, r.predicted_step_time_s);
+  sqlite3_bind_double(st.get(), 8, r.predicted_cost);
+  sqlite3_bind_blob(st.get(), 9, r.decision_blob.data(), static_cast<int>(r.decision_blob.size()),
+                    SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.get(), 10, r.created_unix ? r.created_unix : NowUnix());
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "insert decision");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DecisionRecord> Store::GetDecision(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "SELECT uid, workload, strategy, nodes, gpus_per_node, predicted_step_time_s, "
+               "predicted_cost, decision, created_unix, job_id FROM decisions WHERE id = ?");
+  if (!st.ok()) return SqlError(db_, "prepare select decision");
+  sqlite3_bind_text(st.get(), 1, id.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.get()) != SQLITE_ROW) {
+    return absl::NotFoundError(fmt::format("no decision with id '{}'", id));
+  }
+  DecisionRecord r;
+  r.id = id;
+  r.uid = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 0));
+  r.workload = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 1));
+  r.strategy = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 2));
+  r.nodes = sqlite3_column_int(st.get(), 3);
+  r.gpus_per_node = sqlite3_column_int(st.get(), 4);
+  r.predicted_step_time_s = sqlite3_column_double(st.get(), 5);
+  r.predicted_cost = sqlite3_column_double(st.get(), 6);
+  r.decision_blob.assign(static_cast<const char*>(sqlite3_column_blob(st.get(), 7)),
+                         sqlite3_column_bytes(st.get(), 7));
+  r.created_unix = sqlite3_column_int64(st.get(), 8);
+  if (sqlite3_column_type(st.get(), 9) != SQLITE_NULL) {
+    r.job_id = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 9));
+  }
+  return r;
+}
+
+absl::Status Store::BindJob(const std::string& decision_id, uint32_t job_id) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "UPDATE decisions SET job_id = ? WHERE id = ? AND (job_id IS NULL OR job_id = ?)");
+  if (!st.ok()) return SqlError(db_, "prepare bind");
+  sqlite3_bind_int64(st.get(), 1, job_id);
+  sqlite3_bind_text(st.get(), 2, decision_id.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.get(), 3, job_id);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "bind");
+  if (sqlite3_changes(db_) == 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("decision '{}' is unknown or already bound to another job", decision_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "INSERT OR IGNORE INTO outcomes (decision_id, job_id, exit_code, elapsed_s, "
+               "step_times, reported_unix) VALUES (?,?,?,?,?,?)");
+  if (!st.ok()) return SqlError(db_, "prepare insert outcome");
+  std::string times = JoinTimes(o.step_times_s);
+  sqlite3_bind_text(st.get(), 1, o.decision_id.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.get(), 2, o.job_id);
+  sqlite3_bind_int(st.get(), 3, o.exit_code);
+  sqlite3_bind_double(st.get(), 4, o.elapsed_s);
+  sqlite3_bind_text(st.get(), 5, times.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.get(), 6, NowUnix());
+  int rc = sqlite3_step(st.get());
+  if (rc == SQLITE_CONSTRAINT) {
+    return absl::NotFoundError(fmt::format("no decision with id '{}'", o.decision_id));
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, "insert outcome");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<OutcomeRecord>> Store::Outcomes(const std::string& decision_id) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "SELECT job_id, exit_code, elapsed_s, step_times FROM outcomes "
+               "WHERE decision_id = ? ORDER BY job_id");
+  if (!st.ok()) return SqlError(db_, "prepare select outcomes");
+  sqlite3_bind_text(st.get(), 1, decision_id.c_str(), -1, SQLITE_TRANSIENT);
+  std::vector<OutcomeRecord> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW) {
+    OutcomeRecord o;
+    o.decision_id = decision_id;
+    o.job_id = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 0));
+    o.exit_code = sqlite3_column_int(st.get(), 1);
+    o.elapsed_s = sqlite3_column_double(st.get(), 2);
+    std::string times = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 3));
+    for (std::string_view t : Split(times, ',', true)) {
+      o.step_times_s.push_back(ParseNumber<double>(t).value_or(0));
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace xdeep::daemon

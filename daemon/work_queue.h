@@ -1,0 +1,33 @@
+// A fixed pool of threads for Tune computations, so gRPC's callback threads
+// never block on the search. Joined on destruction after draining.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace xdeep::daemon {
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(int threads);
+  ~WorkQueue();  // runs what is queued, then joins
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void Post(std::function<void()> task);
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace xdeep::daemon

@@ -1,0 +1,90 @@
+// What the plugin asks the daemon, as plain C++ (no gRPC, no protobuf), so the
+// plugin itself loads nothing heavy. The gRPC implementation lives in a
+// separate module, xdeep_spank_client.so, that is dlopen'ed only when a
+// request is actually made (no cost for launches that do not use xdeep).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xdeep::spank {
+
+struct TuneQuery {
+  std::string mode;             // "auto", "advise", "explain"
+  std::string launcher;         // "srun", "sbatch", "salloc"
+  std::string workload_toml;    // file contents, or
+  std::string workload_preset;  // a preset name
+  std::string workload_source;  // path for messages
+  int max_nodes = 0, max_tasks = 0, max_gpus_per_node = 0, max_gpus = 0;
+  uint32_t allocation_job_id = 0;  // 0: not inside an allocation
+  int allocation_nodes = 0, allocation_gpus_per_node = 0;
+  std::string allocation_nodelist;
+  std::string partition, account;
+  std::string objective;  // "", "cost", "time", "deadline", "budget"
+  double budget = 0, deadline_s = 0;
+  std::vector<std::string> argv;
+  std::string cwd, host;
+  uint32_t uid = 0;
+};
+
+struct LayoutRow {
+  std::string strategy;
+  int nodes = 0, gpus_per_node = 0, tasks = 0;
+  int dp = 1, tp = 1, pp = 1, sharding_stage = 0;
+  int micro_batch = 1, grad_accumulation = 1;
+  bool recompute = false;
+  int64_t global_batch = 0;
+  double step_time_s = 0, time_to_solution_s = 0, cost = 0;
+  int64_t memory_per_gpu_bytes = 0;
+  std::string why;
+};
+
+struct TuneAnswer {
+  std::string decision_id;
+  LayoutRow best;
+  std::vector<LayoutRow> alternatives;
+  std::string explanation, hardware_label, workload_name, currency;
+  uint64_t candidates_evaluated = 0;
+};
+
+struct ReportQuery {
+  std::string decision_id;
+  uint32_t job_id = 0;
+  int exit_code = -1;
+  double elapsed_s = 0;
+  std::vector<double> step_times_s;
+};
+
+struct ClientError {
+  // kUnavailable: the daemon is down, slow or speaking garbage (fail open).
+  // kRefused: the daemon answered and said no (bad workload, over budget...).
+  enum Kind { kUnavailable, kRefused } kind = kUnavailable;
+  std::string message;
+};
+
+using ProgressCallback = std::function<void(const std::string& stage, const std::string& line)>;
+
+class DaemonClient {
+ public:
+  virtual ~DaemonClient() = default;
+  // All calls give up at `deadline`; false and `error` on failure.
+  virtual bool Tune(const TuneQuery& query, std::chrono::steady_clock::time_point deadline,
+                    const ProgressCallback& progress, TuneAnswer* answer, ClientError* error) = 0;
+  virtual bool Bind(const std::string& decision_id, uint32_t job_id, uint32_t step_id,
+                    std::chrono::steady_clock::time_point deadline, ClientError* error) = 0;
+  virtual bool Report(const ReportQuery& query, std::chrono::steady_clock::time_point deadline,
+                      ClientError* error) = 0;
+};
+
+// dlopens the client module that sits next to the plugin and connects it to
+// `address`; null and `error` when the module cannot be loaded.
+std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::string* error);
+
+}  // namespace xdeep::spank
+
+// Entry point of xdeep_spank_client.so.
+extern "C" xdeep::spank::DaemonClient* xdeep_spank_client_create(const char* address);

@@ -1,0 +1,36 @@
+// Finds and dlopens xdeep_spank_client.so (see daemon_client.h).
+#include <dlfcn.h>
+
+#include <string>
+
+#include "spank_plugin/daemon_client.h"
+
+namespace xdeep::spank {
+
+std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::string* error) {
+  // The client module is installed beside the plugin; find our own file.
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&LoadDaemonClient), &self) == 0 || self.dli_fname == nullptr) {
+    *error = "cannot locate xdeep_spank.so on disk";
+    return nullptr;
+  }
+  std::string dir = self.dli_fname;
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  const std::string path = dir + "xdeep_spank_client.so";
+  // Never dlclose'd: gRPC does not support being unloaded.
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (module == nullptr) {
+    const char* why = dlerror();
+    *error = "cannot load " + path + ": " + (why ? why : "unknown error");
+    return nullptr;
+  }
+  using CreateFn = DaemonClient* (*)(const char*);
+  auto create = reinterpret_cast<CreateFn>(dlsym(module, "xdeep_spank_client_create"));
+  if (create == nullptr) {
+    *error = path + " lacks xdeep_spank_client_create; reinstall xdeep";
+    return nullptr;
+  }
+  return std::unique_ptr<DaemonClient>(create(address.c_str()));
+}
+
+}  // namespace xdeep::spank

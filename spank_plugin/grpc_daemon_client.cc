@@ -1,0 +1,210 @@
+// The gRPC + MUNGE implementation of DaemonClient, built as the separate
+// module xdeep_spank_client.so that the plugin loads only on demand.
+#include <grpcpp/grpcpp.h>
+#include <munge.h>
+
+#include <cstdlib>
+
+#include "spank_plugin/daemon_client.h"
+#include "xdeep/v1/tuning.grpc.pb.h"
+
+namespace xdeep::spank {
+namespace {
+
+namespace v1 = xdeep::v1;
+
+// A fresh credential per call: MUNGE refuses replays.
+std::string MungeCredential() {
+  char* cred = nullptr;
+  if (munge_encode(&cred, nullptr, nullptr, 0) != EMUNGE_SUCCESS) {
+    std::free(cred);
+    return "";  // the daemon says what is wrong if it needs one
+  }
+  std::string out = cred;
+  std::free(cred);
+  return out;
+}
+
+ClientError FromStatus(const grpc::Status& status) {
+  ClientError e;
+  switch (status.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      e.kind = ClientError::kRefused;
+      e.message = status.error_message();
+      break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      e.kind = ClientError::kUnavailable;
+      e.message = "no answer in time";
+      break;
+    default:
+      e.kind = ClientError::kUnavailable;
+      e.message = status.error_message().empty() ? "no usable answer" : status.error_message();
+  }
+  return e;
+}
+
+v1::Objective ToObjective(const std::string& o) {
+  if (o == "cost") return v1::OBJECTIVE_COST;
+  if (o == "time") return v1::OBJECTIVE_TIME;
+  if (o == "deadline") return v1::OBJECTIVE_COST_UNDER_DEADLINE;
+  if (o == "budget") return v1::OBJECTIVE_TIME_UNDER_BUDGET;
+  return v1::OBJECTIVE_UNSPECIFIED;
+}
+
+LayoutRow ToRow(const v1::Configuration& c, const v1::Prediction& p, const std::string& why) {
+  LayoutRow r;
+  r.strategy = c.strategy();
+  r.nodes = c.nodes();
+  r.gpus_per_node = c.gpus_per_node();
+  r.tasks = c.tasks();
+  r.dp = c.data_parallel();
+  r.tp = c.tensor_parallel();
+  r.pp = c.pipeline_parallel();
+  r.sharding_stage = c.sharding_stage();
+  r.micro_batch = c.micro_batch();
+  r.grad_accumulation = c.grad_accumulation();
+  r.recompute = c.recompute();
+  r.global_batch = c.global_batch();
+  r.step_time_s = p.step_time_s();
+  r.time_to_solution_s = p.time_to_solution_s();
+  r.cost = p.cost();
+  r.memory_per_gpu_bytes = p.memory_per_gpu_bytes();
+  r.why = why;
+  return r;
+}
+
+// gRPC deadlines are wall-clock; the plugin counts on the monotonic clock.
+std::chrono::system_clock::time_point WallDeadline(std::chrono::steady_clock::time_point d) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             d - std::chrono::steady_clock::now());
+}
+
+class GrpcDaemonClient final : public DaemonClient {
+ public:
+  explicit GrpcDaemonClient(const std::string& address)
+      : stub_(
+            v1::Tuning::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
+  }
+
+  bool Tune(const TuneQuery& q, std::chrono::steady_clock::time_point deadline,
+            const ProgressCallback& progress, TuneAnswer* answer, ClientError* error) override {
+    v1::TuneRequest req;
+    req.set_credential(MungeCredential());
+    req.set_mode(q.mode == "explain"  ? v1::TUNE_MODE_EXPLAIN
+                 : q.mode == "advise" ? v1::TUNE_MODE_ADVISE
+                                      : v1::TUNE_MODE_AUTO);
+    req.set_launcher(q.launcher == "sbatch"   ? v1::LAUNCHER_SBATCH
+                     : q.launcher == "salloc" ? v1::LAUNCHER_SALLOC
+                                              : v1::LAUNCHER_SRUN);
+    if (!q.workload_preset.empty()) {
+      req.mutable_workload()->set_preset(q.workload_preset);
+    } else {
+      req.mutable_workload()->set_toml(q.workload_toml);
+    }
+    req.mutable_workload()->set_source_name(q.workload_source);
+    req.mutable_bounds()->set_nodes(q.max_nodes);
+    req.mutable_bounds()->set_tasks(q.max_tasks);
+    req.mutable_bounds()->set_gpus_per_node(q.max_gpus_per_node);
+    req.mutable_bounds()->set_gpus(q.max_gpus);
+    if (q.allocation_job_id != 0) {
+      req.mutable_allocation()->set_job_id(q.allocation_job_id);
+      req.mutable_allocation()->set_nodes(q.allocation_nodes);
+      req.mutable_allocation()->set_gpus_per_node(q.allocation_gpus_per_node);
+      req.mutable_allocation()->set_nodelist(q.allocation_nodelist);
+    }
+    req.set_partition(q.partition);
+    req.set_account(q.account);
+    req.set_objective(ToObjective(q.objective));
+    req.set_budget(q.budget);
+    req.set_deadline_s(q.deadline_s);
+    for (const auto& a : q.argv) req.add_argv(a);
+    req.set_cwd(q.cwd);
+    req.set_submit_host(q.host);
+    req.set_client_version(XDEEP_VERSION);
+    req.set_uid(q.uid);
+
+    grpc::ClientContext ctx;
+    ctx.set_deadline(WallDeadline(deadline));
+    auto reader = stub_->Tune(&ctx, req);
+    v1::TuneEvent event;
+    bool decided = false;
+    while (reader->Read(&event)) {
+      if (event.has_progress()) {
+        if (progress) progress(event.progress().stage(), event.progress().message());
+      } else if (event.has_decision() && !decided) {
+        const v1::Decision& d = event.decision();
+        answer->decision_id = d.decision_id();
+        answer->best = ToRow(d.config(), d.prediction(), d.explanation());
+        for (const auto& alt : d.alternatives()) {
+          answer->alternatives.push_back(ToRow(alt.config(), alt.prediction(), alt.why()));
+        }
+        answer->explanation = d.explanation();
+        answer->hardware_label = d.hardware_label();
+        answer->workload_name = d.workload_name();
+        answer->currency = d.currency();
+        answer->candidates_evaluated = d.candidates_evaluated();
+        decided = true;
+      }
+    }
+    grpc::Status status = reader->Finish();
+    if (!status.ok()) {
+      *error = FromStatus(status);
+      return false;
+    }
+    if (!decided || answer->decision_id.empty() || answer->best.nodes <= 0 ||
+        answer->best.gpus_per_node <= 0) {
+      *error = {ClientError::kUnavailable, "the daemon's answer held no usable decision"};
+      return false;
+    }
+    return true;
+  }
+
+  bool Bind(const std::string& decision_id, uint32_t job_id, uint32_t step_id,
+            std::chrono::steady_clock::time_point deadline, ClientError* error) override {
+    v1::BindRequest req;
+    req.set_credential(MungeCredential());
+    req.set_decision_id(decision_id);
+    req.set_job_id(job_id);
+    req.set_step_id(step_id);
+    v1::BindResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(WallDeadline(deadline));
+    grpc::Status status = stub_->Bind(&ctx, req, &resp);
+    if (!status.ok()) *error = FromStatus(status);
+    return status.ok();
+  }
+
+  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
+              ClientError* error) override {
+    v1::ReportRequest req;
+    req.set_credential(MungeCredential());
+    req.set_decision_id(q.decision_id);
+    req.set_job_id(q.job_id);
+    req.set_exit_code(q.exit_code);
+    req.set_elapsed_s(q.elapsed_s);
+    for (double t : q.step_times_s) req.add_step_times_s(t);
+    v1::ReportResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(WallDeadline(deadline));
+    grpc::Status status = stub_->Report(&ctx, req, &resp);
+    if (!status.ok()) *error = FromStatus(status);
+    return status.ok();
+  }
+
+ private:
+  std::unique_ptr<v1::Tuning::Stub> stub_;
+};
+
+}  // namespace
+}  // namespace xdeep::spank
+
+extern "C" xdeep::spank::DaemonClient* xdeep_spank_client_create(const char* address) {
+  return new xdeep::spank::GrpcDaemonClient(address);
+}

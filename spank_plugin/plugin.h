@@ -1,0 +1,69 @@
+// The plugin's behaviour in each context, with no SPANK types: spank_entry.cc
+// translates the hooks into these calls, so GoogleTest can drive all of it.
+//
+//   srun (local):        Init -> option callbacks -> InitPostOpt (ask, re-exec)
+//                        -> LocalUserInit (bind job) -> LocalExit (report)
+//   sbatch/salloc:       Init -> option callbacks -> InitPostOpt (ask, re-exec)
+//   slurmstepd (remote): Init -> option callbacks (the environment passes on)
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "spank_plugin/daemon_client.h"
+#include "spank_plugin/plugin_config.h"
+#include "spank_plugin/user_options.h"
+
+namespace xdeep::spank {
+
+// What the plugin needs from its host process.
+struct Host {
+  std::function<void(const std::string&)> info;   // a line for the user
+  std::function<void(const std::string&)> error;  // a line for the user, as an error
+  // Replaces the process with `argv` (execv of /proc/self/exe); returns only on failure.
+  std::function<void(const std::vector<std::string>&)> reexec;
+  // Ends the process without launching (explain mode).
+  std::function<void()> exit_without_launch;
+  // Loads the gRPC client (dlopen); replaced in tests.
+  std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
+      LoadDaemonClient;
+};
+
+enum class Launcher { kSrun, kSbatch, kSalloc };
+
+class Plugin {
+ public:
+  explicit Plugin(Host host) : host_(std::move(host)) {}
+
+  // Plugstack arguments; 0 or -1 (after printing why).
+  int Init(const std::vector<std::string>& args);
+  // An --xdeep-* option callback; 0 or -1.
+  int OnOption(OptionId id, const char* value);
+  // After option parsing in srun / sbatch / salloc. `argv` is the process's
+  // command line, `first_command` the index of the user's command (optind).
+  int InitPostOpt(Launcher launcher, const std::vector<std::string>& argv, int first_command);
+  // srun, once the job exists.
+  void LocalUserInit(uint32_t job_id, uint32_t step_id);
+  // srun, at the end.
+  void LocalExit(uint32_t job_id);
+
+  const PluginConfig& config() const { return config_; }
+
+ private:
+  int Refuse(const std::string& message);
+  DaemonClient* Client(std::string* error);
+  bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
+                  int first_command, TuneQuery* query, std::string* error, bool* skip);
+
+  Host host_;
+  PluginConfig config_;
+  UserOptions options_;
+  std::unique_ptr<DaemonClient> client_;
+  std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace xdeep::spank

@@ -1,0 +1,139 @@
+// The SPANK hooks: only the extern "C" entry points and the switch on
+// spank_context(); all behaviour lives in Plugin (plugin.h), which never sees
+// spank.h. Hooks never throw: everything is caught and logged here.
+#include <errno.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+// spank.h (22.05) declares the hooks outside its extern "C" block, and
+// SPANK_PLUGIN() gives plugin_name internal linkage in C++: declare both here.
+extern "C" {
+#include <slurm/spank.h>
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const unsigned int plugin_version;
+extern const unsigned int spank_plugin_version;
+}
+SPANK_PLUGIN(xdeep, 1)
+
+#include "spank_plugin/launch_args.h"
+#include "spank_plugin/plugin.h"
+
+namespace {
+
+using xdeep::spank::Launcher;
+using xdeep::spank::OptionId;
+using xdeep::spank::Plugin;
+
+Plugin& Instance() {
+  static Plugin plugin(xdeep::spank::Host{
+      .info = [](const std::string& line) { slurm_spank_log("%s", line.c_str()); },
+      .error = [](const std::string& line) { slurm_error("%s", line.c_str()); },
+      .reexec =
+          [](const std::vector<std::string>& argv) {
+            std::vector<char*> args;
+            for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+            args.push_back(nullptr);
+            std::fflush(nullptr);
+            execv("/proc/self/exe", args.data());
+            slurm_error("xdeep: execv failed: %s", std::strerror(errno));
+          },
+      .exit_without_launch =
+          [] {
+            std::fflush(nullptr);
+            std::exit(0);
+          },
+  });
+  return plugin;
+}
+
+uint32_t g_job_id = 0;
+
+template <typename F>
+int Guarded(const char* hook, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    slurm_error("xdeep: internal error in %s: %s", hook, e.what());
+  } catch (...) {
+    slurm_error("xdeep: internal error in %s", hook);
+  }
+  return -1;
+}
+
+int OptionCallback(int val, const char* optarg, int /*remote*/) {
+  return Guarded("option", [&] { return Instance().OnOption(static_cast<OptionId>(val), optarg); });
+}
+
+// SPANK wants writable char* fields and a table that outlives the call.
+struct spank_option g_options[xdeep::spank::kOptCount];
+std::string g_option_strings[xdeep::spank::kOptCount][3];
+
+int RegisterOptions(spank_t sp) {
+  for (int i = 0; i < xdeep::spank::kOptCount; ++i) {
+    const auto& o = xdeep::spank::kUserOptions[i];
+    g_option_strings[i][0] = o.name;
+    g_option_strings[i][1] = o.arginfo;
+    g_option_strings[i][2] = o.usage;
+    g_options[i] = {g_option_strings[i][0].data(),
+                    g_option_strings[i][1].data(),
+                    g_option_strings[i][2].data(),
+                    o.has_arg,
+                    i,
+                    OptionCallback};
+    if (spank_option_register(sp, &g_options[i]) != ESPANK_SUCCESS) {
+      slurm_error("xdeep: cannot register --%s", o.name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+Launcher AllocatorLauncher() {
+  return std::strcmp(program_invocation_short_name, "salloc") == 0 ? Launcher::kSalloc
+                                                                   : Launcher::kSbatch;
+}
+
+}  // namespace
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
+  return Guarded("init", [&] {
+    const spank_context_t ctx = spank_context();
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return 0;
+    if (Instance().Init(std::vector<std::string>(av, av + ac)) != 0) return -1;
+    return RegisterOptions(sp);
+  });
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+  return Guarded("init_post_opt", [&] {
+    const spank_context_t ctx = spank_context();
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
+    // After option parsing, libc's optind indexes the user's command.
+    const Launcher launcher = ctx == S_CTX_LOCAL ? Launcher::kSrun : AllocatorLauncher();
+    return Instance().InitPostOpt(launcher, xdeep::spank::ReadSelfCmdline(), optind);
+  });
+}
+
+extern "C" int slurm_spank_local_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  return Guarded("local_user_init", [&] {
+    uint32_t job_id = 0, step_id = 0;
+    spank_get_item(sp, S_JOB_ID, &job_id);
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    g_job_id = job_id;
+    Instance().LocalUserInit(job_id, step_id);
+    return 0;
+  });
+}
+
+extern "C" int slurm_spank_exit(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+  return Guarded("exit", [&] {
+    if (spank_context() == S_CTX_LOCAL) Instance().LocalExit(g_job_id);
+    return 0;
+  });
+}

@@ -1,0 +1,124 @@
+// User option table and parsing (see user_options.h).
+#include "spank_plugin/user_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace xdeep::spank {
+
+const UserOption kUserOptions[kOptCount] = {
+    {"xdeep-tune", "auto|advise|explain|off",
+     "Let xdeep choose nodes, GPUs, parallelism and batch size (default: auto)", 2, "XDEEP_TUNE"},
+    {"xdeep-workload", "FILE|PRESET", "Workload description (TOML) or preset name", 1,
+     "XDEEP_WORKLOAD"},
+    {"xdeep-budget", "AMOUNT", "Most this job may cost, in the site's currency", 1, "XDEEP_BUDGET"},
+    {"xdeep-objective", "cost|time|deadline|budget",
+     "What to optimise: least cost (default), least time, least cost by --xdeep-deadline, "
+     "least time within --xdeep-budget",
+     1, "XDEEP_OBJECTIVE"},
+    {"xdeep-deadline", "HOURS", "Time to solution the job must meet (with objective=deadline)", 1,
+     "XDEEP_DEADLINE"},
+};
+
+std::string_view TuneModeName(TuneMode mode) {
+  switch (mode) {
+    case TuneMode::kOff:
+      return "off";
+    case TuneMode::kAuto:
+      return "auto";
+    case TuneMode::kAdvise:
+      return "advise";
+    case TuneMode::kExplain:
+      return "explain";
+  }
+  return "?";
+}
+
+namespace {
+
+bool ParsePositive(const char* text, double max, double* out) {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (*end != '\0' || !std::isfinite(v) || v <= 0 || v > max) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool UserOptions::Set(OptionId id, const char* value, std::string* error) {
+  const std::string name = std::string("--") + kUserOptions[id].name;
+  switch (id) {
+    case kOptTune: {
+      // srun passes NULL for a bare --xdeep-tune; slurmstepd passes "" too.
+      std::string_view v = value == nullptr ? "" : value;
+      if (v.empty() || v == "auto" || v == "on") {
+        mode_ = TuneMode::kAuto;
+      } else if (v == "advise") {
+        mode_ = TuneMode::kAdvise;
+      } else if (v == "explain") {
+        mode_ = TuneMode::kExplain;
+      } else if (v == "off") {
+        mode_ = TuneMode::kOff;
+      } else {
+        *error = name + "=" + std::string(v) + " is not a mode; use auto, advise, explain or off";
+        return false;
+      }
+      break;
+    }
+    case kOptWorkload:
+      if (value == nullptr || *value == '\0') {
+        *error = name + " needs a file name or a preset name";
+        return false;
+      }
+      workload_ = value;
+      break;
+    case kOptBudget:
+      if (!ParsePositive(value, 1e12, &budget_)) {
+        *error = name + "=" + (value ? value : "") +
+                 " is not a valid amount; give a positive number such as 250";
+        return false;
+      }
+      break;
+    case kOptObjective: {
+      std::string_view v = value == nullptr ? "" : value;
+      if (v != "cost" && v != "time" && v != "deadline" && v != "budget") {
+        *error = name + "=" + std::string(v) + " is unknown; use cost, time, deadline or budget";
+        return false;
+      }
+      objective_ = v;
+      break;
+    }
+    case kOptDeadline: {
+      double hours = 0;
+      if (!ParsePositive(value, 1e6, &hours)) {
+        *error = name + "=" + (value ? value : "") +
+                 " is not a valid time; give hours as a positive number such as 12";
+        return false;
+      }
+      deadline_s_ = hours * 3600;
+      break;
+    }
+    case kOptCount:
+      return false;
+  }
+  set_[id] = true;
+  return true;
+}
+
+bool UserOptions::ApplyEnvironment(std::string* error) {
+  for (int i = 0; i < kOptCount; ++i) {
+    if (set_[i]) continue;
+    const char* value = std::getenv(kUserOptions[i].env);
+    if (value == nullptr) continue;
+    if (!Set(static_cast<OptionId>(i), value, error)) {
+      *error = std::string(kUserOptions[i].env) + ": " + *error;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace xdeep::spank
