@@ -1,0 +1,47 @@
+// One way of running a workload (nodes, GPUs, dp x tp x pp, sharding, batch
+// split, recomputation, pipeline schedule) and what the model predicts for it.
+// Plain data shared by the strategy model, the cost model and the search.
+#ifndef XDEEP_TUNER_CONFIGURATION_H_
+#define XDEEP_TUNER_CONFIGURATION_H_
+
+#include <cstdint>
+#include <string>
+
+namespace xdeep::tuner {
+
+enum class Objective { kCost, kTime, kCostUnderDeadline, kTimeUnderBudget };
+enum class Sharding { kNone, kZero1, kZero2, kZero3 };  // kZero3 == FSDP full shard
+enum class PipelineSchedule { k1F1B, kInterleaved };
+
+struct Configuration {
+  int nodes = 1, gpus_per_node = 1, dp = 1, tp = 1, pp = 1;
+  Sharding sharding = Sharding::kNone;
+  int micro_batch = 1, grad_accum = 1;
+  bool recompute = false;
+  int64_t global_batch = 1;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;  // meaningful when pp > 1
+  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule)
+
+  int TotalGpus() const { return nodes * gpus_per_node; }
+};
+
+struct Prediction {
+  double step_time_s = 0, samples_per_s = 0, time_to_solution_s = 0, cost = 0;
+  int64_t memory_per_gpu_bytes = 0;
+  // Breakdown, for "explain" output and tests.
+  double compute_s = 0;         // forward + backward (+ recompute) on the critical path
+  double exposed_comm_s = 0;    // communication not hidden behind compute
+  double bubble_s = 0;          // pipeline fill / drain
+  double optimizer_s = 0;       // optimizer step
+  double steps = 0;             // optimizer steps to solution
+  double samples_needed = 0;    // after the gradient-noise-scale correction
+  double parallel_efficiency = 0;  // ideal single-GPU time / (GPUs x time), per sample
+};
+
+std::string_view ObjectiveName(Objective o);
+std::string_view ShardingName(Sharding s);
+std::string_view ScheduleName(PipelineSchedule s);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_CONFIGURATION_H_

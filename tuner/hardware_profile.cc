@@ -1,0 +1,485 @@
+// Hardware profiles: built-in figures for common GPUs and fabrics, probe-report
+// ingestion, GEMM-throughput interpolation and the collective time model.
+//
+// Collective time follows the latency-bandwidth (Hockney) model with the
+// nccl-tests bus-bandwidth convention (NCCL tests doc, "PERFORMANCE.md"):
+// t = alpha(n) + S * f(n) / busbw, f = 2(n-1)/n for all-reduce, (n-1)/n for
+// all-gather / reduce-scatter, 1 for send/recv.
+#include "tuner/hardware_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+
+namespace xdeep::tuner {
+
+std::string_view DTypeName(DType d) {
+  switch (d) {
+    case DType::kFp32: return "fp32";
+    case DType::kTf32: return "tf32";
+    case DType::kBf16: return "bf16";
+    case DType::kFp16: return "fp16";
+  }
+  return "?";
+}
+
+std::string HardwareProfile::Label() const {
+  if (builtin) return absl::StrCat("built-in profile ", name);
+  return absl::StrCat("measured ", host.empty() ? name : host, " ", date);
+}
+
+namespace {
+
+// ------------------------------------------------------------ built-in data
+
+struct BuiltinSpec {
+  const char* name;
+  const char* gpu;
+  int gpus_per_node;
+  int64_t memory_bytes;
+  double bw_gbps;          // achieved device copy bandwidth (not the datasheet)
+  double bf16_tflops;      // achieved large-GEMM rate
+  double fp32_tflops;      // plain fp32 (no TF32) GEMM
+  double tf32_tflops;
+  int sms;
+  double intra_busbw;      // NCCL all-reduce bus bandwidth inside a node, large sizes
+  double intra_latency_s;
+  double rail_busbw;       // per GPU across nodes (one NIC rail each)
+  double inter_latency_s;  // at 2 nodes; grows with log2(nodes)
+  double attention_eff;
+};
+
+// Figures: H100 bf16 GEMM 790-890 TFLOP/s measured on this project's GPU
+// machine (shared/notes/machines.md); HBM copy ~90 % of the datasheet;
+// NVLink-4 all-reduce busbw ~360 GB/s without NVLS and NDR 400 Gb/s rails
+// ~45 GB/s per GPU (NVIDIA DGX H100 reference architecture / nccl-tests
+// figures); A100: NVLink-3 ~230 GB/s, HDR 200 Gb/s ~23 GB/s per GPU.
+// FlashAttention-2/3 papers: causal attention reaches ~50-75 % of GEMM rate.
+const BuiltinSpec kBuiltins[] = {
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6,
+     45, 25e-6, 0.6},
+    {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 45,
+     25e-6, 0.6},
+    {"a100-sxm", "NVIDIA A100-SXM4-80GB", 8, 85899345920LL, 1750, 270, 19.5, 140, 108, 230, 15e-6,
+     23, 30e-6, 0.55},
+    {"a100-sxm-40gb", "NVIDIA A100-SXM4-40GB", 8, 42505273344LL, 1400, 270, 19.5, 140, 108, 230,
+     15e-6, 23, 30e-6, 0.55},
+};
+
+// Roofline with wave quantisation: 128 x 256 output tiles spread over the SMs;
+// time = max(FLOPs / (peak * wave efficiency), bytes / bandwidth) + launch.
+double SyntheticGemmTflops(const BuiltinSpec& s, double peak, int elem_bytes, double m, double n,
+                           double k) {
+  const double flops = 2 * m * n * k;
+  const double tiles = std::ceil(m / 128) * std::ceil(n / 256);
+  const double waves = std::ceil(tiles / s.sms);
+  const double wave_eff = tiles / (waves * s.sms);
+  const double bytes = elem_bytes * (m * k + k * n + m * n);
+  const double t = std::max(flops / (peak * 1e12 * wave_eff), bytes / (s.bw_gbps * 1e9)) + 4e-6;
+  return flops / t / 1e12;
+}
+
+HardwareProfile FromSpec(const BuiltinSpec& s) {
+  HardwareProfile hw;
+  hw.name = s.name;
+  hw.builtin = true;
+  hw.gpu_name = s.gpu;
+  hw.gpus_per_node = s.gpus_per_node;
+  hw.memory_bytes = s.memory_bytes;
+  // CUDA context (~0.5 GiB with lazy module loading) and NCCL's buffers.
+  hw.reserved_bytes = int64_t{1} << 30;
+  hw.memory_bandwidth_gbps = s.bw_gbps;
+  hw.attention_efficiency = s.attention_eff;
+  const int dims[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536};
+  struct D { DType t; double peak; int bytes; };
+  for (D d : {D{DType::kBf16, s.bf16_tflops, 2}, D{DType::kFp32, s.fp32_tflops, 4},
+              D{DType::kTf32, s.tf32_tflops, 4}}) {
+    for (int m : dims) {
+      for (int n : dims) {
+        for (int k : dims) {
+          if (n > 16384 || k > 16384) continue;  // m carries the large (token) dimension
+          hw.gemm.push_back({m, n, k, d.t, SyntheticGemmTflops(s, d.peak, d.bytes, m, n, k)});
+        }
+      }
+    }
+  }
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
+                          CollectiveOp::kReduceScatter, CollectiveOp::kSendRecv}) {
+    const double lat_scale = op == CollectiveOp::kAllReduce ? 1.0 : 0.6;
+    for (int r : {2, 4, 8}) {
+      hw.collectives.push_back({op, FabricScope::kIntraNode, r,
+                                s.intra_latency_s * lat_scale * (1 + 0.15 * std::log2(r)),
+                                op == CollectiveOp::kSendRecv ? s.intra_busbw / 2 : s.intra_busbw});
+    }
+    for (int r : {2, 16, 128, 1024, 8192}) {
+      hw.collectives.push_back({op, FabricScope::kInterNode, r,
+                                s.inter_latency_s * lat_scale * (1 + 0.5 * std::log2(r / 2.0)),
+                                s.rail_busbw});
+    }
+  }
+  return hw;
+}
+
+double BusFactor(CollectiveOp op, int n) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter: return double(n - 1) / n;
+    case CollectiveOp::kSendRecv: return 1.0;
+  }
+  return 1.0;
+}
+
+// Linear interpolation in log2(ranks) over fits sorted by ranks; clamped for
+// bandwidth, extrapolated along the last segment for latency (tree/ring
+// latency grows with the rank count).
+struct FitQuery {
+  double latency_s = 0;
+  double busbw = 0;
+  bool found = false;
+};
+
+FitQuery InterpolateFits(const std::vector<CollectiveFit>& fits, CollectiveOp op,
+                         FabricScope scope, int ranks) {
+  const CollectiveFit* lo = nullptr;
+  const CollectiveFit* hi = nullptr;
+  const CollectiveFit* prev_of_last = nullptr;
+  const CollectiveFit* last = nullptr;
+  for (const CollectiveFit& f : fits) {
+    if (f.op != op || f.scope != scope) continue;
+    if (f.ranks <= ranks && (lo == nullptr || f.ranks > lo->ranks)) lo = &f;
+    if (f.ranks >= ranks && (hi == nullptr || f.ranks < hi->ranks)) hi = &f;
+    if (last == nullptr || f.ranks > last->ranks) {
+      if (last != nullptr && (prev_of_last == nullptr || last->ranks > prev_of_last->ranks)) {
+        prev_of_last = last;
+      }
+      last = &f;
+    } else if (prev_of_last == nullptr || f.ranks > prev_of_last->ranks) {
+      prev_of_last = &f;
+    }
+  }
+  FitQuery q;
+  if (lo == nullptr && hi == nullptr) return q;
+  q.found = true;
+  if (lo == nullptr) {
+    q.latency_s = hi->latency_s;
+    q.busbw = hi->busbw_gbps;
+  } else if (hi == nullptr) {
+    q.busbw = lo->busbw_gbps;
+    q.latency_s = lo->latency_s;
+    if (prev_of_last != nullptr && prev_of_last != lo) {
+      const double x0 = std::log2(prev_of_last->ranks), x1 = std::log2(lo->ranks);
+      const double slope = (lo->latency_s - prev_of_last->latency_s) / (x1 - x0);
+      q.latency_s += std::max(0.0, slope) * (std::log2(ranks) - x1);
+    }
+  } else if (lo->ranks == hi->ranks) {
+    q.latency_s = lo->latency_s;
+    q.busbw = lo->busbw_gbps;
+  } else {
+    const double t = (std::log2(ranks) - std::log2(lo->ranks)) /
+                     (std::log2(hi->ranks) - std::log2(lo->ranks));
+    q.latency_s = lo->latency_s + t * (hi->latency_s - lo->latency_s);
+    q.busbw = lo->busbw_gbps + t * (hi->busbw_gbps - lo->busbw_gbps);
+  }
+  return q;
+}
+
+FitQuery FitOrFallback(const HardwareProfile& hw, CollectiveOp op, FabricScope scope, int ranks) {
+  FitQuery q = InterpolateFits(hw.collectives, op, scope, ranks);
+  if (q.found) return q;
+  // Not measured for this op: the all-reduce figures stand in (NCCL runs all
+  // of them on the same rings, so the bus bandwidth is shared).
+  return InterpolateFits(hw.collectives, CollectiveOp::kAllReduce, scope, ranks);
+}
+
+}  // namespace
+
+double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k) {
+  // Inverse-distance weighting (power 4) over the 8 nearest points in
+  // (log2 m, log2 n, log2 k); a near-exact hit returns the measurement.
+  const double lm = std::log2(std::max(1.0, m)), ln = std::log2(std::max(1.0, n)),
+               lk = std::log2(std::max(1.0, k));
+  constexpr int kNearest = 8;
+  std::pair<double, double> best[kNearest];
+  int count = 0;
+  auto scan = [&](DType want) {
+    for (const GemmPoint& p : hw.gemm) {
+      if (p.dtype != want) continue;
+      const double dm = std::log2(double(p.m)) - lm, dn = std::log2(double(p.n)) - ln,
+                   dk = std::log2(double(p.k)) - lk;
+      const double d2 = dm * dm + dn * dn + dk * dk;
+      if (count < kNearest) {
+        best[count++] = {d2, p.tflops};
+        std::push_heap(best, best + count);
+      } else if (d2 < best[0].first) {
+        std::pop_heap(best, best + count);
+        best[count - 1] = {d2, p.tflops};
+        std::push_heap(best, best + count);
+      }
+    }
+  };
+  scan(dtype);
+  double scale = 1.0;
+  if (count == 0 && dtype != DType::kBf16) {
+    // Unmeasured precision: bf16 shape behaviour at the usual Hopper/Ampere
+    // dense-peak ratios (fp16 = bf16, tf32 = 1/2, fp32 = 1/16).
+    scan(DType::kBf16);
+    scale = dtype == DType::kFp16 ? 1.0 : dtype == DType::kTf32 ? 0.5 : 1.0 / 16;
+  }
+  if (count == 0) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
+  double wsum = 0, vsum = 0;
+  for (int i = 0; i < count; ++i) {
+    if (best[i].first < 1e-12) return best[i].second * scale;
+    const double w = 1.0 / (best[i].first * best[i].first);
+    wsum += w;
+    vsum += w * best[i].second;
+  }
+  return vsum / wsum * scale;
+}
+
+double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
+                      int ranks_per_node) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  ranks_per_node = std::clamp(ranks_per_node, 1, ranks);
+  if (op == CollectiveOp::kSendRecv) {
+    // Point-to-point between two ranks: intra when they share a node.
+    const FabricScope scope = ranks_per_node >= 2 ? FabricScope::kIntraNode : FabricScope::kInterNode;
+    const FitQuery q = FitOrFallback(hw, op, scope, 2);
+    if (!q.found || q.busbw <= 0) return 0;
+    return q.latency_s + bytes / (q.busbw * 1e9);
+  }
+  if (ranks_per_node >= ranks) {
+    const FitQuery q = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks);
+    if (!q.found || q.busbw <= 0) return 0;
+    return q.latency_s + bytes * BusFactor(op, ranks) / (q.busbw * 1e9);
+  }
+  // Across nodes: NCCL builds one ring per NIC rail, so k GPUs of a node in the
+  // group give k rails' bandwidth, never more than NVLink inside the node.
+  const FitQuery q = FitOrFallback(hw, op, FabricScope::kInterNode, ranks);
+  if (!q.found || q.busbw <= 0) return 0;
+  double bw = q.busbw * ranks_per_node;
+  if (ranks_per_node > 1) {
+    const FitQuery intra = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks_per_node);
+    if (intra.found && intra.busbw > 0) bw = std::min(bw, intra.busbw);
+  }
+  return q.latency_s + bytes * BusFactor(op, ranks) / (bw * 1e9);
+}
+
+absl::StatusOr<HardwareProfile> BuiltinHardwareProfile(std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(std::string(name));
+  for (const BuiltinSpec& s : kBuiltins) {
+    if (lower == s.name) return FromSpec(s);
+  }
+  // Common aliases.
+  if (lower == "h100" || lower == "h100-80gb") return FromSpec(kBuiltins[0]);
+  if (lower == "h200") return FromSpec(kBuiltins[1]);
+  if (lower == "a100" || lower == "a100-80gb") return FromSpec(kBuiltins[2]);
+  return absl::NotFoundError(absl::StrCat("unknown built-in hardware profile '", std::string(name),
+                                          "'; use one of ",
+                                          absl::StrJoin(BuiltinHardwareProfileNames(), ", ")));
+}
+
+std::vector<std::string> BuiltinHardwareProfileNames() {
+  std::vector<std::string> names;
+  for (const BuiltinSpec& s : kBuiltins) names.emplace_back(s.name);
+  return names;
+}
+
+// ------------------------------------------------------------ probe reports
+
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status ReportError(absl::string_view source, absl::string_view path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", path, ": ", what));
+}
+
+std::optional<CollectiveOp> ParseOp(const std::string& s) {
+  if (s == "all_reduce") return CollectiveOp::kAllReduce;
+  if (s == "all_gather") return CollectiveOp::kAllGather;
+  if (s == "reduce_scatter") return CollectiveOp::kReduceScatter;
+  if (s == "send_recv") return CollectiveOp::kSendRecv;
+  return std::nullopt;  // broadcast / all_to_all: not used by the strategies modelled
+}
+
+std::optional<DType> ParseDType(const std::string& s) {
+  if (s == "bf16") return DType::kBf16;
+  if (s == "fp16") return DType::kFp16;
+  if (s == "fp32") return DType::kFp32;
+  if (s == "tf32") return DType::kTf32;
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
+                                                               std::string_view source_view) {
+  const std::string source_name(source_view);
+  json doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return ReportError(source_name, "$", "not a JSON object; pass the file xdeep-probe wrote");
+  }
+  const auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string() || *schema != "xdeep.probe_report/1") {
+    return ReportError(source_name, "$.schema",
+                       "unknown or missing schema; expected \"xdeep.probe_report/1\"");
+  }
+  HardwareProfile hw;
+  hw.builtin = false;
+  hw.host = doc.value("host", std::string("unknown-host"));
+  hw.date = doc.value("created", std::string("unknown-date"));
+  hw.name = hw.host;
+  hw.gpus_per_node = doc.value("gpus_per_node", 0);
+  const auto gpu = doc.find("gpu");
+  if (gpu == doc.end() || !gpu->is_object()) {
+    return ReportError(source_name, "$.gpu",
+                       "no GPU section (a CPU-only report); probe a GPU node to tune GPU jobs");
+  }
+  hw.gpu_name = gpu->value("name", std::string());
+  hw.memory_bytes = gpu->value("memory_bytes", int64_t{0});
+  if (hw.memory_bytes <= 0) {
+    return ReportError(source_name, "$.gpu.memory_bytes", "missing or not positive");
+  }
+  if (hw.gpus_per_node <= 0) hw.gpus_per_node = gpu->value("count", 1);
+  hw.reserved_bytes = int64_t{1} << 30;
+
+  const json empty = json::array();
+  auto section = [&](const char* key) -> const json& {
+    auto it = doc.find(key);
+    return (it != doc.end() && it->is_array()) ? *it : empty;
+  };
+  int i = 0;
+  for (const json& g : section("gemm")) {
+    const std::string path = absl::StrCat("$.gemm[", i++, "]");
+    if (!g.is_object()) return ReportError(source_name, path, "not an object");
+    auto dt = ParseDType(g.value("dtype", std::string()));
+    if (!dt) continue;  // fp8 and friends: not used by the model yet
+    const std::string pass = g.value("pass", std::string("plain"));
+    GemmPoint p{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}), *dt,
+                g.value("tflops", 0.0)};
+    if (p.tflops <= 0 && g.value("median_s", 0.0) > 0) {
+      p.tflops = 2.0 * p.m * p.n * p.k / g.value("median_s", 0.0) / 1e12;
+    }
+    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.tflops <= 0) {
+      return ReportError(source_name, path, "needs positive m, n, k and tflops (or median_s)");
+    }
+    hw.gemm.push_back(p);
+  }
+  if (hw.gemm.empty()) {
+    return ReportError(source_name, "$.gemm",
+                       "no GEMM measurements; rerun xdeep-probe with the compute probes");
+  }
+  double best_bw = 0;
+  for (const json& b : section("bandwidth")) {
+    if (b.value("space", std::string("device")) != "device") continue;
+    const std::string kernel = b.value("kernel", std::string());
+    if (kernel == "copy" || kernel == "triad") best_bw = std::max(best_bw, b.value("gbps", 0.0));
+  }
+  hw.memory_bandwidth_gbps = best_bw;
+
+  // Attention efficiency: mean ratio of attention to the best GEMM rate.
+  double best_gemm = 0;
+  for (const GemmPoint& p : hw.gemm) best_gemm = std::max(best_gemm, p.tflops);
+  double ratio_sum = 0;
+  int ratio_n = 0;
+  for (const json& a : section("attention")) {
+    const double t = a.value("tflops", 0.0);
+    if (t > 0 && best_gemm > 0) {
+      ratio_sum += t / best_gemm;
+      ++ratio_n;
+    }
+  }
+  if (ratio_n > 0) hw.attention_efficiency = std::clamp(ratio_sum / ratio_n, 0.05, 1.0);
+
+  // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
+  // ranks); busbw = f(n) / beta; inter-node busbw per rail (per GPU of a node).
+  struct Acc { double sx = 0, sy = 0, sxx = 0, sxy = 0; int n = 0; int gpus_per_node = 1; };
+  std::map<std::tuple<int, int, int>, Acc> acc;
+  i = 0;
+  for (const json& c : section("collectives")) {
+    const std::string path = absl::StrCat("$.collectives[", i++, "]");
+    if (!c.is_object()) return ReportError(source_name, path, "not an object");
+    auto op = ParseOp(c.value("op", std::string()));
+    if (!op) continue;
+    const std::string scope_s = c.value("scope", std::string("intra_node"));
+    const FabricScope scope = scope_s == "inter_node" ? FabricScope::kInterNode : FabricScope::kIntraNode;
+    const int ranks = c.value("ranks", 0);
+    const int nodes = std::max(1, c.value("nodes", 1));
+    const double bytes = c.value("bytes", 0.0), t = c.value("median_s", 0.0);
+    if (ranks < 2 || bytes <= 0 || t <= 0) {
+      return ReportError(source_name, path, "needs ranks >= 2, bytes > 0 and median_s > 0");
+    }
+    Acc& a = acc[{static_cast<int>(*op), static_cast<int>(scope), ranks}];
+    a.sx += bytes;
+    a.sy += t;
+    a.sxx += bytes * bytes;
+    a.sxy += bytes * t;
+    ++a.n;
+    a.gpus_per_node = std::max(1, ranks / nodes);
+  }
+  for (const auto& [key, a] : acc) {
+    const auto [op_i, scope_i, ranks] = key;
+    const CollectiveOp op = static_cast<CollectiveOp>(op_i);
+    double alpha, beta;
+    const double den = a.n * a.sxx - a.sx * a.sx;
+    if (a.n >= 2 && den > 0) {
+      beta = (a.n * a.sxy - a.sx * a.sy) / den;
+      alpha = (a.sy - beta * a.sx) / a.n;
+    } else {
+      alpha = 0;
+      beta = a.sy / a.sx;
+    }
+    if (beta <= 0) {  // flat in size (latency-bound only): take the mean as latency
+      alpha = a.sy / a.n;
+      beta = 1e-12;
+    }
+    alpha = std::max(0.0, alpha);
+    double busbw = BusFactor(op, ranks) / beta / 1e9;
+    if (static_cast<FabricScope>(scope_i) == FabricScope::kInterNode && op != CollectiveOp::kSendRecv) {
+      busbw /= a.gpus_per_node;
+    }
+    hw.collectives.push_back({op, static_cast<FabricScope>(scope_i), ranks, alpha, busbw});
+  }
+  // Whatever the report lacks comes from the closest built-in profile, and the
+  // label says so.
+  const bool has_intra = std::any_of(hw.collectives.begin(), hw.collectives.end(),
+                                     [](const CollectiveFit& f) { return f.scope == FabricScope::kIntraNode; });
+  const bool has_inter = std::any_of(hw.collectives.begin(), hw.collectives.end(),
+                                     [](const CollectiveFit& f) { return f.scope == FabricScope::kInterNode; });
+  std::string filled;
+  if (!has_intra || !has_inter || hw.memory_bandwidth_gbps <= 0) {
+    const BuiltinSpec* base = &kBuiltins[0];
+    if (absl::StrContains(hw.gpu_name, "H200")) base = &kBuiltins[1];
+    if (absl::StrContains(hw.gpu_name, "A100")) base = hw.memory_bytes < (int64_t{50} << 30) ? &kBuiltins[3] : &kBuiltins[2];
+    const HardwareProfile ref = FromSpec(*base);
+    std::vector<std::string> what;
+    for (const CollectiveFit& f : ref.collectives) {
+      if ((f.scope == FabricScope::kIntraNode && !has_intra) ||
+          (f.scope == FabricScope::kInterNode && !has_inter)) {
+        hw.collectives.push_back(f);
+      }
+    }
+    if (!has_intra) what.push_back("intra-node collectives");
+    if (!has_inter) what.push_back("inter-node collectives");
+    if (hw.memory_bandwidth_gbps <= 0) {
+      hw.memory_bandwidth_gbps = ref.memory_bandwidth_gbps;
+      what.push_back("memory bandwidth");
+    }
+    filled = absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
+  }
+  hw.date += filled;
+  return hw;
+}
+
+}  // namespace xdeep::tuner

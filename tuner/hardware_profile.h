@@ -1,0 +1,85 @@
+// Hardware profile: what one GPU type and its fabrics can do, as the tuner's
+// performance model needs it. GEMM throughput as a function of shape and
+// precision (interpolated over measured shapes), memory bandwidth and capacity,
+// and per fabric scope (inside a node / across nodes) collective time as
+// latency + size / bandwidth per rank count. Built from a probe report
+// (docs/probe_report.md) or from a built-in profile of common hardware, which
+// is always labelled "built-in" so no one mistakes it for a measurement.
+#ifndef XDEEP_TUNER_HARDWARE_PROFILE_H_
+#define XDEEP_TUNER_HARDWARE_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace xdeep::tuner {
+
+enum class DType { kFp32, kTf32, kBf16, kFp16 };
+std::string_view DTypeName(DType d);
+
+struct GemmPoint {
+  int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::kBf16;
+  double tflops = 0;  // achieved, 1e12 FLOP/s
+};
+
+enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
+enum class FabricScope { kIntraNode, kInterNode };
+
+// One fitted line t(bytes) = latency_s + bytes * bus_factor(op, n) / busbw for a
+// given op, scope and rank count. For inter-node fits busbw is per GPU taking
+// part on each node (one NIC rail per GPU), so a group with k GPUs per node
+// gets k times that, capped by the intra-node figure.
+struct CollectiveFit {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  FabricScope scope = FabricScope::kIntraNode;
+  int ranks = 2;
+  double latency_s = 0;
+  double busbw_gbps = 0;  // 1e9 B/s, nccl-tests bus bandwidth
+};
+
+struct HardwareProfile {
+  std::string name;
+  bool builtin = true;
+  std::string gpu_name;
+  int gpus_per_node = 0;
+  int64_t memory_bytes = 0;        // per GPU, as the driver reports it
+  int64_t reserved_bytes = 0;      // CUDA context, NCCL buffers, library handles: not usable
+  double memory_bandwidth_gbps = 0;  // measured device copy bandwidth, 1e9 B/s
+  std::vector<GemmPoint> gemm;
+  std::vector<CollectiveFit> collectives;
+  // Attention throughput relative to GEMM at the same size; probes fill it from
+  // the attention section, built-in profiles from published FlashAttention-2/3.
+  double attention_efficiency = 0.6;
+  std::string host;  // measured profiles: where and when
+  std::string date;
+
+  // "built-in profile h100-sxm" or "measured node01 2026-11-26T01:30:00Z".
+  std::string Label() const;
+};
+
+// Throughput of one GEMM shape, interpolated in log-space over the profile's
+// points of that dtype (inverse-distance weighting of the nearest points; an
+// exact hit returns the measurement). Falls back to bf16 points scaled by the
+// usual peak ratio when the dtype was not measured.
+double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k);
+
+// Time of one collective of `bytes` (the per-rank buffer, nccl-tests "size")
+// over `ranks` ranks of which `ranks_per_node` share a node.
+double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
+                      int ranks_per_node);
+
+absl::StatusOr<HardwareProfile> BuiltinHardwareProfile(std::string_view name);
+std::vector<std::string> BuiltinHardwareProfileNames();
+
+// Builds a profile from a probe report (schema xdeep.probe_report/1). Errors name
+// the source and the JSON path at fault.
+absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
+                                                               std::string_view source_name);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_HARDWARE_PROFILE_H_

@@ -1,0 +1,369 @@
+// Configuration search and cost model.
+//
+// Cost = GPUs (or nodes) x hours x price; time to solution = optimizer steps x
+// step time, where the steps follow from the samples needed at the chosen
+// global batch. With a gradient noise scale B_noise, the samples needed grow as
+// (1 + B / B_noise) (McCandlish et al., "An Empirical Model of Large-Batch
+// Training", 2018, eq. 2.11 / fig. 4: E = E_min (1 + B / B_noise)).
+//
+// Pruning keeps the result identical to scoring every configuration: a
+// configuration whose memory does not fit is never timed, and for a fixed
+// micro-batch the memory grows with the accumulation count, so the first
+// accumulation count that does not fit ends that loop.
+#include "tuner/search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tuner/strategy_model.h"
+
+namespace xdeep::tuner {
+
+std::string_view ObjectiveName(Objective o) {
+  switch (o) {
+    case Objective::kCost: return "cost";
+    case Objective::kTime: return "time";
+    case Objective::kCostUnderDeadline: return "cost-under-deadline";
+    case Objective::kTimeUnderBudget: return "time-under-budget";
+  }
+  return "?";
+}
+
+std::string_view ShardingName(Sharding s) {
+  switch (s) {
+    case Sharding::kNone: return "none";
+    case Sharding::kZero1: return "zero1";
+    case Sharding::kZero2: return "zero2";
+    case Sharding::kZero3: return "zero3";
+  }
+  return "?";
+}
+
+std::string_view ScheduleName(PipelineSchedule s) {
+  return s == PipelineSchedule::k1F1B ? "1f1b" : "interleaved";
+}
+
+std::string StrategyName(const Configuration& c) {
+  std::vector<std::string> parts;
+  switch (c.sharding) {
+    case Sharding::kNone:
+      if (c.dp > 1 || (c.tp == 1 && c.pp == 1)) parts.push_back(absl::StrCat("dp", c.dp));
+      break;
+    case Sharding::kZero1: parts.push_back(absl::StrCat("zero1-dp", c.dp)); break;
+    case Sharding::kZero2: parts.push_back(absl::StrCat("zero2-dp", c.dp)); break;
+    case Sharding::kZero3: parts.push_back(absl::StrCat("fsdp", c.dp)); break;
+  }
+  if (c.tp > 1) parts.push_back(absl::StrCat("tp", c.tp));
+  if (c.pp > 1) parts.push_back(absl::StrCat("pp", c.pp));
+  std::string name = absl::StrJoin(parts, "x");
+  if (c.pp > 1) {
+    absl::StrAppend(&name, c.schedule == PipelineSchedule::kInterleaved
+                               ? absl::StrCat(" (interleaved v", c.virtual_stages, ")")
+                               : std::string(" (1f1b)"));
+  }
+  return name;
+}
+
+double SamplesNeeded(const Workload& w, int64_t global_batch) {
+  if (w.b_noise <= 0) return w.samples;
+  return w.samples * (1.0 + global_batch / w.b_noise) /
+         (1.0 + w.reference_global_batch / w.b_noise);
+}
+
+namespace {
+
+struct Scored {
+  Prediction p;
+  double memory_total = 0;
+  double memory_capacity = 0;
+};
+
+Scored ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configuration& c,
+                 double ideal) {
+  const Workload& w = model.workload();
+  const HardwareProfile& hw = model.hardware();
+  Scored s;
+  const MemoryBreakdown mem = model.Memory(c);
+  s.memory_total = mem.Total();
+  s.memory_capacity = static_cast<double>(hw.memory_bytes);
+  s.p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem.Total()));
+  const StepTime t = model.Time(c);
+  Prediction& p = s.p;
+  p.step_time_s = t.total_s;
+  p.compute_s = t.compute_s;
+  p.exposed_comm_s = t.exposed_comm_s;
+  p.bubble_s = t.bubble_s;
+  p.optimizer_s = t.optimizer_s;
+  p.samples_per_s = t.total_s > 0 ? c.global_batch / t.total_s : 0;
+  p.samples_needed = SamplesNeeded(w, c.global_batch);
+  p.steps = std::ceil(p.samples_needed / c.global_batch);
+  p.time_to_solution_s = p.steps * t.total_s;
+  const double hours = p.time_to_solution_s / 3600.0;
+  p.cost = limits.price_per_node_hour > 0 ? hours * c.nodes * limits.price_per_node_hour
+                                          : hours * c.TotalGpus() * limits.price_per_gpu_hour;
+  p.parallel_efficiency =
+      t.total_s > 0 ? ideal * c.global_batch / (c.TotalGpus() * t.total_s) : 0;
+  return s;
+}
+
+bool Lower(Objective o, const Prediction& a, const Prediction& b) {
+  const bool by_time = o == Objective::kTime || o == Objective::kTimeUnderBudget;
+  if (by_time) {
+    if (a.time_to_solution_s != b.time_to_solution_s) return a.time_to_solution_s < b.time_to_solution_s;
+    return a.cost < b.cost;
+  }
+  if (a.cost != b.cost) return a.cost < b.cost;
+  return a.time_to_solution_s < b.time_to_solution_s;
+}
+
+std::string Gib(double bytes) { return absl::StrFormat("%.1f GiB", bytes / (1024.0 * 1024 * 1024)); }
+std::string Money(double v) { return absl::StrFormat("%.2f", v); }
+std::string Hours(double s) { return absl::StrFormat("%.2f h", s / 3600); }
+
+enum Reason { kMemory, kPolicy, kBudget, kDeadline, kEfficiency, kReasons };
+
+}  // namespace
+
+Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLimits& limits,
+                    const Configuration& c) {
+  StrategyModel model(w, hw);
+  return ScoreWith(model, limits, c, model.IdealTimePerSample()).p;
+}
+
+absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
+                                    const SearchLimits& limits) {
+  if (limits.max_nodes < 1) return absl::InvalidArgumentError("max_nodes must be at least 1");
+  if (hw.gpus_per_node < 1 || hw.memory_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hardware profile '", hw.name, "' lacks gpus_per_node or memory"));
+  }
+  if (w.layers.empty() || w.samples <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload '", w.name, "' has no layers or no training length"));
+  }
+  if (limits.objective == Objective::kCostUnderDeadline && limits.deadline_s <= 0) {
+    return absl::InvalidArgumentError("objective cost-under-deadline needs a deadline");
+  }
+  if (limits.objective == Objective::kTimeUnderBudget && limits.budget <= 0) {
+    return absl::InvalidArgumentError("objective time-under-budget needs a budget");
+  }
+  bool allow_dp = true, allow_tp = true, allow_pp = true, allow_z[4] = {true, true, true, true};
+  if (!limits.allowed_strategies.empty()) {
+    allow_dp = allow_tp = allow_pp = false;
+    allow_z[1] = allow_z[2] = allow_z[3] = false;
+    for (const std::string& s : limits.allowed_strategies) {
+      if (s == "dp" || s == "ddp") allow_dp = true;
+      else if (s == "tp") allow_tp = true;
+      else if (s == "pp") allow_pp = true;
+      else if (s == "zero1") allow_z[1] = true;
+      else if (s == "zero2") allow_z[2] = true;
+      else if (s == "zero3" || s == "fsdp") allow_z[3] = true;
+      else
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unknown strategy '", s, "'; use dp, tp, pp, zero1, zero2, zero3 (or fsdp)"));
+    }
+  }
+  int max_g = hw.gpus_per_node;
+  if (limits.max_gpus_per_node > 0) max_g = std::min(max_g, limits.max_gpus_per_node);
+  // GPUs per node: powers of two below the node size and the node size itself
+  // (the shapes NCCL and tensor parallelism use).
+  std::vector<int> gpn;
+  for (int g = 1; g < max_g; g *= 2) gpn.push_back(g);
+  gpn.push_back(max_g);
+
+  StrategyModel model(w, hw);
+  const double ideal = model.IdealTimePerSample();
+  const double capacity = static_cast<double>(hw.memory_bytes);
+  const int L = static_cast<int>(w.layers.size());
+
+  SearchResult result;
+  result.hardware_label = hw.Label();
+  const size_t keep = static_cast<size_t>(std::max(0, limits.max_alternatives)) + 1;
+  std::vector<Candidate> top;  // sorted, best first
+  std::map<double, Candidate> pareto;  // time -> candidate; cost falls as time grows
+  std::vector<Candidate> examples[kReasons];
+  uint64_t counts[kReasons] = {};
+  const size_t per_reason = static_cast<size_t>(std::max(1, limits.max_rejected_examples));
+  auto reject = [&](Reason r, const Configuration& c, const Prediction& p, std::string why) {
+    ++counts[r];
+    if (examples[r].size() < per_reason) examples[r].push_back({c, p, std::move(why)});
+  };
+
+  Configuration c;
+  for (int nodes = 1; nodes <= limits.max_nodes; ++nodes) {
+    for (int g : gpn) {
+      const int n_gpus = nodes * g;
+      if (limits.max_total_gpus > 0 && n_gpus > limits.max_total_gpus) {
+        ++counts[kPolicy];
+        continue;
+      }
+      c.nodes = nodes;
+      c.gpus_per_node = g;
+      for (int tp = 1; tp <= g; ++tp) {
+        if (g % tp != 0) continue;
+        if (tp > 1 && !allow_tp) continue;
+        for (int pp = 1; pp <= n_gpus / tp; ++pp) {
+          if ((n_gpus / tp) % pp != 0) continue;
+          if (pp > 1 && (!allow_pp || pp > L)) continue;
+          const int dp = n_gpus / (tp * pp);
+          c.dp = dp;
+          c.tp = tp;
+          c.pp = pp;
+          for (int z = 0; z < 4; ++z) {
+            const Sharding sh = static_cast<Sharding>(z);
+            if (dp == 1 && z != 0) continue;
+            if (dp > 1 && (z == 0 ? !allow_dp : !allow_z[z])) continue;
+            c.sharding = sh;
+            for (int sched = 0; sched < (pp > 1 && limits.try_interleaved ? 2 : 1); ++sched) {
+              c.schedule = sched == 0 ? PipelineSchedule::k1F1B : PipelineSchedule::kInterleaved;
+              c.virtual_stages = sched == 0 ? 1 : 2;
+              for (int rc = 0; rc < 2; ++rc) {
+                c.recompute = rc == 1;
+                for (int mb = 1; mb <= w.max_micro_batch; mb *= 2) {
+                  c.micro_batch = mb;
+                  const int64_t per_ga = int64_t{dp} * mb;
+                  if (per_ga > w.max_global_batch) break;
+                  // Accumulation counts: the one that hits a fixed batch, or
+                  // powers of two inside [min, max].
+                  std::vector<int> gas;
+                  if (!w.batch_may_change) {
+                    if (w.reference_global_batch % per_ga == 0) {
+                      gas.push_back(static_cast<int>(w.reference_global_batch / per_ga));
+                    }
+                  } else {
+                    for (int64_t ga = 1; per_ga * ga <= w.max_global_batch; ga *= 2) {
+                      if (per_ga * ga >= w.min_global_batch) gas.push_back(static_cast<int>(ga));
+                    }
+                  }
+                  for (int ga : gas) {
+                    c.grad_accum = ga;
+                    c.global_batch = per_ga * ga;
+                    if (!StructuralProblem(w, c).empty()) continue;
+                    ++result.evaluated;
+                    const MemoryBreakdown mem = model.Memory(c);
+                    if (mem.Total() > capacity) {
+                      Prediction p;
+                      p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem.Total()));
+                      reject(kMemory, c, p,
+                             absl::StrCat("memory: needs ", Gib(mem.Total()), " per GPU, the ",
+                                          hw.gpu_name, " has ", Gib(capacity)));
+                      break;  // more accumulation only holds more
+                    }
+                    const Prediction p = ScoreWith(model, limits, c, ideal).p;
+                    if (limits.budget > 0 && p.cost > limits.budget) {
+                      reject(kBudget, c, p,
+                             absl::StrCat("budget: costs ", Money(p.cost), " > ", Money(limits.budget)));
+                      continue;
+                    }
+                    if (limits.deadline_s > 0 && p.time_to_solution_s > limits.deadline_s) {
+                      reject(kDeadline, c, p,
+                             absl::StrCat("deadline: takes ", Hours(p.time_to_solution_s), " > ",
+                                          Hours(limits.deadline_s)));
+                      continue;
+                    }
+                    if (p.parallel_efficiency < limits.min_parallel_efficiency) {
+                      reject(kEfficiency, c, p,
+                             absl::StrFormat("policy: parallel efficiency %.2f < %.2f",
+                                             p.parallel_efficiency, limits.min_parallel_efficiency));
+                      continue;
+                    }
+                    ++result.feasible;
+                    // Top list.
+                    if (top.size() < keep || Lower(limits.objective, p, top.back().prediction)) {
+                      auto pos = std::upper_bound(
+                          top.begin(), top.end(), p, [&](const Prediction& a, const Candidate& b) {
+                            return Lower(limits.objective, a, b.prediction);
+                          });
+                      top.insert(pos, Candidate{c, p, ""});
+                      if (top.size() > keep) top.pop_back();
+                    }
+                    // Pareto front of (time, cost).
+                    const double t = p.time_to_solution_s;
+                    auto it = pareto.upper_bound(t);
+                    bool dominated = false;
+                    if (it != pareto.begin()) {
+                      auto prev = std::prev(it);
+                      dominated = prev->second.prediction.cost <= p.cost;
+                    }
+                    if (!dominated) {
+                      auto [ins, ok] = pareto.insert_or_assign(t, Candidate{c, p, ""});
+                      auto next = std::next(ins);
+                      while (next != pareto.end() && next->second.prediction.cost >= p.cost) {
+                        next = pareto.erase(next);
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  result.rejected_memory = counts[kMemory];
+  result.rejected_policy = counts[kPolicy] + counts[kEfficiency];
+  result.rejected_budget = counts[kBudget];
+  result.rejected_deadline = counts[kDeadline];
+  result.rejected_efficiency = counts[kEfficiency];
+  for (int r = 0; r < kReasons; ++r) {
+    for (Candidate& e : examples[r]) {
+      if (static_cast<int>(result.rejected_examples.size()) >= limits.max_rejected_examples) break;
+      result.rejected_examples.push_back(std::move(e));
+    }
+  }
+  if (top.empty()) {
+    std::vector<std::string> why;
+    if (counts[kMemory]) {
+      why.push_back(absl::StrCat(counts[kMemory], " did not fit in memory (e.g. ",
+                                 examples[kMemory].empty() ? std::string("?")
+                                     : StrategyName(examples[kMemory][0].config) + ": " + examples[kMemory][0].why,
+                                 ")"));
+    }
+    if (counts[kBudget]) why.push_back(absl::StrCat(counts[kBudget], " exceeded the budget"));
+    if (counts[kDeadline]) why.push_back(absl::StrCat(counts[kDeadline], " missed the deadline"));
+    if (counts[kEfficiency]) {
+      why.push_back(absl::StrCat(counts[kEfficiency], " fell below the minimum parallel efficiency"));
+    }
+    if (counts[kPolicy]) why.push_back(absl::StrCat(counts[kPolicy], " exceeded the GPU limit"));
+    if (why.empty()) why.push_back("no configuration matches the batch bounds and strategies allowed");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no configuration of '", w.name, "' fits on up to ", limits.max_nodes, " node(s) of ",
+        hw.Label(), ": ", absl::StrJoin(why, "; "),
+        ". Allow more nodes, sharding (zero3) or recomputation, or a larger budget/deadline"));
+  }
+  result.best = top.front();
+  const bool by_time = limits.objective == Objective::kTime ||
+                       limits.objective == Objective::kTimeUnderBudget;
+  const Prediction& b = result.best.prediction;
+  result.best.why = absl::StrCat(
+      by_time ? "least time to solution" : "least cost to solution", " of ", result.feasible,
+      " feasible configurations (", result.evaluated, " evaluated): ", StrategyName(result.best.config),
+      " on ", result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
+      Hours(b.time_to_solution_s), ", cost ", Money(b.cost));
+  for (size_t i = 1; i < top.size(); ++i) {
+    Candidate& a = top[i];
+    const Prediction& p = a.prediction;
+    const double dc = b.cost > 0 ? 100.0 * (p.cost / b.cost - 1) : 0;
+    const double dt = b.time_to_solution_s > 0 ? 100.0 * (p.time_to_solution_s / b.time_to_solution_s - 1) : 0;
+    a.why = by_time ? absl::StrFormat("time: %+.1f%% time to solution (cost %+.1f%%)", dt, dc)
+                    : absl::StrFormat("cost: %+.1f%% cost (time to solution %+.1f%%)", dc, dt);
+    result.alternatives.push_back(std::move(a));
+  }
+  for (auto& [t, cand] : pareto) {
+    cand.why = "pareto: no other configuration is both faster and cheaper";
+    result.pareto.push_back(std::move(cand));
+  }
+  return result;
+}
+
+}  // namespace xdeep::tuner

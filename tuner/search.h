@@ -1,0 +1,75 @@
+// Configuration search: enumerate every feasible way of running a workload on
+// up to the policy's number of nodes (nodes, GPUs per node, every dp x tp x pp
+// factorisation, sharding stage, micro-batch, accumulation, recomputation,
+// pipeline schedule, global batch within bounds), prune by memory and policy,
+// score by the objective, and return the best, the runner-ups and examples of
+// why the others lost. Deterministic: ties keep the first in enumeration order.
+#ifndef XDEEP_TUNER_SEARCH_H_
+#define XDEEP_TUNER_SEARCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tuner/configuration.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+
+struct SearchLimits {
+  int max_nodes = 1;          // nodes available (min of policy, partition, user's -N, enclosing allocation)
+  int max_gpus_per_node = 0;  // 0 = the profile's node shape
+  int max_total_gpus = 0;     // 0 = no limit (user's --gpus / -n)
+  // Price: cost = GPUs used x hours x price_per_gpu_hour, unless
+  // price_per_node_hour > 0, then cost = nodes x hours x price_per_node_hour
+  // (whole nodes billed, e.g. an exclusive partition or TRES billing per node).
+  double price_per_gpu_hour = 1.0;
+  double price_per_node_hour = 0;
+  Objective objective = Objective::kCost;
+  double budget = 0;      // 0 = none; a hard limit for every objective
+  double deadline_s = 0;  // 0 = none; a hard limit for every objective
+  double min_parallel_efficiency = 0;
+  std::vector<std::string> allowed_strategies;  // empty = all; "dp","tp","pp","zero1","zero2","zero3" ("fsdp" = zero3)
+  int max_alternatives = 5;
+  int max_rejected_examples = 8;
+  bool try_interleaved = true;  // also evaluate the interleaved pipeline schedule
+};
+
+struct Candidate {
+  Configuration config;
+  Prediction prediction;
+  std::string why;  // reason it lost, or why it won
+};
+
+struct SearchResult {
+  Candidate best;
+  std::vector<Candidate> alternatives;
+  std::vector<Candidate> rejected_examples;
+  std::vector<Candidate> pareto;  // cost vs time front, ascending time
+  uint64_t evaluated = 0;         // configurations scored (memory and/or time)
+  uint64_t feasible = 0;
+  // Per-reason counts of rejected configurations.
+  uint64_t rejected_memory = 0, rejected_policy = 0, rejected_budget = 0,
+           rejected_deadline = 0, rejected_efficiency = 0;
+  std::string hardware_label;  // "built-in profile <name>" or "measured <host> <date>"
+};
+
+absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
+                                    const SearchLimits& limits);
+
+// Scores one configuration the way Search does (memory, time, cost); exposed
+// for brute-force tests and "explain". Does not check feasibility.
+Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLimits& limits,
+                    const Configuration& c);
+
+// e.g. "dp4", "dp2xtp2", "fsdp8", "dp2xpp2 (1f1b)", "zero1-dp8xtp8xpp4 (interleaved)".
+std::string StrategyName(const Configuration& c);
+
+// Samples needed at global batch b: samples x (1 + b/B_noise) / (1 + b_ref/B_noise).
+double SamplesNeeded(const Workload& w, int64_t global_batch);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_SEARCH_H_

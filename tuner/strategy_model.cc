@@ -1,0 +1,495 @@
+// Per-strategy time and memory model.
+//
+// Sources, cited again where each formula is used:
+//  [ZeRO]   Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
+//           Trillion Parameter Models", SC20: 2+2+K bytes per parameter,
+//           partitioning of optimizer state / gradients / parameters, and the
+//           communication volume of each stage (2x, 2x, 3x the model size).
+//  [MLM]    Narayanan et al., "Efficient Large-Scale Language Model Training on
+//           GPU Clusters Using Megatron-LM", SC21: 1F1B and interleaved
+//           schedules, bubble (p-1)/(v m), tp/dp/pp rank ordering.
+//  [MLM19]  Shoeybi et al., "Megatron-LM", 2019: two all-reduces per layer in
+//           forward and two in backward for tensor parallelism.
+//  [ACT]    Korthikanti et al., "Reducing Activation Recomputation in Large
+//           Transformer Models", MLSys 2023: activation memory per layer, its
+//           split under tensor parallelism, in-flight micro-batches per stage.
+//  [DDP]    Li et al., "PyTorch Distributed: Experiences on Accelerating Data
+//           Parallel Training", VLDB 2020: gradient buckets (25 MB) all-reduced
+//           while back-propagation goes on; the Reducer's flat bucket copy.
+//  [LI19]   Li, Nicolae, Wozniak, Bosilca, SC19 workshop: back-propagation
+//           overlaps the gradient all-reduce only partly.
+//  [FSDP]   Zhao et al., "PyTorch FSDP", VLDB 2023: per-unit all-gather in
+//           forward and backward, reduce-scatter in backward, prefetching.
+//  [FA2]    Dao, "FlashAttention-2", 2023: backward ~2.5x forward FLOPs.
+#include "tuner/strategy_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace xdeep::tuner {
+
+namespace {
+
+constexpr double kBucketBytes = 25.0 * 1024 * 1024;  // [DDP] default bucket_cap_mb
+constexpr double kMarginFraction = 0.05;             // allocator fragmentation headroom
+
+struct PrecisionBytes {
+  double weight, grad, optimizer, compute_copy;
+  DType dtype;
+};
+
+// [ZeRO] sec. 3.1: mixed precision Adam keeps 2 (fp16 weights) + 2 (fp16
+// grads) + K = 12 (fp32 master, momentum, variance). PyTorch autocast keeps
+// fp32 weights and gradients (4 + 4) and Adam's two fp32 moments (8), and
+// creates 16-bit copies of the weights that backward keeps alive.
+PrecisionBytes BytesFor(const Workload& w) {
+  PrecisionBytes b{};
+  const bool mixed = w.precision == Precision::kBf16Mixed;
+  b.weight = mixed ? 2 : 4;
+  b.grad = mixed ? 2 : 4;
+  b.compute_copy = (w.precision == Precision::kBf16Autocast ||
+                    w.precision == Precision::kFp16Autocast) ? 2 : 0;
+  switch (w.optimizer) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: b.optimizer = mixed ? 12 : 8; break;
+    case OptimizerKind::kSgdMomentum: b.optimizer = mixed ? 8 : 4; break;
+    case OptimizerKind::kSgd: b.optimizer = mixed ? 4 : 0; break;
+  }
+  if (w.precision == Precision::kFp32) {
+    // PyTorch leaves TF32 off for matmuls but on for cuDNN convolutions.
+    b.dtype = w.family == ModelFamily::kCnn ? DType::kTf32 : DType::kFp32;
+  } else {
+    b.dtype = w.precision == Precision::kFp16Autocast ? DType::kFp16 : DType::kBf16;
+  }
+  return b;
+}
+
+// Bytes the optimizer step reads and writes per parameter (memory bound).
+double OptimizerTrafficBytes(const Workload& w) {
+  switch (w.optimizer) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: return 28;  // read p, g, m, v; write p, m, v
+    case OptimizerKind::kSgdMomentum: return 20;
+    case OptimizerKind::kSgd: return 12;
+  }
+  return 28;
+}
+
+// Figures of one pipeline rank (all its chunks), per sample where noted.
+struct RankData {
+  double params = 0;          // per GPU (tp-split layers divided by tp)
+  double matmul_params = 0;
+  double unit_params = 0;     // largest FSDP unit (one layer) on the rank
+  double root_params = 0;     // embedding / head: FSDP's root unit, kept gathered
+  double act_full = 0;        // saved activations per sample, no recomputation
+  double act_recompute = 0;   // saved activations per sample with full recomputation
+  double max_layer_act = 0;   // largest single layer's activations (recomputed in backward)
+  double input_bytes = 0;     // input batch held on the first rank
+  double logits_bytes = 0;    // per sample, the rank holding the loss
+  double send_bytes = 0;      // boundary activations per sample per chunk
+  int chunks = 1;
+};
+
+// Per-micro-batch times of one rank.
+struct RankTimes {
+  double fwd = 0, bwd = 0;       // compute
+  double tp_comm_fwd = 0;        // tensor-parallel all-reduces in one forward
+};
+
+}  // namespace
+
+struct StrategyModel::Impl {
+  const Workload& w;
+  const HardwareProfile& hw;
+  PrecisionBytes pb;
+  int transformer_blocks = 0;
+  std::unordered_map<uint64_t, std::vector<RankData>> partitions;  // (tp, pp, v)
+  std::unordered_map<uint64_t, std::vector<RankTimes>> times;      // (tp, pp, v, mb)
+  double ideal_per_sample = -1;
+
+  Impl(const Workload& wl, const HardwareProfile& h) : w(wl), hw(h), pb(BytesFor(wl)) {}
+
+  // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
+  // first chunk, head with the last); other tables greedily by FLOPs.
+  std::vector<std::pair<int, int>> Chunks(int n) const {
+    std::vector<std::pair<int, int>> out;
+    const int L = static_cast<int>(w.layers.size());
+    if (w.family == ModelFamily::kTransformer) {
+      const int blocks = L - 2;
+      const int per = std::max(1, blocks / n);
+      for (int i = 0; i < n; ++i) {
+        int lo = 1 + i * per, hi = (i == n - 1) ? L - 1 : 1 + (i + 1) * per;
+        if (i == 0) lo = 0;
+        if (i == n - 1) hi = L;
+        out.push_back({lo, hi});
+      }
+      return out;
+    }
+    double total = 0;
+    for (const LayerCost& l : w.layers) total += l.fwd_flops + 1;
+    int lo = 0;
+    double acc = 0;
+    for (int i = 0; i < L && static_cast<int>(out.size()) < n - 1; ++i) {
+      acc += w.layers[i].fwd_flops + 1;
+      const int remaining_layers = L - (i + 1);
+      const int remaining_chunks = n - 1 - static_cast<int>(out.size());
+      if (acc >= total * (out.size() + 1) / n || remaining_layers == remaining_chunks) {
+        out.push_back({lo, i + 1});
+        lo = i + 1;
+      }
+    }
+    out.push_back({lo, L});
+    return out;
+  }
+
+  const std::vector<RankData>& Partition(int tp, int pp, int v) {
+    const uint64_t key = (uint64_t(tp) << 40) | (uint64_t(pp) << 16) | uint64_t(v);
+    auto it = partitions.find(key);
+    if (it != partitions.end()) return it->second;
+    std::vector<RankData> ranks(pp);
+    const auto chunks = Chunks(pp * v);
+    const int L = static_cast<int>(w.layers.size());
+    for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
+      RankData& r = ranks[c % pp];
+      r.chunks = v;
+      for (int i = chunks[c].first; i < chunks[c].second; ++i) {
+        const LayerCost& l = w.layers[i];
+        const double div = l.tp_capable ? tp : 1;
+        r.params += l.params / div;
+        r.matmul_params += l.matmul_params / div;
+        const bool is_root = w.family == ModelFamily::kTransformer && (i == 0 || i == L - 1);
+        if (is_root) {
+          // Tied embeddings: the head multiplies by the embedding matrix.
+          r.root_params += (l.params > 0 ? l.params : l.matmul_params) / div;
+        } else {
+          r.unit_params = std::max(r.unit_params, l.params / div);
+        }
+        const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
+                           l.tp_split_activation_bytes / tp;
+        r.act_full += act;
+        r.act_recompute += l.recompute_saved_bytes;
+        r.max_layer_act = std::max(r.max_layer_act, act);
+        if (i == 0) r.input_bytes = w.input_bytes_per_sample;
+        if (i == L - 1 && w.family == ModelFamily::kTransformer) {
+          r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / tp *
+                           LogitsBytesPerEntry(w.precision);
+        }
+        if (i == chunks[c].second - 1 && i != L - 1) {
+          r.send_bytes = std::max(r.send_bytes, l.output_bytes);
+        }
+      }
+    }
+    return partitions.emplace(key, std::move(ranks)).first->second;
+  }
+
+  double Gemm(double m, double n, double k) const {
+    return 2.0 * m * n * k / (GemmTflops(hw, pb.dtype, m, n, k) * 1e12);
+  }
+
+  const std::vector<RankTimes>& Times(int tp, int pp, int v, int mb) {
+    const uint64_t key = (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) |
+                         uint64_t(mb);
+    auto it = times.find(key);
+    if (it != times.end()) return it->second;
+    std::vector<RankTimes> out(pp);
+    const auto chunks = Chunks(pp * v);
+    const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
+    for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
+      RankTimes& r = out[c % pp];
+      for (int i = chunks[c].first; i < chunks[c].second; ++i) {
+        const LayerCost& l = w.layers[i];
+        const int t = l.tp_capable ? tp : 1;
+        double fwd = 0, bwd = 0;
+        for (size_t g = 0; g < l.gemms.size(); ++g) {
+          const GemmShape& s = l.gemms[g];
+          const bool split_n = g < l.tp_split_n.size() && l.tp_split_n[g];
+          const double m = s.m_per_sample * mb;
+          const double n = split_n ? double(s.n) / t : double(s.n);
+          const double k = split_n ? double(s.k) : double(s.k) / t;
+          fwd += Gemm(m, n, k);
+          bwd += Gemm(m, k, n) + Gemm(k, n, m);  // dgrad, wgrad
+        }
+        if (l.attention_flops > 0) {
+          const double ref = l.gemms.empty()
+                                 ? 100.0
+                                 : GemmTflops(hw, pb.dtype, l.gemms[0].m_per_sample * mb,
+                                              double(l.gemms[0].n) / t, double(l.gemms[0].k));
+          const double rate = ref * hw.attention_efficiency * 1e12;
+          const double fa = l.attention_flops * mb / t / rate;
+          fwd += fa;
+          bwd += 2.5 * fa;  // [FA2] five matmuls in backward against two forward
+        }
+        // Elementwise work (norms, activations, casts, residual adds) is
+        // memory bound: each saved activation is written once and read once
+        // in forward, twice that in backward.
+        const double act = ((l.saved_activation_bytes - l.tp_split_activation_bytes) +
+                            l.tp_split_activation_bytes / t) * mb;
+        fwd += 2 * act / bw;
+        bwd += 4 * act / bw;
+        r.fwd += fwd;
+        r.bwd += bwd;
+        if (t > 1 && l.tp_allreduces_fwd > 0) {
+          // [MLM19] all-reduces of the layer output inside the tp group.
+          r.tp_comm_fwd += l.tp_allreduces_fwd *
+                           CollectiveTime(hw, CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
+        }
+      }
+    }
+    return times.emplace(key, std::move(out)).first->second;
+  }
+};
+
+StrategyModel::StrategyModel(const Workload& w, const HardwareProfile& hw)
+    : w_(w), hw_(hw), impl_(std::make_unique<Impl>(w, hw)) {}
+StrategyModel::~StrategyModel() = default;
+
+namespace {
+
+int VirtualStages(const Configuration& c) {
+  return (c.pp > 1 && c.schedule == PipelineSchedule::kInterleaved) ? std::max(1, c.virtual_stages)
+                                                                     : 1;
+}
+
+// Ranks of one group on a node. [MLM] sec. 3.2 orders ranks tp first, then dp,
+// then pp, so tp stays inside a node and dp groups span nodes last.
+int DpRanksPerNode(const Configuration& c) {
+  return std::max(1, std::min(c.dp, c.gpus_per_node / std::max(1, c.tp)));
+}
+int PpRanksPerNode(const Configuration& c) {
+  return c.tp * c.dp < c.gpus_per_node ? 2 : 1;
+}
+
+// Micro-batches whose activations a pipeline rank holds at once.
+double InFlight(const Configuration& c, int rank, int v) {
+  const int p = c.pp, m = c.grad_accum;
+  if (p == 1) return 1;
+  if (v == 1) return std::min(p - rank, m);  // [MLM] 1F1B: p - rank warm-up micro-batches
+  // [MLM] interleaved (Megatron's schedule): (p - rank - 1) * 2 + (v - 1) * p
+  // warm-up chunk-micro-batches plus the one in progress, each 1/v of the
+  // rank's layers; never more than all m * v of them.
+  const double warm = std::min<double>((p - rank - 1) * 2.0 + (v - 1) * double(p) + 1, m * v);
+  return warm / v;
+}
+
+}  // namespace
+
+MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
+  const int v = VirtualStages(c);
+  const auto& ranks = impl_->Partition(c.tp, c.pp, v);
+  const PrecisionBytes& pb = impl_->pb;
+  const double d = std::max(1, c.dp);
+  const bool z1 = c.sharding != Sharding::kNone;
+  const bool z2 = c.sharding == Sharding::kZero2 || c.sharding == Sharding::kZero3;
+  const bool z3 = c.sharding == Sharding::kZero3;
+  MemoryBreakdown worst;
+  worst.peak_allocated = -1;
+  for (int i = 0; i < c.pp; ++i) {
+    const RankData& r = ranks[i];
+    MemoryBreakdown m;
+    // [ZeRO] fig. 1: stage 1 partitions optimizer state, 2 adds gradients,
+    // 3 adds parameters, each over the dp group.
+    m.weights = r.params * pb.weight / (z3 ? d : 1);
+    m.gradients = r.params * pb.grad / (z2 ? d : 1);
+    m.optimizer = r.params * pb.optimizer / (z1 ? d : 1);
+    const double copy_bytes = pb.compute_copy > 0 ? pb.compute_copy : pb.weight;
+    if (z3) {
+      // [FSDP] sec. 3.3: the unit being computed and the prefetched next one
+      // are gathered in the compute dtype; the root unit (embedding, head)
+      // stays gathered from forward to the end of backward; a unit's full
+      // gradient exists until its reduce-scatter finishes.
+      m.comm_buffers = (r.root_params + 2 * r.unit_params) * copy_bytes + r.unit_params * pb.grad;
+    } else {
+      // Autocast's 16-bit weight copies: made in forward, kept by autograd
+      // for the input-gradient GEMMs, freed during backward.
+      m.compute_weights = r.matmul_params * pb.compute_copy;
+      // [DDP] sec. 3.2.3: the Reducer all-reduces flat bucket copies of the
+      // gradients (gradient_as_bucket_view=False, the default). Megatron
+      // style (kBf16Mixed) reduces the gradient buffer in place.
+      if (c.dp > 1 && c.sharding != Sharding::kZero2 && w_.precision != Precision::kBf16Mixed) {
+        m.comm_buffers = r.params * pb.grad;
+      }
+    }
+    const double held = InFlight(c, i, v);
+    const double per_sample = c.recompute ? r.act_recompute : r.act_full;
+    m.activations = held * c.micro_batch * per_sample +
+                    (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
+    // [ACT] sec. 4: with full recomputation one layer's activations are
+    // rebuilt at a time during backward.
+    const double recompute_peak = c.recompute ? c.micro_batch * r.max_layer_act : 0;
+    const double logits = c.micro_batch * r.logits_bytes;
+    // Optimizer step temporaries: PyTorch's foreach Adam builds the
+    // denominator sqrt(v) + eps as one fp32 tensor list over the local shard.
+    const bool adam = w_.optimizer == OptimizerKind::kAdam || w_.optimizer == OptimizerKind::kAdamW;
+    const double local_params = r.params / (z1 ? d : 1);
+    const double step_temp = adam ? 4 * local_params : 0;
+    m.transient = std::max(logits + recompute_peak, step_temp);
+    // Gradients already exist at the start of a backward pass when earlier
+    // micro-batches of the step have accumulated into them.
+    const bool grads_alive = c.grad_accum > 1 || c.pp > 1 || z2;
+    const double start_of_backward = m.weights + m.compute_weights + m.optimizer + m.comm_buffers +
+                                     m.activations + logits + recompute_peak +
+                                     (grads_alive ? m.gradients : 0);
+    const double step = m.weights + m.gradients + m.optimizer + (z3 ? 0 : m.comm_buffers) + step_temp;
+    // The end of backward: every gradient, the last layer's activations gone,
+    // the 16-bit copies freed; only worse than the two above without them.
+    m.peak_allocated = std::max(start_of_backward, step);
+    m.worst_rank = i;
+    if (m.peak_allocated > worst.peak_allocated) worst = m;
+  }
+  worst.reserved = static_cast<double>(hw_.reserved_bytes);
+  worst.margin = kMarginFraction * static_cast<double>(hw_.memory_bytes);
+  return worst;
+}
+
+StepTime StrategyModel::Time(const Configuration& c) {
+  const int v = VirtualStages(c);
+  const auto& ranks = impl_->Partition(c.tp, c.pp, v);
+  const auto& rt = impl_->Times(c.tp, c.pp, v, c.micro_batch);
+  const PrecisionBytes& pb = impl_->pb;
+  const HardwareProfile& hw = hw_;
+  const int dp_rpn = DpRanksPerNode(c);
+  const double copy_bytes = pb.compute_copy > 0 ? pb.compute_copy : pb.weight;
+  const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
+  StepTime st;
+  double t_mb = 0, t_b_last = 0, grad_params = 0, dp_exposed = 0;
+  for (int i = 0; i < c.pp; ++i) {
+    const RankTimes& r = rt[i];
+    const RankData& d = ranks[i];
+    double f = r.fwd + r.tp_comm_fwd;
+    double b = r.bwd + r.tp_comm_fwd;  // [MLM19] as many all-reduces in backward
+    if (c.recompute) b += f;           // [ACT] full recomputation: forward again
+    if (c.pp > 1) {
+      // Activations and their gradients cross each chunk boundary once per
+      // micro-batch; send/recv is on the critical path in Megatron's schedule.
+      const double p2p = CollectiveTime(hw, CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch,
+                                        2, PpRanksPerNode(c));
+      f += p2p * d.chunks;
+      b += p2p * d.chunks;
+    }
+    double z3_exposed = 0;
+    if (c.sharding == Sharding::kZero3 && c.dp > 1) {
+      // [FSDP] gather parameters before forward and again before backward,
+      // reduce-scatter gradients after; prefetching hides them behind compute
+      // except the first unit's gather. [ZeRO] sec. 7: 1.5x DP's volume.
+      const double ag = CollectiveTime(hw, CollectiveOp::kAllGather, d.params * copy_bytes, c.dp, dp_rpn);
+      const double rs = CollectiveTime(hw, CollectiveOp::kReduceScatter, d.params * grad_bytes, c.dp, dp_rpn);
+      const double first = CollectiveTime(hw, CollectiveOp::kAllGather,
+                                          std::max(d.unit_params, d.root_params) * copy_bytes,
+                                          c.dp, dp_rpn);
+      z3_exposed = std::max(0.0, ag - r.fwd) + std::max(0.0, ag + rs - r.bwd) + 2 * first;
+    } else if (c.sharding == Sharding::kZero2 && c.dp > 1) {
+      // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
+      // gradient buffer to accumulate into), overlapped with that backward.
+      const double bytes = d.params * grad_bytes;
+      const double rs = CollectiveTime(hw, CollectiveOp::kReduceScatter, bytes, c.dp, dp_rpn);
+      const double last = CollectiveTime(hw, CollectiveOp::kReduceScatter,
+                                         std::min(bytes, kBucketBytes), c.dp, dp_rpn);
+      z3_exposed = std::max(last, rs - r.bwd);
+    }
+    const double total = f + b + z3_exposed;
+    if (total > t_mb) {
+      t_mb = total;
+      t_b_last = b;
+      grad_params = d.params;
+    }
+  }
+  st.compute_s = c.grad_accum * t_mb;
+  if (c.pp > 1) {
+    // [MLM] eq. (1) and sec. 2.2.2: bubble = (p - 1) / v micro-batch times.
+    st.bubble_s = (c.pp - 1) * t_mb / v;
+  }
+  if (c.dp > 1 && (c.sharding == Sharding::kNone || c.sharding == Sharding::kZero1)) {
+    // [DDP] buckets are reduced as soon as they fill, overlapping the last
+    // micro-batch's backward; the last bucket never overlaps ([LI19]: the
+    // overlap is partial). ZeRO-1 reduce-scatters the same volume ([ZeRO]).
+    const CollectiveOp op = c.sharding == Sharding::kZero1 ? CollectiveOp::kReduceScatter
+                                                           : CollectiveOp::kAllReduce;
+    const double bytes = grad_params * grad_bytes;
+    const double all = CollectiveTime(hw, op, bytes, c.dp, dp_rpn);
+    const double last = CollectiveTime(hw, op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
+    dp_exposed = std::max(last, all - t_b_last);
+  }
+  if (c.dp > 1 && (c.sharding == Sharding::kZero1 || c.sharding == Sharding::kZero2)) {
+    // Updated parameter shards are all-gathered after the step, not overlapped.
+    dp_exposed += CollectiveTime(hw, CollectiveOp::kAllGather, grad_params * pb.weight, c.dp, dp_rpn);
+  }
+  st.exposed_comm_s = dp_exposed;
+  const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
+  st.optimizer_s = local * OptimizerTrafficBytes(w_) / (std::max(1.0, hw.memory_bandwidth_gbps) * 1e9);
+  st.total_s = st.compute_s + st.bubble_s + st.exposed_comm_s + st.optimizer_s;
+  return st;
+}
+
+double StrategyModel::IdealTimePerSample() {
+  if (impl_->ideal_per_sample >= 0) return impl_->ideal_per_sample;
+  double best = 0;
+  for (int mb = 1; mb <= std::max(1, w_.max_micro_batch); mb *= 2) {
+    const auto& rt = impl_->Times(1, 1, 1, mb);
+    const double t = (rt[0].fwd + rt[0].bwd) / mb;
+    if (best == 0 || t < best) best = t;
+  }
+  impl_->ideal_per_sample = best;
+  return best;
+}
+
+MemoryBreakdown EstimateMemory(const Workload& w, const HardwareProfile& hw,
+                               const Configuration& c) {
+  StrategyModel m(w, hw);
+  return m.Memory(c);
+}
+
+StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Configuration& c) {
+  StrategyModel m(w, hw);
+  return m.Time(c);
+}
+
+std::string StructuralProblem(const Workload& w, const Configuration& c) {
+  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 ||
+      c.micro_batch < 1 || c.grad_accum < 1) {
+    return "every count must be at least 1";
+  }
+  if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp) {
+    return absl::StrCat("dp x tp x pp = ", c.dp * c.tp * c.pp, " but the allocation has ",
+                        c.nodes * c.gpus_per_node, " GPUs");
+  }
+  if (c.gpus_per_node % c.tp != 0) return "tp must divide the GPUs per node (tp stays inside a node)";
+  if (c.global_batch != int64_t{c.dp} * c.micro_batch * c.grad_accum) {
+    return "global batch must equal dp x micro-batch x accumulation";
+  }
+  if (c.sharding != Sharding::kNone && c.dp == 1) return "sharding needs dp > 1";
+  const int v = VirtualStages(c);
+  if (c.tp > 1) {
+    if (w.family != ModelFamily::kTransformer) {
+      return "tensor parallelism is modelled for transformers only";
+    }
+    const TransformerShape& t = w.transformer;
+    if (t.heads % c.tp != 0 || t.kv_heads % c.tp != 0 || t.ffn % c.tp != 0) {
+      return absl::StrCat("tp ", c.tp, " does not divide heads (", t.heads, "), kv-heads (",
+                          t.kv_heads, ") and ffn (", t.ffn, ")");
+    }
+  }
+  if (c.pp > 1) {
+    if (w.family == ModelFamily::kTransformer) {
+      if (w.transformer.layers % (c.pp * v) != 0) {
+        return absl::StrCat("pp x virtual stages (", c.pp * v, ") must divide the layers (",
+                            w.transformer.layers, ")");
+      }
+    } else if (static_cast<int>(w.layers.size()) < c.pp * v) {
+      return "more pipeline stages than layers";
+    }
+    if (v > 1 && c.grad_accum % c.pp != 0) {
+      return "the interleaved schedule needs micro-batches per step divisible by pp";
+    }
+  } else if (c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1) {
+    return "interleaving needs pp > 1";
+  }
+  return "";
+}
+
+}  // namespace xdeep::tuner

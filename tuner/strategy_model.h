@@ -1,0 +1,92 @@
+// Per-strategy analytical model: time and memory per GPU of one configuration
+// (data / tensor / pipeline parallel, ZeRO-1/2/3 and FSDP sharding, and their
+// hybrids; micro-batching, gradient accumulation, activation recomputation).
+// Every formula cites its source next to it in strategy_model.cc.
+#ifndef XDEEP_TUNER_STRATEGY_MODEL_H_
+#define XDEEP_TUNER_STRATEGY_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tuner/configuration.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+
+// Memory per GPU, in bytes, split the way PyTorch's caching allocator sees it
+// (everything but `reserved` shows in torch.cuda.max_memory_allocated).
+struct MemoryBreakdown {
+  double weights = 0;          // parameters as stored (fp32 for autocast, 16-bit for mixed)
+  double compute_weights = 0;  // 16-bit weight copies alive in forward/backward
+  double gradients = 0;
+  double optimizer = 0;        // Adam moments (+ fp32 master weights for kBf16Mixed)
+  double comm_buffers = 0;     // DDP gradient buckets, FSDP all-gathered units
+  double activations = 0;      // saved for backward, all micro-batches in flight
+  double transient = 0;        // peak temporaries: logits/loss, optimizer step temps
+  double reserved = 0;         // CUDA context, NCCL, not in the allocator
+  double margin = 0;           // fragmentation headroom
+  // Peak of what torch.cuda.max_memory_allocated reports: the larger of the
+  // start of backward (all activations alive) and the optimizer step, on the
+  // worst pipeline rank. The fields above are that rank's.
+  double peak_allocated = 0;
+  int worst_rank = 0;
+
+  double PeakAllocated() const { return peak_allocated; }
+  // What must fit on the card.
+  double Total() const { return peak_allocated + reserved + margin; }
+};
+
+class StrategyModel;
+
+// Memory per GPU of a configuration. Pure function of its inputs.
+MemoryBreakdown EstimateMemory(const Workload& w, const HardwareProfile& hw,
+                               const Configuration& c);
+
+struct StepTime {
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double bubble_s = 0;
+  double optimizer_s = 0;
+  double total_s = 0;
+};
+
+// Time of one optimizer step (one global batch).
+StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Configuration& c);
+
+// The model with its per-stage figures memoised (pipeline partitions and
+// per-micro-batch compute times do not depend on dp, nodes or sharding), so a
+// search can score millions of configurations. Results are bit-identical to
+// EstimateMemory / EstimateStepTime, which build a fresh one per call.
+class StrategyModel {
+ public:
+  StrategyModel(const Workload& w, const HardwareProfile& hw);
+  ~StrategyModel();
+  StrategyModel(const StrategyModel&) = delete;
+  StrategyModel& operator=(const StrategyModel&) = delete;
+
+  MemoryBreakdown Memory(const Configuration& c);
+  StepTime Time(const Configuration& c);
+  // Compute-only time per sample on one GPU at the best micro-batch, ignoring
+  // memory: the reference for parallel efficiency.
+  double IdealTimePerSample();
+
+  const Workload& workload() const { return w_; }
+  const HardwareProfile& hardware() const { return hw_; }
+
+  struct Impl;
+
+ private:
+  const Workload& w_;
+  const HardwareProfile& hw_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Checks a configuration against the workload's structure (divisibility of
+// heads, layers, batch); empty string when valid, else the reason.
+std::string StructuralProblem(const Workload& w, const Configuration& c);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_STRATEGY_MODEL_H_

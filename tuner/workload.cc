@@ -1,0 +1,742 @@
+// Workload parsing (TOML), presets and per-layer tables.
+//
+// Transformer counts follow Narayanan et al., "Efficient Large-Scale Language
+// Model Training on GPU Clusters Using Megatron-LM" (SC21), eq. (2)-(3) for
+// parameters and FLOPs, and Korthikanti et al., "Reducing Activation
+// Recomputation in Large Transformer Models" (MLSys 2023), section 4.1, for
+// saved activations; the byte counts are redone for PyTorch autocast (fp32
+// residual stream and LayerNorm, 16-bit matmul inputs, fused attention).
+#include "tuner/workload.h"
+
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "toml++/toml.h"
+
+namespace xdeep::tuner {
+
+std::string_view PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16Autocast: return "bf16-autocast";
+    case Precision::kFp16Autocast: return "fp16-autocast";
+    case Precision::kBf16Mixed: return "bf16-mixed";
+  }
+  return "?";
+}
+
+std::string_view OptimizerName(OptimizerKind o) {
+  switch (o) {
+    case OptimizerKind::kAdamW: return "adamw";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kSgdMomentum: return "sgd-momentum";
+    case OptimizerKind::kSgd: return "sgd";
+  }
+  return "?";
+}
+
+int ActivationBytes(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
+int ResidualBytes(Precision p) { return p == Precision::kBf16Mixed ? 2 : 4; }
+int LogitsBytesPerEntry(Precision p) { return ActivationBytes(p) + 3 * 4; }
+
+int64_t Workload::Parameters() const {
+  int64_t total = 0;
+  for (const LayerCost& l : layers) total += l.params;
+  return total;
+}
+
+double Workload::ForwardFlopsPerSample() const {
+  double total = 0;
+  for (const LayerCost& l : layers) total += l.fwd_flops;
+  return total;
+}
+
+void BuildTransformerLayers(Workload& w) {
+  const TransformerShape& t = w.transformer;
+  const double s = t.seq_len, h = t.hidden, v = t.vocab, f = t.ffn;
+  const int a = ActivationBytes(w.precision), r = ResidualBytes(w.precision);
+  const int kv = t.kv_heads > 0 ? t.kv_heads : t.heads;
+  const int64_t head_dim = t.hidden / std::max(1, t.heads);
+  const int64_t kv_dim = head_dim * kv;
+  w.layers.clear();
+
+  LayerCost embed;
+  embed.name = "embedding";
+  embed.params = static_cast<int64_t>(v * h + (t.learned_positions ? s * h : 0));
+  embed.matmul_params = 0;  // looked up, never multiplied: no 16-bit copy
+  embed.output_bytes = s * h * r;
+  w.layers.push_back(embed);
+
+  for (int i = 0; i < t.layers; ++i) {
+    LayerCost b;
+    b.name = absl::StrCat("block", i);
+    const int64_t attn = t.hidden * (t.hidden + 2 * kv_dim) + int64_t{t.hidden} * t.hidden;
+    const int64_t mlp = int64_t{t.gated_mlp ? 3 : 2} * t.hidden * t.ffn;
+    b.matmul_params = attn + mlp;
+    b.params = b.matmul_params + 4 * int64_t{t.hidden};  // two LayerNorms (weight + bias)
+    // Forward GEMMs per sample (m = tokens): QKV, attention output, MLP.
+    b.gemms.push_back({s, t.hidden + 2 * kv_dim, t.hidden});
+    b.tp_split_n.push_back(true);
+    b.gemms.push_back({s, t.hidden, t.hidden});
+    b.tp_split_n.push_back(false);
+    b.gemms.push_back({s, int64_t{t.ffn} * (t.gated_mlp ? 2 : 1), t.hidden});
+    b.tp_split_n.push_back(true);
+    b.gemms.push_back({s, t.hidden, t.ffn});
+    b.tp_split_n.push_back(false);
+    double gemm_flops = 0;
+    for (const GemmShape& g : b.gemms) gemm_flops += 2.0 * g.m_per_sample * g.n * g.k;
+    // Attention scores and weighted sum: 2 * 2 * s^2 * h per sample; a fused
+    // causal kernel skips the masked half (FlashAttention-2, Dao 2023, sec. 3).
+    b.attention_flops = 4.0 * s * s * h * (t.flash_attention ? 0.5 : 1.0);
+    b.fwd_flops = gemm_flops + b.attention_flops;
+    // Saved activations per token (Korthikanti et al. sec. 4.1, redone for
+    // autocast): LN inputs in residual precision (2 r h); QKV and fc1 inputs
+    // (2 a h); q,k,v and the attention output kept by the fused kernel, the
+    // out-projection input (a (h + 2 kv_dim) + 2 a h); MLP: GELU input and fc2
+    // input (2 a f), or for SwiGLU gate, up, SiLU output and product (4 a f).
+    const double unsplit = 2.0 * r * h + 2.0 * a * h;
+    double split = a * (h + 2.0 * kv_dim) + 2.0 * a * h + (t.gated_mlp ? 4.0 : 2.0) * a * f;
+    if (!t.flash_attention) {
+      // Unfused attention keeps the softmax output in fp32 and its 16-bit cast
+      // (Korthikanti's 5 a s / h term, for autocast).
+      split += (4.0 + a) * t.heads * s;
+    }
+    b.saved_activation_bytes = s * (unsplit + split);
+    b.tp_split_activation_bytes = s * split;
+    b.recompute_saved_bytes = s * h * r;
+    b.output_bytes = s * h * r;
+    b.tp_capable = true;
+    // Megatron-LM (Shoeybi et al. 2019, fig. 3): one all-reduce after the
+    // attention block and one after the MLP in forward, two in backward.
+    b.tp_comm_bytes = s * h * a;
+    b.tp_allreduces_fwd = 2;
+    w.layers.push_back(std::move(b));
+  }
+
+  LayerCost head;
+  head.name = "head";
+  head.params = (t.tied_embeddings ? 0 : static_cast<int64_t>(v * h)) + 2 * int64_t{t.hidden};
+  head.matmul_params = static_cast<int64_t>(v * h);
+  head.gemms.push_back({s, t.vocab, t.hidden});
+  head.tp_split_n.push_back(true);
+  head.fwd_flops = 2.0 * s * v * h;
+  head.saved_activation_bytes = s * h * (r + a);  // final LN input, projection input
+  head.recompute_saved_bytes = head.saved_activation_bytes;
+  head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
+  w.layers.push_back(std::move(head));
+  w.input_bytes_per_sample = s * 8 * 2;  // int64 token ids and targets
+}
+
+namespace {
+
+// ---------------------------------------------------------------- CNN tables
+
+struct CnnBuilder {
+  int a;  // activation bytes
+  int hw;
+  int c;
+  std::vector<LayerCost> layers;
+
+  // conv (+ BN) (+ ReLU). Saved for backward: the BN input (the conv output)
+  // and the ReLU output, which is also the next conv's saved input; without
+  // BN only the ReLU output (in-place ReLU on the conv output).
+  void Conv(const std::string& name, int cout, int k, int stride, bool bn, bool relu,
+            bool changes_state = true) {
+    const int out_hw = (hw + 2 * (k / 2) - k) / stride + 1;
+    LayerCost l;
+    l.name = name;
+    l.matmul_params = int64_t{c} * cout * k * k;
+    l.params = l.matmul_params + (bn ? 2 * cout : cout);
+    const double out = double{1} * cout * out_hw * out_hw;
+    l.gemms.push_back({double{1} * out_hw * out_hw, cout, int64_t{c} * k * k});
+    l.fwd_flops = 2.0 * out * c * k * k;
+    l.saved_activation_bytes = out * a * ((bn ? 1 : 0) + (relu ? 1 : 0));
+    if (!bn && !relu) l.saved_activation_bytes = out * a;
+    l.output_bytes = out * a;
+    l.recompute_saved_bytes = l.output_bytes;
+    layers.push_back(std::move(l));
+    if (changes_state) {
+      hw = out_hw;
+      c = cout;
+    }
+  }
+  void MaxPool(const std::string& name, int k, int stride, int pad) {
+    const int out_hw = (hw + 2 * pad - k) / stride + 1;
+    LayerCost l;
+    l.name = name;
+    const double out = double{1} * c * out_hw * out_hw;
+    l.saved_activation_bytes = out * 8;  // int64 argmax indices; the input is saved upstream
+    l.output_bytes = out * a;
+    l.recompute_saved_bytes = l.output_bytes;
+    layers.push_back(std::move(l));
+    hw = out_hw;
+  }
+  void Linear(const std::string& name, int in, int out, bool relu_dropout) {
+    LayerCost l;
+    l.name = name;
+    l.matmul_params = int64_t{in} * out;
+    l.params = l.matmul_params + out;
+    l.gemms.push_back({1.0, out, in});
+    l.fwd_flops = 2.0 * in * out;
+    // Input (16-bit) saved by the matmul; ReLU output and a dropout mask (1 B).
+    l.saved_activation_bytes = double{1} * in * a + (relu_dropout ? out * (a + 1.0) : 0);
+    l.output_bytes = double{1} * out * a;
+    l.recompute_saved_bytes = l.output_bytes;
+    layers.push_back(std::move(l));
+  }
+};
+
+// He et al., "Deep Residual Learning for Image Recognition" (2016), table 1.
+std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
+  const bool bottleneck = depth >= 50;
+  std::vector<int> blocks;
+  switch (depth) {
+    case 18: blocks = {2, 2, 2, 2}; break;
+    case 34: blocks = {3, 4, 6, 3}; break;
+    case 50: blocks = {3, 4, 6, 3}; break;
+    case 101: blocks = {3, 4, 23, 3}; break;
+    default: blocks = {3, 8, 36, 3}; break;
+  }
+  CnnBuilder b{a, image, 3, {}};
+  b.Conv("conv1", 64, 7, 2, true, true);
+  // The 16-bit copy of the input image that conv1 saves.
+  b.layers.back().saved_activation_bytes += 3.0 * image * image * a;
+  b.MaxPool("maxpool", 3, 2, 1);
+  const int widths[4] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int i = 0; i < blocks[stage]; ++i) {
+      const int stride = (stage > 0 && i == 0) ? 2 : 1;
+      const std::string p = absl::StrCat("layer", stage + 1, ".", i);
+      const int out_c = bottleneck ? widths[stage] * 4 : widths[stage];
+      const int in_c = b.c;
+      const int in_hw = b.hw;
+      if (bottleneck) {
+        b.Conv(p + ".conv1", widths[stage], 1, 1, true, true);
+        b.Conv(p + ".conv2", widths[stage], 3, stride, true, true);
+        b.Conv(p + ".conv3", out_c, 1, 1, true, true);
+      } else {
+        b.Conv(p + ".conv1", widths[stage], 3, stride, true, true);
+        b.Conv(p + ".conv2", out_c, 3, 1, true, true);
+      }
+      if (stride != 1 || in_c != out_c) {
+        // Projection shortcut, computed from the block input.
+        const int hw_after = b.hw, c_after = b.c;
+        b.hw = in_hw;
+        b.c = in_c;
+        b.Conv(p + ".downsample", out_c, 1, stride, true, false);
+        b.hw = hw_after;
+        b.c = c_after;
+      }
+    }
+  }
+  LayerCost pool;
+  pool.name = "avgpool";
+  pool.output_bytes = double{1} * b.c * a;
+  pool.saved_activation_bytes = 0;
+  pool.recompute_saved_bytes = pool.output_bytes;
+  b.layers.push_back(pool);
+  b.Linear("fc", b.c, classes, false);
+  return std::move(b.layers);
+}
+
+// Simonyan & Zisserman (2015), configuration D.
+std::vector<LayerCost> Vgg16(int image, int classes, int a) {
+  CnnBuilder b{a, image, 3, {}};
+  const int cfg[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
+  int conv = 0, pool = 0;
+  for (int v : cfg) {
+    if (v == 0) {
+      b.MaxPool(absl::StrCat("pool", ++pool), 2, 2, 0);
+    } else {
+      b.Conv(absl::StrCat("conv", ++conv), v, 3, 1, false, true);
+    }
+  }
+  b.layers.front().saved_activation_bytes += 3.0 * image * image * a;
+  const int flat = b.c * b.hw * b.hw;
+  b.Linear("fc1", flat, 4096, true);
+  b.Linear("fc2", 4096, 4096, true);
+  b.Linear("fc3", 4096, classes, false);
+  return std::move(b.layers);
+}
+
+// ---------------------------------------------------------------- presets
+
+struct TransformerPreset {
+  const char* name;
+  TransformerShape shape;
+};
+
+// GPT sizes from Brown et al. (2020) table 2.1 (seq 1024 as GPT-2 here, vocab
+// 50257, tied embeddings); Llama-2 sizes from Touvron et al. (2023).
+const TransformerPreset kTransformers[] = {
+    {"gpt-125m", {12, 768, 12, 12, 3072, 1024, 50257, false, true, true, true}},
+    {"gpt-350m", {24, 1024, 16, 16, 4096, 1024, 50257, false, true, true, true}},
+    {"gpt-760m", {24, 1536, 16, 16, 6144, 1024, 50257, false, true, true, true}},
+    {"gpt-1.3b", {24, 2048, 16, 16, 8192, 1024, 50257, false, true, true, true}},
+    {"gpt-2.7b", {32, 2560, 32, 32, 10240, 2048, 50257, false, true, true, true}},
+    {"gpt-6.7b", {32, 4096, 32, 32, 16384, 2048, 50257, false, true, true, true}},
+    {"llama-7b", {32, 4096, 32, 32, 11008, 4096, 32000, true, false, true, false}},
+    {"llama-13b", {40, 5120, 40, 40, 13824, 4096, 32000, true, false, true, false}},
+    {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, true, false}},
+};
+
+const char* const kCnnArchs[] = {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+                                 "vgg16"};
+
+void SetDefaultsForTransformer(Workload& w) {
+  const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
+  w.reference_global_batch = std::max<int64_t>(1, tokens_per_batch / w.transformer.seq_len);
+  w.min_global_batch = w.max_global_batch = w.reference_global_batch;
+  w.samples = 300e9 / w.transformer.seq_len;  // GPT-3's 300 B tokens
+  w.max_micro_batch = 64;
+}
+
+}  // namespace
+
+std::vector<std::string> CnnArchNames() {
+  return std::vector<std::string>(std::begin(kCnnArchs), std::end(kCnnArchs));
+}
+
+absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int image_size,
+                                                     int num_classes, Precision precision) {
+  const int a = ActivationBytes(precision);
+  if (image_size < 32 || num_classes < 1) {
+    return absl::InvalidArgumentError("image_size must be >= 32 and num_classes >= 1");
+  }
+  if (arch == "resnet18") return ResNet(18, image_size, num_classes, a);
+  if (arch == "resnet34") return ResNet(34, image_size, num_classes, a);
+  if (arch == "resnet50") return ResNet(50, image_size, num_classes, a);
+  if (arch == "resnet101") return ResNet(101, image_size, num_classes, a);
+  if (arch == "resnet152") return ResNet(152, image_size, num_classes, a);
+  if (arch == "vgg16") return Vgg16(image_size, num_classes, a);
+  return absl::NotFoundError(absl::StrCat("unknown CNN architecture '", std::string(arch),
+                                          "'; use one of ", absl::StrJoin(CnnArchNames(), ", ")));
+}
+
+std::vector<std::string> PresetWorkloadNames() {
+  std::vector<std::string> names;
+  for (const auto& p : kTransformers) names.emplace_back(p.name);
+  for (const char* c : kCnnArchs) names.emplace_back(c);
+  return names;
+}
+
+absl::StatusOr<Workload> PresetWorkload(std::string_view name) {
+  for (const auto& p : kTransformers) {
+    if (name == p.name) {
+      Workload w;
+      w.name = p.name;
+      w.family = ModelFamily::kTransformer;
+      w.transformer = p.shape;
+      SetDefaultsForTransformer(w);
+      BuildTransformerLayers(w);
+      return w;
+    }
+  }
+  std::string arch(name);
+  if (arch == "resnet-50") arch = "resnet50";
+  for (const char* c : kCnnArchs) {
+    if (arch == c) {
+      Workload w;
+      w.name = arch;
+      w.family = ModelFamily::kCnn;
+      w.cnn_arch = arch;
+      auto layers = CnnLayerTable(arch, w.image_size, w.num_classes, w.precision);
+      if (!layers.ok()) return layers.status();
+      w.layers = *std::move(layers);
+      w.input_bytes_per_sample = 3.0 * w.image_size * w.image_size * 4 + 8;
+      // ImageNet-1k, 90 epochs at batch 256 (Goyal et al. 2017's baseline).
+      w.samples = 90.0 * 1281167;
+      w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
+      w.max_micro_batch = 256;
+      return w;
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("unknown workload preset '", std::string(name), "'; use one of ",
+                                          absl::StrJoin(PresetWorkloadNames(), ", ")));
+}
+
+// ---------------------------------------------------------------- TOML
+
+namespace {
+
+class TomlReader {
+ public:
+  explicit TomlReader(absl::string_view source) : source_(source) {}
+
+  absl::Status Error(const toml::node* node, absl::string_view what, absl::string_view fix) const {
+    const int line = node != nullptr ? static_cast<int>(node->source().begin.line) : 1;
+    return absl::InvalidArgumentError(absl::StrCat(source_, ":", line, ": ", what, "; ", fix));
+  }
+
+  // Rejects keys of `table` not in `allowed`.
+  absl::Status CheckKeys(const toml::table& table, absl::string_view where,
+                         const std::set<std::string>& allowed) const {
+    for (const auto& [key, node] : table) {
+      if (!allowed.count(std::string(key.str()))) {
+        return Error(&node, absl::StrCat("unknown key '", std::string(key.str()), "' in ", where),
+                     absl::StrCat("use one of: ",
+                                  absl::StrJoin(allowed.begin(), allowed.end(), ", ")));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<double>> Number(const toml::table& t, absl::string_view key,
+                                               double min, double max) const {
+    const toml::node* n = t.get(std::string(key));
+    if (n == nullptr) return std::optional<double>();
+    double v;
+    if (auto i = n->value_exact<int64_t>()) {
+      v = static_cast<double>(*i);
+    } else if (auto d = n->value_exact<double>()) {
+      v = *d;
+    } else {
+      return Error(n, absl::StrCat("'", key, "' must be a number"),
+                   absl::StrCat("write e.g. ", key, " = ", min > 1 ? min : 1));
+    }
+    if (!(v >= min && v <= max)) {
+      return Error(n, absl::StrCat("'", key, "' = ", v, " is out of range"),
+                   absl::StrCat("use a value between ", min, " and ", max));
+    }
+    return std::optional<double>(v);
+  }
+
+  absl::StatusOr<std::optional<int64_t>> Integer(const toml::table& t, absl::string_view key,
+                                                 int64_t min, int64_t max) const {
+    const toml::node* n = t.get(std::string(key));
+    if (n == nullptr) return std::optional<int64_t>();
+    std::optional<int64_t> v = n->value_exact<int64_t>();
+    if (!v) {
+      // Allow 1e9-style floats that are whole numbers.
+      if (auto d = n->value_exact<double>(); d && std::floor(*d) == *d && std::abs(*d) < 9e18) {
+        v = static_cast<int64_t>(*d);
+      } else {
+        return Error(n, absl::StrCat("'", key, "' must be an integer"),
+                     absl::StrCat("write e.g. ", key, " = ", std::max<int64_t>(min, 1)));
+      }
+    }
+    if (*v < min || *v > max) {
+      return Error(n, absl::StrCat("'", key, "' = ", *v, " is out of range"),
+                   absl::StrCat("use a value between ", min, " and ", max));
+    }
+    return v;
+  }
+
+  absl::StatusOr<std::optional<bool>> Bool(const toml::table& t, absl::string_view key) const {
+    const toml::node* n = t.get(std::string(key));
+    if (n == nullptr) return std::optional<bool>();
+    if (auto b = n->value_exact<bool>()) return std::optional<bool>(*b);
+    return Error(n, absl::StrCat("'", key, "' must be true or false"),
+                 absl::StrCat("write ", key, " = true or ", key, " = false"));
+  }
+
+  absl::StatusOr<std::optional<std::string>> String(const toml::table& t,
+                                                    absl::string_view key) const {
+    const toml::node* n = t.get(std::string(key));
+    if (n == nullptr) return std::optional<std::string>();
+    if (auto s = n->value_exact<std::string>()) return std::optional<std::string>(*s);
+    return Error(n, absl::StrCat("'", key, "' must be a string"),
+                 absl::StrCat("quote it: ", key, " = \"...\""));
+  }
+
+ private:
+  std::string source_;
+};
+
+#define XDEEP_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return tmp.status();               \
+  lhs = *std::move(tmp)
+#define XDEEP_CONCAT_INNER(a, b) a##b
+#define XDEEP_CONCAT(a, b) XDEEP_CONCAT_INNER(a, b)
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  XDEEP_ASSIGN_OR_RETURN_IMPL(XDEEP_CONCAT(status_or_, __LINE__), lhs, expr)
+
+const toml::table kEmptyTable;
+
+}  // namespace
+
+absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
+                                           std::string_view source_view) {
+  const std::string source_name(source_view);
+  TomlReader rd(source_name);
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(source_name));
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ":", e.source().begin.line, ": ", std::string(e.description()),
+                     "; fix the TOML syntax (see examples/workloads/*.toml)"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ":1: ", e.what(),
+                                                   "; fix the TOML syntax"));
+  }
+  if (auto st = rd.CheckKeys(root, "the top level", {"name", "model", "training", "batch"});
+      !st.ok()) {
+    return st;
+  }
+  for (const char* section : {"model", "training", "batch"}) {
+    const toml::node* n = root.get(section);
+    if (n != nullptr && !n->is_table()) {
+      return rd.Error(n, absl::StrCat("'", section, "' must be a table"),
+                      absl::StrCat("write it as a [", section, "] section"));
+    }
+  }
+  const toml::table* model = root["model"].as_table();
+  if (model == nullptr) {
+    return rd.Error(nullptr, "missing [model] section",
+                    "add [model] with family = \"transformer\" | \"cnn\" | \"generic\" or "
+                    "preset = \"gpt-125m\"");
+  }
+  const toml::table& training = root["training"].as_table() ? *root["training"].as_table()
+                                                            : kEmptyTable;
+  const toml::table& batch = root["batch"].as_table() ? *root["batch"].as_table() : kEmptyTable;
+
+  if (auto st = rd.CheckKeys(*model, "[model]",
+                             {"family", "preset", "layers", "hidden", "heads", "kv_heads", "ffn",
+                              "seq_len", "vocab", "gated_mlp", "tied_embeddings",
+                              "flash_attention", "learned_positions", "arch", "image_size",
+                              "num_classes", "parameters", "forward_flops_per_sample",
+                              "activation_bytes_per_sample", "num_layers", "input_bytes_per_sample"});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = rd.CheckKeys(training, "[training]",
+                             {"precision", "optimizer", "samples", "tokens", "epochs",
+                              "dataset_size"});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = rd.CheckKeys(batch, "[batch]",
+                             {"global", "min", "max", "may_change", "b_noise", "max_micro"});
+      !st.ok()) {
+    return st;
+  }
+
+  Workload w;
+  ASSIGN_OR_RETURN(std::optional<std::string> name, rd.String(root, "name"));
+  ASSIGN_OR_RETURN(std::optional<std::string> preset, rd.String(*model, "preset"));
+  ASSIGN_OR_RETURN(std::optional<std::string> family, rd.String(*model, "family"));
+  if (preset) {
+    auto p = PresetWorkload(*preset);
+    if (!p.ok()) {
+      return rd.Error(model->get("preset"), std::string(p.status().message()),
+                      "pick a preset from that list or describe the model with family = ...");
+    }
+    w = *std::move(p);
+  }
+  // Precision first: the layer tables depend on it.
+  ASSIGN_OR_RETURN(std::optional<std::string> precision, rd.String(training, "precision"));
+  if (precision) {
+    if (*precision == "fp32") w.precision = Precision::kFp32;
+    else if (*precision == "bf16" || *precision == "bf16-autocast") w.precision = Precision::kBf16Autocast;
+    else if (*precision == "fp16" || *precision == "fp16-autocast") w.precision = Precision::kFp16Autocast;
+    else if (*precision == "bf16-mixed") w.precision = Precision::kBf16Mixed;
+    else
+      return rd.Error(training.get("precision"), absl::StrCat("unknown precision '", *precision, "'"),
+                      "use fp32, bf16-autocast (PyTorch AMP), fp16-autocast or bf16-mixed "
+                      "(Megatron/DeepSpeed: 16-bit weights, fp32 master copy)");
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> optimizer, rd.String(training, "optimizer"));
+  if (optimizer) {
+    if (*optimizer == "adamw") w.optimizer = OptimizerKind::kAdamW;
+    else if (*optimizer == "adam") w.optimizer = OptimizerKind::kAdam;
+    else if (*optimizer == "sgd-momentum" || *optimizer == "sgd_momentum") w.optimizer = OptimizerKind::kSgdMomentum;
+    else if (*optimizer == "sgd") w.optimizer = OptimizerKind::kSgd;
+    else
+      return rd.Error(training.get("optimizer"), absl::StrCat("unknown optimizer '", *optimizer, "'"),
+                      "use adamw, adam, sgd-momentum or sgd");
+  }
+
+  std::string fam = family ? *family
+                           : (preset ? (w.family == ModelFamily::kTransformer ? "transformer"
+                                        : w.family == ModelFamily::kCnn     ? "cnn"
+                                                                            : "generic")
+                                     : "");
+  if (fam.empty()) {
+    return rd.Error(model, "[model] needs 'family' or 'preset'",
+                    "add family = \"transformer\" (or \"cnn\", \"generic\") or preset = \"gpt-125m\"");
+  }
+  if (fam == "transformer") {
+    w.family = ModelFamily::kTransformer;
+    TransformerShape& t = w.transformer;
+    struct IntKey { const char* key; int* field; int64_t min, max; };
+    const IntKey keys[] = {{"layers", &t.layers, 1, 100000}, {"hidden", &t.hidden, 1, 1 << 20},
+                           {"heads", &t.heads, 1, 1 << 16},   {"kv_heads", &t.kv_heads, 1, 1 << 16},
+                           {"ffn", &t.ffn, 1, 1 << 24},       {"seq_len", &t.seq_len, 1, 1 << 24},
+                           {"vocab", &t.vocab, 1, 1 << 24}};
+    for (const IntKey& k : keys) {
+      ASSIGN_OR_RETURN(std::optional<int64_t> v, rd.Integer(*model, k.key, k.min, k.max));
+      if (v) *k.field = static_cast<int>(*v);
+    }
+    struct BoolKey { const char* key; bool* field; };
+    const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp}, {"tied_embeddings", &t.tied_embeddings},
+                             {"flash_attention", &t.flash_attention},
+                             {"learned_positions", &t.learned_positions}};
+    for (const BoolKey& k : bools) {
+      ASSIGN_OR_RETURN(std::optional<bool> v, rd.Bool(*model, k.key));
+      if (v) *k.field = *v;
+    }
+    if (t.kv_heads == 0) t.kv_heads = t.heads;
+    if (t.ffn == 0) t.ffn = 4 * t.hidden;
+    const char* required[] = {"layers", "hidden", "heads", "seq_len", "vocab"};
+    const int* values[] = {&t.layers, &t.hidden, &t.heads, &t.seq_len, &t.vocab};
+    for (int i = 0; i < 5; ++i) {
+      if (*values[i] <= 0) {
+        return rd.Error(model, absl::StrCat("transformer needs '", required[i], "'"),
+                        absl::StrCat("add ", required[i], " = <integer> to [model]"));
+      }
+    }
+    if (t.hidden % t.heads != 0) {
+      return rd.Error(model->get("heads") ? model->get("heads") : model,
+                      absl::StrCat("hidden (", t.hidden, ") is not a multiple of heads (", t.heads, ")"),
+                      "choose heads that divide hidden");
+    }
+    if (t.heads % t.kv_heads != 0) {
+      return rd.Error(model->get("kv_heads") ? model->get("kv_heads") : model,
+                      absl::StrCat("heads (", t.heads, ") is not a multiple of kv_heads (", t.kv_heads, ")"),
+                      "choose kv_heads that divide heads");
+    }
+    if (!preset) SetDefaultsForTransformer(w);
+    BuildTransformerLayers(w);
+  } else if (fam == "cnn") {
+    w.family = ModelFamily::kCnn;
+    ASSIGN_OR_RETURN(std::optional<std::string> arch, rd.String(*model, "arch"));
+    if (arch) w.cnn_arch = *arch;
+    if (w.cnn_arch.empty()) {
+      return rd.Error(model, "cnn needs 'arch'",
+                      absl::StrCat("add arch = one of ", absl::StrJoin(CnnArchNames(), ", ")));
+    }
+    ASSIGN_OR_RETURN(std::optional<int64_t> image, rd.Integer(*model, "image_size", 32, 4096));
+    if (image) w.image_size = static_cast<int>(*image);
+    ASSIGN_OR_RETURN(std::optional<int64_t> classes, rd.Integer(*model, "num_classes", 1, 1 << 24));
+    if (classes) w.num_classes = static_cast<int>(*classes);
+    auto layers = CnnLayerTable(w.cnn_arch, w.image_size, w.num_classes, w.precision);
+    if (!layers.ok()) {
+      return rd.Error(model->get("arch") ? model->get("arch") : model,
+                      std::string(layers.status().message()), "pick a listed architecture");
+    }
+    w.layers = *std::move(layers);
+    w.input_bytes_per_sample = 3.0 * w.image_size * w.image_size * 4 + 8;
+    if (!preset) {
+      w.samples = 90.0 * 1281167;
+      w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
+      w.max_micro_batch = 256;
+    }
+  } else if (fam == "generic") {
+    w.family = ModelFamily::kGeneric;
+    ASSIGN_OR_RETURN(std::optional<double> params, rd.Number(*model, "parameters", 1, 1e15));
+    ASSIGN_OR_RETURN(std::optional<double> flops, rd.Number(*model, "forward_flops_per_sample", 1, 1e21));
+    ASSIGN_OR_RETURN(std::optional<double> act, rd.Number(*model, "activation_bytes_per_sample", 0, 1e15));
+    ASSIGN_OR_RETURN(std::optional<int64_t> nl, rd.Integer(*model, "num_layers", 1, 100000));
+    ASSIGN_OR_RETURN(std::optional<double> inb, rd.Number(*model, "input_bytes_per_sample", 0, 1e12));
+    const char* missing = !params ? "parameters" : !flops ? "forward_flops_per_sample"
+                                             : !act ? "activation_bytes_per_sample" : nullptr;
+    if (missing != nullptr) {
+      return rd.Error(model, absl::StrCat("generic model needs '", missing, "'"),
+                      absl::StrCat("add ", missing, " = <number> to [model]"));
+    }
+    const int n = nl ? static_cast<int>(*nl) : 1;
+    // Even split over layers; each layer is one GEMM whose m (tokens-equivalent
+    // per sample) makes 2 m n k equal its FLOPs, with a square n = k weight.
+    const double p = *params / n;
+    const double width = std::max(1.0, std::sqrt(p));
+    w.layers.clear();
+    for (int i = 0; i < n; ++i) {
+      LayerCost l;
+      l.name = absl::StrCat("layer", i);
+      l.params = static_cast<int64_t>(p);
+      l.matmul_params = l.params;
+      l.fwd_flops = *flops / n;
+      l.gemms.push_back({l.fwd_flops / (2.0 * width * width), static_cast<int64_t>(width),
+                         static_cast<int64_t>(width)});
+      l.saved_activation_bytes = *act / n;
+      l.output_bytes = l.saved_activation_bytes / 4;
+      l.recompute_saved_bytes = l.output_bytes;
+      w.layers.push_back(std::move(l));
+    }
+    w.input_bytes_per_sample = inb ? *inb : 0;
+    if (!preset) {
+      w.samples = 1e6;
+      w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
+      w.max_micro_batch = 256;
+    }
+  } else {
+    return rd.Error(model->get("family"), absl::StrCat("unknown family '", fam, "'"),
+                    "use family = \"transformer\", \"cnn\" or \"generic\"");
+  }
+  w.name = name ? *name : (preset ? *preset : std::string("workload"));
+
+  // Training length.
+  ASSIGN_OR_RETURN(std::optional<double> samples, rd.Number(training, "samples", 1, 1e18));
+  ASSIGN_OR_RETURN(std::optional<double> tokens, rd.Number(training, "tokens", 1, 1e18));
+  ASSIGN_OR_RETURN(std::optional<double> epochs, rd.Number(training, "epochs", 1e-6, 1e9));
+  ASSIGN_OR_RETURN(std::optional<double> dataset, rd.Number(training, "dataset_size", 1, 1e15));
+  const int given = (samples ? 1 : 0) + (tokens ? 1 : 0) + (epochs ? 1 : 0);
+  if (given > 1) {
+    return rd.Error(&training, "training length given more than once",
+                    "keep exactly one of samples, tokens, or epochs with dataset_size");
+  }
+  if (samples) w.samples = *samples;
+  if (tokens) {
+    if (w.family != ModelFamily::kTransformer) {
+      return rd.Error(training.get("tokens"), "'tokens' needs a transformer (tokens per sample = seq_len)",
+                      "use samples = ... or epochs = ... with dataset_size = ...");
+    }
+    w.samples = *tokens / w.transformer.seq_len;
+  }
+  if (epochs) {
+    if (!dataset) {
+      return rd.Error(training.get("epochs"), "'epochs' needs 'dataset_size'",
+                      "add dataset_size = <samples per epoch> to [training]");
+    }
+    w.samples = *epochs * *dataset;
+  } else if (dataset) {
+    return rd.Error(training.get("dataset_size"), "'dataset_size' without 'epochs'",
+                    "add epochs = <count>, or remove dataset_size");
+  }
+
+  // Batch.
+  ASSIGN_OR_RETURN(std::optional<int64_t> global, rd.Integer(batch, "global", 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN(std::optional<int64_t> bmin, rd.Integer(batch, "min", 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN(std::optional<int64_t> bmax, rd.Integer(batch, "max", 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN(std::optional<bool> may_change, rd.Bool(batch, "may_change"));
+  ASSIGN_OR_RETURN(std::optional<double> b_noise, rd.Number(batch, "b_noise", 0, 1e15));
+  ASSIGN_OR_RETURN(std::optional<int64_t> max_micro, rd.Integer(batch, "max_micro", 1, 1 << 20));
+  if (global) w.reference_global_batch = *global;
+  w.batch_may_change = may_change.value_or(bmin.has_value() || bmax.has_value());
+  if (w.batch_may_change) {
+    w.min_global_batch = bmin.value_or(w.reference_global_batch);
+    w.max_global_batch = bmax.value_or(w.reference_global_batch);
+    if (!global) w.reference_global_batch = w.min_global_batch;
+  } else {
+    if (bmin || bmax) {
+      return rd.Error(batch.get(bmin ? "min" : "max"), "batch bounds given but may_change = false",
+                      "set may_change = true, or remove min/max and give global = <samples>");
+    }
+    w.min_global_batch = w.max_global_batch = w.reference_global_batch;
+  }
+  if (w.min_global_batch > w.max_global_batch) {
+    return rd.Error(batch.get("min"), absl::StrCat("min (", w.min_global_batch, ") > max (",
+                                                   w.max_global_batch, ")"),
+                    "make min <= max");
+  }
+  if (w.reference_global_batch < w.min_global_batch ||
+      w.reference_global_batch > w.max_global_batch) {
+    return rd.Error(batch.get("global"), "global batch outside [min, max]",
+                    "choose global between min and max");
+  }
+  if (b_noise) w.b_noise = *b_noise;
+  if (max_micro) w.max_micro_batch = static_cast<int>(*max_micro);
+  return w;
+}
+
+}  // namespace xdeep::tuner

@@ -1,0 +1,145 @@
+// Workload description for the tuner: what is trained (transformer, CNN preset
+// with a per-layer table, or a generic FLOP/byte description), in which
+// precision and optimizer, for how long, and within which global-batch bounds.
+// Parsed from TOML text handed over by the caller (no file I/O here).
+#ifndef XDEEP_TUNER_WORKLOAD_H_
+#define XDEEP_TUNER_WORKLOAD_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace xdeep::tuner {
+
+enum class ModelFamily { kTransformer, kCnn, kGeneric };
+
+// How tensors are stored while training. The names follow what frameworks do:
+//  kFp32         everything fp32.
+//  kBf16Autocast / kFp16Autocast  PyTorch AMP: fp32 parameters, gradients and
+//                optimizer state; 16-bit copies of weights and 16-bit
+//                activations inside autocast regions.
+//  kBf16Mixed    Megatron / DeepSpeed style: 16-bit weights and gradients,
+//                fp32 master weights inside the optimizer state (ZeRO paper's
+//                K = 12 bytes per parameter for Adam).
+enum class Precision { kFp32, kBf16Autocast, kFp16Autocast, kBf16Mixed };
+enum class OptimizerKind { kAdamW, kAdam, kSgdMomentum, kSgd };
+
+std::string_view PrecisionName(Precision p);
+std::string_view OptimizerName(OptimizerKind o);
+
+// A decoder-only (GPT / Llama style) transformer.
+struct TransformerShape {
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;  // grouped-query attention; == heads for multi-head attention
+  int ffn = 0;       // intermediate size of the MLP
+  int seq_len = 0;
+  int vocab = 0;
+  bool gated_mlp = false;        // SwiGLU: three MLP matrices instead of two
+  bool tied_embeddings = false;  // output projection shares the embedding matrix
+  bool flash_attention = true;   // fused attention: no s x s score matrix is stored
+  bool learned_positions = true; // GPT-2 style position embedding table (Llama: rotary, none)
+};
+
+// One GEMM of a layer, per sample: C[m x n] = A[m x k] B[k x n]; m scales with
+// the micro-batch (tokens or output pixels per sample).
+struct GemmShape {
+  double m_per_sample = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+};
+
+// One row of a per-layer table (CNN presets, generic workloads). Per sample.
+struct LayerCost {
+  std::string name;
+  int64_t params = 0;
+  double fwd_flops = 0;               // forward FLOPs per sample
+  double saved_activation_bytes = 0;  // kept for backward, per sample
+  double output_bytes = 0;            // what a pipeline stage sends on, per sample
+  std::vector<GemmShape> gemms;       // the layer's matrix products (forward pass)
+  // Tensor parallelism (Megatron style; only transformer blocks can split):
+  // gemms[i] is column-parallel (n split) if tp_split_n[i], else row-parallel.
+  bool tp_capable = false;
+  std::vector<bool> tp_split_n;
+  double tp_split_activation_bytes = 0;  // part of saved_activation_bytes divided by tp
+  double tp_comm_bytes = 0;              // bytes of one tensor-parallel all-reduce, per sample
+  int tp_allreduces_fwd = 0;             // all-reduces per forward pass (backward does as many)
+  double attention_flops = 0;            // forward attention FLOPs per sample (not GEMM-shaped)
+  double recompute_saved_bytes = 0;      // what full recomputation keeps (the block input)
+  // Parameters of the 16-bit compute copy / FSDP unit (== params unless part of
+  // the layer stays in fp32, e.g. normalisation).
+  int64_t matmul_params = 0;
+};
+
+struct Workload {
+  std::string name;
+  ModelFamily family = ModelFamily::kTransformer;
+  TransformerShape transformer;  // family == kTransformer
+  std::string cnn_arch;          // family == kCnn: "resnet50", "vgg16", ...
+  int image_size = 224;          // kCnn
+  int num_classes = 1000;        // kCnn
+  // kCnn and kGeneric: the per-layer table; for kTransformer it is derived too
+  // (embedding, one row per block, head) so every family can be pipelined.
+  std::vector<LayerCost> layers;
+  // Extra per-sample input bytes held on the device (images, token ids).
+  double input_bytes_per_sample = 0;
+
+  Precision precision = Precision::kBf16Autocast;
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+
+  // Training length, normalised to samples (sequences for transformers) at the
+  // reference global batch `reference_global_batch`.
+  double samples = 0;
+  // Global-batch bounds in samples. When !batch_may_change the search uses
+  // exactly reference_global_batch.
+  int64_t min_global_batch = 1;
+  int64_t max_global_batch = 1;
+  int64_t reference_global_batch = 1;
+  bool batch_may_change = false;
+  // Gradient noise scale (McCandlish et al. 2018, "An Empirical Model of
+  // Large-Batch Training"), in samples; 0 = unknown, no statistical penalty.
+  double b_noise = 0;
+  // Largest micro-batch the search tries (samples per GPU per forward pass).
+  int max_micro_batch = 64;
+
+  // Totals derived from the layer table / shape.
+  int64_t Parameters() const;
+  double ForwardFlopsPerSample() const;
+};
+
+// Parses a workload spec. Errors read
+// "<source_name>:<line>: <what is wrong>; <how to fix it>".
+absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
+                                           std::string_view source_name);
+
+// Named presets: "gpt-125m", "gpt-350m", "gpt-760m", "gpt-1.3b", "gpt-2.7b",
+// "gpt-6.7b", "llama-7b", "llama-13b", "llama-70b", "resnet18", "resnet50",
+// "resnet101", "resnet152", "vgg16".
+absl::StatusOr<Workload> PresetWorkload(std::string_view name);
+std::vector<std::string> PresetWorkloadNames();
+
+// Fills `layers` (and the derived totals) of a transformer from its shape;
+// exposed so tests and callers that build a Workload by hand can use it.
+void BuildTransformerLayers(Workload& w);
+// Per-layer table of a CNN preset; error for an unknown architecture.
+absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int image_size,
+                                                     int num_classes, Precision precision);
+std::vector<std::string> CnnArchNames();
+
+// Bytes per activation element inside compute regions (16-bit or fp32), and
+// of the residual stream / normalisation inputs (fp32 under autocast, since
+// autocast runs layer_norm in fp32 and fp32 + bf16 adds promote).
+int ActivationBytes(Precision p);
+int ResidualBytes(Precision p);
+// Logits and loss temporaries per token per vocabulary entry at the start of
+// backward: the 16-bit logits, fp32 log-softmax output, fp32 gradient of the
+// loss and of log-softmax (PyTorch's cross_entropy under autocast runs in fp32).
+int LogitsBytesPerEntry(Precision p);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_WORKLOAD_H_
