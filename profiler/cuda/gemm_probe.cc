@@ -127,9 +127,9 @@ class GemmProbe : public Probe {
     double best = 1e30;
     for (int i = 0; i < returned; ++i) {
       algo_ = found[i].algo;
-      absl::StatusOr<double> warm = RunBatch(2, deadline);
+      absl::StatusOr<double> warm = RunBatch(1, deadline);
       if (!warm.ok()) continue;  // an algorithm may refuse this shape at run time
-      absl::StatusOr<double> t = RunBatch(3, deadline);
+      absl::StatusOr<double> t = RunBatch(2, deadline);
       if (t.ok() && *t < best) {
         best = *t;
         best_index_ = i;

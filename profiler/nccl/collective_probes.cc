@@ -239,8 +239,10 @@ absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options
   absl::Status init = NcclStatus(ir, "ncclCommInitRankConfig", sh.comm);
   if (init.ok() && sh.comm != nullptr) init = WaitComm(sh.comm, init_deadline, "ncclCommInitRankConfig");
   // Buffers and stream are released before the communicator is torn down.
+  // On error the communicator is aborted before anything that synchronises (stream
+  // sync, cudaFree): a kernel waiting for a dead peer only ends through the abort.
   auto finish = [&](absl::Status s) {
-    if (sh.stream) cudaStreamSynchronize(sh.stream);
+    if (s.ok() && sh.stream) cudaStreamSynchronize(sh.stream);
     if (sh.comm) {
       if (s.ok()) {
         ncclCommFinalize(sh.comm);

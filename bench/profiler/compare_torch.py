@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Baselines for xdeep-probe measured with PyTorch, and the comparison (issue 5, item 6).
+
+  compare_torch.py gemm --report compute.json --out torch_gemm.json
+      torch.matmul at every (m, n, k, dtype) of the probe report.
+  torchrun --nproc_per_node=2 compare_torch.py allreduce --out torch_allreduce.json
+      torch.distributed.all_reduce (NCCL) over the same size sweep as the probe.
+  compare_torch.py summarize --compute compute.json --torch-gemm torch_gemm.json \
+      --collectives coll_2gpu.json --torch-allreduce torch_allreduce.json --out summary.json
+      Ratios probe / torch; exits 1 when a criterion fails:
+      GEMM TFLOP/s >= 95 % of torch.matmul's; all-reduce busbw >= 95 % of
+      torch's at 64 MiB - 1 GiB.
+
+Both sides time the same way as the probe harness: warm-up, batches of back-to-back
+operations between CUDA events, the median over samples; inputs are random, never zeros.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def timed_samples(fn, batch, samples, warmup, torch):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    for _ in range(samples):
+        start.record()
+        for _ in range(batch):
+            fn()
+        stop.record()
+        stop.synchronize()
+        out.append(start.elapsed_time(stop) / 1e3 / batch)
+    return out
+
+
+def cmd_gemm(args):
+    import torch
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
+    report = json.load(open(args.report))
+    results = []
+    seen = {}
+    for e in report["gemm"]:
+        key = (e["m"], e["n"], e["k"], e["dtype"])
+        if key in seen:
+            continue
+        m, n, k, dt = key
+        torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
+        a = (torch.rand(m, k, device="cuda") * 1.8 + 0.1).to(dtypes[dt])
+        b = (torch.rand(k, n, device="cuda") * 1.8 + 0.1).to(dtypes[dt])
+        c = torch.empty(m, n, device="cuda", dtype=dtypes[dt])
+        fn = lambda: torch.matmul(a, b, out=c)
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        t1 = max(time.perf_counter() - t0, 1e-7)
+        batch = max(1, min(200, int(2e-3 / t1 + 0.999)))
+        s = timed_samples(fn, batch, args.samples, 0, torch)
+        med = statistics.median(s)
+        tflops = 2.0 * m * n * k / med / 1e12
+        seen[key] = tflops
+        results.append({"m": m, "n": n, "k": k, "dtype": dt, "median_s": med, "tflops": tflops})
+        print(f"torch.matmul {m}x{n}x{k} {dt}: {tflops:.1f} TFLOP/s", flush=True)
+        del a, b, c
+    out = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0),
+           "gemm": results}
+    json.dump(out, open(args.out, "w"), indent=2)
+
+
+def batch_for(nbytes):
+    # Same fixed batching as profiler/nccl/collective_probes.cc.
+    if nbytes <= 1 << 20:
+        return 20
+    if nbytes <= 64 << 20:
+        return 5
+    return 2
+
+
+def cmd_allreduce(args):
+    import torch
+    import torch.distributed as dist
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    rank, n = dist.get_rank(), dist.get_world_size()
+    results = []
+    size = args.min_bytes
+    while size <= args.max_bytes:
+        count = size // 4 // n * n
+        x = torch.rand(count, device="cuda") + 0.5
+        fn = lambda: dist.all_reduce(x)
+        s = timed_samples(fn, batch_for(size), args.samples, 5, torch)
+        # Ranks differ slightly; take rank 0's as the probe does.
+        med = statistics.median(s)
+        algbw = count * 4 / med / 1e9
+        results.append({"bytes": count * 4, "median_s": med, "algbw_gbps": algbw,
+                        "busbw_gbps": algbw * 2 * (n - 1) / n})
+        if rank == 0:
+            print(f"torch all_reduce {count * 4} B: busbw {algbw * 2 * (n - 1) / n:.2f} GB/s", flush=True)
+        size *= args.factor
+    if rank == 0:
+        json.dump({"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                   "ranks": n, "dtype": "fp32", "all_reduce": results}, open(args.out, "w"), indent=2)
+    dist.destroy_process_group()
+
+
+def cmd_summarize(args):
+    ok = True
+    summary = {"gemm": [], "all_reduce": []}
+    if args.compute and args.torch_gemm:
+        probe = json.load(open(args.compute))
+        base = {(g["m"], g["n"], g["k"], g["dtype"]): g["tflops"] for g in json.load(open(args.torch_gemm))["gemm"]}
+        for e in probe["gemm"]:
+            t = base.get((e["m"], e["n"], e["k"], e["dtype"]))
+            if t is None:
+                continue
+            r = e["tflops"] / t
+            passed = r >= 0.95
+            ok &= passed
+            summary["gemm"].append({"layer": e.get("layer", ""), "pass": e["pass"], "m": e["m"], "n": e["n"],
+                                    "k": e["k"], "dtype": e["dtype"], "probe_tflops": e["tflops"],
+                                    "torch_tflops": t, "ratio": r, "ok": passed})
+            print(f"gemm {e.get('layer', ''):10s} {e['pass']:5s} {e['m']}x{e['n']}x{e['k']} {e['dtype']}: "
+                  f"probe {e['tflops']:.1f} torch {t:.1f} TFLOP/s ratio {r:.3f} {'ok' if passed else 'FAIL'}")
+    if args.collectives and args.torch_allreduce:
+        probe = json.load(open(args.collectives))
+        base = {a["bytes"]: a["busbw_gbps"] for a in json.load(open(args.torch_allreduce))["all_reduce"]}
+        for e in probe["collectives"]:
+            if e["op"] != "all_reduce" or e["bytes"] not in base:
+                continue
+            r = e["busbw_gbps"] / base[e["bytes"]]
+            gated = (64 << 20) <= e["bytes"] <= (1 << 30)
+            passed = r >= 0.95 or not gated
+            ok &= passed
+            summary["all_reduce"].append({"bytes": e["bytes"], "probe_busbw_gbps": e["busbw_gbps"],
+                                          "torch_busbw_gbps": base[e["bytes"]], "ratio": r, "gated": gated,
+                                          "ok": passed})
+            print(f"all_reduce {e['bytes']:>12d} B: probe {e['busbw_gbps']:.2f} torch {base[e['bytes']]:.2f} "
+                  f"GB/s ratio {r:.3f}{'' if gated else ' (not gated)'} {'ok' if passed else 'FAIL'}")
+    summary["all_ok"] = ok
+    if args.out:
+        json.dump(summary, open(args.out, "w"), indent=2)
+    print("ALL OK" if ok else "SOME CRITERIA FAILED")
+    return 0 if ok else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gemm")
+    g.add_argument("--report", required=True)
+    g.add_argument("--out", required=True)
+    g.add_argument("--samples", type=int, default=20)
+    a = sub.add_parser("allreduce")
+    a.add_argument("--out", required=True)
+    a.add_argument("--min-bytes", type=int, default=1024)
+    a.add_argument("--max-bytes", type=int, default=1 << 30)
+    a.add_argument("--factor", type=int, default=4)
+    a.add_argument("--samples", type=int, default=10)
+    s = sub.add_parser("summarize")
+    s.add_argument("--compute")
+    s.add_argument("--torch-gemm")
+    s.add_argument("--collectives")
+    s.add_argument("--torch-allreduce")
+    s.add_argument("--out")
+    args = p.parse_args()
+    if args.cmd == "gemm":
+        return cmd_gemm(args)
+    if args.cmd == "allreduce":
+        return cmd_allreduce(args)
+    return cmd_summarize(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main() or 0)

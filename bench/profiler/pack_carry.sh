@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Packs xdeep-probe and the Debian shared libraries it needs (absl, spdlog, fmt, Kokkos)
+# into build-profiler/carry/, so the binary built here runs on the GPU machine, which
+# lacks those packages. CUDA's cuBLASLt, NCCL, the driver and the C/C++ runtime come
+# from the GPU machine itself (same CUDA 13 major version; NCCL ABI is stable).
+set -euo pipefail
+build=${1:-/work/main/build-profiler}
+dest=$build/carry
+rm -rf "$dest"
+mkdir -p "$dest/lib"
+cp "$build/profiler/xdeep-probe" "$dest/"
+ldd "$build/profiler/xdeep-probe" | awk '/=>/ {print $1, $3}' | while read -r name path; do
+  case "$name" in
+    libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|librt*|libdl*|libcublas*|libnccl*|libcuda*|ld-linux*) ;;
+    *) cp -L "$path" "$dest/lib/$name" ;;
+  esac
+done
+du -sh "$dest"

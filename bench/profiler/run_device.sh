@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device call: xdeep-probe vs PyTorch on 1 and 2 GPUs (issue 5, items 4, 6, 7).
+# Expects the carried binary in build-profiler/carry (bench/profiler/pack_carry.sh) and
+# writes at most 8 files under $OUT. Every step has a `timeout`, so the call ends.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-/tmp/xdeep-out}
+mkdir -p "$OUT"
+probe=build-profiler/carry/xdeep-probe
+here=bench/profiler
+tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
+log=$OUT/log.txt
+exec > >(tee "$log") 2>&1
+echo "== $(date -u +%FT%TZ) $(hostname)"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+nvcc --version | tail -2
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
+ldd $probe | grep -E "not found|cublasLt|nccl"
+t() { local s=$(date +%s.%N); "$@"; local rc=$?; echo "[time] $(echo "$(date +%s.%N) - $s" | bc) s rc=$rc: $*"; return $rc; }
+
+echo "== compute set, one workload, bf16 (item 7)"
+t timeout 120 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --out $OUT/compute_bf16.json
+echo "== compute set, all dtypes"
+t timeout 200 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --dtypes bf16,fp16,tf32,fp32 --time-limit 190 --out $OUT/compute_1gpu.json
+echo "== torch.matmul at the same shapes"
+t timeout 150 python3 $here/compare_torch.py gemm --report $OUT/compute_1gpu.json --out $OUT/torch_gemm.json
+echo "== collectives, 1 GPU"
+t timeout 90 env RANK=0 WORLD_SIZE=1 $probe collectives --out $OUT/coll_1gpu.json
+echo "== collectives, 2 GPUs (item 7: <= 60 s)"
+s=$(date +%s.%N)
+RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 timeout 120 $probe collectives > $OUT/rank1.txt 2>&1 &
+RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 timeout 120 $probe collectives --out $OUT/coll_2gpu.json
+echo "rank0 rc=$?"; wait; echo "rank1 rc=$?"; cat $OUT/rank1.txt; rm -f $OUT/rank1.txt
+echo "[time] $(echo "$(date +%s.%N) - $s" | bc) s: 2-GPU collective set"
+echo "== torch.distributed.all_reduce, 2 GPUs"
+t timeout 150 torchrun --nproc_per_node=2 --master_port=29622 $here/compare_torch.py allreduce --out $OUT/torch_allreduce.json
+echo "== never hang: rank 1 never starts (init-timeout 5 s)"
+t timeout 30 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29633 $probe collectives --init-timeout 5 --ops all_reduce --max-bytes 1M
+echo "== never hang: rank 1 killed mid-run (op-time-limit 5 s)"
+RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29644 $probe collectives --ops all_reduce --min-bytes 1G --samples 100000 --op-time-limit 8 >/dev/null 2>&1 &
+victim=$!
+( sleep 6; kill -9 $victim ) &
+t timeout 60 env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29644 $probe collectives --ops all_reduce --min-bytes 1G --samples 100000 --op-time-limit 8 --init-timeout 20 --time-limit 40
+wait
+echo "== comparison"
+python3 $here/compare_torch.py summarize --compute $OUT/compute_1gpu.json --torch-gemm $OUT/torch_gemm.json \
+  --collectives $OUT/coll_2gpu.json --torch-allreduce $OUT/torch_allreduce.json --out $OUT/summary.json
+ls -la $OUT
