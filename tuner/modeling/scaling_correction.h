@@ -1,0 +1,61 @@
+// Correcting the analytical model from real runs (design: "outcomes of real
+// runs correct the analytical model through the fitted models").
+//
+// Each outcome pairs the analytical prediction with what the run measured, at
+// the run's parameters (e.g. nodes, micro-batch). The correction is a PMNF
+// model of the ratio measured / predicted over those parameters, so that a
+// systematic divergence that grows with scale (DDLBench's warning: real
+// frameworks diverge from the analytic model) is learned and extrapolated.
+// With fewer than `min_points_for_model` distinct parameter points it falls
+// back to a constant ratio (their mean). Applied factors are clamped to
+// [min ratio / clamp, max ratio · clamp] so that one extrapolation cannot run
+// away.
+#ifndef XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
+#define XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
+
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tuner/modeling/model.h"
+#include "tuner/modeling/pmnf.h"
+
+namespace xdeep::modeling {
+
+struct Outcome {
+  std::vector<double> parameters;
+  double predicted = 0.0;  // analytical model, > 0
+  double measured = 0.0;   // real run, > 0
+};
+
+struct CorrectionOptions {
+  int min_points_for_model = 5;
+  double clamp = 2.0;
+  ModelerOptions modeler;
+};
+
+class ScalingCorrection {
+ public:
+  // The identity correction (factor 1 everywhere).
+  ScalingCorrection() = default;
+
+  static absl::StatusOr<ScalingCorrection> Fit(std::span<const Outcome> outcomes,
+                                               const CorrectionOptions& options = {});
+
+  // Multiplicative factor measured / predicted expected at `parameters`.
+  double Factor(std::span<const double> parameters) const;
+  double Apply(std::span<const double> parameters, double analytical_prediction) const {
+    return analytical_prediction * Factor(parameters);
+  }
+  const Model& model() const { return model_; }
+  bool is_identity() const { return identity_; }
+
+ private:
+  bool identity_ = true;
+  Model model_;
+  double min_factor_ = 1.0, max_factor_ = 1.0;
+};
+
+}  // namespace xdeep::modeling
+
+#endif  // XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
