@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Measure peak GPU memory and step time of real PyTorch training runs.
+
+Ground truth for the tuner's memory model (tests/tuner/memory_validation_test.cc)
+and, later, for its step-time model. GPT-style decoder models built from plain
+torch.nn (no downloads, synthetic tokens) and torchvision's ResNet-50 train for
+a few steps with AdamW under bf16 autocast:
+
+  single  one GPU                         python3 measure_pytorch.py --mode single --out X.json
+  ddp     DistributedDataParallel, 2 GPUs torchrun --nproc_per_node=2 measure_pytorch.py --mode ddp ...
+  fsdp    FSDP2 fully_shard per block + root, MixedPrecisionPolicy(bf16 params,
+          fp32 reduce), 2 GPUs            torchrun --nproc_per_node=2 measure_pytorch.py --mode fsdp ...
+
+For every (model, micro-batch) it records torch.cuda.max_memory_allocated (what
+the tuner predicts; the CUDA context and NCCL buffers are outside it and are
+recorded separately), max_memory_reserved, and the median step time. Results
+are written after every configuration, so a run cut short keeps what it had.
+"""
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import socket
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# name -> (layers, hidden, heads, ffn); seq 1024, vocab 50257, tied embeddings
+# (GPT-3 paper table 2.1 sizes; the tuner's presets use the same names).
+GPT_SIZES = {
+    "gpt-125m": (12, 768, 12, 3072),
+    "gpt-350m": (24, 1024, 16, 4096),
+    "gpt-760m": (24, 1536, 16, 6144),
+    "gpt-1.3b": (24, 2048, 16, 8192),
+}
+SEQ = 1024
+VOCAB = 50257
+
+
+class Block(nn.Module):
+    def __init__(self, hidden, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.proj = nn.Linear(hidden, hidden, bias=False)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, ffn, bias=False)
+        self.fc2 = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, s, h))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, hidden, heads, ffn):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, hidden)
+        self.pos = nn.Embedding(SEQ, hidden)
+        self.blocks = nn.ModuleList(Block(hidden, heads, ffn) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return F.linear(self.ln_f(x), self.tok.weight)  # tied output projection
+
+
+def rough_estimate_bytes(name, mode, mb, world):
+    """Conservative guess used only to skip configurations that would surely run
+    out of memory (an OOM on one rank can hang the other in a collective)."""
+    if name == "resnet50":
+        return 25.6e6 * 22 + mb * 0.25e9
+    layers, h, heads, ffn = GPT_SIZES[name]
+    p = VOCAB * h + SEQ * h + layers * 12 * h * h
+    static = p * (16 / world + 6) if mode == "fsdp" else p * (22 if mode == "ddp" else 18)
+    act = mb * SEQ * (layers * (38 * h + 4 * ffn) + 14 * VOCAB)
+    return static + act
+
+
+def build(name, device):
+    with torch.device(device):
+        if name == "resnet50":
+            import torchvision
+            model = torchvision.models.resnet50()
+        else:
+            model = GPT(*GPT_SIZES[name])
+    return model
+
+
+def batch(name, mb, device, gen):
+    if name == "resnet50":
+        x = torch.randn(mb, 3, 224, 224, device=device, generator=gen)
+        y = torch.randint(0, 1000, (mb,), device=device, generator=gen)
+    else:
+        x = torch.randint(0, VOCAB, (mb, SEQ), device=device, generator=gen)
+        y = torch.randint(0, VOCAB, (mb, SEQ), device=device, generator=gen)
+    return x, y
+
+
+def run_one(name, mode, mb, device, steps, warmup, world):
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    base = torch.cuda.memory_allocated(device)
+    model = build(name, device)
+    params = sum(p.numel() for p in model.parameters())
+    if mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model, device_ids=[device.index])
+    elif mode == "fsdp":
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        units = model.blocks if name != "resnet50" else [model.layer1, model.layer2, model.layer3, model.layer4]
+        for u in units:
+            fully_shard(u, mp_policy=mp)
+        fully_shard(model, mp_policy=mp)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
+    times = []
+    for i in range(warmup + steps):
+        x, y = batch(name, mb, device, gen)
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(x)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+        del out, loss, x, y
+    loss_ok = True
+    steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
+    peak = torch.cuda.max_memory_allocated(device) - base
+    peak_reserved = torch.cuda.max_memory_reserved(device)
+    free, total = torch.cuda.mem_get_info(device)
+    outside = total - free - torch.cuda.memory_reserved(device)
+    del model, opt
+    gc.collect()
+    torch.cuda.empty_cache()
+    return {
+        "params": params,
+        "peak_allocated_bytes": int(peak),
+        "peak_reserved_bytes": int(peak_reserved),
+        "steady_allocated_bytes": int(steady),
+        "outside_allocator_bytes": int(outside),
+        "step_time_median_s": statistics.median(times),
+        "step_times_s": times,
+        "ok": loss_ok,
+    }
+
+
+def nccl_version():
+    try:
+        v = torch.cuda.nccl.version()
+        return ".".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
+    except Exception:  # noqa: BLE001 - a missing NCCL is recorded, not fatal
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", choices=["single", "ddp", "fsdp"], required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--models", default="gpt-125m,gpt-350m,resnet50,gpt-760m,gpt-1.3b")
+    ap.add_argument("--micro-batches", default="1,2,4,8,16")
+    ap.add_argument("--resnet-micro-batches", default="1,4,16,32,64")
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--budget-s", type=float, default=150.0, help="stop starting new configs after this")
+    args = ap.parse_args()
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.mode != "single" and world < 2:
+        sys.exit("ddp/fsdp need torchrun --nproc_per_node=2")
+    device = torch.device("cuda", local)
+    torch.cuda.set_device(device)
+    if world > 1:
+        torch.distributed.init_process_group("nccl", device_id=device,
+                                             timeout=datetime.timedelta(seconds=90))
+    props = torch.cuda.get_device_properties(device)
+    meta = {
+        "schema": "xdeep.memory_validation/1",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": socket.gethostname(),
+        "gpu": props.name,
+        "gpu_memory_bytes": props.total_memory,
+        "gpu_count_used": world,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": nccl_version(),
+        "mode": args.mode,
+        "precision": "bf16-autocast" if args.mode != "fsdp" else "bf16 params (MixedPrecisionPolicy) + autocast",
+        "optimizer": "adamw (foreach)",
+        "seq_len": SEQ,
+        "vocab": VOCAB,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "command": " ".join(sys.argv),
+    }
+    runs = []
+    start = time.time()
+
+    def save():
+        if rank == 0:
+            with open(args.out, "w") as f:
+                json.dump({"meta": meta, "runs": runs}, f, indent=1)
+
+    save()
+    for name in args.models.split(","):
+        mbs = args.resnet_micro_batches if name == "resnet50" else args.micro_batches
+        for mb in [int(m) for m in mbs.split(",")]:
+            rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb}
+            if time.time() - start > args.budget_s:
+                rec["skipped"] = "time budget"
+                runs.append(rec)
+                continue
+            if rough_estimate_bytes(name, args.mode, mb, world) > 0.85 * props.total_memory:
+                rec["skipped"] = "estimated out of memory"
+                runs.append(rec)
+                continue
+            try:
+                rec.update(run_one(name, args.mode, mb, device, args.steps, args.warmup, world))
+            except torch.cuda.OutOfMemoryError as e:  # only reached single-GPU in practice
+                rec["oom"] = True
+                rec["error"] = str(e).splitlines()[0][:200]
+                gc.collect()
+                torch.cuda.empty_cache()
+            except Exception as e:  # deterministic failures hit every rank alike
+                rec["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                gc.collect()
+                torch.cuda.empty_cache()
+            runs.append(rec)
+            if rank == 0:
+                print(f"{args.mode} {name} mb={mb} peak={rec.get('peak_allocated_bytes', 0)/2**30:.2f} GiB "
+                      f"step={rec.get('step_time_median_s', float('nan'))*1e3:.1f} ms "
+                      f"{'OOM' if rec.get('oom') else ''}", flush=True)
+            save()
+    if world > 1:
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
