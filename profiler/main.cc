@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   coll->add_option("--max-bytes", max_bytes, "Largest message (e.g. 1G)");
   coll->add_option("--factor", factor, "Size multiplier between steps")->check(CLI::Range(2, 1024));
   coll->add_option("--dtype", coll_dtype, "bf16, fp16 or fp32");
-  coll->add_option("--samples", coll_samples, "Timed samples per size")->check(CLI::Range(1, 1000));
+  coll->add_option("--samples", coll_samples, "Timed samples per size")->check(CLI::Range(1, 10000000));
   coll->add_option("--warmup", coll_warmup, "Untimed calls per size")->check(CLI::Range(0, 1000));
   coll->add_option("--init-timeout", init_timeout, "Seconds for rendezvous and NCCL init");
   coll->add_option("--op-time-limit", op_limit, "Seconds per operation and size");

@@ -11,13 +11,16 @@ here=bench/profiler
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
 log=$OUT/log.txt
+# (no bare `wait` below: bash would also wait for this tee and deadlock)
 exec > >(tee "$log") 2>&1
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
 nvcc --version | tail -2
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
 ldd $probe | grep -E "not found|cublasLt|nccl"
-t() { local s=$(date +%s.%N); "$@"; local rc=$?; echo "[time] $(echo "$(date +%s.%N) - $s" | bc) s rc=$rc: $*"; return $rc; }
+$probe --help > /dev/null || { echo "xdeep-probe does not start"; ldd $probe; exit 1; }
+el() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
+t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc: $*"; return $rc; }
 
 echo "== compute set, one workload, bf16 (item 7)"
 t timeout 120 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --out $OUT/compute_bf16.json
@@ -28,11 +31,12 @@ t timeout 150 python3 $here/compare_torch.py gemm --report $OUT/compute_1gpu.jso
 echo "== collectives, 1 GPU"
 t timeout 90 env RANK=0 WORLD_SIZE=1 $probe collectives --out $OUT/coll_1gpu.json
 echo "== collectives, 2 GPUs (item 7: <= 60 s)"
-s=$(date +%s.%N)
+s=$EPOCHREALTIME
 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 timeout 120 $probe collectives > $OUT/rank1.txt 2>&1 &
+r1=$!
 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 timeout 120 $probe collectives --out $OUT/coll_2gpu.json
-echo "rank0 rc=$?"; wait; echo "rank1 rc=$?"; cat $OUT/rank1.txt; rm -f $OUT/rank1.txt
-echo "[time] $(echo "$(date +%s.%N) - $s" | bc) s: 2-GPU collective set"
+echo "rank0 rc=$?"; wait $r1; echo "rank1 rc=$?"; cat $OUT/rank1.txt; rm -f $OUT/rank1.txt
+echo "[time] $(el $s) s: 2-GPU collective set"
 echo "== torch.distributed.all_reduce, 2 GPUs"
 t timeout 150 torchrun --nproc_per_node=2 --master_port=29622 $here/compare_torch.py allreduce --out $OUT/torch_allreduce.json
 echo "== never hang: rank 1 never starts (init-timeout 5 s)"
@@ -41,8 +45,9 @@ echo "== never hang: rank 1 killed mid-run (op-time-limit 5 s)"
 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29644 $probe collectives --ops all_reduce --min-bytes 1G --samples 100000 --op-time-limit 8 >/dev/null 2>&1 &
 victim=$!
 ( sleep 6; kill -9 $victim ) &
+killer=$!
 t timeout 60 env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29644 $probe collectives --ops all_reduce --min-bytes 1G --samples 100000 --op-time-limit 8 --init-timeout 20 --time-limit 40
-wait
+wait $victim $killer
 echo "== comparison"
 python3 $here/compare_torch.py summarize --compute $OUT/compute_1gpu.json --torch-gemm $OUT/torch_gemm.json \
   --collectives $OUT/coll_2gpu.json --torch-allreduce $OUT/torch_allreduce.json --out $OUT/summary.json
