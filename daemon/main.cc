@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
 
   auto daemon = xdeep::daemon::Daemon::Start(*config);
   if (!daemon.ok()) {
-    spdlog::error("event=start_failed reason=\"{}\"", daemon.status().message());
+    spdlog::error("event=start_failed reason=\"{}\"", std::string(daemon.status().message()));
     std::cerr << "xdeepd: " << daemon.status().message() << "\n";
     return 1;
   }

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -25,7 +24,7 @@ constexpr std::string_view kUnixPrefix = "unix://";
 // A stale socket from a crashed daemon would make bind fail; a live daemon
 // on it is an error the admin must see.
 absl::Status PrepareUnixSocket(const std::string& listen) {
-  if (!absl::StartsWith(listen, kUnixPrefix)) return absl::OkStatus();
+  if (!listen.starts_with(kUnixPrefix)) return absl::OkStatus();
   std::filesystem::path path(listen.substr(kUnixPrefix.size()));
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
@@ -96,7 +95,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     return absl::UnavailableError(fmt::format(
         "cannot listen on {}; is another xdeepd running? ([server] listen)", config.server.listen));
   }
-  if (absl::StartsWith(config.server.listen, kUnixPrefix)) {
+  if (config.server.listen.starts_with(kUnixPrefix)) {
     // Every user's srun connects; identity comes from MUNGE, not from the socket.
     chmod(config.server.listen.substr(kUnixPrefix.size()).c_str(), 0666);
   }

@@ -105,7 +105,7 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
   auto caller = auth_->Verify(request->credential());
   if (!caller.ok()) {
     spdlog::warn("event=tune.refused peer={} reason=\"{}\"", context->peer(),
-                 caller.status().message());
+                 std::string(caller.status().message()));
     channel->Finish(ToGrpcStatus(caller.status()));
     return reactor;
   }
@@ -119,7 +119,8 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
     });
     if (!decision.ok()) {
       spdlog::info("event=tune.failed uid={} code={} reason=\"{}\"", uid,
-                   absl::StatusCodeToString(decision.status().code()), decision.status().message());
+                   absl::StatusCodeToString(decision.status().code()),
+                   std::string(decision.status().message()));
       channel->Finish(ToGrpcStatus(decision.status()));
       return;
     }

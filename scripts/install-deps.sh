@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs every build, test and runtime dependency from Debian 12 packages.
+# Skips apt entirely when everything is already present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git python3
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtrilinos-kokkos-dev libeigen3-dev libpagmo-dev libnlopt-cxx-dev libabsl-dev
+  libsqlite3-dev sqlite3 libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libcli11-dev libyaml-cpp-dev
+  slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+fi
