@@ -52,9 +52,11 @@ bool UserOptions::Set(OptionId id, const char* value, std::string* error) {
   const std::string name = std::string("--") + kUserOptions[id].name;
   switch (id) {
     case kOptTune: {
-      // srun passes NULL for a bare --xdeep-tune; slurmstepd passes "" too.
+      // srun passes NULL for a bare --xdeep-tune; slurmstepd passes "" too;
+      // sbatch exports it into the job as the literal "(null)", which every
+      // srun inside the job then parses again.
       std::string_view v = value == nullptr ? "" : value;
-      if (v.empty() || v == "auto" || v == "on") {
+      if (v.empty() || v == "(null)" || v == "auto" || v == "on") {
         mode_ = TuneMode::kAuto;
       } else if (v == "advise") {
         mode_ = TuneMode::kAdvise;
