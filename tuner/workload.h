@@ -136,8 +136,7 @@ std::vector<std::string> CnnArchNames();
 int ActivationBytes(Precision p);
 int ResidualBytes(Precision p);
 // Logits and loss temporaries per token per vocabulary entry at the start of
-// backward: the 16-bit logits, fp32 log-softmax output, fp32 gradient of the
-// loss and of log-softmax (PyTorch's cross_entropy under autocast runs in fp32).
+// backward (PyTorch's cross_entropy under autocast runs in fp32).
 int LogitsBytesPerEntry(Precision p);
 
 }  // namespace xdeep::tuner

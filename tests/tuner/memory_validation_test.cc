@@ -1,0 +1,94 @@
+// The memory model against peak memory measured in real PyTorch runs
+// (bench/memory_validation/measure_pytorch.py; data and GPU in
+// bench/memory_validation/data/). Every measured configuration must be
+// predicted within 15 % of torch.cuda.max_memory_allocated.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tuner/hardware_profile.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+namespace {
+
+nlohmann::json Load(const std::string& name) {
+  std::ifstream in(std::string(XDEEP_SOURCE_DIR) + "/bench/memory_validation/data/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+}
+
+struct Row {
+  std::string model, mode;
+  int world, micro_batch, grad_accum;
+  bool recompute;
+  double measured, predicted;
+};
+
+// Configuration the script ran, as the tuner describes it.
+Configuration ConfigFor(const nlohmann::json& run) {
+  Configuration c;
+  const std::string mode = run.value("mode", "single");
+  c.gpus_per_node = run.value("world_size", 1);
+  c.dp = c.gpus_per_node;
+  c.micro_batch = run.value("micro_batch", 1);
+  c.grad_accum = run.value("grad_accum", 1);
+  c.recompute = run.value("recompute", false);
+  c.global_batch = int64_t{c.dp} * c.micro_batch * c.grad_accum;
+  c.sharding = mode == "fsdp" ? Sharding::kZero3 : Sharding::kNone;
+  return c;
+}
+
+TEST(MemoryValidationTest, PeakAllocatedWithin15PercentOfPyTorch) {
+  auto hw = BuiltinHardwareProfile("h200-sxm");
+  ASSERT_TRUE(hw.ok());
+  std::vector<Row> rows;
+  for (const char* file : {"single.json", "ddp.json", "fsdp.json", "extra.json"}) {
+    const nlohmann::json doc = Load(file);
+    if (doc.is_discarded()) {
+      ASSERT_STRNE(file, "single.json") << "measurements missing";
+      continue;
+    }
+    for (const nlohmann::json& run : doc["runs"]) {
+      // Skipped, failed, or polluted by the previous configuration's memory
+      // (the script subtracts what was allocated before the model was built;
+      // a negative steady state means that baseline was not yet freed).
+      if (!run.contains("peak_allocated_bytes") || run.contains("error") ||
+          run.value("steady_allocated_bytes", int64_t{0}) <= 0) {
+        continue;
+      }
+      auto w = PresetWorkload(run["model"].get<std::string>());
+      ASSERT_TRUE(w.ok()) << w.status();
+      w->optimizer = OptimizerKind::kAdamW;
+      w->precision = Precision::kBf16Autocast;
+      const Configuration c = ConfigFor(run);
+      ASSERT_EQ(StructuralProblem(*w, c), "");
+      const MemoryBreakdown m = EstimateMemory(*w, *hw, c);
+      rows.push_back({run["model"], run["mode"], c.dp, c.micro_batch, c.grad_accum, c.recompute,
+                      run["peak_allocated_bytes"].get<double>(), m.PeakAllocated()});
+      EXPECT_EQ(w->Parameters(), run["params"].get<int64_t>()) << run["model"];
+    }
+  }
+  ASSERT_GE(rows.size(), 40u) << "too few measurements to validate against";
+  double worst = 0, sum = 0;
+  for (const Row& r : rows) {
+    const double err = (r.predicted - r.measured) / r.measured;
+    worst = std::max(worst, std::abs(err));
+    sum += std::abs(err);
+    std::printf("%-9s %-6s x%d mb%-3d ga%-2d rc%d measured %7.2f GiB predicted %7.2f GiB %+6.1f%%\n",
+                r.model.c_str(), r.mode.c_str(), r.world, r.micro_batch, r.grad_accum, r.recompute,
+                r.measured / (1 << 30), r.predicted / (1 << 30), 100 * err);
+    EXPECT_LE(std::abs(err), 0.15) << r.model << " " << r.mode << " mb" << r.micro_batch;
+  }
+  std::printf("%zu configurations, mean |error| %.1f %%, worst %.1f %%\n", rows.size(),
+              100 * sum / rows.size(), 100 * worst);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner
