@@ -60,16 +60,17 @@ void CleanConstant(double phi, std::span<const double> train_y, double* c0) {
 
 // Fits c0 + c1·t(x) on the points other than `skip` (skip < 0: all points).
 std::pair<double, double> FitTerm(const CompoundTerm& t, std::span<const double> x,
-                                  std::span<const double> y, int skip) {
+                                  std::span<const double> y, int skip, bool relative) {
   const int n = static_cast<int>(x.size()) - (skip >= 0 ? 1 : 0);
   Eigen::MatrixXd a(n, 2);
   Eigen::VectorXd b(n);
   int r = 0;
   for (int i = 0; i < static_cast<int>(x.size()); ++i) {
     if (i == skip) continue;
-    a(r, 0) = 1.0;
-    a(r, 1) = TermValue(t, 1.0, x[i]);
-    b(r) = y[i];
+    const double w = relative && y[i] != 0 ? 1.0 / std::abs(y[i]) : 1.0;
+    a(r, 0) = w;
+    a(r, 1) = w * TermValue(t, 1.0, x[i]);
+    b(r) = w * y[i];
     ++r;
   }
   const Eigen::VectorXd c = Lstsq(a, b).x;
@@ -110,7 +111,7 @@ SingleResult FitSingle(std::span<const double> x, std::span<const double> y,
     double rss = 0.0, smape = 0.0, c0 = 0.0, c1 = 0.0;
     if (opt.use_crossvalidation) {
       for (size_t i = 0; i < n; ++i) {
-        std::tie(c0, c1) = FitTerm(t, x, y, static_cast<int>(i));
+        std::tie(c0, c1) = FitTerm(t, x, y, static_cast<int>(i), opt.relative_least_squares);
         train.clear();
         for (size_t j = 0; j < n; ++j) {
           if (j != i) train.push_back(y[j]);
@@ -122,9 +123,9 @@ SingleResult FitSingle(std::span<const double> x, std::span<const double> y,
         const double abssum = std::abs(y[i]) + std::abs(predicted);
         if (abssum != 0) smape += (std::abs(d) / abssum * 2) / static_cast<double>(n) * 100;
       }
-      std::tie(c0, c1) = FitTerm(t, x, y, -1);
+      std::tie(c0, c1) = FitTerm(t, x, y, -1, opt.relative_least_squares);
     } else {
-      std::tie(c0, c1) = FitTerm(t, x, y, -1);
+      std::tie(c0, c1) = FitTerm(t, x, y, -1, opt.relative_least_squares);
       CleanConstant(kCleanConstantEpsilon, y, &c0);
       std::vector<double> sq(n), sm;
       for (size_t i = 0; i < n; ++i) {
@@ -229,6 +230,7 @@ struct MultiHypothesis {
   std::vector<ProductTerm> terms;
   double rss = kNaN;
   double smape = kNaN;
+  double score = kNaN;  // lower is better: SMAPE, RSS, LOO SMAPE or AICc
 };
 
 double EvaluateMulti(const MultiHypothesis& h, std::span<const double> x) {
@@ -251,21 +253,95 @@ void MultiCost(std::span<const Measurement> points, std::span<const double> y,
   h->smape = smape / static_cast<double>(points.size()) * 100;
 }
 
-void MultiCoefficients(std::span<const Measurement> points, std::span<const double> y,
-                       MultiHypothesis* h) {
+// Design matrix [1, terms...] of `h` at the points, rows scaled by `w`.
+Eigen::MatrixXd Design(std::span<const Measurement> points, const MultiHypothesis& h,
+                       const Eigen::VectorXd& w) {
   const Eigen::Index n = static_cast<Eigen::Index>(points.size());
-  const Eigen::Index k = static_cast<Eigen::Index>(h->terms.size()) + 1;
+  const Eigen::Index k = static_cast<Eigen::Index>(h.terms.size()) + 1;
   Eigen::MatrixXd a(n, k);
-  Eigen::VectorXd b(n);
   for (Eigen::Index i = 0; i < n; ++i) {
-    a(i, 0) = 1.0;
+    a(i, 0) = w(i);
     for (Eigen::Index j = 1; j < k; ++j) {
-      ProductTerm t = h->terms[j - 1];
+      ProductTerm t = h.terms[j - 1];
       t.coefficient = 1.0;
-      a(i, j) = t.Evaluate(points[i].coordinate);
+      a(i, j) = w(i) * t.Evaluate(points[i].coordinate);
     }
-    b(i) = y[i];
   }
+  return a;
+}
+
+Eigen::VectorXd RowWeights(std::span<const double> y, bool relative) {
+  Eigen::VectorXd w = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(y.size()));
+  if (relative) {
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (y[i] != 0) w(i) = 1.0 / std::abs(y[i]);
+    }
+  }
+  return w;
+}
+
+// Leave-one-out SMAPE of `h`'s terms refitted without each point in turn,
+// from the (weighted) hat matrix: the held-out residual is e_i / (1 - h_ii).
+double LeaveOneOutSmape(std::span<const Measurement> points, std::span<const double> y,
+                        const MultiHypothesis& h, const Eigen::VectorXd& w) {
+  const Eigen::MatrixXd a = Design(points, h, w);
+  const Eigen::Index n = a.rows();
+  if (n <= a.cols()) return std::numeric_limits<double>::infinity();
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(a, Eigen::ComputeThinU);
+  const Eigen::VectorXd& s = svd.singularValues();
+  const double cutoff = std::numeric_limits<double>::epsilon() * n * s(0);
+  Eigen::VectorXd hat = Eigen::VectorXd::Zero(n);
+  for (Eigen::Index j = 0; j < s.size(); ++j) {
+    if (s(j) > cutoff) hat += svd.matrixU().col(j).cwiseAbs2();
+  }
+  double smape = 0.0;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    if (1.0 - hat(i) < 1e-12) return std::numeric_limits<double>::infinity();
+    const double e = (y[i] - EvaluateMulti(h, points[i].coordinate)) / (1.0 - hat(i));
+    const double predicted = y[i] - e;
+    const double abssum = std::abs(y[i]) + std::abs(predicted);
+    if (abssum != 0) smape += std::abs(e) / abssum * 2;
+  }
+  return smape / static_cast<double>(n) * 100;
+}
+
+// Akaike's criterion with small-sample correction on the (weighted)
+// least-squares residuals: n·ln(RSS/n) + 2k + 2k(k+1)/(n-k-1).
+double Aicc(std::span<const Measurement> points, std::span<const double> y,
+            const MultiHypothesis& h, const Eigen::VectorXd& w) {
+  const double n = static_cast<double>(points.size());
+  const double k = static_cast<double>(h.terms.size()) + 1;
+  if (n - k - 1 <= 0) return std::numeric_limits<double>::infinity();
+  double rss = 0.0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double r = w(static_cast<Eigen::Index>(i)) * (EvaluateMulti(h, points[i].coordinate) - y[i]);
+    rss += r * r;
+  }
+  rss = std::max(rss, std::numeric_limits<double>::min());
+  return n * std::log(rss / n) + 2 * k + 2 * k * (k + 1) / (n - k - 1);
+}
+
+double Score(std::span<const Measurement> points, std::span<const double> y,
+             const MultiHypothesis& h, const ModelerOptions& options) {
+  using enum ModelerOptions::MultiSelection;
+  switch (options.multi_parameter_selection) {
+    case kLeaveOneOut:
+      return LeaveOneOutSmape(points, y, h, RowWeights(y, options.relative_least_squares));
+    case kAicc:
+      return Aicc(points, y, h, RowWeights(y, options.relative_least_squares));
+    case kExtraP:
+      break;
+  }
+  return options.compare_with_rss ? h.rss : h.smape;
+}
+
+void MultiCoefficients(std::span<const Measurement> points, std::span<const double> y,
+                       MultiHypothesis* h, bool relative) {
+  const Eigen::VectorXd w = RowWeights(y, relative);
+  const Eigen::MatrixXd a = Design(points, *h, w);
+  const Eigen::Index k = a.cols();
+  const Eigen::VectorXd b =
+      Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size())).cwiseProduct(w);
   internal::LstsqResult r = Lstsq(a, b);
   // NumPy's default rcond can collapse the rank; Extra-P retries with eps.
   if (r.rank < k) r = Lstsq(a, b, -1.0);
@@ -359,7 +435,7 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     MultiCost(points, y, &reused);
     MultiHypothesis refit;
     refit.terms = {ProductTerm{1.0, {factor(0)}}};
-    MultiCoefficients(points, y, &refit);
+    MultiCoefficients(points, y, &refit, options.relative_least_squares);
     MultiCost(points, y, &refit);
     const bool take_refit =
         options.compare_with_rss ? refit.rss < reused.rss : refit.smape < reused.smape;
@@ -402,8 +478,9 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
       for (size_t i : t) pt.factors.push_back(factor(i));
       h.terms.push_back(std::move(pt));
     }
-    MultiCoefficients(points, y, &h);
+    MultiCoefficients(points, y, &h, options.relative_least_squares);
     MultiCost(points, y, &h);
+    h.score = Score(points, y, h, options);
     if (f == 0) {
       best = h;  // the full product is the starting point, filtered or not
       continue;
@@ -420,8 +497,7 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
       }
     }
     if (!big_enough) continue;
-    const bool better = options.compare_with_rss ? h.rss < best.rss : h.smape < best.smape;
-    if (better) best = std::move(h);
+    if (h.score < best.score) best = std::move(h);
   }
   return ToModel(d, best, points, constant_cost, false);
 }

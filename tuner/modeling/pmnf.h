@@ -30,6 +30,29 @@ struct ModelerOptions {
   bool allow_negative_exponents = false;
   bool allow_combinations_of_sums_and_products = true;
   bool compare_with_rss = false;  // select by RSS instead of SMAPE
+  // How multi-parameter hypotheses are scored. Extra-P uses in-sample SMAPE,
+  // so with noisy data an extra term that fits noise (a·b + b for a·b) often
+  // wins. Leave-one-out SMAPE and AICc (Akaike with small-sample correction,
+  // on the least-squares residuals) charge for such terms; AICc does so more
+  // firmly.
+  enum class MultiSelection { kExtraP, kLeaveOneOut, kAicc };
+  MultiSelection multi_parameter_selection = MultiSelection::kExtraP;
+  // Least squares on relative residuals ((f - y) / y) instead of absolute
+  // ones: the right weighting when noise is proportional to the value, as
+  // run-time noise is, so that small scales are not drowned by large ones.
+  // Off by default (Extra-P fits absolute residuals).
+  bool relative_least_squares = false;
+
+  // Extra-P's defaults: selects exactly what Extra-P 4.2 selects.
+  static ModelerOptions ExtraP() { return {}; }
+  // xdeep's choice for noisy run times: relative least squares and AICc
+  // selection of multi-parameter hypotheses.
+  static ModelerOptions Robust() {
+    ModelerOptions o;
+    o.multi_parameter_selection = MultiSelection::kAicc;
+    o.relative_least_squares = true;
+    return o;
+  }
   double epsilon = 0.0005;        // minimum term contribution
 };
 
