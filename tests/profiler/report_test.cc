@@ -1,0 +1,112 @@
+// Tests of the probe report: JSON round trip, files, schema and field rejection.
+#include "profiler/report.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace xdeep::profiler {
+namespace {
+
+Report Sample() {
+  Report r = NewReport();
+  r.gpu = GpuInfo{"NVIDIA H100 80GB HBM3", 2, 85029158912, 132, "9.0"};
+  r.versions = {{"nccl", "2.28.3"}, {"cuda_runtime", "13.0"}};
+  r.nodes = 1;
+  r.ranks = 2;
+  r.gpus_per_node = 2;
+  r.elapsed_s = 12.5;
+  r.gemm.push_back({4096, 8192, 1024, "bf16", "wgrad", "mlp.fc1", {1.4e-3, 1.3e-3, 1.5e-3, 0.14, 50}, 785.5});
+  r.attention.push_back({8, 16, 2048, 128, "bf16", true, {1e-3, 9e-4, 1.1e-3, 0.2, 20}, 400});
+  r.bandwidth.push_back({"triad", "host", "kokkos", 3 << 20, {2e-3, 1.9e-3, 2.2e-3, 0.15, 30}, 1.57});
+  r.collectives.push_back({"all_reduce", 2, 1, "intra_node", 67108864, "fp32", {2e-4, 1.9e-4, 2.1e-4, 0.1, 50},
+                           335.5, 335.5});
+  r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
+  return r;
+}
+
+TEST(ReportTest, JsonRoundTripKeepsEveryField) {
+  const Report in = Sample();
+  absl::StatusOr<Report> out = ReportFromJson(ToJson(in));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->schema, kReportSchema);
+  EXPECT_EQ(out->created, in.created);
+  ASSERT_TRUE(out->gpu.has_value());
+  EXPECT_EQ(out->gpu->name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(out->gpu->memory_bytes, 85029158912);
+  EXPECT_EQ(out->versions.at("nccl"), "2.28.3");
+  EXPECT_EQ(out->ranks, 2);
+  EXPECT_DOUBLE_EQ(out->elapsed_s, 12.5);
+  ASSERT_EQ(out->gemm.size(), 1u);
+  EXPECT_EQ(out->gemm[0].pass, "wgrad");
+  EXPECT_EQ(out->gemm[0].layer, "mlp.fc1");
+  EXPECT_EQ(out->gemm[0].k, 1024);
+  EXPECT_DOUBLE_EQ(out->gemm[0].timing.median_s, 1.4e-3);
+  EXPECT_EQ(out->gemm[0].timing.iterations, 50);
+  EXPECT_DOUBLE_EQ(out->gemm[0].tflops, 785.5);
+  ASSERT_EQ(out->attention.size(), 1u);
+  EXPECT_TRUE(out->attention[0].causal);
+  ASSERT_EQ(out->bandwidth.size(), 1u);
+  EXPECT_EQ(out->bandwidth[0].backend, "kokkos");
+  ASSERT_EQ(out->collectives.size(), 1u);
+  EXPECT_DOUBLE_EQ(out->collectives[0].busbw_gbps, 335.5);
+  ASSERT_EQ(out->errors.size(), 1u);
+  EXPECT_EQ(out->errors[0].probe, "nccl.all_to_all");
+}
+
+TEST(ReportTest, FileRoundTrip) {
+  const std::string path = ::testing::TempDir() + "/report_test.json";
+  ASSERT_TRUE(WriteReport(Sample(), path).ok());
+  absl::StatusOr<Report> r = ReadReport(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->collectives.size(), 1u);
+  std::remove(path.c_str());
+  EXPECT_EQ(ReadReport(path).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ReportTest, RejectsUnknownSchema) {
+  nlohmann::json j = ToJson(Sample());
+  j["schema"] = "xdeep.probe_report/2";
+  absl::StatusOr<Report> r = ReportFromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("xdeep.probe_report/2"), std::string::npos);
+  j.erase("schema");
+  EXPECT_FALSE(ReportFromJson(j).ok());
+  EXPECT_FALSE(ParseReport("{not json").ok());
+  EXPECT_FALSE(ParseReport("[1,2]").ok());
+}
+
+TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
+  struct Case {
+    const char* section;
+    const char* field;
+    nlohmann::json value;
+  };
+  const Case cases[] = {
+      {"gemm", "m", -5},           {"gemm", "dtype", "int8"},        {"gemm", "pass", "backward"},
+      {"gemm", "median_s", 0.0},   {"gemm", "tflops", "fast"},       {"collectives", "op", "all-reduce"},
+      {"collectives", "scope", "x"}, {"collectives", "busbw_gbps", -1}, {"bandwidth", "space", "disk"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = ToJson(Sample());
+    j[c.section][0][c.field] = c.value;
+    absl::StatusOr<Report> r = ReportFromJson(j);
+    ASSERT_FALSE(r.ok()) << c.section << "." << c.field;
+    EXPECT_NE(r.status().message().find(c.field), std::string::npos) << r.status();
+  }
+  nlohmann::json j = ToJson(Sample());
+  j["gemm"][0].erase("k");
+  EXPECT_FALSE(ReportFromJson(j).ok());
+}
+
+TEST(ReportTest, EmptySectionsAreValid) {
+  nlohmann::json j = {{"schema", kReportSchema}, {"created", "2026-11-26T01:30:00Z"}};
+  absl::StatusOr<Report> r = ReportFromJson(j);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->gpu.has_value());
+  EXPECT_TRUE(r->gemm.empty());
+}
+
+}  // namespace
+}  // namespace xdeep::profiler

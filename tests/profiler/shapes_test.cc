@@ -1,0 +1,62 @@
+// Tests of GEMM shape parsing and the fwd/dgrad/wgrad expansion.
+#include "profiler/shapes.h"
+
+#include "gtest/gtest.h"
+
+namespace xdeep::profiler {
+namespace {
+
+TEST(ShapesTest, LayerExpandsToThreePassesWithEqualFlops) {
+  std::vector<GemmSpec> g = LayerGemms("fc1", 8192, 4096, 16384);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].pass, "fwd");
+  EXPECT_EQ(g[0].m, 8192);
+  EXPECT_EQ(g[0].n, 16384);
+  EXPECT_EQ(g[0].k, 4096);
+  EXPECT_EQ(g[1].pass, "dgrad");
+  EXPECT_EQ(g[1].n, 4096);
+  EXPECT_EQ(g[1].k, 16384);
+  EXPECT_EQ(g[2].pass, "wgrad");
+  EXPECT_EQ(g[2].k, 8192);
+  for (const GemmSpec& s : g) EXPECT_DOUBLE_EQ(s.Flops(), 2.0 * 8192 * 4096 * 16384);
+}
+
+TEST(ShapesTest, CommandLineForms) {
+  absl::StatusOr<GemmSpec> g = ParseGemmArg("128x256x512");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->n, 256);
+  EXPECT_EQ(g->pass, "plain");
+  EXPECT_FALSE(ParseGemmArg("128x256").ok());
+  EXPECT_FALSE(ParseGemmArg("0x1x1").ok());
+  absl::StatusOr<std::vector<GemmSpec>> l = ParseLayerArg("qkv:4096:1024:3072");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ((*l)[0].layer, "qkv");
+  EXPECT_FALSE(ParseLayerArg("qkv:4096:1024").ok());
+}
+
+TEST(ShapesTest, JsonFile) {
+  absl::StatusOr<ShapeSet> s = ParseShapesJson(R"({
+    "schema": "xdeep.gemm_shapes/1", "dtypes": ["bf16", "tf32"],
+    "layers": [{"name": "proj", "tokens": 64, "in": 32, "out": 16}],
+    "gemms": [{"m": 8, "n": 8, "k": 8, "label": "sq"}]})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->gemms.size(), 4u);
+  EXPECT_EQ(s->gemms[3].layer, "sq");
+  ASSERT_EQ(s->dtypes.size(), 2u);
+  EXPECT_EQ(s->dtypes[1], DType::kTf32);
+  EXPECT_FALSE(ParseShapesJson(R"({"schema": "other", "gemms": [{"m":1,"n":1,"k":1}]})").ok());
+  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1", "layers": [{"tokens": 1}]})").ok());
+  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1", "dtypes": ["int4"], "gemms": [{"m":1,"n":1,"k":1}]})").ok());
+  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1"})").ok());
+}
+
+TEST(DTypeTest, ParseAndSizes) {
+  EXPECT_EQ(*ParseDType("BF16"), DType::kBf16);
+  EXPECT_EQ(DTypeBytes(DType::kTf32), 4);
+  EXPECT_EQ(DTypeBytes(DType::kFp16), 2);
+  EXPECT_FALSE(ParseDTypeList("").ok());
+  EXPECT_EQ(ParseDTypeList("bf16,fp32")->size(), 2u);
+}
+
+}  // namespace
+}  // namespace xdeep::profiler
