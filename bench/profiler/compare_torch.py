@@ -51,8 +51,14 @@ def cmd_gemm(args):
             continue
         m, n, k, dt = key
         torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
-        a = (torch.rand(m, k, device="cuda") * 1.8 + 0.1).to(dtypes[dt])
-        b = (torch.rand(k, n, device="cuda") * 1.8 + 0.1).to(dtypes[dt])
+        # The probe's input distribution (profiler/cuda/kernels.cu): magnitude uniform in
+        # [0.1, 1), random sign. GEMM power, hence clocks, depends on the data on H100/H200.
+        def probe_like(rows, cols):
+            mag = torch.rand(rows, cols, device="cuda") * 0.9 + 0.1
+            sign = torch.where(torch.rand(rows, cols, device="cuda") < 0.5, -1.0, 1.0)
+            return (mag * sign).to(dtypes[dt])
+        a = probe_like(m, k)
+        b = probe_like(k, n)
         c = torch.empty(m, n, device="cuda", dtype=dtypes[dt])
         fn = lambda: torch.matmul(a, b, out=c)
         for _ in range(3):

@@ -9,10 +9,18 @@ dest=$build/carry
 rm -rf "$dest"
 mkdir -p "$dest/lib"
 cp "$build/profiler/xdeep-probe" "$dest/"
-ldd "$build/profiler/xdeep-probe" | awk '/=>/ {print $1, $3}' | while read -r name path; do
+bins="$build/profiler/xdeep-probe"
+# The GPU unit tests, where built, travel too and run there.
+if [ -x "$build/tests/profiler/profiler_gpu_probes_test" ]; then
+  cp "$build/tests/profiler/profiler_gpu_probes_test" "$dest/"
+  bins="$bins $build/tests/profiler/profiler_gpu_probes_test"
+fi
+# Transitive dependencies do not see the binary's $ORIGIN RUNPATH: callers put
+# carry/lib on LD_LIBRARY_PATH.
+ldd $bins | awk '/=>/ {print $1, $3}' | while read -r name path; do
   case "$name" in
     libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|librt*|libdl*|libcublas*|libnccl*|libcuda*|ld-linux*) ;;
-    *) cp -L "$path" "$dest/lib/$name" ;;
+    *) [ -e "$dest/lib/$name" ] || cp -L "$path" "$dest/lib/$name" ;;
   esac
 done
 du -sh "$dest"

@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 probe=build-profiler/carry/xdeep-probe
 here=bench/profiler
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
+export LD_LIBRARY_PATH=$PWD/build-profiler/carry/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
 log=$OUT/log.txt
 # (no bare `wait` below: bash would also wait for this tee and deadlock)
 exec > >(tee "$log") 2>&1
@@ -22,6 +22,8 @@ $probe --help > /dev/null || { echo "xdeep-probe does not start"; ldd $probe; ex
 el() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
 t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc: $*"; return $rc; }
 
+echo "== GPU unit tests"
+t timeout 60 build-profiler/carry/profiler_gpu_probes_test
 echo "== compute set, one workload, bf16 (item 7)"
 t timeout 120 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --out $OUT/compute_bf16.json
 echo "== compute set, all dtypes"

@@ -123,14 +123,26 @@ class GemmProbe : public Probe {
     XDEEP_LT_RETURN(hs);
     if (returned == 0) return absl::NotFoundError("cuBLASLt has no algorithm for this shape");
 
-    // Pick the fastest candidate over a few short runs (not part of the figures).
+    // Pick among the heuristic's first candidates by timing them, but only on a warm
+    // GPU: an idle H100/H200 clocks down, so whichever candidate runs first looks slow
+    // and a worse one wins (seen in the first H200 run). Candidate 0 stays unless
+    // another is clearly (> 2 %) faster, since timings this short carry noise.
+    algo_ = found[0].algo;
+    for (absl::Time warm_until = absl::Now() + absl::Milliseconds(60); absl::Now() < warm_until;) {
+      absl::StatusOr<double> w = RunBatch(2, deadline);
+      if (!w.ok()) break;
+    }
     double best = 1e30;
+    double first = 0;
     for (int i = 0; i < returned; ++i) {
       algo_ = found[i].algo;
       absl::StatusOr<double> warm = RunBatch(1, deadline);
       if (!warm.ok()) continue;  // an algorithm may refuse this shape at run time
-      absl::StatusOr<double> t = RunBatch(2, deadline);
-      if (t.ok() && *t < best) {
+      absl::StatusOr<double> t = RunBatch(5, deadline);
+      if (!t.ok()) continue;
+      if (i == 0) first = *t;
+      const double bar = best_index_ == 0 ? first * 0.98 : best;
+      if (best_index_ < 0 || *t < bar) {
         best = *t;
         best_index_ = i;
       }

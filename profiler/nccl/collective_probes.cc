@@ -12,8 +12,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -31,8 +35,12 @@ absl::Status NcclStatus(ncclResult_t r, const char* what, ncclComm_t comm) {
   return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r), " - ", ncclGetLastError(comm)));
 }
 
-// Polls a non-blocking communicator until its pending operation is done.
+// Polls a non-blocking communicator until its pending operation is done. Enqueueing a
+// collective on a non-blocking communicator can return ncclInProgress for a few
+// microseconds; sleeping at once (usleep's ~60 us floor) put ~180 us on every small
+// message in the first H200 run (data/2026-11-26_h200x2_run1), so spin first.
 absl::Status WaitComm(ncclComm_t comm, const Deadline& d, const char* what) {
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
   while (true) {
     ncclResult_t state = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(comm, &state);
@@ -40,7 +48,11 @@ absl::Status WaitComm(ncclComm_t comm, const Deadline& d, const char* what) {
     if (state == ncclSuccess) return absl::OkStatus();
     if (state != ncclInProgress) return NcclStatus(state, what, comm);
     if (d.Expired()) return absl::DeadlineExceededError(absl::StrCat(what, ": NCCL did not finish in time"));
-    usleep(100);
+    if (std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+    } else {
+      usleep(100);
+    }
   }
 }
 
