@@ -15,13 +15,19 @@ namespace {
 
 // "gpu:4", "gpu:h100:8(S:0-1)", "gpu:a100:4,shard:8" -> GPUs; "(null)" -> 0.
 int GpusFromGres(std::string_view gres) {
+  // Socket bindings "(S:0,1)" hold ':' and ',' of their own: drop them first.
+  std::string plain;
+  int depth = 0;
+  for (char c : gres) {
+    if (c == '(') ++depth;
+    if (depth == 0) plain.push_back(c);
+    if (c == ')' && depth > 0) --depth;
+  }
   int total = 0;
-  for (std::string_view item : Split(gres, ',')) {
+  for (std::string_view item : Split(plain, ',')) {
     std::vector<std::string_view> parts = Split(item, ':');
     if (parts.size() < 2 || parts[0] != "gpu") continue;
-    std::string_view count = parts.back();
-    count = count.substr(0, count.find('('));
-    total += ParseNumber<int>(count).value_or(0);
+    total += ParseNumber<int>(parts.back()).value_or(0);
   }
   return total;
 }

@@ -1,0 +1,76 @@
+// Strict daemon configuration: values land, and every mistake names file and line.
+#include "daemon/config.h"
+
+#include <gtest/gtest.h>
+
+namespace xdeep::daemon {
+namespace {
+
+TEST(ConfigTest, EmptyFileGivesDefaults) {
+  auto c = ParseDaemonConfig("", "x.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server.listen, "unix:///run/xdeep/xdeepd.sock");
+  EXPECT_EQ(c->identity.mode, "munge");
+}
+
+TEST(ConfigTest, ReadsEverySection) {
+  auto c = ParseDaemonConfig(R"(
+[server]
+listen = "127.0.0.1:7000"
+worker_threads = 2
+[store]
+path = "/tmp/x.db"
+[log]
+level = "debug"
+[identity]
+mode = "none"
+[hardware]
+profile = "a100-sxm"
+probe_reports = ["/a.json", "/b.json"]
+[policy]
+max_nodes = 8
+price_per_gpu_hour = 3
+currency = "USD"
+)",
+                             "x.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server.listen, "127.0.0.1:7000");
+  EXPECT_EQ(c->server.worker_threads, 2);
+  EXPECT_EQ(c->hardware.probe_reports.size(), 2u);
+  EXPECT_DOUBLE_EQ(c->policy.price_per_gpu_hour, 3.0);
+  EXPECT_EQ(c->policy.currency, "USD");
+}
+
+TEST(ConfigTest, ErrorsNameFileLineAndFix) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  };
+  for (const Case& k : {
+           Case{"[server]\nlisten = \"x\"\nworkers = 3\n", "x.toml:3: unknown key 'workers'"},
+           Case{"[server]\n\nworker_threads = \"four\"\n",
+                "x.toml:3: [server] worker_threads must be an integer"},
+           Case{"[server]\nworker_threads = 0\n",
+                "x.toml:2: [server] worker_threads = 0 is out of range"},
+           Case{"[servers]\n", "x.toml:1: unknown section [servers]"},
+           Case{"[log]\nlevel = \"loud\"\n",
+                "x.toml:2: [log] level = \"loud\" is not valid; use one of"},
+           Case{"[policy]\nprice_per_gpu_hour = -1\n", "out of range"},
+           Case{"server = 3\n", "must be a table"},
+           Case{"[server\n", "x.toml:1:"},
+       }) {
+    auto c = ParseDaemonConfig(k.text, "x.toml");
+    ASSERT_FALSE(c.ok()) << k.text;
+    EXPECT_NE(std::string(c.status().message()).find(k.needle), std::string::npos)
+        << c.status().message();
+  }
+}
+
+TEST(ConfigTest, MissingFile) {
+  auto c = LoadDaemonConfig("/nonexistent/xdeepd.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find("--config"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xdeep::daemon

@@ -1,0 +1,90 @@
+// The assembled daemon over a real unix socket: health, errors as gRPC
+// statuses, graceful shutdown.
+#include "daemon/server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "xdeep/v1/tuning.grpc.pb.h"
+
+namespace xdeep::daemon {
+namespace {
+
+namespace v1 = xdeep::v1;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/xdeepd_test_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    config_.server.listen = "unix://" + dir_ + "/d.sock";
+    config_.store.path = dir_ + "/d.db";
+    config_.identity.mode = "none";
+    auto daemon = Daemon::Start(config_);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = std::move(*daemon);
+    stub_ = v1::Tuning::NewStub(
+        grpc::CreateChannel(config_.server.listen, grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    daemon_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string dir_;
+  DaemonConfig config_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<v1::Tuning::Stub> stub_;
+};
+
+TEST_F(ServerTest, BadWorkloadIsInvalidArgument) {
+  v1::TuneRequest req;
+  req.mutable_workload()->set_toml("this is not toml = = =");
+  req.mutable_workload()->set_source_name("w.toml");
+  grpc::ClientContext ctx;
+  auto reader = stub_->Tune(&ctx, req);
+  v1::TuneEvent event;
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("w.toml:1"), std::string::npos) << status.error_message();
+}
+
+TEST_F(ServerTest, BindUnknownDecisionIsNotFound) {
+  v1::BindRequest req;
+  req.set_decision_id("nope");
+  req.set_job_id(3);
+  v1::BindResponse resp;
+  grpc::ClientContext ctx;
+  EXPECT_EQ(stub_->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServerTest, MungeRefusesMissingCredential) {
+  daemon_.reset();
+  config_.identity.mode = "munge";
+  auto daemon = Daemon::Start(config_);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  daemon_ = std::move(*daemon);
+  stub_ = v1::Tuning::NewStub(
+      grpc::CreateChannel(config_.server.listen, grpc::InsecureChannelCredentials()));
+  v1::BindRequest req;
+  v1::BindResponse resp;
+  grpc::ClientContext ctx;
+  EXPECT_EQ(stub_->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(LoadHardwareProfileTest, UnknownBuiltinListsTheKnownOnes) {
+  HardwareConfig hw;
+  hw.profile = "tpu-v9";
+  auto p = LoadHardwareProfile(hw);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(std::string(p.status().message()).find("h100-sxm"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xdeep::daemon

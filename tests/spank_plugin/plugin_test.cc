@@ -1,0 +1,200 @@
+// Plugin behaviour with a fake daemon client and host: what is re-executed,
+// exported, printed or refused in each mode and failure.
+#include "spank_plugin/plugin.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace xdeep::spank {
+namespace {
+
+class FakeClient final : public DaemonClient {
+ public:
+  bool ok = true;
+  ClientError failure;
+  int tune_calls = 0;
+  TuneQuery last;
+
+  bool Tune(const TuneQuery& q, std::chrono::steady_clock::time_point, const ProgressCallback&,
+            TuneAnswer* a, ClientError* e) override {
+    ++tune_calls;
+    last = q;
+    if (!ok) {
+      *e = failure;
+      return false;
+    }
+    a->decision_id = "abc123";
+    a->workload_name = "w";
+    a->best.strategy = "dp4";
+    a->best.nodes = 2;
+    a->best.gpus_per_node = 2;
+    a->best.tasks = 4;
+    a->best.dp = 4;
+    a->best.micro_batch = 8;
+    a->best.global_batch = 32;
+    return true;
+  }
+  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point,
+            ClientError*) override {
+    return true;
+  }
+  bool Report(const ReportQuery&, std::chrono::steady_clock::time_point, ClientError*) override {
+    return true;
+  }
+};
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID",
+                          "XDEEP_TUNE", "XDEEP_WORKLOAD"}) {
+      unsetenv(v);
+    }
+    setenv("XDEEP_REPORT_DIR", ::testing::TempDir().c_str(), 1);
+    host_.info = [this](const std::string& l) { infos_.push_back(l); };
+    host_.error = [this](const std::string& l) { errors_.push_back(l); };
+    host_.reexec = [this](const std::vector<std::string>& argv) {
+      reexec_ = argv;
+      const char* guard = getenv("XDEEP_TUNED");
+      guard_at_exec_ = guard ? guard : "";
+    };
+    host_.exit_without_launch = [this] { exited_ = true; };
+    host_.load_client = [this](const std::string&, std::string*) {
+      auto c = std::make_unique<FakeClient>();
+      c->ok = client_ok_;
+      c->failure = failure_;
+      client_ = c.get();
+      return c;
+    };
+  }
+
+  int Launch(std::vector<std::string> plugstack, std::vector<std::pair<OptionId, const char*>> opts,
+             std::vector<std::string> argv = {"srun", "--xdeep-tune", "hostname"}, int first = 2) {
+    // Kept alive: it owns the fake client the tests inspect.
+    plugin_ = std::make_unique<Plugin>(host_);
+    if (plugin_->Init(plugstack) != 0) return -2;
+    for (auto [id, v] : opts)
+      if (plugin_->OnOption(id, v) != 0) return -3;
+    return plugin_->InitPostOpt(Launcher::kSrun, argv, first);
+  }
+
+  Host host_;
+  std::unique_ptr<Plugin> plugin_;
+  bool client_ok_ = true;
+  ClientError failure_;
+  FakeClient* client_ = nullptr;
+  std::vector<std::string> infos_, errors_, reexec_;
+  std::string guard_at_exec_;
+  bool exited_ = false;
+};
+
+TEST_F(PluginTest, AutoReexecutesWithTheDecision) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+  std::vector<std::string> want = {"srun",       "--xdeep-tune",      "--nodes=2",
+                                   "--ntasks=4", "--gpus-per-node=2", "hostname"};
+  EXPECT_EQ(reexec_, want);
+  EXPECT_STREQ(getenv("XDEEP_NODES"), "2");
+  EXPECT_EQ(guard_at_exec_, "abc123");
+  // The fake execv "failed" (returned): the launch runs untuned, and says so.
+  EXPECT_EQ(getenv("XDEEP_TUNED"), nullptr);
+  EXPECT_NE(infos_.back().find("could not re-execute"), std::string::npos);
+  EXPECT_EQ(std::to_string(getpid()), getenv("XDEEP_REEXEC_PID"));
+  EXPECT_EQ(client_->last.workload_preset, "gpt-125m");
+  EXPECT_EQ(client_->last.argv, std::vector<std::string>{"hostname"});
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(PluginTest, AlreadyTunedDoesNotAskAgain) {
+  setenv("XDEEP_TUNED", "previous", 1);
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+  EXPECT_EQ(client_, nullptr);
+  EXPECT_TRUE(reexec_.empty());
+}
+
+TEST_F(PluginTest, UnavailableFailsOpenWithOneWarning) {
+  client_ok_ = false;
+  failure_ = {ClientError::kUnavailable, "no answer in time"};
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+  EXPECT_TRUE(reexec_.empty());
+  ASSERT_EQ(infos_.size(), 1u);
+  EXPECT_NE(infos_[0].find("running the launch unchanged"), std::string::npos);
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(PluginTest, UnavailableFailClosedRefuses) {
+  client_ok_ = false;
+  failure_ = {ClientError::kUnavailable, "connection refused"};
+  EXPECT_EQ(Launch({"fail=closed"}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), -1);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("refused"), std::string::npos);
+}
+
+TEST_F(PluginTest, DaemonRefusalStopsTheLaunch) {
+  client_ok_ = false;
+  failure_ = {ClientError::kRefused, "w.toml:3: layers must be an integer; write layers = 12"};
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), -1);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("w.toml:3"), std::string::npos);
+}
+
+TEST_F(PluginTest, ExplainDoesNotLaunch) {
+  ASSERT_EQ(Launch({}, {{kOptTune, "explain"}, {kOptWorkload, "gpt-125m"}}), 0);
+  EXPECT_TRUE(exited_);
+  EXPECT_TRUE(reexec_.empty());
+  EXPECT_GE(infos_.size(), 3u);
+}
+
+TEST_F(PluginTest, AdviseRunsUnchanged) {
+  ASSERT_EQ(Launch({}, {{kOptTune, "advise"}, {kOptWorkload, "gpt-125m"}}), 0);
+  EXPECT_FALSE(exited_);
+  EXPECT_TRUE(reexec_.empty());
+  EXPECT_EQ(getenv("XDEEP_NODES"), nullptr);
+}
+
+TEST_F(PluginTest, OffAndDefaultOffNeverAsk) {
+  ASSERT_EQ(Launch({}, {{kOptTune, "off"}, {kOptWorkload, "gpt-125m"}}), 0);
+  ASSERT_EQ(Launch({}, {}), 0);
+  EXPECT_EQ(client_, nullptr);
+}
+
+TEST_F(PluginTest, SiteDefaultWithoutWorkloadSkipsQuietly) {
+  ASSERT_EQ(Launch({"default=on"}, {}, {"srun", "hostname"}, 1), 0);
+  EXPECT_EQ(client_, nullptr);
+  EXPECT_TRUE(infos_.empty());
+}
+
+TEST_F(PluginTest, ExplicitRequestWithoutWorkloadIsRefused) {
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}}), -1);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("--xdeep-workload"), std::string::npos);
+}
+
+TEST_F(PluginTest, BadPlugstackStopsAtInit) {
+  EXPECT_EQ(Launch({"fail=sometimes"}, {}), -2);
+  EXPECT_EQ(errors_.size(), 1u);
+}
+
+TEST_F(PluginTest, UserBoundsAndAllocationReachTheDaemon) {
+  setenv("SLURM_JOB_ID", "77", 1);
+  setenv("SLURM_JOB_NUM_NODES", "2", 1);
+  setenv("SLURM_GPUS_PER_NODE", "4", 1);
+  setenv("SLURM_JOB_CPUS_PER_NODE", "3(x2)", 1);
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "-N", "1", "-n3", "--xdeep-tune", "hostname"}, 5),
+            0);
+  EXPECT_EQ(client_->last.max_nodes, 1);
+  EXPECT_EQ(client_->last.max_tasks, 3);
+  EXPECT_EQ(client_->last.allocation_job_id, 77u);
+  EXPECT_EQ(client_->last.allocation_nodes, 2);
+  EXPECT_EQ(client_->last.allocation_gpus_per_node, 3) << "CPUs bound tasks per node too";
+  for (const char* v :
+       {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
+    unsetenv(v);
+  }
+}
+
+}  // namespace
+}  // namespace xdeep::spank
