@@ -3,6 +3,7 @@
 //   xdeep-probe compute --suite cpu|gpu|all [--shapes FILE] [--gemm MxNxK]... --out R.json
 //   srun xdeep-probe collectives [--ops all] [--min-bytes 1K] [--max-bytes 1G] --out R.json
 //   xdeep-probe validate R.json
+//   srun xdeep-probe bootstrap            (rank discovery + rendezvous only, no GPU)
 //
 // Exit codes: 0 all probes ran, 2 report written with errors, 1 bad usage or no report,
 // 124 the whole run passed --time-limit (the watchdog wrote an error report).
@@ -119,6 +120,12 @@ int main(int argc, char** argv) {
   coll->add_option("--time-limit", coll_time_limit, "Seconds for the whole run (watchdog)");
   coll->add_option("-o,--out", coll_out, "Report file (JSON), written by rank 0");
 
+  // bootstrap: rank discovery and the rendezvous alone, no GPU; lets CI check a Slurm
+  // step's bootstrap (srun -n2 xdeep-probe bootstrap) on machines without GPUs.
+  auto* boot = app.add_subcommand("bootstrap", "Check rank discovery and the rank-0 rendezvous (no GPU needed)");
+  double boot_timeout = 30;
+  boot->add_option("--timeout", boot_timeout, "Seconds for the rendezvous");
+
   // validate
   auto* validate = app.add_subcommand("validate", "Check that a file is a valid probe report");
   std::string validate_path;
@@ -136,6 +143,26 @@ int main(int argc, char** argv) {
     std::printf("%s: valid %s, %zu gemm, %zu bandwidth, %zu collective entries, %zu errors\n",
                 validate_path.c_str(), xp::kReportSchema, r->gemm.size(), r->bandwidth.size(),
                 r->collectives.size(), r->errors.size());
+    return 0;
+  }
+
+  if (boot->parsed()) {
+    absl::StatusOr<xp::DistEnv> env = xp::DistEnvFromEnvironment();
+    if (!env.ok()) {
+      spdlog::error("xdeep: {}", std::string(env.status().message()));
+      return 1;
+    }
+    // Rank 0's token differs per run, so a peer can only print it by receiving it.
+    const std::string token = std::to_string(getpid()) + "@" + xp::NewReport().host + "/" + xp::NewReport().created;
+    absl::StatusOr<std::string> got =
+        xp::ExchangeRootBlob(*env, env->rank == 0 ? token : "", absl::Seconds(boot_timeout));
+    if (!got.ok()) {
+      spdlog::error("xdeep: rank {}: {}", env->rank, std::string(got.status().message()));
+      return 2;
+    }
+    std::printf("rank %d/%d local %d/%d nodes %d source %s master %s:%d token %s\n", env->rank, env->world_size,
+                env->local_rank, env->local_size, env->nodes, env->source.c_str(), env->master_addr.c_str(),
+                env->master_port, got->c_str());
     return 0;
   }
 
