@@ -90,8 +90,10 @@ void ConstantCost(double c, std::span<const double> y, double* rss, double* smap
   *smape = s / static_cast<double>(y.size()) * 100;
 }
 
+// `ranking`, when given, receives (score, term) of every admissible hypothesis.
 SingleResult FitSingle(std::span<const double> x, std::span<const double> y,
-                       const ModelerOptions& opt) {
+                       const ModelerOptions& opt,
+                       std::vector<std::pair<double, CompoundTerm>>* ranking = nullptr) {
   const size_t n = x.size();
   SingleResult best;
   best.c0 = NumpyMean(y);
@@ -144,6 +146,7 @@ SingleResult FitSingle(std::span<const double> x, std::span<const double> y,
       contribution = NanMax(contribution, std::abs(TermValue(t, c1, x[i]) / y[i]));
     }
     if (contribution < opt.epsilon) continue;
+    if (ranking != nullptr) ranking->push_back({opt.compare_with_rss ? rss : smape, t});
     const bool better = opt.compare_with_rss ? rss < best.rss : smape < best.smape;
     if (!better) continue;
     best.constant = false;
@@ -369,6 +372,146 @@ Model ToModel(int dims, const MultiHypothesis& h, std::span<const Measurement> p
   return model;
 }
 
+// Hypothesis structures over m non-constant parameters, Extra-P's order:
+// each hypothesis is a list of terms, each term a list of parameter slots.
+using Structure = std::vector<std::vector<size_t>>;
+std::vector<Structure> Structures(size_t m, bool combinations) {
+  using Term = std::vector<size_t>;
+  std::vector<Structure> out;
+  Term all;
+  std::vector<Term> add;
+  for (size_t i = 0; i < m; ++i) {
+    all.push_back(i);
+    add.push_back({i});
+  }
+  if (m == 1) return {{all}};
+  out.push_back({all});
+  out.push_back(add);
+  if (!combinations) return out;
+  if (m == 2) {
+    out.push_back({add[0], all});
+    out.push_back({add[1], all});
+  } else if (m == 3) {
+    const Term xy = {0, 1}, yz = {1, 2}, xz = {0, 2};
+    const std::vector<Structure> mixed = {
+        {all, add[0]},         {all, add[1]},         {all, add[2]},
+        {all, xy},             {all, yz},             {all, xz},
+        {all, xy, add[2]},     {all, yz, add[0]},     {all, xz, add[1]},
+        {all, add[0], add[1]}, {all, add[0], add[2]}, {all, add[1], add[2]},
+        {xy, add[2]},          {xy, add[2], add[1]},  {xy, add[2], add[0]},
+        {xz, add[1]},          {xz, add[1], add[0]},  {xz, add[1], add[2]},
+        {yz, add[0]},          {yz, add[0], add[1]},  {yz, add[0], add[2]}};
+    out.insert(out.end(), mixed.begin(), mixed.end());
+  }
+  return out;
+}
+
+// Joint search (xdeep, not Extra-P): every combination of per-parameter
+// exponents (all building blocks for 2 parameters, the best-ranked on the
+// lines for more) and every structure, fitted on all points and scored by
+// AICc. Extra-P fixes each parameter's exponents on one averaged line first;
+// with sparse, noisy points that line may not show the parameter's effect at
+// all (e.g. the node count's effect at the smallest size), while all points
+// together do.
+MultiHypothesis JointSearch(std::span<const Measurement> points, std::span<const double> y,
+                            size_t dims, const ModelerOptions& options) {
+  const Eigen::Index n = static_cast<Eigen::Index>(points.size());
+  const Eigen::VectorXd w = RowWeights(y, options.relative_least_squares);
+  const Eigen::VectorXd yw =
+      Eigen::Map<const Eigen::VectorXd>(y.data(), n).cwiseProduct(w);
+  const size_t keep = dims == 2 ? 1000 : dims == 3 ? 10 : 5;
+  // Candidate terms per parameter and their columns at the points.
+  std::vector<std::vector<CompoundTerm>> candidates(dims);
+  std::vector<std::vector<Eigen::VectorXd>> columns(dims);
+  std::vector<double> lx, ly;
+  for (size_t p = 0; p < dims; ++p) {
+    BestLine(points, y, p, &lx, &ly);
+    std::vector<std::pair<double, CompoundTerm>> ranking;
+    FitSingle(lx, ly, options, &ranking);
+    std::stable_sort(ranking.begin(), ranking.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    bool log_capable = true;
+    for (const Measurement& m : points) log_capable &= m.coordinate[p] >= 1.0;
+    if (dims == 2 || ranking.empty()) {
+      for (const CompoundTerm& t :
+           DefaultBuildingBlocks(options.allow_log_terms, options.allow_negative_exponents)) {
+        if (log_capable || t.log == 0) ranking.push_back({0.0, t});
+      }
+    }
+    for (const auto& [score, t] : ranking) {
+      if (candidates[p].size() >= keep) break;
+      if (std::find(candidates[p].begin(), candidates[p].end(), t) != candidates[p].end()) continue;
+      candidates[p].push_back(t);
+      Eigen::VectorXd col(n);
+      for (Eigen::Index i = 0; i < n; ++i) col(i) = t.Evaluate(points[i].coordinate[p]);
+      columns[p].push_back(std::move(col));
+    }
+  }
+  const double nn = static_cast<double>(n);
+  MultiHypothesis best;
+  best.score = std::numeric_limits<double>::infinity();
+  // Mixed-radix counter over (absent, candidate 0, candidate 1, ...) per parameter.
+  std::vector<size_t> choice(dims, 0);
+  Eigen::MatrixXd a;
+  while (true) {
+    std::vector<std::pair<size_t, size_t>> chosen;  // (parameter, candidate)
+    for (size_t p = 0; p < dims; ++p) {
+      if (choice[p] > 0) chosen.push_back({p, choice[p] - 1});
+    }
+    const std::vector<Structure> structures =
+        chosen.empty() ? std::vector<Structure>{{}}
+                       : Structures(chosen.size(), options.allow_combinations_of_sums_and_products);
+    for (const Structure& st : structures) {
+      const Eigen::Index k = static_cast<Eigen::Index>(st.size()) + 1;
+      if (nn - k - 1 <= 0) continue;
+      a.resize(n, k);
+      a.col(0) = w;
+      for (size_t j = 0; j < st.size(); ++j) {
+        Eigen::VectorXd col = w;
+        for (size_t slot : st[j]) col.array() *= columns[chosen[slot].first][chosen[slot].second].array();
+        a.col(static_cast<Eigen::Index>(j) + 1) = col;
+      }
+      // Column-scaled normal equations: cheap for k <= 4, and scaling keeps
+      // the Gram matrix well conditioned enough to rank hypotheses.
+      const Eigen::VectorXd norms = a.colwise().norm().transpose();
+      if ((norms.array() <= 0).any() || !norms.allFinite()) continue;
+      const Eigen::MatrixXd as = a * norms.cwiseInverse().asDiagonal();
+      Eigen::LDLT<Eigen::MatrixXd> ldlt(as.transpose() * as);
+      if (ldlt.info() != Eigen::Success) continue;
+      const Eigen::VectorXd c = norms.cwiseInverse().asDiagonal() * ldlt.solve(as.transpose() * yw);
+      if (!c.allFinite()) continue;
+      const double rss = std::max((a * c - yw).squaredNorm(), std::numeric_limits<double>::min());
+      // Same minimum term contribution as Extra-P.
+      bool big_enough = true;
+      for (Eigen::Index j = 1; j < k && big_enough; ++j) {
+        const double contribution = (a.col(j) * c(j)).cwiseQuotient(yw).cwiseAbs().maxCoeff();
+        big_enough = c(j) != 0 && !(contribution < options.epsilon);
+      }
+      if (!big_enough) continue;
+      const double kk = static_cast<double>(k);
+      const double score = nn * std::log(rss / nn) + 2 * kk + 2 * kk * (kk + 1) / (nn - kk - 1);
+      if (score < best.score) {
+        best.score = score;
+        best.terms.clear();
+        for (const auto& term : st) {
+          ProductTerm pt;
+          for (size_t slot : term) {
+            pt.factors.push_back({static_cast<int>(chosen[slot].first),
+                                  candidates[chosen[slot].first][chosen[slot].second]});
+          }
+          best.terms.push_back(std::move(pt));
+        }
+      }
+    }
+    size_t p = 0;
+    while (p < dims && ++choice[p] > candidates[p].size()) choice[p++] = 0;
+    if (p == dims) break;
+  }
+  MultiCoefficients(points, y, &best, options.relative_least_squares);
+  MultiCost(points, y, &best);
+  return best;
+}
+
 }  // namespace
 
 absl::StatusOr<Model> FitSingleParameter(std::span<const Measurement> points,
@@ -402,6 +545,13 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
   std::vector<double> y;
   for (const Measurement& m : points) y.push_back(m.Mean());
 
+  if (options.joint_exponent_search) {
+    std::vector<double> sq(y.size());
+    const double mean = NumpyMean(y);
+    for (size_t i = 0; i < y.size(); ++i) sq[i] = (y[i] - mean) * (y[i] - mean);
+    const MultiHypothesis h = JointSearch(points, y, dims, options);
+    return ToModel(static_cast<int>(dims), h, points, PairwiseSum(sq), h.terms.empty());
+  }
   // Per-parameter single-parameter models on the best lines.
   struct Pair {
     int param;

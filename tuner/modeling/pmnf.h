@@ -42,15 +42,20 @@ struct ModelerOptions {
   // run-time noise is, so that small scales are not drowned by large ones.
   // Off by default (Extra-P fits absolute residuals).
   bool relative_least_squares = false;
+  // Multi-parameter only: instead of fixing each parameter's exponents on one
+  // line (Extra-P), search exponent combinations and structures jointly on
+  // all points, scored by AICc. Robust on sparse plans; ~ms per fit.
+  bool joint_exponent_search = false;
 
   // Extra-P's defaults: selects exactly what Extra-P 4.2 selects.
   static ModelerOptions ExtraP() { return {}; }
-  // xdeep's choice for noisy run times: relative least squares and AICc
-  // selection of multi-parameter hypotheses.
+  // xdeep's choice for noisy run times and sparse plans: relative least
+  // squares, joint exponent search and AICc selection.
   static ModelerOptions Robust() {
     ModelerOptions o;
     o.multi_parameter_selection = MultiSelection::kAicc;
     o.relative_least_squares = true;
+    o.joint_exponent_search = true;
     return o;
   }
   double epsilon = 0.0005;        // minimum term contribution
