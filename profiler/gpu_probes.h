@@ -43,6 +43,18 @@ struct GemmProbeOptions {
 };
 std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options, std::vector<ErrorEntry>* errors);
 
+struct AttentionProbeOptions {
+  std::vector<AttentionSpec> shapes;
+  std::vector<DType> dtypes = {DType::kBf16};  // bf16 and fp16 only
+  HarnessOptions harness;
+  int64_t workspace_bytes = int64_t{32} << 20;
+};
+// Unfused ("math") attention forward: batched Q.K^T and P.V through cuBLASLt with a
+// row-softmax kernel between them, the way PyTorch's math SDPA backend computes it.
+// A fused flash kernel is faster; this figure is the floor a fused kernel improves on.
+std::vector<AttentionEntry> RunAttentionProbes(const AttentionProbeOptions& options,
+                                               std::vector<ErrorEntry>* errors);
+
 struct DeviceBandwidthOptions {
   int64_t elements = int64_t{1} << 28;  // fp32 per array: 1 GiB, far beyond L2
   std::vector<std::string> kernels = {"copy", "triad", "adam_update"};

@@ -19,6 +19,11 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions&, std::vector<ErrorE
   return {};
 }
 
+std::vector<AttentionEntry> RunAttentionProbes(const AttentionProbeOptions&, std::vector<ErrorEntry>* errors) {
+  if (errors) errors->push_back({"cublaslt.attention", std::string(NoCuda().message())});
+  return {};
+}
+
 std::vector<BandwidthEntry> RunDeviceBandwidth(const DeviceBandwidthOptions&, std::vector<ErrorEntry>* errors) {
   if (errors) errors->push_back({"cuda.bandwidth", std::string(NoCuda().message())});
   return {};

@@ -37,6 +37,12 @@ void PrintSummary(const xp::Report& r) {
                 static_cast<long long>(e.n), static_cast<long long>(e.k), e.timing.median_s * 1e3, e.tflops,
                 e.timing.spread);
   }
+  for (const auto& e : r.attention) {
+    std::printf("attention b=%lld h=%lld s=%lld d=%lld %s %-5s %9.3f ms %8.1f TFLOP/s spread %.3f\n",
+                static_cast<long long>(e.batch), static_cast<long long>(e.heads), static_cast<long long>(e.seq),
+                static_cast<long long>(e.head_dim), e.causal ? "causal" : "full", e.dtype.c_str(),
+                e.timing.median_s * 1e3, e.tflops, e.timing.spread);
+  }
   for (const auto& e : r.bandwidth) {
     std::printf("bandwidth %-6s %-6s %-12s %12lld B %9.3f ms %8.1f GB/s spread %.3f\n", e.backend.c_str(),
                 e.space.c_str(), e.kernel.c_str(), static_cast<long long>(e.bytes), e.timing.median_s * 1e3,
@@ -86,7 +92,7 @@ int main(int argc, char** argv) {
   // compute
   auto* compute = app.add_subcommand("compute", "GEMM and bandwidth probes on one GPU and/or the host");
   std::string suite = "cpu", shapes_file, out, dtypes = "bf16", host_bytes = "64M", device_bytes = "1G";
-  std::vector<std::string> gemm_args, layer_args;
+  std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
   int samples = 20, algos = 4;
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
@@ -94,6 +100,7 @@ int main(int argc, char** argv) {
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
   compute->add_option("--gemm", gemm_args, "Plain GEMM MxNxK (repeatable)");
   compute->add_option("--layer", layer_args, "Linear layer name:tokens:in:out -> fwd, dgrad, wgrad (repeatable)");
+  compute->add_option("--attention", attention_args, "Attention batch:heads:seq:head_dim[:causal] (repeatable)");
   compute->add_option("--dtypes", dtypes, "Comma list of bf16, fp16, tf32, fp32 (the shapes file may set it)");
   compute->add_option("--host-bytes", host_bytes, "Bytes per array for the host bandwidth probes");
   compute->add_option("--device-bytes", device_bytes, "Bytes per array for the device bandwidth probes");
@@ -183,6 +190,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       o.gemm.gemms = set->gemms;
+      o.attention.shapes = set->attention;
       if (!set->dtypes.empty() && compute->count("--dtypes") == 0) o.gemm.dtypes = set->dtypes;
     }
     for (const std::string& g : gemm_args) {
@@ -201,7 +209,19 @@ int main(int argc, char** argv) {
       }
       o.gemm.gemms.insert(o.gemm.gemms.end(), specs->begin(), specs->end());
     }
-    if (o.gemm.gemms.empty()) o.gemm.gemms = xp::DefaultGemms();
+    for (const std::string& a : attention_args) {
+      absl::StatusOr<xp::AttentionSpec> spec = xp::ParseAttentionArg(a);
+      if (!spec.ok()) {
+        spdlog::error("xdeep: {}", std::string(spec.status().message()));
+        return 1;
+      }
+      o.attention.shapes.push_back(*spec);
+    }
+    if (o.gemm.gemms.empty() && o.attention.shapes.empty()) {
+      o.gemm.gemms = xp::DefaultGemms();
+      o.attention.shapes = xp::DefaultAttention();
+    }
+    o.attention.dtypes = o.gemm.dtypes;
     absl::StatusOr<int64_t> hb = xp::ParseByteSize(host_bytes), db = xp::ParseByteSize(device_bytes);
     if (!hb.ok() || !db.ok()) {
       spdlog::error("xdeep: bad --host-bytes or --device-bytes");
@@ -210,7 +230,8 @@ int main(int argc, char** argv) {
     o.host_bandwidth.elements = std::max<int64_t>(*hb / 8, 1024);
     o.device_bandwidth.elements = std::max<int64_t>(*db / 4, 1024);
     o.gemm.algo_candidates = algos;
-    for (xp::HarnessOptions* h : {&o.gemm.harness, &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
+    for (xp::HarnessOptions* h :
+         {&o.gemm.harness, &o.attention.harness, &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
       h->max_samples = samples;
       h->time_limit = absl::Seconds(probe_limit);
     }

@@ -55,6 +55,23 @@ absl::StatusOr<std::vector<GemmSpec>> ParseLayerArg(absl::string_view text) {
   return LayerGemms(std::string(parts[0]), *t, *i, *o);
 }
 
+absl::StatusOr<AttentionSpec> ParseAttentionArg(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  if (parts.size() < 4 || parts.size() > 5 || (parts.size() == 5 && parts[4] != "causal")) {
+    return absl::InvalidArgumentError(absl::StrCat("attention '", text, "' is not batch:heads:seq:head_dim[:causal]"));
+  }
+  AttentionSpec a;
+  int64_t* fields[] = {&a.batch, &a.heads, &a.seq, &a.head_dim};
+  const char* names[] = {"batch", "heads", "seq", "head_dim"};
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<int64_t> v = Positive(parts[i], names[i]);
+    if (!v.ok()) return v.status();
+    *fields[i] = *v;
+  }
+  a.causal = parts.size() == 5;
+  return a;
+}
+
 absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
   using nlohmann::json;
   json j = json::parse(text, nullptr, false);
@@ -94,7 +111,20 @@ absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
     set.gemms.push_back(s);
     ++idx;
   }
-  if (set.gemms.empty()) return absl::InvalidArgumentError("shapes file lists no layers or gemms");
+  idx = 0;
+  for (const json& a : j.value("attention", json::array())) {
+    AttentionSpec s;
+    if (!get_int(a, "batch", &s.batch) || !get_int(a, "heads", &s.heads) || !get_int(a, "seq", &s.seq) ||
+        !get_int(a, "head_dim", &s.head_dim)) {
+      return absl::InvalidArgumentError(absl::StrCat("attention[", idx, "] needs positive batch, heads, seq, head_dim"));
+    }
+    s.causal = a.value("causal", false);
+    set.attention.push_back(s);
+    ++idx;
+  }
+  if (set.gemms.empty() && set.attention.empty()) {
+    return absl::InvalidArgumentError("shapes file lists no layers, gemms or attention");
+  }
   return set;
 }
 

@@ -13,7 +13,8 @@
 //   {"schema": "xdeep.gemm_shapes/1",
 //    "dtypes": ["bf16"],                                   // optional
 //    "layers": [{"name": "mlp.fc1", "tokens": 8192, "in": 4096, "out": 16384}],
-//    "gemms":  [{"m": 8192, "n": 8192, "k": 8192, "label": "square"}]}
+//    "gemms":  [{"m": 8192, "n": 8192, "k": 8192, "label": "square"}],
+//    "attention": [{"batch": 4, "heads": 32, "seq": 2048, "head_dim": 128, "causal": true}]}
 #ifndef XDEEP_PROFILER_SHAPES_H_
 #define XDEEP_PROFILER_SHAPES_H_
 
@@ -37,8 +38,18 @@ struct GemmSpec {
   double Flops() const { return 2.0 * m * n * k; }
 };
 
+// Self-attention of one layer: batch x heads sequences of `seq` tokens, head_dim wide.
+// FLOPs follow the FlashAttention convention: 4 b h s^2 d forward, halved when causal.
+struct AttentionSpec {
+  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
+  bool causal = false;
+
+  double Flops() const { return 4.0 * batch * heads * seq * seq * head_dim * (causal ? 0.5 : 1.0); }
+};
+
 struct ShapeSet {
   std::vector<GemmSpec> gemms;
+  std::vector<AttentionSpec> attention;
   std::vector<DType> dtypes;  // empty: the caller's default
 };
 
@@ -48,6 +59,8 @@ std::vector<GemmSpec> LayerGemms(const std::string& name, int64_t tokens, int64_
 absl::StatusOr<GemmSpec> ParseGemmArg(absl::string_view text);
 // "name:tokens:in:out".
 absl::StatusOr<std::vector<GemmSpec>> ParseLayerArg(absl::string_view text);
+// "batch:heads:seq:head_dim" or "...:causal".
+absl::StatusOr<AttentionSpec> ParseAttentionArg(absl::string_view text);
 absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text);
 absl::StatusOr<ShapeSet> ReadShapesFile(const std::string& path);
 

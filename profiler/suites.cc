@@ -15,6 +15,8 @@ std::vector<GemmSpec> DefaultGemms() {
   return out;
 }
 
+std::vector<AttentionSpec> DefaultAttention() { return {AttentionSpec{4, 32, 2048, 128, true}}; }
+
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
   const bool cpu = options.suite == "cpu" || options.suite == "all";
   const bool gpu = options.suite == "gpu" || options.suite == "all";
@@ -42,6 +44,7 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
       }
       AddGpuVersions(&report.versions);
       for (GemmEntry& e : RunGemmProbes(options.gemm, &report.errors)) report.gemm.push_back(e);
+      for (AttentionEntry& e : RunAttentionProbes(options.attention, &report.errors)) report.attention.push_back(e);
       for (BandwidthEntry& e : RunDeviceBandwidth(options.device_bandwidth, &report.errors)) {
         report.bandwidth.push_back(e);
       }

@@ -16,11 +16,12 @@ namespace xdeep::profiler {
 struct ComputeSuiteOptions {
   std::string suite = "cpu";  // cpu | gpu | all
   GemmProbeOptions gemm;
+  AttentionProbeOptions attention;
   DeviceBandwidthOptions device_bandwidth;
   KokkosBandwidthOptions host_bandwidth;
 };
 
-// cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs and CUDA bandwidth. all: both.
+// cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs, attention, CUDA bandwidth. all: both.
 // Probe failures become report.errors; only bad options fail the call.
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options);
 
@@ -31,6 +32,8 @@ absl::StatusOr<Report> RunCollectiveSuite(const DistEnv& env, const CollectiveOp
 // 8192^3 GEMM (comparable with published figures) and the linear layers of a
 // GPT-style block (hidden 4096, 8192 tokens).
 std::vector<GemmSpec> DefaultGemms();
+// With DefaultGemms: that block's causal attention (32 heads of 128, 4 x 2048 tokens).
+std::vector<AttentionSpec> DefaultAttention();
 
 }  // namespace xdeep::profiler
 

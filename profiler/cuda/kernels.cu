@@ -104,6 +104,59 @@ __global__ void AdamKernel(float* __restrict__ p, const float* __restrict__ g, f
   for (int64_t i = n4 * 4 + tid; i < n; i += stride) AdamOne(p[i], g[i], m[i], v[i], h);
 }
 
+__device__ __forceinline__ float Load(const void* p, int64_t i, ElemKind kind) {
+  switch (kind) {
+    case ElemKind::kBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case ElemKind::kFp16: return __half2float(static_cast<const __half*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+// Block-wide reduction through warp shuffles and one shared-memory pass.
+template <bool kMax>
+__device__ float BlockReduce(float v, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = lane < warps ? shared[lane] : (kMax ? -INFINITY : 0.f);
+  if (warp == 0) {
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = kMax ? fmaxf(v, other) : v + other;
+    }
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  v = shared[0];
+  __syncthreads();
+  return v;
+}
+
+// One block per row: max, sum of exponentials, normalise; three passes over the row,
+// which stays in L2 for the sequence lengths of training (a few KiB per row).
+__global__ void SoftmaxRowsKernel(void* p, int64_t cols, ElemKind kind, float scale, bool causal) {
+  __shared__ float shared[32];
+  const int64_t row = blockIdx.x;
+  const int64_t limit = causal ? (row % cols) + 1 : cols;
+  const int64_t base = row * cols;
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < limit; j += blockDim.x) m = fmaxf(m, Load(p, base + j, kind) * scale);
+  m = BlockReduce<true>(m, shared);
+  float sum = 0.f;
+  for (int64_t j = threadIdx.x; j < limit; j += blockDim.x) sum += __expf(Load(p, base + j, kind) * scale - m);
+  sum = BlockReduce<false>(sum, shared);
+  const float inv = 1.f / sum;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const float v = j < limit ? __expf(Load(p, base + j, kind) * scale - m) * inv : 0.f;
+    Store(p, base + j, kind, v);
+  }
+}
+
 // Enough blocks to fill every SM several times over; grid-stride covers the rest.
 int Blocks(int64_t work, int threads) {
   static int sms = [] {
@@ -117,6 +170,12 @@ int Blocks(int64_t work, int threads) {
 }
 
 }  // namespace
+
+cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale, bool causal,
+                              cudaStream_t s) {
+  SoftmaxRowsKernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(p, cols, kind, scale, causal);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchFillRandom(void* p, int64_t n, ElemKind kind, uint64_t seed, cudaStream_t s) {
   FillRandomKernel<<<Blocks(n, 256), 256, 0, s>>>(p, n, kind, seed);

@@ -29,6 +29,12 @@ struct AdamHyper {
 // PyTorch's fused AdamW element update, fp32 state: reads p, g, m, v; writes p, m, v.
 cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h, cudaStream_t s);
 
+// Row softmax in place over `rows` rows of length `cols` (bf16 or fp16 storage, fp32
+// arithmetic), scaling by `scale` first; with `causal`, row r keeps columns
+// 0..(r % cols) and writes zero elsewhere (the rows of one head are consecutive).
+cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale, bool causal,
+                              cudaStream_t s);
+
 }  // namespace xdeep::profiler::cuda
 
 #endif  // XDEEP_PROFILER_CUDA_KERNELS_H_

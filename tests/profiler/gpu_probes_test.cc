@@ -31,6 +31,18 @@ TEST_F(GpuProbesTest, GemmAllDtypesPassTheCheck) {
   }
 }
 
+TEST_F(GpuProbesTest, AttentionPassesTheCheck) {
+  AttentionProbeOptions o;
+  o.shapes = {AttentionSpec{2, 4, 256, 64, false}, AttentionSpec{2, 4, 256, 64, true}};
+  o.dtypes = {DType::kBf16, DType::kFp16};
+  o.harness.max_samples = 5;
+  std::vector<ErrorEntry> errors;
+  std::vector<AttentionEntry> r = RunAttentionProbes(o, &errors);
+  for (const ErrorEntry& e : errors) ADD_FAILURE() << e.probe << ": " << e.message;
+  ASSERT_EQ(r.size(), 4u);
+  for (const AttentionEntry& e : r) EXPECT_GT(e.tflops, 0.01);
+}
+
 TEST_F(GpuProbesTest, DeviceBandwidth) {
   DeviceBandwidthOptions o;
   o.elements = int64_t{1} << 24;

@@ -50,6 +50,25 @@ TEST(ShapesTest, JsonFile) {
   EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1"})").ok());
 }
 
+TEST(ShapesTest, Attention) {
+  absl::StatusOr<AttentionSpec> a = ParseAttentionArg("4:32:2048:128:causal");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->causal);
+  EXPECT_EQ(a->heads, 32);
+  EXPECT_DOUBLE_EQ(a->Flops(), 0.5 * 4.0 * 4 * 32 * 2048.0 * 2048 * 128);
+  absl::StatusOr<AttentionSpec> full = ParseAttentionArg("1:2:3:4");
+  ASSERT_TRUE(full.ok());
+  EXPECT_FALSE(full->causal);
+  EXPECT_FALSE(ParseAttentionArg("1:2:3").ok());
+  EXPECT_FALSE(ParseAttentionArg("1:2:3:4:sliding").ok());
+  absl::StatusOr<ShapeSet> s = ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1",
+    "attention": [{"batch": 2, "heads": 8, "seq": 512, "head_dim": 64, "causal": true}]})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->attention.size(), 1u);
+  EXPECT_EQ(s->attention[0].seq, 512);
+  EXPECT_TRUE(s->gemms.empty());
+}
+
 TEST(DTypeTest, ParseAndSizes) {
   EXPECT_EQ(*ParseDType("BF16"), DType::kBf16);
   EXPECT_EQ(DTypeBytes(DType::kTf32), 4);
