@@ -247,32 +247,38 @@ double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, do
   return vsum / wsum * scale;
 }
 
-double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
-                      int ranks_per_node) {
-  if (ranks <= 1 || bytes <= 0) return 0;
+CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op, int ranks,
+                                      int ranks_per_node) {
+  CollectiveLine line;
+  if (ranks <= 1) return line;
   ranks_per_node = std::clamp(ranks_per_node, 1, ranks);
   if (op == CollectiveOp::kSendRecv) {
     // Point-to-point between two ranks: intra when they share a node.
     const FabricScope scope = ranks_per_node >= 2 ? FabricScope::kIntraNode : FabricScope::kInterNode;
     const FitQuery q = FitOrFallback(hw, op, scope, 2);
-    if (!q.found || q.busbw <= 0) return 0;
-    return q.latency_s + bytes / (q.busbw * 1e9);
+    if (!q.found || q.busbw <= 0) return line;
+    return {q.latency_s, 1.0 / (q.busbw * 1e9)};
   }
   if (ranks_per_node >= ranks) {
     const FitQuery q = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks);
-    if (!q.found || q.busbw <= 0) return 0;
-    return q.latency_s + bytes * BusFactor(op, ranks) / (q.busbw * 1e9);
+    if (!q.found || q.busbw <= 0) return line;
+    return {q.latency_s, BusFactor(op, ranks) / (q.busbw * 1e9)};
   }
   // Across nodes: NCCL builds one ring per NIC rail, so k GPUs of a node in the
   // group give k rails' bandwidth, never more than NVLink inside the node.
   const FitQuery q = FitOrFallback(hw, op, FabricScope::kInterNode, ranks);
-  if (!q.found || q.busbw <= 0) return 0;
+  if (!q.found || q.busbw <= 0) return line;
   double bw = q.busbw * ranks_per_node;
   if (ranks_per_node > 1) {
     const FitQuery intra = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks_per_node);
     if (intra.found && intra.busbw > 0) bw = std::min(bw, intra.busbw);
   }
-  return q.latency_s + bytes * BusFactor(op, ranks) / (bw * 1e9);
+  return {q.latency_s, BusFactor(op, ranks) / (bw * 1e9)};
+}
+
+double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
+                      int ranks_per_node) {
+  return CollectiveCoefficients(hw, op, ranks, ranks_per_node).At(bytes);
 }
 
 absl::StatusOr<HardwareProfile> BuiltinHardwareProfile(std::string_view name) {

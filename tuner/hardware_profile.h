@@ -72,6 +72,16 @@ double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, do
 double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
                       int ranks_per_node);
 
+// The same as a line: time = latency_s + bytes * seconds_per_byte (both 0 for
+// a single rank), so callers can cache it per (op, ranks, ranks_per_node).
+struct CollectiveLine {
+  double latency_s = 0;
+  double seconds_per_byte = 0;
+  double At(double bytes) const { return bytes > 0 ? latency_s + bytes * seconds_per_byte : 0; }
+};
+CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op, int ranks,
+                                      int ranks_per_node);
+
 absl::StatusOr<HardwareProfile> BuiltinHardwareProfile(std::string_view name);
 std::vector<std::string> BuiltinHardwareProfileNames();
 

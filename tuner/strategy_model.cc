@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -85,6 +86,11 @@ double OptimizerTrafficBytes(const Workload& w) {
 struct RankData {
   double params = 0;          // per GPU (tp-split layers divided by tp)
   double matmul_params = 0;
+  // Matmul parameters of layers that full recomputation does not rebuild
+  // (their 16-bit copies stay saved for backward), and the largest layer's.
+  double matmul_params_kept = 0;
+  double max_layer_matmul = 0;
+  double act_recompute_blocks = 0;  // part of act_recompute that is a block's input
   double unit_params = 0;     // largest FSDP unit (one layer) on the rank
   double root_params = 0;     // embedding / head: FSDP's root unit, kept gathered
   double act_full = 0;        // saved activations per sample, no recomputation
@@ -102,6 +108,39 @@ struct RankTimes {
   double tp_comm_fwd = 0;        // tensor-parallel all-reduces in one forward
 };
 
+// A pipeline partition and the ranks that can be the worst one. Rank i is
+// left out when an earlier rank j < i is at least as large in every figure the
+// memory model uses: j also holds at least as many micro-batches in flight
+// (the warm-up count falls with the rank), so i can never exceed j. Memory is
+// non-decreasing in each figure, so this is exact, not a heuristic; for
+// transformers only the first and last ranks remain.
+struct Partitioned {
+  std::vector<RankData> ranks;
+  std::vector<int> memory_ranks;
+};
+struct Timed {
+  std::vector<RankTimes> times;
+  std::vector<int> time_ranks;  // same rule for the step-time figures
+};
+
+bool MemoryDominates(const RankData& a, const RankData& b) {
+  return a.params >= b.params && a.matmul_params >= b.matmul_params &&
+         a.matmul_params_kept >= b.matmul_params_kept && a.max_layer_matmul >= b.max_layer_matmul &&
+         a.act_recompute_blocks >= b.act_recompute_blocks &&
+         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         a.act_full >= b.act_full && a.act_recompute >= b.act_recompute &&
+         a.max_layer_act >= b.max_layer_act && a.input_bytes >= b.input_bytes &&
+         a.logits_bytes >= b.logits_bytes;
+}
+
+// Step time per micro-batch is non-decreasing in each of these (the overlap
+// terms enter as max(compute, communication)), so dominance is exact here too.
+bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
+  return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
+         a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
+         a.unit_params >= b.unit_params && a.root_params >= b.root_params;
+}
+
 }  // namespace
 
 struct StrategyModel::Impl {
@@ -109,8 +148,20 @@ struct StrategyModel::Impl {
   const HardwareProfile& hw;
   PrecisionBytes pb;
   int transformer_blocks = 0;
-  std::unordered_map<uint64_t, std::vector<RankData>> partitions;  // (tp, pp, v)
-  std::unordered_map<uint64_t, std::vector<RankTimes>> times;      // (tp, pp, v, mb)
+  std::unordered_map<uint64_t, Partitioned> partitions;  // (tp, pp, v)
+  std::unordered_map<uint64_t, Timed> times;             // (tp, pp, v, mb)
+  std::unordered_map<uint64_t, CollectiveLine> lines;    // (op, ranks, ranks per node)
+
+  const CollectiveLine& Line(CollectiveOp op, int ranks, int rpn) {
+    const uint64_t key = (uint64_t(op) << 56) | (uint64_t(ranks) << 24) | uint64_t(rpn);
+    auto it = lines.find(key);
+    if (it != lines.end()) return it->second;
+    return lines.emplace(key, CollectiveCoefficients(hw, op, ranks, rpn)).first->second;
+  }
+  double Coll(CollectiveOp op, double bytes, int ranks, int rpn) {
+    if (ranks <= 1) return 0;
+    return Line(op, ranks, rpn).At(bytes);
+  }
   double ideal_per_sample = -1;
 
   Impl(const Workload& wl, const HardwareProfile& h) : w(wl), hw(h), pb(BytesFor(wl)) {}
@@ -148,27 +199,35 @@ struct StrategyModel::Impl {
     return out;
   }
 
-  const std::vector<RankData>& Partition(int tp, int pp, int v) {
+  const Partitioned& Partition(int tp, int pp, int v) {
     const uint64_t key = (uint64_t(tp) << 40) | (uint64_t(pp) << 16) | uint64_t(v);
     auto it = partitions.find(key);
     if (it != partitions.end()) return it->second;
     std::vector<RankData> ranks(pp);
     const auto chunks = Chunks(pp * v);
     const int L = static_cast<int>(w.layers.size());
+    std::unordered_map<std::string, double> unit_sum;  // a unit split by a stage boundary counts per stage
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankData& r = ranks[c % pp];
       r.chunks = v;
+      unit_sum.clear();
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
         const LayerCost& l = w.layers[i];
         const double div = l.tp_capable ? tp : 1;
         r.params += l.params / div;
         r.matmul_params += l.matmul_params / div;
-        const bool is_root = w.family == ModelFamily::kTransformer && (i == 0 || i == L - 1);
-        if (is_root) {
-          // Tied embeddings: the head multiplies by the embedding matrix.
-          r.root_params += (l.params > 0 ? l.params : l.matmul_params) / div;
+        const bool recomputed = l.recompute_saved_bytes < l.saved_activation_bytes;
+        if (recomputed) {
+          r.max_layer_matmul = std::max(r.max_layer_matmul, l.matmul_params / div);
+          r.act_recompute_blocks += l.recompute_saved_bytes;
         } else {
-          r.unit_params = std::max(r.unit_params, l.params / div);
+          r.matmul_params_kept += l.matmul_params / div;
+        }
+        if (l.unit.empty()) {
+          r.root_params += l.params / div;
+        } else {
+          unit_sum[l.unit] += l.params / div;
+          r.unit_params = std::max(r.unit_params, unit_sum[l.unit]);
         }
         const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
                            l.tp_split_activation_bytes / tp;
@@ -185,14 +244,31 @@ struct StrategyModel::Impl {
         }
       }
     }
-    return partitions.emplace(key, std::move(ranks)).first->second;
+    Partitioned out;
+    for (int i = 0; i < pp; ++i) {
+      bool dominated = false;
+      for (int j : out.memory_ranks) dominated = dominated || MemoryDominates(ranks[j], ranks[i]);
+      if (!dominated) out.memory_ranks.push_back(i);
+    }
+    out.ranks = std::move(ranks);
+    return partitions.emplace(key, std::move(out)).first->second;
   }
 
-  double Gemm(double m, double n, double k) const {
-    return 2.0 * m * n * k / (GemmTflops(hw, pb.dtype, m, n, k) * 1e12);
+  // GEMM time; shapes repeat across layers and configurations, and the
+  // interpolation scans the whole profile, so results are memoised.
+  std::unordered_map<std::string, double> gemm_cache;
+  double Gemm(double m, double n, double k) {
+    std::string key(reinterpret_cast<const char*>(&m), sizeof m);
+    key.append(reinterpret_cast<const char*>(&n), sizeof n);
+    key.append(reinterpret_cast<const char*>(&k), sizeof k);
+    auto it = gemm_cache.find(key);
+    if (it != gemm_cache.end()) return it->second;
+    const double t = 2.0 * m * n * k / (GemmTflops(hw, pb.dtype, m, n, k) * 1e12);
+    gemm_cache.emplace(std::move(key), t);
+    return t;
   }
 
-  const std::vector<RankTimes>& Times(int tp, int pp, int v, int mb) {
+  const Timed& Times(int tp, int pp, int v, int mb) {
     const uint64_t key = (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) |
                          uint64_t(mb);
     auto it = times.find(key);
@@ -216,10 +292,12 @@ struct StrategyModel::Impl {
           bwd += Gemm(m, k, n) + Gemm(k, n, m);  // dgrad, wgrad
         }
         if (l.attention_flops > 0) {
-          const double ref = l.gemms.empty()
-                                 ? 100.0
-                                 : GemmTflops(hw, pb.dtype, l.gemms[0].m_per_sample * mb,
-                                              double(l.gemms[0].n) / t, double(l.gemms[0].k));
+          double ref = 100.0;  // TFLOP/s; only for a table row with attention but no GEMM
+          if (!l.gemms.empty()) {
+            const double m = l.gemms[0].m_per_sample * mb, n = double(l.gemms[0].n) / t,
+                         k = double(l.gemms[0].k);
+            ref = 2.0 * m * n * k / Gemm(m, n, k) / 1e12;
+          }
           const double rate = ref * hw.attention_efficiency * 1e12;
           const double fa = l.attention_flops * mb / t / rate;
           fwd += fa;
@@ -237,11 +315,21 @@ struct StrategyModel::Impl {
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
           r.tp_comm_fwd += l.tp_allreduces_fwd *
-                           CollectiveTime(hw, CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
+                           Coll(CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
         }
       }
     }
-    return times.emplace(key, std::move(out)).first->second;
+    const Partitioned& part = Partition(tp, pp, v);
+    Timed timed;
+    for (int i = 0; i < pp; ++i) {
+      bool dominated = false;
+      for (int j : timed.time_ranks) {
+        dominated = dominated || TimeDominates(part.ranks[j], out[j], part.ranks[i], out[i]);
+      }
+      if (!dominated) timed.time_ranks.push_back(i);
+    }
+    timed.times = std::move(out);
+    return times.emplace(key, std::move(timed)).first->second;
   }
 };
 
@@ -281,7 +369,8 @@ double InFlight(const Configuration& c, int rank, int v) {
 
 MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
   const int v = VirtualStages(c);
-  const auto& ranks = impl_->Partition(c.tp, c.pp, v);
+  const Partitioned& part = impl_->Partition(c.tp, c.pp, v);
+  const auto& ranks = part.ranks;
   const PrecisionBytes& pb = impl_->pb;
   const double d = std::max(1, c.dp);
   const bool z1 = c.sharding != Sharding::kNone;
@@ -289,7 +378,7 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
   const bool z3 = c.sharding == Sharding::kZero3;
   MemoryBreakdown worst;
   worst.peak_allocated = -1;
-  for (int i = 0; i < c.pp; ++i) {
+  for (int i : part.memory_ranks) {
     const RankData& r = ranks[i];
     MemoryBreakdown m;
     // [ZeRO] fig. 1: stage 1 partitions optimizer state, 2 adds gradients,
@@ -297,7 +386,9 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
     m.weights = r.params * pb.weight / (z3 ? d : 1);
     m.gradients = r.params * pb.grad / (z2 ? d : 1);
     m.optimizer = r.params * pb.optimizer / (z1 ? d : 1);
-    const double copy_bytes = pb.compute_copy > 0 ? pb.compute_copy : pb.weight;
+    // 16-bit gathered parameters unless FSDP gathers fp32 and autocast casts.
+    const bool gather16 = pb.compute_copy > 0 && w_.fsdp_16bit_params;
+    const double copy_bytes = gather16 ? pb.compute_copy : pb.weight;
     if (z3) {
       // [FSDP] sec. 3.3: the unit being computed and the prefetched next one
       // are gathered in the compute dtype; the root unit (embedding, head)
@@ -305,10 +396,21 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
       // gradient exists until its reduce-scatter finishes.
       m.comm_buffers = (r.root_params + 2 * r.unit_params) * copy_bytes +
                        r.unit_params * (copy_bytes + pb.grad);
+      if (!gather16) {
+        // fp32 units under autocast: its weight cache keeps a 16-bit copy of
+        // every layer from forward to backward, as without sharding.
+        m.compute_weights = (c.recompute ? r.matmul_params_kept + r.max_layer_matmul
+                                         : r.matmul_params) * pb.compute_copy;
+      }
     } else {
       // Autocast's 16-bit weight copies: made in forward, kept by autograd
       // for the input-gradient GEMMs, freed during backward.
-      m.compute_weights = r.matmul_params * pb.compute_copy;
+      // Under full recomputation the copies made in forward are not saved
+      // (the checkpointed region keeps only its input) and autocast's cache
+      // dies with the autocast region, so only the layers outside recomputation
+      // and the one being recomputed hold copies (measured: 1.3B, -2.4 GB).
+      m.compute_weights = (c.recompute ? r.matmul_params_kept + r.max_layer_matmul
+                                       : r.matmul_params) * pb.compute_copy;
       // [DDP] sec. 3.2.3: the Reducer all-reduces flat bucket copies of the
       // gradients (gradient_as_bucket_view=False, the default); they exist
       // during backward, not at the optimizer step (measured: memory after a
@@ -319,7 +421,13 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
       }
     }
     const double held = InFlight(c, i, v);
-    const double per_sample = c.recompute ? r.act_recompute : r.act_full;
+    double per_sample = c.recompute ? r.act_recompute : r.act_full;
+    if (c.recompute && z3 && gather16) {
+      // FSDP's 16-bit parameter policy makes the residual stream 16-bit, so
+      // the checkpointed block inputs are too (LayerNorm still saves an fp32
+      // cast of its input, which is why the unrecomputed count keeps r = 4).
+      per_sample -= r.act_recompute_blocks * (1 - pb.compute_copy / ResidualBytes(w_.precision));
+    }
     m.activations = held * c.micro_batch * per_sample +
                     (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
     // [ACT] sec. 4: with full recomputation one layer's activations are
@@ -354,16 +462,19 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
 
 StepTime StrategyModel::Time(const Configuration& c) {
   const int v = VirtualStages(c);
-  const auto& ranks = impl_->Partition(c.tp, c.pp, v);
-  const auto& rt = impl_->Times(c.tp, c.pp, v, c.micro_batch);
+  const auto& ranks = impl_->Partition(c.tp, c.pp, v).ranks;
+  const Timed& timed = impl_->Times(c.tp, c.pp, v, c.micro_batch);
+  const auto& rt = timed.times;
+  Impl& im = *impl_;
   const PrecisionBytes& pb = impl_->pb;
   const HardwareProfile& hw = hw_;
   const int dp_rpn = DpRanksPerNode(c);
-  const double copy_bytes = pb.compute_copy > 0 ? pb.compute_copy : pb.weight;
+  const double copy_bytes =
+      (pb.compute_copy > 0 && w_.fsdp_16bit_params) ? pb.compute_copy : pb.weight;
   const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
   StepTime st;
   double t_mb = 0, t_b_last = 0, grad_params = 0, dp_exposed = 0;
-  for (int i = 0; i < c.pp; ++i) {
+  for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
     double f = r.fwd + r.tp_comm_fwd;
@@ -372,7 +483,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.
-      const double p2p = CollectiveTime(hw, CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch,
+      const double p2p = im.Coll(CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch,
                                         2, PpRanksPerNode(c));
       f += p2p * d.chunks;
       b += p2p * d.chunks;
@@ -382,9 +493,9 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // [FSDP] gather parameters before forward and again before backward,
       // reduce-scatter gradients after; prefetching hides them behind compute
       // except the first unit's gather. [ZeRO] sec. 7: 1.5x DP's volume.
-      const double ag = CollectiveTime(hw, CollectiveOp::kAllGather, d.params * copy_bytes, c.dp, dp_rpn);
-      const double rs = CollectiveTime(hw, CollectiveOp::kReduceScatter, d.params * grad_bytes, c.dp, dp_rpn);
-      const double first = CollectiveTime(hw, CollectiveOp::kAllGather,
+      const double ag = im.Coll(CollectiveOp::kAllGather, d.params * copy_bytes, c.dp, dp_rpn);
+      const double rs = im.Coll(CollectiveOp::kReduceScatter, d.params * grad_bytes, c.dp, dp_rpn);
+      const double first = im.Coll(CollectiveOp::kAllGather,
                                           std::max(d.unit_params, d.root_params) * copy_bytes,
                                           c.dp, dp_rpn);
       z3_exposed = std::max(0.0, ag - r.fwd) + std::max(0.0, ag + rs - r.bwd) + 2 * first;
@@ -392,8 +503,8 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
       // gradient buffer to accumulate into), overlapped with that backward.
       const double bytes = d.params * grad_bytes;
-      const double rs = CollectiveTime(hw, CollectiveOp::kReduceScatter, bytes, c.dp, dp_rpn);
-      const double last = CollectiveTime(hw, CollectiveOp::kReduceScatter,
+      const double rs = im.Coll(CollectiveOp::kReduceScatter, bytes, c.dp, dp_rpn);
+      const double last = im.Coll(CollectiveOp::kReduceScatter,
                                          std::min(bytes, kBucketBytes), c.dp, dp_rpn);
       z3_exposed = std::max(last, rs - r.bwd);
     }
@@ -416,13 +527,13 @@ StepTime StrategyModel::Time(const Configuration& c) {
     const CollectiveOp op = c.sharding == Sharding::kZero1 ? CollectiveOp::kReduceScatter
                                                            : CollectiveOp::kAllReduce;
     const double bytes = grad_params * grad_bytes;
-    const double all = CollectiveTime(hw, op, bytes, c.dp, dp_rpn);
-    const double last = CollectiveTime(hw, op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
+    const double all = im.Coll(op, bytes, c.dp, dp_rpn);
+    const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
     dp_exposed = std::max(last, all - t_b_last);
   }
   if (c.dp > 1 && (c.sharding == Sharding::kZero1 || c.sharding == Sharding::kZero2)) {
     // Updated parameter shards are all-gathered after the step, not overlapped.
-    dp_exposed += CollectiveTime(hw, CollectiveOp::kAllGather, grad_params * pb.weight, c.dp, dp_rpn);
+    dp_exposed += im.Coll(CollectiveOp::kAllGather, grad_params * pb.weight, c.dp, dp_rpn);
   }
   st.exposed_comm_s = dp_exposed;
   const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
@@ -435,7 +546,7 @@ double StrategyModel::IdealTimePerSample() {
   if (impl_->ideal_per_sample >= 0) return impl_->ideal_per_sample;
   double best = 0;
   for (int mb = 1; mb <= std::max(1, w_.max_micro_batch); mb *= 2) {
-    const auto& rt = impl_->Times(1, 1, 1, mb);
+    const auto& rt = impl_->Times(1, 1, 1, mb).times;
     const double t = (rt[0].fwd + rt[0].bwd) / mb;
     if (best == 0 || t < best) best = t;
   }

@@ -123,6 +123,7 @@ void BuildTransformerLayers(Workload& w) {
     b.recompute_saved_bytes = s * h * r;
     b.output_bytes = s * h * r;
     b.tp_capable = true;
+    b.unit = b.name;
     // Megatron-LM (Shoeybi et al. 2019, fig. 3): one all-reduce after the
     // attention block and one after the MLP in forward, two in backward.
     b.tp_comm_bytes = s * h * a;
@@ -153,6 +154,7 @@ struct CnnBuilder {
   int hw;
   int c;
   std::vector<LayerCost> layers;
+  std::string unit;  // FSDP unit of the layers added next (empty: root)
 
   // conv (+ BN) (+ ReLU). Saved for backward: the BN input (the conv output)
   // and the ReLU output, which is also the next conv's saved input; without
@@ -171,6 +173,7 @@ struct CnnBuilder {
     if (!bn && !relu) l.saved_activation_bytes = out * a;
     l.output_bytes = out * a;
     l.recompute_saved_bytes = l.output_bytes;
+    l.unit = unit.empty() ? std::string() : unit;
     layers.push_back(std::move(l));
     if (changes_state) {
       hw = out_hw;
@@ -224,6 +227,7 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
     for (int i = 0; i < blocks[stage]; ++i) {
       const int stride = (stage > 0 && i == 0) ? 2 : 1;
       const std::string p = absl::StrCat("layer", stage + 1, ".", i);
+      b.unit = absl::StrCat("layer", stage + 1);  // torchvision's stages, FSDP's usual units
       const int out_c = bottleneck ? widths[stage] * 4 : widths[stage];
       const int in_c = b.c;
       const int in_hw = b.hw;
@@ -246,6 +250,7 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
       }
     }
   }
+  b.unit.clear();
   LayerCost pool;
   pool.name = "avgpool";
   pool.output_bytes = double{1} * b.c * a;
@@ -265,12 +270,15 @@ std::vector<LayerCost> Vgg16(int image, int classes, int a) {
     if (v == 0) {
       b.MaxPool(absl::StrCat("pool", ++pool), 2, 2, 0);
     } else {
+      b.unit = absl::StrCat("conv", conv + 1);
       b.Conv(absl::StrCat("conv", ++conv), v, 3, 1, false, true);
     }
   }
   b.layers.front().saved_activation_bytes += 3.0 * image * image * a;
   const int flat = b.c * b.hw * b.hw;
+  b.layers.front().unit.clear();  // the first conv stays with the root
   b.Linear("fc1", flat, 4096, true);
+  b.layers.back().unit = "fc1";
   b.Linear("fc2", 4096, 4096, true);
   b.Linear("fc3", 4096, classes, false);
   return std::move(b.layers);
@@ -670,6 +678,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       l.saved_activation_bytes = *act / n;
       l.output_bytes = l.saved_activation_bytes / 4;
       l.recompute_saved_bytes = l.output_bytes;
+      l.unit = l.name;
       w.layers.push_back(std::move(l));
     }
     w.input_bytes_per_sample = inb ? *inb : 0;

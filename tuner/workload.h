@@ -73,6 +73,10 @@ struct LayerCost {
   // Parameters of the 16-bit compute copy / FSDP unit (== params unless part of
   // the layer stays in fp32, e.g. normalisation).
   int64_t matmul_params = 0;
+  // FSDP / ZeRO-3 wrapping unit this layer belongs to (layers with the same
+  // name are gathered together); empty = the root unit, gathered for the
+  // whole step (embeddings, output head, a CNN's stem and classifier).
+  std::string unit;
 };
 
 struct Workload {
@@ -89,6 +93,11 @@ struct Workload {
   double input_bytes_per_sample = 0;
 
   Precision precision = Precision::kBf16Autocast;
+  // Under ZeRO-3 / FSDP with autocast: whether parameters are gathered in
+  // 16 bits (FSDP MixedPrecisionPolicy(param_dtype=bf16), the usual setup) or
+  // in fp32 with autocast casting each layer (then autocast's weight cache
+  // holds a 16-bit copy of every layer until backward).
+  bool fsdp_16bit_params = true;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
 
   // Training length, normalised to samples (sequences for transformers) at the

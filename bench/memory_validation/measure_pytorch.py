@@ -70,10 +70,15 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList(Block(hidden, heads, ffn) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden)
 
+    recompute = False  # full activation recomputation of every block
+
     def forward(self, idx):
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for blk in self.blocks:
-            x = blk(x)
+            if self.recompute:
+                x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+            else:
+                x = blk(x)
         return F.linear(self.ln_f(x), self.tok.weight)  # tied output projection
 
 
@@ -109,18 +114,24 @@ def batch(name, mb, device, gen):
     return x, y
 
 
-def run_one(name, mode, mb, device, steps, warmup, world):
+def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recompute=False):
+    gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     base = torch.cuda.memory_allocated(device)
     model = build(name, device)
+    if recompute and name != "resnet50":
+        model.recompute = True
     params = sum(p.numel() for p in model.parameters())
     if mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model, device_ids=[device.index])
     elif mode == "fsdp":
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        # BatchNorm cannot take bf16 parameters next to fp32 running stats, so
+        # ResNet-50 keeps fp32 parameters (autocast alone) under FSDP.
+        mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+              if name != "resnet50" else MixedPrecisionPolicy())
         units = model.blocks if name != "resnet50" else [model.layer1, model.layer2, model.layer3, model.layer4]
         for u in units:
             fully_shard(u, mp_policy=mp)
@@ -129,20 +140,26 @@ def run_one(name, mode, mb, device, steps, warmup, world):
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
     times = []
+    import contextlib
     for i in range(warmup + steps):
-        x, y = batch(name, mb, device, gen)
         torch.cuda.synchronize(device)
         t0 = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            out = model(x)
-            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-        loss.backward()
+        for a in range(grad_accum):
+            x, y = batch(name, mb, device, gen)
+            # DDP: reduce only on the last micro-batch; FSDP reduce-scatters each.
+            sync = (contextlib.nullcontext() if mode != "ddp" or a == grad_accum - 1
+                    else model.no_sync())
+            with sync:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    out = model(x)
+                    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+                (loss / grad_accum).backward()
+            del out, loss, x, y
         opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize(device)
         if i >= warmup:
             times.append(time.perf_counter() - t0)
-        del out, loss, x, y
     loss_ok = True
     steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
     peak = torch.cuda.max_memory_allocated(device) - base
@@ -182,6 +199,8 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--budget-s", type=float, default=150.0, help="stop starting new configs after this")
+    ap.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step")
+    ap.add_argument("--recompute", action="store_true", help="checkpoint every transformer block")
     args = ap.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -226,7 +245,9 @@ def main():
     for name in args.models.split(","):
         mbs = args.resnet_micro_batches if name == "resnet50" else args.micro_batches
         for mb in [int(m) for m in mbs.split(",")]:
-            rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb}
+            rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
+                   "grad_accum": args.grad_accum,
+                   "recompute": bool(args.recompute and name != "resnet50")}
             if time.time() - start > args.budget_s:
                 rec["skipped"] = "time budget"
                 runs.append(rec)
@@ -236,7 +257,8 @@ def main():
                 runs.append(rec)
                 continue
             try:
-                rec.update(run_one(name, args.mode, mb, device, args.steps, args.warmup, world))
+                rec.update(run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
+                                   args.grad_accum, args.recompute))
             except torch.cuda.OutOfMemoryError as e:  # only reached single-GPU in practice
                 rec["oom"] = True
                 rec["error"] = str(e).splitlines()[0][:200]
