@@ -32,10 +32,9 @@ struct ModelerOptions {
   bool compare_with_rss = false;  // select by RSS instead of SMAPE
   // How multi-parameter hypotheses are scored. Extra-P uses in-sample SMAPE,
   // so with noisy data an extra term that fits noise (a·b + b for a·b) often
-  // wins. Leave-one-out SMAPE and AICc (Akaike with small-sample correction,
-  // on the least-squares residuals) charge for such terms; AICc does so more
-  // firmly.
-  enum class MultiSelection { kExtraP, kLeaveOneOut, kAicc };
+  // wins. Leave-one-out SMAPE and BIC (Bayesian information criterion on the
+  // least-squares residuals) charge for such terms; BIC does so more firmly.
+  enum class MultiSelection { kExtraP, kLeaveOneOut, kBic };
   MultiSelection multi_parameter_selection = MultiSelection::kExtraP;
   // Least squares on relative residuals ((f - y) / y) instead of absolute
   // ones: the right weighting when noise is proportional to the value, as
@@ -44,16 +43,16 @@ struct ModelerOptions {
   bool relative_least_squares = false;
   // Multi-parameter only: instead of fixing each parameter's exponents on one
   // line (Extra-P), search exponent combinations and structures jointly on
-  // all points, scored by AICc. Robust on sparse plans; ~ms per fit.
+  // all points, scored by BIC. Robust on sparse plans; ~ms per fit.
   bool joint_exponent_search = false;
 
   // Extra-P's defaults: selects exactly what Extra-P 4.2 selects.
   static ModelerOptions ExtraP() { return {}; }
   // xdeep's choice for noisy run times and sparse plans: relative least
-  // squares, joint exponent search and AICc selection.
+  // squares, joint exponent search and BIC selection.
   static ModelerOptions Robust() {
     ModelerOptions o;
-    o.multi_parameter_selection = MultiSelection::kAicc;
+    o.multi_parameter_selection = MultiSelection::kBic;
     o.relative_least_squares = true;
     o.joint_exponent_search = true;
     return o;
