@@ -233,7 +233,7 @@ struct MultiHypothesis {
   std::vector<ProductTerm> terms;
   double rss = kNaN;
   double smape = kNaN;
-  double score = kNaN;  // lower is better: SMAPE, RSS, LOO SMAPE or AICc
+  double score = kNaN;  // lower is better: SMAPE, RSS, LOO SMAPE or BIC
 };
 
 double EvaluateMulti(const MultiHypothesis& h, std::span<const double> x) {
@@ -454,7 +454,11 @@ MultiHypothesis JointSearch(std::span<const Measurement> points, std::span<const
   best.score = std::numeric_limits<double>::infinity();
   // Mixed-radix counter over (absent, candidate 0, candidate 1, ...) per parameter.
   std::vector<size_t> choice(dims, 0);
-  Eigen::MatrixXd a;
+  // Buffers reused across the thousands of small fits (k <= 8 coefficients).
+  using Small = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 8, 8>;
+  using SmallVec = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, 8, 1>;
+  std::vector<Eigen::VectorXd> cols(8, Eigen::VectorXd(n));
+  Eigen::VectorXd residual(n);
   while (true) {
     std::vector<std::pair<size_t, size_t>> chosen;  // (parameter, candidate)
     for (size_t p = 0; p < dims; ++p) {
@@ -465,28 +469,41 @@ MultiHypothesis JointSearch(std::span<const Measurement> points, std::span<const
                        : Structures(chosen.size(), options.allow_combinations_of_sums_and_products);
     for (const Structure& st : structures) {
       const Eigen::Index k = static_cast<Eigen::Index>(st.size()) + 1;
-      if (nn - k <= 0) continue;
-      a.resize(n, k);
-      a.col(0) = w;
+      if (nn - k <= 0 || k > 8) continue;
+      cols[0] = w;
       for (size_t j = 0; j < st.size(); ++j) {
-        Eigen::VectorXd col = w;
+        Eigen::VectorXd& col = cols[j + 1];
+        col = w;
         for (size_t slot : st[j]) col.array() *= columns[chosen[slot].first][chosen[slot].second].array();
-        a.col(static_cast<Eigen::Index>(j) + 1) = col;
       }
-      // Column-scaled normal equations: cheap for k <= 4, and scaling keeps
-      // the Gram matrix well conditioned enough to rank hypotheses.
-      const Eigen::VectorXd norms = a.colwise().norm().transpose();
-      if ((norms.array() <= 0).any() || !norms.allFinite()) continue;
-      const Eigen::MatrixXd as = a * norms.cwiseInverse().asDiagonal();
-      Eigen::LDLT<Eigen::MatrixXd> ldlt(as.transpose() * as);
+      // Column-scaled normal equations: cheap for small k, and the scaling
+      // keeps the Gram matrix conditioned well enough to rank hypotheses.
+      SmallVec norms(k), rhs(k);
+      bool usable = true;
+      for (Eigen::Index i = 0; i < k; ++i) {
+        norms(i) = cols[i].norm();
+        usable &= norms(i) > 0 && std::isfinite(norms(i));
+      }
+      if (!usable) continue;
+      Small gram(k, k);
+      for (Eigen::Index i = 0; i < k; ++i) {
+        rhs(i) = cols[i].dot(yw) / norms(i);
+        for (Eigen::Index j = 0; j <= i; ++j) {
+          gram(i, j) = gram(j, i) = cols[i].dot(cols[j]) / (norms(i) * norms(j));
+        }
+      }
+      Eigen::LDLT<Small> ldlt(gram);
       if (ldlt.info() != Eigen::Success) continue;
-      const Eigen::VectorXd c = norms.cwiseInverse().asDiagonal() * ldlt.solve(as.transpose() * yw);
+      SmallVec c = ldlt.solve(rhs);
+      c = c.cwiseQuotient(norms);
       if (!c.allFinite()) continue;
-      const double rss = std::max((a * c - yw).squaredNorm(), std::numeric_limits<double>::min());
+      residual = -yw;
+      for (Eigen::Index j = 0; j < k; ++j) residual += c(j) * cols[j];
+      const double rss = std::max(residual.squaredNorm(), std::numeric_limits<double>::min());
       // Same minimum term contribution as Extra-P.
       bool big_enough = true;
       for (Eigen::Index j = 1; j < k && big_enough; ++j) {
-        const double contribution = (a.col(j) * c(j)).cwiseQuotient(yw).cwiseAbs().maxCoeff();
+        const double contribution = (cols[j] * c(j)).cwiseQuotient(yw).cwiseAbs().maxCoeff();
         big_enough = c(j) != 0 && !(contribution < options.epsilon);
       }
       if (!big_enough) continue;

@@ -31,7 +31,7 @@ struct Outcome {
 struct CorrectionOptions {
   int min_points_for_model = 5;
   double clamp = 2.0;
-  ModelerOptions modeler;
+  ModelerOptions modeler = ModelerOptions::Robust();
 };
 
 class ScalingCorrection {
