@@ -41,7 +41,8 @@ absl::StatusOr<int> GetInt(const EnvLookup& lookup, const char* name, int fallba
   }
   int out = 0;
   if (!absl::SimpleAtoi(v, &out) || out < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(name, "='", v, "' is not a non-negative integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, "='", v, "' is not a non-negative integer"));
   }
   return out;
 }
@@ -82,7 +83,8 @@ absl::Status SendAll(int fd, const void* data, size_t len, const Deadline& d) {
     const ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      return absl::UnavailableError(absl::StrCat("rendezvous: send failed: ", std::strerror(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("rendezvous: send failed: ", std::strerror(errno)));
     }
     p += n;
     len -= static_cast<size_t>(n);
@@ -100,7 +102,8 @@ absl::Status RecvAll(int fd, void* data, size_t len, const Deadline& d) {
     if (n == 0) return absl::UnavailableError("rendezvous: peer closed the connection");
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      return absl::UnavailableError(absl::StrCat("rendezvous: receive failed: ", std::strerror(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("rendezvous: receive failed: ", std::strerror(errno)));
     }
     p += n;
     len -= static_cast<size_t>(n);
@@ -108,7 +111,8 @@ absl::Status RecvAll(int fd, void* data, size_t len, const Deadline& d) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> RunRoot(const DistEnv& env, const std::string& blob, const Deadline& d) {
+absl::StatusOr<std::string> RunRoot(const DistEnv& env, const std::string& blob,
+                                    const Deadline& d) {
   Fd listener(socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   bool v6 = listener.get() >= 0;
   if (!v6) listener = Fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -143,9 +147,9 @@ absl::StatusOr<std::string> RunRoot(const DistEnv& env, const std::string& blob,
       for (int r = 1; r < env.world_size; ++r) {
         if (!seen.count(r)) missing.push_back(r);
       }
-      return absl::DeadlineExceededError(absl::StrCat(
-          "rendezvous: rank(s) ", absl::StrJoin(missing, ","), " of ", env.world_size,
-          " did not connect to port ", env.master_port, " in time"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rendezvous: rank(s) ", absl::StrJoin(missing, ","), " of ", env.world_size,
+                       " did not connect to port ", env.master_port, " in time"));
     }
     pollfd pfd{listener.get(), POLLIN, 0};
     if (poll(&pfd, 1, PollMs(d)) <= 0) continue;
@@ -153,17 +157,19 @@ absl::StatusOr<std::string> RunRoot(const DistEnv& env, const std::string& blob,
     if (c.get() < 0) continue;
     uint32_t hello[3];
     // A stray connection (port scanner, a previous job) must not block the others.
-    if (!RecvAll(c.get(), hello, sizeof(hello), Deadline::In(absl::Seconds(2)).Min(d)).ok()) continue;
+    if (!RecvAll(c.get(), hello, sizeof(hello), Deadline::In(absl::Seconds(2)).Min(d)).ok())
+      continue;
     const uint32_t magic = ntohl(hello[0]);
     const int rank = static_cast<int>(ntohl(hello[1]));
     const int world = static_cast<int>(ntohl(hello[2]));
     if (magic != kMagic) continue;
     if (world != env.world_size) {
-      return absl::FailedPreconditionError(absl::StrCat("rendezvous: rank ", rank, " says world size ",
-                                                        world, ", rank 0 has ", env.world_size));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rendezvous: rank ", rank, " says world size ", world, ", rank 0 has ", env.world_size));
     }
     if (rank <= 0 || rank >= env.world_size || seen.count(rank)) {
-      return absl::FailedPreconditionError(absl::StrCat("rendezvous: duplicate or invalid rank ", rank));
+      return absl::FailedPreconditionError(
+          absl::StrCat("rendezvous: duplicate or invalid rank ", rank));
     }
     seen.insert(rank);
     peers.push_back(std::move(c));
@@ -220,15 +226,17 @@ absl::StatusOr<std::string> RunPeer(const DistEnv& env, const Deadline& d) {
     uint32_t len = 0;
     if (absl::Status s = RecvAll(c.get(), &len, sizeof(len), d); !s.ok()) return s;
     len = ntohl(len);
-    if (len > (1u << 20)) return absl::DataLossError("rendezvous: implausible blob size from rank 0");
+    if (len > (1u << 20))
+      return absl::DataLossError("rendezvous: implausible blob size from rank 0");
     std::string blob(len, '\0');
     if (absl::Status s = RecvAll(c.get(), blob.data(), len, d); !s.ok()) return s;
     const char ack = 1;
     if (absl::Status s = SendAll(c.get(), &ack, 1, d); !s.ok()) return s;
     return blob;
   }
-  return absl::DeadlineExceededError(absl::StrCat("rendezvous: rank ", env.rank, " could not reach rank 0 at ",
-                                                  env.master_addr, ":", env.master_port, " (", last_error, ")"));
+  return absl::DeadlineExceededError(absl::StrCat("rendezvous: rank ", env.rank,
+                                                  " could not reach rank 0 at ", env.master_addr,
+                                                  ":", env.master_port, " (", last_error, ")"));
 }
 
 }  // namespace
@@ -243,11 +251,13 @@ absl::StatusOr<std::string> FirstHostOfNodelist(absl::string_view nodelist) {
   // prefix[range,...]suffix: the first host takes the first number of the first range.
   const absl::string_view prefix = nodelist.substr(0, bracket);
   const size_t close = nodelist.find(']', bracket);
-  if (close == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("bad nodelist '", nodelist, "'"));
+  if (close == absl::string_view::npos)
+    return absl::InvalidArgumentError(absl::StrCat("bad nodelist '", nodelist, "'"));
   absl::string_view inside = nodelist.substr(bracket + 1, close - bracket - 1);
   const size_t end = inside.find_first_of(",-");
   absl::string_view first = inside.substr(0, end);
-  if (first.empty()) return absl::InvalidArgumentError(absl::StrCat("bad nodelist '", nodelist, "'"));
+  if (first.empty())
+    return absl::InvalidArgumentError(absl::StrCat("bad nodelist '", nodelist, "'"));
   // Hosts after the bracket up to the next comma (e.g. "n[1-2]-ib").
   absl::string_view rest = nodelist.substr(close + 1);
   rest = rest.substr(0, rest.find(','));
@@ -310,7 +320,8 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment(const EnvLookup& lookup) {
     // job and step ids so they do not collide (MASTER_PORT overrides).
     absl::StatusOr<int> job = GetInt(lookup, "SLURM_JOB_ID", 0, false);
     absl::StatusOr<int> step = GetInt(lookup, "SLURM_STEP_ID", 0, false);
-    env.master_port = 20000 + static_cast<int>(((job.ok() ? *job : 0) * 7 + (step.ok() ? *step : 0)) % 20000);
+    env.master_port =
+        20000 + static_cast<int>(((job.ok() ? *job : 0) * 7 + (step.ok() ? *step : 0)) % 20000);
   } else {
     return env;  // one process, nothing to discover
   }
@@ -319,7 +330,8 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment(const EnvLookup& lookup) {
   if (!port.ok()) return port.status();
   env.master_port = *port;
   if (env.world_size < 1 || env.rank >= env.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", env.rank, " is outside world size ", env.world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", env.rank, " is outside world size ", env.world_size));
   }
   if (env.master_port <= 0 || env.master_port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("bad MASTER_PORT ", env.master_port));

@@ -14,9 +14,9 @@
 
 #include <functional>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace xdeep::profiler {

@@ -20,12 +20,18 @@ const std::vector<CollectiveOp>& AllCollectiveOps() {
 
 absl::string_view CollectiveOpName(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::kAllReduce: return "all_reduce";
-    case CollectiveOp::kAllGather: return "all_gather";
-    case CollectiveOp::kReduceScatter: return "reduce_scatter";
-    case CollectiveOp::kBroadcast: return "broadcast";
-    case CollectiveOp::kSendRecv: return "send_recv";
-    case CollectiveOp::kAllToAll: return "all_to_all";
+    case CollectiveOp::kAllReduce:
+      return "all_reduce";
+    case CollectiveOp::kAllGather:
+      return "all_gather";
+    case CollectiveOp::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::kBroadcast:
+      return "broadcast";
+    case CollectiveOp::kSendRecv:
+      return "send_recv";
+    case CollectiveOp::kAllToAll:
+      return "all_to_all";
   }
   return "unknown";
 }
@@ -53,12 +59,15 @@ double BusBwFactor(CollectiveOp op, int ranks) {
   if (ranks <= 0) return 0;
   const double n = ranks;
   switch (op) {
-    case CollectiveOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
-    case CollectiveOp::kAllToAll: return (n - 1) / n;
+    case CollectiveOp::kAllToAll:
+      return (n - 1) / n;
     case CollectiveOp::kBroadcast:
-    case CollectiveOp::kSendRecv: return 1.0;
+    case CollectiveOp::kSendRecv:
+      return 1.0;
   }
   return 0;
 }
@@ -121,10 +130,18 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
   }
   if (!t.empty() && std::isalpha(static_cast<unsigned char>(t.back()))) {
     switch (t.back()) {
-      case 'k': mult = int64_t{1} << 10; break;
-      case 'm': mult = int64_t{1} << 20; break;
-      case 'g': mult = int64_t{1} << 30; break;
-      case 't': mult = int64_t{1} << 40; break;
+      case 'k':
+        mult = int64_t{1} << 10;
+        break;
+      case 'm':
+        mult = int64_t{1} << 20;
+        break;
+      case 'g':
+        mult = int64_t{1} << 30;
+        break;
+      case 't':
+        mult = int64_t{1} << 40;
+        break;
       default:
         return absl::InvalidArgumentError(absl::StrCat("bad size '", text, "'"));
     }

@@ -10,14 +10,21 @@
 #define XDEEP_PROFILER_COLLECTIVE_MATH_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace xdeep::profiler {
 
-enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kSendRecv, kAllToAll };
+enum class CollectiveOp {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kSendRecv,
+  kAllToAll
+};
 
 absl::string_view CollectiveOpName(CollectiveOp op);
 absl::StatusOr<CollectiveOp> ParseCollectiveOp(absl::string_view name);

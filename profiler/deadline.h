@@ -29,9 +29,7 @@ class Deadline {
   absl::Duration Remaining() const { return std::max(end_ - absl::Now(), absl::ZeroDuration()); }
   absl::Time end() const { return end_; }
   // The earlier of the two.
-  Deadline Min(const Deadline& other) const {
-    return Deadline(std::min(end_, other.end_));
-  }
+  Deadline Min(const Deadline& other) const { return Deadline(std::min(end_, other.end_)); }
   // DeadlineExceeded naming what was being waited for, or OK.
   absl::Status Check(const std::string& what) const;
 

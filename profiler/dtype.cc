@@ -1,18 +1,22 @@
 // Element types the probes measure.
 #include "profiler/dtype.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/ascii.h"
 
 namespace xdeep::profiler {
 
 absl::string_view DTypeName(DType t) {
   switch (t) {
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kTf32: return "tf32";
-    case DType::kFp32: return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kTf32:
+      return "tf32";
+    case DType::kFp32:
+      return "fp32";
   }
   return "unknown";
 }
@@ -23,8 +27,8 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   if (n == "fp16" || n == "float16" || n == "half") return DType::kFp16;
   if (n == "tf32") return DType::kTf32;
   if (n == "fp32" || n == "float32" || n == "float") return DType::kFp32;
-  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name,
-                                                 "' (expected bf16, fp16, tf32 or fp32)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", name, "' (expected bf16, fp16, tf32 or fp32)"));
 }
 
 absl::StatusOr<std::vector<DType>> ParseDTypeList(absl::string_view names) {

@@ -3,10 +3,10 @@
 #define XDEEP_PROFILER_DTYPE_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace xdeep::profiler {
 

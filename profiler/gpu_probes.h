@@ -41,7 +41,8 @@ struct GemmProbeOptions {
   // fastest on this GPU, as cuBLAS does internally for its own calls.
   int algo_candidates = 4;
 };
-std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options, std::vector<ErrorEntry>* errors);
+std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
+                                     std::vector<ErrorEntry>* errors);
 
 struct AttentionProbeOptions {
   std::vector<AttentionSpec> shapes;

@@ -4,7 +4,8 @@
 namespace xdeep::profiler {
 namespace {
 absl::Status NoCuda() {
-  return absl::UnimplementedError("xdeep-probe was built without CUDA/NCCL (no nvcc or NCCL found)");
+  return absl::UnimplementedError(
+      "xdeep-probe was built without CUDA/NCCL (no nvcc or NCCL found)");
 }
 }  // namespace
 
@@ -19,12 +20,14 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions&, std::vector<ErrorE
   return {};
 }
 
-std::vector<AttentionEntry> RunAttentionProbes(const AttentionProbeOptions&, std::vector<ErrorEntry>* errors) {
+std::vector<AttentionEntry> RunAttentionProbes(const AttentionProbeOptions&,
+                                               std::vector<ErrorEntry>* errors) {
   if (errors) errors->push_back({"cublaslt.attention", std::string(NoCuda().message())});
   return {};
 }
 
-std::vector<BandwidthEntry> RunDeviceBandwidth(const DeviceBandwidthOptions&, std::vector<ErrorEntry>* errors) {
+std::vector<BandwidthEntry> RunDeviceBandwidth(const DeviceBandwidthOptions&,
+                                               std::vector<ErrorEntry>* errors) {
   if (errors) errors->push_back({"cuda.bandwidth", std::string(NoCuda().message())});
   return {};
 }

@@ -50,8 +50,8 @@ absl::StatusOr<ProbeResult> RunProbe(Probe& probe, const HarnessOptions& options
     per_op.push_back(*t / batch);
   }
   if (static_cast<int>(per_op.size()) < options.min_samples) {
-    return absl::DeadlineExceededError(absl::StrCat(probe.Name(), ": only ", per_op.size(),
-                                                    " samples within the time limit"));
+    return absl::DeadlineExceededError(
+        absl::StrCat(probe.Name(), ": only ", per_op.size(), " samples within the time limit"));
   }
   if (absl::Status s = probe.Check(deadline); !s.ok()) return Annotate(probe, s);
 

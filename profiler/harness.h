@@ -33,8 +33,8 @@ class Probe {
 };
 
 struct HarnessOptions {
-  int warmup = 3;           // untimed operations before sampling
-  int min_samples = 3;      // fewer than this within the limit is an error
+  int warmup = 3;       // untimed operations before sampling
+  int min_samples = 3;  // fewer than this within the limit is an error
   int max_samples = 20;
   // Batch size: operations per sample. 0 = calibrate so a sample lasts about
   // target_sample_s, which keeps event and launch overheads out of short operations.
@@ -49,7 +49,7 @@ struct HarnessOptions {
 };
 
 struct ProbeResult {
-  Summary per_op;       // seconds per operation, one value per sample
+  Summary per_op;  // seconds per operation, one value per sample
   int batch = 0;
   long long operations = 0;  // timed operations (samples x batch)
 };

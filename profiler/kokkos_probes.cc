@@ -23,8 +23,9 @@ KOKKOS_INLINE_FUNCTION double Pattern(int64_t i, int salt) {
 
 template <class Space>
 void FillPattern(const Vec<double>& v, int salt) {
-  Kokkos::parallel_for("xdeep::fill", Kokkos::RangePolicy<Space>(0, v.extent(0)),
-                       KOKKOS_LAMBDA(const int64_t i) { v(i) = Pattern(i, salt); });
+  Kokkos::parallel_for(
+      "xdeep::fill", Kokkos::RangePolicy<Space>(0, v.extent(0)),
+      KOKKOS_LAMBDA(const int64_t i) { v(i) = Pattern(i, salt); });
   Space().fence();
 }
 
@@ -33,7 +34,8 @@ struct AdamParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
 };
 
-KOKKOS_INLINE_FUNCTION void AdamStep(double& p, double g, double& m, double& v, const AdamParams& a) {
+KOKKOS_INLINE_FUNCTION void AdamStep(double& p, double g, double& m, double& v,
+                                     const AdamParams& a) {
   m = a.beta1 * m + (1 - a.beta1) * g;
   v = a.beta2 * v + (1 - a.beta2) * g * g;
   p = p - a.lr * (m / (std::sqrt(v) + a.eps) + a.weight_decay * p);
@@ -122,15 +124,18 @@ class KokkosBandwidthProbe : public Probe {
     auto a = a_, b = b_, c = c_, d = d_;
     const auto policy = Kokkos::RangePolicy<ExecSpace>(0, n_);
     if (kernel_ == "copy") {
-      Kokkos::parallel_for("xdeep::copy", policy, KOKKOS_LAMBDA(const int64_t i) { a(i) = b(i); });
+      Kokkos::parallel_for(
+          "xdeep::copy", policy, KOKKOS_LAMBDA(const int64_t i) { a(i) = b(i); });
     } else if (kernel_ == "triad") {
       const double s = kScalar;
-      Kokkos::parallel_for("xdeep::triad", policy, KOKKOS_LAMBDA(const int64_t i) { a(i) = b(i) + s * c(i); });
+      Kokkos::parallel_for(
+          "xdeep::triad", policy, KOKKOS_LAMBDA(const int64_t i) { a(i) = b(i) + s * c(i); });
     } else {
       // a = params, b = grads, c = exp_avg, d = exp_avg_sq.
       const AdamParams ap;
-      Kokkos::parallel_for("xdeep::adam_update", policy,
-                           KOKKOS_LAMBDA(const int64_t i) { AdamStep(a(i), b(i), c(i), d(i), ap); });
+      Kokkos::parallel_for(
+          "xdeep::adam_update", policy,
+          KOKKOS_LAMBDA(const int64_t i) { AdamStep(a(i), b(i), c(i), d(i), ap); });
     }
   }
 
@@ -142,7 +147,7 @@ class KokkosBandwidthProbe : public Probe {
 }  // namespace
 
 std::vector<BandwidthEntry> RunKokkosHostBandwidth(const KokkosBandwidthOptions& options,
-                                                  std::vector<ErrorEntry>* errors) {
+                                                   std::vector<ErrorEntry>* errors) {
   std::vector<BandwidthEntry> out;
   for (const std::string& kernel : options.kernels) {
     KokkosBandwidthProbe probe(kernel, options.elements);
@@ -165,8 +170,8 @@ std::vector<BandwidthEntry> RunKokkosHostBandwidth(const KokkosBandwidthOptions&
 
 std::string KokkosVersionString() {
 #ifdef KOKKOS_VERSION
-  return absl::StrCat(KOKKOS_VERSION / 10000, ".", (KOKKOS_VERSION / 100) % 100, ".", KOKKOS_VERSION % 100,
-                      " (", ExecSpace::name(), ")");
+  return absl::StrCat(KOKKOS_VERSION / 10000, ".", (KOKKOS_VERSION / 100) % 100, ".",
+                      KOKKOS_VERSION % 100, " (", ExecSpace::name(), ")");
 #else
   return ExecSpace::name();
 #endif

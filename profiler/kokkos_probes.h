@@ -26,7 +26,7 @@ struct KokkosBandwidthOptions {
 
 // One BandwidthEntry per kernel that succeeded; failures go to `errors`.
 std::vector<BandwidthEntry> RunKokkosHostBandwidth(const KokkosBandwidthOptions& options,
-                                                  std::vector<ErrorEntry>* errors);
+                                                   std::vector<ErrorEntry>* errors);
 
 // The Kokkos version and host execution space, for the report's "versions".
 std::string KokkosVersionString();

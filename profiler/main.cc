@@ -9,8 +9,8 @@
 // 124 the whole run passed --time-limit (the watchdog wrote an error report).
 #include <unistd.h>
 
-#include <Kokkos_Core.hpp>
 #include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -32,25 +32,29 @@ namespace {
 
 void PrintSummary(const xp::Report& r) {
   for (const auto& e : r.gemm) {
-    std::printf("gemm %-10s %-5s %-5s m=%-6lld n=%-6lld k=%-6lld %9.3f ms %8.1f TFLOP/s spread %.3f\n",
-                e.layer.c_str(), e.pass.c_str(), e.dtype.c_str(), static_cast<long long>(e.m),
-                static_cast<long long>(e.n), static_cast<long long>(e.k), e.timing.median_s * 1e3, e.tflops,
-                e.timing.spread);
+    std::printf(
+        "gemm %-10s %-5s %-5s m=%-6lld n=%-6lld k=%-6lld %9.3f ms %8.1f TFLOP/s spread %.3f\n",
+        e.layer.c_str(), e.pass.c_str(), e.dtype.c_str(), static_cast<long long>(e.m),
+        static_cast<long long>(e.n), static_cast<long long>(e.k), e.timing.median_s * 1e3, e.tflops,
+        e.timing.spread);
   }
   for (const auto& e : r.attention) {
-    std::printf("attention b=%lld h=%lld s=%lld d=%lld %s %-5s %9.3f ms %8.1f TFLOP/s spread %.3f\n",
-                static_cast<long long>(e.batch), static_cast<long long>(e.heads), static_cast<long long>(e.seq),
-                static_cast<long long>(e.head_dim), e.causal ? "causal" : "full", e.dtype.c_str(),
-                e.timing.median_s * 1e3, e.tflops, e.timing.spread);
+    std::printf(
+        "attention b=%lld h=%lld s=%lld d=%lld %s %-5s %9.3f ms %8.1f TFLOP/s spread %.3f\n",
+        static_cast<long long>(e.batch), static_cast<long long>(e.heads),
+        static_cast<long long>(e.seq), static_cast<long long>(e.head_dim),
+        e.causal ? "causal" : "full", e.dtype.c_str(), e.timing.median_s * 1e3, e.tflops,
+        e.timing.spread);
   }
   for (const auto& e : r.bandwidth) {
-    std::printf("bandwidth %-6s %-6s %-12s %12lld B %9.3f ms %8.1f GB/s spread %.3f\n", e.backend.c_str(),
-                e.space.c_str(), e.kernel.c_str(), static_cast<long long>(e.bytes), e.timing.median_s * 1e3,
-                e.gbps, e.timing.spread);
+    std::printf("bandwidth %-6s %-6s %-12s %12lld B %9.3f ms %8.1f GB/s spread %.3f\n",
+                e.backend.c_str(), e.space.c_str(), e.kernel.c_str(),
+                static_cast<long long>(e.bytes), e.timing.median_s * 1e3, e.gbps, e.timing.spread);
   }
   for (const auto& e : r.collectives) {
-    std::printf("%-14s ranks=%d %12lld B %10.1f us algbw %8.2f GB/s busbw %8.2f GB/s\n", e.op.c_str(), e.ranks,
-                static_cast<long long>(e.bytes), e.timing.median_s * 1e6, e.algbw_gbps, e.busbw_gbps);
+    std::printf("%-14s ranks=%d %12lld B %10.1f us algbw %8.2f GB/s busbw %8.2f GB/s\n",
+                e.op.c_str(), e.ranks, static_cast<long long>(e.bytes), e.timing.median_s * 1e6,
+                e.algbw_gbps, e.busbw_gbps);
   }
   for (const auto& e : r.errors) std::printf("error %s: %s\n", e.probe.c_str(), e.message.c_str());
   std::printf("elapsed %.2f s\n", r.elapsed_s);
@@ -74,7 +78,8 @@ std::unique_ptr<xp::Watchdog> StartWatchdog(double seconds, std::string out, boo
     spdlog::error("xdeep: probe run passed its time limit of {} s; exiting", seconds);
     if (write && !out.empty()) {
       xp::Report r = xp::NewReport();
-      r.errors.push_back({"xdeep-probe", "run passed its time limit of " + std::to_string(seconds) + " s"});
+      r.errors.push_back(
+          {"xdeep-probe", "run passed its time limit of " + std::to_string(seconds) + " s"});
       (void)xp::WriteReport(r, out);
     }
     std::_Exit(124);
@@ -90,8 +95,10 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Log debug detail");
 
   // compute
-  auto* compute = app.add_subcommand("compute", "GEMM and bandwidth probes on one GPU and/or the host");
-  std::string suite = "cpu", shapes_file, out, dtypes = "bf16", host_bytes = "64M", device_bytes = "1G";
+  auto* compute =
+      app.add_subcommand("compute", "GEMM and bandwidth probes on one GPU and/or the host");
+  std::string suite = "cpu", shapes_file, out, dtypes = "bf16", host_bytes = "64M",
+              device_bytes = "1G";
   std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
   int samples = 20, algos = 4;
@@ -99,28 +106,37 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
   compute->add_option("--gemm", gemm_args, "Plain GEMM MxNxK (repeatable)");
-  compute->add_option("--layer", layer_args, "Linear layer name:tokens:in:out -> fwd, dgrad, wgrad (repeatable)");
-  compute->add_option("--attention", attention_args, "Attention batch:heads:seq:head_dim[:causal] (repeatable)");
-  compute->add_option("--dtypes", dtypes, "Comma list of bf16, fp16, tf32, fp32 (the shapes file may set it)");
+  compute->add_option("--layer", layer_args,
+                      "Linear layer name:tokens:in:out -> fwd, dgrad, wgrad (repeatable)");
+  compute->add_option("--attention", attention_args,
+                      "Attention batch:heads:seq:head_dim[:causal] (repeatable)");
+  compute->add_option("--dtypes", dtypes,
+                      "Comma list of bf16, fp16, tf32, fp32 (the shapes file may set it)");
   compute->add_option("--host-bytes", host_bytes, "Bytes per array for the host bandwidth probes");
-  compute->add_option("--device-bytes", device_bytes, "Bytes per array for the device bandwidth probes");
+  compute->add_option("--device-bytes", device_bytes,
+                      "Bytes per array for the device bandwidth probes");
   compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
-  compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM")->check(CLI::Range(1, 32));
+  compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM")
+      ->check(CLI::Range(1, 32));
   compute->add_option("--probe-time-limit", probe_limit, "Seconds per probe");
   compute->add_option("--time-limit", time_limit, "Seconds for the whole run (watchdog)");
   compute->add_option("-o,--out", out, "Report file (JSON)");
 
   // collectives
-  auto* coll = app.add_subcommand("collectives", "NCCL collectives; ranks from srun or RANK/WORLD_SIZE/MASTER_ADDR");
+  auto* coll = app.add_subcommand(
+      "collectives", "NCCL collectives; ranks from srun or RANK/WORLD_SIZE/MASTER_ADDR");
   std::string ops = "all", min_bytes = "1K", max_bytes = "1G", coll_dtype = "fp32", coll_out;
   int factor = 4, coll_samples = 10, coll_warmup = 5;
   double init_timeout = 60, op_limit = 20, coll_time_limit = 300;
-  coll->add_option("--ops", ops, "all or a comma list of all_reduce,all_gather,reduce_scatter,broadcast,send_recv,all_to_all");
+  coll->add_option(
+      "--ops", ops,
+      "all or a comma list of all_reduce,all_gather,reduce_scatter,broadcast,send_recv,all_to_all");
   coll->add_option("--min-bytes", min_bytes, "Smallest message (e.g. 1K)");
   coll->add_option("--max-bytes", max_bytes, "Largest message (e.g. 1G)");
   coll->add_option("--factor", factor, "Size multiplier between steps")->check(CLI::Range(2, 1024));
   coll->add_option("--dtype", coll_dtype, "bf16, fp16 or fp32");
-  coll->add_option("--samples", coll_samples, "Timed samples per size")->check(CLI::Range(1, 10000000));
+  coll->add_option("--samples", coll_samples, "Timed samples per size")
+      ->check(CLI::Range(1, 10000000));
   coll->add_option("--warmup", coll_warmup, "Untimed calls per size")->check(CLI::Range(0, 1000));
   coll->add_option("--init-timeout", init_timeout, "Seconds for rendezvous and NCCL init");
   coll->add_option("--op-time-limit", op_limit, "Seconds per operation and size");
@@ -129,7 +145,8 @@ int main(int argc, char** argv) {
 
   // bootstrap: rank discovery and the rendezvous alone, no GPU; lets CI check a Slurm
   // step's bootstrap (srun -n2 xdeep-probe bootstrap) on machines without GPUs.
-  auto* boot = app.add_subcommand("bootstrap", "Check rank discovery and the rank-0 rendezvous (no GPU needed)");
+  auto* boot = app.add_subcommand("bootstrap",
+                                  "Check rank discovery and the rank-0 rendezvous (no GPU needed)");
   double boot_timeout = 30;
   boot->add_option("--timeout", boot_timeout, "Seconds for the rendezvous");
 
@@ -160,16 +177,17 @@ int main(int argc, char** argv) {
       return 1;
     }
     // Rank 0's token differs per run, so a peer can only print it by receiving it.
-    const std::string token = std::to_string(getpid()) + "@" + xp::NewReport().host + "/" + xp::NewReport().created;
+    const std::string token =
+        std::to_string(getpid()) + "@" + xp::NewReport().host + "/" + xp::NewReport().created;
     absl::StatusOr<std::string> got =
         xp::ExchangeRootBlob(*env, env->rank == 0 ? token : "", absl::Seconds(boot_timeout));
     if (!got.ok()) {
       spdlog::error("xdeep: rank {}: {}", env->rank, std::string(got.status().message()));
       return 2;
     }
-    std::printf("rank %d/%d local %d/%d nodes %d source %s master %s:%d token %s\n", env->rank, env->world_size,
-                env->local_rank, env->local_size, env->nodes, env->source.c_str(), env->master_addr.c_str(),
-                env->master_port, got->c_str());
+    std::printf("rank %d/%d local %d/%d nodes %d source %s master %s:%d token %s\n", env->rank,
+                env->world_size, env->local_rank, env->local_size, env->nodes, env->source.c_str(),
+                env->master_addr.c_str(), env->master_port, got->c_str());
     return 0;
   }
 
@@ -222,7 +240,8 @@ int main(int argc, char** argv) {
       o.attention.shapes = xp::DefaultAttention();
     }
     o.attention.dtypes = o.gemm.dtypes;
-    absl::StatusOr<int64_t> hb = xp::ParseByteSize(host_bytes), db = xp::ParseByteSize(device_bytes);
+    absl::StatusOr<int64_t> hb = xp::ParseByteSize(host_bytes),
+                            db = xp::ParseByteSize(device_bytes);
     if (!hb.ok() || !db.ok()) {
       spdlog::error("xdeep: bad --host-bytes or --device-bytes");
       return 1;
@@ -230,8 +249,8 @@ int main(int argc, char** argv) {
     o.host_bandwidth.elements = std::max<int64_t>(*hb / 8, 1024);
     o.device_bandwidth.elements = std::max<int64_t>(*db / 4, 1024);
     o.gemm.algo_candidates = algos;
-    for (xp::HarnessOptions* h :
-         {&o.gemm.harness, &o.attention.harness, &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
+    for (xp::HarnessOptions* h : {&o.gemm.harness, &o.attention.harness,
+                                  &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
       h->max_samples = samples;
       h->time_limit = absl::Seconds(probe_limit);
     }
@@ -271,8 +290,9 @@ int main(int argc, char** argv) {
   o.warmup = coll_warmup;
   o.init_timeout = absl::Seconds(init_timeout);
   o.op_time_limit = absl::Seconds(op_limit);
-  spdlog::info("xdeep: rank {}/{} (local {}, {} node(s), from {}), rendezvous {}:{}", env->rank, env->world_size,
-               env->local_rank, env->nodes, env->source, env->master_addr, env->master_port);
+  spdlog::info("xdeep: rank {}/{} (local {}, {} node(s), from {}), rendezvous {}:{}", env->rank,
+               env->world_size, env->local_rank, env->nodes, env->source, env->master_addr,
+               env->master_port);
   absl::StatusOr<xp::Report> r = xp::RunCollectiveSuite(*env, o);
   if (!r.ok()) {
     spdlog::error("xdeep: {}", std::string(r.status().message()));

@@ -23,7 +23,8 @@ struct FieldError {
 };
 
 const json& Field(const json& j, const char* key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) throw FieldError{absl::StrCat(where, ": missing '", key, "'")};
+  if (!j.is_object() || !j.contains(key))
+    throw FieldError{absl::StrCat(where, ": missing '", key, "'")};
   return j.at(key);
 }
 
@@ -31,7 +32,8 @@ double Num(const json& j, const char* key, const std::string& where) {
   const json& v = Field(j, key, where);
   if (!v.is_number()) throw FieldError{absl::StrCat(where, ".", key, ": not a number")};
   const double d = v.get<double>();
-  if (!std::isfinite(d) || d < 0) throw FieldError{absl::StrCat(where, ".", key, ": negative or not finite")};
+  if (!std::isfinite(d) || d < 0)
+    throw FieldError{absl::StrCat(where, ".", key, ": negative or not finite")};
   return d;
 }
 
@@ -128,7 +130,7 @@ nlohmann::json ToJson(const Report& r) {
   }
   j["attention"] = json::array();
   for (const AttentionEntry& e : r.attention) {
-    json o = {{"batch", e.batch}, {"heads", e.heads}, {"seq", e.seq},
+    json o = {{"batch", e.batch},       {"heads", e.heads}, {"seq", e.seq},
               {"head_dim", e.head_dim}, {"dtype", e.dtype}, {"causal", e.causal}};
     PutTiming(o, e.timing);
     o["tflops"] = e.tflops;
@@ -143,15 +145,16 @@ nlohmann::json ToJson(const Report& r) {
   }
   j["collectives"] = json::array();
   for (const CollectiveEntry& e : r.collectives) {
-    json o = {{"op", e.op},       {"ranks", e.ranks}, {"nodes", e.nodes}, {"scope", e.scope},
-              {"bytes", e.bytes}, {"dtype", e.dtype}};
+    json o = {{"op", e.op},       {"ranks", e.ranks}, {"nodes", e.nodes},
+              {"scope", e.scope}, {"bytes", e.bytes}, {"dtype", e.dtype}};
     PutTiming(o, e.timing);
     o["algbw_gbps"] = e.algbw_gbps;
     o["busbw_gbps"] = e.busbw_gbps;
     j["collectives"].push_back(o);
   }
   j["errors"] = json::array();
-  for (const ErrorEntry& e : r.errors) j["errors"].push_back({{"probe", e.probe}, {"message", e.message}});
+  for (const ErrorEntry& e : r.errors)
+    j["errors"].push_back({{"probe", e.probe}, {"message", e.message}});
   return j;
 }
 
@@ -188,7 +191,8 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
     }
     r.nodes = j.contains("nodes") ? static_cast<int>(Int(j, "nodes", "report")) : 1;
     r.ranks = j.contains("ranks") ? static_cast<int>(Int(j, "ranks", "report")) : 1;
-    r.gpus_per_node = j.contains("gpus_per_node") ? static_cast<int>(Int(j, "gpus_per_node", "report")) : 0;
+    r.gpus_per_node =
+        j.contains("gpus_per_node") ? static_cast<int>(Int(j, "gpus_per_node", "report")) : 0;
     r.elapsed_s = j.contains("elapsed_s") ? Num(j, "elapsed_s", "report") : 0;
     int i = 0;
     for (const json& o : Array(j, "gemm")) {
@@ -238,7 +242,8 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       const std::string w = absl::StrCat("collectives[", i++, "]");
       CollectiveEntry e;
       e.op = Str(o, "op", w);
-      OneOf(e.op, {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "all_to_all"},
+      OneOf(e.op,
+            {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "all_to_all"},
             w + ".op");
       e.ranks = static_cast<int>(Int(o, "ranks", w));
       e.nodes = static_cast<int>(Int(o, "nodes", w));

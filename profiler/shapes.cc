@@ -58,7 +58,8 @@ absl::StatusOr<std::vector<GemmSpec>> ParseLayerArg(absl::string_view text) {
 absl::StatusOr<AttentionSpec> ParseAttentionArg(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
   if (parts.size() < 4 || parts.size() > 5 || (parts.size() == 5 && parts[4] != "causal")) {
-    return absl::InvalidArgumentError(absl::StrCat("attention '", text, "' is not batch:heads:seq:head_dim[:causal]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention '", text, "' is not batch:heads:seq:head_dim[:causal]"));
   }
   AttentionSpec a;
   int64_t* fields[] = {&a.batch, &a.heads, &a.seq, &a.head_dim};
@@ -75,9 +76,11 @@ absl::StatusOr<AttentionSpec> ParseAttentionArg(absl::string_view text) {
 absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
   using nlohmann::json;
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("shapes file is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return absl::InvalidArgumentError("shapes file is not a JSON object");
   if (j.value("schema", std::string()) != kShapesSchema) {
-    return absl::InvalidArgumentError(absl::StrCat("shapes file schema must be '", kShapesSchema, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shapes file schema must be '", kShapesSchema, "'"));
   }
   ShapeSet set;
   auto get_int = [](const json& o, const char* key, int64_t* out) {
@@ -95,7 +98,8 @@ absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
   for (const json& l : j.value("layers", json::array())) {
     int64_t tokens, in, out;
     if (!get_int(l, "tokens", &tokens) || !get_int(l, "in", &in) || !get_int(l, "out", &out)) {
-      return absl::InvalidArgumentError(absl::StrCat("layers[", idx, "] needs positive tokens, in, out"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("layers[", idx, "] needs positive tokens, in, out"));
     }
     const std::string name = l.value("name", absl::StrCat("layer", idx));
     for (GemmSpec& g : LayerGemms(name, tokens, in, out)) set.gemms.push_back(g);
@@ -114,9 +118,10 @@ absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
   idx = 0;
   for (const json& a : j.value("attention", json::array())) {
     AttentionSpec s;
-    if (!get_int(a, "batch", &s.batch) || !get_int(a, "heads", &s.heads) || !get_int(a, "seq", &s.seq) ||
-        !get_int(a, "head_dim", &s.head_dim)) {
-      return absl::InvalidArgumentError(absl::StrCat("attention[", idx, "] needs positive batch, heads, seq, head_dim"));
+    if (!get_int(a, "batch", &s.batch) || !get_int(a, "heads", &s.heads) ||
+        !get_int(a, "seq", &s.seq) || !get_int(a, "head_dim", &s.head_dim)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attention[", idx, "] needs positive batch, heads, seq, head_dim"));
     }
     s.causal = a.value("causal", false);
     set.attention.push_back(s);

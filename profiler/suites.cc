@@ -8,8 +8,11 @@ namespace xdeep::profiler {
 
 std::vector<GemmSpec> DefaultGemms() {
   std::vector<GemmSpec> out = {GemmSpec{8192, 8192, 8192, "plain", "square"}};
-  for (auto& [name, in, o] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
-           {"attn.qkv", 4096, 12288}, {"attn.proj", 4096, 4096}, {"mlp.fc1", 4096, 16384}, {"mlp.fc2", 16384, 4096}}) {
+  for (auto& [name, in, o] :
+       std::vector<std::tuple<std::string, int64_t, int64_t>>{{"attn.qkv", 4096, 12288},
+                                                              {"attn.proj", 4096, 4096},
+                                                              {"mlp.fc1", 4096, 16384},
+                                                              {"mlp.fc2", 16384, 4096}}) {
     for (GemmSpec& g : LayerGemms(name, 8192, in, o)) out.push_back(g);
   }
   return out;
@@ -20,7 +23,8 @@ std::vector<AttentionSpec> DefaultAttention() { return {AttentionSpec{4, 32, 204
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
   const bool cpu = options.suite == "cpu" || options.suite == "all";
   const bool gpu = options.suite == "gpu" || options.suite == "all";
-  if (!cpu && !gpu) return absl::InvalidArgumentError(absl::StrCat("unknown suite '", options.suite, "'"));
+  if (!cpu && !gpu)
+    return absl::InvalidArgumentError(absl::StrCat("unknown suite '", options.suite, "'"));
   const absl::Time start = absl::Now();
   Report report = NewReport();
   report.versions["xdeep_probe"] = "0.1.0";
@@ -44,7 +48,8 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
       }
       AddGpuVersions(&report.versions);
       for (GemmEntry& e : RunGemmProbes(options.gemm, &report.errors)) report.gemm.push_back(e);
-      for (AttentionEntry& e : RunAttentionProbes(options.attention, &report.errors)) report.attention.push_back(e);
+      for (AttentionEntry& e : RunAttentionProbes(options.attention, &report.errors))
+        report.attention.push_back(e);
       for (BandwidthEntry& e : RunDeviceBandwidth(options.device_bandwidth, &report.errors)) {
         report.bandwidth.push_back(e);
       }

@@ -40,12 +40,13 @@ int main(int argc, char** argv) {
   std::vector<xdeep::profiler::ErrorEntry> errors;
   const auto entries = xdeep::profiler::RunKokkosHostBandwidth(o, &errors);
   if (entries.empty()) {
-    std::fprintf(stderr, "kokkos triad failed: %s\n", errors.empty() ? "?" : errors[0].message.c_str());
+    std::fprintf(stderr, "kokkos triad failed: %s\n",
+                 errors.empty() ? "?" : errors[0].message.c_str());
     return 1;
   }
   const double plain_s = PlainTriad(n, 10);
   const double plain_gbps = 3.0 * n * 8 / plain_s / 1e9;
-  std::printf("triad %lld doubles: kokkos %.2f GB/s, plain loop %.2f GB/s, ratio %.3f\n", static_cast<long long>(n),
-              entries[0].gbps, plain_gbps, entries[0].gbps / plain_gbps);
+  std::printf("triad %lld doubles: kokkos %.2f GB/s, plain loop %.2f GB/s, ratio %.3f\n",
+              static_cast<long long>(n), entries[0].gbps, plain_gbps, entries[0].gbps / plain_gbps);
   return 0;
 }

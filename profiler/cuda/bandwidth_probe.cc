@@ -62,7 +62,8 @@ class DeviceBandwidthProbe : public Probe {
       out->resize(samples);
       for (int64_t s = 0; s < samples; ++s) {
         const int64_t i = std::min(s * stride, n_ - 1);
-        XDEEP_CUDA_RETURN(cudaMemcpy(&(*out)[s], buf_[b].as<float>() + i, 4, cudaMemcpyDeviceToHost));
+        XDEEP_CUDA_RETURN(
+            cudaMemcpy(&(*out)[s], buf_[b].as<float>() + i, 4, cudaMemcpyDeviceToHost));
       }
       return absl::OkStatus();
     };
@@ -96,9 +97,10 @@ class DeviceBandwidthProbe : public Probe {
           return absl::DataLossError(absl::StrCat("data check failed (exp_avg) at sample ", s));
         }
       }
-      if (!std::isfinite(after[s]) || std::abs(after[s] - expect) > 1e-5 * (std::abs(expect) + 1e-3)) {
-        return absl::DataLossError(absl::StrCat("data check failed at sample ", s, ": got ", after[s],
-                                                ", expected ", expect));
+      if (!std::isfinite(after[s]) ||
+          std::abs(after[s] - expect) > 1e-5 * (std::abs(expect) + 1e-3)) {
+        return absl::DataLossError(absl::StrCat("data check failed at sample ", s, ": got ",
+                                                after[s], ", expected ", expect));
       }
     }
     return absl::OkStatus();
@@ -110,7 +112,8 @@ class DeviceBandwidthProbe : public Probe {
   absl::Status Fill() {
     for (int b = 0; b < 4; ++b) {
       if (buf_[b].get() == nullptr) continue;
-      XDEEP_CUDA_RETURN(cuda::LaunchFillRandom(buf_[b].get(), n_, cuda::ElemKind::kFp32, 100 + b, stream_));
+      XDEEP_CUDA_RETURN(
+          cuda::LaunchFillRandom(buf_[b].get(), n_, cuda::ElemKind::kFp32, 100 + b, stream_));
     }
     if (kernel_ == "adam_update") {
       // exp_avg_sq must be non-negative, as in a real optimizer state.
@@ -121,12 +124,14 @@ class DeviceBandwidthProbe : public Probe {
   }
 
   cudaError_t Launch() {
-    if (kernel_ == "copy") return cuda::LaunchCopy(buf_[0].as<float>(), buf_[1].as<float>(), n_, stream_);
+    if (kernel_ == "copy")
+      return cuda::LaunchCopy(buf_[0].as<float>(), buf_[1].as<float>(), n_, stream_);
     if (kernel_ == "triad") {
-      return cuda::LaunchTriad(buf_[0].as<float>(), buf_[1].as<float>(), buf_[2].as<float>(), kScalar, n_, stream_);
+      return cuda::LaunchTriad(buf_[0].as<float>(), buf_[1].as<float>(), buf_[2].as<float>(),
+                               kScalar, n_, stream_);
     }
-    return cuda::LaunchAdam(buf_[0].as<float>(), buf_[1].as<float>(), buf_[2].as<float>(), buf_[3].as<float>(), n_,
-                            cuda::AdamHyper{}, stream_);
+    return cuda::LaunchAdam(buf_[0].as<float>(), buf_[1].as<float>(), buf_[2].as<float>(),
+                            buf_[3].as<float>(), n_, cuda::AdamHyper{}, stream_);
   }
 
   std::string kernel_;
@@ -146,6 +151,7 @@ std::vector<BandwidthEntry> RunDeviceBandwidth(const DeviceBandwidthOptions& opt
     absl::StatusOr<ProbeResult> r = RunProbe(probe, options.harness);
     if (!r.ok()) {
       if (errors) errors->push_back({probe.Name(), std::string(r.status().message())});
+      if (absl::IsDeadlineExceeded(r.status())) break;  // the stream is still busy
       continue;
     }
     BandwidthEntry e;

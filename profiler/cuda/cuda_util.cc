@@ -15,10 +15,12 @@ namespace cuda {
 
 absl::Status CudaStatus(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
+  return absl::InternalError(
+      absl::StrCat(what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
 }
 
-absl::Status WaitEvent(cudaEvent_t event, const Deadline& deadline, const std::function<absl::Status()>& poll) {
+absl::Status WaitEvent(cudaEvent_t event, const Deadline& deadline,
+                       const std::function<absl::Status()>& poll) {
   int spins = 0;
   while (true) {
     const cudaError_t e = cudaEventQuery(event);
@@ -27,7 +29,8 @@ absl::Status WaitEvent(cudaEvent_t event, const Deadline& deadline, const std::f
     if (poll) {
       if (absl::Status s = poll(); !s.ok()) return s;
     }
-    if (deadline.Expired()) return absl::DeadlineExceededError("device work did not finish within the time limit");
+    if (deadline.Expired())
+      return absl::DeadlineExceededError("device work did not finish within the time limit");
     // Spin briefly first (short operations), then sleep so a long wait costs no CPU.
     if (++spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -69,10 +72,13 @@ float Fp16BitsToFloat(uint16_t h) {
 
 double LoadAsDouble(const void* host, int64_t i, DType t) {
   switch (t) {
-    case DType::kBf16: return Bf16BitsToFloat(static_cast<const uint16_t*>(host)[i]);
-    case DType::kFp16: return Fp16BitsToFloat(static_cast<const uint16_t*>(host)[i]);
+    case DType::kBf16:
+      return Bf16BitsToFloat(static_cast<const uint16_t*>(host)[i]);
+    case DType::kFp16:
+      return Fp16BitsToFloat(static_cast<const uint16_t*>(host)[i]);
     case DType::kTf32:
-    case DType::kFp32: return static_cast<const float*>(host)[i];
+    case DType::kFp32:
+      return static_cast<const float*>(host)[i];
   }
   return 0;
 }

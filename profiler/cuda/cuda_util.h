@@ -18,15 +18,16 @@ namespace xdeep::profiler::cuda {
 
 absl::Status CudaStatus(cudaError_t e, const char* what);
 
-#define XDEEP_CUDA_RETURN(expr)                                                   \
-  do {                                                                            \
+#define XDEEP_CUDA_RETURN(expr)                                                                    \
+  do {                                                                                             \
     if (absl::Status _s = ::xdeep::profiler::cuda::CudaStatus((expr), #expr); !_s.ok()) return _s; \
   } while (0)
 
 // Waits for `event` by polling, so a hung kernel or collective turns into
 // DeadlineExceeded instead of blocking forever in cudaEventSynchronize. `poll` (may be
 // empty) runs between queries, e.g. to see NCCL's asynchronous errors.
-absl::Status WaitEvent(cudaEvent_t event, const Deadline& deadline, const std::function<absl::Status()>& poll);
+absl::Status WaitEvent(cudaEvent_t event, const Deadline& deadline,
+                       const std::function<absl::Status()>& poll);
 
 float Bf16BitsToFloat(uint16_t bits);
 float Fp16BitsToFloat(uint16_t bits);
@@ -44,7 +45,9 @@ class DeviceBuffer {
   void Free();
   void* get() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:

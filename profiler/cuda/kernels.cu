@@ -23,9 +23,15 @@ __device__ __forceinline__ float HashUnit(uint64_t seed, int64_t i) {
 
 __device__ __forceinline__ void Store(void* p, int64_t i, ElemKind kind, float v) {
   switch (kind) {
-    case ElemKind::kBf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v); break;
-    case ElemKind::kFp16: static_cast<__half*>(p)[i] = __float2half(v); break;
-    case ElemKind::kFp32: static_cast<float*>(p)[i] = v; break;
+    case ElemKind::kBf16:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
+      break;
+    case ElemKind::kFp16:
+      static_cast<__half*>(p)[i] = __float2half(v);
+      break;
+    case ElemKind::kFp32:
+      static_cast<float*>(p)[i] = v;
+      break;
   }
 }
 
@@ -60,8 +66,8 @@ __global__ void CopyKernel(float* __restrict__ dst, const float* __restrict__ sr
   for (int64_t i = n4 * 4 + tid; i < n; i += stride) dst[i] = src[i];
 }
 
-__global__ void TriadKernel(float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ c,
-                            float s, int64_t n) {
+__global__ void TriadKernel(float* __restrict__ a, const float* __restrict__ b,
+                            const float* __restrict__ c, float s, int64_t n) {
   const int64_t n4 = n / 4;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -81,8 +87,8 @@ __device__ __forceinline__ void AdamOne(float& p, float g, float& m, float& v, c
   p = p - h.lr * (m / (sqrtf(v) + h.eps) + h.weight_decay * p);
 }
 
-__global__ void AdamKernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
-                           float* __restrict__ v, int64_t n, AdamHyper h) {
+__global__ void AdamKernel(float* __restrict__ p, const float* __restrict__ g,
+                           float* __restrict__ m, float* __restrict__ v, int64_t n, AdamHyper h) {
   const int64_t n4 = n / 4;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -106,9 +112,12 @@ __global__ void AdamKernel(float* __restrict__ p, const float* __restrict__ g, f
 
 __device__ __forceinline__ float Load(const void* p, int64_t i, ElemKind kind) {
   switch (kind) {
-    case ElemKind::kBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case ElemKind::kFp16: return __half2float(static_cast<const __half*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
+    case ElemKind::kBf16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case ElemKind::kFp16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
   }
 }
 
@@ -145,10 +154,12 @@ __global__ void SoftmaxRowsKernel(void* p, int64_t cols, ElemKind kind, float sc
   const int64_t limit = causal ? (row % cols) + 1 : cols;
   const int64_t base = row * cols;
   float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < limit; j += blockDim.x) m = fmaxf(m, Load(p, base + j, kind) * scale);
+  for (int64_t j = threadIdx.x; j < limit; j += blockDim.x)
+    m = fmaxf(m, Load(p, base + j, kind) * scale);
   m = BlockReduce<true>(m, shared);
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < limit; j += blockDim.x) sum += __expf(Load(p, base + j, kind) * scale - m);
+  for (int64_t j = threadIdx.x; j < limit; j += blockDim.x)
+    sum += __expf(Load(p, base + j, kind) * scale - m);
   sum = BlockReduce<false>(sum, shared);
   const float inv = 1.f / sum;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
@@ -166,13 +177,14 @@ int Blocks(int64_t work, int threads) {
     return count > 0 ? count : 80;
   }();
   const int64_t needed = (work + threads - 1) / threads;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(needed, static_cast<int64_t>(sms) * 8)));
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(needed, static_cast<int64_t>(sms) * 8)));
 }
 
 }  // namespace
 
-cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale, bool causal,
-                              cudaStream_t s) {
+cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale,
+                              bool causal, cudaStream_t s) {
   SoftmaxRowsKernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(p, cols, kind, scale, causal);
   return cudaGetLastError();
 }
@@ -197,12 +209,14 @@ cudaError_t LaunchCopy(float* dst, const float* src, int64_t n, cudaStream_t s) 
   return cudaGetLastError();
 }
 
-cudaError_t LaunchTriad(float* a, const float* b, const float* c, float scalar, int64_t n, cudaStream_t s) {
+cudaError_t LaunchTriad(float* a, const float* b, const float* c, float scalar, int64_t n,
+                        cudaStream_t s) {
   TriadKernel<<<Blocks(n / 4 + 1, 256), 256, 0, s>>>(a, b, c, scalar, n);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h, cudaStream_t s) {
+cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h,
+                       cudaStream_t s) {
   AdamKernel<<<Blocks(n / 4 + 1, 256), 256, 0, s>>>(p, g, m, v, n, h);
   return cudaGetLastError();
 }

@@ -21,19 +21,21 @@ cudaError_t LaunchFillPattern(void* p, int64_t n, ElemKind kind, int rank, cudaS
 cudaError_t LaunchFillConstant(float* p, int64_t n, float value, cudaStream_t s);
 
 cudaError_t LaunchCopy(float* dst, const float* src, int64_t n, cudaStream_t s);
-cudaError_t LaunchTriad(float* a, const float* b, const float* c, float scalar, int64_t n, cudaStream_t s);
+cudaError_t LaunchTriad(float* a, const float* b, const float* c, float scalar, int64_t n,
+                        cudaStream_t s);
 
 struct AdamHyper {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
 };
 // PyTorch's fused AdamW element update, fp32 state: reads p, g, m, v; writes p, m, v.
-cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h, cudaStream_t s);
+cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h,
+                       cudaStream_t s);
 
 // Row softmax in place over `rows` rows of length `cols` (bf16 or fp16 storage, fp32
 // arithmetic), scaling by `scale` first; with `causal`, row r keeps columns
 // 0..(r % cols) and writes zero elsewhere (the rows of one head are consecutive).
-cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale, bool causal,
-                              cudaStream_t s);
+cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale,
+                              bool causal, cudaStream_t s);
 
 }  // namespace xdeep::profiler::cuda
 

@@ -11,7 +11,6 @@
 // fixed from the size alone (HarnessOptions.batch, adaptive_stop = false).
 #include <cuda_runtime.h>
 #include <nccl.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -32,7 +31,8 @@ using cuda::DeviceBuffer;
 
 absl::Status NcclStatus(ncclResult_t r, const char* what, ncclComm_t comm) {
   if (r == ncclSuccess || r == ncclInProgress) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r), " - ", ncclGetLastError(comm)));
+  return absl::InternalError(
+      absl::StrCat(what, ": ", ncclGetErrorString(r), " - ", ncclGetLastError(comm)));
 }
 
 // Polls a non-blocking communicator until its pending operation is done. Enqueueing a
@@ -47,7 +47,8 @@ absl::Status WaitComm(ncclComm_t comm, const Deadline& d, const char* what) {
     if (r != ncclSuccess) return NcclStatus(r, "ncclCommGetAsyncError", comm);
     if (state == ncclSuccess) return absl::OkStatus();
     if (state != ncclInProgress) return NcclStatus(state, what, comm);
-    if (d.Expired()) return absl::DeadlineExceededError(absl::StrCat(what, ": NCCL did not finish in time"));
+    if (d.Expired())
+      return absl::DeadlineExceededError(absl::StrCat(what, ": NCCL did not finish in time"));
     if (std::chrono::steady_clock::now() < spin_until) {
       std::this_thread::yield();
     } else {
@@ -58,17 +59,23 @@ absl::Status WaitComm(ncclComm_t comm, const Deadline& d, const char* what) {
 
 ncclDataType_t NcclType(DType t) {
   switch (t) {
-    case DType::kBf16: return ncclBfloat16;
-    case DType::kFp16: return ncclFloat16;
-    default: return ncclFloat32;
+    case DType::kBf16:
+      return ncclBfloat16;
+    case DType::kFp16:
+      return ncclFloat16;
+    default:
+      return ncclFloat32;
   }
 }
 
 cuda::ElemKind Kind(DType t) {
   switch (t) {
-    case DType::kBf16: return cuda::ElemKind::kBf16;
-    case DType::kFp16: return cuda::ElemKind::kFp16;
-    default: return cuda::ElemKind::kFp32;
+    case DType::kBf16:
+      return cuda::ElemKind::kBf16;
+    case DType::kFp16:
+      return cuda::ElemKind::kFp16;
+    default:
+      return cuda::ElemKind::kFp32;
   }
 }
 
@@ -100,16 +107,19 @@ class CollectiveProbe : public Probe {
   }
   const CollectiveCounts& counts() const { return counts_; }
 
-  std::string Name() const override { return absl::StrCat("nccl.", CollectiveOpName(op_), " ", counts_.bytes, "B"); }
+  std::string Name() const override {
+    return absl::StrCat("nccl.", CollectiveOpName(op_), " ", counts_.bytes, "B");
+  }
 
   absl::Status Setup(const Deadline&) override {
     if (counts_.bytes == 0) return absl::InvalidArgumentError("size too small for this rank count");
     XDEEP_CUDA_RETURN(cudaEventCreateWithFlags(&start_, cudaEventDefault));
     XDEEP_CUDA_RETURN(cudaEventCreateWithFlags(&stop_, cudaEventDefault));
-    XDEEP_CUDA_RETURN(cuda::LaunchFillPattern(sh_->send.get(), counts_.send_elems, Kind(sh_->dtype), sh_->rank,
-                                              sh_->stream));
+    XDEEP_CUDA_RETURN(cuda::LaunchFillPattern(sh_->send.get(), counts_.send_elems, Kind(sh_->dtype),
+                                              sh_->rank, sh_->stream));
     // Poison the output with a value no correct result has, so unwritten parts fail.
-    XDEEP_CUDA_RETURN(cudaMemsetAsync(sh_->recv.get(), 0xff, counts_.recv_elems * DTypeBytes(sh_->dtype), sh_->stream));
+    XDEEP_CUDA_RETURN(cudaMemsetAsync(sh_->recv.get(), 0xff,
+                                      counts_.recv_elems * DTypeBytes(sh_->dtype), sh_->stream));
     XDEEP_CUDA_RETURN(cudaStreamSynchronize(sh_->stream));
     return absl::OkStatus();
   }
@@ -124,7 +134,8 @@ class CollectiveProbe : public Probe {
     absl::Status s = cuda::WaitEvent(stop_, deadline, [comm]() -> absl::Status {
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm, &state);
-      if (state != ncclSuccess && state != ncclInProgress) return NcclStatus(state, "NCCL async error", comm);
+      if (state != ncclSuccess && state != ncclInProgress)
+        return NcclStatus(state, "NCCL async error", comm);
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
@@ -147,8 +158,8 @@ class CollectiveProbe : public Probe {
         const double got = cuda::LoadAsDouble(sh_->host.data(), w, sh_->dtype);
         const double want = Expected(i);
         if (!(std::abs(got - want) <= 1e-3 * std::abs(want))) {
-          return absl::DataLossError(absl::StrCat("data check failed at element ", i, ": got ", got,
-                                                  ", expected ", want));
+          return absl::DataLossError(
+              absl::StrCat("data check failed at element ", i, ": got ", got, ", expected ", want));
         }
       }
     }
@@ -167,14 +178,17 @@ class CollectiveProbe : public Probe {
         for (int p = 0; p < n; ++p) s += v(p, i);
         return s;
       }
-      case CollectiveOp::kAllGather: return v(static_cast<int>(i / c), i % c);
+      case CollectiveOp::kAllGather:
+        return v(static_cast<int>(i / c), i % c);
       case CollectiveOp::kReduceScatter: {
         double s = 0;
         for (int p = 0; p < n; ++p) s += v(p, r * c + i);
         return s;
       }
-      case CollectiveOp::kBroadcast: return v(0, i);
-      case CollectiveOp::kSendRecv: return v((r - 1 + n) % n, i);
+      case CollectiveOp::kBroadcast:
+        return v(0, i);
+      case CollectiveOp::kSendRecv:
+        return v((r - 1 + n) % n, i);
       case CollectiveOp::kAllToAll: {
         const int p = static_cast<int>(i / c);
         return v(p, r * c + i % c);
@@ -192,10 +206,18 @@ class CollectiveProbe : public Probe {
     const int64_t c = counts_.call_count;
     ncclResult_t r = ncclSuccess;
     switch (op_) {
-      case CollectiveOp::kAllReduce: r = ncclAllReduce(sb, rb, c, t, ncclSum, comm, sh_->stream); break;
-      case CollectiveOp::kAllGather: r = ncclAllGather(sb, rb, c, t, comm, sh_->stream); break;
-      case CollectiveOp::kReduceScatter: r = ncclReduceScatter(sb, rb, c, t, ncclSum, comm, sh_->stream); break;
-      case CollectiveOp::kBroadcast: r = ncclBroadcast(sb, rb, c, t, 0, comm, sh_->stream); break;
+      case CollectiveOp::kAllReduce:
+        r = ncclAllReduce(sb, rb, c, t, ncclSum, comm, sh_->stream);
+        break;
+      case CollectiveOp::kAllGather:
+        r = ncclAllGather(sb, rb, c, t, comm, sh_->stream);
+        break;
+      case CollectiveOp::kReduceScatter:
+        r = ncclReduceScatter(sb, rb, c, t, ncclSum, comm, sh_->stream);
+        break;
+      case CollectiveOp::kBroadcast:
+        r = ncclBroadcast(sb, rb, c, t, 0, comm, sh_->stream);
+        break;
       case CollectiveOp::kSendRecv: {
         const int n = sh_->ranks, me = sh_->rank;
         ncclGroupStart();
@@ -236,12 +258,14 @@ absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   if (env.rank == 0) {
-    if (absl::Status s = NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr); !s.ok()) return s;
+    if (absl::Status s = NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr); !s.ok())
+      return s;
   }
-  absl::StatusOr<std::string> blob =
-      ExchangeRootBlob(env, std::string(reinterpret_cast<const char*>(&id), sizeof(id)), options.init_timeout);
+  absl::StatusOr<std::string> blob = ExchangeRootBlob(
+      env, std::string(reinterpret_cast<const char*>(&id), sizeof(id)), options.init_timeout);
   if (!blob.ok()) return blob.status();
-  if (blob->size() != sizeof(id)) return absl::DataLossError("rendezvous delivered a malformed ncclUniqueId");
+  if (blob->size() != sizeof(id))
+    return absl::DataLossError("rendezvous delivered a malformed ncclUniqueId");
   std::memcpy(&id, blob->data(), sizeof(id));
 
   const Deadline init_deadline = Deadline::In(options.init_timeout);
@@ -249,7 +273,8 @@ absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options
   config.blocking = 0;
   ncclResult_t ir = ncclCommInitRankConfig(&sh.comm, env.world_size, id, env.rank, &config);
   absl::Status init = NcclStatus(ir, "ncclCommInitRankConfig", sh.comm);
-  if (init.ok() && sh.comm != nullptr) init = WaitComm(sh.comm, init_deadline, "ncclCommInitRankConfig");
+  if (init.ok() && sh.comm != nullptr)
+    init = WaitComm(sh.comm, init_deadline, "ncclCommInitRankConfig");
   // Buffers and stream are released before the communicator is torn down.
   // On error the communicator is aborted before anything that synchronises (stream
   // sync, cudaFree): a kernel waiting for a dead peer only ends through the abort.
@@ -276,7 +301,8 @@ absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options
   };
   if (!init.ok()) return finish(init);
 
-  if (absl::Status s = cuda::CudaStatus(cudaStreamCreateWithFlags(&sh.stream, cudaStreamNonBlocking), "stream");
+  if (absl::Status s =
+          cuda::CudaStatus(cudaStreamCreateWithFlags(&sh.stream, cudaStreamNonBlocking), "stream");
       !s.ok()) {
     return finish(s);
   }
@@ -284,7 +310,8 @@ absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options
   if (absl::Status s = sh.send.Allocate(max_bytes); !s.ok()) return finish(s);
   if (absl::Status s = sh.recv.Allocate(max_bytes); !s.ok()) return finish(s);
 
-  const std::vector<int64_t> sizes = SizeSweep(options.min_bytes, options.max_bytes, options.factor);
+  const std::vector<int64_t> sizes =
+      SizeSweep(options.min_bytes, options.max_bytes, options.factor);
   for (CollectiveOp op : options.ops) {
     for (int64_t bytes : sizes) {
       CollectiveProbe probe(&sh, op, bytes);

@@ -43,13 +43,13 @@ TEST(DistEnvTest, SingleProcessWithoutVariables) {
 
 TEST(DistEnvTest, FromSlurm) {
   absl::StatusOr<DistEnv> e = DistEnvFromEnvironment(Env({{"SLURM_PROCID", "5"},
-                                                         {"SLURM_NTASKS", "8"},
-                                                         {"SLURM_LOCALID", "1"},
-                                                         {"SLURM_STEP_NUM_NODES", "2"},
-                                                         {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
-                                                         {"SLURM_STEP_NODELIST", "gpu[12-13]"},
-                                                         {"SLURM_JOB_ID", "1234"},
-                                                         {"SLURM_STEP_ID", "0"}}));
+                                                          {"SLURM_NTASKS", "8"},
+                                                          {"SLURM_LOCALID", "1"},
+                                                          {"SLURM_STEP_NUM_NODES", "2"},
+                                                          {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
+                                                          {"SLURM_STEP_NODELIST", "gpu[12-13]"},
+                                                          {"SLURM_JOB_ID", "1234"},
+                                                          {"SLURM_STEP_ID", "0"}}));
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->source, "slurm");
   EXPECT_EQ(e->rank, 5);
@@ -64,11 +64,11 @@ TEST(DistEnvTest, FromSlurm) {
 
 TEST(DistEnvTest, ExplicitVariablesWinAndAreValidated) {
   absl::StatusOr<DistEnv> e = DistEnvFromEnvironment(Env({{"RANK", "1"},
-                                                         {"WORLD_SIZE", "2"},
-                                                         {"MASTER_ADDR", "10.0.0.1"},
-                                                         {"MASTER_PORT", "29999"},
-                                                         {"SLURM_PROCID", "0"},
-                                                         {"SLURM_NTASKS", "1"}}));
+                                                          {"WORLD_SIZE", "2"},
+                                                          {"MASTER_ADDR", "10.0.0.1"},
+                                                          {"MASTER_PORT", "29999"},
+                                                          {"SLURM_PROCID", "0"},
+                                                          {"SLURM_NTASKS", "1"}}));
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->source, "env");
   EXPECT_EQ(e->rank, 1);
@@ -77,7 +77,9 @@ TEST(DistEnvTest, ExplicitVariablesWinAndAreValidated) {
   EXPECT_EQ(e->master_port, 29999);
   EXPECT_FALSE(DistEnvFromEnvironment(Env({{"RANK", "2"}, {"WORLD_SIZE", "2"}})).ok());
   EXPECT_FALSE(DistEnvFromEnvironment(Env({{"RANK", "x"}, {"WORLD_SIZE", "2"}})).ok());
-  EXPECT_FALSE(DistEnvFromEnvironment(Env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}})).ok());
+  EXPECT_FALSE(
+      DistEnvFromEnvironment(Env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}))
+          .ok());
 }
 
 DistEnv Local(int rank, int world, int port) {
@@ -107,17 +109,20 @@ TEST(RendezvousTest, RootBlobReachesEveryRankAcrossProcesses) {
     EXPECT_EQ(*got, payload);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  absl::StatusOr<std::string> root = ExchangeRootBlob(Local(0, 3, port), payload, absl::Seconds(10));
+  absl::StatusOr<std::string> root =
+      ExchangeRootBlob(Local(0, 3, port), payload, absl::Seconds(10));
   rank2.join();
   ASSERT_TRUE(root.ok()) << root.status();
   int status = 0;
   waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child rank did not receive the blob";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child rank did not receive the blob";
 }
 
 TEST(RendezvousTest, MissingRankEndsWithinTimeoutNamingIt) {
   const auto t0 = std::chrono::steady_clock::now();
-  absl::StatusOr<std::string> r = ExchangeRootBlob(Local(0, 3, TestPort(2)), "id", absl::Milliseconds(700));
+  absl::StatusOr<std::string> r =
+      ExchangeRootBlob(Local(0, 3, TestPort(2)), "id", absl::Milliseconds(700));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
@@ -127,7 +132,8 @@ TEST(RendezvousTest, MissingRankEndsWithinTimeoutNamingIt) {
 
 TEST(RendezvousTest, UnreachableRootEndsWithinTimeout) {
   const auto t0 = std::chrono::steady_clock::now();
-  absl::StatusOr<std::string> r = ExchangeRootBlob(Local(1, 2, TestPort(3)), "", absl::Milliseconds(700));
+  absl::StatusOr<std::string> r =
+      ExchangeRootBlob(Local(1, 2, TestPort(3)), "", absl::Milliseconds(700));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);

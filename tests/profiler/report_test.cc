@@ -17,11 +17,20 @@ Report Sample() {
   r.ranks = 2;
   r.gpus_per_node = 2;
   r.elapsed_s = 12.5;
-  r.gemm.push_back({4096, 8192, 1024, "bf16", "wgrad", "mlp.fc1", {1.4e-3, 1.3e-3, 1.5e-3, 0.14, 50}, 785.5});
+  r.gemm.push_back(
+      {4096, 8192, 1024, "bf16", "wgrad", "mlp.fc1", {1.4e-3, 1.3e-3, 1.5e-3, 0.14, 50}, 785.5});
   r.attention.push_back({8, 16, 2048, 128, "bf16", true, {1e-3, 9e-4, 1.1e-3, 0.2, 20}, 400});
-  r.bandwidth.push_back({"triad", "host", "kokkos", 3 << 20, {2e-3, 1.9e-3, 2.2e-3, 0.15, 30}, 1.57});
-  r.collectives.push_back({"all_reduce", 2, 1, "intra_node", 67108864, "fp32", {2e-4, 1.9e-4, 2.1e-4, 0.1, 50},
-                           335.5, 335.5});
+  r.bandwidth.push_back(
+      {"triad", "host", "kokkos", 3 << 20, {2e-3, 1.9e-3, 2.2e-3, 0.15, 30}, 1.57});
+  r.collectives.push_back({"all_reduce",
+                           2,
+                           1,
+                           "intra_node",
+                           67108864,
+                           "fp32",
+                           {2e-4, 1.9e-4, 2.1e-4, 0.1, 50},
+                           335.5,
+                           335.5});
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
 }
@@ -84,9 +93,15 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
     nlohmann::json value;
   };
   const Case cases[] = {
-      {"gemm", "m", -5},           {"gemm", "dtype", "int8"},        {"gemm", "pass", "backward"},
-      {"gemm", "median_s", 0.0},   {"gemm", "tflops", "fast"},       {"collectives", "op", "all-reduce"},
-      {"collectives", "scope", "x"}, {"collectives", "busbw_gbps", -1}, {"bandwidth", "space", "disk"},
+      {"gemm", "m", -5},
+      {"gemm", "dtype", "int8"},
+      {"gemm", "pass", "backward"},
+      {"gemm", "median_s", 0.0},
+      {"gemm", "tflops", "fast"},
+      {"collectives", "op", "all-reduce"},
+      {"collectives", "scope", "x"},
+      {"collectives", "busbw_gbps", -1},
+      {"bandwidth", "space", "disk"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());

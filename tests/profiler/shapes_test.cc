@@ -45,8 +45,12 @@ TEST(ShapesTest, JsonFile) {
   ASSERT_EQ(s->dtypes.size(), 2u);
   EXPECT_EQ(s->dtypes[1], DType::kTf32);
   EXPECT_FALSE(ParseShapesJson(R"({"schema": "other", "gemms": [{"m":1,"n":1,"k":1}]})").ok());
-  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1", "layers": [{"tokens": 1}]})").ok());
-  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1", "dtypes": ["int4"], "gemms": [{"m":1,"n":1,"k":1}]})").ok());
+  EXPECT_FALSE(
+      ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1", "layers": [{"tokens": 1}]})").ok());
+  EXPECT_FALSE(
+      ParseShapesJson(
+          R"({"schema": "xdeep.gemm_shapes/1", "dtypes": ["int4"], "gemms": [{"m":1,"n":1,"k":1}]})")
+          .ok());
   EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1"})").ok());
 }
 
