@@ -87,8 +87,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   if (absl::Status s = PrepareUnixSocket(config.server.listen); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  int bound_port = 0;
-  builder.AddListeningPort(config.server.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(config.server.listen, grpc::InsecureServerCredentials(),
+                           &daemon->bound_port_);
   builder.RegisterService(daemon->service_.get());
   daemon->server_ = builder.BuildAndStart();
   if (daemon->server_ == nullptr) {
@@ -99,7 +99,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     // Every user's srun connects; identity comes from MUNGE, not from the socket.
     chmod(config.server.listen.substr(kUnixPrefix.size()).c_str(), 0666);
   }
-  spdlog::info("event=listening address={} pid={}", config.server.listen, getpid());
+  spdlog::info("event=listening address={} port={} pid={}", config.server.listen,
+               daemon->bound_port_, getpid());
   return daemon;
 }
 

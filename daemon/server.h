@@ -26,6 +26,8 @@ class Daemon {
   // Stops accepting calls, gives in-flight ones the configured grace period.
   void Shutdown();
   void Wait();
+  // The TCP port actually bound (for "host:0"), 0 on a unix socket.
+  int bound_port() const { return bound_port_; }
 
  private:
   Daemon() = default;
@@ -38,6 +40,7 @@ class Daemon {
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
+  int bound_port_ = 0;
 };
 
 // Reads the configured hardware profile: the first probe report, else the built-in.

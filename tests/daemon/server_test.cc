@@ -2,6 +2,7 @@
 // statuses, graceful shutdown.
 #include "daemon/server.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
@@ -76,6 +77,52 @@ TEST_F(ServerTest, MungeRefusesMissingCredential) {
   v1::BindResponse resp;
   grpc::ClientContext ctx;
   EXPECT_EQ(stub_->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// grpc.health.v1.Health/Check with an empty request (all services); the
+// reply's field 1 is the serving status (1 = SERVING).
+TEST_F(ServerTest, HealthServiceSaysServing) {
+  auto channel = grpc::CreateChannel(config_.server.listen, grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext ctx;
+  grpc::ByteBuffer request, reply;
+  grpc::Slice empty("");
+  request = grpc::ByteBuffer(&empty, 1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &reply,
+                    [&](grpc::Status s) {
+                      std::lock_guard lock(mu);
+                      status = s;
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done; });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(reply.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+}
+
+TEST(TcpServerTest, ListensOnTcpWhenConfigured) {
+  DaemonConfig config;
+  config.server.listen = "127.0.0.1:0";
+  config.store.path = ":memory:";
+  config.identity.mode = "none";
+  auto daemon = Daemon::Start(config);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ASSERT_GT((*daemon)->bound_port(), 0);
+  auto stub = v1::Tuning::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string((*daemon)->bound_port()), grpc::InsecureChannelCredentials()));
+  v1::BindRequest req;
+  v1::BindResponse resp;
+  grpc::ClientContext ctx;
+  EXPECT_EQ(stub->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST(LoadHardwareProfileTest, UnknownBuiltinListsTheKnownOnes) {

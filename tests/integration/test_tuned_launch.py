@@ -49,6 +49,12 @@ class TunedLaunchTest(StackTest):
         tasks = self.assert_layout_applied(r)
         self.assertLessEqual(tasks[0]["ntasks"], 2, r)
 
+    def test_user_gpus_per_node_are_an_upper_bound(self):
+        r = run(["srun", "--gpus-per-node=2", *TUNE_FOR_TIME, SHOW_ENV])
+        self.assertEqual(r.rc, 0, r)
+        tasks = self.assert_layout_applied(r)
+        self.assertLessEqual(tasks[0]["gpus_on_node"], 2, r)
+
     def test_advise_prints_and_runs_unchanged(self):
         r = run(["srun", "--xdeep-tune=advise", "--xdeep-objective=time",
                  f"--xdeep-workload={GPT}", SHOW_ENV])
@@ -121,6 +127,14 @@ class TunedLaunchTest(StackTest):
         self.assertEqual(tasks[0]["nnodes"], 1, r)
         self.assertLessEqual(tasks[0]["ntasks"], 2, r)
         self.assertLessEqual(tasks[0]["gpus_on_node"], 2, r)
+
+    def test_salloc_tunes_the_allocation(self):
+        before = len(decisions_in_log())
+        r = run(["salloc", *TUNE_FOR_TIME, "srun", SHOW_ENV], timeout=120)
+        self.assertEqual(r.rc, 0, r)
+        tasks = self.assert_layout_applied(r)
+        self.assertGreater(tasks[0]["ntasks"], 1, r)
+        self.assertEqual(len(decisions_in_log()), before + 1)
 
     def test_malformed_workload_names_file_line_and_fix(self):
         path = os.path.join(self.tmp, "broken.toml")
