@@ -204,47 +204,56 @@ FitQuery FitOrFallback(const HardwareProfile& hw, CollectiveOp op, FabricScope s
 
 }  // namespace
 
-double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k) {
+GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
+  auto collect = [&](DType want) {
+    for (const GemmPoint& p : hw.gemm) {
+      if (p.dtype != want) continue;
+      points_.push_back({std::log2(double(p.m)), std::log2(double(p.n)), std::log2(double(p.k)),
+                         p.tflops});
+    }
+  };
+  collect(dtype);
+  if (points_.empty() && dtype != DType::kBf16) {
+    // Unmeasured precision: bf16 shape behaviour at the usual Hopper/Ampere
+    // dense-peak ratios (fp16 = bf16, tf32 = 1/2, fp32 = 1/16).
+    collect(DType::kBf16);
+    scale_ = dtype == DType::kFp16 ? 1.0 : dtype == DType::kTf32 ? 0.5 : 1.0 / 16;
+  }
+}
+
+double GemmInterpolator::Tflops(double m, double n, double k) const {
   // Inverse-distance weighting (power 4) over the 8 nearest points in
   // (log2 m, log2 n, log2 k); a near-exact hit returns the measurement.
+  if (points_.empty()) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
   const double lm = std::log2(std::max(1.0, m)), ln = std::log2(std::max(1.0, n)),
                lk = std::log2(std::max(1.0, k));
   constexpr int kNearest = 8;
   std::pair<double, double> best[kNearest];
   int count = 0;
-  auto scan = [&](DType want) {
-    for (const GemmPoint& p : hw.gemm) {
-      if (p.dtype != want) continue;
-      const double dm = std::log2(double(p.m)) - lm, dn = std::log2(double(p.n)) - ln,
-                   dk = std::log2(double(p.k)) - lk;
-      const double d2 = dm * dm + dn * dn + dk * dk;
-      if (count < kNearest) {
-        best[count++] = {d2, p.tflops};
-        std::push_heap(best, best + count);
-      } else if (d2 < best[0].first) {
-        std::pop_heap(best, best + count);
-        best[count - 1] = {d2, p.tflops};
-        std::push_heap(best, best + count);
-      }
+  for (const Point& p : points_) {
+    const double dm = p.lm - lm, dn = p.ln - ln, dk = p.lk - lk;
+    const double d2 = dm * dm + dn * dn + dk * dk;
+    if (count < kNearest) {
+      best[count++] = {d2, p.tflops};
+      std::push_heap(best, best + count);
+    } else if (d2 < best[0].first) {
+      std::pop_heap(best, best + count);
+      best[count - 1] = {d2, p.tflops};
+      std::push_heap(best, best + count);
     }
-  };
-  scan(dtype);
-  double scale = 1.0;
-  if (count == 0 && dtype != DType::kBf16) {
-    // Unmeasured precision: bf16 shape behaviour at the usual Hopper/Ampere
-    // dense-peak ratios (fp16 = bf16, tf32 = 1/2, fp32 = 1/16).
-    scan(DType::kBf16);
-    scale = dtype == DType::kFp16 ? 1.0 : dtype == DType::kTf32 ? 0.5 : 1.0 / 16;
   }
-  if (count == 0) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
   double wsum = 0, vsum = 0;
   for (int i = 0; i < count; ++i) {
-    if (best[i].first < 1e-12) return best[i].second * scale;
+    if (best[i].first < 1e-12) return best[i].second * scale_;
     const double w = 1.0 / (best[i].first * best[i].first);
     wsum += w;
     vsum += w * best[i].second;
   }
-  return vsum / wsum * scale;
+  return vsum / wsum * scale_;
+}
+
+double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k) {
+  return GemmInterpolator(hw, dtype).Tflops(m, n, k);
 }
 
 CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op, int ranks,

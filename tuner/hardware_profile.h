@@ -67,6 +67,21 @@ struct HardwareProfile {
 // usual peak ratio when the dtype was not measured.
 double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k);
 
+// GemmTflops with the profile's points of one dtype prepared once (log-space
+// coordinates), for callers that look up many shapes.
+class GemmInterpolator {
+ public:
+  GemmInterpolator(const HardwareProfile& hw, DType dtype);
+  double Tflops(double m, double n, double k) const;
+
+ private:
+  struct Point {
+    double lm, ln, lk, tflops;
+  };
+  std::vector<Point> points_;
+  double scale_ = 1.0;
+};
+
 // Time of one collective of `bytes` (the per-rank buffer, nccl-tests "size")
 // over `ranks` ranks of which `ranks_per_node` share a node.
 double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,

@@ -88,15 +88,13 @@ struct Scored {
 };
 
 Scored ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configuration& c,
-                 double ideal) {
+                 double ideal, const MemoryBreakdown& mem, const StepTime& t) {
   const Workload& w = model.workload();
   const HardwareProfile& hw = model.hardware();
   Scored s;
-  const MemoryBreakdown mem = model.Memory(c);
   s.memory_total = mem.Total();
   s.memory_capacity = static_cast<double>(hw.memory_bytes);
   s.p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem.Total()));
-  const StepTime t = model.Time(c);
   Prediction& p = s.p;
   p.step_time_s = t.total_s;
   p.compute_s = t.compute_s;
@@ -136,7 +134,7 @@ enum Reason { kMemory, kPolicy, kBudget, kDeadline, kEfficiency, kReasons };
 Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLimits& limits,
                     const Configuration& c) {
   StrategyModel model(w, hw);
-  return ScoreWith(model, limits, c, model.IdealTimePerSample()).p;
+  return ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c), model.Time(c)).p;
 }
 
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
@@ -189,14 +187,51 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   result.hardware_label = hw.Label();
   const size_t keep = static_cast<size_t>(std::max(0, limits.max_alternatives)) + 1;
   std::vector<Candidate> top;  // sorted, best first
-  std::map<double, Candidate> pareto;  // time -> candidate; cost falls as time grows
+  // Pareto front sorted by time; cost falls as time grows. A vector: lookups
+  // (every feasible candidate) far outnumber insertions.
+  std::vector<Candidate> pareto;
   std::vector<Candidate> examples[kReasons];
   uint64_t counts[kReasons] = {};
   const size_t per_reason = static_cast<size_t>(std::max(1, limits.max_rejected_examples));
-  auto reject = [&](Reason r, const Configuration& c, const Prediction& p, std::string why) {
+  // The reason text is only built for the examples kept.
+  auto reject = [&](Reason r, const Configuration& c, const Prediction& p, auto&& why) {
     ++counts[r];
-    if (examples[r].size() < per_reason) examples[r].push_back({c, p, std::move(why)});
+    if (examples[r].size() < per_reason) examples[r].push_back({c, p, why()});
   };
+  // Structure checks hoisted out of the inner loops (StructuralProblem says
+  // the same in words): tp must split heads, kv-heads and the MLP of a
+  // transformer; pp x virtual stages must divide its layers (Megatron's rule)
+  // or not exceed a layer table's rows.
+  auto tp_ok = [&](int tp) {
+    if (tp == 1) return true;
+    if (w.family != ModelFamily::kTransformer) return false;
+    const TransformerShape& t = w.transformer;
+    return t.heads % tp == 0 && t.kv_heads % tp == 0 && t.ffn % tp == 0;
+  };
+  auto pp_ok = [&](int stages) {
+    if (stages == 1) return true;
+    if (w.family == ModelFamily::kTransformer) return w.transformer.layers % stages == 0;
+    return stages <= L;
+  };
+  // Accumulation counts for a micro-batch of `per_ga` samples across dp: the
+  // one that hits a fixed batch, or powers of two inside [min, max]; Megatron's
+  // interleaved schedule needs them divisible by pp (`multiple_of`).
+  auto accumulations = [&](int64_t per_ga, int multiple_of, std::vector<int>& out) {
+    out.clear();
+    if (!w.batch_may_change) {
+      if (w.reference_global_batch % per_ga == 0) {
+        const int64_t ga = w.reference_global_batch / per_ga;
+        if (ga % multiple_of == 0) out.push_back(static_cast<int>(ga));
+      }
+      return;
+    }
+    for (int64_t ga = 1; per_ga * ga <= w.max_global_batch; ga *= 2) {
+      if (per_ga * ga >= w.min_global_batch && ga % multiple_of == 0) {
+        out.push_back(static_cast<int>(ga));
+      }
+    }
+  };
+  std::vector<int> gas, gas2;
 
   Configuration c;
   for (int nodes = 1; nodes <= limits.max_nodes; ++nodes) {
@@ -210,10 +245,11 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       c.gpus_per_node = g;
       for (int tp = 1; tp <= g; ++tp) {
         if (g % tp != 0) continue;
-        if (tp > 1 && !allow_tp) continue;
-        for (int pp = 1; pp <= n_gpus / tp; ++pp) {
+        if (tp > 1 && (!allow_tp || !tp_ok(tp))) continue;
+        const int max_pp = std::min(n_gpus / tp, L);  // a stage holds at least one layer
+        for (int pp = 1; pp <= max_pp; ++pp) {
           if ((n_gpus / tp) % pp != 0) continue;
-          if (pp > 1 && (!allow_pp || pp > L)) continue;
+          if (pp > 1 && (!allow_pp || !pp_ok(pp))) continue;
           const int dp = n_gpus / (tp * pp);
           c.dp = dp;
           c.tp = tp;
@@ -226,54 +262,102 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
             for (int sched = 0; sched < (pp > 1 && limits.try_interleaved ? 2 : 1); ++sched) {
               c.schedule = sched == 0 ? PipelineSchedule::k1F1B : PipelineSchedule::kInterleaved;
               c.virtual_stages = sched == 0 ? 1 : 2;
+              if (!pp_ok(pp * c.virtual_stages)) continue;
               for (int rc = 0; rc < 2; ++rc) {
                 c.recompute = rc == 1;
                 for (int mb = 1; mb <= w.max_micro_batch; mb *= 2) {
                   c.micro_batch = mb;
                   const int64_t per_ga = int64_t{dp} * mb;
                   if (per_ga > w.max_global_batch) break;
-                  // Accumulation counts: the one that hits a fixed batch, or
-                  // powers of two inside [min, max].
-                  std::vector<int> gas;
-                  if (!w.batch_may_change) {
-                    if (w.reference_global_batch % per_ga == 0) {
-                      gas.push_back(static_cast<int>(w.reference_global_batch / per_ga));
-                    }
-                  } else {
-                    for (int64_t ga = 1; per_ga * ga <= w.max_global_batch; ga *= 2) {
-                      if (per_ga * ga >= w.min_global_batch) gas.push_back(static_cast<int>(ga));
+                  accumulations(per_ga, sched == 1 ? pp : 1, gas);
+                  if (gas.empty()) continue;
+                  // Memory bound: with one micro-batch per step (fewest in
+                  // flight, no gradients kept between micro-batches) memory
+                  // is lowest, and it grows with the micro-batch. If that
+                  // does not fit, nothing at this or a larger micro-batch
+                  // does: count them as rejected for memory without scoring.
+                  int mem_ga = -1;
+                  MemoryBreakdown mem;
+                  {
+                    Configuration lb = c;
+                    lb.grad_accum = 1;
+                    mem = model.Memory(lb);
+                    mem_ga = 1;
+                    const double need = mem.Total();
+                    if (need > capacity) {
+                      uint64_t n = 0;
+                      for (int m2 = mb; m2 <= w.max_micro_batch; m2 *= 2) {
+                        const int64_t pg = int64_t{dp} * m2;
+                        if (pg > w.max_global_batch) break;
+                        accumulations(pg, sched == 1 ? pp : 1, gas2);
+                        n += gas2.size();
+                      }
+                      result.pruned += n;
+                      counts[kMemory] += n - 1;
+                      c.grad_accum = gas.front();
+                      c.global_batch = per_ga * gas.front();
+                      Prediction p;
+                      p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(need));
+                      reject(kMemory, c, p, [&] {
+                        return absl::StrCat("memory: needs at least ", Gib(need), " per GPU, the ",
+                                            hw.gpu_name, " has ", Gib(capacity));
+                      });
+                      break;
                     }
                   }
+                  // Memory and step time are computed once per micro-batch
+                  // and reused across accumulation counts where they cannot
+                  // change (StrategyModel::MemoryAccumulation and
+                  // WithAccumulation give bit-identical results).
+                  bool timed = false;
+                  StepTime base_time;
                   for (int ga : gas) {
                     c.grad_accum = ga;
                     c.global_batch = per_ga * ga;
-                    if (!StructuralProblem(w, c).empty()) continue;
                     ++result.evaluated;
-                    const MemoryBreakdown mem = model.Memory(c);
+                    const int key = StrategyModel::MemoryAccumulation(c);
+                    if (key != mem_ga) {
+                      Configuration cm = c;
+                      cm.grad_accum = key;
+                      mem = model.Memory(cm);
+                      mem_ga = key;
+                    }
                     if (mem.Total() > capacity) {
                       Prediction p;
                       p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem.Total()));
-                      reject(kMemory, c, p,
-                             absl::StrCat("memory: needs ", Gib(mem.Total()), " per GPU, the ",
-                                          hw.gpu_name, " has ", Gib(capacity)));
+                      reject(kMemory, c, p, [&] {
+                        return absl::StrCat("memory: needs ", Gib(mem.Total()), " per GPU, the ",
+                                            hw.gpu_name, " has ", Gib(capacity));
+                      });
                       break;  // more accumulation only holds more
                     }
-                    const Prediction p = ScoreWith(model, limits, c, ideal).p;
+                    if (!timed) {
+                      base_time = model.Time(c);
+                      timed = true;
+                    }
+                    const Prediction p =
+                        ScoreWith(model, limits, c, ideal, mem,
+                                  StrategyModel::WithAccumulation(base_time, ga)).p;
                     if (limits.budget > 0 && p.cost > limits.budget) {
-                      reject(kBudget, c, p,
-                             absl::StrCat("budget: costs ", Money(p.cost), " > ", Money(limits.budget)));
+                      reject(kBudget, c, p, [&] {
+                        return absl::StrCat("budget: costs ", Money(p.cost), " > ",
+                                            Money(limits.budget));
+                      });
                       continue;
                     }
                     if (limits.deadline_s > 0 && p.time_to_solution_s > limits.deadline_s) {
-                      reject(kDeadline, c, p,
-                             absl::StrCat("deadline: takes ", Hours(p.time_to_solution_s), " > ",
-                                          Hours(limits.deadline_s)));
+                      reject(kDeadline, c, p, [&] {
+                        return absl::StrCat("deadline: takes ", Hours(p.time_to_solution_s), " > ",
+                                            Hours(limits.deadline_s));
+                      });
                       continue;
                     }
                     if (p.parallel_efficiency < limits.min_parallel_efficiency) {
-                      reject(kEfficiency, c, p,
-                             absl::StrFormat("policy: parallel efficiency %.2f < %.2f",
-                                             p.parallel_efficiency, limits.min_parallel_efficiency));
+                      reject(kEfficiency, c, p, [&] {
+                        return absl::StrFormat("policy: parallel efficiency %.2f < %.2f",
+                                               p.parallel_efficiency,
+                                               limits.min_parallel_efficiency);
+                      });
                       continue;
                     }
                     ++result.feasible;
@@ -288,18 +372,24 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     }
                     // Pareto front of (time, cost).
                     const double t = p.time_to_solution_s;
-                    auto it = pareto.upper_bound(t);
-                    bool dominated = false;
-                    if (it != pareto.begin()) {
-                      auto prev = std::prev(it);
-                      dominated = prev->second.prediction.cost <= p.cost;
-                    }
+                    auto it = std::upper_bound(pareto.begin(), pareto.end(), t,
+                                               [](double x, const Candidate& k) {
+                                                 return x < k.prediction.time_to_solution_s;
+                                               });
+                    // Dominated by the fastest point not slower than it?
+                    const bool dominated =
+                        it != pareto.begin() && std::prev(it)->prediction.cost <= p.cost;
                     if (!dominated) {
-                      auto [ins, ok] = pareto.insert_or_assign(t, Candidate{c, p, ""});
-                      auto next = std::next(ins);
-                      while (next != pareto.end() && next->second.prediction.cost >= p.cost) {
-                        next = pareto.erase(next);
+                      // Equal time and higher cost: the new point replaces it.
+                      if (it != pareto.begin() && std::prev(it)->prediction.time_to_solution_s == t) {
+                        --it;
+                        *it = Candidate{c, p, ""};
+                      } else {
+                        it = pareto.insert(it, Candidate{c, p, ""});
                       }
+                      auto next = std::next(it), last = next;
+                      while (last != pareto.end() && last->prediction.cost >= p.cost) ++last;
+                      pareto.erase(next, last);
                     }
                   }
                 }
@@ -347,7 +437,8 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   const Prediction& b = result.best.prediction;
   result.best.why = absl::StrCat(
       by_time ? "least time to solution" : "least cost to solution", " of ", result.feasible,
-      " feasible configurations (", result.evaluated, " evaluated): ", StrategyName(result.best.config),
+      " feasible configurations (", result.evaluated, " scored, ", result.pruned,
+      " ruled out by a memory bound): ", StrategyName(result.best.config),
       " on ", result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
       Hours(b.time_to_solution_s), ", cost ", Money(b.cost));
   for (size_t i = 1; i < top.size(); ++i) {
@@ -359,7 +450,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     : absl::StrFormat("cost: %+.1f%% cost (time to solution %+.1f%%)", dc, dt);
     result.alternatives.push_back(std::move(a));
   }
-  for (auto& [t, cand] : pareto) {
+  for (Candidate& cand : pareto) {
     cand.why = "pareto: no other configuration is both faster and cheaper";
     result.pareto.push_back(std::move(cand));
   }

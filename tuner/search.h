@@ -49,6 +49,7 @@ struct SearchResult {
   std::vector<Candidate> rejected_examples;
   std::vector<Candidate> pareto;  // cost vs time front, ascending time
   uint64_t evaluated = 0;         // configurations scored (memory and/or time)
+  uint64_t pruned = 0;            // rejected by a memory bound without being scored
   uint64_t feasible = 0;
   // Per-reason counts of rejected configurations.
   uint64_t rejected_memory = 0, rejected_policy = 0, rejected_budget = 0,

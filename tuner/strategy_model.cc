@@ -24,6 +24,7 @@
 #include "tuner/strategy_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -152,11 +153,20 @@ struct StrategyModel::Impl {
   std::unordered_map<uint64_t, Timed> times;             // (tp, pp, v, mb)
   std::unordered_map<uint64_t, CollectiveLine> lines;    // (op, ranks, ranks per node)
 
+  // One-entry caches in front of the maps: a search asks for the same layout
+  // and group many times in a row.
+  uint64_t last_line_key[4] = {~0ull, ~0ull, ~0ull, ~0ull};
+  const CollectiveLine* last_line[4] = {};
   const CollectiveLine& Line(CollectiveOp op, int ranks, int rpn) {
-    const uint64_t key = (uint64_t(op) << 56) | (uint64_t(ranks) << 24) | uint64_t(rpn);
-    auto it = lines.find(key);
-    if (it != lines.end()) return it->second;
-    return lines.emplace(key, CollectiveCoefficients(hw, op, ranks, rpn)).first->second;
+    const int o = static_cast<int>(op);
+    const uint64_t key = (uint64_t(ranks) << 24) | uint64_t(rpn);
+    if (key == last_line_key[o]) return *last_line[o];
+    const uint64_t full = (uint64_t(o) << 56) | key;
+    auto it = lines.find(full);
+    if (it == lines.end()) it = lines.emplace(full, CollectiveCoefficients(hw, op, ranks, rpn)).first;
+    last_line_key[o] = key;
+    last_line[o] = &it->second;
+    return it->second;
   }
   double Coll(CollectiveOp op, double bytes, int ranks, int rpn) {
     if (ranks <= 1) return 0;
@@ -199,10 +209,17 @@ struct StrategyModel::Impl {
     return out;
   }
 
+  uint64_t last_partition_key = ~0ull;
+  const Partitioned* last_partition = nullptr;
   const Partitioned& Partition(int tp, int pp, int v) {
     const uint64_t key = (uint64_t(tp) << 40) | (uint64_t(pp) << 16) | uint64_t(v);
+    if (key == last_partition_key) return *last_partition;
     auto it = partitions.find(key);
-    if (it != partitions.end()) return it->second;
+    if (it != partitions.end()) {
+      last_partition_key = key;
+      last_partition = &it->second;
+      return it->second;
+    }
     std::vector<RankData> ranks(pp);
     const auto chunks = Chunks(pp * v);
     const int L = static_cast<int>(w.layers.size());
@@ -256,23 +273,35 @@ struct StrategyModel::Impl {
 
   // GEMM time; shapes repeat across layers and configurations, and the
   // interpolation scans the whole profile, so results are memoised.
-  std::unordered_map<std::string, double> gemm_cache;
+  struct ShapeHash {
+    size_t operator()(const std::array<double, 3>& a) const {
+      return std::hash<double>()(a[0]) * 31 * 31 + std::hash<double>()(a[1]) * 31 +
+             std::hash<double>()(a[2]);
+    }
+  };
+  std::unordered_map<std::array<double, 3>, double, ShapeHash> gemm_cache;
+  GemmInterpolator gemm_rate{hw, pb.dtype};
   double Gemm(double m, double n, double k) {
-    std::string key(reinterpret_cast<const char*>(&m), sizeof m);
-    key.append(reinterpret_cast<const char*>(&n), sizeof n);
-    key.append(reinterpret_cast<const char*>(&k), sizeof k);
+    const std::array<double, 3> key{m, n, k};
     auto it = gemm_cache.find(key);
     if (it != gemm_cache.end()) return it->second;
-    const double t = 2.0 * m * n * k / (GemmTflops(hw, pb.dtype, m, n, k) * 1e12);
-    gemm_cache.emplace(std::move(key), t);
+    const double t = 2.0 * m * n * k / (gemm_rate.Tflops(m, n, k) * 1e12);
+    gemm_cache.emplace(key, t);
     return t;
   }
 
+  uint64_t last_times_key = ~0ull;
+  const Timed* last_times = nullptr;
   const Timed& Times(int tp, int pp, int v, int mb) {
     const uint64_t key = (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) |
                          uint64_t(mb);
+    if (key == last_times_key) return *last_times;
     auto it = times.find(key);
-    if (it != times.end()) return it->second;
+    if (it != times.end()) {
+      last_times_key = key;
+      last_times = &it->second;
+      return it->second;
+    }
     std::vector<RankTimes> out(pp);
     const auto chunks = Chunks(pp * v);
     const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
@@ -515,7 +544,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
       grad_params = d.params;
     }
   }
-  st.compute_s = c.grad_accum * t_mb;
+  st.per_micro_batch_s = t_mb;
   if (c.pp > 1) {
     // [MLM] eq. (1) and sec. 2.2.2: bubble = (p - 1) / v micro-batch times.
     st.bubble_s = (c.pp - 1) * t_mb / v;
@@ -538,8 +567,25 @@ StepTime StrategyModel::Time(const Configuration& c) {
   st.exposed_comm_s = dp_exposed;
   const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
   st.optimizer_s = local * OptimizerTrafficBytes(w_) / (std::max(1.0, hw.memory_bandwidth_gbps) * 1e9);
+  return WithAccumulation(st, c.grad_accum);
+}
+
+StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
+  // Nothing else in a step depends on the number of micro-batches.
+  st.compute_s = grad_accum * st.per_micro_batch_s;
   st.total_s = st.compute_s + st.bubble_s + st.exposed_comm_s + st.optimizer_s;
   return st;
+}
+
+int StrategyModel::MemoryAccumulation(const Configuration& c) {
+  // Memory depends on the accumulation count only through "gradients alive
+  // between micro-batches" (> 1) and the in-flight micro-batches of a
+  // pipeline rank, min(warm-up, m), which stop growing at rank 0's warm-up.
+  if (c.pp == 1) return std::min(c.grad_accum, 2);
+  const int v = VirtualStages(c);
+  if (v == 1) return std::min(c.grad_accum, c.pp);
+  const int warm0 = (c.pp - 1) * 2 + (v - 1) * c.pp + 1;
+  return std::min(c.grad_accum, (warm0 + v - 1) / v);
 }
 
 double StrategyModel::IdealTimePerSample() {

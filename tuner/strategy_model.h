@@ -50,6 +50,7 @@ struct StepTime {
   double bubble_s = 0;
   double optimizer_s = 0;
   double total_s = 0;
+  double per_micro_batch_s = 0;  // slowest rank's forward + backward of one micro-batch
 };
 
 // Time of one optimizer step (one global batch).
@@ -68,6 +69,11 @@ class StrategyModel {
 
   MemoryBreakdown Memory(const Configuration& c);
   StepTime Time(const Configuration& c);
+  // Time(c) for another accumulation count, from Time(c): bit-identical to
+  // Time() of the changed configuration, at the cost of two multiplications.
+  static StepTime WithAccumulation(StepTime st, int grad_accum);
+  // The smallest accumulation count with the same memory as c's.
+  static int MemoryAccumulation(const Configuration& c);
   // Compute-only time per sample on one GPU at the best micro-batch, ignoring
   // memory: the reference for parallel efficiency.
   double IdealTimePerSample();
