@@ -3,6 +3,7 @@
 //   xdeep-probe compute --suite cpu|gpu|all [--shapes FILE] [--gemm MxNxK]... --out R.json
 //   srun xdeep-probe collectives [--ops all] [--min-bytes 1K] [--max-bytes 1G] --out R.json
 //   xdeep-probe validate R.json
+//   xdeep-probe merge compute.json coll_2gpu.json --out profile.json
 //   srun xdeep-probe bootstrap            (rank discovery + rendezvous only, no GPU)
 //
 // Exit codes: 0 all probes ran, 2 report written with errors, 1 bad usage or no report,
@@ -150,6 +151,18 @@ int main(int argc, char** argv) {
   double boot_timeout = 30;
   boot->add_option("--timeout", boot_timeout, "Seconds for the rendezvous");
 
+  // merge
+  auto* merge = app.add_subcommand(
+      "merge", "Merge reports of one kind of hardware into one (a hardware profile)");
+  std::vector<std::string> merge_inputs;
+  std::string merge_out;
+  bool merge_multi_rank = false;
+  merge->add_option("reports", merge_inputs, "Report files")->required();
+  merge->add_option("-o,--out", merge_out, "Merged report")->required();
+  merge->add_flag(
+      "--multi-rank-collectives", merge_multi_rank,
+      "Keep only collectives of 2 or more ranks (1-rank entries carry no communication)");
+
   // validate
   auto* validate = app.add_subcommand("validate", "Check that a file is a valid probe report");
   std::string validate_path;
@@ -167,6 +180,31 @@ int main(int argc, char** argv) {
     std::printf("%s: valid %s, %zu gemm, %zu bandwidth, %zu collective entries, %zu errors\n",
                 validate_path.c_str(), xp::kReportSchema, r->gemm.size(), r->bandwidth.size(),
                 r->collectives.size(), r->errors.size());
+    return 0;
+  }
+
+  if (merge->parsed()) {
+    std::vector<xp::Report> in;
+    for (const std::string& path : merge_inputs) {
+      absl::StatusOr<xp::Report> r = xp::ReadReport(path);
+      if (!r.ok()) {
+        spdlog::error("xdeep: {}", std::string(r.status().message()));
+        return 1;
+      }
+      in.push_back(*std::move(r));
+    }
+    absl::StatusOr<xp::Report> merged = xp::MergeReports(in);
+    if (!merged.ok()) {
+      spdlog::error("xdeep: {}", std::string(merged.status().message()));
+      return 1;
+    }
+    if (merge_multi_rank) {
+      std::erase_if(merged->collectives, [](const xp::CollectiveEntry& e) { return e.ranks < 2; });
+    }
+    if (absl::Status s = xp::WriteReport(*merged, merge_out); !s.ok()) {
+      spdlog::error("xdeep: {}", std::string(s.message()));
+      return 1;
+    }
     return 0;
   }
 

@@ -103,6 +103,36 @@ Report NewReport() {
   return r;
 }
 
+absl::StatusOr<Report> MergeReports(const std::vector<Report>& reports) {
+  if (reports.empty()) return absl::InvalidArgumentError("nothing to merge");
+  Report out = NewReport();
+  out.host = reports.front().host;
+  out.nodes = out.ranks = 0;
+  for (const Report& r : reports) {
+    if (r.gpu) {
+      if (out.gpu && out.gpu->name != r.gpu->name) {
+        return absl::InvalidArgumentError(absl::StrCat("reports are from different GPUs: '",
+                                                       out.gpu->name, "' and '", r.gpu->name, "'"));
+      }
+      if (!out.gpu || r.gpu->count > out.gpu->count) out.gpu = r.gpu;
+    }
+    for (const auto& [k, v] : r.versions) {
+      auto [it, inserted] = out.versions.emplace(k, v);
+      if (!inserted && it->second != v) it->second += "," + v;
+    }
+    out.nodes = std::max(out.nodes, r.nodes);
+    out.ranks = std::max(out.ranks, r.ranks);
+    out.gpus_per_node = std::max(out.gpus_per_node, r.gpus_per_node);
+    out.elapsed_s += r.elapsed_s;
+    out.gemm.insert(out.gemm.end(), r.gemm.begin(), r.gemm.end());
+    out.attention.insert(out.attention.end(), r.attention.begin(), r.attention.end());
+    out.bandwidth.insert(out.bandwidth.end(), r.bandwidth.begin(), r.bandwidth.end());
+    out.collectives.insert(out.collectives.end(), r.collectives.begin(), r.collectives.end());
+    out.errors.insert(out.errors.end(), r.errors.begin(), r.errors.end());
+  }
+  return out;
+}
+
 nlohmann::json ToJson(const Report& r) {
   json j;
   j["schema"] = r.schema;

@@ -110,6 +110,13 @@ absl::StatusOr<Report> ReadReport(const std::string& path);
 // A report with created/host filled in.
 Report NewReport();
 
+// One report from several runs on the same hardware (the compute set and the
+// collective sets of each node count), as one hardware profile wants them: sections
+// and errors concatenated, versions united, the largest nodes / ranks /
+// gpus_per_node, elapsed_s summed. Fails when the reports name different GPUs, since
+// figures of two kinds of hardware must never feed one profile.
+absl::StatusOr<Report> MergeReports(const std::vector<Report>& reports);
+
 }  // namespace xdeep::profiler
 
 #endif  // XDEEP_PROFILER_REPORT_H_

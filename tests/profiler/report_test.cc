@@ -125,3 +125,38 @@ TEST(ReportTest, EmptySectionsAreValid) {
 
 }  // namespace
 }  // namespace xdeep::profiler
+
+namespace xdeep::profiler {
+namespace {
+
+TEST(MergeTest, ConcatenatesSectionsAndRejectsMixedHardware) {
+  Report compute = Sample();
+  compute.collectives.clear();
+  compute.gpu->count = 1;
+  compute.elapsed_s = 3;
+  Report coll = Sample();
+  coll.gemm.clear();
+  coll.bandwidth.clear();
+  coll.attention.clear();
+  coll.versions["nccl"] = "2.28.9";
+  coll.elapsed_s = 4;
+  absl::StatusOr<Report> m = MergeReports({compute, coll});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->gemm.size(), 1u);
+  EXPECT_EQ(m->collectives.size(), 1u);
+  EXPECT_EQ(m->errors.size(), 2u);
+  EXPECT_EQ(m->gpu->count, 2);
+  EXPECT_DOUBLE_EQ(m->elapsed_s, 7);
+  EXPECT_EQ(m->versions.at("nccl"), "2.28.3,2.28.9");
+  EXPECT_TRUE(ReportFromJson(ToJson(*m)).ok());
+
+  Report other = Sample();
+  other.gpu->name = "NVIDIA A100-SXM4-80GB";
+  absl::StatusOr<Report> bad = MergeReports({compute, other});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("A100"), std::string::npos);
+  EXPECT_FALSE(MergeReports({}).ok());
+}
+
+}  // namespace
+}  // namespace xdeep::profiler
