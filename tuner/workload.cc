@@ -673,8 +673,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       l.params = static_cast<int64_t>(p);
       l.matmul_params = l.params;
       l.fwd_flops = *flops / n;
-      l.gemms.push_back({l.fwd_flops / (2.0 * width * width), static_cast<int64_t>(width),
-                         static_cast<int64_t>(width)});
+      const int64_t side = static_cast<int64_t>(width);
+      l.gemms.push_back({l.fwd_flops / (2.0 * side * side), side, side});  // exact FLOPs
       l.saved_activation_bytes = *act / n;
       l.output_bytes = l.saved_activation_bytes / 4;
       l.recompute_saved_bytes = l.output_bytes;

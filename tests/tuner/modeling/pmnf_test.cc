@@ -1,5 +1,6 @@
 // PMNF modelers: recover known functions from noisy samples with the right
 // exponents; quality figures, uncertainty and errors behave.
+#include "tuner/modeling/modeling.h"
 #include "tuner/modeling/pmnf.h"
 
 #include <algorithm>
@@ -252,6 +253,20 @@ TEST(Model, ToStringUsesExtrapNotation) {
   EXPECT_EQ(std::stod(match[1]), m->constant());  // printed without losing bits
   const std::vector<std::string> names = {"nodes"};
   EXPECT_THAT(m->ToString(names), ::testing::HasSubstr("log2(nodes)^(2)"));
+}
+
+TEST(FitCurve, FitsOneValuePerPoint) {
+  // All-reduce time over rank count: latency + log-depth term, noise-free.
+  std::vector<double> ranks, seconds;
+  for (double r : {2, 4, 8, 16, 32, 64}) {
+    ranks.push_back(r);
+    seconds.push_back(2e-5 + 4e-6 * std::log2(r));
+  }
+  absl::StatusOr<Model> m = FitCurve(ranks, seconds, ModelerOptions::Robust());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ExpectSingleTerm(*m, {{0, Term(0, 1, 1)}});
+  EXPECT_NEAR(m->Evaluate(1024.0), 2e-5 + 4e-6 * 10, 1e-9);
+  EXPECT_FALSE(FitCurve(ranks, std::vector<double>{1.0}).ok());
 }
 
 TEST(Fit, RejectsBadInput) {

@@ -1,0 +1,241 @@
+// Hand-derived checks of the per-strategy time and memory model, on the
+// round-number profile and workload of test_util.h (P = 1e9 parameters,
+// F = 2e12 forward FLOPs and A = 1e9 saved bytes per sample, 100 TFLOP/s,
+// 1000 GB/s, 100 GB/s intra-node and 10 GB/s per rail across nodes).
+#include "tuner/strategy_model.h"
+
+#include "gtest/gtest.h"
+#include "tests/tuner/test_util.h"
+
+namespace xdeep::tuner {
+namespace {
+
+using testing::SimpleGeneric;
+using testing::SimpleProfile;
+
+constexpr double P = 1e9, F = 2e12, A = 1e9;
+
+Configuration Single(int mb) {
+  Configuration c;
+  c.micro_batch = mb;
+  c.global_batch = mb;
+  return c;
+}
+
+TEST(StrategyMemoryTest, SingleGpuAutocastAdamW) {
+  const Workload w = SimpleGeneric();
+  const HardwareProfile hw = SimpleProfile();
+  // mb 1: the optimizer step is the peak: weights 4P + grads 4P + Adam 8P +
+  // foreach temporary 4P = 20P; start of backward is 4P + 2P (bf16 copies) +
+  // 8P + A = 15e9.
+  MemoryBreakdown m = EstimateMemory(w, hw, Single(1));
+  EXPECT_DOUBLE_EQ(m.PeakAllocated(), 20 * P);
+  EXPECT_DOUBLE_EQ(m.activations, A);
+  EXPECT_DOUBLE_EQ(m.compute_weights, 2 * P);
+  // mb 8: 14P + 8A = 22e9 at the start of backward.
+  m = EstimateMemory(w, hw, Single(8));
+  EXPECT_DOUBLE_EQ(m.PeakAllocated(), 14 * P + 8 * A);
+  EXPECT_DOUBLE_EQ(m.Total(), 22e9 + 1e9 + 0.05 * 80e9);  // + reserved + 5 % margin
+}
+
+TEST(StrategyMemoryTest, GradientAccumulationKeepsGradients) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(8);
+  c.grad_accum = 4;
+  c.global_batch = 32;
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 18 * P + 8 * A);
+}
+
+TEST(StrategyMemoryTest, DdpAddsOneBucketCopy) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(8);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 16;
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 18 * P + 8 * A);
+}
+
+TEST(StrategyMemoryTest, ZeroStagesPartitionOverDp) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 4;
+  c.global_batch = 4;
+  // ZeRO-1: Adam 8P/4; DDP-style buckets 4P stay. Start of backward:
+  // 4P + 2P + 2P + 4P + A = 13e9; end of backward 4P + 4P + 2P + 4P = 14P;
+  // step 4P + 4P + 2P + temp P = 11P.
+  c.sharding = Sharding::kZero1;
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 14 * P);
+  // ZeRO-2: gradients 4P/4 too, no full bucket copy: start 4 + 2 + 2 + A/P
+  // = 9P, end 4 + 1 + 2 = 7P, step 4 + 1 + 2 + 1 = 8P.
+  c.sharding = Sharding::kZero2;
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 9 * P);
+  // ZeRO-3 (FSDP, bf16 units): weights, grads, Adam / 4 = 1P + 1P + 2P; a
+  // unit is one layer (P/10): two gathered in bf16 (0.4e9) + its bf16
+  // gradient and fp32 reduce copy (0.6e9). Start: 1 + 2 + 1 + 1 = 5e9.
+  c.sharding = Sharding::kZero3;
+  const MemoryBreakdown z3 = EstimateMemory(w, SimpleProfile(), c);
+  EXPECT_DOUBLE_EQ(z3.comm_buffers, 2 * (P / 10) * 2 + (P / 10) * 6);
+  EXPECT_DOUBLE_EQ(z3.PeakAllocated(), 1 * P + 2 * P + 1 * P + A);
+}
+
+TEST(StrategyMemoryTest, PipelineHoldsWarmupMicroBatches) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(2);
+  c.gpus_per_node = c.pp = 2;
+  c.grad_accum = 8;
+  c.global_batch = 16;
+  // Rank 0 has 5 of 10 layers (P/2) and, in 1F1B, min(p, m) = 2 micro-batches
+  // of its half of the activations in flight; gradients live (accumulating).
+  // Start: P/2 * (4 + 2 + 8 + 4) + 2 * 2 * A/2 = 9e9 + 2e9.
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 9 * P + 2 * A);
+  // Interleaved, v = 2, 8 layers in 4 chunks of 2: rank 0 holds chunks 0 and
+  // 2 (half the layers) and warms up (p-1)*2 + (v-1)*p + 1 = 5 chunk
+  // micro-batches, each a quarter of the layers: 5/2 rank-micro-batches.
+  const Workload w8 = SimpleGeneric(8);
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(EstimateMemory(w8, SimpleProfile(), c).PeakAllocated(),
+                   9 * P + 2.5 * 2 * A / 2);
+}
+
+TEST(StrategyMemoryTest, RecomputationKeepsLayerInputs) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(8);
+  c.recompute = true;
+  // Generic layers keep their output (A/10/4 each, 10 layers: A/4) and one
+  // layer's activations (A/10) are rebuilt at a time; 16-bit copies only for
+  // the layer being recomputed (P/10 * 2). Start: 4P + 0.2P + 8P + 8 (A/4 +
+  // A/10) = 12.2e9 + 2.8e9 = 15e9 < step 20P.
+  const MemoryBreakdown m = EstimateMemory(w, SimpleProfile(), c);
+  EXPECT_DOUBLE_EQ(m.activations, 8 * A / 4);
+  EXPECT_DOUBLE_EQ(m.compute_weights, 0.2 * P);
+  EXPECT_DOUBLE_EQ(m.PeakAllocated(), 20 * P);
+}
+
+TEST(StrategyTimeTest, SingleGpu) {
+  const Workload w = SimpleGeneric();
+  // Forward GEMMs F / 100 TFLOP/s = 20 ms, backward twice that; elementwise
+  // traffic 2A forward and 4A backward at 1000 GB/s: 2 + 4 ms. AdamW moves
+  // 28 bytes per parameter: 28 ms.
+  const StepTime t = EstimateStepTime(w, SimpleProfile(), Single(1));
+  EXPECT_NEAR(t.per_micro_batch_s, 0.020 + 0.040 + 0.002 + 0.004, 1e-12);
+  EXPECT_NEAR(t.optimizer_s, 0.028, 1e-12);
+  EXPECT_NEAR(t.total_s, 0.066 + 0.028, 1e-12);
+  EXPECT_DOUBLE_EQ(t.exposed_comm_s, 0);
+  // Accumulation repeats the micro-batch, nothing else.
+  Configuration c = Single(1);
+  c.grad_accum = 4;
+  c.global_batch = 4;
+  EXPECT_NEAR(EstimateStepTime(w, SimpleProfile(), c).total_s, 4 * 0.066 + 0.028, 1e-12);
+}
+
+TEST(StrategyTimeTest, DataParallelOverlapsAllReduce) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  // All-reduce of 4P bytes over 2 ranks: 4e9 * 2(n-1)/n / 100 GB/s = 40 ms,
+  // hidden behind the 44 ms backward except the last 25 MiB bucket.
+  const double bucket = 25.0 * 1024 * 1024 / 100e9;
+  EXPECT_NEAR(EstimateStepTime(w, SimpleProfile(), c).exposed_comm_s, bucket, 1e-12);
+  // Across two nodes (one GPU each, 10 GB/s rail): 400 ms, 356 ms exposed.
+  c.gpus_per_node = 1;
+  c.nodes = 2;
+  EXPECT_NEAR(EstimateStepTime(w, SimpleProfile(), c).exposed_comm_s, 0.4 - 0.044, 1e-12);
+}
+
+TEST(StrategyTimeTest, ZeroStagesCommunication) {
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(1);
+  c.nodes = 2;
+  c.dp = 2;
+  c.global_batch = 2;
+  // Across nodes at 10 GB/s. ZeRO-1: reduce-scatter 4P (200 ms, 156 ms past
+  // the backward) + all-gather of the updated fp32 shards (200 ms).
+  c.sharding = Sharding::kZero1;
+  StepTime t = EstimateStepTime(w, SimpleProfile(), c);
+  EXPECT_NEAR(t.exposed_comm_s, 0.2 - 0.044 + 0.2, 1e-12);
+  // Optimizer on half the parameters.
+  EXPECT_NEAR(t.optimizer_s, 0.014, 1e-12);
+  // ZeRO-3: per micro-batch all-gather bf16 2P (100 ms) before forward and
+  // backward, reduce-scatter fp32 4P (200 ms) after; prefetch hides what the
+  // compute covers; the first unit (P/10, 10 ms) twice is never hidden.
+  c.sharding = Sharding::kZero3;
+  t = EstimateStepTime(w, SimpleProfile(), c);
+  const double fwd = 0.022, bwd = 0.044;
+  EXPECT_NEAR(t.per_micro_batch_s, fwd + bwd + (0.1 - fwd) + (0.3 - bwd) + 2 * 0.01, 1e-12);
+}
+
+TEST(StrategyTimeTest, PipelineBubble) {
+  const Workload w = SimpleGeneric(8);
+  Configuration c = Single(1);
+  c.gpus_per_node = c.pp = 2;
+  c.grad_accum = 4;
+  c.global_batch = 4;
+  const StepTime one = EstimateStepTime(w, SimpleProfile(), c);
+  // Half the layers per stage plus the send/recv of one boundary activation
+  // (A/8/4 = 31.25 MB at 100 GB/s = 0.3125 ms) each way.
+  EXPECT_NEAR(one.per_micro_batch_s, 0.033 + 2 * 0.0003125, 1e-12);
+  EXPECT_NEAR(one.bubble_s, (2 - 1) * one.per_micro_batch_s, 1e-12);
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  const StepTime two = EstimateStepTime(w, SimpleProfile(), c);
+  // Interleaving halves the bubble and doubles the boundary crossings.
+  EXPECT_NEAR(two.per_micro_batch_s, 0.033 + 4 * 0.0003125, 1e-12);
+  EXPECT_NEAR(two.bubble_s, two.per_micro_batch_s / 2, 1e-12);
+}
+
+TEST(StrategyTimeTest, TensorParallelAllReducesPerLayer) {
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  Configuration c = Single(2);
+  c.gpus_per_node = c.tp = 2;
+  // Only the intra-node bandwidth differs, so the difference is the tensor-
+  // parallel traffic: 12 layers x 4 all-reduces (2 forward, 2 backward) of
+  // mb * s * h * 2 bytes, bus factor 2(n-1)/n = 1.
+  const StepTime fast = EstimateStepTime(*w, SimpleProfile(100, 200), c);
+  const StepTime slow = EstimateStepTime(*w, SimpleProfile(100, 100), c);
+  const double bytes = 2.0 * 1024 * 768 * 2;
+  EXPECT_NEAR(slow.per_micro_batch_s - fast.per_micro_batch_s,
+              12 * 4 * bytes * (1 / 100e9 - 1 / 200e9), 1e-12);
+  EXPECT_EQ(StructuralProblem(*w, c), "");
+  c.tp = 8;
+  c.gpus_per_node = 8;
+  EXPECT_NE(StructuralProblem(*w, c), "");  // 12 heads do not split 8 ways
+}
+
+TEST(StrategyModelTest, MemoisedModelEqualsFreshOne) {
+  auto w = PresetWorkload("gpt-1.3b");
+  ASSERT_TRUE(w.ok());
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  StrategyModel shared(*w, *hw);
+  for (int pp : {1, 2, 4}) {
+    for (int mb : {1, 2, 4}) {
+      Configuration c;
+      c.nodes = 2;
+      c.gpus_per_node = 8;
+      c.tp = 2;
+      c.pp = pp;
+      c.dp = 16 / (2 * pp);
+      c.micro_batch = mb;
+      c.grad_accum = 4;
+      c.global_batch = int64_t{c.dp} * mb * 4;
+      c.sharding = Sharding::kZero1;
+      EXPECT_EQ(shared.Time(c).total_s, EstimateStepTime(*w, *hw, c).total_s);
+      EXPECT_EQ(shared.Memory(c).Total(), EstimateMemory(*w, *hw, c).Total());
+      for (int ga : {1, 2, 8, 16}) {
+        Configuration d = c;
+        d.grad_accum = ga;
+        d.global_batch = int64_t{c.dp} * mb * ga;
+        EXPECT_EQ(StrategyModel::WithAccumulation(shared.Time(c), ga).total_s,
+                  EstimateStepTime(*w, *hw, d).total_s);
+        Configuration k = d;
+        k.grad_accum = StrategyModel::MemoryAccumulation(d);
+        EXPECT_EQ(EstimateMemory(*w, *hw, k).Total(), EstimateMemory(*w, *hw, d).Total());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xdeep::tuner

@@ -1,0 +1,53 @@
+// Small, hand-checkable inputs shared by the tuner tests.
+#ifndef XDEEP_TESTS_TUNER_TEST_UTIL_H_
+#define XDEEP_TESTS_TUNER_TEST_UTIL_H_
+
+#include <string>
+
+#include "tuner/hardware_profile.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner::testing {
+
+// One GEMM point (so every shape runs at `tflops`), round bandwidths, zero
+// collective latency: every time in the model can be derived by hand.
+inline HardwareProfile SimpleProfile(double tflops = 100, double intra_gbps = 100,
+                                     double rail_gbps = 10, int gpus_per_node = 8) {
+  HardwareProfile hw;
+  hw.name = "simple";
+  hw.builtin = true;
+  hw.gpu_name = "TestGPU";
+  hw.gpus_per_node = gpus_per_node;
+  hw.memory_bytes = int64_t{80} * 1000 * 1000 * 1000;
+  hw.reserved_bytes = int64_t{1} * 1000 * 1000 * 1000;
+  hw.memory_bandwidth_gbps = 1000;
+  hw.attention_efficiency = 0.5;
+  hw.gemm.push_back({4096, 4096, 4096, DType::kBf16, tflops});
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
+                          CollectiveOp::kReduceScatter, CollectiveOp::kSendRecv}) {
+    hw.collectives.push_back({op, FabricScope::kIntraNode, 2, 0.0, intra_gbps});
+    hw.collectives.push_back({op, FabricScope::kInterNode, 2, 0.0, rail_gbps});
+  }
+  return hw;
+}
+
+// Generic model: 1e9 parameters in `layers` layers, 2e12 forward FLOPs and
+// 1e9 saved activation bytes per sample; bf16 autocast, AdamW.
+inline Workload SimpleGeneric(int layers = 10) {
+  const std::string text = "name = \"simple\"\n"
+                           "[model]\n"
+                           "family = \"generic\"\n"
+                           "parameters = 1e9\n"
+                           "forward_flops_per_sample = 2e12\n"
+                           "activation_bytes_per_sample = 1e9\n"
+                           "num_layers = " + std::to_string(layers) + "\n"
+                           "[training]\n"
+                           "samples = 1e6\n"
+                           "[batch]\n"
+                           "global = 64\n";
+  return *ParseWorkloadToml(text, "simple.toml");
+}
+
+}  // namespace xdeep::tuner::testing
+
+#endif  // XDEEP_TESTS_TUNER_TEST_UTIL_H_
