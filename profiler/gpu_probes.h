@@ -39,7 +39,7 @@ struct GemmProbeOptions {
   int64_t workspace_bytes = int64_t{32} << 20;
   // cuBLASLt's heuristic ranks algorithms by a model; timing its first few picks the
   // fastest on this GPU, as cuBLAS does internally for its own calls.
-  int algo_candidates = 4;
+  int algo_candidates = 8;
 };
 std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
                                      std::vector<ErrorEntry>* errors);

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
               device_bytes = "1G";
   std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
-  int samples = 20, algos = 4;
+  int samples = 20, algos = 8;
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
