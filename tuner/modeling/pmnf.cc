@@ -555,6 +555,15 @@ absl::StatusOr<Model> FitSingleParameter(std::span<const Measurement> points,
   return model;
 }
 
+absl::StatusOr<Model> FitCurve(std::span<const double> x, std::span<const double> y,
+                               const ModelerOptions& options) {
+  if (x.size() != y.size()) return absl::InvalidArgumentError("x and y differ in length");
+  std::vector<Measurement> points;
+  points.reserve(x.size());
+  for (size_t i = 0; i < x.size(); ++i) points.push_back({{x[i]}, {y[i]}});
+  return FitSingleParameter(points, options);
+}
+
 absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
                                         const ModelerOptions& options) {
   if (points.empty()) return absl::InvalidArgumentError("no measurements to model");

@@ -65,6 +65,11 @@ struct ModelerOptions {
 absl::StatusOr<Model> FitSingleParameter(std::span<const Measurement> points,
                                          const ModelerOptions& options = {});
 
+// Convenience for curves: one value per x (e.g. all-reduce time over rank
+// count, compute time over micro-batch size).
+absl::StatusOr<Model> FitCurve(std::span<const double> x, std::span<const double> y,
+                               const ModelerOptions& options = {});
+
 // Fits f(x_1..x_d) for d >= 2 parameters; points need not form a full grid,
 // but each parameter needs a line of points (other parameters fixed).
 absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
