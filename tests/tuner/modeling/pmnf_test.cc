@@ -7,6 +7,7 @@
 #include <cmath>
 #include <regex>
 
+#include <Eigen/Dense>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -214,6 +215,36 @@ TEST(Model, QualityFiguresReflectTheNoise) {
   EXPECT_GE(q.loo_rss, q.in_sample_rss);
   EXPECT_EQ(q.num_points, 6);
   EXPECT_EQ(q.num_coefficients, 2);
+}
+
+TEST(Model, LeaveOneOutFiguresEqualExplicitRefits) {
+  // The hat-matrix shortcut must give what n refits give.
+  const auto f = [](std::span<const double> x) { return 1 + 0.2 * x[0] * x[1]; };
+  const auto points = SampleGrid(f, {{2, 4, 8, 16, 32}, {1, 2, 4, 8, 16}}, kNoise, 3, 9);
+  absl::StatusOr<Model> m = FitMultiParameter(points);
+  ASSERT_TRUE(m.ok());
+  double rss = 0.0, smape = 0.0;
+  for (size_t skip = 0; skip < points.size(); ++skip) {
+    Eigen::MatrixXd a(points.size() - 1, m->terms().size() + 1);
+    Eigen::VectorXd b(points.size() - 1);
+    for (size_t i = 0, r = 0; i < points.size(); ++i) {
+      if (i == skip) continue;
+      a(r, 0) = 1.0;
+      for (size_t j = 0; j < m->terms().size(); ++j) a(r, j + 1) = m->terms()[j].Basis(points[i].coordinate);
+      b(r++) = points[i].Mean();
+    }
+    const Eigen::VectorXd c = a.colPivHouseholderQr().solve(b);
+    double predicted = c(0);
+    for (size_t j = 0; j < m->terms().size(); ++j) {
+      predicted += c(j + 1) * m->terms()[j].Basis(points[skip].coordinate);
+    }
+    const double y = points[skip].Mean();
+    rss += (predicted - y) * (predicted - y);
+    smape += std::abs(predicted - y) / (std::abs(y) + std::abs(predicted)) * 2;
+  }
+  smape = smape / static_cast<double>(points.size()) * 100;
+  EXPECT_NEAR(m->quality().loo_rss, rss, 1e-9 * rss);
+  EXPECT_NEAR(m->quality().loo_smape, smape, 1e-9 * smape);
 }
 
 TEST(Model, UncertaintyGrowsWhenExtrapolatingAndIntervalsCover) {
