@@ -28,7 +28,12 @@ struct KokkosBandwidthOptions {
 std::vector<BandwidthEntry> RunKokkosHostBandwidth(const KokkosBandwidthOptions& options,
                                                    std::vector<ErrorEntry>* errors);
 
-// The Kokkos version and host execution space, for the report's "versions".
+// The same kernels on Kokkos' default execution space when it is a device (a site
+// Kokkos built with CUDA or HIP); an error entry when this Kokkos is host-only.
+std::vector<BandwidthEntry> RunKokkosDeviceBandwidth(const KokkosBandwidthOptions& options,
+                                                     std::vector<ErrorEntry>* errors);
+
+// The Kokkos version and default execution space, for the report's "versions".
 std::string KokkosVersionString();
 bool KokkosInitialized();
 

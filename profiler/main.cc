@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
   compute->add_option("--host-bytes", host_bytes, "Bytes per array for the host bandwidth probes");
   compute->add_option("--device-bytes", device_bytes,
                       "Bytes per array for the device bandwidth probes");
+  bool kokkos_device = false;
+  compute->add_flag("--kokkos-on-device", kokkos_device,
+                    "With cpu/all: also run the Kokkos kernels on Kokkos' device space");
   compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
   compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM")
       ->check(CLI::Range(1, 32));
@@ -233,6 +236,7 @@ int main(int argc, char** argv) {
     auto watchdog = StartWatchdog(time_limit, out, true);
     xp::ComputeSuiteOptions o;
     o.suite = suite;
+    o.kokkos_device = kokkos_device;
     absl::StatusOr<std::vector<xp::DType>> dt = xp::ParseDTypeList(dtypes);
     if (!dt.ok()) {
       spdlog::error("xdeep: {}", std::string(dt.status().message()));
@@ -294,7 +298,9 @@ int main(int argc, char** argv) {
     }
     // Host kernels are slow per operation; fewer samples keep the CI run short.
     o.host_bandwidth.harness.max_samples = std::min(samples, 10);
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    // No argv: Kokkos would parse (and choke on) flags of ours such as --kokkos-*;
+    // its KOKKOS_* environment variables still apply.
+    Kokkos::ScopeGuard kokkos;
     absl::StatusOr<xp::Report> r = xp::RunComputeSuite(o);
     if (!r.ok()) {
       spdlog::error("xdeep: {}", std::string(r.status().message()));

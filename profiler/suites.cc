@@ -34,6 +34,11 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
     for (BandwidthEntry& e : RunKokkosHostBandwidth(options.host_bandwidth, &report.errors)) {
       report.bandwidth.push_back(e);
     }
+    if (options.kokkos_device) {
+      for (BandwidthEntry& e : RunKokkosDeviceBandwidth(options.host_bandwidth, &report.errors)) {
+        report.bandwidth.push_back(e);
+      }
+    }
   }
   if (gpu) {
     if (absl::Status s = SelectDevice(0); !s.ok()) {

@@ -19,6 +19,8 @@ struct ComputeSuiteOptions {
   AttentionProbeOptions attention;
   DeviceBandwidthOptions device_bandwidth;
   KokkosBandwidthOptions host_bandwidth;
+  // Also run the Kokkos kernels on Kokkos' device space (a site Kokkos with CUDA/HIP).
+  bool kokkos_device = false;
 };
 
 // cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs, attention, CUDA bandwidth. all: both.

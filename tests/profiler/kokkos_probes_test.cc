@@ -2,6 +2,7 @@
 #include "profiler/kokkos_probes.h"
 
 #include <Kokkos_Core.hpp>
+#include <type_traits>
 
 #include "gtest/gtest.h"
 
@@ -61,6 +62,23 @@ TEST(KokkosProbesTest, TinyTimeLimitEndsInTime) {
   RunKokkosHostBandwidth(o, &errors);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   EXPECT_EQ(errors.size(), 1u);
+}
+
+TEST(KokkosProbesTest, DeviceSpaceRunsOrSaysWhyNot) {
+  KokkosBandwidthOptions o;
+  o.elements = int64_t{1} << 16;
+  o.kernels = {"triad"};
+  o.harness.max_samples = 3;
+  std::vector<ErrorEntry> errors;
+  std::vector<BandwidthEntry> r = RunKokkosDeviceBandwidth(o, &errors);
+  if (std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
+    EXPECT_TRUE(r.empty());
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].message.find("no device backend"), std::string::npos);
+  } else {
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].space, "device");
+  }
 }
 
 TEST(KokkosProbesTest, VersionNamesTheSpace) {
