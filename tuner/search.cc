@@ -13,7 +13,9 @@
 #include "tuner/search.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -88,13 +90,13 @@ struct Scored {
 };
 
 Scored ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configuration& c,
-                 double ideal, const MemoryBreakdown& mem, const StepTime& t) {
+                 double ideal, double memory_total, const StepTime& t) {
   const Workload& w = model.workload();
   const HardwareProfile& hw = model.hardware();
   Scored s;
-  s.memory_total = mem.Total();
+  s.memory_total = memory_total;
   s.memory_capacity = static_cast<double>(hw.memory_bytes);
-  s.p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem.Total()));
+  s.p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(memory_total));
   Prediction& p = s.p;
   p.step_time_s = t.total_s;
   p.compute_s = t.compute_s;
@@ -134,7 +136,8 @@ enum Reason { kMemory, kPolicy, kBudget, kDeadline, kEfficiency, kReasons };
 Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLimits& limits,
                     const Configuration& c) {
   StrategyModel model(w, hw);
-  return ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c), model.Time(c)).p;
+  return ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c).Total(),
+                   model.Time(c)).p;
 }
 
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
@@ -216,6 +219,25 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   // Accumulation counts for a micro-batch of `per_ga` samples across dp: the
   // one that hits a fixed batch, or powers of two inside [min, max]; Megatron's
   // interleaved schedule needs them divisible by pp (`multiple_of`).
+  // Range of powers of two: [first, last] (first > last when empty).
+  auto pow2_range = [&](int64_t per_ga, int multiple_of, int64_t& first, int64_t& last) {
+    first = 1;
+    last = 0;
+    const int64_t hi = w.max_global_batch / per_ga;
+    if (hi < 1) return;
+    const int64_t lo = std::max<int64_t>(1, (w.min_global_batch + per_ga - 1) / per_ga);
+    last = int64_t{1} << (63 - std::countl_zero(static_cast<uint64_t>(hi)));
+    first = std::bit_ceil(static_cast<uint64_t>(lo));
+    if (multiple_of > 1) {
+      // A power of two is a multiple of m only when m is one and <= it.
+      if (!std::has_single_bit(static_cast<unsigned>(multiple_of))) {
+        first = 1;
+        last = 0;
+        return;
+      }
+      first = std::max<int64_t>(first, multiple_of);
+    }
+  };
   auto accumulations = [&](int64_t per_ga, int multiple_of, std::vector<int>& out) {
     out.clear();
     if (!w.batch_may_change) {
@@ -225,13 +247,29 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       }
       return;
     }
-    for (int64_t ga = 1; per_ga * ga <= w.max_global_batch; ga *= 2) {
-      if (per_ga * ga >= w.min_global_batch && ga % multiple_of == 0) {
-        out.push_back(static_cast<int>(ga));
-      }
-    }
+    int64_t first, last;
+    pow2_range(per_ga, multiple_of, first, last);
+    for (int64_t ga = first; ga <= last; ga *= 2) out.push_back(static_cast<int>(ga));
   };
-  std::vector<int> gas, gas2;
+  auto count_accumulations = [&](int64_t per_ga, int multiple_of) -> uint64_t {
+    if (!w.batch_may_change) {
+      return w.reference_global_batch % per_ga == 0 &&
+             (w.reference_global_batch / per_ga) % multiple_of == 0;
+    }
+    int64_t first, last;
+    pow2_range(per_ga, multiple_of, first, last);
+    if (first > last) return 0;
+    return std::countr_zero(static_cast<uint64_t>(last)) -
+           std::countr_zero(static_cast<uint64_t>(first)) + 1;
+  };
+  std::vector<int> gas;
+  // Memory-bound table per (tp, pp, schedule, recompute, sharding, log2 mb):
+  // the largest dp known not to fit and the smallest known to fit.
+  const size_t bound_slots = static_cast<size_t>(max_g + 1) * (L + 1) * 2 * 2 * 4 * 32;
+  const bool bound_table_ok = bound_slots <= (size_t{1} << 22);
+  std::vector<int> bound_max_bad(bound_table_ok ? bound_slots : 0, 0);
+  std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
+                                  std::numeric_limits<int>::max());
 
   Configuration c;
   for (int nodes = 1; nodes <= limits.max_nodes; ++nodes) {
@@ -277,31 +315,57 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                   // does not fit, nothing at this or a larger micro-batch
                   // does: count them as rejected for memory without scoring.
                   int mem_ga = -1;
-                  MemoryBreakdown mem;
+                  double mem = 0;
                   {
                     Configuration lb = c;
                     lb.grad_accum = 1;
-                    mem = model.Memory(lb);
-                    mem_ga = 1;
-                    const double need = mem.Total();
-                    if (need > capacity) {
+                    // With everything else fixed, this bound never grows with
+                    // dp (sharded state divides by it; unsharded, dp > 1 adds
+                    // the same bucket copy whatever dp is), so a dp known not
+                    // to fit rules out every smaller one, and one known to fit
+                    // every larger one. dp = 1 unsharded (no buckets) is left
+                    // out of the table.
+                    const bool monotone = bound_table_ok && dp > 1;
+                    const size_t slot =
+                        monotone ? ((((static_cast<size_t>(tp) * (L + 1) + pp) * 2 + sched) * 2 + rc) * 4 + z) * 32 +
+                                       static_cast<size_t>(std::countr_zero(static_cast<unsigned>(mb)))
+                                 : 0;
+                    bool fits;
+                    double need = -1;
+                    if (monotone && dp <= bound_max_bad[slot]) {
+                      fits = false;
+                    } else if (monotone && dp >= bound_min_good[slot]) {
+                      fits = true;
+                    } else {
+                      need = model.MemoryTotal(lb);
+                      mem = need;
+                      mem_ga = 1;
+                      fits = need <= capacity;
+                      if (monotone) {
+                        if (fits) bound_min_good[slot] = std::min(bound_min_good[slot], dp);
+                        else bound_max_bad[slot] = std::max(bound_max_bad[slot], dp);
+                      }
+                    }
+                    if (!fits) {
                       uint64_t n = 0;
                       for (int m2 = mb; m2 <= w.max_micro_batch; m2 *= 2) {
                         const int64_t pg = int64_t{dp} * m2;
                         if (pg > w.max_global_batch) break;
-                        accumulations(pg, sched == 1 ? pp : 1, gas2);
-                        n += gas2.size();
+                        n += count_accumulations(pg, sched == 1 ? pp : 1);
                       }
                       result.pruned += n;
-                      counts[kMemory] += n - 1;
-                      c.grad_accum = gas.front();
-                      c.global_batch = per_ga * gas.front();
-                      Prediction p;
-                      p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(need));
-                      reject(kMemory, c, p, [&] {
-                        return absl::StrCat("memory: needs at least ", Gib(need), " per GPU, the ",
-                                            hw.gpu_name, " has ", Gib(capacity));
-                      });
+                      counts[kMemory] += n;
+                      if (examples[kMemory].size() < per_reason) {
+                        c.grad_accum = gas.front();
+                        c.global_batch = per_ga * gas.front();
+                        if (need < 0) need = model.MemoryTotal(lb);
+                        Prediction p;
+                        p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(need));
+                        examples[kMemory].push_back(
+                            {c, p,
+                             absl::StrCat("memory: needs at least ", Gib(need), " per GPU, the ",
+                                          hw.gpu_name, " has ", Gib(capacity))});
+                      }
                       break;
                     }
                   }
@@ -319,14 +383,14 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     if (key != mem_ga) {
                       Configuration cm = c;
                       cm.grad_accum = key;
-                      mem = model.Memory(cm);
+                      mem = model.MemoryTotal(cm);
                       mem_ga = key;
                     }
-                    if (mem.Total() > capacity) {
+                    if (mem > capacity) {
                       Prediction p;
-                      p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem.Total()));
+                      p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem));
                       reject(kMemory, c, p, [&] {
-                        return absl::StrCat("memory: needs ", Gib(mem.Total()), " per GPU, the ",
+                        return absl::StrCat("memory: needs ", Gib(mem), " per GPU, the ",
                                             hw.gpu_name, " has ", Gib(capacity));
                       });
                       break;  // more accumulation only holds more
@@ -372,6 +436,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     }
                     // Pareto front of (time, cost).
                     const double t = p.time_to_solution_s;
+                    // Fast path: no faster than and no cheaper than the
+                    // front's slowest (cheapest) point.
+                    if (!pareto.empty() && t >= pareto.back().prediction.time_to_solution_s &&
+                        p.cost >= pareto.back().prediction.cost) {
+                      continue;
+                    }
                     auto it = std::upper_bound(pareto.begin(), pareto.end(), t,
                                                [](double x, const Candidate& k) {
                                                  return x < k.prediction.time_to_solution_s;

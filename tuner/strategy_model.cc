@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -275,8 +276,9 @@ struct StrategyModel::Impl {
   // interpolation scans the whole profile, so results are memoised.
   struct ShapeHash {
     size_t operator()(const std::array<double, 3>& a) const {
-      return std::hash<double>()(a[0]) * 31 * 31 + std::hash<double>()(a[1]) * 31 +
-             std::hash<double>()(a[2]);
+      uint64_t h = 0;
+      for (double x : a) h = (h ^ std::bit_cast<uint64_t>(x)) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
     }
   };
   std::unordered_map<std::array<double, 3>, double, ShapeHash> gemm_cache;
@@ -396,7 +398,8 @@ double InFlight(const Configuration& c, int rank, int v) {
 
 }  // namespace
 
-MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
+template <bool kBreakdown>
+double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
   const int v = VirtualStages(c);
   const Partitioned& part = impl_->Partition(c.tp, c.pp, v);
   const auto& ranks = part.ranks;
@@ -407,6 +410,15 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
   const bool z3 = c.sharding == Sharding::kZero3;
   MemoryBreakdown worst;
   worst.peak_allocated = -1;
+  double worst_peak = -1;
+  // Loop invariants, hoisted by hand (the compiler cannot prove w_ unchanged).
+  const bool gather16 = pb.compute_copy > 0 && w_.fsdp_16bit_params;
+  const double copy_bytes = gather16 ? pb.compute_copy : pb.weight;
+  const bool adam = w_.optimizer == OptimizerKind::kAdam || w_.optimizer == OptimizerKind::kAdamW;
+  const bool ddp_buckets = c.dp > 1 && c.sharding != Sharding::kZero2 &&
+                           w_.precision != Precision::kBf16Mixed;
+  const double residual16 = gather16 ? 1 - pb.compute_copy / ResidualBytes(w_.precision) : 0;
+  const bool grads_alive = c.grad_accum > 1 || c.pp > 1;
   for (int i : part.memory_ranks) {
     const RankData& r = ranks[i];
     MemoryBreakdown m;
@@ -415,9 +427,8 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
     m.weights = r.params * pb.weight / (z3 ? d : 1);
     m.gradients = r.params * pb.grad / (z2 ? d : 1);
     m.optimizer = r.params * pb.optimizer / (z1 ? d : 1);
-    // 16-bit gathered parameters unless FSDP gathers fp32 and autocast casts.
-    const bool gather16 = pb.compute_copy > 0 && w_.fsdp_16bit_params;
-    const double copy_bytes = gather16 ? pb.compute_copy : pb.weight;
+    // 16-bit gathered parameters unless FSDP gathers fp32 and autocast casts
+    // (gather16 / copy_bytes above).
     if (z3) {
       // [FSDP] sec. 3.3: the unit being computed and the prefetched next one
       // are gathered in the compute dtype; the root unit (embedding, head)
@@ -445,9 +456,7 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
       // during backward, not at the optimizer step (measured: memory after a
       // step is 12 bytes per parameter with and without DDP). Megatron style
       // (kBf16Mixed) reduces the gradient buffer in place.
-      if (c.dp > 1 && c.sharding != Sharding::kZero2 && w_.precision != Precision::kBf16Mixed) {
-        m.comm_buffers = r.params * pb.grad;
-      }
+      if (ddp_buckets) m.comm_buffers = r.params * pb.grad;
     }
     const double held = InFlight(c, i, v);
     double per_sample = c.recompute ? r.act_recompute : r.act_full;
@@ -455,7 +464,7 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
       // FSDP's 16-bit parameter policy makes the residual stream 16-bit, so
       // the checkpointed block inputs are too (LayerNorm still saves an fp32
       // cast of its input, which is why the unrecomputed count keeps r = 4).
-      per_sample -= r.act_recompute_blocks * (1 - pb.compute_copy / ResidualBytes(w_.precision));
+      per_sample -= r.act_recompute_blocks * residual16;
     }
     m.activations = held * c.micro_batch * per_sample +
                     (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
@@ -465,14 +474,12 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
     const double logits = c.micro_batch * r.logits_bytes;
     // Optimizer step temporaries: PyTorch's foreach Adam builds the
     // denominator sqrt(v) + eps as one fp32 tensor list over the local shard.
-    const bool adam = w_.optimizer == OptimizerKind::kAdam || w_.optimizer == OptimizerKind::kAdamW;
     const double local_params = r.params / (z1 ? d : 1);
     const double step_temp = adam ? 4 * local_params : 0;
     m.transient = std::max(logits + recompute_peak, step_temp);
     // Gradients already exist at the start of a backward pass when earlier
     // micro-batches of the step have accumulated into them; otherwise
     // zero_grad(set_to_none=True) has freed them.
-    const bool grads_alive = c.grad_accum > 1 || c.pp > 1;
     const double start_of_backward = m.weights + m.compute_weights + m.optimizer + m.comm_buffers +
                                      m.activations + logits + recompute_peak +
                                      (grads_alive ? m.gradients : 0);
@@ -482,12 +489,28 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
     const double step = m.weights + m.gradients + m.optimizer + step_temp;
     m.peak_allocated = std::max({start_of_backward, end_of_backward, step});
     m.worst_rank = i;
-    if (m.peak_allocated > worst.peak_allocated) worst = m;
+    if (m.peak_allocated > worst_peak) {
+      worst_peak = m.peak_allocated;
+      if constexpr (kBreakdown) worst = m;
+    }
   }
-  worst.reserved = static_cast<double>(hw_.reserved_bytes);
-  worst.margin = kMarginFraction * static_cast<double>(hw_.memory_bytes);
-  return worst;
+  const double reserved = static_cast<double>(hw_.reserved_bytes);
+  const double margin = kMarginFraction * static_cast<double>(hw_.memory_bytes);
+  if constexpr (kBreakdown) {
+    worst.reserved = reserved;
+    worst.margin = margin;
+    *out = worst;
+  }
+  return worst_peak + reserved + margin;  // == MemoryBreakdown::Total()
 }
+
+MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
+  MemoryBreakdown m;
+  MemoryCore<true>(c, &m);
+  return m;
+}
+
+double StrategyModel::MemoryTotal(const Configuration& c) { return MemoryCore<false>(c, nullptr); }
 
 StepTime StrategyModel::Time(const Configuration& c) {
   const int v = VirtualStages(c);

@@ -68,6 +68,8 @@ class StrategyModel {
   StrategyModel& operator=(const StrategyModel&) = delete;
 
   MemoryBreakdown Memory(const Configuration& c);
+  // Memory(c).Total() without the breakdown (bit-identical, cheaper).
+  double MemoryTotal(const Configuration& c);
   StepTime Time(const Configuration& c);
   // Time(c) for another accumulation count, from Time(c): bit-identical to
   // Time() of the changed configuration, at the cost of two multiplications.
@@ -84,6 +86,9 @@ class StrategyModel {
   struct Impl;
 
  private:
+  template <bool kBreakdown>
+  double MemoryCore(const Configuration& c, MemoryBreakdown* out);
+
   const Workload& w_;
   const HardwareProfile& hw_;
   std::unique_ptr<Impl> impl_;

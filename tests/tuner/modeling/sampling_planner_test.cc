@@ -5,6 +5,7 @@
 #include "tuner/modeling/sampling_planner.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -116,6 +117,11 @@ void CheckPlanner(const ModelerOptions& modeler, const char* label) {
       EXPECT_GE(o.plan.uncertainty_probes, 1);  // the GP stage took part
       EXPECT_LE(o.accuracy.difference_pp, s.max_run_pp) << "plan: " << o.plan.model.ToString()
                                                << "\ngrid: " << o.accuracy.full_grid_model.ToString();
+      if (std::getenv("XDEEP_PLAN_DEBUG")) {
+        std::printf("    plan: %s\n    grid: %s\n   ", o.plan.model.ToString().c_str(), o.accuracy.full_grid_model.ToString().c_str());
+        for (const Measurement& m : o.plan.measurements) std::printf(" (%g,%g)", m.coordinate[0], m.coordinate[1]);
+        std::printf("\n");
+      }
       differences.push_back(o.accuracy.difference_pp);
     }
     const double median = Median(differences);
