@@ -197,9 +197,15 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   uint64_t counts[kReasons] = {};
   const size_t per_reason = static_cast<size_t>(std::max(1, limits.max_rejected_examples));
   // The reason text is only built for the examples kept.
+  auto with_memory = [&](const Configuration& c, Prediction p) {
+    if (p.memory_per_gpu_bytes == 0) {
+      p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(model.MemoryTotal(c)));
+    }
+    return p;
+  };
   auto reject = [&](Reason r, const Configuration& c, const Prediction& p, auto&& why) {
     ++counts[r];
-    if (examples[r].size() < per_reason) examples[r].push_back({c, p, why()});
+    if (examples[r].size() < per_reason) examples[r].push_back({c, with_memory(c, p), why()});
   };
   // Structure checks hoisted out of the inner loops (StructuralProblem says
   // the same in words): tp must split heads, kv-heads and the MLP of a
@@ -230,7 +236,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     first = std::bit_ceil(static_cast<uint64_t>(lo));
     if (multiple_of > 1) {
       // A power of two is a multiple of m only when m is one and <= it.
-      if (!std::has_single_bit(static_cast<unsigned>(multiple_of))) {
+      if ((multiple_of & (multiple_of - 1)) != 0) {  // not a power of two
         first = 1;
         last = 0;
         return;
@@ -375,18 +381,39 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                   // WithAccumulation give bit-identical results).
                   bool timed = false;
                   StepTime base_time;
+                  // Memory never falls with more accumulation: if the largest
+                  // count fits, all do, and the exact figure is only needed
+                  // for the candidates kept (filled in by with_memory).
+                  bool all_fit = false;
+                  {
+                    Configuration cm = c;
+                    cm.grad_accum = gas.back();
+                    const int kmax = StrategyModel::MemoryAccumulation(cm);
+                    if (kmax != mem_ga) {
+                      cm.grad_accum = kmax;
+                      const double m = model.MemoryTotal(cm);
+                      if (m <= capacity) {
+                        all_fit = true;
+                      } else if (gas.size() == 1) {
+                        mem = m;  // the only count: this is its figure
+                        mem_ga = kmax;
+                      }
+                    } else {
+                      all_fit = mem <= capacity;
+                    }
+                  }
                   for (int ga : gas) {
                     c.grad_accum = ga;
                     c.global_batch = per_ga * ga;
                     ++result.evaluated;
-                    const int key = StrategyModel::MemoryAccumulation(c);
-                    if (key != mem_ga) {
+                    const int key = all_fit ? 0 : StrategyModel::MemoryAccumulation(c);
+                    if (!all_fit && key != mem_ga) {
                       Configuration cm = c;
                       cm.grad_accum = key;
                       mem = model.MemoryTotal(cm);
                       mem_ga = key;
                     }
-                    if (mem > capacity) {
+                    if (!all_fit && mem > capacity) {
                       Prediction p;
                       p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(mem));
                       reject(kMemory, c, p, [&] {
@@ -399,9 +426,9 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       base_time = model.Time(c);
                       timed = true;
                     }
-                    const Prediction p =
-                        ScoreWith(model, limits, c, ideal, mem,
-                                  StrategyModel::WithAccumulation(base_time, ga)).p;
+                    Prediction p = ScoreWith(model, limits, c, ideal, all_fit ? 0 : mem,
+                                             StrategyModel::WithAccumulation(base_time, ga))
+                                       .p;
                     if (limits.budget > 0 && p.cost > limits.budget) {
                       reject(kBudget, c, p, [&] {
                         return absl::StrCat("budget: costs ", Money(p.cost), " > ",
@@ -431,7 +458,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                           top.begin(), top.end(), p, [&](const Prediction& a, const Candidate& b) {
                             return Lower(limits.objective, a, b.prediction);
                           });
-                      top.insert(pos, Candidate{c, p, ""});
+                      top.insert(pos, Candidate{c, with_memory(c, p), ""});
                       if (top.size() > keep) top.pop_back();
                     }
                     // Pareto front of (time, cost).
@@ -453,9 +480,9 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       // Equal time and higher cost: the new point replaces it.
                       if (it != pareto.begin() && std::prev(it)->prediction.time_to_solution_s == t) {
                         --it;
-                        *it = Candidate{c, p, ""};
+                        *it = Candidate{c, with_memory(c, p), ""};
                       } else {
-                        it = pareto.insert(it, Candidate{c, p, ""});
+                        it = pareto.insert(it, Candidate{c, with_memory(c, p), ""});
                       }
                       auto next = std::next(it), last = next;
                       while (last != pareto.end() && last->prediction.cost >= p.cost) ++last;

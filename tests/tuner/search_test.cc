@@ -128,6 +128,7 @@ void CheckAgainstBruteForce(const Workload& w, const HardwareProfile& hw, const 
   // Best and runner-ups: the same scores, in order.
   EXPECT_EQ(r->best.prediction.cost, all[0].p.cost);
   EXPECT_EQ(r->best.prediction.time_to_solution_s, all[0].p.time_to_solution_s);
+  EXPECT_EQ(r->best.prediction.memory_per_gpu_bytes, all[0].p.memory_per_gpu_bytes);
   if (all.size() == 1 || ByObjective(l.objective, all[0].p, all[1].p)) {
     ExpectSameConfig(r->best.config, all[0].c);  // unique optimum
   }
@@ -135,6 +136,8 @@ void CheckAgainstBruteForce(const Workload& w, const HardwareProfile& hw, const 
   for (size_t i = 0; i < r->alternatives.size(); ++i) {
     EXPECT_EQ(r->alternatives[i].prediction.cost, all[i + 1].p.cost) << i;
     EXPECT_EQ(r->alternatives[i].prediction.time_to_solution_s, all[i + 1].p.time_to_solution_s);
+    EXPECT_EQ(r->alternatives[i].prediction.memory_per_gpu_bytes,
+              all[i + 1].p.memory_per_gpu_bytes);
   }
   // Pareto front: distinct (time, cost) points, cost strictly falling.
   std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) {

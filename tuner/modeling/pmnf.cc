@@ -415,8 +415,10 @@ std::vector<Structure> Structures(size_t m, bool combinations) {
 // with sparse, noisy points that line may not show the parameter's effect at
 // all (e.g. the node count's effect at the smallest size), while all points
 // together do.
-MultiHypothesis JointSearch(std::span<const Measurement> points, std::span<const double> y,
-                            size_t dims, const ModelerOptions& options) {
+// Returns the `top` best hypotheses, best first (ties keep the earlier).
+std::vector<MultiHypothesis> JointSearch(std::span<const Measurement> points,
+                                         std::span<const double> y, size_t dims,
+                                         const ModelerOptions& options, size_t top = 1) {
   const Eigen::Index n = static_cast<Eigen::Index>(points.size());
   const Eigen::VectorXd w = RowWeights(y, options.relative_least_squares);
   const Eigen::VectorXd yw =
@@ -450,8 +452,7 @@ MultiHypothesis JointSearch(std::span<const Measurement> points, std::span<const
     }
   }
   const double nn = static_cast<double>(n);
-  MultiHypothesis best;
-  best.score = std::numeric_limits<double>::infinity();
+  std::vector<MultiHypothesis> best;
   // Mixed-radix counter over (absent, candidate 0, candidate 1, ...) per parameter.
   std::vector<size_t> choice(dims, 0);
   // Buffers reused across the thousands of small fits (k <= 8 coefficients).
@@ -509,25 +510,31 @@ MultiHypothesis JointSearch(std::span<const Measurement> points, std::span<const
       if (!big_enough) continue;
       const double kk = static_cast<double>(k);
       const double score = nn * std::log(rss / nn) + kk * std::log(nn);
-      if (score < best.score) {
-        best.score = score;
-        best.terms.clear();
+      if (best.size() < top || score < best.back().score) {
+        MultiHypothesis h;
+        h.score = score;
         for (const auto& term : st) {
           ProductTerm pt;
           for (size_t slot : term) {
             pt.factors.push_back({static_cast<int>(chosen[slot].first),
                                   candidates[chosen[slot].first][chosen[slot].second]});
           }
-          best.terms.push_back(std::move(pt));
+          h.terms.push_back(std::move(pt));
         }
+        auto at = std::upper_bound(best.begin(), best.end(), score,
+                                   [](double v, const MultiHypothesis& b) { return v < b.score; });
+        best.insert(at, std::move(h));
+        if (best.size() > top) best.pop_back();
       }
     }
     size_t p = 0;
     while (p < dims && ++choice[p] > candidates[p].size()) choice[p++] = 0;
     if (p == dims) break;
   }
-  MultiCoefficients(points, y, &best, options.relative_least_squares);
-  MultiCost(points, y, &best);
+  for (MultiHypothesis& h : best) {
+    MultiCoefficients(points, y, &h, options.relative_least_squares);
+    MultiCost(points, y, &h);
+  }
   return best;
 }
 
@@ -577,8 +584,9 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     std::vector<double> sq(y.size());
     const double mean = NumpyMean(y);
     for (size_t i = 0; i < y.size(); ++i) sq[i] = (y[i] - mean) * (y[i] - mean);
-    const MultiHypothesis h = JointSearch(points, y, dims, options);
-    return ToModel(static_cast<int>(dims), h, points, PairwiseSum(sq), h.terms.empty());
+    const std::vector<MultiHypothesis> h = JointSearch(points, y, dims, options);
+    if (h.empty()) return absl::InvalidArgumentError("too few points for any hypothesis");
+    return ToModel(static_cast<int>(dims), h[0], points, PairwiseSum(sq), h[0].terms.empty());
   }
   // Per-parameter single-parameter models on the best lines.
   struct Pair {
@@ -678,6 +686,26 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     if (h.score < best.score) best = std::move(h);
   }
   return ToModel(d, best, points, constant_cost, false);
+}
+
+absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> points,
+                                                   int count, const ModelerOptions& options) {
+  if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
+  if (count < 1) return absl::InvalidArgumentError("count must be >= 1");
+  const size_t dims = points[0].coordinate.size();
+  if (absl::Status s = Validate(points, dims); !s.ok()) return s;
+  std::vector<double> y;
+  for (const Measurement& m : points) y.push_back(m.Mean());
+  std::vector<double> sq(y.size());
+  const double mean = NumpyMean(y);
+  for (size_t i = 0; i < y.size(); ++i) sq[i] = (y[i] - mean) * (y[i] - mean);
+  std::vector<Model> out;
+  for (const MultiHypothesis& h :
+       JointSearch(points, y, dims, options, static_cast<size_t>(count))) {
+    out.push_back(ToModel(static_cast<int>(dims), h, points, PairwiseSum(sq), h.terms.empty()));
+  }
+  if (out.empty()) return absl::InvalidArgumentError("too few points for any hypothesis");
+  return out;
 }
 
 absl::StatusOr<Model> Fit(std::span<const Measurement> points, const ModelerOptions& options) {

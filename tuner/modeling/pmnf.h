@@ -75,6 +75,14 @@ absl::StatusOr<Model> FitCurve(std::span<const double> x, std::span<const double
 absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
                                         const ModelerOptions& options = {});
 
+// The `count` best hypotheses of the joint search (relative least squares if
+// set, BIC), best first; any number of parameters. Where they disagree the
+// data do not pin the model down: the sampling planner probes there, and the
+// search can check how much a prediction depends on the model choice.
+absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> points,
+                                                   int count,
+                                                   const ModelerOptions& options = ModelerOptions::Robust());
+
 // Dispatches on the number of parameters, as Extra-P's model generator does.
 absl::StatusOr<Model> Fit(std::span<const Measurement> points,
                           const ModelerOptions& options = {});
