@@ -419,14 +419,19 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
                            w_.precision != Precision::kBf16Mixed;
   const double residual16 = gather16 ? 1 - pb.compute_copy / ResidualBytes(w_.precision) : 0;
   const bool grads_alive = c.grad_accum > 1 || c.pp > 1;
+  // Bytes per parameter of this rank after partitioning over dp.
+  const double weight_per_param = pb.weight / (z3 ? d : 1);
+  const double grad_per_param = pb.grad / (z2 ? d : 1);
+  const double optimizer_per_param = pb.optimizer / (z1 ? d : 1);
+  const double step_temp_per_param = adam ? 4 / (z1 ? d : 1) : 0;
   for (int i : part.memory_ranks) {
     const RankData& r = ranks[i];
     MemoryBreakdown m;
     // [ZeRO] fig. 1: stage 1 partitions optimizer state, 2 adds gradients,
     // 3 adds parameters, each over the dp group.
-    m.weights = r.params * pb.weight / (z3 ? d : 1);
-    m.gradients = r.params * pb.grad / (z2 ? d : 1);
-    m.optimizer = r.params * pb.optimizer / (z1 ? d : 1);
+    m.weights = r.params * weight_per_param;
+    m.gradients = r.params * grad_per_param;
+    m.optimizer = r.params * optimizer_per_param;
     // 16-bit gathered parameters unless FSDP gathers fp32 and autocast casts
     // (gather16 / copy_bytes above).
     if (z3) {
@@ -474,8 +479,7 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
     const double logits = c.micro_batch * r.logits_bytes;
     // Optimizer step temporaries: PyTorch's foreach Adam builds the
     // denominator sqrt(v) + eps as one fp32 tensor list over the local shard.
-    const double local_params = r.params / (z1 ? d : 1);
-    const double step_temp = adam ? 4 * local_params : 0;
+    const double step_temp = r.params * step_temp_per_param;
     m.transient = std::max(logits + recompute_peak, step_temp);
     // Gradients already exist at the start of a backward pass when earlier
     // micro-batches of the step have accumulated into them; otherwise

@@ -44,6 +44,9 @@ struct FitQuality {
   double loo_smape = kNaN;
   // sqrt(in-sample RSS / (n - k)); NaN when n <= k.
   double residual_stddev = kNaN;
+  // The score the modeler ranked hypotheses by (lower is better): BIC in the
+  // joint search, else SMAPE or RSS; NaN where not applicable.
+  double selection_score = kNaN;
   int num_points = 0;
   int num_coefficients = 0;
   bool cross_validated = false;

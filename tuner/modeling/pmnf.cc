@@ -360,6 +360,7 @@ Model ToModel(int dims, const MultiHypothesis& h, std::span<const Measurement> p
   FitQuality q;
   q.rss = h.rss;
   q.smape = h.smape;
+  q.selection_score = h.score;
   if (is_constant) {
     q.ar2 = 1.0;
   } else {
@@ -423,7 +424,7 @@ std::vector<MultiHypothesis> JointSearch(std::span<const Measurement> points,
   const Eigen::VectorXd w = RowWeights(y, options.relative_least_squares);
   const Eigen::VectorXd yw =
       Eigen::Map<const Eigen::VectorXd>(y.data(), n).cwiseProduct(w);
-  const size_t keep = dims == 2 ? 1000 : dims == 3 ? 10 : 5;
+  const size_t keep = dims <= 2 ? 1000 : dims == 3 ? 10 : 5;
   // Candidate terms per parameter and their columns at the points.
   std::vector<std::vector<CompoundTerm>> candidates(dims);
   std::vector<std::vector<Eigen::VectorXd>> columns(dims);

@@ -95,6 +95,24 @@ absl::StatusOr<std::optional<Point>> SamplingPlanner::Next(std::span<const Measu
   }
   absl::StatusOr<GaussianProcess> gp = GaussianProcess::Fit(x, y);
   if (!gp.ok()) return gp.status();
+  // Committee of the best PMNF hypotheses, weighted by their BIC (Akaike-style
+  // weights exp(-ΔBIC/2)): where they disagree the model is not pinned down,
+  // typically at the large scales that extrapolation needs and that a GP
+  // variance in log space undervalues.
+  std::vector<Model> committee;
+  std::vector<double> weights;
+  if (options_.committee_size > 1) {
+    absl::StatusOr<std::vector<Model>> alternatives =
+        FitAlternatives(measured, options_.committee_size, options_.modeler);
+    if (alternatives.ok()) {
+      committee = *std::move(alternatives);
+      const double best_score = committee[0].quality().selection_score;
+      for (const Model& m : committee) {
+        const double delta = m.quality().selection_score - best_score;
+        weights.push_back(std::isfinite(delta) ? std::exp(-delta / 2) : 0.0);
+      }
+    }
+  }
   std::optional<Point> best;
   double best_score = -1.0;
   for (const Point& p : candidates_) {
@@ -102,7 +120,23 @@ absl::StatusOr<std::optional<Point>> SamplingPlanner::Next(std::span<const Measu
     if (done.contains(p) || c > left) continue;
     std::vector<double> lx;
     for (double v : p) lx.push_back(std::log2(v));
-    const double score = gp->Predict(lx).variance / std::pow(c, options_.cost_exponent);
+    double disagreement = 0.0;
+    if (committee.size() > 1) {
+      // Weighted variance of the committee's log predictions.
+      double sw = 0.0, mean = 0.0, sq = 0.0;
+      for (size_t i = 0; i < committee.size(); ++i) {
+        const double v = std::log(std::max(committee[i].Evaluate(p), 1e-300));
+        sw += weights[i];
+        mean += weights[i] * v;
+        sq += weights[i] * v * v;
+      }
+      if (sw > 0) {
+        mean /= sw;
+        disagreement = std::max(0.0, sq / sw - mean * mean);
+      }
+    }
+    const double score =
+        (gp->Predict(lx).variance + disagreement) / std::pow(c, options_.cost_exponent);
     if (score > best_score) {
       best_score = score;
       best = p;

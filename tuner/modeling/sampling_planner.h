@@ -6,9 +6,11 @@
 //   1. cheapest-first lines: through the cheapest grid point, for each
 //      parameter the `line_points` cheapest values along that parameter
 //      (what Extra-P's multi-parameter modeler needs: a line per parameter);
-//   2. then, while the budget lasts, the unmeasured point of highest Gaussian-
-//      process variance per cost (log2 coordinates, log values), i.e. the
-//      probe that removes the most uncertainty per unit spent.
+//   2. then, while the budget lasts, the unmeasured point of highest model
+//      uncertainty per cost^α: Gaussian-process variance (log2 coordinates,
+//      log values) plus the disagreement of the best few PMNF hypotheses
+//      (query by committee), i.e. the probe that removes the most uncertainty
+//      per unit spent.
 // The library never measures: Next() proposes, the caller probes (the daemon
 // through Slurm, tests through a synthetic function), and Run() drives the
 // loop with a probe callback.
@@ -37,6 +39,9 @@ struct PlannerOptions {
   // spent but never affords the large scales that extrapolation needs; α = 0.5
   // did best on the synthetic scaling functions of the tests (0.25, 0.75 worse).
   double cost_exponent = 0.5;
+  // Besides the GP variance, the disagreement (log-space variance) of the
+  // best `committee_size` PMNF hypotheses counts; 1 turns it off.
+  int committee_size = 5;
   // Sparse plans need the joint exponent search (see pmnf.h); Extra-P's
   // per-line selection sees only the lines through the cheapest point.
   ModelerOptions modeler = ModelerOptions::Robust();
