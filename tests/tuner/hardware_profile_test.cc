@@ -1,0 +1,120 @@
+// Hardware profiles: built-ins are labelled, probe reports are read (and
+// rejected with the path at fault), GEMM interpolation and collective fits.
+#include "tuner/hardware_profile.h"
+
+#include <cmath>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace xdeep::tuner {
+namespace {
+
+TEST(BuiltinProfileTest, EveryNameLoadsAndIsLabelledBuiltIn) {
+  const auto names = BuiltinHardwareProfileNames();
+  ASSERT_GE(names.size(), 3u);
+  for (const std::string& n : names) {
+    auto hw = BuiltinHardwareProfile(n);
+    ASSERT_TRUE(hw.ok()) << n;
+    EXPECT_TRUE(hw->builtin);
+    EXPECT_EQ(hw->Label(), "built-in profile " + n);
+    EXPECT_EQ(hw->gpus_per_node, 8);
+    EXPECT_GT(hw->memory_bytes, int64_t{40} * 1000 * 1000 * 1000);
+  }
+  auto bad = BuiltinHardwareProfile("tpu-v9");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("h100-sxm"));
+}
+
+TEST(BuiltinProfileTest, GemmRateGrowsWithSizeAndSaturates) {
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  const double small = GemmTflops(*hw, DType::kBf16, 256, 256, 256);
+  const double mid = GemmTflops(*hw, DType::kBf16, 2048, 2048, 2048);
+  const double big = GemmTflops(*hw, DType::kBf16, 8192, 8192, 8192);
+  EXPECT_LT(small, mid);
+  EXPECT_LT(mid, big);
+  EXPECT_GT(big, 600);   // measured 790-890 on this project's H100s
+  EXPECT_LT(big, 990);   // never above the datasheet peak
+  EXPECT_LT(GemmTflops(*hw, DType::kFp32, 8192, 8192, 8192), big / 10);
+}
+
+TEST(CollectiveTest, IntraInterAndRails) {
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  const double bytes = 1e9;
+  EXPECT_EQ(CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 1, 1), 0);
+  const double intra = CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 8, 8);
+  const double inter1 = CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 16, 1);
+  const double inter8 = CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 16, 8);
+  EXPECT_LT(intra, inter8);  // NVLink beats the network
+  EXPECT_LT(inter8, inter1);  // eight rails beat one
+  // Bus-bandwidth convention: all-gather moves half an all-reduce's bytes.
+  const double ag = CollectiveTime(*hw, CollectiveOp::kAllGather, bytes, 8, 8);
+  EXPECT_NEAR((ag - 0.6 * 15e-6 * (1 + 0.15 * 3)) * 2,
+              intra - 15e-6 * (1 + 0.15 * 3), 1e-9);
+}
+
+constexpr char kReport[] = R"({
+  "schema": "xdeep.probe_report/1",
+  "created": "2026-11-26T01:30:00Z",
+  "host": "node01",
+  "gpu": {"name": "NVIDIA H100 80GB HBM3", "count": 2, "memory_bytes": 85029158912,
+          "sm_count": 132, "compute_capability": "9.0"},
+  "nodes": 1, "ranks": 2, "gpus_per_node": 2,
+  "gemm": [
+    {"m": 8192, "n": 8192, "k": 8192, "dtype": "bf16", "pass": "plain", "median_s": 0.0014, "tflops": 785.0},
+    {"m": 1024, "n": 1024, "k": 1024, "dtype": "bf16", "pass": "fwd", "median_s": 0.00001, "tflops": 214.7}
+  ],
+  "attention": [{"batch": 8, "heads": 16, "seq": 2048, "head_dim": 128, "dtype": "bf16",
+                 "causal": true, "median_s": 0.001, "tflops": 392.5}],
+  "bandwidth": [{"kernel": "copy", "space": "device", "backend": "cuda", "bytes": 1073741824,
+                 "median_s": 0.0004, "gbps": 2900.0}],
+  "collectives": [
+    {"op": "all_reduce", "ranks": 2, "nodes": 1, "scope": "intra_node", "bytes": 1000000, "median_s": 0.000025},
+    {"op": "all_reduce", "ranks": 2, "nodes": 1, "scope": "intra_node", "bytes": 100000000, "median_s": 0.000520}
+  ],
+  "errors": []
+})";
+
+TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
+  auto hw = HardwareProfileFromProbeReport(kReport, "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_FALSE(hw->builtin);
+  EXPECT_THAT(hw->Label(), ::testing::StartsWith("measured node01 2026-11-26T01:30:00Z"));
+  // Inter-node figures were not measured: borrowed, and the label says so.
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("inter-node collectives from built-in profile h100-sxm"));
+  EXPECT_EQ(hw->gpus_per_node, 2);
+  EXPECT_EQ(hw->memory_bytes, 85029158912);
+  EXPECT_DOUBLE_EQ(hw->memory_bandwidth_gbps, 2900.0);
+  EXPECT_NEAR(hw->attention_efficiency, 392.5 / 785.0, 1e-12);
+  // A measured shape returns its measurement.
+  EXPECT_DOUBLE_EQ(GemmTflops(*hw, DType::kBf16, 1024, 1024, 1024), 214.7);
+  // Collectives: t = a + b * bytes through the two points: b = 495 us / 99 MB
+  // = 5e-12 s/B, a = 25 us - 1 MB * b = 20 us; busbw = 2(n-1)/n / b = 200 GB/s.
+  const double t = CollectiveTime(*hw, CollectiveOp::kAllReduce, 5e7, 2, 2);
+  EXPECT_NEAR(t, 20e-6 + 5e7 * 5e-12, 1e-12);
+}
+
+TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
+  auto bad = HardwareProfileFromProbeReport("{\"schema\": \"other/2\"}", "x.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::StartsWith("x.json: $.schema: "));
+  bad = HardwareProfileFromProbeReport("not json", "y.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::StartsWith("y.json: $: "));
+  std::string no_gemm = kReport;
+  no_gemm.replace(no_gemm.find("\"gemm\""), 6, "\"gemmX\"");
+  bad = HardwareProfileFromProbeReport(no_gemm, "z.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("z.json: $.gemm: no GEMM"));
+  std::string bad_coll = kReport;
+  bad_coll.replace(bad_coll.find("\"median_s\": 0.000025"), 20, "\"median_s\": -1.0000");
+  bad = HardwareProfileFromProbeReport(bad_coll, "c.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("c.json: $.collectives[0]"));
+}
+
+}  // namespace
+}  // namespace xdeep::tuner
