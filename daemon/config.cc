@@ -44,6 +44,12 @@ class TableReader {
         return;
       }
       Fail(*node, key, "a number");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (node->is_boolean()) {
+        out = *node->value<bool>();
+        return;
+      }
+      Fail(*node, key, "true or false");
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       const toml::array* array = node->as_array();
       if (array != nullptr && array->is_homogeneous(toml::node_type::string)) {
@@ -52,6 +58,42 @@ class TableReader {
         return;
       }
       Fail(*node, key, "an array of strings");
+    }
+  }
+
+  // Reads an optional value: set only when the key is present.
+  template <typename T>
+  void GetOptional(std::string_view key, std::optional<T>& out) {
+    T value{};
+    const bool present = table_.get(key) != nullptr;
+    Get(key, value);
+    if (present && status_.ok()) out = value;
+  }
+
+  // A key whose value is a table of named sub-tables ([policy.partition.gpu]);
+  // calls `each(name, table)` for every entry.
+  void Tables(std::string_view key,
+              const std::function<absl::Status(const std::string&, const toml::table&)>& each) {
+    known_.emplace_back(key);
+    const toml::node* node = table_.get(key);
+    if (node == nullptr || !status_.ok()) return;
+    const toml::table* outer = node->as_table();
+    if (outer == nullptr) {
+      Fail(*node, key, "a table of named tables");
+      return;
+    }
+    for (const auto& [name, inner] : *outer) {
+      const toml::table* t = inner.as_table();
+      if (t == nullptr) {
+        status_ = absl::InvalidArgumentError(
+            fmt::format("{}[{}.{}] {} must be a table: write [{}.{}.{}] and its keys below it",
+                        Where(&inner), name_, key, name.str(), name_, key, name.str()));
+        return;
+      }
+      if (absl::Status s = each(std::string(name.str()), *t); !s.ok()) {
+        status_ = s;
+        return;
+      }
     }
   }
 
@@ -65,7 +107,16 @@ class TableReader {
                     key, value, lo, hi));
   }
 
+  template <typename T>
+  void Range(std::string_view key, const std::optional<T>& value, T lo, T hi) {
+    if (value) Range(key, *value, lo, hi);
+  }
+
   // A string key must be one of `allowed`.
+  void OneOf(std::string_view key, const std::optional<std::string>& value,
+             const std::vector<std::string>& allowed) {
+    if (value) OneOf(key, *value, allowed);
+  }
   void OneOf(std::string_view key, const std::string& value,
              const std::vector<std::string>& allowed) {
     if (!status_.ok()) return;
@@ -165,13 +216,89 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
        }},
       {"policy",
        [&](const toml::table& t, std::string_view src) {
+         PolicyConfig& p = config.policy;
          TableReader r(t, src, "policy");
-         r.Get("max_nodes", config.policy.max_nodes);
-         r.Get("price_per_gpu_hour", config.policy.price_per_gpu_hour);
-         r.Get("currency", config.policy.currency);
-         r.Get("default_partition", config.policy.default_partition);
-         r.Range("max_nodes", config.policy.max_nodes, 1, 100000);
-         r.Range("price_per_gpu_hour", config.policy.price_per_gpu_hour, 0.0, 1e6);
+         r.Get("enforcement", p.enforcement);
+         r.Get("tuning_default", p.tuning_default);
+         r.Get("max_nodes", p.max_nodes);
+         r.Get("max_gpus", p.max_gpus);
+         r.Get("allowed_strategies", p.allowed_strategies);
+         r.Get("min_parallel_efficiency", p.min_parallel_efficiency);
+         r.Get("price_per_gpu_hour", p.price_per_gpu_hour);
+         r.Get("price_per_node_hour", p.price_per_node_hour);
+         r.Get("billing", p.billing);
+         r.Get("price_per_billing_unit_hour", p.price_per_billing_unit_hour);
+         r.Get("currency", p.currency);
+         r.Get("default_partition", p.default_partition);
+         r.Get("admins", p.admins);
+         r.Get("reservation_ttl_s", p.reservation_ttl_s);
+         r.Get("budget_period", p.budget_period);
+         r.OneOf("enforcement", p.enforcement, {"advisory", "strict"});
+         r.OneOf("billing", p.billing, {"policy", "slurm"});
+         r.OneOf("budget_period", p.budget_period, {"daily", "weekly", "monthly", "total"});
+         r.Range("max_nodes", p.max_nodes, 1, 100000);
+         r.Range("max_gpus", p.max_gpus, 0, 10000000);
+         r.Range("min_parallel_efficiency", p.min_parallel_efficiency, 0.0, 1.0);
+         r.Range("price_per_gpu_hour", p.price_per_gpu_hour, 0.0, 1e6);
+         r.Range("price_per_node_hour", p.price_per_node_hour, 0.0, 1e7);
+         r.Range("price_per_billing_unit_hour", p.price_per_billing_unit_hour, 0.0, 1e6);
+         r.Range("reservation_ttl_s", p.reservation_ttl_s, 60, 90 * 86400);
+         for (const std::string& s : p.allowed_strategies) {
+           r.OneOf("allowed_strategies", s, {"dp", "tp", "pp", "zero1", "zero2", "zero3", "fsdp"});
+         }
+         r.Tables("partition", [&](const std::string& name, const toml::table& pt) {
+           PartitionPolicy& pp = p.partitions[name];
+           TableReader pr(pt, src, "policy.partition." + name);
+           std::optional<std::string> tuning;
+           pr.GetOptional("tuning", tuning);
+           pr.OneOf("tuning", tuning, {"on", "off"});
+           if (tuning) pp.tuning_default = *tuning == "on";
+           pr.GetOptional("price_per_gpu_hour", pp.price_per_gpu_hour);
+           pr.GetOptional("price_per_node_hour", pp.price_per_node_hour);
+           pr.GetOptional("max_nodes", pp.max_nodes);
+           pr.GetOptional("enforcement", pp.enforcement);
+           pr.Range("price_per_gpu_hour", pp.price_per_gpu_hour, 0.0, 1e6);
+           pr.Range("price_per_node_hour", pp.price_per_node_hour, 0.0, 1e7);
+           pr.Range("max_nodes", pp.max_nodes, 1, 100000);
+           pr.OneOf("enforcement", pp.enforcement, {"advisory", "strict"});
+           return pr.Finish();
+         });
+         return r.Finish();
+       }},
+      {"budget",
+       [&](const toml::table& t, std::string_view src) {
+         TableReader r(t, src, "budget");
+         for (auto [key, target] : {std::pair{"user", &config.policy.user_budgets},
+                                    std::pair{"account", &config.policy.account_budgets}}) {
+           auto* budgets = target;
+           const std::string kind = key;
+           r.Tables(key, [&, budgets, kind](const std::string& name, const toml::table& bt) {
+             BudgetLimit& b = (*budgets)[name];
+             TableReader br(bt, src, "budget." + kind + "." + name);
+             br.Get("limit", b.limit);
+             br.Range("limit", b.limit, 0.0, 1e12);
+             if (kind == "account") br.Get("members", b.members);
+             if (bt.get("limit") == nullptr) {
+               return absl::InvalidArgumentError(
+                   fmt::format("{}:{}: [budget.{}.{}] has no limit; add limit = AMOUNT", src,
+                               bt.source().begin.line, kind, name));
+             }
+             return br.Finish();
+           });
+         }
+         return r.Finish();
+       }},
+      {"probes",
+       [&](const toml::table& t, std::string_view src) {
+         ProbeConfig& p = config.policy.probes;
+         TableReader r(t, src, "probes");
+         r.Get("partition", p.partition);
+         r.Get("time_limit_s", p.time_limit_s);
+         r.Get("max_wait_s", p.max_wait_s);
+         r.Get("budget", p.budget);
+         r.Range("time_limit_s", p.time_limit_s, 10, 86400);
+         r.Range("max_wait_s", p.max_wait_s, 0, 3600);
+         r.Range("budget", p.budget, 0.0, 1e9);
          return r.Finish();
        }},
   };
@@ -194,6 +321,43 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
     if (absl::Status s = it->second(*table, source); !s.ok()) return s;
   }
   return config;
+}
+
+bool PolicyConfig::TuningDefault(const std::string& partition) const {
+  auto it = partitions.find(partition);
+  return it != partitions.end() && it->second.tuning_default ? *it->second.tuning_default
+                                                             : tuning_default;
+}
+
+int PolicyConfig::MaxNodes(const std::string& partition) const {
+  auto it = partitions.find(partition);
+  return it != partitions.end() && it->second.max_nodes ? *it->second.max_nodes : max_nodes;
+}
+
+double PolicyConfig::PricePerGpuHour(const std::string& partition) const {
+  auto it = partitions.find(partition);
+  return it != partitions.end() && it->second.price_per_gpu_hour ? *it->second.price_per_gpu_hour
+                                                                 : price_per_gpu_hour;
+}
+
+double PolicyConfig::PricePerNodeHour(const std::string& partition) const {
+  auto it = partitions.find(partition);
+  return it != partitions.end() && it->second.price_per_node_hour ? *it->second.price_per_node_hour
+                                                                  : price_per_node_hour;
+}
+
+bool PolicyConfig::Strict(const std::string& partition) const {
+  auto it = partitions.find(partition);
+  const std::string& mode =
+      it != partitions.end() && it->second.enforcement ? *it->second.enforcement : enforcement;
+  return mode == "strict";
+}
+
+bool PolicyConfig::IsAdmin(uint32_t uid, const std::string& user_name) const {
+  for (const std::string& a : admins) {
+    if (a == user_name || a == std::to_string(uid)) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path) {

@@ -5,6 +5,9 @@
 // typo never silently falls back to a default.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,11 +39,57 @@ struct HardwareConfig {
   std::vector<std::string> probe_reports;
 };
 
+// Per-partition overrides of the site policy (unset: the site value).
+struct PartitionPolicy {
+  std::optional<bool> tuning_default;  // tune launches that did not ask
+  std::optional<double> price_per_gpu_hour;
+  std::optional<double> price_per_node_hour;
+  std::optional<int> max_nodes;
+  std::optional<std::string> enforcement;
+};
+
+struct BudgetLimit {
+  double limit = 0;                  // per period, in the policy's currency
+  std::vector<std::string> members;  // accounts: user names allowed to charge it
+};
+
+struct ProbeConfig {
+  std::string partition;   // empty: the partition being tuned
+  int time_limit_s = 300;  // Slurm time limit of a probe job
+  int max_wait_s = 30;     // longest a launch waits for probes before deciding without them
+  double budget = 0;       // probe spending per period (0: unlimited)
+};
+
 struct PolicyConfig {
-  int max_nodes = 1024;             // per job
-  double price_per_gpu_hour = 1.0;  // in `currency`
+  std::string enforcement = "advisory";         // "strict": budgets refuse, steps need reservations
+  bool tuning_default = false;                  // partitions not listed
+  int max_nodes = 1024;                         // per job
+  int max_gpus = 0;                             // per job, 0 = no limit
+  std::vector<std::string> allowed_strategies;  // empty = all
+  double min_parallel_efficiency = 0;           // configurations below it are never chosen
+  double price_per_gpu_hour = 1.0;              // in `currency`
+  double price_per_node_hour = 0;               // > 0: whole nodes are billed instead
+  // "policy": the prices above; "slurm": the partition's TRESBillingWeights
+  // times price_per_billing_unit_hour.
+  std::string billing = "policy";
+  double price_per_billing_unit_hour = 1.0;
   std::string currency = "EUR";
-  std::string default_partition;  // empty: Slurm's default partition
+  std::string default_partition;          // empty: Slurm's default partition
+  std::vector<std::string> admins;        // user names or numeric uids
+  int reservation_ttl_s = 86400;          // unbound / unsettled reservations expire
+  std::string budget_period = "monthly";  // daily, weekly, monthly, total
+  std::map<std::string, PartitionPolicy> partitions;
+  std::map<std::string, BudgetLimit> user_budgets;     // by user name
+  std::map<std::string, BudgetLimit> account_budgets;  // by Slurm account
+  ProbeConfig probes;
+
+  // The effective value for `partition`.
+  bool TuningDefault(const std::string& partition) const;
+  int MaxNodes(const std::string& partition) const;
+  double PricePerGpuHour(const std::string& partition) const;
+  double PricePerNodeHour(const std::string& partition) const;
+  bool Strict(const std::string& partition) const;
+  bool IsAdmin(uint32_t uid, const std::string& user_name) const;
 };
 
 struct IdentityConfig {

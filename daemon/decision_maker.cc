@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "absl/status/status.h"
@@ -105,31 +106,173 @@ tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape
   const v1::UserBounds& b = request.bounds();
   const bool in_allocation = request.has_allocation() && request.allocation().job_id() != 0;
   tuner::SearchLimits limits;
-  limits.max_nodes = MinPositive(
-      {policy.max_nodes, shape.nodes, b.nodes(), in_allocation ? request.allocation().nodes() : 0});
+  limits.max_nodes = MinPositive({policy.MaxNodes(shape.partition), shape.nodes, b.nodes(),
+                                  in_allocation ? request.allocation().nodes() : 0});
   limits.max_gpus_per_node =
       MinPositive({shape.gpus_per_node, b.gpus_per_node(),
                    in_allocation ? request.allocation().gpus_per_node() : 0});
   // One task per GPU: a task count caps the GPUs just as --gpus does. Slurm
   // refuses more nodes than tasks, so the node count follows the same cap.
-  limits.max_total_gpus = MinPositive({b.gpus(), b.tasks()});
-  if (limits.max_total_gpus > 0)
+  limits.max_total_gpus = MinPositive({b.gpus(), b.tasks(), policy.max_gpus});
+  if (limits.max_total_gpus > 0) {
     limits.max_nodes = std::min(limits.max_nodes, limits.max_total_gpus);
-  limits.price_per_gpu_hour = policy.price_per_gpu_hour;
+  }
+  if (policy.billing == "slurm" && shape.gpu_billing_weight > 0) {
+    // TRES billing: a GPU-hour costs its weight plus its share of the node's CPUs.
+    const double cpus_per_gpu =
+        shape.gpus_per_node > 0 ? double(shape.cpus_per_node) / shape.gpus_per_node : 0;
+    limits.price_per_gpu_hour =
+        (shape.gpu_billing_weight + shape.cpu_billing_weight * cpus_per_gpu) *
+        policy.price_per_billing_unit_hour;
+  } else {
+    limits.price_per_gpu_hour = policy.PricePerGpuHour(shape.partition);
+    limits.price_per_node_hour = policy.PricePerNodeHour(shape.partition);
+  }
   limits.objective = ToObjective(request.objective());
-  limits.budget = request.budget();
+  limits.budget = request.budget();  // --xdeep-budget caps this one job
   limits.deadline_s = request.deadline_s();
+  limits.min_parallel_efficiency = policy.min_parallel_efficiency;
+  limits.allowed_strategies = policy.allowed_strategies;
   return limits;
 }
 
-absl::StatusOr<v1::Decision> DecisionMaker::Decide(const v1::TuneRequest& request, uint32_t uid,
+absl::StatusOr<std::vector<BudgetScope>> BudgetScopes(const PolicyConfig& policy,
+                                                      const std::string& user,
+                                                      const std::string& account) {
+  std::vector<BudgetScope> scopes;
+  auto user_budget = policy.user_budgets.find(user);
+  if (user_budget == policy.user_budgets.end()) user_budget = policy.user_budgets.find("*");
+  scopes.push_back(
+      {"user", user, user_budget != policy.user_budgets.end() ? user_budget->second.limit : 0});
+  if (!account.empty()) {
+    auto it = policy.account_budgets.find(account);
+    if (it != policy.account_budgets.end()) {
+      const auto& members = it->second.members;
+      if (!members.empty() && std::find(members.begin(), members.end(), user) == members.end()) {
+        return absl::PermissionDeniedError(fmt::format(
+            "user {} may not charge account {}; use one of your accounts with -A", user, account));
+      }
+      scopes.push_back({"account", account, it->second.limit});
+    } else {
+      scopes.push_back({"account", account, 0});
+    }
+  }
+  return scopes;
+}
+
+DecisionMaker::DecisionMaker(std::shared_ptr<const PolicyConfig> policy,
+                             tuner::HardwareProfile hardware, ShapeFn shape, Store* store,
+                             Ledger* ledger, ClockFn clock)
+    : policy_(std::move(policy)),
+      hardware_(std::move(hardware)),
+      shape_(std::move(shape)),
+      store_(store),
+      ledger_(ledger),
+      clock_(clock ? std::move(clock) : [] {
+        return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+      }) {}
+
+void DecisionMaker::SetPolicy(std::shared_ptr<const PolicyConfig> policy) {
+  std::lock_guard lock(mu_);
+  policy_ = std::move(policy);
+}
+
+std::shared_ptr<const PolicyConfig> DecisionMaker::policy() const {
+  std::lock_guard lock(mu_);
+  return policy_;
+}
+
+absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy, const v1::TuneRequest& request,
+                                        const Caller& caller, const tuner::Workload& workload,
+                                        const tuner::SearchLimits& limits,
+                                        const PartitionShape& shape, v1::Decision& decision,
+                                        const ProgressFn& progress) const {
+  auto scopes = BudgetScopes(policy, caller.user, request.account());
+  if (!scopes.ok()) return scopes.status();
+  const int64_t now = clock_();
+  const int64_t period_start = PeriodStart(policy.budget_period, now);
+  Charge charge;
+  charge.decision_id = decision.decision_id();
+  charge.uid = caller.uid;
+  charge.user = caller.user;
+  charge.account = request.account();
+  charge.partition = shape.partition;
+  charge.amount = decision.prediction().cost();
+  charge.nodes = decision.config().nodes();
+  charge.gpus = decision.config().nodes() * decision.config().gpus_per_node();
+  charge.price_per_gpu_hour = limits.price_per_gpu_hour;
+  charge.price_per_node_hour = limits.price_per_node_hour;
+
+  const bool strict = policy.Strict(shape.partition);
+  std::vector<BudgetScope> enforced = *scopes;
+  if (!strict) {
+    for (BudgetScope& s : enforced) s.limit = 0;  // advisory: track, never refuse
+  }
+  absl::Status reserved =
+      ledger_->Reserve(charge, enforced, period_start, now, policy.reservation_ttl_s);
+  if (reserved.ok()) {
+    if (!strict) {
+      auto use = ledger_->Use(*scopes, period_start);
+      if (use.ok()) {
+        for (const BudgetUse& u : *use) {
+          if (u.scope.limit > 0 && u.spent + u.reserved > u.scope.limit) {
+            progress(Step("budget", fmt::format("warning: {} {} is over its budget ({:.2f} of "
+                                                "{:.2f} {}); this site does not enforce it",
+                                                u.scope.kind, u.scope.name, u.spent + u.reserved,
+                                                u.scope.limit, policy.currency)));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (reserved.code() != absl::StatusCode::kResourceExhausted) return reserved;
+
+  // Over budget: say what it would cost, what is left, and what would fit.
+  std::string fits = "no configuration fits the remaining budget";
+  auto use = ledger_->Use(*scopes, period_start);
+  double remaining = 1e300;
+  if (use.ok()) {
+    for (const BudgetUse& u : *use) {
+      if (u.scope.limit > 0) remaining = std::min(remaining, std::max(0.0, u.remaining()));
+    }
+  }
+  tuner::SearchLimits cheapest = limits;
+  cheapest.objective = tuner::Objective::kCost;
+  cheapest.budget = limits.budget > 0 ? std::min(limits.budget, remaining) : remaining;
+  cheapest.deadline_s = 0;
+  if (remaining > 0) {
+    auto alt = tuner::Search(workload, hardware_, cheapest);
+    if (alt.ok()) {
+      const tuner::Configuration& c = alt->best.config;
+      fits = fmt::format(
+          "cheapest configuration that fits: {} on {} node{} x {} GPU{} at {:.2f} {} "
+          "(--xdeep-objective=cost)",
+          tuner::StrategyName(c), c.nodes, c.nodes == 1 ? "" : "s", c.gpus_per_node,
+          c.gpus_per_node == 1 ? "" : "s", alt->best.prediction.cost, policy.currency);
+    }
+  }
+  return absl::ResourceExhaustedError(fmt::format(
+      "over budget: predicted cost {:.2f} {} for {} on {} node(s) x {} GPU(s); {}; {}",
+      charge.amount, policy.currency, decision.config().strategy(), decision.config().nodes(),
+      decision.config().gpus_per_node(), std::string(reserved.message()), fits));
+}
+
+absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
+                                                   const Caller& caller,
                                                    const ProgressFn& progress) const {
+  std::shared_ptr<const PolicyConfig> policy = this->policy();
+  std::string partition =
+      request.partition().empty() ? policy->default_partition : request.partition();
+  if (request.implicit() && !policy->TuningDefault(partition)) {
+    return DecideResult{std::nullopt, "tuning is off by default on this partition"};
+  }
   auto workload = LoadWorkload(request.workload());
   if (!workload.ok()) return workload.status();
   progress(Step("workload", fmt::format("workload {}", workload->name)));
 
-  std::string partition =
-      request.partition().empty() ? policy_.default_partition : request.partition();
   auto shape = shape_(partition);
   if (!shape.ok()) return shape.status();
   if (shape->gpus_per_node <= 0) {
@@ -139,7 +282,7 @@ absl::StatusOr<v1::Decision> DecisionMaker::Decide(const v1::TuneRequest& reques
   progress(Step("profile", fmt::format("partition {}: {} nodes x {} GPUs; {}", shape->partition,
                                        shape->nodes, shape->gpus_per_node, hardware_.Label())));
 
-  tuner::SearchLimits limits = BuildLimits(policy_, *shape, request);
+  tuner::SearchLimits limits = BuildLimits(*policy, *shape, request);
   if (limits.max_gpus_per_node <= 0 || limits.max_nodes <= 0) {
     return absl::FailedPreconditionError(
         "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node");
@@ -163,14 +306,20 @@ absl::StatusOr<v1::Decision> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_explanation(result->best.why);
   decision.set_hardware_label(result->hardware_label);
   decision.set_workload_name(workload->name);
-  decision.set_currency(policy_.currency);
+  decision.set_currency(policy->currency);
   decision.set_candidates_evaluated(result->evaluated);
   decision.set_rewrite(request.mode() == v1::TUNE_MODE_AUTO);
 
+  // Only a launch that will run reserves money; advise and explain do not.
+  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO) {
+    absl::Status s =
+        CheckBudget(*policy, request, caller, *workload, limits, *shape, decision, progress);
+    if (!s.ok()) return s;
+  }
   if (store_ != nullptr) {
     DecisionRecord record;
     record.id = decision.decision_id();
-    record.uid = uid;
+    record.uid = caller.uid;
     record.workload = workload->name;
     record.strategy = decision.config().strategy();
     record.nodes = decision.config().nodes();
@@ -178,9 +327,12 @@ absl::StatusOr<v1::Decision> DecisionMaker::Decide(const v1::TuneRequest& reques
     record.predicted_step_time_s = decision.prediction().step_time_s();
     record.predicted_cost = decision.prediction().cost();
     record.decision_blob = decision.SerializeAsString();
-    if (absl::Status s = store_->SaveDecision(record); !s.ok()) return s;
+    if (absl::Status s = store_->SaveDecision(record); !s.ok()) {
+      if (ledger_ != nullptr) (void)ledger_->Release(decision.decision_id(), caller.uid, clock_());
+      return s;
+    }
   }
-  return decision;
+  return DecideResult{std::move(decision), ""};
 }
 
 }  // namespace xdeep::daemon

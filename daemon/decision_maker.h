@@ -1,14 +1,19 @@
 // Turns a TuneRequest into a Decision: parses the workload, bounds the search
 // by policy, partition, the user's own limits and any enclosing allocation,
-// runs the tuner's search and records the result. Protocol-level logic only;
-// all modelling lives in tuner/.
+// runs the tuner's search, checks the budgets and reserves the predicted cost
+// in the ledger. Protocol-level logic only; all modelling lives in tuner/.
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
+#include "daemon/identity.h"
+#include "daemon/ledger.h"
 #include "daemon/slurm_inventory.h"
 #include "daemon/store.h"
 #include "tuner/hardware_profile.h"
@@ -21,28 +26,51 @@ using ProgressFn = std::function<void(const xdeep::v1::Progress&)>;
 
 // Where the cluster's shape comes from; sinfo in production, fixed in tests.
 using ShapeFn = std::function<absl::StatusOr<PartitionShape>(const std::string& partition)>;
+// Seconds since the epoch; replaced in tests.
+using ClockFn = std::function<int64_t()>;
+
+// A decision, or the reason the launch is left as the user wrote it.
+struct DecideResult {
+  std::optional<xdeep::v1::Decision> decision;
+  std::string skip_reason;
+};
 
 class DecisionMaker {
  public:
-  DecisionMaker(PolicyConfig policy, tuner::HardwareProfile hardware, ShapeFn shape, Store* store)
-      : policy_(std::move(policy)),
-        hardware_(std::move(hardware)),
-        shape_(std::move(shape)),
-        store_(store) {}
+  DecisionMaker(std::shared_ptr<const PolicyConfig> policy, tuner::HardwareProfile hardware,
+                ShapeFn shape, Store* store, Ledger* ledger, ClockFn clock = nullptr);
 
-  // `uid` is the caller as MUNGE vouched for it.
-  absl::StatusOr<xdeep::v1::Decision> Decide(const xdeep::v1::TuneRequest& request, uint32_t uid,
-                                             const ProgressFn& progress) const;
+  absl::StatusOr<DecideResult> Decide(const xdeep::v1::TuneRequest& request, const Caller& caller,
+                                      const ProgressFn& progress) const;
+
+  // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
+  void SetPolicy(std::shared_ptr<const PolicyConfig> policy);
+  std::shared_ptr<const PolicyConfig> policy() const;
+  int64_t Now() const { return clock_(); }
 
  private:
-  PolicyConfig policy_;
+  absl::Status CheckBudget(const PolicyConfig& policy, const xdeep::v1::TuneRequest& request,
+                           const Caller& caller, const tuner::Workload& workload,
+                           const tuner::SearchLimits& limits, const PartitionShape& shape,
+                           xdeep::v1::Decision& decision, const ProgressFn& progress) const;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const PolicyConfig> policy_;
   tuner::HardwareProfile hardware_;
   ShapeFn shape_;
   Store* store_;
+  Ledger* ledger_;
+  ClockFn clock_;
 };
 
 // Search limits from policy, partition, user bounds and allocation (exposed for tests).
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
                                 const xdeep::v1::TuneRequest& request);
+
+// The budgets a charge by `caller` on `account` counts against; an error when
+// the caller may not charge the account.
+absl::StatusOr<std::vector<BudgetScope>> BudgetScopes(const PolicyConfig& policy,
+                                                      const std::string& user,
+                                                      const std::string& account);
 
 }  // namespace xdeep::daemon

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <munge.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +11,17 @@
 #include "absl/status/status.h"
 
 namespace xdeep::daemon {
+
+std::string UserName(uint32_t uid) {
+  struct passwd pw {};
+  struct passwd* result = nullptr;
+  char buffer[4096];
+  if (getpwuid_r(uid, &pw, buffer, sizeof buffer, &result) == 0 && result != nullptr) {
+    return result->pw_name;
+  }
+  return std::to_string(uid);
+}
+
 namespace {
 
 class MungeAuthenticator final : public Authenticator {
@@ -31,7 +43,7 @@ class MungeAuthenticator final : public Authenticator {
     munge_ctx_destroy(ctx);
     switch (err) {
       case EMUNGE_SUCCESS:
-        return Caller{uid, gid};
+        return Caller{uid, gid, UserName(uid)};
       case EMUNGE_CRED_EXPIRED:
         return absl::UnauthenticatedError("MUNGE credential expired; check the clocks");
       case EMUNGE_CRED_REPLAYED:
@@ -50,7 +62,8 @@ class MungeAuthenticator final : public Authenticator {
 class TrustingAuthenticator final : public Authenticator {
  public:
   absl::StatusOr<Caller> Verify(const std::string&) const override {
-    return Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+    return Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid()),
+                  UserName(getuid())};
   }
 };
 

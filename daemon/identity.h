@@ -13,7 +13,11 @@ namespace xdeep::daemon {
 struct Caller {
   uint32_t uid = 0;
   uint32_t gid = 0;
+  std::string user;  // from the daemon host's passwd; the uid as text if unknown
 };
+
+// The user name of `uid` on this host, or the number as text.
+std::string UserName(uint32_t uid);
 
 class Authenticator {
  public:

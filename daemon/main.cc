@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       int sig = 0;
       sigwait(&signals, &sig);
       if (sig == SIGHUP) {
-        spdlog::info("event=sighup action=none");  // policy reload arrives with the policy module
+        (void)(*daemon)->ReloadPolicy();  // logs the outcome; a bad file keeps the old policy
         continue;
       }
       spdlog::info("event=signal signal={}", sig);

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "daemon/subprocess.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -34,6 +35,18 @@ absl::Status PrepareUnixSocket(const std::string& listen) {
   }
   std::filesystem::remove(path, ec);
   return absl::OkStatus();
+}
+
+// squeue knows the partition of a running job.
+absl::StatusOr<std::string> JobPartition(uint32_t job_id) {
+  auto run = RunCommand({"squeue", "-h", "-j", std::to_string(job_id), "-o", "%P"},
+                        std::chrono::seconds(10));
+  if (!run.ok()) return run.status();
+  std::string out = run->out.substr(0, run->out.find('\n'));
+  if (run->exit_code != 0 || out.empty()) {
+    return absl::NotFoundError(fmt::format("Slurm does not know job {}", job_id));
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,6 +79,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   auto store = Store::Open(config.store.path);
   if (!store.ok()) return store.status();
   daemon->store_ = std::move(*store);
+  auto ledger = Ledger::Open(config.store.path);
+  if (!ledger.ok()) return ledger.status();
+  daemon->ledger_ = std::move(*ledger);
 
   auto hardware = LoadHardwareProfile(config.hardware);
   if (!hardware.ok()) return hardware.status();
@@ -77,12 +93,20 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   daemon->inventory_ = std::make_unique<SlurmInventory>();
   SlurmInventory* inventory = daemon->inventory_.get();
   daemon->maker_ = std::make_unique<DecisionMaker>(
-      config.policy, std::move(*hardware),
+      std::make_shared<const PolicyConfig>(config.policy), std::move(*hardware),
       [inventory](const std::string& partition) { return inventory->Shape(partition); },
-      daemon->store_.get());
+      daemon->store_.get(), daemon->ledger_.get());
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
-  daemon->service_ = std::make_unique<TuningService>(daemon->maker_.get(), daemon->auth_.get(),
-                                                     daemon->store_.get(), daemon->work_.get());
+  Daemon* self = daemon.get();
+  daemon->service_ = std::make_unique<TuningService>(ServiceParts{
+      .maker = daemon->maker_.get(),
+      .auth = daemon->auth_.get(),
+      .store = daemon->store_.get(),
+      .ledger = daemon->ledger_.get(),
+      .work = daemon->work_.get(),
+      .reload_policy = [self] { return self->ReloadPolicy(); },
+      .job_partition = JobPartition,
+  });
 
   if (absl::Status s = PrepareUnixSocket(config.server.listen); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
@@ -99,9 +123,29 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     // Every user's srun connects; identity comes from MUNGE, not from the socket.
     chmod(config.server.listen.substr(kUnixPrefix.size()).c_str(), 0666);
   }
+  daemon->expiry_ = std::thread([self] {
+    std::unique_lock lock(self->expiry_mu_);
+    while (!self->expiry_cv_.wait_for(lock, std::chrono::seconds(60),
+                                      [self] { return self->stopping_; })) {
+      auto expired = self->ledger_->ExpireStale(self->maker_->Now());
+      if (expired.ok() && *expired > 0) spdlog::info("event=ledger.expired rows={}", *expired);
+    }
+  });
   spdlog::info("event=listening address={} port={} pid={}", config.server.listen,
                daemon->bound_port_, getpid());
   return daemon;
+}
+
+absl::Status Daemon::ReloadPolicy() {
+  auto fresh = LoadDaemonConfig(config_.source);
+  if (!fresh.ok()) {
+    spdlog::error("event=policy.reload_failed reason=\"{}\"",
+                  std::string(fresh.status().message()));
+    return fresh.status();
+  }
+  maker_->SetPolicy(std::make_shared<const PolicyConfig>(fresh->policy));
+  spdlog::info("event=policy.reloaded source={}", config_.source);
+  return absl::OkStatus();
 }
 
 void Daemon::Shutdown() {
@@ -117,6 +161,12 @@ void Daemon::Wait() {
 
 Daemon::~Daemon() {
   Shutdown();
+  {
+    std::lock_guard lock(expiry_mu_);
+    stopping_ = true;
+  }
+  expiry_cv_.notify_all();
+  if (expiry_.joinable()) expiry_.join();
   work_.reset();  // joins workers before the maker and store they use go away
 }
 

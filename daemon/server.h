@@ -4,12 +4,16 @@
 
 #include <grpcpp/server.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
+#include "daemon/ledger.h"
 #include "daemon/slurm_inventory.h"
 #include "daemon/store.h"
 #include "daemon/tuning_service.h"
@@ -23,6 +27,10 @@ class Daemon {
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const DaemonConfig& config);
   ~Daemon();
 
+  // Re-reads the policy from the configuration file; on error the old one
+  // stays and the error (file:line) is returned. In-flight calls are not dropped.
+  absl::Status ReloadPolicy();
+
   // Stops accepting calls, gives in-flight ones the configured grace period.
   void Shutdown();
   void Wait();
@@ -34,6 +42,7 @@ class Daemon {
 
   DaemonConfig config_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<SlurmInventory> inventory_;
   std::unique_ptr<DecisionMaker> maker_;
@@ -41,6 +50,11 @@ class Daemon {
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   int bound_port_ = 0;
+  // Expires stale reservations once a minute.
+  std::thread expiry_;
+  std::mutex expiry_mu_;
+  std::condition_variable expiry_cv_;
+  bool stopping_ = false;
 };
 
 // Reads the configured hardware profile: the first probe report, else the built-in.

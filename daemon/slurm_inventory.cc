@@ -78,6 +78,22 @@ absl::StatusOr<PartitionShape> ParseSinfo(std::string_view sinfo_output,
   return shape;
 }
 
+void ParseBillingWeights(std::string_view out, PartitionShape* shape) {
+  constexpr std::string_view kKey = "TRESBillingWeights=";
+  size_t at = out.find(kKey);
+  if (at == std::string_view::npos) return;
+  std::string_view weights = out.substr(at + kKey.size());
+  weights = weights.substr(0, weights.find_first_of(" \n"));
+  for (std::string_view item : Split(weights, ',', true)) {
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view name = item.substr(0, eq);
+    double w = ParseNumber<double>(item.substr(eq + 1)).value_or(0);
+    if (name == "GRES/gpu" || name.starts_with("GRES/gpu:")) shape->gpu_billing_weight = w;
+    if (name == "CPU") shape->cpu_billing_weight = w;
+  }
+}
+
 absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
   {
     std::lock_guard lock(mu_);
@@ -93,6 +109,9 @@ absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partitio
   }
   auto shape = ParseSinfo(run->out, partition);
   if (!shape.ok()) return shape.status();
+  auto part = RunCommand({"scontrol", "-o", "show", "partition", shape->partition},
+                         std::chrono::seconds(10));
+  if (part.ok() && part->exit_code == 0) ParseBillingWeights(part->out, &*shape);
   std::lock_guard lock(mu_);
   cache_[partition] = {*shape, std::chrono::steady_clock::now()};
   return shape;

@@ -16,7 +16,13 @@ struct PartitionShape {
   int nodes = 0;          // nodes in the partition that are usable
   int gpus_per_node = 0;  // GPUs on the smallest such node
   int cpus_per_node = 0;
+  // TRESBillingWeights of the partition (0 when unset).
+  double gpu_billing_weight = 0;
+  double cpu_billing_weight = 0;
 };
+
+// Reads GRES/gpu and CPU weights from `scontrol -o show partition` output.
+void ParseBillingWeights(std::string_view scontrol_output, PartitionShape* shape);
 
 // Parses `sinfo -h -N -o "%P|%N|%c|%G|%t"` output for `partition` (empty =
 // the default partition, marked with '*'). Exposed for tests.

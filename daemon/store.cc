@@ -191,6 +191,35 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<DecisionRecord>> Store::Recent(std::optional<uint32_t> uid, int limit) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "SELECT id, uid, workload, strategy, nodes, gpus_per_node, predicted_step_time_s, "
+               "predicted_cost, created_unix, job_id FROM decisions WHERE (?1 < 0 OR uid = ?1) "
+               "ORDER BY created_unix DESC, rowid DESC LIMIT ?2");
+  if (!st.ok()) return SqlError(db_, "prepare recent");
+  sqlite3_bind_int64(st.get(), 1, uid ? static_cast<int64_t>(*uid) : -1);
+  sqlite3_bind_int(st.get(), 2, limit);
+  std::vector<DecisionRecord> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW) {
+    DecisionRecord r;
+    r.id = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+    r.uid = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 1));
+    r.workload = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 2));
+    r.strategy = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 3));
+    r.nodes = sqlite3_column_int(st.get(), 4);
+    r.gpus_per_node = sqlite3_column_int(st.get(), 5);
+    r.predicted_step_time_s = sqlite3_column_double(st.get(), 6);
+    r.predicted_cost = sqlite3_column_double(st.get(), 7);
+    r.created_unix = sqlite3_column_int64(st.get(), 8);
+    if (sqlite3_column_type(st.get(), 9) != SQLITE_NULL) {
+      r.job_id = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 9));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<OutcomeRecord>> Store::Outcomes(const std::string& decision_id) {
   std::lock_guard lock(mu_);
   Statement st(db_,

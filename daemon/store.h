@@ -53,6 +53,8 @@ class Store {
   // One outcome per (decision, job); a repeated report replaces nothing.
   absl::Status RecordOutcome(const OutcomeRecord& outcome);
   absl::StatusOr<std::vector<OutcomeRecord>> Outcomes(const std::string& decision_id);
+  // Most recent first; uid == nullopt lists everyone's.
+  absl::StatusOr<std::vector<DecisionRecord>> Recent(std::optional<uint32_t> uid, int limit);
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}

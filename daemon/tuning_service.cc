@@ -2,8 +2,11 @@
 #include "daemon/tuning_service.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -96,13 +99,38 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
   bool finished_ = false;
 };
 
+// Authenticates, runs `body` and finishes the call with its status.
+template <typename Body>
+grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, const Authenticator* auth,
+                                const std::string& credential, Body&& body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto caller = auth->Verify(credential);
+  absl::Status status = caller.ok() ? body(*caller) : caller.status();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> TuningService::ReadableUser(const Caller& caller,
+                                                        const std::string& asked) const {
+  if (asked.empty() || asked == caller.user) return caller.user;
+  if (p_.maker->policy()->IsAdmin(caller.uid, caller.user)) return asked;
+  return absl::PermissionDeniedError(fmt::format(
+      "{} may not read {}'s records; only admins named in the policy can", caller.user, asked));
+}
 
 grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServerContext* context,
                                                              const v1::TuneRequest* request) {
   auto* reactor = new TuneReactor();
   std::shared_ptr<TuneReactor::Channel> channel = reactor->channel();
-  auto caller = auth_->Verify(request->credential());
+  auto caller = p_.auth->Verify(request->credential());
   if (!caller.ok()) {
     spdlog::warn("event=tune.refused peer={} reason=\"{}\"", context->peer(),
                  std::string(caller.status().message()));
@@ -110,28 +138,34 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
     return reactor;
   }
   // The request outlives this call only through the copy the worker owns.
-  work_->Post([maker = maker_, channel, request = *request, uid = caller->uid] {
+  p_.work->Post([maker = p_.maker, channel, request = *request, caller = *caller] {
     if (channel->cancelled()) return;
-    auto decision = maker->Decide(request, uid, [&](const v1::Progress& p) {
+    auto result = maker->Decide(request, caller, [&](const v1::Progress& p) {
       v1::TuneEvent event;
       *event.mutable_progress() = p;
       channel->Push(std::move(event));
     });
-    if (!decision.ok()) {
-      spdlog::info("event=tune.failed uid={} code={} reason=\"{}\"", uid,
-                   absl::StatusCodeToString(decision.status().code()),
-                   std::string(decision.status().message()));
-      channel->Finish(ToGrpcStatus(decision.status()));
+    if (!result.ok()) {
+      spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", caller.user,
+                   absl::StatusCodeToString(result.status().code()),
+                   std::string(result.status().message()));
+      channel->Finish(ToGrpcStatus(result.status()));
       return;
     }
-    spdlog::info(
-        "event=tune.decided uid={} decision={} workload={} strategy={} nodes={} gpus_per_node={} "
-        "step_time_s={:.4f} cost={:.2f}",
-        uid, decision->decision_id(), decision->workload_name(), decision->config().strategy(),
-        decision->config().nodes(), decision->config().gpus_per_node(),
-        decision->prediction().step_time_s(), decision->prediction().cost());
     v1::TuneEvent event;
-    *event.mutable_decision() = std::move(*decision);
+    if (!result->decision) {
+      spdlog::info("event=tune.skipped user={} reason=\"{}\"", caller.user, result->skip_reason);
+      event.mutable_skip()->set_reason(result->skip_reason);
+    } else {
+      const v1::Decision& d = *result->decision;
+      spdlog::info(
+          "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
+          "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
+          caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
+          d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
+          d.prediction().cost());
+      *event.mutable_decision() = std::move(*result->decision);
+    }
     channel->Push(std::move(event));
     channel->Finish(grpc::Status::OK);
   });
@@ -141,52 +175,220 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
 grpc::ServerUnaryReactor* TuningService::Bind(grpc::CallbackServerContext* context,
                                               const v1::BindRequest* request,
                                               v1::BindResponse* /*response*/) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto caller = auth_->Verify(request->credential());
-  if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
-  }
-  auto record = store_->GetDecision(request->decision_id());
-  absl::Status status = record.status();
-  if (status.ok() && record->uid != caller->uid) {
-    status = absl::PermissionDeniedError("decision belongs to another user");
-  }
-  if (status.ok()) status = store_->BindJob(request->decision_id(), request->job_id());
-  spdlog::info("event=bind uid={} decision={} job={} ok={}", caller->uid, request->decision_id(),
-               request->job_id(), status.ok());
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    auto record = p_.store->GetDecision(request->decision_id());
+    absl::Status status = record.status();
+    if (status.ok() && record->uid != caller.uid) {
+      status = absl::PermissionDeniedError("decision belongs to another user");
+    }
+    if (status.ok()) status = p_.store->BindJob(request->decision_id(), request->job_id());
+    if (status.ok() && p_.ledger != nullptr) {
+      absl::Status bound = p_.ledger->Bind(request->decision_id(), caller.uid, request->job_id(),
+                                           NowUnix(), p_.maker->policy()->reservation_ttl_s);
+      // Advise/explain decisions hold no reservation; that is not an error.
+      if (!bound.ok() && p_.ledger->Get(request->decision_id()).ok()) status = bound;
+    }
+    spdlog::info("event=bind user={} decision={} job={} ok={}", caller.user, request->decision_id(),
+                 request->job_id(), status.ok());
+    return status;
+  });
 }
 
 grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* context,
                                                 const v1::ReportRequest* request,
-                                                v1::ReportResponse* /*response*/) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto caller = auth_->Verify(request->credential());
-  if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
-  }
-  auto record = store_->GetDecision(request->decision_id());
-  absl::Status status = record.status();
-  if (status.ok() && record->uid != caller->uid) {
-    status = absl::PermissionDeniedError("decision belongs to another user");
-  }
-  if (status.ok()) {
-    OutcomeRecord outcome;
-    outcome.decision_id = request->decision_id();
-    outcome.job_id = request->job_id();
-    outcome.exit_code = request->exit_code();
-    outcome.elapsed_s = request->elapsed_s();
-    outcome.step_times_s.assign(request->step_times_s().begin(), request->step_times_s().end());
-    status = store_->RecordOutcome(outcome);
-  }
-  spdlog::info("event=report uid={} decision={} job={} exit={} elapsed_s={:.2f} steps={} ok={}",
-               caller->uid, request->decision_id(), request->job_id(), request->exit_code(),
-               request->elapsed_s(), request->step_times_s_size(), status.ok());
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+                                                v1::ReportResponse* response) {
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    auto record = p_.store->GetDecision(request->decision_id());
+    absl::Status status = record.status();
+    if (status.ok() && record->uid != caller.uid) {
+      status = absl::PermissionDeniedError("decision belongs to another user");
+    }
+    double settled = 0;
+    if (status.ok() && p_.ledger != nullptr && p_.ledger->Get(request->decision_id()).ok()) {
+      if (request->launch_failed()) {
+        status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix());
+      } else {
+        auto cost =
+            p_.ledger->Settle(request->decision_id(), caller.uid, request->elapsed_s(), NowUnix());
+        status = cost.status();
+        if (cost.ok()) settled = *cost;
+      }
+    }
+    if (status.ok() && !request->launch_failed()) {
+      OutcomeRecord outcome;
+      outcome.decision_id = request->decision_id();
+      outcome.job_id = request->job_id();
+      outcome.exit_code = request->exit_code();
+      outcome.elapsed_s = request->elapsed_s();
+      outcome.step_times_s.assign(request->step_times_s().begin(), request->step_times_s().end());
+      status = p_.store->RecordOutcome(outcome);
+    }
+    response->set_settled_cost(settled);
+    spdlog::info(
+        "event=report user={} decision={} job={} exit={} elapsed_s={:.2f} steps={} "
+        "launch_failed={} settled={:.4f} ok={}",
+        caller.user, request->decision_id(), request->job_id(), request->exit_code(),
+        request->elapsed_s(), request->step_times_s_size(), request->launch_failed(), settled,
+        status.ok());
+    return status;
+  });
+}
+
+grpc::ServerUnaryReactor* TuningService::GetBudget(grpc::CallbackServerContext* context,
+                                                   const v1::BudgetRequest* request,
+                                                   v1::BudgetResponse* response) {
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    auto user = ReadableUser(caller, request->user());
+    if (!user.ok()) return user.status();
+    auto policy = p_.maker->policy();
+    std::vector<BudgetScope> scopes;
+    auto own = BudgetScopes(*policy, *user, "");
+    if (own.ok()) scopes = *own;
+    for (const auto& [name, budget] : policy->account_budgets) {
+      const auto& m = budget.members;
+      if (std::find(m.begin(), m.end(), *user) != m.end()) {
+        scopes.push_back({"account", name, budget.limit});
+      }
+    }
+    const int64_t start = PeriodStart(policy->budget_period, NowUnix());
+    if (p_.ledger == nullptr) return absl::FailedPreconditionError("this daemon keeps no ledger");
+    auto use = p_.ledger->Use(scopes, start);
+    if (!use.ok()) return use.status();
+    response->set_user(*user);
+    response->set_currency(policy->currency);
+    for (const BudgetUse& u : *use) {
+      v1::BudgetLine* line = response->add_lines();
+      line->set_scope(u.scope.kind);
+      line->set_name(u.scope.name);
+      line->set_period(policy->budget_period);
+      line->set_period_start_unix(start);
+      line->set_limit(u.scope.limit);
+      line->set_spent(u.spent);
+      line->set_reserved(u.reserved);
+      line->set_remaining(u.scope.limit > 0 ? std::max(0.0, u.remaining()) : 0);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TuningService::ListDecisions(grpc::CallbackServerContext* context,
+                                                       const v1::ListDecisionsRequest* request,
+                                                       v1::ListDecisionsResponse* response) {
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    auto user = ReadableUser(caller, request->user());
+    if (!user.ok()) return user.status();
+    std::optional<uint32_t> uid = caller.uid;
+    if (*user != caller.user) {
+      struct passwd pw {};
+      struct passwd* found = nullptr;
+      char buffer[4096];
+      if (request->user() == "*") {
+        uid.reset();
+      } else if (getpwnam_r(user->c_str(), &pw, buffer, sizeof buffer, &found) == 0 && found) {
+        uid = found->pw_uid;
+      } else {
+        return absl::NotFoundError(fmt::format("no user {} on the daemon's host", *user));
+      }
+    }
+    auto recent = p_.store->Recent(uid, request->limit() > 0 ? request->limit() : 20);
+    if (!recent.ok()) return recent.status();
+    for (const DecisionRecord& r : *recent) {
+      v1::DecisionSummary* d = response->add_decisions();
+      d->set_decision_id(r.id);
+      d->set_created_unix(r.created_unix);
+      d->set_user(UserName(r.uid));
+      d->set_workload(r.workload);
+      d->set_strategy(r.strategy);
+      d->set_nodes(r.nodes);
+      d->set_gpus_per_node(r.gpus_per_node);
+      d->set_predicted_step_time_s(r.predicted_step_time_s);
+      d->set_predicted_cost(r.predicted_cost);
+      d->set_job_id(r.job_id.value_or(0));
+      d->set_state("none");
+      if (p_.ledger != nullptr) {
+        auto res = p_.ledger->Get(r.id);
+        if (res.ok()) {
+          d->set_state(res->state);
+          d->set_settled_cost(res->settled_amount);
+        }
+      }
+      auto outcomes = p_.store->Outcomes(r.id);
+      if (outcomes.ok() && !outcomes->empty() && !outcomes->front().step_times_s.empty()) {
+        std::vector<double> t = outcomes->front().step_times_s;
+        std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+        d->set_measured_step_time_s(t[t.size() / 2]);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TuningService::VerifyStep(grpc::CallbackServerContext* context,
+                                                    const v1::VerifyStepRequest* request,
+                                                    v1::VerifyStepResponse* response) {
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    // Only slurmstepd (root on a compute node) may ask.
+    if (caller.uid != 0) {
+      return absl::PermissionDeniedError("VerifyStep is for slurmstepd (root) only");
+    }
+    auto policy = p_.maker->policy();
+    std::string partition = request->partition();
+    if (partition.empty() && p_.job_partition) {
+      auto found = p_.job_partition(request->job_id());
+      if (!found.ok()) return found.status();
+      partition = *found;
+    }
+    auto allow = [&](bool ok, std::string reason) {
+      response->set_allowed(ok);
+      response->set_reason(std::move(reason));
+      spdlog::info("event=verify_step job={} step={} uid={} partition={} allowed={} reason=\"{}\"",
+                   request->job_id(), request->step_id(), request->job_uid(), partition, ok,
+                   response->reason());
+      return absl::OkStatus();
+    };
+    if (!policy->Strict(partition)) return allow(true, "partition is not strictly enforced");
+    if (p_.ledger == nullptr) return allow(false, "no ledger");
+    std::optional<ReservationRecord> r;
+    if (!request->decision_id().empty()) {
+      auto got = p_.ledger->Get(request->decision_id());
+      if (got.ok()) r = *got;
+    }
+    if (!r) {
+      auto by_job = p_.ledger->ForJob(request->job_id());
+      if (by_job.ok()) r = *by_job;
+    }
+    if (!r) return allow(false, "no xdeep reservation for this job");
+    if (r->uid != request->job_uid())
+      return allow(false, "the reservation belongs to another user");
+    if (r->state == "released" || (r->state == "settled" && r->job_id != request->job_id())) {
+      return allow(false, fmt::format("the reservation is {}", r->state));
+    }
+    if (r->job_id && *r->job_id != request->job_id()) {
+      return allow(false, "the reservation is bound to another job");
+    }
+    if (request->nodes() > r->nodes || request->tasks() > r->gpus) {
+      return allow(false, fmt::format("the step uses {} nodes / {} tasks but {} / {} were reserved",
+                                      request->nodes(), request->tasks(), r->nodes, r->gpus));
+    }
+    if (!r->job_id) {
+      absl::Status bound = p_.ledger->Bind(r->decision_id, r->uid, request->job_id(), NowUnix(),
+                                           policy->reservation_ttl_s);
+      if (!bound.ok()) return allow(false, std::string(bound.message()));
+    }
+    return allow(true, "reservation " + r->decision_id);
+  });
+}
+
+grpc::ServerUnaryReactor* TuningService::ReloadPolicy(grpc::CallbackServerContext* context,
+                                                      const v1::ReloadPolicyRequest* request,
+                                                      v1::ReloadPolicyResponse* /*response*/) {
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    if (!p_.maker->policy()->IsAdmin(caller.uid, caller.user)) {
+      return absl::PermissionDeniedError(
+          fmt::format("{} is not an admin in the policy ([policy] admins)", caller.user));
+    }
+    return p_.reload_policy ? p_.reload_policy() : absl::UnimplementedError("no reload");
+  });
 }
 
 }  // namespace xdeep::daemon

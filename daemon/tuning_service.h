@@ -1,21 +1,34 @@
 // The xdeep.v1.Tuning gRPC service on the callback API. It authenticates the
-// caller, hands the work to the DecisionMaker / Store and converts results;
-// nothing else.
+// caller, checks who may see or change what, hands the work to the
+// DecisionMaker / Store / Ledger and converts results; nothing else.
 #pragma once
+
+#include <functional>
 
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
+#include "daemon/ledger.h"
 #include "daemon/store.h"
 #include "daemon/work_queue.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
 namespace xdeep::daemon {
 
+struct ServiceParts {
+  const DecisionMaker* maker = nullptr;
+  const Authenticator* auth = nullptr;
+  Store* store = nullptr;
+  Ledger* ledger = nullptr;
+  WorkQueue* work = nullptr;
+  // Re-reads the policy from the configuration file (SIGHUP does the same).
+  std::function<absl::Status()> reload_policy;
+  // The Slurm partition of a job (for step verification).
+  std::function<absl::StatusOr<std::string>(uint32_t job_id)> job_partition;
+};
+
 class TuningService final : public xdeep::v1::Tuning::CallbackService {
  public:
-  TuningService(const DecisionMaker* maker, const Authenticator* auth, Store* store,
-                WorkQueue* work)
-      : maker_(maker), auth_(auth), store_(store), work_(work) {}
+  explicit TuningService(ServiceParts parts) : p_(std::move(parts)) {}
 
   grpc::ServerWriteReactor<xdeep::v1::TuneEvent>* Tune(
       grpc::CallbackServerContext* context, const xdeep::v1::TuneRequest* request) override;
@@ -25,12 +38,24 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const xdeep::v1::ReportRequest* request,
                                    xdeep::v1::ReportResponse* response) override;
+  grpc::ServerUnaryReactor* GetBudget(grpc::CallbackServerContext* context,
+                                      const xdeep::v1::BudgetRequest* request,
+                                      xdeep::v1::BudgetResponse* response) override;
+  grpc::ServerUnaryReactor* ListDecisions(grpc::CallbackServerContext* context,
+                                          const xdeep::v1::ListDecisionsRequest* request,
+                                          xdeep::v1::ListDecisionsResponse* response) override;
+  grpc::ServerUnaryReactor* VerifyStep(grpc::CallbackServerContext* context,
+                                       const xdeep::v1::VerifyStepRequest* request,
+                                       xdeep::v1::VerifyStepResponse* response) override;
+  grpc::ServerUnaryReactor* ReloadPolicy(grpc::CallbackServerContext* context,
+                                         const xdeep::v1::ReloadPolicyRequest* request,
+                                         xdeep::v1::ReloadPolicyResponse* response) override;
 
  private:
-  const DecisionMaker* maker_;
-  const Authenticator* auth_;
-  Store* store_;
-  WorkQueue* work_;
+  // The user whose data a request may read: the caller, or anyone for admins.
+  absl::StatusOr<std::string> ReadableUser(const Caller& caller, const std::string& asked) const;
+
+  ServiceParts p_;
 };
 
 }  // namespace xdeep::daemon

@@ -47,16 +47,28 @@ class DecisionMakerTest : public ::testing::Test {
     store_ = std::move(*store);
     auto hw = tuner::BuiltinHardwareProfile("h100-sxm");
     ASSERT_TRUE(hw.ok());
+    auto ledger = Ledger::Open(":memory:");
+    ASSERT_TRUE(ledger.ok());
+    ledger_ = std::move(*ledger);
     maker_ = std::make_unique<DecisionMaker>(
-        PolicyConfig{}, *hw, [this](const std::string&) { return shape_; }, store_.get());
+        std::make_shared<const PolicyConfig>(policy_), *hw,
+        [this](const std::string&) { return shape_; }, store_.get(), ledger_.get(),
+        [] { return int64_t{1700000000}; });
   }
   absl::StatusOr<v1::Decision> Decide(const v1::TuneRequest& req) {
-    return maker_->Decide(req, 1234,
-                          [this](const v1::Progress& p) { stages_.push_back(p.stage()); });
+    auto r = maker_->Decide(req, Caller{1234, 1234, "alice"},
+                            [this](const v1::Progress& p) { stages_.push_back(p.stage()); });
+    if (!r.ok()) return r.status();
+    if (!r->decision) return absl::CancelledError(r->skip_reason);
+    return *r->decision;
   }
+  // Rebuilds the maker after a test changed policy_.
+  void ApplyPolicy() { maker_->SetPolicy(std::make_shared<const PolicyConfig>(policy_)); }
 
   absl::StatusOr<PartitionShape> shape_ = Shape(4, 4);
+  PolicyConfig policy_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<DecisionMaker> maker_;
   std::vector<std::string> stages_;
 };
@@ -120,6 +132,93 @@ TEST_F(DecisionMakerTest, SlurmUnreachable) {
   v1::TuneRequest req;
   req.mutable_workload()->set_preset("gpt-125m");
   EXPECT_EQ(Decide(req).status().code(), absl::StatusCode::kUnavailable);
+}
+
+v1::TuneRequest AutoRequest() {
+  v1::TuneRequest req;
+  req.set_mode(v1::TUNE_MODE_AUTO);
+  req.mutable_workload()->set_preset("gpt-125m");
+  return req;
+}
+
+TEST_F(DecisionMakerTest, ReservesThePredictedCost) {
+  auto d = Decide(AutoRequest());
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto r = ledger_->Get(d->decision_id());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state, "reserved");
+  EXPECT_DOUBLE_EQ(r->amount, d->prediction().cost());
+  EXPECT_EQ(r->user, "alice");
+  // advise and explain launch nothing and reserve nothing.
+  v1::TuneRequest advise = AutoRequest();
+  advise.set_mode(v1::TUNE_MODE_ADVISE);
+  auto a = Decide(advise);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(ledger_->Get(a->decision_id()).ok());
+}
+
+TEST_F(DecisionMakerTest, StrictBudgetRefusesWithCostRemainingAndWhatFits) {
+  policy_.enforcement = "strict";
+  policy_.user_budgets["alice"].limit = 50;
+  ApplyPolicy();
+  v1::TuneRequest req = AutoRequest();
+  req.set_objective(v1::OBJECTIVE_TIME);
+  auto d = Decide(req);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(d.status().message());
+  EXPECT_NE(msg.find("over budget: predicted cost"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("user alice: remaining 50.00"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no configuration fits"), std::string::npos) << msg;
+  EXPECT_EQ(ledger_->Use({{"user", "alice", 50}}, 0)->front().reserved, 0);
+}
+
+TEST_F(DecisionMakerTest, OverBudgetNamesTheCheapestThatFits) {
+  // Price the cheapest configuration first, then leave just enough for it.
+  v1::TuneRequest cost = AutoRequest();
+  cost.set_mode(v1::TUNE_MODE_ADVISE);
+  auto cheapest = Decide(cost);
+  ASSERT_TRUE(cheapest.ok());
+  policy_.enforcement = "strict";
+  policy_.user_budgets["alice"].limit = cheapest->prediction().cost() * 1.001;
+  ApplyPolicy();
+  v1::TuneRequest fast = AutoRequest();
+  fast.set_objective(v1::OBJECTIVE_TIME);
+  auto d = Decide(fast);
+  ASSERT_FALSE(d.ok());
+  const std::string msg(d.status().message());
+  EXPECT_NE(msg.find("cheapest configuration that fits: " + cheapest->config().strategy()),
+            std::string::npos)
+      << msg;
+  // The cheapest one itself is admitted.
+  EXPECT_TRUE(Decide(AutoRequest()).ok());
+}
+
+TEST_F(DecisionMakerTest, AdvisoryBudgetWarnsButAdmits) {
+  policy_.user_budgets["alice"].limit = 1;
+  ApplyPolicy();
+  EXPECT_TRUE(Decide(AutoRequest()).ok());
+}
+
+TEST_F(DecisionMakerTest, AccountMembershipIsChecked) {
+  policy_.account_budgets["physics"] = {1000, {"bob"}};
+  ApplyPolicy();
+  v1::TuneRequest req = AutoRequest();
+  req.set_account("physics");
+  auto d = Decide(req);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(DecisionMakerTest, ImplicitLaunchFollowsPartitionDefault) {
+  v1::TuneRequest req = AutoRequest();
+  req.set_implicit(true);
+  auto skipped = Decide(req);
+  ASSERT_EQ(skipped.status().code(), absl::StatusCode::kCancelled);
+  policy_.partitions["debug"].tuning_default = true;
+  policy_.default_partition = "debug";
+  ApplyPolicy();
+  EXPECT_TRUE(Decide(req).ok());
 }
 
 }  // namespace
