@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "tuner/modeling/pmnf.h"
 
 namespace xdeep::tuner {
 
@@ -466,6 +467,43 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
     hw.collectives.push_back({op, static_cast<FabricScope>(scope_i), ranks, alpha, busbw});
   }
+  // Rank-count extrapolation: where latency was measured at three or more rank
+  // counts of one op and scope, an Extra-P PMNF fit (xdeep::modeling) of
+  // latency over ranks extends it to 65536 ranks, in powers of two, instead
+  // of the straight-line extrapolation the interpolation would do; bandwidth
+  // stays at the largest measured rank count's.
+  std::string extrapolated;
+  {
+    std::map<std::pair<int, int>, std::vector<const CollectiveFit*>> groups;
+    for (const CollectiveFit& f : hw.collectives) {
+      groups[{static_cast<int>(f.op), static_cast<int>(f.scope)}].push_back(&f);
+    }
+    std::vector<CollectiveFit> extra;
+    for (auto& [key, fits] : groups) {
+      if (fits.size() < 3) continue;
+      std::sort(fits.begin(), fits.end(),
+                [](const CollectiveFit* a, const CollectiveFit* b) { return a->ranks < b->ranks; });
+      std::vector<double> x, y;
+      for (const CollectiveFit* f : fits) {
+        x.push_back(f->ranks);
+        y.push_back(f->latency_s);
+      }
+      auto model = modeling::FitCurve(x, y);
+      if (!model.ok()) continue;  // keep the interpolation's extrapolation
+      const CollectiveFit& last = *fits.back();
+      double floor = last.latency_s;
+      for (int r = 2 * last.ranks; r <= 65536; r *= 2) {
+        // Never below the largest measurement: latency does not fall with ranks.
+        floor = std::max(floor, model->Evaluate(static_cast<double>(r)));
+        extra.push_back({last.op, last.scope, r, floor, last.busbw_gbps});
+      }
+      if (extrapolated.empty()) {
+        extrapolated = absl::StrCat(" (collective latency past ", last.ranks,
+                                    " ranks extrapolated by a PMNF fit)");
+      }
+    }
+    hw.collectives.insert(hw.collectives.end(), extra.begin(), extra.end());
+  }
   // Whatever the report lacks comes from the closest built-in profile, and the
   // label says so.
   const bool has_intra = std::any_of(hw.collectives.begin(), hw.collectives.end(),
@@ -493,7 +531,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
     filled = absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
   }
-  hw.date += filled;
+  hw.date += filled + extrapolated;
   return hw;
 }
 

@@ -118,3 +118,38 @@ TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
 
 }  // namespace
 }  // namespace xdeep::tuner
+
+namespace xdeep::tuner {
+namespace {
+
+TEST(ProbeReportTest, LatencyOverRanksExtrapolatedWithPmnf) {
+  // Inter-node all-reduce latency measured at 4..64 ranks grows linearly with
+  // the rank count (a ring): 2 us + 1 us per rank. The PMNF fit carries that
+  // to 1024 ranks (1026 us); a straight line in log2(ranks) through the last
+  // two points would say 64 + 4 * 32 = 194 us.
+  std::string report = R"({"schema": "xdeep.probe_report/1", "created": "d", "host": "h",
+    "gpu": {"name": "NVIDIA H100", "memory_bytes": 85029158912}, "gpus_per_node": 8,
+    "gemm": [{"m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "tflops": 700}],
+    "collectives": [)";
+  bool first = true;
+  for (int r : {4, 8, 16, 32, 64}) {
+    const double lat = 2e-6 + 1e-6 * r;
+    for (double bytes : {1e6, 1e8}) {
+      if (!first) report += ",";
+      first = false;
+      report += "{\"op\": \"all_reduce\", \"scope\": \"inter_node\", \"ranks\": " + std::to_string(r) +
+                ", \"nodes\": " + std::to_string(r) + ", \"bytes\": " + std::to_string(bytes) +
+                ", \"median_s\": " + std::to_string(lat + bytes * 2.0 * (r - 1) / r / 40e9) + "}";
+    }
+  }
+  report += "]}";
+  auto hw = HardwareProfileFromProbeReport(report, "p.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("extrapolated by a PMNF fit"));
+  // One byte: latency only (plus a negligible bandwidth term).
+  EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 1024, 1), 1026e-6, 20e-6);
+  EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 32, 1), 34e-6, 1e-6);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner

@@ -286,6 +286,23 @@ TEST(Model, ToStringUsesExtrapNotation) {
   EXPECT_THAT(m->ToString(names), ::testing::HasSubstr("log2(nodes)^(2)"));
 }
 
+TEST(FitAlternatives, BestFirstAndTheBestIsTheRobustFit) {
+  const auto f = [](std::span<const double> x) { return 2 + 0.5 * std::sqrt(x[0]) * x[1]; };
+  const auto points = SampleGrid(f, {kP, {2, 4, 8, 16, 32}}, kNoise, kRepetitions, 1);
+  absl::StatusOr<std::vector<Model>> alternatives = FitAlternatives(points, 5);
+  ASSERT_TRUE(alternatives.ok()) << alternatives.status();
+  ASSERT_EQ(alternatives->size(), 5u);
+  absl::StatusOr<Model> best = Fit(points, ModelerOptions::Robust());
+  ASSERT_TRUE(best.ok());
+  EXPECT_EQ((*alternatives)[0].ToString(), best->ToString());
+  for (size_t i = 1; i < alternatives->size(); ++i) {
+    EXPECT_LE((*alternatives)[i - 1].quality().selection_score,
+              (*alternatives)[i].quality().selection_score);
+    EXPECT_NE((*alternatives)[i - 1].ToString(), (*alternatives)[i].ToString());
+  }
+  EXPECT_FALSE(FitAlternatives(points, 0).ok());
+}
+
 TEST(FitCurve, FitsOneValuePerPoint) {
   // All-reduce time over rank count: latency + log-depth term, noise-free.
   std::vector<double> ranks, seconds;
