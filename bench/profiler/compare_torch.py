@@ -39,6 +39,19 @@ def timed_samples(fn, batch, samples, warmup, torch):
     return out
 
 
+def kernel_names(fn, torch):
+    """Names of the CUDA kernels one call of fn launches (torch's profiler, CUPTI)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        return ";".join(sorted({e.name for e in prof.events()
+                                if str(getattr(e, "device_type", "")).endswith("CUDA")}))
+    except Exception as ex:  # diagnostics only: never fail the baseline over them
+        return f"? ({ex})"
+
+
 def cmd_gemm(args):
     import torch
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
@@ -61,20 +74,38 @@ def cmd_gemm(args):
         b = probe_like(k, n)
         c = torch.empty(m, n, device="cuda", dtype=dtypes[dt])
         fn = lambda: torch.matmul(a, b, out=c)
-        for _ in range(3):
+
+        def measure():
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
             fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        t1 = max(time.perf_counter() - t0, 1e-7)
-        batch = max(1, min(200, int(2e-3 / t1 + 0.999)))
-        s = timed_samples(fn, batch, args.samples, 0, torch)
-        med = statistics.median(s)
+            torch.cuda.synchronize()
+            t1 = max(time.perf_counter() - t0, 1e-7)
+            batch = max(1, min(200, int(2e-3 / t1 + 0.999)))
+            return statistics.median(timed_samples(fn, batch, args.samples, 0, torch))
+
+        med = measure()
         tflops = 2.0 * m * n * k / med / 1e12
+        # Which kernel cuBLAS ran (its name carries tile and cluster shape), and what
+        # cuBLASLt's first heuristic choice gives through torch: tells a kernel choice
+        # apart from clocks when the probe falls short.
+        entry = {"m": m, "n": n, "k": k, "dtype": dt, "median_s": med, "tflops": tflops,
+                 "kernel": kernel_names(fn, torch)}
+        try:
+            torch.backends.cuda.preferred_blas_library("cublaslt")
+            entry["cublaslt_tflops"] = 2.0 * m * n * k / measure() / 1e12
+            entry["cublaslt_kernel"] = kernel_names(fn, torch)
+        except Exception as ex:  # older torch, or no Lt path for this dtype
+            entry["cublaslt_error"] = str(ex)
+        finally:
+            torch.backends.cuda.preferred_blas_library("cublas")
         seen[key] = tflops
-        results.append({"m": m, "n": n, "k": k, "dtype": dt, "median_s": med, "tflops": tflops})
-        print(f"torch.matmul {m}x{n}x{k} {dt}: {tflops:.1f} TFLOP/s", flush=True)
+        results.append(entry)
+        print(f"torch.matmul {m}x{n}x{k} {dt}: {tflops:.1f} TFLOP/s [{entry['kernel']}]; "
+              f"via cublaslt {entry.get('cublaslt_tflops', 0):.1f} [{entry.get('cublaslt_kernel', '')}]",
+              flush=True)
         del a, b, c
     out = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0),
            "gemm": results}
@@ -131,10 +162,12 @@ def cmd_summarize(args):
             if key not in probe_best:
                 order.append(key)
             probe_best[key] = max(probe_best.get(key, 0.0), e["tflops"])
-        base = {}
+        base, lt, kernels = {}, {}, {}
         for g in json.load(open(args.torch_gemm))["gemm"]:
             key = (g["m"], g["n"], g["k"], g["dtype"])
             base[key] = max(base.get(key, 0.0), g["tflops"])
+            lt[key] = max(lt.get(key, 0.0), g.get("cublaslt_tflops", 0.0))
+            kernels[key] = (g.get("kernel", ""), g.get("cublaslt_kernel", ""))
         for key in order:
             m, n, k, dt, pas, layer = key
             t = base.get((m, n, k, dt))
@@ -144,10 +177,14 @@ def cmd_summarize(args):
             r = p / t
             passed = r >= 0.95
             ok &= passed
+            tl = lt.get((m, n, k, dt), 0.0)
             summary["gemm"].append({"layer": layer, "pass": pas, "m": m, "n": n, "k": k, "dtype": dt,
-                                    "probe_tflops": p, "torch_tflops": t, "ratio": r, "ok": passed})
+                                    "probe_tflops": p, "torch_tflops": t, "ratio": r, "ok": passed,
+                                    "torch_cublaslt_tflops": tl,
+                                    "torch_kernel": kernels[(m, n, k, dt)][0],
+                                    "torch_cublaslt_kernel": kernels[(m, n, k, dt)][1]})
             print(f"gemm {layer:10s} {pas:5s} {m}x{n}x{k} {dt}: probe {p:.1f} torch {t:.1f} TFLOP/s "
-                  f"ratio {r:.3f} {'ok' if passed else 'FAIL'}")
+                  f"ratio {r:.3f} {'ok' if passed else 'FAIL'} (torch via cublaslt {tl:.1f})")
     if args.collectives and args.torch_allreduce:
         probe = json.load(open(args.collectives))
         base = {a["bytes"]: a["busbw_gbps"] for a in json.load(open(args.torch_allreduce))["all_reduce"]}

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # One device call: xdeep-probe vs PyTorch on 1 and 2 GPUs (issue 5, items 4, 6, 7).
-# Expects the carried binary in build-profiler/carry (bench/profiler/pack_carry.sh) and
-# writes at most 8 files under $OUT. Every step has a `timeout`, so the call ends.
+# Expects the carried binary in $XDEEP_CARRY (default build-profiler/carry; made by
+# bench/profiler/pack_carry.sh BUILD_DIR) and writes at most 8 files under $OUT.
+# Every step has a `timeout`, so the call ends.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/xdeep-out}
 mkdir -p "$OUT"
-probe=build-profiler/carry/xdeep-probe
+carry=${XDEEP_CARRY:-build-profiler/carry}
+probe=$carry/xdeep-probe
 here=bench/profiler
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
-export LD_LIBRARY_PATH=$PWD/build-profiler/carry/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
+export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
 log=$OUT/log.txt
 # (no bare `wait` below: bash would also wait for this tee and deadlock)
 exec > >(tee "$log") 2>&1
@@ -23,14 +25,15 @@ el() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
 t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc: $*"; return $rc; }
 
 echo "== GPU unit tests"
-t timeout 60 build-profiler/carry/profiler_gpu_probes_test
+t timeout 60 $carry/profiler_gpu_probes_test
 echo "== compute set, one workload, bf16 (item 7)"
 t timeout 120 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --out $OUT/compute_bf16.json
 # Two rounds each, interleaved (probe, torch, probe, torch); the summary keeps each
 # side's best round per shape, so clock drift between rounds does not decide a ratio.
 for round in a b; do
   echo "== compute set, all dtypes, round $round"
-  t timeout 200 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --dtypes bf16,fp16,tf32,fp32 --time-limit 190 --out $OUT/compute_$round.json
+  # --verbose logs every cuBLASLt candidate's configuration and rate, and the choice.
+  t timeout 200 $probe --verbose compute --suite gpu --shapes $here/shapes_gpt_h4096.json --dtypes bf16,fp16,tf32,fp32 --time-limit 190 --out $OUT/compute_$round.json
   echo "== torch.matmul at the same shapes, round $round"
   t timeout 150 python3 $here/compare_torch.py gemm --report $OUT/compute_$round.json --out $OUT/torch_gemm_$round.json
 done

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "profiler/cuda/cuda_util.h"
+#include "spdlog/spdlog.h"
 #include "profiler/cuda/kernels.h"
 #include "profiler/gpu_probes.h"
 
@@ -67,6 +68,28 @@ double Tolerance(DType t) {
       return 1e-5;
   }
   return 1e-2;
+}
+
+// The algorithm's configuration as cuBLASLt numbers it (id, tile, stages, split-K,
+// swizzle, cluster shape): logged with each candidate's time, so a shape where the
+// probe falls behind torch.matmul can be traced to the kernel chosen (torch's profiler
+// names its kernel by the same tile / cluster).
+std::string AlgoLabel(const cublasLtMatmulAlgo_t& algo) {
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) -> int64_t {
+    uint64_t v = 0;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) !=
+        CUBLAS_STATUS_SUCCESS) {
+      return -1;
+    }
+    // Attributes are 32-bit or 16-bit; the buffer was zeroed, little-endian host.
+    return static_cast<int64_t>(v);
+  };
+  return absl::StrCat("id=", get(CUBLASLT_ALGO_CONFIG_ID), " tile=", get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+                      " stages=", get(CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                      " splitk=", get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                      " swizzle=", get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+                      " cluster=", get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
 }
 
 // Shared across probes: one handle and workspace per process, as a framework has.
@@ -156,6 +179,8 @@ class GemmProbe : public Probe {
       absl::StatusOr<double> t = RunBatch(5, deadline);
       if (!t.ok()) continue;
       if (i == 0) first = *t;
+      spdlog::debug("xdeep: {} candidate {} [{}]: {:.1f} TFLOP/s", Name(), i,
+                    AlgoLabel(found[i].algo), spec_.Flops() * 5 / *t / 1e12);
       const double bar = best_index_ == 0 ? first * 0.98 : best;
       if (best_index_ < 0 || *t < bar) {
         best = *t;
@@ -164,6 +189,8 @@ class GemmProbe : public Probe {
     }
     if (best_index_ < 0) return absl::InternalError("no cuBLASLt algorithm ran");
     algo_ = found[best_index_].algo;
+    spdlog::debug("xdeep: {} chose candidate {} of {} [{}]", Name(), best_index_, returned,
+                  AlgoLabel(algo_));
     return absl::OkStatus();
   }
 
