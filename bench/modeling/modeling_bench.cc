@@ -6,6 +6,7 @@
 // expression (differential evolution) fit. Runs pinned to one core.
 #include <sched.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,8 +14,6 @@
 #include <functional>
 #include <random>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #include "tuner/modeling/generic_expression.h"
 #include "tuner/modeling/pmnf.h"
@@ -83,13 +82,13 @@ int main() {
     int reps;
   };
   for (const Variant& v : {Variant{"PMNF 2-param 5x5, Extra-P defaults", {}, 501},
-                           Variant{"PMNF 2-param 5x5, robust options", 
+                           Variant{"PMNF 2-param 5x5, robust options",
                                    xdeep::modeling::ModelerOptions::Robust(), 51}}) {
     std::string model;
     const double t = MedianSeconds(
         [&] { model = xdeep::modeling::FitMultiParameter(points, v.options)->ToString(); }, v.reps);
-    std::printf("%-44s %10.3f us  = %7.4f of the 50 ms target, %8.1f x baseline\n    %s\n",
-                v.name, t * 1e6, t / kTarget, t / baseline, model.c_str());
+    std::printf("%-44s %10.3f us  = %7.4f of the 50 ms target, %8.1f x baseline\n    %s\n", v.name,
+                t * 1e6, t / kTarget, t / baseline, model.c_str());
   }
   xdeep::modeling::GenericExpressionOptions ge;
   ge.num_terms = 1;

@@ -75,7 +75,8 @@ absl::StatusOr<GaussianProcess> GaussianProcess::Fit(const std::vector<std::vect
       gp.length_scales_[d] = kLengthScales[r % per_dim];
     }
     for (Eigen::Index i = 0; i < n; ++i) {
-      for (Eigen::Index j = 0; j <= i; ++j) k(i, j) = k(j, i) = gp.Kernel(gp.x_.col(i), gp.x_.col(j));
+      for (Eigen::Index j = 0; j <= i; ++j)
+        k(i, j) = k(j, i) = gp.Kernel(gp.x_.col(i), gp.x_.col(j));
     }
     for (double noise : kNoiseVariances) {
       Eigen::MatrixXd kn = k;

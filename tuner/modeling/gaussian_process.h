@@ -7,10 +7,9 @@
 #ifndef XDEEP_TUNER_MODELING_GAUSSIAN_PROCESS_H_
 #define XDEEP_TUNER_MODELING_GAUSSIAN_PROCESS_H_
 
+#include <Eigen/Dense>
 #include <span>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #include "absl/status/statusor.h"
 

@@ -2,14 +2,13 @@
 // with coefficients by weighted least squares for every candidate.
 #include "tuner/modeling/generic_expression.h"
 
+#include <Eigen/Dense>
 #include <cmath>
 #include <memory>
-#include <utility>
-
-#include <Eigen/Dense>
 #include <pagmo/algorithms/de.hpp>
 #include <pagmo/population.hpp>
 #include <pagmo/problem.hpp>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "tuner/modeling/numerics.h"
@@ -140,7 +139,8 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   pagmo::population population{problem, options.population, options.seed};
   // DE/rand/1/exp (variant 2) with pagmo's defaults F = 0.8, CR = 0.9; the
   // tolerances stop early once the population has collapsed.
-  pagmo::algorithm algorithm{pagmo::de(options.generations, 0.8, 0.9, 2u, 1e-12, 1e-8, options.seed)};
+  pagmo::algorithm algorithm{
+      pagmo::de(options.generations, 0.8, 0.9, 2u, 1e-12, 1e-8, options.seed)};
   population = algorithm.evolve(population);
   const pagmo::vector_double theta = population.champion_x();
 
@@ -165,8 +165,7 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
       for (size_t j = 0; j < ts->size(); ++j) a(i, j + 1) = (*ts)[j].Basis(points[i].coordinate);
     }
     const Eigen::VectorXd w = data->y.cwiseAbs().cwiseInverse();
-    const Eigen::VectorXd c =
-        internal::Lstsq(w.asDiagonal() * a, data->y.cwiseProduct(w)).x;
+    const Eigen::VectorXd c = internal::Lstsq(w.asDiagonal() * a, data->y.cwiseProduct(w)).x;
     for (size_t j = 0; j < ts->size(); ++j) (*ts)[j].coefficient = c(j + 1);
     return c(0);
   };
@@ -176,7 +175,8 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   for (const ProductTerm& t : terms) {
     double contribution = 0.0;
     for (Eigen::Index i = 0; i < n; ++i) {
-      contribution = std::max(contribution, std::abs(t.Evaluate(points[i].coordinate) / data->y(i)));
+      contribution =
+          std::max(contribution, std::abs(t.Evaluate(points[i].coordinate) / data->y(i)));
     }
     if (contribution >= options.epsilon) kept.push_back(t);
   }

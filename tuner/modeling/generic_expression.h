@@ -36,9 +36,9 @@ struct GenericExpressionOptions {
 
 struct GenericFit {
   Model model;
-  double cost = 0.0;          // regularised cost of the snapped model
-  double misfit = 0.0;        // its mean squared relative error
-  unsigned evaluations = 0;   // fitness evaluations spent by DE
+  double cost = 0.0;         // regularised cost of the snapped model
+  double misfit = 0.0;       // its mean squared relative error
+  unsigned evaluations = 0;  // fitness evaluations spent by DE
 };
 
 absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> points,

@@ -2,11 +2,10 @@
 // Extra-P style printing.
 #include "tuner/modeling/model.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-
-#include <Eigen/Dense>
 
 #include "absl/strings/str_cat.h"
 #include "tuner/modeling/numerics.h"

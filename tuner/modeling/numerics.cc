@@ -30,8 +30,7 @@ double PairwiseSum(std::span<const double> v) {
   return PairwiseSum(v.subspan(0, n2)) + PairwiseSum(v.subspan(n2));
 }
 
-LstsqResult Lstsq(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
-                  std::optional<double> rcond) {
+LstsqResult Lstsq(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, std::optional<double> rcond) {
   LstsqResult out;
   out.x = Eigen::VectorXd::Zero(a.cols());
   if (a.rows() == 0 || a.cols() == 0) return out;
@@ -106,8 +105,7 @@ double TQuantile(double p, double dof) {
   const double g2 = (5 * z5 + 16 * z3 + 3 * z) / 96;
   const double g3 = (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / 384;
   const double g4 = (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / 92160;
-  return z + g1 / dof + g2 / (dof * dof) + g3 / (dof * dof * dof) +
-         g4 / (dof * dof * dof * dof);
+  return z + g1 / dof + g2 / (dof * dof) + g3 / (dof * dof * dof) + g4 / (dof * dof * dof * dof);
 }
 
 }  // namespace xdeep::modeling::internal

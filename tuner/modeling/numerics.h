@@ -3,10 +3,9 @@
 #ifndef XDEEP_TUNER_MODELING_NUMERICS_H_
 #define XDEEP_TUNER_MODELING_NUMERICS_H_
 
+#include <Eigen/Dense>
 #include <optional>
 #include <span>
-
-#include <Eigen/Dense>
 
 namespace xdeep::modeling::internal {
 

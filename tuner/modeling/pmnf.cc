@@ -4,11 +4,10 @@
 // xdeep selects the same model as Extra-P on the same data.
 #include "tuner/modeling/pmnf.h"
 
+#include <Eigen/Dense>
 #include <cmath>
 #include <map>
 #include <utility>
-
-#include <Eigen/Dense>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -165,8 +164,8 @@ absl::Status Validate(std::span<const Measurement> points, size_t dims) {
   if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
   for (const Measurement& m : points) {
     if (m.coordinate.size() != dims) {
-      return absl::InvalidArgumentError(absl::StrCat("measurement has ", m.coordinate.size(),
-                                                     " coordinates, expected ", dims));
+      return absl::InvalidArgumentError(
+          absl::StrCat("measurement has ", m.coordinate.size(), " coordinates, expected ", dims));
     }
     if (m.values.empty()) return absl::InvalidArgumentError("measurement without values");
     for (double v : m.coordinate) {
@@ -242,8 +241,7 @@ double EvaluateMulti(const MultiHypothesis& h, std::span<const double> x) {
   return v;
 }
 
-void MultiCost(std::span<const Measurement> points, std::span<const double> y,
-               MultiHypothesis* h) {
+void MultiCost(std::span<const Measurement> points, std::span<const double> y, MultiHypothesis* h) {
   h->rss = 0.0;
   double smape = 0.0;
   for (size_t i = 0; i < points.size(); ++i) {
@@ -312,14 +310,15 @@ double LeaveOneOutSmape(std::span<const Measurement> points, std::span<const dou
 // n·ln(RSS/n) + k·ln(n). Its ln(n) per coefficient (vs AIC's 2) is what keeps
 // noise-fitting extra terms out: with AICc about a quarter of noisy 2-parameter
 // products gained one, with BIC about a tenth (tests/tuner/modeling).
-double Bic(std::span<const Measurement> points, std::span<const double> y,
-            const MultiHypothesis& h, const Eigen::VectorXd& w) {
+double Bic(std::span<const Measurement> points, std::span<const double> y, const MultiHypothesis& h,
+           const Eigen::VectorXd& w) {
   const double n = static_cast<double>(points.size());
   const double k = static_cast<double>(h.terms.size()) + 1;
   if (n - k <= 0) return std::numeric_limits<double>::infinity();
   double rss = 0.0;
   for (size_t i = 0; i < points.size(); ++i) {
-    const double r = w(static_cast<Eigen::Index>(i)) * (EvaluateMulti(h, points[i].coordinate) - y[i]);
+    const double r =
+        w(static_cast<Eigen::Index>(i)) * (EvaluateMulti(h, points[i].coordinate) - y[i]);
     rss += r * r;
   }
   rss = std::max(rss, std::numeric_limits<double>::min());
@@ -346,7 +345,8 @@ void MultiCoefficients(std::span<const Measurement> points, std::span<const doub
   const Eigen::MatrixXd a = Design(points, *h, w);
   const Eigen::Index k = a.cols();
   const Eigen::VectorXd b =
-      Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size())).cwiseProduct(w);
+      Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size()))
+          .cwiseProduct(w);
   internal::LstsqResult r = Lstsq(a, b);
   // NumPy's default rcond can collapse the rank; Extra-P retries with eps.
   if (r.rank < k) r = Lstsq(a, b, -1.0);
@@ -396,14 +396,27 @@ std::vector<Structure> Structures(size_t m, bool combinations) {
     out.push_back({add[1], all});
   } else if (m == 3) {
     const Term xy = {0, 1}, yz = {1, 2}, xz = {0, 2};
-    const std::vector<Structure> mixed = {
-        {all, add[0]},         {all, add[1]},         {all, add[2]},
-        {all, xy},             {all, yz},             {all, xz},
-        {all, xy, add[2]},     {all, yz, add[0]},     {all, xz, add[1]},
-        {all, add[0], add[1]}, {all, add[0], add[2]}, {all, add[1], add[2]},
-        {xy, add[2]},          {xy, add[2], add[1]},  {xy, add[2], add[0]},
-        {xz, add[1]},          {xz, add[1], add[0]},  {xz, add[1], add[2]},
-        {yz, add[0]},          {yz, add[0], add[1]},  {yz, add[0], add[2]}};
+    const std::vector<Structure> mixed = {{all, add[0]},
+                                          {all, add[1]},
+                                          {all, add[2]},
+                                          {all, xy},
+                                          {all, yz},
+                                          {all, xz},
+                                          {all, xy, add[2]},
+                                          {all, yz, add[0]},
+                                          {all, xz, add[1]},
+                                          {all, add[0], add[1]},
+                                          {all, add[0], add[2]},
+                                          {all, add[1], add[2]},
+                                          {xy, add[2]},
+                                          {xy, add[2], add[1]},
+                                          {xy, add[2], add[0]},
+                                          {xz, add[1]},
+                                          {xz, add[1], add[0]},
+                                          {xz, add[1], add[2]},
+                                          {yz, add[0]},
+                                          {yz, add[0], add[1]},
+                                          {yz, add[0], add[2]}};
     out.insert(out.end(), mixed.begin(), mixed.end());
   }
   return out;
@@ -422,8 +435,7 @@ std::vector<MultiHypothesis> JointSearch(std::span<const Measurement> points,
                                          const ModelerOptions& options, size_t top = 1) {
   const Eigen::Index n = static_cast<Eigen::Index>(points.size());
   const Eigen::VectorXd w = RowWeights(y, options.relative_least_squares);
-  const Eigen::VectorXd yw =
-      Eigen::Map<const Eigen::VectorXd>(y.data(), n).cwiseProduct(w);
+  const Eigen::VectorXd yw = Eigen::Map<const Eigen::VectorXd>(y.data(), n).cwiseProduct(w);
   const size_t keep = dims <= 2 ? 1000 : dims == 3 ? 10 : 5;
   // Candidate terms per parameter and their columns at the points.
   std::vector<std::vector<CompoundTerm>> candidates(dims);
@@ -476,7 +488,8 @@ std::vector<MultiHypothesis> JointSearch(std::span<const Measurement> points,
       for (size_t j = 0; j < st.size(); ++j) {
         Eigen::VectorXd& col = cols[j + 1];
         col = w;
-        for (size_t slot : st[j]) col.array() *= columns[chosen[slot].first][chosen[slot].second].array();
+        for (size_t slot : st[j])
+          col.array() *= columns[chosen[slot].first][chosen[slot].second].array();
       }
       // Column-scaled normal equations: cheap for small k, and the scaling
       // keeps the Gram matrix conditioned well enough to rank hypotheses.
@@ -646,14 +659,27 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
       functions.push_back({add[1], all});
     } else if (pairs.size() == 3) {
       const Term xy = {0, 1}, yz = {1, 2}, xz = {0, 2};
-      const std::vector<std::vector<Term>> mixed = {
-          {all, add[0]},         {all, add[1]},         {all, add[2]},
-          {all, xy},             {all, yz},             {all, xz},
-          {all, xy, add[2]},     {all, yz, add[0]},     {all, xz, add[1]},
-          {all, add[0], add[1]}, {all, add[0], add[2]}, {all, add[1], add[2]},
-          {xy, add[2]},          {xy, add[2], add[1]},  {xy, add[2], add[0]},
-          {xz, add[1]},          {xz, add[1], add[0]},  {xz, add[1], add[2]},
-          {yz, add[0]},          {yz, add[0], add[1]},  {yz, add[0], add[2]}};
+      const std::vector<std::vector<Term>> mixed = {{all, add[0]},
+                                                    {all, add[1]},
+                                                    {all, add[2]},
+                                                    {all, xy},
+                                                    {all, yz},
+                                                    {all, xz},
+                                                    {all, xy, add[2]},
+                                                    {all, yz, add[0]},
+                                                    {all, xz, add[1]},
+                                                    {all, add[0], add[1]},
+                                                    {all, add[0], add[2]},
+                                                    {all, add[1], add[2]},
+                                                    {xy, add[2]},
+                                                    {xy, add[2], add[1]},
+                                                    {xy, add[2], add[0]},
+                                                    {xz, add[1]},
+                                                    {xz, add[1], add[0]},
+                                                    {xz, add[1], add[2]},
+                                                    {yz, add[0]},
+                                                    {yz, add[0], add[1]},
+                                                    {yz, add[0], add[2]}};
       functions.insert(functions.end(), mixed.begin(), mixed.end());
     }
   }
@@ -689,8 +715,8 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
   return ToModel(d, best, points, constant_cost, false);
 }
 
-absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> points,
-                                                   int count, const ModelerOptions& options) {
+absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> points, int count,
+                                                   const ModelerOptions& options) {
   if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
   if (count < 1) return absl::InvalidArgumentError("count must be >= 1");
   const size_t dims = points[0].coordinate.size();

@@ -57,7 +57,7 @@ struct ModelerOptions {
     o.joint_exponent_search = true;
     return o;
   }
-  double epsilon = 0.0005;        // minimum term contribution
+  double epsilon = 0.0005;  // minimum term contribution
 };
 
 // Fits f(x) for one parameter (coordinate size 1). Needs >= 1 point; Extra-P
@@ -79,13 +79,12 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
 // set, BIC), best first; any number of parameters. Where they disagree the
 // data do not pin the model down: the sampling planner probes there, and the
 // search can check how much a prediction depends on the model choice.
-absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> points,
-                                                   int count,
-                                                   const ModelerOptions& options = ModelerOptions::Robust());
+absl::StatusOr<std::vector<Model>> FitAlternatives(
+    std::span<const Measurement> points, int count,
+    const ModelerOptions& options = ModelerOptions::Robust());
 
 // Dispatches on the number of parameters, as Extra-P's model generator does.
-absl::StatusOr<Model> Fit(std::span<const Measurement> points,
-                          const ModelerOptions& options = {});
+absl::StatusOr<Model> Fit(std::span<const Measurement> points, const ModelerOptions& options = {});
 
 }  // namespace xdeep::modeling
 

@@ -13,8 +13,7 @@
 namespace xdeep::modeling {
 
 absl::StatusOr<SamplingPlanner> SamplingPlanner::Create(std::vector<std::vector<double>> axes,
-                                                        CostFunction cost,
-                                                        PlannerOptions options) {
+                                                        CostFunction cost, PlannerOptions options) {
   if (axes.empty()) return absl::InvalidArgumentError("planner needs at least one parameter");
   if (!cost) return absl::InvalidArgumentError("planner needs a cost function");
   if (options.line_points < 2) return absl::InvalidArgumentError("line_points must be >= 2");

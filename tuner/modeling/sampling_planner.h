@@ -96,9 +96,9 @@ class SamplingPlanner {
 // A plan's model against the model fitted on the full grid, both judged on
 // held-out points (e.g. larger scales than any probed).
 struct PlanAccuracy {
-  double plan_median_error = 0.0;       // relative, 0.05 = 5 %
+  double plan_median_error = 0.0;  // relative, 0.05 = 5 %
   double full_grid_median_error = 0.0;
-  double difference_pp = 0.0;           // (plan - full grid) in percentage points
+  double difference_pp = 0.0;  // (plan - full grid) in percentage points
   Model full_grid_model;
 };
 

@@ -2,15 +2,15 @@
 // recorded from Extra-P 4.2.5) xdeep's PMNF modelers must select the model that
 // Extra-P selects: the same terms with the same exact exponents. Coefficients
 // are compared too (~1e-6 relative; Extra-P solves with numpy.linalg.lstsq).
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <Eigen/Dense>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -87,7 +87,8 @@ double DesignCondition(const Model& m, std::span<const Measurement> pts) {
   Eigen::MatrixXd a(pts.size(), m.terms().size() + 1);
   for (size_t i = 0; i < pts.size(); ++i) {
     a(i, 0) = 1.0;
-    for (size_t j = 0; j < m.terms().size(); ++j) a(i, j + 1) = m.terms()[j].Basis(pts[i].coordinate);
+    for (size_t j = 0; j < m.terms().size(); ++j)
+      a(i, j + 1) = m.terms()[j].Basis(pts[i].coordinate);
   }
   const Eigen::VectorXd s = Eigen::JacobiSVD<Eigen::MatrixXd>(a).singularValues();
   return s(s.size() - 1) > 0 ? s(0) / s(s.size() - 1) : std::numeric_limits<double>::infinity();
@@ -144,8 +145,8 @@ bool RunCase(const json& c, Tally* tally) {
   absl::StatusOr<Model> model = Fit(points, options);
   ++tally->cases;
   if (!model.ok()) {
-    tally->mismatches.push_back(absl::StrCat(c.at("name").get<std::string>(), ": ",
-                                             model.status().ToString()));
+    tally->mismatches.push_back(
+        absl::StrCat(c.at("name").get<std::string>(), ": ", model.status().ToString()));
     return true;
   }
   const Expected got = FromModel(*model);
@@ -159,28 +160,28 @@ bool RunCase(const json& c, Tally* tally) {
     // the last bits of LAPACK's arithmetic, which no other solver reproduces.
     ++tally->ties;
     tally->mismatches.push_back(absl::StrCat(
-        "(tie, same fitted values) ", c.at("name").get<std::string>(), "\n    extrap: ",
-        c.at("extrap_result").at("function_string").get<std::string>(), "\n    xdeep:  ",
-        model->ToString()));
+        "(tie, same fitted values) ", c.at("name").get<std::string>(),
+        "\n    extrap: ", c.at("extrap_result").at("function_string").get<std::string>(),
+        "\n    xdeep:  ", model->ToString()));
     return true;
   }
   if (!same_terms) {
-    tally->mismatches.push_back(absl::StrCat(c.at("name").get<std::string>(), "\n    extrap: ",
-                                             c.at("extrap_result").at("function_string").get<std::string>(),
-                                             "\n    xdeep:  ", model->ToString()));
+    tally->mismatches.push_back(absl::StrCat(
+        c.at("name").get<std::string>(),
+        "\n    extrap: ", c.at("extrap_result").at("function_string").get<std::string>(),
+        "\n    xdeep:  ", model->ToString()));
     return true;
   }
   ++tally->same_terms;
   // Two least-squares solvers agree to about cond(A)·eps; past 1e-6 only in
   // fits whose columns are many orders of magnitude apart.
-  const double tolerance =
-      std::max(1e-6, 100 * std::numeric_limits<double>::epsilon() * DesignCondition(*model, points));
+  const double tolerance = std::max(
+      1e-6, 100 * std::numeric_limits<double>::epsilon() * DesignCondition(*model, points));
   if (value_diff < tolerance) {
     ++tally->same_values;
   } else {
     tally->mismatches.push_back(absl::StrCat("(fitted values differ by ", value_diff, " > ",
-                                             tolerance, ") ",
-                                             c.at("name").get<std::string>()));
+                                             tolerance, ") ", c.at("name").get<std::string>()));
   }
   bool same_coefficients = Close(got.constant, want.constant);
   for (const auto& [key, coefficient] : want.terms) {
@@ -190,9 +191,9 @@ bool RunCase(const json& c, Tally* tally) {
     ++tally->same_coefficients;
   } else {
     tally->mismatches.push_back(absl::StrCat(
-        "(coefficients) ", c.at("name").get<std::string>(), "\n    extrap: ",
-        c.at("extrap_result").at("function_string").get<std::string>(), "\n    xdeep:  ",
-        model->ToString()));
+        "(coefficients) ", c.at("name").get<std::string>(),
+        "\n    extrap: ", c.at("extrap_result").at("function_string").get<std::string>(),
+        "\n    xdeep:  ", model->ToString()));
   }
   return true;
 }
@@ -254,35 +255,50 @@ bool TestIs(const json& c, std::initializer_list<const char*> names) {
 }
 
 TEST_F(ExtrapConformance, SingleParameterDefaults) {
-  Check(*cases_, [](const json& c) {
-    return TestIs(c, {"TestBasicModeler.test_modeling"}) && c.at("modeler_options").empty();
-  }, "single-parameter defaults", true);
+  Check(
+      *cases_,
+      [](const json& c) {
+        return TestIs(c, {"TestBasicModeler.test_modeling"}) && c.at("modeler_options").empty();
+      },
+      "single-parameter defaults", true);
 }
 
 TEST_F(ExtrapConformance, NegativeExponents) {
-  Check(*cases_, [](const json& c) {
-    return TestIs(c, {"TestBasicModeler.test_modeling_negative_exponents"});
-  }, "negative exponents", true);
+  Check(
+      *cases_,
+      [](const json& c) {
+        return TestIs(c, {"TestBasicModeler.test_modeling_negative_exponents"});
+      },
+      "negative exponents", true);
 }
 
 TEST_F(ExtrapConformance, CrossValidationOff) {
-  Check(*cases_, [](const json& c) { return TestIs(c, {"TestBasicModeler.test_compare"}); },
-        "cross-validation off", true);
+  Check(
+      *cases_, [](const json& c) { return TestIs(c, {"TestBasicModeler.test_compare"}); },
+      "cross-validation off", true);
 }
 
 TEST_F(ExtrapConformance, MultiParameterDefaults) {
-  Check(*cases_, [](const json& c) {
-    return TestIs(c, {"TestSparseModeling", "TestFindBestMeasurements"});
-  }, "multi-parameter defaults", true);
+  Check(
+      *cases_,
+      [](const json& c) {
+        return TestIs(c, {"TestSparseModeling", "TestFindBestMeasurements"});
+      },
+      "multi-parameter defaults", true);
 }
 
 TEST_F(ExtrapConformance, TextFilePipeline) {
-  Check(*cases_, [](const json& c) { return TestIs(c, {"TestModeling", "TestConsole"}); },
-        "text-file pipeline", true);
+  Check(
+      *cases_,
+      [](const json& c) {
+        return TestIs(c, {"TestModeling", "TestConsole"});
+      },
+      "text-file pipeline", true);
 }
 
 TEST_F(ExtrapConformance, DataFiles) {
-  Check(*datafile_cases_, [](const json&) { return true; }, "data files", true);
+  Check(
+      *datafile_cases_, [](const json&) { return true; }, "data files", true);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // known functions from noisy samples and extrapolates them.
 #include "tuner/modeling/generic_expression.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "tests/tuner/modeling/test_functions.h"
 

@@ -1,17 +1,17 @@
 // PMNF modelers: recover known functions from noisy samples with the right
 // exponents; quality figures, uncertainty and errors behave.
-#include "tuner/modeling/modeling.h"
 #include "tuner/modeling/pmnf.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <regex>
 
-#include <Eigen/Dense>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "tests/tuner/modeling/test_functions.h"
+#include "tuner/modeling/modeling.h"
 
 namespace xdeep::modeling {
 namespace {
@@ -121,17 +121,22 @@ struct MultiCase {
 
 std::vector<MultiCase> MultiCases() {
   return {
-      {"2 + 0.5 p^(1/2) n", [](std::span<const double> x) { return 2 + 0.5 * std::sqrt(x[0]) * x[1]; },
-       {kP, {2, 4, 8, 16, 32}}, {{{0, Term(1, 2, 0)}, {1, Term(1, 1, 0)}}}},
+      {"2 + 0.5 p^(1/2) n",
+       [](std::span<const double> x) { return 2 + 0.5 * std::sqrt(x[0]) * x[1]; },
+       {kP, {2, 4, 8, 16, 32}},
+       {{{0, Term(1, 2, 0)}, {1, Term(1, 1, 0)}}}},
       {"5 + 0.1 p log2(p) log2(n)",
        [](std::span<const double> x) { return 5 + 0.1 * x[0] * std::log2(x[0]) * std::log2(x[1]); },
-       {kP, {2, 4, 8, 16, 32}}, {{{0, Term(1, 1, 1)}, {1, Term(0, 1, 1)}}}},
+       {kP, {2, 4, 8, 16, 32}},
+       {{{0, Term(1, 1, 1)}, {1, Term(0, 1, 1)}}}},
       {"10 + 2 p^(3/2) n^(1/2)",
        [](std::span<const double> x) { return 10 + 2 * std::pow(x[0], 1.5) * std::sqrt(x[1]); },
-       {kP, {2, 4, 8, 16, 32}}, {{{0, Term(3, 2, 0)}, {1, Term(1, 2, 0)}}}},
+       {kP, {2, 4, 8, 16, 32}},
+       {{{0, Term(3, 2, 0)}, {1, Term(1, 2, 0)}}}},
       {"1 + 30 log2(p) + 0.2 n^2",
        [](std::span<const double> x) { return 1 + 30 * std::log2(x[0]) + 0.2 * x[1] * x[1]; },
-       {kP, {2, 4, 8, 16, 32}}, {{{0, Term(0, 1, 1)}}, {{1, Term(2, 1, 0)}}}},
+       {kP, {2, 4, 8, 16, 32}},
+       {{{0, Term(0, 1, 1)}}, {{1, Term(2, 1, 0)}}}},
   };
 }
 
@@ -230,7 +235,8 @@ TEST(Model, LeaveOneOutFiguresEqualExplicitRefits) {
     for (size_t i = 0, r = 0; i < points.size(); ++i) {
       if (i == skip) continue;
       a(r, 0) = 1.0;
-      for (size_t j = 0; j < m->terms().size(); ++j) a(r, j + 1) = m->terms()[j].Basis(points[i].coordinate);
+      for (size_t j = 0; j < m->terms().size(); ++j)
+        a(r, j + 1) = m->terms()[j].Basis(points[i].coordinate);
       b(r++) = points[i].Mean();
     }
     const Eigen::VectorXd c = a.colPivHouseholderQr().solve(b);

@@ -4,12 +4,12 @@
 // model fitted on the full grid. Also the Gaussian process it relies on.
 #include "tuner/modeling/sampling_planner.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "tests/tuner/modeling/test_functions.h"
 #include "tuner/modeling/gaussian_process.h"
@@ -50,7 +50,8 @@ struct Scenario {
 
 std::vector<Scenario> Scenarios() {
   return {
-      {"2 + 0.05 p^(1/2) n", [](std::span<const double> x) { return 2 + 0.05 * std::sqrt(x[0]) * x[1]; }},
+      {"2 + 0.05 p^(1/2) n",
+       [](std::span<const double> x) { return 2 + 0.05 * std::sqrt(x[0]) * x[1]; }},
       {"1 + 0.3 log2(p) n^(1/2)",
        [](std::span<const double> x) { return 1 + 0.3 * std::log2(x[0]) * std::sqrt(x[1]); }},
       {"5 + 0.01 p log2(p) + 0.2 n",
@@ -77,7 +78,8 @@ Outcome RunScenario(const Scenario& s, uint64_t seed, const ModelerOptions& mode
   const CostFunction cost = [&](std::span<const double> x) { return x[0] * s.time(x); };
   PlannerOptions options;
   options.modeler = modeler;
-  absl::StatusOr<SamplingPlanner> planner = SamplingPlanner::Create({kNodes, kSizes}, cost, options);
+  absl::StatusOr<SamplingPlanner> planner =
+      SamplingPlanner::Create({kNodes, kSizes}, cost, options);
   EXPECT_TRUE(planner.ok()) << planner.status();
   std::mt19937_64 rng(seed);
   const ProbeFunction probe = [&](std::span<const double> x) -> absl::StatusOr<Measurement> {
@@ -87,7 +89,8 @@ Outcome RunScenario(const Scenario& s, uint64_t seed, const ModelerOptions& mode
   EXPECT_TRUE(plan.ok()) << plan.status();
   std::mt19937_64 grid_rng(seed + 1000);
   std::vector<Measurement> full_grid, held_out;
-  for (auto& x : Grid({kNodes, kSizes})) full_grid.push_back(Sample(s.time, x, kNoise, kRepetitions, grid_rng));
+  for (auto& x : Grid({kNodes, kSizes}))
+    full_grid.push_back(Sample(s.time, x, kNoise, kRepetitions, grid_rng));
   // Held out: noise-free truth at larger node counts than any probed.
   for (auto& x : Grid({kHeldOutNodes, kSizes})) held_out.push_back({x, {s.time(x)}});
   absl::StatusOr<PlanAccuracy> acc = CompareWithFullGrid(plan->model, full_grid, held_out, modeler);
@@ -115,17 +118,21 @@ void CheckPlanner(const ModelerOptions& modeler, const char* label) {
           o.accuracy.difference_pp);
       EXPECT_LE(o.plan.cost_fraction, 0.10);
       EXPECT_GE(o.plan.uncertainty_probes, 1);  // the GP stage took part
-      EXPECT_LE(o.accuracy.difference_pp, s.max_run_pp) << "plan: " << o.plan.model.ToString()
-                                               << "\ngrid: " << o.accuracy.full_grid_model.ToString();
+      EXPECT_LE(o.accuracy.difference_pp, s.max_run_pp)
+          << "plan: " << o.plan.model.ToString()
+          << "\ngrid: " << o.accuracy.full_grid_model.ToString();
       if (std::getenv("XDEEP_PLAN_DEBUG")) {
-        std::printf("    plan: %s\n    grid: %s\n   ", o.plan.model.ToString().c_str(), o.accuracy.full_grid_model.ToString().c_str());
-        for (const Measurement& m : o.plan.measurements) std::printf(" (%g,%g)", m.coordinate[0], m.coordinate[1]);
+        std::printf("    plan: %s\n    grid: %s\n   ", o.plan.model.ToString().c_str(),
+                    o.accuracy.full_grid_model.ToString().c_str());
+        for (const Measurement& m : o.plan.measurements)
+          std::printf(" (%g,%g)", m.coordinate[0], m.coordinate[1]);
         std::printf("\n");
       }
       differences.push_back(o.accuracy.difference_pp);
     }
     const double median = Median(differences);
-    std::printf("[planner %s] %-26s median difference over seeds %+.2f pp\n", label, s.name, median);
+    std::printf("[planner %s] %-26s median difference over seeds %+.2f pp\n", label, s.name,
+                median);
     EXPECT_LE(median, s.max_median_pp) << s.name;
   }
 }
@@ -153,7 +160,8 @@ TEST(SamplingPlanner, StopsWithinBudgetAndRejectsBadInput) {
   const CostFunction cost = [](std::span<const double> x) { return x[0]; };
   PlannerOptions options;
   options.budget_fraction = 0.0;
-  absl::StatusOr<SamplingPlanner> planner = SamplingPlanner::Create({kNodes, kSizes}, cost, options);
+  absl::StatusOr<SamplingPlanner> planner =
+      SamplingPlanner::Create({kNodes, kSizes}, cost, options);
   ASSERT_TRUE(planner.ok());
   absl::StatusOr<std::optional<Point>> next = planner->Next({}, 0.0);
   ASSERT_TRUE(next.ok());

@@ -2,10 +2,10 @@
 // and corrects predictions, also beyond the scales seen.
 #include "tuner/modeling/scaling_correction.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace xdeep::modeling {
 namespace {
@@ -28,7 +28,8 @@ std::vector<Outcome> Outcomes(const std::vector<double>& nodes, uint64_t seed, d
 }
 
 TEST(ScalingCorrection, LearnsAGrowingDivergenceAndExtrapolatesIt) {
-  absl::StatusOr<ScalingCorrection> c = ScalingCorrection::Fit(Outcomes({2, 4, 8, 16, 32}, 1, 0.02));
+  absl::StatusOr<ScalingCorrection> c =
+      ScalingCorrection::Fit(Outcomes({2, 4, 8, 16, 32}, 1, 0.02));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->is_identity());
   EXPECT_FALSE(c->model().is_constant()) << c->model().ToString();
