@@ -54,6 +54,11 @@ struct HardwareProfile {
   // Attention throughput relative to GEMM at the same size; probes fill it from
   // the attention section, built-in profiles from published FlashAttention-2/3.
   double attention_efficiency = 0.6;
+  // Host time to launch one kernel from an eager framework (Python, dispatcher,
+  // launch). ResNet-50 and GPT-125M at micro-batch 1 are launch-bound at about
+  // 25 us per kernel with PyTorch 2.11 on this project's H200 host
+  // (bench/memory_validation/data); probes do not measure it yet.
+  double host_overhead_per_kernel_s = 25e-6;
   std::string host;  // measured profiles: where and when
   std::string date;
 

@@ -74,14 +74,19 @@ PrecisionBytes BytesFor(const Workload& w) {
 }
 
 // Bytes the optimizer step reads and writes per parameter (memory bound).
+// PyTorch's default foreach AdamW is not fused: weight decay (8), lerp of m
+// (12), v *= beta2 (8), addcmul into v (12), sqrt(v) into a temporary (8),
+// two in-place scalings of it (16), addcdiv into p (16): 80 bytes. A fused
+// kernel (Megatron / Apex, kBf16Mixed) reads p, g, m, v and writes p, m, v: 28.
 double OptimizerTrafficBytes(const Workload& w) {
+  const bool fused = w.precision == Precision::kBf16Mixed;
   switch (w.optimizer) {
     case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW: return 28;  // read p, g, m, v; write p, m, v
-    case OptimizerKind::kSgdMomentum: return 20;
-    case OptimizerKind::kSgd: return 12;
+    case OptimizerKind::kAdamW: return fused ? 28 : 80;
+    case OptimizerKind::kSgdMomentum: return fused ? 20 : 36;
+    case OptimizerKind::kSgd: return fused ? 12 : 20;
   }
-  return 28;
+  return 80;
 }
 
 // Figures of one pipeline rank (all its chunks), per sample where noted.
@@ -108,6 +113,7 @@ struct RankData {
 struct RankTimes {
   double fwd = 0, bwd = 0;       // compute
   double tp_comm_fwd = 0;        // tensor-parallel all-reduces in one forward
+  double launch_fwd = 0;         // host time to launch one forward's kernels
 };
 
 // A pipeline partition and the ranks that can be the worst one. Rank i is
@@ -139,6 +145,7 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
 // terms enter as max(compute, communication)), so dominance is exact here too.
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
+         ta.launch_fwd >= tb.launch_fwd &&
          a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
          a.unit_params >= b.unit_params && a.root_params >= b.root_params;
 }
@@ -339,10 +346,15 @@ struct StrategyModel::Impl {
         // in forward, twice that in backward.
         const double act = ((l.saved_activation_bytes - l.tp_split_activation_bytes) +
                             l.tp_split_activation_bytes / t) * mb;
-        fwd += 2 * act / bw;
-        bwd += 4 * act / bw;
+        // Eager frameworks run norms, activations, casts and residual adds
+        // as separate kernels: each saved activation is written by its
+        // producer and read by its consumer about twice per pass (4x its
+        // size forward), twice that in backward.
+        fwd += 4 * act / bw;
+        bwd += 8 * act / bw;
         r.fwd += fwd;
         r.bwd += bwd;
+        r.launch_fwd += l.kernels * hw.host_overhead_per_kernel_s;
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
           r.tp_comm_fwd += l.tp_allreduces_fwd *
@@ -533,9 +545,12 @@ StepTime StrategyModel::Time(const Configuration& c) {
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
-    double f = r.fwd + r.tp_comm_fwd;
-    double b = r.bwd + r.tp_comm_fwd;  // [MLM19] as many all-reduces in backward
-    if (c.recompute) b += f;           // [ACT] full recomputation: forward again
+    // The GPU cannot run ahead of the host launching its kernels: a pass
+    // takes at least its launch time (backward launches about twice the
+    // forward's kernels) -- what bounds small micro-batches in eager mode.
+    double f = std::max(r.fwd, r.launch_fwd) + r.tp_comm_fwd;
+    double b = std::max(r.bwd, 2 * r.launch_fwd) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    if (c.recompute) b += f;  // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.

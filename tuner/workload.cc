@@ -78,6 +78,7 @@ void BuildTransformerLayers(Workload& w) {
   embed.params = static_cast<int64_t>(v * h + (t.learned_positions ? s * h : 0));
   embed.matmul_params = 0;  // looked up, never multiplied: no 16-bit copy
   embed.output_bytes = s * h * r;
+  embed.kernels = 3;  // token and position lookups, add
   w.layers.push_back(embed);
 
   for (int i = 0; i < t.layers; ++i) {
@@ -124,6 +125,9 @@ void BuildTransformerLayers(Workload& w) {
     b.output_bytes = s * h * r;
     b.tp_capable = true;
     b.unit = b.name;
+    // Eager PyTorch, per block: 2 LayerNorms, 4 GEMMs with their 4 weight and
+    // 2 input casts (autocast), attention, activation, 2 residual adds.
+    b.kernels = 17 + (t.gated_mlp ? 3 : 0);
     // Megatron-LM (Shoeybi et al. 2019, fig. 3): one all-reduce after the
     // attention block and one after the MLP in forward, two in backward.
     b.tp_comm_bytes = s * h * a;
@@ -141,6 +145,7 @@ void BuildTransformerLayers(Workload& w) {
   head.saved_activation_bytes = s * h * (r + a);  // final LN input, projection input
   head.recompute_saved_bytes = head.saved_activation_bytes;
   head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
+  head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
   w.layers.push_back(std::move(head));
   w.input_bytes_per_sample = s * 8 * 2;  // int64 token ids and targets
 }
@@ -174,6 +179,7 @@ struct CnnBuilder {
     l.output_bytes = out * a;
     l.recompute_saved_bytes = l.output_bytes;
     l.unit = unit.empty() ? std::string() : unit;
+    l.kernels = 2 + (bn ? 1 : 0) + (relu ? 1 : 0);  // weight cast, conv, BN, ReLU
     layers.push_back(std::move(l));
     if (changes_state) {
       hw = out_hw;
@@ -187,6 +193,7 @@ struct CnnBuilder {
     const double out = double{1} * c * out_hw * out_hw;
     l.saved_activation_bytes = out * 8;  // int64 argmax indices; the input is saved upstream
     l.output_bytes = out * a;
+    l.kernels = 1;
     l.recompute_saved_bytes = l.output_bytes;
     layers.push_back(std::move(l));
     hw = out_hw;
@@ -202,6 +209,7 @@ struct CnnBuilder {
     l.saved_activation_bytes = double{1} * in * a + (relu_dropout ? out * (a + 1.0) : 0);
     l.output_bytes = double{1} * out * a;
     l.recompute_saved_bytes = l.output_bytes;
+    l.kernels = relu_dropout ? 5 : 3;
     layers.push_back(std::move(l));
   }
 };
@@ -256,6 +264,7 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
   pool.output_bytes = double{1} * b.c * a;
   pool.saved_activation_bytes = 0;
   pool.recompute_saved_bytes = pool.output_bytes;
+  pool.kernels = 1;
   b.layers.push_back(pool);
   b.Linear("fc", b.c, classes, false);
   return std::move(b.layers);
@@ -679,6 +688,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       l.output_bytes = l.saved_activation_bytes / 4;
       l.recompute_saved_bytes = l.output_bytes;
       l.unit = l.name;
+      l.kernels = 5;
       w.layers.push_back(std::move(l));
     }
     w.input_bytes_per_sample = inb ? *inb : 0;

@@ -73,6 +73,10 @@ struct LayerCost {
   // Parameters of the 16-bit compute copy / FSDP unit (== params unless part of
   // the layer stays in fp32, e.g. normalisation).
   int64_t matmul_params = 0;
+  // Kernels the framework launches for this layer's forward pass (backward
+  // launches about twice as many); bounds small micro-batches, where the
+  // host cannot launch work as fast as the GPU finishes it.
+  int kernels = 0;
   // FSDP / ZeRO-3 wrapping unit this layer belongs to (layers with the same
   // name are gathered together); empty = the root unit, gathered for the
   // whole step (embeddings, output head, a CNN's stem and classifier).

@@ -2,6 +2,7 @@
 // (bench/memory_validation/measure_pytorch.py; data and GPU in
 // bench/memory_validation/data/). Every measured configuration must be
 // predicted within 15 % of torch.cuda.max_memory_allocated (DDP: see below).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tuner/hardware_profile.h"
+#include "tuner/search.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
@@ -106,6 +108,40 @@ TEST(MemoryValidationTest, PeakAllocatedWithin15PercentOfPyTorch) {
   EXPECT_LE(ddp_sum / ddp_n, 0.10);
   std::printf("%zu configurations, mean |error| %.1f %%, worst %.1f %%\n", rows.size(),
               100 * sum / rows.size(), 100 * worst);
+}
+
+// Step time is the accuracy issue's subject; here it is printed against the
+// same runs and held to a loose bound so regressions show. Known gap: FSDP2's
+// fixed per-step cost at small micro-batches (DTensor optimizer, per-unit
+// copy-in/out) is not modelled yet.
+TEST(MemoryValidationTest, StepTimeAgainstPyTorchSingleGpu) {
+  auto hw = BuiltinHardwareProfile("h200-sxm");  // the GPU the data came from
+  ASSERT_TRUE(hw.ok());
+  std::vector<double> errors;
+  for (const char* file : {"single.json", "ddp.json", "fsdp.json"}) {
+    const nlohmann::json doc = Load(file);
+    ASSERT_FALSE(doc.is_discarded()) << file;
+    for (const nlohmann::json& run : doc["runs"]) {
+      if (!run.contains("step_time_median_s") || run.contains("error")) continue;
+      auto w = PresetWorkload(run["model"].get<std::string>());
+      ASSERT_TRUE(w.ok());
+      w->optimizer = OptimizerKind::kAdamW;
+      w->fsdp_16bit_params = run["model"] != "resnet50";
+      const Configuration c = ConfigFor(run);
+      const double predicted = EstimateStepTime(*w, *hw, c).total_s;
+      const double measured = run["step_time_median_s"].get<double>();
+      const double err = (predicted - measured) / measured;
+      std::printf("%-9s %-6s mb%-3d step measured %7.1f ms predicted %7.1f ms %+5.0f%%\n",
+                  run["model"].get<std::string>().c_str(), run["mode"].get<std::string>().c_str(),
+                  c.micro_batch, measured * 1e3, predicted * 1e3, 100 * err);
+      if (std::string(file) == "single.json") errors.push_back(std::abs(err));
+    }
+  }
+  ASSERT_GE(errors.size(), 20u);
+  std::sort(errors.begin(), errors.end());
+  const double median = errors[errors.size() / 2];
+  std::printf("single GPU: median |error| %.0f %%\n", 100 * median);
+  EXPECT_LT(median, 0.35);
 }
 
 }  // namespace
