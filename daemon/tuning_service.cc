@@ -204,7 +204,8 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
       status = absl::PermissionDeniedError("decision belongs to another user");
     }
     double settled = 0;
-    if (status.ok() && p_.ledger != nullptr && p_.ledger->Get(request->decision_id()).ok()) {
+    if (status.ok() && request->final() && p_.ledger != nullptr &&
+        p_.ledger->Get(request->decision_id()).ok()) {
       if (request->launch_failed()) {
         status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix());
       } else {

@@ -14,7 +14,7 @@ start)
   build=$(realpath "$3"); shift 3
   mkdir -p "$dir"
   cat > "$dir/plugstack.conf" <<CONF
-required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open
+required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open verify_steps=on
 CONF
   cat > "$dir/xdeepd.toml" <<CONF
 [server]
@@ -30,8 +30,18 @@ profile = "h100-sxm"
 max_nodes = 64
 price_per_gpu_hour = 2.5
 currency = "EUR"
+admins = ["root"]
+budget_period = "monthly"
+# Partition "strict": budgets refuse, and every step needs a reservation.
+[policy.partition.strict]
+enforcement = "strict"
+[budget.user."*"]
+limit = 1000000
+[budget.user.xdeep-poor]
+limit = 5
 CONF
-  "$root/scripts/slurm-cluster.sh" start "$dir" --plugstack "$dir/plugstack.conf" "$@"
+  "$root/scripts/slurm-cluster.sh" start "$dir" --plugstack "$dir/plugstack.conf" \
+    --extra-partition strict "$@"
   source "$dir/env"
   export SLURM_CONF
   setsid "$build/daemon/xdeepd" --config "$dir/xdeepd.toml" > "$dir/xdeepd.out" 2>&1 < /dev/null &

@@ -4,12 +4,13 @@
 # authentication. Everything lives in one directory and is stopped by PID.
 #
 #   scripts/slurm-cluster.sh start DIR [--nodes N] [--gpus G] [--cpus C] [--plugstack FILE]
+#                                      [--extra-partition NAME]   (all nodes, not default)
 #   scripts/slurm-cluster.sh stop DIR
 #
 # After start, `source DIR/env` sets SLURM_CONF for every Slurm command.
 set -euo pipefail
 
-usage() { sed -n '6,9p' "$0" >&2; exit 2; }
+usage() { sed -n '6,10p' "$0" >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 action=$1 dir=$(realpath -m "$2"); shift 2
 
@@ -59,13 +60,14 @@ wait_idle() {
 
 case $action in
 start)
-  nodes=2 gpus=4 cpus=4 plugstack=""
+  nodes=2 gpus=4 cpus=4 plugstack="" extra=""
   while [[ $# -gt 0 ]]; do
     case $1 in
       --nodes) nodes=$2; shift 2 ;;
       --gpus) gpus=$2; shift 2 ;;
       --cpus) cpus=$2; shift 2 ;;
       --plugstack) plugstack=$(realpath "$2"); shift 2 ;;
+      --extra-partition) extra=$2; shift 2 ;;
       *) usage ;;
     esac
   done
@@ -111,6 +113,7 @@ MinJobAge=10
 NodeName=n[1-$nodes] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((base + 1))-$((base + nodes))] CPUs=$cpus RealMemory=4000 Gres=gpu:$gpus
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
+  [[ -z $extra ]] || echo "PartitionName=$extra Nodes=ALL Default=NO MaxTime=INFINITE State=UP" >> "$dir/slurm.conf"
   cat > "$dir/gres.conf" <<CONF
 AutoDetect=off
 NodeName=n[1-$nodes] Name=gpu File=$dir/dev/fakegpu[0-$last_gpu]

@@ -29,6 +29,7 @@ struct TuneQuery {
   std::vector<std::string> argv;
   std::string cwd, host;
   uint32_t uid = 0;
+  bool implicit = false;  // tuning came from the site default, not the user
 };
 
 struct LayoutRow {
@@ -49,6 +50,8 @@ struct TuneAnswer {
   std::vector<LayoutRow> alternatives;
   std::string explanation, hardware_label, workload_name, currency;
   uint64_t candidates_evaluated = 0;
+  bool skipped = false;  // the daemon chose not to tune; the launch runs as written
+  std::string skip_reason;
 };
 
 struct ReportQuery {
@@ -57,6 +60,14 @@ struct ReportQuery {
   int exit_code = -1;
   double elapsed_s = 0;
   std::vector<double> step_times_s;
+  bool launch_failed = false;  // the job never started: release, do not settle
+  bool final = false;          // the launch that owns the decision: settle it
+};
+
+struct StepQuery {
+  uint32_t job_id = 0, step_id = 0, job_uid = 0;
+  std::string decision_id;  // from the step's environment
+  int nodes = 0, tasks = 0;
 };
 
 struct ClientError {
@@ -78,7 +89,13 @@ class DaemonClient {
                     std::chrono::steady_clock::time_point deadline, ClientError* error) = 0;
   virtual bool Report(const ReportQuery& query, std::chrono::steady_clock::time_point deadline,
                       ClientError* error) = 0;
+  // From slurmstepd (root): may this step run? `allowed`/`reason` on success.
+  virtual bool VerifyStep(const StepQuery& query, std::chrono::steady_clock::time_point deadline,
+                          bool* allowed, std::string* reason, ClientError* error) = 0;
 };
+
+// The directory holding xdeep_spank.so and its companions (ends with '/').
+std::string PluginDirectory();
 
 // dlopens the client module that sits next to the plugin and connects it to
 // `address`; null and `error` when the module cannot be loaded.

@@ -7,15 +7,22 @@
 
 namespace xdeep::spank {
 
-std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::string* error) {
-  // The client module is installed beside the plugin; find our own file.
+std::string PluginDirectory() {
   Dl_info self{};
-  if (dladdr(reinterpret_cast<void*>(&LoadDaemonClient), &self) == 0 || self.dli_fname == nullptr) {
+  if (dladdr(reinterpret_cast<void*>(&PluginDirectory), &self) == 0 || self.dli_fname == nullptr) {
+    return "";
+  }
+  std::string dir = self.dli_fname;
+  return dir.substr(0, dir.rfind('/') + 1);
+}
+
+std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::string* error) {
+  // The client module is installed beside the plugin.
+  const std::string dir = PluginDirectory();
+  if (dir.empty()) {
     *error = "cannot locate xdeep_spank.so on disk";
     return nullptr;
   }
-  std::string dir = self.dli_fname;
-  dir = dir.substr(0, dir.rfind('/') + 1);
   const std::string path = dir + "xdeep_spank_client.so";
   // Never dlclose'd: gRPC does not support being unloaded.
   void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

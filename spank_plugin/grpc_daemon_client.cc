@@ -129,6 +129,7 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_submit_host(q.host);
     req.set_client_version(XDEEP_VERSION);
     req.set_uid(q.uid);
+    req.set_implicit(q.implicit);
 
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
@@ -138,6 +139,9 @@ class GrpcDaemonClient final : public DaemonClient {
     while (reader->Read(&event)) {
       if (event.has_progress()) {
         if (progress) progress(event.progress().stage(), event.progress().message());
+      } else if (event.has_skip()) {
+        answer->skipped = true;
+        answer->skip_reason = event.skip().reason();
       } else if (event.has_decision() && !decided) {
         const v1::Decision& d = event.decision();
         answer->decision_id = d.decision_id();
@@ -158,6 +162,7 @@ class GrpcDaemonClient final : public DaemonClient {
       *error = FromStatus(status);
       return false;
     }
+    if (answer->skipped) return true;
     if (!decided || answer->decision_id.empty() || answer->best.nodes <= 0 ||
         answer->best.gpus_per_node <= 0) {
       *error = {ClientError::kUnavailable, "the daemon's answer held no usable decision"};
@@ -190,12 +195,37 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_exit_code(q.exit_code);
     req.set_elapsed_s(q.elapsed_s);
     for (double t : q.step_times_s) req.add_step_times_s(t);
+    req.set_launch_failed(q.launch_failed);
+    req.set_final(q.final);
     v1::ReportResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
     grpc::Status status = stub_->Report(&ctx, req, &resp);
     if (!status.ok()) *error = FromStatus(status);
     return status.ok();
+  }
+
+  bool VerifyStep(const StepQuery& q, std::chrono::steady_clock::time_point deadline, bool* allowed,
+                  std::string* reason, ClientError* error) override {
+    v1::VerifyStepRequest req;
+    req.set_credential(MungeCredential());
+    req.set_job_id(q.job_id);
+    req.set_step_id(q.step_id);
+    req.set_job_uid(q.job_uid);
+    req.set_decision_id(q.decision_id);
+    req.set_nodes(q.nodes);
+    req.set_tasks(q.tasks);
+    v1::VerifyStepResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(WallDeadline(deadline));
+    grpc::Status status = stub_->VerifyStep(&ctx, req, &resp);
+    if (!status.ok()) {
+      *error = FromStatus(status);
+      return false;
+    }
+    *allowed = resp.allowed();
+    *reason = resp.reason();
+    return true;
   }
 
  private:

@@ -1,10 +1,16 @@
 // Plugin behaviour per context (see plugin.h).
 #include "spank_plugin/plugin.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -171,15 +177,15 @@ int Plugin::InitPostOpt(Launcher launcher, const std::vector<std::string>& argv,
     // Already tuned: either this is the re-executed launch, or a process
     // inside a tuned job. Remember the decision to bind and report it.
     decision_id_ = guard;
-    if (Env(kGuardPidVar) != std::to_string(getpid()) && launcher != Launcher::kSrun) {
-      decision_id_.clear();
-    }
+    owns_launch_ = Env(kGuardPidVar) == std::to_string(getpid());
+    if (!owns_launch_ && launcher != Launcher::kSrun) decision_id_.clear();
     return 0;
   }
   std::string error;
   if (!options_.ApplyEnvironment(&error)) return Refuse(error);
   TuneMode mode = options_.mode().value_or(config_.default_on ? TuneMode::kAuto : TuneMode::kOff);
   if (mode == TuneMode::kOff) return 0;
+  const bool implicit = !options_.mode().has_value();
 
   TuneQuery query;
   bool skip = false;
@@ -191,6 +197,7 @@ int Plugin::InitPostOpt(Launcher launcher, const std::vector<std::string>& argv,
     return Refuse(error);
   }
   if (skip) return 0;
+  query.implicit = implicit;
 
   const auto deadline = started_ + std::chrono::milliseconds(config_.timeout_ms);
   auto unavailable = [&](const std::string& why) {
@@ -214,6 +221,11 @@ int Plugin::InitPostOpt(Launcher launcher, const std::vector<std::string>& argv,
   if (!client->Tune(query, deadline, progress, &answer, &client_error)) {
     if (client_error.kind == ClientError::kRefused) return Refuse(client_error.message);
     return unavailable(client_error.message + " at " + config_.daemon);
+  }
+
+  if (answer.skipped) {
+    if (!implicit) host_.info("xdeep: not tuned: " + answer.skip_reason);
+    return 0;
   }
 
   switch (mode) {
@@ -262,13 +274,21 @@ void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
 }
 
 void Plugin::LocalExit(uint32_t job_id) {
-  if (decision_id_.empty() || job_id == 0) return;
+  // Called from slurm_spank_exit and again from atexit (srun skips the SPANK
+  // exit hook when its allocation fails): report once.
+  if (decision_id_.empty() || reported_) return;
+  reported_ = true;
+  // A step inside a tuned job that failed to start does not end the job.
+  if (job_id == 0 && !owns_launch_) return;
   std::string error;
   DaemonClient* client = Client(&error);
   if (client == nullptr) return;
   ReportQuery report;
   report.decision_id = decision_id_;
   report.job_id = job_id;
+  // No job id at exit: the allocation or step never came to be.
+  report.launch_failed = job_id == 0;
+  report.final = owns_launch_;
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const std::string path = Env("XDEEP_REPORT");
@@ -283,6 +303,87 @@ void Plugin::LocalExit(uint32_t job_id) {
   if (!client->Report(report, deadline, &client_error)) {
     host_.info("xdeep: warning: could not report the outcome: " + client_error.message);
   }
+}
+
+int Plugin::RemoteVerifyStep(const StepQuery& step) {
+  if (!config_.verify_steps) return 0;
+  std::string output;
+  const int rc = host_.check_step(step, config_, &output);
+  if (rc == 0) return 0;
+  if (rc == 1) {
+    host_.error("xdeep: step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
+                " refused: " + output +
+                "; launch it with srun --xdeep-tune on a submit host running the xdeep plugin");
+    return -1;
+  }
+  if (config_.fail_closed) {
+    host_.error("xdeep: cannot verify the step's reservation (" + output + "); refused");
+    return -1;
+  }
+  host_.info("xdeep: warning: cannot verify the step's reservation (" + output + ")");
+  return 0;
+}
+
+int RunStepCheck(const StepQuery& step, const PluginConfig& config, std::string* output) {
+  const std::string exe = PluginDirectory() + "xdeep-step-check";
+  std::vector<std::string> args = {exe,
+                                   "--daemon=" + config.daemon,
+                                   "--timeout-ms=" + std::to_string(config.timeout_ms),
+                                   "--job=" + std::to_string(step.job_id),
+                                   "--step=" + std::to_string(step.step_id),
+                                   "--uid=" + std::to_string(step.job_uid),
+                                   "--nodes=" + std::to_string(step.nodes),
+                                   "--tasks=" + std::to_string(step.tasks)};
+  if (!step.decision_id.empty()) args.push_back("--decision=" + step.decision_id);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    *output = "pipe failed";
+    return 3;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  pid_t pid = 0;
+  char* empty_env[] = {nullptr};
+  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), empty_env);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (rc != 0) {
+    close(out[0]);
+    *output = "cannot run " + exe + ": " + std::strerror(rc);
+    return 3;
+  }
+  // The helper enforces its own deadline; this one only guards against a wedge.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config.timeout_ms + 2000);
+  std::string text;
+  char buffer[512];
+  pollfd fd{out[0], POLLIN, 0};
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (poll(&fd, 1, 50) > 0) {
+      ssize_t n = read(out[0], buffer, sizeof buffer);
+      if (n <= 0) break;
+      text.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  close(out[0]);
+  int status = 0;
+  // Its output closed; give it until the deadline to exit.
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      *output = "xdeep-step-check timed out";
+      return 3;
+    }
+    usleep(2000);
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  *output = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
 }
 
 }  // namespace xdeep::spank

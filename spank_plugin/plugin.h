@@ -20,6 +20,11 @@
 namespace xdeep::spank {
 
 // What the plugin needs from its host process.
+// Spawns xdeep-step-check (beside the plugin) with the step and waits for it
+// at most config.timeout_ms; a separate process keeps gRPC's threads out of
+// slurmstepd, which forks the tasks.
+int RunStepCheck(const StepQuery& step, const PluginConfig& config, std::string* output);
+
 struct Host {
   std::function<void(const std::string&)> info;   // a line for the user
   std::function<void(const std::string&)> error;  // a line for the user, as an error
@@ -27,6 +32,9 @@ struct Host {
   std::function<void(const std::vector<std::string>&)> reexec;
   // Ends the process without launching (explain mode).
   std::function<void()> exit_without_launch;
+  // Runs xdeep-step-check for a step; returns its exit status (0 allowed,
+  // 1 refused, other: the daemon could not answer) and its one-line output.
+  std::function<int(const StepQuery&, const PluginConfig&, std::string*)> check_step = RunStepCheck;
   // Loads the gRPC client (dlopen); replaced in tests.
   std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
       LoadDaemonClient;
@@ -49,8 +57,12 @@ class Plugin {
   void LocalUserInit(uint32_t job_id, uint32_t step_id);
   // srun, at the end.
   void LocalExit(uint32_t job_id);
+  // slurmstepd (root), before the step's tasks start: 0 to run, -1 to refuse.
+  int RemoteVerifyStep(const StepQuery& step);
 
   const PluginConfig& config() const { return config_; }
+  // This process re-executed itself with a decision it must bind and settle.
+  bool owns_launch() const { return owns_launch_; }
 
  private:
   int Refuse(const std::string& message);
@@ -63,6 +75,8 @@ class Plugin {
   UserOptions options_;
   std::unique_ptr<DaemonClient> client_;
   std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
+  bool owns_launch_ = false;
+  bool reported_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 

@@ -110,13 +110,45 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
   });
 }
 
-extern "C" int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+// Step ids Slurm uses for the extern container step (pam_slurm_adopt); it runs
+// no user work, so it needs no reservation.
+constexpr uint32_t kExternStep = 0xfffffffc;
+
+static int VerifyRemoteStep(spank_t sp) {
+  xdeep::spank::StepQuery q;
+  uint32_t nnodes = 0, ntasks = 0;
+  uid_t uid = 0;
+  spank_get_item(sp, S_JOB_ID, &q.job_id);
+  spank_get_item(sp, S_JOB_STEPID, &q.step_id);
+  spank_get_item(sp, S_JOB_UID, &uid);
+  spank_get_item(sp, S_JOB_NNODES, &nnodes);
+  spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
+  if (q.step_id == kExternStep) return 0;
+  q.job_uid = uid;
+  q.nodes = static_cast<int>(nnodes);
+  q.tasks = static_cast<int>(ntasks);
+  char decision[128] = {};
+  if (spank_getenv(sp, "XDEEP_DECISION_ID", decision, sizeof decision) == ESPANK_SUCCESS) {
+    q.decision_id = decision;
+  }
+  return Instance().RemoteVerifyStep(q);
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
   return Guarded("init_post_opt", [&] {
     const spank_context_t ctx = spank_context();
+    // On the compute node, still root: check the step before its tasks exist.
+    if (ctx == S_CTX_REMOTE) return VerifyRemoteStep(sp);
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
     // After option parsing, libc's optind indexes the user's command.
     const Launcher launcher = ctx == S_CTX_LOCAL ? Launcher::kSrun : AllocatorLauncher();
-    return Instance().InitPostOpt(launcher, xdeep::spank::ReadSelfCmdline(), optind);
+    int rc = Instance().InitPostOpt(launcher, xdeep::spank::ReadSelfCmdline(), optind);
+    if (rc == 0 && ctx == S_CTX_LOCAL && Instance().owns_launch()) {
+      // srun exits without the SPANK exit hook when the allocation fails;
+      // this still releases the reservation.
+      std::atexit([] { Instance().LocalExit(g_job_id); });
+    }
+    return rc;
   });
 }
 

@@ -41,9 +41,17 @@ class FakeClient final : public DaemonClient {
             ClientError*) override {
     return true;
   }
-  bool Report(const ReportQuery&, std::chrono::steady_clock::time_point, ClientError*) override {
+  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point, ClientError*) override {
+    reports.push_back(q);
     return true;
   }
+  bool VerifyStep(const StepQuery&, std::chrono::steady_clock::time_point, bool* allowed,
+                  std::string* reason, ClientError*) override {
+    *allowed = true;
+    *reason = "ok";
+    return true;
+  }
+  std::vector<ReportQuery> reports;
 };
 
 class PluginTest : public ::testing::Test {
@@ -175,6 +183,56 @@ TEST_F(PluginTest, ExplicitRequestWithoutWorkloadIsRefused) {
 TEST_F(PluginTest, BadPlugstackStopsAtInit) {
   EXPECT_EQ(Launch({"fail=sometimes"}, {}), -2);
   EXPECT_EQ(errors_.size(), 1u);
+}
+
+TEST_F(PluginTest, ExitWithoutJobReleasesTheReservation) {
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+  plugin_->LocalExit(0);
+  plugin_->LocalExit(0);  // the atexit fallback after the SPANK hook: no second report
+  ASSERT_EQ(client_->reports.size(), 1u);
+  EXPECT_TRUE(client_->reports[0].launch_failed);
+  EXPECT_TRUE(client_->reports[0].final);
+  EXPECT_EQ(client_->reports[0].decision_id, "abc123");
+}
+
+TEST_F(PluginTest, StepsInsideATunedJobNeverSettleIt) {
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", "1", 1);  // another process re-executed; we inherited
+  ASSERT_EQ(Launch({}, {}), 0);
+  plugin_->LocalExit(0);
+  EXPECT_EQ(client_, nullptr) << "a failed inner step does not release the job's money";
+  ASSERT_EQ(Launch({}, {}), 0);
+  plugin_->LocalExit(42);
+  ASSERT_EQ(client_->reports.size(), 1u);
+  EXPECT_FALSE(client_->reports[0].final);
+  EXPECT_FALSE(client_->reports[0].launch_failed);
+}
+
+TEST_F(PluginTest, StepVerification) {
+  int calls = 0;
+  int verdict = 0;
+  host_.check_step = [&](const StepQuery&, const PluginConfig&, std::string* out) {
+    ++calls;
+    *out = "no xdeep reservation for this job";
+    return verdict;
+  };
+  Plugin off(host_);
+  ASSERT_EQ(off.Init({}), 0);
+  EXPECT_EQ(off.RemoteVerifyStep({}), 0);
+  EXPECT_EQ(calls, 0) << "verify_steps=off asks nobody";
+  Plugin on(host_);
+  ASSERT_EQ(on.Init({"verify_steps=on"}), 0);
+  EXPECT_EQ(on.RemoteVerifyStep({}), 0);
+  verdict = 1;
+  EXPECT_EQ(on.RemoteVerifyStep({}), -1);
+  EXPECT_NE(errors_.back().find("no xdeep reservation"), std::string::npos);
+  verdict = 3;  // daemon unavailable: open unless fail=closed
+  EXPECT_EQ(on.RemoteVerifyStep({}), 0);
+  Plugin closed(host_);
+  ASSERT_EQ(closed.Init({"verify_steps=on", "fail=closed"}), 0);
+  EXPECT_EQ(closed.RemoteVerifyStep({}), -1);
 }
 
 TEST_F(PluginTest, UserBoundsAndAllocationReachTheDaemon) {
