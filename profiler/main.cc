@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
               device_bytes = "1G";
   std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
-  int samples = 20, algos = 8;
+  int samples = 20, algos = 1;
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   compute->add_flag("--kokkos-on-device", kokkos_device,
                     "With cpu/all: also run the Kokkos kernels on Kokkos' device space");
   compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
-  compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM")
+  compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM (1: the kernel cuBLAS runs)")
       ->check(CLI::Range(1, 32));
   compute->add_option("--probe-time-limit", probe_limit, "Seconds per probe");
   compute->add_option("--time-limit", time_limit, "Seconds for the whole run (watchdog)");
