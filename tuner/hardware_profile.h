@@ -59,6 +59,10 @@ struct HardwareProfile {
   // 25 us per kernel with PyTorch 2.11 on this project's H200 host
   // (bench/memory_validation/data); probes do not measure it yet.
   double host_overhead_per_kernel_s = 25e-6;
+  // Host time per FSDP unit per micro-batch (FSDP2's hooks, copy-in/out): the
+  // same runs with fully_shard take ~3.5 ms per unit more at micro-batch 1
+  // (GPT-125M to 1.3B, 13 to 25 units), hidden once the GPU is busier.
+  double host_overhead_per_fsdp_unit_s = 3.5e-3;
   std::string host;  // measured profiles: where and when
   std::string date;
 

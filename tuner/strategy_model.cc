@@ -98,6 +98,7 @@ struct RankData {
   double matmul_params_kept = 0;
   double max_layer_matmul = 0;
   double act_recompute_blocks = 0;  // part of act_recompute that is a block's input
+  double fsdp_units = 0;            // FSDP units on the rank (root counted once)
   double unit_params = 0;     // largest FSDP unit (one layer) on the rank
   double root_params = 0;     // embedding / head: FSDP's root unit, kept gathered
   double act_full = 0;        // saved activations per sample, no recomputation
@@ -147,7 +148,8 @@ bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, co
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
          ta.launch_fwd >= tb.launch_fwd &&
          a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
-         a.unit_params >= b.unit_params && a.root_params >= b.root_params;
+         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         a.fsdp_units >= b.fsdp_units;
 }
 
 }  // namespace
@@ -249,10 +251,13 @@ struct StrategyModel::Impl {
           r.matmul_params_kept += l.matmul_params / div;
         }
         if (l.unit.empty()) {
+          if (r.root_params == 0 && l.params > 0) r.fsdp_units += 1;
           r.root_params += l.params / div;
         } else {
-          unit_sum[l.unit] += l.params / div;
-          r.unit_params = std::max(r.unit_params, unit_sum[l.unit]);
+          double& sum = unit_sum[l.unit];
+          if (sum == 0) r.fsdp_units += 1;
+          sum += l.params / div;
+          r.unit_params = std::max(r.unit_params, sum);
         }
         const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
                            l.tp_split_activation_bytes / tp;
@@ -548,8 +553,15 @@ StepTime StrategyModel::Time(const Configuration& c) {
     // The GPU cannot run ahead of the host launching its kernels: a pass
     // takes at least its launch time (backward launches about twice the
     // forward's kernels) -- what bounds small micro-batches in eager mode.
-    double f = std::max(r.fwd, r.launch_fwd) + r.tp_comm_fwd;
-    double b = std::max(r.bwd, 2 * r.launch_fwd) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    double launch_f = r.launch_fwd, launch_b = 2 * r.launch_fwd;
+    if (c.sharding == Sharding::kZero3 && c.dp > 1) {
+      // FSDP2's per-unit host work (pre/post hooks, all-gather copy-in and
+      // copy-out, reduce-scatter staging): about a third in forward.
+      launch_f += d.fsdp_units * hw.host_overhead_per_fsdp_unit_s / 3;
+      launch_b += d.fsdp_units * hw.host_overhead_per_fsdp_unit_s * 2 / 3;
+    }
+    double f = std::max(r.fwd, launch_f) + r.tp_comm_fwd;
+    double b = std::max(r.bwd, launch_b) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
     if (c.recompute) b += f;  // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
