@@ -1,29 +1,17 @@
 // The gRPC + MUNGE implementation of DaemonClient, built as the separate
 // module xdeep_spank_client.so that the plugin loads only on demand.
 #include <grpcpp/grpcpp.h>
-#include <munge.h>
 
 #include <cstdlib>
 
 #include "spank_plugin/daemon_client.h"
+#include "spank_plugin/munge_credential.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
 namespace xdeep::spank {
 namespace {
 
 namespace v1 = xdeep::v1;
-
-// A fresh credential per call: MUNGE refuses replays.
-std::string MungeCredential() {
-  char* cred = nullptr;
-  if (munge_encode(&cred, nullptr, nullptr, 0) != EMUNGE_SUCCESS) {
-    std::free(cred);
-    return "";  // the daemon says what is wrong if it needs one
-  }
-  std::string out = cred;
-  std::free(cred);
-  return out;
-}
 
 ClientError FromStatus(const grpc::Status& status) {
   ClientError e;
