@@ -306,14 +306,33 @@ struct StrategyModel::Impl {
 
   uint64_t last_times_key = ~0ull;
   const Timed* last_times = nullptr;
+  // Direct-mapped index for the common small keys (tp < 16, pp < 128, v <= 2,
+  // power-of-two micro-batches < 2^16): a search looks these up per group.
+  std::vector<const Timed*> times_index;
+  static int TimesSlot(int tp, int pp, int v, int mb) {
+    if (tp >= 16 || pp >= 128 || v < 1 || v > 2 || mb <= 0 || (mb & (mb - 1)) != 0 || mb >= (1 << 16)) {
+      return -1;
+    }
+    return (((tp * 128 + pp) * 2 + (v - 1)) << 4) | std::countr_zero(static_cast<unsigned>(mb));
+  }
   const Timed& Times(int tp, int pp, int v, int mb) {
     const uint64_t key = (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) |
                          uint64_t(mb);
     if (key == last_times_key) return *last_times;
+    const int slot = TimesSlot(tp, pp, v, mb);
+    if (slot >= 0 && static_cast<size_t>(slot) < times_index.size() && times_index[slot] != nullptr) {
+      last_times_key = key;
+      last_times = times_index[slot];
+      return *last_times;
+    }
     auto it = times.find(key);
     if (it != times.end()) {
       last_times_key = key;
       last_times = &it->second;
+      if (slot >= 0) {
+        if (times_index.empty()) times_index.assign(16 * 128 * 2 * 16, nullptr);
+        times_index[slot] = last_times;
+      }
       return it->second;
     }
     std::vector<RankTimes> out(pp);
