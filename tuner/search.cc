@@ -193,6 +193,11 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   // Pareto front sorted by time; cost falls as time grows. A vector: lookups
   // (every feasible candidate) far outnumber insertions.
   std::vector<Candidate> pareto;
+  // A (time, cost) point known to be on or behind the front: anything no
+  // faster and no cheaper is dominated (points only leave the front for
+  // better ones, so this stays true).
+  double last_dominator_t = std::numeric_limits<double>::infinity();
+  double last_dominator_cost = std::numeric_limits<double>::infinity();
   std::vector<Candidate> examples[kReasons];
   uint64_t counts[kReasons] = {};
   const size_t per_reason = static_cast<size_t>(std::max(1, limits.max_rejected_examples));
@@ -469,6 +474,9 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                         p.cost >= pareto.back().prediction.cost) {
                       continue;
                     }
+                    // Neighbouring candidates tend to fall to the same front
+                    // point: try the last one that dominated before searching.
+                    if (t >= last_dominator_t && p.cost >= last_dominator_cost) continue;
                     auto it = std::upper_bound(pareto.begin(), pareto.end(), t,
                                                [](double x, const Candidate& k) {
                                                  return x < k.prediction.time_to_solution_s;
@@ -476,7 +484,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     // Dominated by the fastest point not slower than it?
                     const bool dominated =
                         it != pareto.begin() && std::prev(it)->prediction.cost <= p.cost;
-                    if (!dominated) {
+                    if (dominated) {
+                      last_dominator_t = std::prev(it)->prediction.time_to_solution_s;
+                      last_dominator_cost = std::prev(it)->prediction.cost;
+                    } else {
                       // Equal time and higher cost: the new point replaces it.
                       if (it != pareto.begin() && std::prev(it)->prediction.time_to_solution_s == t) {
                         --it;

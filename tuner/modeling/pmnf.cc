@@ -643,50 +643,12 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
   }
 
   // Hypotheses as lists of terms, each term a list of pair indices; Extra-P's order.
-  using Term = std::vector<size_t>;
-  std::vector<std::vector<Term>> functions;
-  Term all;
-  std::vector<Term> add;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    all.push_back(i);
-    add.push_back({i});
-  }
-  functions.push_back({all});
-  functions.push_back(add);
-  if (options.allow_combinations_of_sums_and_products) {
-    if (pairs.size() == 2) {
-      functions.push_back({add[0], all});
-      functions.push_back({add[1], all});
-    } else if (pairs.size() == 3) {
-      const Term xy = {0, 1}, yz = {1, 2}, xz = {0, 2};
-      const std::vector<std::vector<Term>> mixed = {{all, add[0]},
-                                                    {all, add[1]},
-                                                    {all, add[2]},
-                                                    {all, xy},
-                                                    {all, yz},
-                                                    {all, xz},
-                                                    {all, xy, add[2]},
-                                                    {all, yz, add[0]},
-                                                    {all, xz, add[1]},
-                                                    {all, add[0], add[1]},
-                                                    {all, add[0], add[2]},
-                                                    {all, add[1], add[2]},
-                                                    {xy, add[2]},
-                                                    {xy, add[2], add[1]},
-                                                    {xy, add[2], add[0]},
-                                                    {xz, add[1]},
-                                                    {xz, add[1], add[0]},
-                                                    {xz, add[1], add[2]},
-                                                    {yz, add[0]},
-                                                    {yz, add[0], add[1]},
-                                                    {yz, add[0], add[2]}};
-      functions.insert(functions.end(), mixed.begin(), mixed.end());
-    }
-  }
+  const std::vector<Structure> functions =
+      Structures(pairs.size(), options.allow_combinations_of_sums_and_products);
   MultiHypothesis best;
   for (size_t f = 0; f < functions.size(); ++f) {
     MultiHypothesis h;
-    for (const Term& t : functions[f]) {
+    for (const std::vector<size_t>& t : functions[f]) {
       ProductTerm pt;
       for (size_t i : t) pt.factors.push_back(factor(i));
       h.terms.push_back(std::move(pt));
