@@ -59,6 +59,8 @@ for lib in host torch; do
   echo "[time] $(el $s) s: 2-GPU collective set ($lib NCCL)"
   grep -o '"nccl": "[^"]*"' $dest
 done
+echo "== torch.distributed.all_reduce, 2 GPUs"
+t timeout 150 torchrun --nproc_per_node=2 --master_port=29622 $here/compare_torch.py allreduce --out $OUT/torch_allreduce.json
 echo "== never hang: rank 1 never starts (init-timeout 5 s)"
 t timeout 30 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29633 $probe collectives --init-timeout 5 --ops all_reduce --max-bytes 1M
 echo "== never hang: rank 1 killed mid-run (op-time-limit 8 s)"
