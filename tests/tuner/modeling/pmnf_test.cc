@@ -323,6 +323,28 @@ TEST(FitCurve, FitsOneValuePerPoint) {
   EXPECT_FALSE(FitCurve(ranks, std::vector<double>{1.0}).ok());
 }
 
+TEST(Fit, SurvivesDegenerateInputsInBothModes) {
+  // Few points, a single point, zeros and negative values: a status or a
+  // finite model, never a crash or a NaN model.
+  const std::vector<std::vector<Measurement>> cases = {
+      {{{2.0}, {1.0}}},
+      {{{2.0}, {1.0}}, {{4.0}, {2.0}}},
+      {{{2.0}, {1.0}}, {{4.0}, {2.0}}, {{8.0}, {3.5}}},
+      {{{1.0}, {0.0}}, {{2.0}, {0.0}}, {{4.0}, {1.0}}, {{8.0}, {2.0}}, {{16.0}, {3.0}}},
+      {{{2.0}, {-1.0}}, {{4.0}, {-2.0}}, {{8.0}, {-3.0}}, {{16.0}, {-4.0}}, {{32.0}, {-5.0}}},
+      {{{2.0, 2.0}, {1.0}}},
+      {{{2.0, 2.0}, {1.0}}, {{4.0, 2.0}, {2.0}}, {{2.0, 4.0}, {3.0}}},
+      {{{2.0, 2.0}, {5.0}}, {{4.0, 2.0}, {5.0}}, {{2.0, 4.0}, {5.0}}, {{4.0, 4.0}, {5.0}}},
+  };
+  for (const ModelerOptions& options : {ModelerOptions::ExtraP(), ModelerOptions::Robust()}) {
+    for (const auto& points : cases) {
+      absl::StatusOr<Model> m = Fit(points, options);
+      if (!m.ok()) continue;
+      for (const Measurement& p : points) EXPECT_TRUE(std::isfinite(m->Evaluate(p.coordinate)));
+    }
+  }
+}
+
 TEST(Fit, RejectsBadInput) {
   EXPECT_EQ(Fit({}).status().code(), absl::StatusCode::kInvalidArgument);
   std::vector<Measurement> mixed = {{{1.0}, {1.0}}, {{1.0, 2.0}, {1.0}}};
