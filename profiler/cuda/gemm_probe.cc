@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "profiler/cuda/cuda_util.h"
-#include "spdlog/spdlog.h"
 #include "profiler/cuda/kernels.h"
 #include "profiler/gpu_probes.h"
+#include "spdlog/spdlog.h"
 
 namespace xdeep::profiler {
 namespace {
@@ -90,7 +90,8 @@ std::string AlgoLabel(const cublasLtMatmulAlgo_t& algo) {
     }
     return static_cast<int64_t>(v);
   };
-  return absl::StrCat("id=", get(CUBLASLT_ALGO_CONFIG_ID), " tile=", get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+  return absl::StrCat("id=", get(CUBLASLT_ALGO_CONFIG_ID),
+                      " tile=", get(CUBLASLT_ALGO_CONFIG_TILE_ID),
                       " stages=", get(CUBLASLT_ALGO_CONFIG_STAGES_ID),
                       " splitk=", get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
                       " swizzle=", get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),

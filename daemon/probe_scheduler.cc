@@ -1,0 +1,290 @@
+// ProbeScheduler (see probe_scheduler.h): sbatch, squeue polling, scancel, and the
+// report check.
+#include "daemon/probe_scheduler.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+namespace xdeep::daemon {
+namespace {
+
+// One word for sh: sbatch --wrap puts the string into "#!/bin/sh" as it is.
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+int64_t WholeMinutes(absl::Duration d) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(absl::ToDoubleMinutes(d))));
+}
+
+// The last lines of the job's log, for an error message that says why.
+std::string LogTail(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "(no log)";
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!Trim(line).empty()) lines.push_back(line);
+  }
+  if (lines.empty()) return "(empty log)";
+  std::string out;
+  for (size_t i = lines.size() > 3 ? lines.size() - 3 : 0; i < lines.size(); ++i) {
+    out += (out.empty() ? "" : " | ") + lines[i];
+  }
+  return out;
+}
+
+const char* SetName(ProbeSet set) {
+  return set == ProbeSet::kCollectives ? "collectives" : "compute";
+}
+
+}  // namespace
+
+ProbeScheduler::ProbeScheduler(ProbeSchedulerOptions options, CommandRunner runner,
+                               ProbeClock clock)
+    : options_(std::move(options)), runner_(std::move(runner)), clock_(std::move(clock)) {}
+
+std::chrono::milliseconds ProbeScheduler::CommandTimeout() const {
+  return std::chrono::milliseconds(absl::ToInt64Milliseconds(options_.command_timeout));
+}
+
+absl::Status ProbeScheduler::Validate(const ProbeRequest& r) const {
+  if (options_.probe_path.empty()) return absl::InvalidArgumentError("no xdeep-probe path");
+  if (options_.reports_dir.empty()) return absl::InvalidArgumentError("no reports directory");
+  if (r.partition.empty()) return absl::InvalidArgumentError("probe job: no partition");
+  if (r.time_limit <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("probe job: time limit must be positive");
+  }
+  if (r.nodes < 1 || r.gpus_per_node < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("probe job: bad layout {} nodes x {} GPUs", r.nodes, r.gpus_per_node));
+  }
+  if (r.set == ProbeSet::kCollectives && r.gpus_per_node == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("probe job: collectives need GPUs; partition {} has none", r.partition));
+  }
+  if (r.set == ProbeSet::kCompute && r.nodes != 1) {
+    return absl::InvalidArgumentError("probe job: the compute set runs on one node");
+  }
+  if (!r.shapes_file.empty()) {
+    if (r.set != ProbeSet::kCompute || r.gpus_per_node == 0) {
+      return absl::InvalidArgumentError("probe job: a shapes file is for the GPU compute set");
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(r.shapes_file, ec)) {
+      return absl::InvalidArgumentError(
+          fmt::format("probe job: shapes file {} does not exist", r.shapes_file));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int ProbeScheduler::ProbeTimeLimitSeconds(absl::Duration job_time_limit) {
+  // Slurm kills the step at the job's limit; leave a fifth (at least 10 s) for the
+  // watchdog to write the report and for srun to start.
+  const int64_t job_s = WholeMinutes(job_time_limit) * 60;
+  return static_cast<int>(job_s - std::max<int64_t>(10, job_s / 5));
+}
+
+std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
+                                                       const std::string& report_path,
+                                                       const std::string& log_path) const {
+  const bool gpus = r.gpus_per_node > 0;
+  const int nodes = r.set == ProbeSet::kCollectives ? r.nodes : 1;
+  // Compute: one task on one GPU. Collectives: one task per GPU, as training runs.
+  const int tasks_per_node = r.set == ProbeSet::kCollectives ? r.gpus_per_node : 1;
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "-p",
+                                   r.partition,
+                                   "-t",
+                                   std::to_string(WholeMinutes(r.time_limit)),
+                                   "-N",
+                                   std::to_string(nodes),
+                                   fmt::format("--ntasks-per-node={}", tasks_per_node),
+                                   "-J",
+                                   options_.job_name,
+                                   "-o",
+                                   log_path};
+  if (gpus) argv.push_back(fmt::format("--gpus-per-node={}", tasks_per_node));
+
+  std::vector<std::string> step = {"srun", options_.probe_path};
+  if (r.set == ProbeSet::kCollectives) {
+    step.push_back("collectives");
+  } else {
+    step.insert(step.end(), {"compute", "--suite", gpus ? "gpu" : "cpu"});
+    if (!r.shapes_file.empty()) step.insert(step.end(), {"--shapes", r.shapes_file});
+  }
+  step.insert(step.end(), {"--time-limit", std::to_string(ProbeTimeLimitSeconds(r.time_limit)),
+                           "--out", report_path});
+  std::string wrap;
+  for (const std::string& word : step) wrap += (wrap.empty() ? "" : " ") + ShellQuote(word);
+  argv.insert(argv.end(), {"--wrap", wrap});
+  return argv;
+}
+
+absl::StatusOr<std::string> ProbeScheduler::ParseJobId(const std::string& sbatch_out) {
+  std::string id = Trim(sbatch_out);
+  if (size_t semi = id.find(';'); semi != std::string::npos) id.resize(semi);
+  if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      })) {
+    return absl::UnavailableError(fmt::format("sbatch printed no job id: '{}'", Trim(sbatch_out)));
+  }
+  return id;
+}
+
+JobState ProbeScheduler::ParseSqueue(const CommandResult& result) {
+  JobState s;
+  // Without accounting, a finished job stays visible for MinJobAge and is then purged:
+  // squeue prints nothing, or fails with "Invalid job id specified". Both mean gone.
+  if (result.exit_code != 0) return s;
+  s.state = Trim(result.out);
+  if (size_t nl = s.state.find('\n'); nl != std::string::npos) s.state.resize(nl);
+  static const char* const kActive[] = {"PENDING",   "CONFIGURING", "RUNNING",      "COMPLETING",
+                                        "SUSPENDED", "REQUEUED",    "REQUEUE_HOLD", "REQUEUE_FED",
+                                        "RESIZING",  "SIGNALING",   "STAGE_OUT",    "STOPPED"};
+  s.in_queue = std::any_of(std::begin(kActive), std::end(kActive),
+                           [&](const char* a) { return s.state == a; });
+  return s;
+}
+
+absl::StatusOr<JobState> ProbeScheduler::Poll(const std::string& job_id) {
+  absl::StatusOr<CommandResult> r =
+      runner_({"squeue", "-h", "-j", job_id, "-t", "all", "-o", "%T"}, CommandTimeout());
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0 && r->err.find("Invalid job id") == std::string::npos) {
+    // slurmctld busy or restarting: not an answer about the job; ask again.
+    return absl::UnavailableError(fmt::format("squeue: {}", Trim(r->err)));
+  }
+  return ParseSqueue(*r);
+}
+
+void ProbeScheduler::Cancel(const std::string& job_id) {
+  // Best effort: if scancel fails the job still ends at its own time limit.
+  (void)runner_({"scancel", job_id}, CommandTimeout());
+}
+
+absl::StatusOr<profiler::Report> ProbeScheduler::CheckReport(const std::string& path,
+                                                             const ProbeRequest& request) {
+  absl::StatusOr<profiler::Report> report = profiler::ReadReport(path);
+  if (!report.ok()) {
+    return absl::DataLossError(fmt::format("probe report {} is invalid: {}", path,
+                                           std::string(report.status().message())));
+  }
+  if (!report->errors.empty()) {
+    std::string what;
+    for (const profiler::ErrorEntry& e : report->errors) {
+      what += fmt::format("{}{}: {}", what.empty() ? "" : "; ", e.probe, e.message);
+    }
+    return absl::FailedPreconditionError(
+        fmt::format("probe report {} lists errors: {}", path, what));
+  }
+  // A report that parses but holds none of the set's figures would feed nothing (or,
+  // worse, a default) into the hardware profile.
+  bool has_figures = false;
+  if (request.set == ProbeSet::kCollectives) {
+    has_figures = !report->collectives.empty();
+  } else if (request.gpus_per_node > 0) {
+    has_figures = !report->gemm.empty();
+  } else {
+    has_figures = std::any_of(report->bandwidth.begin(), report->bandwidth.end(),
+                              [](const profiler::BandwidthEntry& b) { return b.gbps > 0; });
+  }
+  if (!has_figures) {
+    return absl::DataLossError(
+        fmt::format("probe report {} holds no {} figures", path, SetName(request.set)));
+  }
+  return report;
+}
+
+absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, absl::Duration wait) {
+  if (absl::Status s = Validate(request); !s.ok()) return s;
+  const absl::Time deadline = clock_.now() + wait;
+  std::error_code ec;
+  std::filesystem::create_directories(options_.reports_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        fmt::format("cannot create {}: {}", options_.reports_dir, ec.message()));
+  }
+  const std::string tag = fmt::format(
+      "{}-{}-{}-{}", SetName(request.set),
+      absl::FormatTime("%Y%m%dT%H%M%S", clock_.now(), absl::UTCTimeZone()), getpid(), ++submitted_);
+  ProbeOutcome out;
+  out.report_path =
+      (std::filesystem::path(options_.reports_dir) / ("probe-" + tag + ".json")).string();
+  out.log_path = (std::filesystem::path(options_.reports_dir) / ("probe-" + tag + ".out")).string();
+
+  absl::StatusOr<CommandResult> sub =
+      runner_(SubmitCommand(request, out.report_path, out.log_path), CommandTimeout());
+  if (!sub.ok())
+    return absl::UnavailableError(fmt::format("sbatch: {}", std::string(sub.status().message())));
+  if (sub->exit_code != 0) {
+    return absl::UnavailableError(
+        fmt::format("sbatch refused the probe job (exit {}): {}", sub->exit_code, Trim(sub->err)));
+  }
+  absl::StatusOr<std::string> id = ParseJobId(sub->out);
+  if (!id.ok()) return id.status();
+  out.job_id = *id;
+
+  JobState last;
+  for (;;) {
+    absl::StatusOr<JobState> s = Poll(out.job_id);
+    if (s.ok()) {
+      last = *s;
+      if (!last.in_queue) break;
+    }
+    if (clock_.now() >= deadline) {
+      Cancel(out.job_id);
+      return absl::DeadlineExceededError(fmt::format(
+          "probe job {} did not finish within {} ({}); cancelled", out.job_id,
+          absl::FormatDuration(wait), last.state.empty() ? "state unknown" : last.state));
+    }
+    clock_.sleep(std::min(options_.poll_interval, deadline - clock_.now()));
+  }
+
+  if (last.state == "TIMEOUT" || last.state == "DEADLINE") {
+    return absl::DeadlineExceededError(
+        fmt::format("probe job {} hit its Slurm time limit of {} min; log {}: {}", out.job_id,
+                    WholeMinutes(request.time_limit), out.log_path, LogTail(out.log_path)));
+  }
+  if (!std::filesystem::exists(out.report_path, ec)) {
+    return absl::AbortedError(fmt::format("probe job {} ended ({}) without a report; log {}: {}",
+                                          out.job_id,
+                                          last.state.empty() ? "gone from the queue" : last.state,
+                                          out.log_path, LogTail(out.log_path)));
+  }
+  absl::StatusOr<profiler::Report> report = CheckReport(out.report_path, request);
+  if (!report.ok()) {
+    return absl::Status(
+        report.status().code(),
+        fmt::format("probe job {}: {}", out.job_id, std::string(report.status().message())));
+  }
+  out.report = *std::move(report);
+  return out;
+}
+
+}  // namespace xdeep::daemon

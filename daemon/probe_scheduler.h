@@ -1,0 +1,113 @@
+// ProbeScheduler: runs xdeep-probe as a Slurm batch job on a configured partition
+// and hands back its validated report (issue 5, item 5). Slurm is the distributed
+// engine: the daemon only submits (sbatch), polls (squeue) and cancels (scancel);
+// it never starts processes on compute nodes itself. Every wait has a deadline, and
+// a job still queued or running past it is cancelled, so a stuck partition costs
+// the daemon a bounded wait and the site nothing more.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "daemon/subprocess.h"
+#include "profiler/report.h"
+
+namespace xdeep::daemon {
+
+// Runs one command with a time limit (RunCommand's signature); tests inject fakes.
+using CommandRunner = std::function<absl::StatusOr<CommandResult>(
+    const std::vector<std::string>& argv, std::chrono::milliseconds timeout)>;
+
+// What the poll loop waits with; tests pass a simulated clock.
+struct ProbeClock {
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+  std::function<void(absl::Duration)> sleep = [](absl::Duration d) { absl::SleepFor(d); };
+};
+
+enum class ProbeSet {
+  kCompute,      // one GPU (GEMMs at the workload's shapes, bandwidth), or the CPU suite
+  kCollectives,  // NCCL collectives over nodes x gpus_per_node ranks
+};
+
+struct ProbeRequest {
+  std::string partition;
+  // The job's Slurm time limit (-t), rounded up to whole minutes.
+  absl::Duration time_limit = absl::Minutes(2);
+  ProbeSet set = ProbeSet::kCompute;
+  int nodes = 1;            // collectives only; the compute set uses one node
+  int gpus_per_node = 0;    // 0: the partition has no GPUs, so the CPU (Kokkos) suite runs
+  std::string shapes_file;  // compute on GPUs: the workload's xdeep.gemm_shapes/1 file
+};
+
+struct ProbeSchedulerOptions {
+  std::string probe_path;   // xdeep-probe as the compute nodes see it
+  std::string reports_dir;  // on a file system the compute nodes share
+  std::string job_name = "xdeep-probe";
+  absl::Duration poll_interval = absl::Seconds(1);
+  absl::Duration command_timeout = absl::Seconds(30);  // one sbatch / squeue / scancel
+};
+
+struct ProbeOutcome {
+  std::string job_id;
+  std::string report_path;
+  std::string log_path;  // the job's stdout / stderr (sbatch -o)
+  profiler::Report report;
+};
+
+// A job's state as squeue shows it, reduced to what the wait needs.
+struct JobState {
+  bool in_queue = false;  // pending, running, completing, ...
+  std::string state;      // squeue's %T (e.g. COMPLETED, FAILED, TIMEOUT); empty once purged
+};
+
+class ProbeScheduler {
+ public:
+  explicit ProbeScheduler(ProbeSchedulerOptions options, CommandRunner runner = RunCommand,
+                          ProbeClock clock = {});
+
+  // Submits one probe job and waits until it has left the queue, for at most `wait`
+  // (queue time included). Errors, most specific first:
+  //   InvalidArgument     the request (no partition, collectives without GPUs, ...);
+  //   Unavailable         sbatch refused the job or could not be run;
+  //   DeadlineExceeded    `wait` passed (the job is cancelled) or Slurm's time limit hit;
+  //   Aborted             the job ended without writing a report;
+  //   DataLoss            the report is not a valid xdeep.probe_report/1, or lacks the
+  //                       figures the set produces;
+  //   FailedPrecondition  the report lists probe errors (kept on disk for a look).
+  absl::StatusOr<ProbeOutcome> Run(const ProbeRequest& request, absl::Duration wait);
+
+  // The pieces of Run, public so they are tested without Slurm.
+  absl::Status Validate(const ProbeRequest& request) const;
+  // The sbatch argv for `request`, writing the report to `report_path`.
+  std::vector<std::string> SubmitCommand(const ProbeRequest& request,
+                                         const std::string& report_path,
+                                         const std::string& log_path) const;
+  // xdeep-probe's own --time-limit: under the job's, so the probe's watchdog writes
+  // its report (with errors) before Slurm kills the step.
+  static int ProbeTimeLimitSeconds(absl::Duration job_time_limit);
+  // `sbatch --parsable` prints "jobid" or "jobid;cluster".
+  static absl::StatusOr<std::string> ParseJobId(const std::string& sbatch_out);
+  // Reads `squeue -h -j ID -t all -o %T`'s answer.
+  static JobState ParseSqueue(const CommandResult& result);
+  // Reads and checks the report a job of `request` wrote.
+  static absl::StatusOr<profiler::Report> CheckReport(const std::string& path,
+                                                      const ProbeRequest& request);
+
+ private:
+  absl::StatusOr<JobState> Poll(const std::string& job_id);
+  void Cancel(const std::string& job_id);
+  std::chrono::milliseconds CommandTimeout() const;
+
+  ProbeSchedulerOptions options_;
+  CommandRunner runner_;
+  ProbeClock clock_;
+  int submitted_ = 0;  // makes report names unique within this process
+};
+
+}  // namespace xdeep::daemon
