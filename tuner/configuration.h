@@ -29,12 +29,12 @@ struct Prediction {
   double step_time_s = 0, samples_per_s = 0, time_to_solution_s = 0, cost = 0;
   int64_t memory_per_gpu_bytes = 0;
   // Breakdown, for "explain" output and tests.
-  double compute_s = 0;         // forward + backward (+ recompute) on the critical path
-  double exposed_comm_s = 0;    // communication not hidden behind compute
-  double bubble_s = 0;          // pipeline fill / drain
-  double optimizer_s = 0;       // optimizer step
-  double steps = 0;             // optimizer steps to solution
-  double samples_needed = 0;    // after the gradient-noise-scale correction
+  double compute_s = 0;            // forward + backward (+ recompute) on the critical path
+  double exposed_comm_s = 0;       // communication not hidden behind compute
+  double bubble_s = 0;             // pipeline fill / drain
+  double optimizer_s = 0;          // optimizer step
+  double steps = 0;                // optimizer steps to solution
+  double samples_needed = 0;       // after the gradient-noise-scale correction
   double parallel_efficiency = 0;  // ideal single-GPU time / (GPUs x time), per sample
 };
 

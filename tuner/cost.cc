@@ -30,8 +30,9 @@ absl::StatusOr<Pricing> PricingFromTresBillingWeights(std::string_view weights_v
   for (absl::string_view item : absl::StrSplit(weights, ',', absl::SkipWhitespace())) {
     const std::vector<absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     if (kv.size() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "TRESBillingWeights: '", item, "' is not TRES=weight; write e.g. CPU=1.0,Mem=0.25G,GRES/gpu=2.0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("TRESBillingWeights: '", item,
+                       "' is not TRES=weight; write e.g. CPU=1.0,Mem=0.25G,GRES/gpu=2.0"));
     }
     const std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(kv[0]));
     std::string value(absl::StripAsciiWhitespace(kv[1]));
@@ -40,26 +41,38 @@ absl::StatusOr<Pricing> PricingFromTresBillingWeights(std::string_view weights_v
       const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(value.back())));
       value.pop_back();
       switch (unit) {
-        case 'K': per_unit_scale = 1024.0 * 1024; break;  // per KB -> per GB
-        case 'M': per_unit_scale = 1024.0; break;
-        case 'G': per_unit_scale = 1; break;
-        case 'T': per_unit_scale = 1.0 / 1024; break;
+        case 'K':
+          per_unit_scale = 1024.0 * 1024;
+          break;  // per KB -> per GB
+        case 'M':
+          per_unit_scale = 1024.0;
+          break;
+        case 'G':
+          per_unit_scale = 1;
+          break;
+        case 'T':
+          per_unit_scale = 1.0 / 1024;
+          break;
         default:
-          return absl::InvalidArgumentError(absl::StrCat("TRESBillingWeights: unknown memory unit in '",
-                                                         item, "'; use K, M, G or T"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              "TRESBillingWeights: unknown memory unit in '", item, "'; use K, M, G or T"));
       }
     } else if (key == "mem") {
       per_unit_scale = 1024.0;  // per MB
     }
     double w;
     if (!absl::SimpleAtod(value, &w) || w < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("TRESBillingWeights: weight of '", item,
-                                                     "' is not a non-negative number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("TRESBillingWeights: weight of '", item, "' is not a non-negative number"));
     }
-    if (key == "cpu") cpu_w = w;
-    else if (key == "mem") mem_w_per_gb = w * per_unit_scale;
-    else if (key == "gres/gpu" || key == "gres/gpu:" || key.rfind("gres/gpu:", 0) == 0) gpu_w = w;
-    else if (key == "node") node_w = w;
+    if (key == "cpu")
+      cpu_w = w;
+    else if (key == "mem")
+      mem_w_per_gb = w * per_unit_scale;
+    else if (key == "gres/gpu" || key == "gres/gpu:" || key.rfind("gres/gpu:", 0) == 0)
+      gpu_w = w;
+    else if (key == "node")
+      node_w = w;
     // Other TRES (licenses, energy, billing itself) do not scale with the
     // choice of GPUs and nodes the tuner makes; they are ignored.
   }

@@ -26,10 +26,14 @@ namespace xdeep::tuner {
 
 std::string_view DTypeName(DType d) {
   switch (d) {
-    case DType::kFp32: return "fp32";
-    case DType::kTf32: return "tf32";
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kTf32:
+      return "tf32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
   }
   return "?";
 }
@@ -48,12 +52,12 @@ struct BuiltinSpec {
   const char* gpu;
   int gpus_per_node;
   int64_t memory_bytes;
-  double bw_gbps;          // achieved device copy bandwidth (not the datasheet)
-  double bf16_tflops;      // achieved large-GEMM rate
-  double fp32_tflops;      // plain fp32 (no TF32) GEMM
+  double bw_gbps;      // achieved device copy bandwidth (not the datasheet)
+  double bf16_tflops;  // achieved large-GEMM rate
+  double fp32_tflops;  // plain fp32 (no TF32) GEMM
   double tf32_tflops;
   int sms;
-  double intra_busbw;      // NCCL all-reduce bus bandwidth inside a node, large sizes
+  double intra_busbw;  // NCCL all-reduce bus bandwidth inside a node, large sizes
   double intra_latency_s;
   double rail_busbw;       // per GPU across nodes (one NIC rail each)
   double inter_latency_s;  // at 2 nodes; grows with log2(nodes)
@@ -67,10 +71,10 @@ struct BuiltinSpec {
 // figures); A100: NVLink-3 ~230 GB/s, HDR 200 Gb/s ~23 GB/s per GPU.
 // FlashAttention-2/3 papers: causal attention reaches ~50-75 % of GEMM rate.
 const BuiltinSpec kBuiltins[] = {
-    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6,
-     45, 25e-6, 0.6},
-    {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 45,
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6, 45,
      25e-6, 0.6},
+    {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 45, 25e-6,
+     0.6},
     {"a100-sxm", "NVIDIA A100-SXM4-80GB", 8, 85899345920LL, 1750, 270, 19.5, 140, 108, 230, 15e-6,
      23, 30e-6, 0.55},
     {"a100-sxm-40gb", "NVIDIA A100-SXM4-40GB", 8, 42505273344LL, 1400, 270, 19.5, 140, 108, 230,
@@ -102,7 +106,11 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
   hw.memory_bandwidth_gbps = s.bw_gbps;
   hw.attention_efficiency = s.attention_eff;
   const int dims[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536};
-  struct D { DType t; double peak; int bytes; };
+  struct D {
+    DType t;
+    double peak;
+    int bytes;
+  };
   for (D d : {D{DType::kBf16, s.bf16_tflops, 2}, D{DType::kFp32, s.fp32_tflops, 4},
               D{DType::kTf32, s.tf32_tflops, 4}}) {
     for (int m : dims) {
@@ -133,10 +141,13 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
 
 double BusFactor(CollectiveOp op, int n) {
   switch (op) {
-    case CollectiveOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case CollectiveOp::kAllGather:
-    case CollectiveOp::kReduceScatter: return double(n - 1) / n;
-    case CollectiveOp::kSendRecv: return 1.0;
+    case CollectiveOp::kReduceScatter:
+      return double(n - 1) / n;
+    case CollectiveOp::kSendRecv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -150,8 +161,8 @@ struct FitQuery {
   bool found = false;
 };
 
-FitQuery InterpolateFits(const std::vector<CollectiveFit>& fits, CollectiveOp op,
-                         FabricScope scope, int ranks) {
+FitQuery InterpolateFits(const std::vector<CollectiveFit>& fits, CollectiveOp op, FabricScope scope,
+                         int ranks) {
   const CollectiveFit* lo = nullptr;
   const CollectiveFit* hi = nullptr;
   const CollectiveFit* prev_of_last = nullptr;
@@ -187,8 +198,8 @@ FitQuery InterpolateFits(const std::vector<CollectiveFit>& fits, CollectiveOp op
     q.latency_s = lo->latency_s;
     q.busbw = lo->busbw_gbps;
   } else {
-    const double t = (std::log2(ranks) - std::log2(lo->ranks)) /
-                     (std::log2(hi->ranks) - std::log2(lo->ranks));
+    const double t =
+        (std::log2(ranks) - std::log2(lo->ranks)) / (std::log2(hi->ranks) - std::log2(lo->ranks));
     q.latency_s = lo->latency_s + t * (hi->latency_s - lo->latency_s);
     q.busbw = lo->busbw_gbps + t * (hi->busbw_gbps - lo->busbw_gbps);
   }
@@ -209,8 +220,8 @@ GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
   auto collect = [&](DType want) {
     for (const GemmPoint& p : hw.gemm) {
       if (p.dtype != want) continue;
-      points_.push_back({std::log2(double(p.m)), std::log2(double(p.n)), std::log2(double(p.k)),
-                         p.tflops});
+      points_.push_back(
+          {std::log2(double(p.m)), std::log2(double(p.n)), std::log2(double(p.k)), p.tflops});
     }
   };
   collect(dtype);
@@ -264,7 +275,8 @@ CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op
   ranks_per_node = std::clamp(ranks_per_node, 1, ranks);
   if (op == CollectiveOp::kSendRecv) {
     // Point-to-point between two ranks: intra when they share a node.
-    const FabricScope scope = ranks_per_node >= 2 ? FabricScope::kIntraNode : FabricScope::kInterNode;
+    const FabricScope scope =
+        ranks_per_node >= 2 ? FabricScope::kIntraNode : FabricScope::kInterNode;
     const FitQuery q = FitOrFallback(hw, op, scope, 2);
     if (!q.found || q.busbw <= 0) return line;
     return {q.latency_s, 1.0 / (q.busbw * 1e9)};
@@ -420,7 +432,11 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
   // ranks); busbw = f(n) / beta; inter-node busbw per rail (per GPU of a node).
-  struct Acc { double sx = 0, sy = 0, sxx = 0, sxy = 0; int n = 0; int gpus_per_node = 1; };
+  struct Acc {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int n = 0;
+    int gpus_per_node = 1;
+  };
   std::map<std::tuple<int, int, int>, Acc> acc;
   i = 0;
   for (const json& c : section("collectives")) {
@@ -429,7 +445,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     auto op = ParseOp(c.value("op", std::string()));
     if (!op) continue;
     const std::string scope_s = c.value("scope", std::string("intra_node"));
-    const FabricScope scope = scope_s == "inter_node" ? FabricScope::kInterNode : FabricScope::kIntraNode;
+    const FabricScope scope =
+        scope_s == "inter_node" ? FabricScope::kInterNode : FabricScope::kIntraNode;
     const int ranks = c.value("ranks", 0);
     const int nodes = std::max(1, c.value("nodes", 1));
     const double bytes = c.value("bytes", 0.0), t = c.value("median_s", 0.0);
@@ -462,7 +479,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
     alpha = std::max(0.0, alpha);
     double busbw = BusFactor(op, ranks) / beta / 1e9;
-    if (static_cast<FabricScope>(scope_i) == FabricScope::kInterNode && op != CollectiveOp::kSendRecv) {
+    if (static_cast<FabricScope>(scope_i) == FabricScope::kInterNode &&
+        op != CollectiveOp::kSendRecv) {
       busbw /= a.gpus_per_node;
     }
     hw.collectives.push_back({op, static_cast<FabricScope>(scope_i), ranks, alpha, busbw});
@@ -506,15 +524,18 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   // Whatever the report lacks comes from the closest built-in profile, and the
   // label says so.
-  const bool has_intra = std::any_of(hw.collectives.begin(), hw.collectives.end(),
-                                     [](const CollectiveFit& f) { return f.scope == FabricScope::kIntraNode; });
-  const bool has_inter = std::any_of(hw.collectives.begin(), hw.collectives.end(),
-                                     [](const CollectiveFit& f) { return f.scope == FabricScope::kInterNode; });
+  const bool has_intra =
+      std::any_of(hw.collectives.begin(), hw.collectives.end(),
+                  [](const CollectiveFit& f) { return f.scope == FabricScope::kIntraNode; });
+  const bool has_inter =
+      std::any_of(hw.collectives.begin(), hw.collectives.end(),
+                  [](const CollectiveFit& f) { return f.scope == FabricScope::kInterNode; });
   std::string filled;
   if (!has_intra || !has_inter || hw.memory_bandwidth_gbps <= 0) {
     const BuiltinSpec* base = &kBuiltins[0];
     if (absl::StrContains(hw.gpu_name, "H200")) base = &kBuiltins[1];
-    if (absl::StrContains(hw.gpu_name, "A100")) base = hw.memory_bytes < (int64_t{50} << 30) ? &kBuiltins[3] : &kBuiltins[2];
+    if (absl::StrContains(hw.gpu_name, "A100"))
+      base = hw.memory_bytes < (int64_t{50} << 30) ? &kBuiltins[3] : &kBuiltins[2];
     const HardwareProfile ref = FromSpec(*base);
     std::vector<std::string> what;
     for (const CollectiveFit& f : ref.collectives) {
@@ -529,7 +550,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       hw.memory_bandwidth_gbps = ref.memory_bandwidth_gbps;
       what.push_back("memory bandwidth");
     }
-    filled = absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
+    filled =
+        absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
   }
   hw.date += filled + extrapolated;
   return hw;

@@ -46,8 +46,8 @@ struct HardwareProfile {
   bool builtin = true;
   std::string gpu_name;
   int gpus_per_node = 0;
-  int64_t memory_bytes = 0;        // per GPU, as the driver reports it
-  int64_t reserved_bytes = 0;      // CUDA context, NCCL buffers, library handles: not usable
+  int64_t memory_bytes = 0;          // per GPU, as the driver reports it
+  int64_t reserved_bytes = 0;        // CUDA context, NCCL buffers, library handles: not usable
   double memory_bandwidth_gbps = 0;  // measured device copy bandwidth, 1e9 B/s
   std::vector<GemmPoint> gemm;
   std::vector<CollectiveFit> collectives;

@@ -32,20 +32,28 @@ namespace xdeep::tuner {
 
 std::string_view ObjectiveName(Objective o) {
   switch (o) {
-    case Objective::kCost: return "cost";
-    case Objective::kTime: return "time";
-    case Objective::kCostUnderDeadline: return "cost-under-deadline";
-    case Objective::kTimeUnderBudget: return "time-under-budget";
+    case Objective::kCost:
+      return "cost";
+    case Objective::kTime:
+      return "time";
+    case Objective::kCostUnderDeadline:
+      return "cost-under-deadline";
+    case Objective::kTimeUnderBudget:
+      return "time-under-budget";
   }
   return "?";
 }
 
 std::string_view ShardingName(Sharding s) {
   switch (s) {
-    case Sharding::kNone: return "none";
-    case Sharding::kZero1: return "zero1";
-    case Sharding::kZero2: return "zero2";
-    case Sharding::kZero3: return "zero3";
+    case Sharding::kNone:
+      return "none";
+    case Sharding::kZero1:
+      return "zero1";
+    case Sharding::kZero2:
+      return "zero2";
+    case Sharding::kZero3:
+      return "zero3";
   }
   return "?";
 }
@@ -60,9 +68,15 @@ std::string StrategyName(const Configuration& c) {
     case Sharding::kNone:
       if (c.dp > 1 || (c.tp == 1 && c.pp == 1)) parts.push_back(absl::StrCat("dp", c.dp));
       break;
-    case Sharding::kZero1: parts.push_back(absl::StrCat("zero1-dp", c.dp)); break;
-    case Sharding::kZero2: parts.push_back(absl::StrCat("zero2-dp", c.dp)); break;
-    case Sharding::kZero3: parts.push_back(absl::StrCat("fsdp", c.dp)); break;
+    case Sharding::kZero1:
+      parts.push_back(absl::StrCat("zero1-dp", c.dp));
+      break;
+    case Sharding::kZero2:
+      parts.push_back(absl::StrCat("zero2-dp", c.dp));
+      break;
+    case Sharding::kZero3:
+      parts.push_back(absl::StrCat("fsdp", c.dp));
+      break;
   }
   if (c.tp > 1) parts.push_back(absl::StrCat("tp", c.tp));
   if (c.pp > 1) parts.push_back(absl::StrCat("pp", c.pp));
@@ -110,22 +124,24 @@ Scored ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configu
   const double hours = p.time_to_solution_s / 3600.0;
   p.cost = limits.price_per_node_hour > 0 ? hours * c.nodes * limits.price_per_node_hour
                                           : hours * c.TotalGpus() * limits.price_per_gpu_hour;
-  p.parallel_efficiency =
-      t.total_s > 0 ? ideal * c.global_batch / (c.TotalGpus() * t.total_s) : 0;
+  p.parallel_efficiency = t.total_s > 0 ? ideal * c.global_batch / (c.TotalGpus() * t.total_s) : 0;
   return s;
 }
 
 bool Lower(Objective o, const Prediction& a, const Prediction& b) {
   const bool by_time = o == Objective::kTime || o == Objective::kTimeUnderBudget;
   if (by_time) {
-    if (a.time_to_solution_s != b.time_to_solution_s) return a.time_to_solution_s < b.time_to_solution_s;
+    if (a.time_to_solution_s != b.time_to_solution_s)
+      return a.time_to_solution_s < b.time_to_solution_s;
     return a.cost < b.cost;
   }
   if (a.cost != b.cost) return a.cost < b.cost;
   return a.time_to_solution_s < b.time_to_solution_s;
 }
 
-std::string Gib(double bytes) { return absl::StrFormat("%.1f GiB", bytes / (1024.0 * 1024 * 1024)); }
+std::string Gib(double bytes) {
+  return absl::StrFormat("%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+}
 std::string Money(double v) { return absl::StrFormat("%.2f", v); }
 std::string Hours(double s) { return absl::StrFormat("%.2f h", s / 3600); }
 
@@ -137,7 +153,8 @@ Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLi
                     const Configuration& c) {
   StrategyModel model(w, hw);
   return ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c).Total(),
-                   model.Time(c)).p;
+                   model.Time(c))
+      .p;
 }
 
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
@@ -162,12 +179,18 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     allow_dp = allow_tp = allow_pp = false;
     allow_z[1] = allow_z[2] = allow_z[3] = false;
     for (const std::string& s : limits.allowed_strategies) {
-      if (s == "dp" || s == "ddp") allow_dp = true;
-      else if (s == "tp") allow_tp = true;
-      else if (s == "pp") allow_pp = true;
-      else if (s == "zero1") allow_z[1] = true;
-      else if (s == "zero2") allow_z[2] = true;
-      else if (s == "zero3" || s == "fsdp") allow_z[3] = true;
+      if (s == "dp" || s == "ddp")
+        allow_dp = true;
+      else if (s == "tp")
+        allow_tp = true;
+      else if (s == "pp")
+        allow_pp = true;
+      else if (s == "zero1")
+        allow_z[1] = true;
+      else if (s == "zero2")
+        allow_z[2] = true;
+      else if (s == "zero3" || s == "fsdp")
+        allow_z[3] = true;
       else
         return absl::InvalidArgumentError(absl::StrCat(
             "unknown strategy '", s, "'; use dp, tp, pp, zero1, zero2, zero3 (or fsdp)"));
@@ -338,9 +361,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     // out of the table.
                     const bool monotone = bound_table_ok && dp > 1;
                     const size_t slot =
-                        monotone ? ((((static_cast<size_t>(tp) * (L + 1) + pp) * 2 + sched) * 2 + rc) * 4 + z) * 32 +
-                                       static_cast<size_t>(std::countr_zero(static_cast<unsigned>(mb)))
-                                 : 0;
+                        monotone
+                            ? ((((static_cast<size_t>(tp) * (L + 1) + pp) * 2 + sched) * 2 + rc) *
+                                   4 +
+                               z) * 32 +
+                                  static_cast<size_t>(std::countr_zero(static_cast<unsigned>(mb)))
+                            : 0;
                     bool fits;
                     double need = -1;
                     if (monotone && dp <= bound_max_bad[slot]) {
@@ -353,8 +379,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       mem_ga = 1;
                       fits = need <= capacity;
                       if (monotone) {
-                        if (fits) bound_min_good[slot] = std::min(bound_min_good[slot], dp);
-                        else bound_max_bad[slot] = std::max(bound_max_bad[slot], dp);
+                        if (fits)
+                          bound_min_good[slot] = std::min(bound_min_good[slot], dp);
+                        else
+                          bound_max_bad[slot] = std::max(bound_max_bad[slot], dp);
                       }
                     }
                     if (!fits) {
@@ -459,10 +487,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     ++result.feasible;
                     // Top list.
                     if (top.size() < keep || Lower(limits.objective, p, top.back().prediction)) {
-                      auto pos = std::upper_bound(
-                          top.begin(), top.end(), p, [&](const Prediction& a, const Candidate& b) {
-                            return Lower(limits.objective, a, b.prediction);
-                          });
+                      auto pos = std::upper_bound(top.begin(), top.end(), p,
+                                                  [&](const Prediction& a, const Candidate& b) {
+                                                    return Lower(limits.objective, a, b.prediction);
+                                                  });
                       top.insert(pos, Candidate{c, with_memory(c, p), ""});
                       if (top.size() > keep) top.pop_back();
                     }
@@ -489,7 +517,8 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       last_dominator_cost = std::prev(it)->prediction.cost;
                     } else {
                       // Equal time and higher cost: the new point replaces it.
-                      if (it != pareto.begin() && std::prev(it)->prediction.time_to_solution_s == t) {
+                      if (it != pareto.begin() &&
+                          std::prev(it)->prediction.time_to_solution_s == t) {
                         --it;
                         *it = Candidate{c, with_memory(c, p), ""};
                       } else {
@@ -522,38 +551,43 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   if (top.empty()) {
     std::vector<std::string> why;
     if (counts[kMemory]) {
-      why.push_back(absl::StrCat(counts[kMemory], " did not fit in memory (e.g. ",
-                                 examples[kMemory].empty() ? std::string("?")
-                                     : StrategyName(examples[kMemory][0].config) + ": " + examples[kMemory][0].why,
-                                 ")"));
+      why.push_back(absl::StrCat(
+          counts[kMemory], " did not fit in memory (e.g. ",
+          examples[kMemory].empty()
+              ? std::string("?")
+              : StrategyName(examples[kMemory][0].config) + ": " + examples[kMemory][0].why,
+          ")"));
     }
     if (counts[kBudget]) why.push_back(absl::StrCat(counts[kBudget], " exceeded the budget"));
     if (counts[kDeadline]) why.push_back(absl::StrCat(counts[kDeadline], " missed the deadline"));
     if (counts[kEfficiency]) {
-      why.push_back(absl::StrCat(counts[kEfficiency], " fell below the minimum parallel efficiency"));
+      why.push_back(
+          absl::StrCat(counts[kEfficiency], " fell below the minimum parallel efficiency"));
     }
     if (counts[kPolicy]) why.push_back(absl::StrCat(counts[kPolicy], " exceeded the GPU limit"));
-    if (why.empty()) why.push_back("no configuration matches the batch bounds and strategies allowed");
+    if (why.empty())
+      why.push_back("no configuration matches the batch bounds and strategies allowed");
     return absl::FailedPreconditionError(absl::StrCat(
         "no configuration of '", w.name, "' fits on up to ", limits.max_nodes, " node(s) of ",
         hw.Label(), ": ", absl::StrJoin(why, "; "),
         ". Allow more nodes, sharding (zero3) or recomputation, or a larger budget/deadline"));
   }
   result.best = top.front();
-  const bool by_time = limits.objective == Objective::kTime ||
-                       limits.objective == Objective::kTimeUnderBudget;
+  const bool by_time =
+      limits.objective == Objective::kTime || limits.objective == Objective::kTimeUnderBudget;
   const Prediction& b = result.best.prediction;
   result.best.why = absl::StrCat(
       by_time ? "least time to solution" : "least cost to solution", " of ", result.feasible,
       " feasible configurations (", result.evaluated, " scored, ", result.pruned,
-      " ruled out by a memory bound): ", StrategyName(result.best.config),
-      " on ", result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
+      " ruled out by a memory bound): ", StrategyName(result.best.config), " on ",
+      result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
       Hours(b.time_to_solution_s), ", cost ", Money(b.cost));
   for (size_t i = 1; i < top.size(); ++i) {
     Candidate& a = top[i];
     const Prediction& p = a.prediction;
     const double dc = b.cost > 0 ? 100.0 * (p.cost / b.cost - 1) : 0;
-    const double dt = b.time_to_solution_s > 0 ? 100.0 * (p.time_to_solution_s / b.time_to_solution_s - 1) : 0;
+    const double dt =
+        b.time_to_solution_s > 0 ? 100.0 * (p.time_to_solution_s / b.time_to_solution_s - 1) : 0;
     a.why = by_time ? absl::StrFormat("time: %+.1f%% time to solution (cost %+.1f%%)", dt, dc)
                     : absl::StrFormat("cost: %+.1f%% cost (time to solution %+.1f%%)", dc, dt);
     result.alternatives.push_back(std::move(a));

@@ -19,7 +19,7 @@
 namespace xdeep::tuner {
 
 struct SearchLimits {
-  int max_nodes = 1;          // nodes available (min of policy, partition, user's -N, enclosing allocation)
+  int max_nodes = 1;  // nodes available (min of policy, partition, user's -N, enclosing allocation)
   int max_gpus_per_node = 0;  // 0 = the profile's node shape
   int max_total_gpus = 0;     // 0 = no limit (user's --gpus / -n)
   // Price: cost = GPUs used x hours x price_per_gpu_hour, unless
@@ -31,7 +31,8 @@ struct SearchLimits {
   double budget = 0;      // 0 = none; a hard limit for every objective
   double deadline_s = 0;  // 0 = none; a hard limit for every objective
   double min_parallel_efficiency = 0;
-  std::vector<std::string> allowed_strategies;  // empty = all; "dp","tp","pp","zero1","zero2","zero3" ("fsdp" = zero3)
+  std::vector<std::string>
+      allowed_strategies;  // empty = all; "dp","tp","pp","zero1","zero2","zero3" ("fsdp" = zero3)
   int max_alternatives = 5;
   int max_rejected_examples = 8;
   bool try_interleaved = true;  // also evaluate the interleaved pipeline schedule
@@ -52,8 +53,8 @@ struct SearchResult {
   uint64_t pruned = 0;            // rejected by a memory bound without being scored
   uint64_t feasible = 0;
   // Per-reason counts of rejected configurations.
-  uint64_t rejected_memory = 0, rejected_policy = 0, rejected_budget = 0,
-           rejected_deadline = 0, rejected_efficiency = 0;
+  uint64_t rejected_memory = 0, rejected_policy = 0, rejected_budget = 0, rejected_deadline = 0,
+           rejected_efficiency = 0;
   std::string hardware_label;  // "built-in profile <name>" or "measured <host> <date>"
 };
 

@@ -56,13 +56,19 @@ PrecisionBytes BytesFor(const Workload& w) {
   const bool mixed = w.precision == Precision::kBf16Mixed;
   b.weight = mixed ? 2 : 4;
   b.grad = mixed ? 2 : 4;
-  b.compute_copy = (w.precision == Precision::kBf16Autocast ||
-                    w.precision == Precision::kFp16Autocast) ? 2 : 0;
+  b.compute_copy =
+      (w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast) ? 2 : 0;
   switch (w.optimizer) {
     case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW: b.optimizer = mixed ? 12 : 8; break;
-    case OptimizerKind::kSgdMomentum: b.optimizer = mixed ? 8 : 4; break;
-    case OptimizerKind::kSgd: b.optimizer = mixed ? 4 : 0; break;
+    case OptimizerKind::kAdamW:
+      b.optimizer = mixed ? 12 : 8;
+      break;
+    case OptimizerKind::kSgdMomentum:
+      b.optimizer = mixed ? 8 : 4;
+      break;
+    case OptimizerKind::kSgd:
+      b.optimizer = mixed ? 4 : 0;
+      break;
   }
   if (w.precision == Precision::kFp32) {
     // PyTorch leaves TF32 off for matmuls but on for cuDNN convolutions.
@@ -82,16 +88,19 @@ double OptimizerTrafficBytes(const Workload& w) {
   const bool fused = w.precision == Precision::kBf16Mixed;
   switch (w.optimizer) {
     case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW: return fused ? 28 : 80;
-    case OptimizerKind::kSgdMomentum: return fused ? 20 : 36;
-    case OptimizerKind::kSgd: return fused ? 12 : 20;
+    case OptimizerKind::kAdamW:
+      return fused ? 28 : 80;
+    case OptimizerKind::kSgdMomentum:
+      return fused ? 20 : 36;
+    case OptimizerKind::kSgd:
+      return fused ? 12 : 20;
   }
   return 80;
 }
 
 // Figures of one pipeline rank (all its chunks), per sample where noted.
 struct RankData {
-  double params = 0;          // per GPU (tp-split layers divided by tp)
+  double params = 0;  // per GPU (tp-split layers divided by tp)
   double matmul_params = 0;
   // Matmul parameters of layers that full recomputation does not rebuild
   // (their 16-bit copies stay saved for backward), and the largest layer's.
@@ -99,22 +108,22 @@ struct RankData {
   double max_layer_matmul = 0;
   double act_recompute_blocks = 0;  // part of act_recompute that is a block's input
   double fsdp_units = 0;            // FSDP units on the rank (root counted once)
-  double unit_params = 0;     // largest FSDP unit (one layer) on the rank
-  double root_params = 0;     // embedding / head: FSDP's root unit, kept gathered
-  double act_full = 0;        // saved activations per sample, no recomputation
-  double act_recompute = 0;   // saved activations per sample with full recomputation
-  double max_layer_act = 0;   // largest single layer's activations (recomputed in backward)
-  double input_bytes = 0;     // input batch held on the first rank
-  double logits_bytes = 0;    // per sample, the rank holding the loss
-  double send_bytes = 0;      // boundary activations per sample per chunk
+  double unit_params = 0;           // largest FSDP unit (one layer) on the rank
+  double root_params = 0;           // embedding / head: FSDP's root unit, kept gathered
+  double act_full = 0;              // saved activations per sample, no recomputation
+  double act_recompute = 0;         // saved activations per sample with full recomputation
+  double max_layer_act = 0;         // largest single layer's activations (recomputed in backward)
+  double input_bytes = 0;           // input batch held on the first rank
+  double logits_bytes = 0;          // per sample, the rank holding the loss
+  double send_bytes = 0;            // boundary activations per sample per chunk
   int chunks = 1;
 };
 
 // Per-micro-batch times of one rank.
 struct RankTimes {
-  double fwd = 0, bwd = 0;       // compute
-  double tp_comm_fwd = 0;        // tensor-parallel all-reduces in one forward
-  double launch_fwd = 0;         // host time to launch one forward's kernels
+  double fwd = 0, bwd = 0;  // compute
+  double tp_comm_fwd = 0;   // tensor-parallel all-reduces in one forward
+  double launch_fwd = 0;    // host time to launch one forward's kernels
 };
 
 // A pipeline partition and the ranks that can be the worst one. Rank i is
@@ -135,20 +144,18 @@ struct Timed {
 bool MemoryDominates(const RankData& a, const RankData& b) {
   return a.params >= b.params && a.matmul_params >= b.matmul_params &&
          a.matmul_params_kept >= b.matmul_params_kept && a.max_layer_matmul >= b.max_layer_matmul &&
-         a.act_recompute_blocks >= b.act_recompute_blocks &&
-         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
-         a.act_full >= b.act_full && a.act_recompute >= b.act_recompute &&
-         a.max_layer_act >= b.max_layer_act && a.input_bytes >= b.input_bytes &&
-         a.logits_bytes >= b.logits_bytes;
+         a.act_recompute_blocks >= b.act_recompute_blocks && a.unit_params >= b.unit_params &&
+         a.root_params >= b.root_params && a.act_full >= b.act_full &&
+         a.act_recompute >= b.act_recompute && a.max_layer_act >= b.max_layer_act &&
+         a.input_bytes >= b.input_bytes && a.logits_bytes >= b.logits_bytes;
 }
 
 // Step time per micro-batch is non-decreasing in each of these (the overlap
 // terms enter as max(compute, communication)), so dominance is exact here too.
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
-         ta.launch_fwd >= tb.launch_fwd &&
-         a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
-         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         ta.launch_fwd >= tb.launch_fwd && a.send_bytes >= b.send_bytes && a.chunks >= b.chunks &&
+         a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
          a.fsdp_units >= b.fsdp_units;
 }
 
@@ -173,7 +180,8 @@ struct StrategyModel::Impl {
     if (key == last_line_key[o]) return *last_line[o];
     const uint64_t full = (uint64_t(o) << 56) | key;
     auto it = lines.find(full);
-    if (it == lines.end()) it = lines.emplace(full, CollectiveCoefficients(hw, op, ranks, rpn)).first;
+    if (it == lines.end())
+      it = lines.emplace(full, CollectiveCoefficients(hw, op, ranks, rpn)).first;
     last_line_key[o] = key;
     last_line[o] = &it->second;
     return it->second;
@@ -233,7 +241,8 @@ struct StrategyModel::Impl {
     std::vector<RankData> ranks(pp);
     const auto chunks = Chunks(pp * v);
     const int L = static_cast<int>(w.layers.size());
-    std::unordered_map<std::string, double> unit_sum;  // a unit split by a stage boundary counts per stage
+    std::unordered_map<std::string, double>
+        unit_sum;  // a unit split by a stage boundary counts per stage
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankData& r = ranks[c % pp];
       r.chunks = v;
@@ -310,17 +319,19 @@ struct StrategyModel::Impl {
   // power-of-two micro-batches < 2^16): a search looks these up per group.
   std::vector<const Timed*> times_index;
   static int TimesSlot(int tp, int pp, int v, int mb) {
-    if (tp >= 16 || pp >= 128 || v < 1 || v > 2 || mb <= 0 || (mb & (mb - 1)) != 0 || mb >= (1 << 16)) {
+    if (tp >= 16 || pp >= 128 || v < 1 || v > 2 || mb <= 0 || (mb & (mb - 1)) != 0 ||
+        mb >= (1 << 16)) {
       return -1;
     }
     return (((tp * 128 + pp) * 2 + (v - 1)) << 4) | std::countr_zero(static_cast<unsigned>(mb));
   }
   const Timed& Times(int tp, int pp, int v, int mb) {
-    const uint64_t key = (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) |
-                         uint64_t(mb);
+    const uint64_t key =
+        (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) | uint64_t(mb);
     if (key == last_times_key) return *last_times;
     const int slot = TimesSlot(tp, pp, v, mb);
-    if (slot >= 0 && static_cast<size_t>(slot) < times_index.size() && times_index[slot] != nullptr) {
+    if (slot >= 0 && static_cast<size_t>(slot) < times_index.size() &&
+        times_index[slot] != nullptr) {
       last_times_key = key;
       last_times = times_index[slot];
       return *last_times;
@@ -369,7 +380,8 @@ struct StrategyModel::Impl {
         // memory bound: each saved activation is written once and read once
         // in forward, twice that in backward.
         const double act = ((l.saved_activation_bytes - l.tp_split_activation_bytes) +
-                            l.tp_split_activation_bytes / t) * mb;
+                            l.tp_split_activation_bytes / t) *
+                           mb;
         // Eager frameworks run norms, activations, casts and residual adds
         // as separate kernels: each saved activation is written by its
         // producer and read by its consumer about twice per pass (4x its
@@ -381,8 +393,8 @@ struct StrategyModel::Impl {
         r.launch_fwd += l.kernels * hw.host_overhead_per_kernel_s;
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
-          r.tp_comm_fwd += l.tp_allreduces_fwd *
-                           Coll(CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
+          r.tp_comm_fwd +=
+              l.tp_allreduces_fwd * Coll(CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
         }
       }
     }
@@ -408,7 +420,7 @@ namespace {
 
 int VirtualStages(const Configuration& c) {
   return (c.pp > 1 && c.schedule == PipelineSchedule::kInterleaved) ? std::max(1, c.virtual_stages)
-                                                                     : 1;
+                                                                    : 1;
 }
 
 // Ranks of one group on a node. [MLM] sec. 3.2 orders ranks tp first, then dp,
@@ -416,9 +428,7 @@ int VirtualStages(const Configuration& c) {
 int DpRanksPerNode(const Configuration& c) {
   return std::max(1, std::min(c.dp, c.gpus_per_node / std::max(1, c.tp)));
 }
-int PpRanksPerNode(const Configuration& c) {
-  return c.tp * c.dp < c.gpus_per_node ? 2 : 1;
-}
+int PpRanksPerNode(const Configuration& c) { return c.tp * c.dp < c.gpus_per_node ? 2 : 1; }
 
 // Micro-batches whose activations a pipeline rank holds at once.
 double InFlight(const Configuration& c, int rank, int v) {
@@ -451,8 +461,8 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
   const bool gather16 = pb.compute_copy > 0 && w_.fsdp_16bit_params;
   const double copy_bytes = gather16 ? pb.compute_copy : pb.weight;
   const bool adam = w_.optimizer == OptimizerKind::kAdam || w_.optimizer == OptimizerKind::kAdamW;
-  const bool ddp_buckets = c.dp > 1 && c.sharding != Sharding::kZero2 &&
-                           w_.precision != Precision::kBf16Mixed;
+  const bool ddp_buckets =
+      c.dp > 1 && c.sharding != Sharding::kZero2 && w_.precision != Precision::kBf16Mixed;
   const double residual16 = gather16 ? 1 - pb.compute_copy / ResidualBytes(w_.precision) : 0;
   const bool grads_alive = c.grad_accum > 1 || c.pp > 1;
   // Bytes per parameter of this rank after partitioning over dp.
@@ -475,13 +485,14 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
       // are gathered in the compute dtype; the root unit (embedding, head)
       // stays gathered from forward to the end of backward; a unit's full
       // gradient exists until its reduce-scatter finishes.
-      m.comm_buffers = (r.root_params + 2 * r.unit_params) * copy_bytes +
-                       r.unit_params * (copy_bytes + pb.grad);
+      m.comm_buffers =
+          (r.root_params + 2 * r.unit_params) * copy_bytes + r.unit_params * (copy_bytes + pb.grad);
       if (!gather16) {
         // fp32 units under autocast: its weight cache keeps a 16-bit copy of
         // every layer from forward to backward, as without sharding.
-        m.compute_weights = (c.recompute ? r.matmul_params_kept + r.max_layer_matmul
-                                         : r.matmul_params) * pb.compute_copy;
+        m.compute_weights =
+            (c.recompute ? r.matmul_params_kept + r.max_layer_matmul : r.matmul_params) *
+            pb.compute_copy;
       }
     } else {
       // Autocast's 16-bit weight copies: made in forward, kept by autograd
@@ -490,8 +501,9 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
       // (the checkpointed region keeps only its input) and autocast's cache
       // dies with the autocast region, so only the layers outside recomputation
       // and the one being recomputed hold copies (measured: 1.3B, -2.4 GB).
-      m.compute_weights = (c.recompute ? r.matmul_params_kept + r.max_layer_matmul
-                                       : r.matmul_params) * pb.compute_copy;
+      m.compute_weights =
+          (c.recompute ? r.matmul_params_kept + r.max_layer_matmul : r.matmul_params) *
+          pb.compute_copy;
       // [DDP] sec. 3.2.3: the Reducer all-reduces flat bucket copies of the
       // gradients (gradient_as_bucket_view=False, the default); they exist
       // during backward, not at the optimizer step (measured: memory after a
@@ -507,8 +519,8 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
       // cast of its input, which is why the unrecomputed count keeps r = 4).
       per_sample -= r.act_recompute_blocks * residual16;
     }
-    m.activations = held * c.micro_batch * per_sample +
-                    (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
+    m.activations =
+        held * c.micro_batch * per_sample + (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
     // [ACT] sec. 4: with full recomputation one layer's activations are
     // rebuilt at a time during backward.
     const double recompute_peak = c.recompute ? c.micro_batch * r.max_layer_act : 0;
@@ -585,8 +597,8 @@ StepTime StrategyModel::Time(const Configuration& c) {
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.
-      const double p2p = im.Coll(CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch,
-                                        2, PpRanksPerNode(c));
+      const double p2p =
+          im.Coll(CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch, 2, PpRanksPerNode(c));
       f += p2p * d.chunks;
       b += p2p * d.chunks;
     }
@@ -597,17 +609,17 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // except the first unit's gather. [ZeRO] sec. 7: 1.5x DP's volume.
       const double ag = im.Coll(CollectiveOp::kAllGather, d.params * copy_bytes, c.dp, dp_rpn);
       const double rs = im.Coll(CollectiveOp::kReduceScatter, d.params * grad_bytes, c.dp, dp_rpn);
-      const double first = im.Coll(CollectiveOp::kAllGather,
-                                          std::max(d.unit_params, d.root_params) * copy_bytes,
-                                          c.dp, dp_rpn);
+      const double first =
+          im.Coll(CollectiveOp::kAllGather, std::max(d.unit_params, d.root_params) * copy_bytes,
+                  c.dp, dp_rpn);
       z3_exposed = std::max(0.0, ag - r.fwd) + std::max(0.0, ag + rs - r.bwd) + 2 * first;
     } else if (c.sharding == Sharding::kZero2 && c.dp > 1) {
       // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
       // gradient buffer to accumulate into), overlapped with that backward.
       const double bytes = d.params * grad_bytes;
       const double rs = im.Coll(CollectiveOp::kReduceScatter, bytes, c.dp, dp_rpn);
-      const double last = im.Coll(CollectiveOp::kReduceScatter,
-                                         std::min(bytes, kBucketBytes), c.dp, dp_rpn);
+      const double last =
+          im.Coll(CollectiveOp::kReduceScatter, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
       z3_exposed = std::max(last, rs - r.bwd);
     }
     const double total = f + b + z3_exposed;
@@ -626,8 +638,8 @@ StepTime StrategyModel::Time(const Configuration& c) {
     // [DDP] buckets are reduced as soon as they fill, overlapping the last
     // micro-batch's backward; the last bucket never overlaps ([LI19]: the
     // overlap is partial). ZeRO-1 reduce-scatters the same volume ([ZeRO]).
-    const CollectiveOp op = c.sharding == Sharding::kZero1 ? CollectiveOp::kReduceScatter
-                                                           : CollectiveOp::kAllReduce;
+    const CollectiveOp op =
+        c.sharding == Sharding::kZero1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
     const double bytes = grad_params * grad_bytes;
     const double all = im.Coll(op, bytes, c.dp, dp_rpn);
     const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
@@ -639,7 +651,8 @@ StepTime StrategyModel::Time(const Configuration& c) {
   }
   st.exposed_comm_s = dp_exposed;
   const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
-  st.optimizer_s = local * OptimizerTrafficBytes(w_) / (std::max(1.0, hw.memory_bandwidth_gbps) * 1e9);
+  st.optimizer_s =
+      local * OptimizerTrafficBytes(w_) / (std::max(1.0, hw.memory_bandwidth_gbps) * 1e9);
   return WithAccumulation(st, c.grad_accum);
 }
 
@@ -685,15 +698,16 @@ StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Co
 }
 
 std::string StructuralProblem(const Workload& w, const Configuration& c) {
-  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 ||
-      c.micro_batch < 1 || c.grad_accum < 1) {
+  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 || c.micro_batch < 1 ||
+      c.grad_accum < 1) {
     return "every count must be at least 1";
   }
   if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp) {
     return absl::StrCat("dp x tp x pp = ", c.dp * c.tp * c.pp, " but the allocation has ",
                         c.nodes * c.gpus_per_node, " GPUs");
   }
-  if (c.gpus_per_node % c.tp != 0) return "tp must divide the GPUs per node (tp stays inside a node)";
+  if (c.gpus_per_node % c.tp != 0)
+    return "tp must divide the GPUs per node (tp stays inside a node)";
   if (c.global_batch != int64_t{c.dp} * c.micro_batch * c.grad_accum) {
     return "global batch must equal dp x micro-batch x accumulation";
   }

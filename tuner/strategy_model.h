@@ -21,12 +21,12 @@ struct MemoryBreakdown {
   double weights = 0;          // parameters as stored (fp32 for autocast, 16-bit for mixed)
   double compute_weights = 0;  // 16-bit weight copies alive in forward/backward
   double gradients = 0;
-  double optimizer = 0;        // Adam moments (+ fp32 master weights for kBf16Mixed)
-  double comm_buffers = 0;     // DDP gradient buckets, FSDP all-gathered units
-  double activations = 0;      // saved for backward, all micro-batches in flight
-  double transient = 0;        // peak temporaries: logits/loss, optimizer step temps
-  double reserved = 0;         // CUDA context, NCCL, not in the allocator
-  double margin = 0;           // fragmentation headroom
+  double optimizer = 0;     // Adam moments (+ fp32 master weights for kBf16Mixed)
+  double comm_buffers = 0;  // DDP gradient buckets, FSDP all-gathered units
+  double activations = 0;   // saved for backward, all micro-batches in flight
+  double transient = 0;     // peak temporaries: logits/loss, optimizer step temps
+  double reserved = 0;      // CUDA context, NCCL, not in the allocator
+  double margin = 0;        // fragmentation headroom
   // Peak of what torch.cuda.max_memory_allocated reports: the larger of the
   // start of backward (all activations alive) and the optimizer step, on the
   // worst pipeline rank. The fields above are that rank's.

@@ -25,20 +25,28 @@ namespace xdeep::tuner {
 
 std::string_view PrecisionName(Precision p) {
   switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kBf16Autocast: return "bf16-autocast";
-    case Precision::kFp16Autocast: return "fp16-autocast";
-    case Precision::kBf16Mixed: return "bf16-mixed";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16Autocast:
+      return "bf16-autocast";
+    case Precision::kFp16Autocast:
+      return "fp16-autocast";
+    case Precision::kBf16Mixed:
+      return "bf16-mixed";
   }
   return "?";
 }
 
 std::string_view OptimizerName(OptimizerKind o) {
   switch (o) {
-    case OptimizerKind::kAdamW: return "adamw";
-    case OptimizerKind::kAdam: return "adam";
-    case OptimizerKind::kSgdMomentum: return "sgd-momentum";
-    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kAdamW:
+      return "adamw";
+    case OptimizerKind::kAdam:
+      return "adam";
+    case OptimizerKind::kSgdMomentum:
+      return "sgd-momentum";
+    case OptimizerKind::kSgd:
+      return "sgd";
   }
   return "?";
 }
@@ -219,11 +227,21 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
   const bool bottleneck = depth >= 50;
   std::vector<int> blocks;
   switch (depth) {
-    case 18: blocks = {2, 2, 2, 2}; break;
-    case 34: blocks = {3, 4, 6, 3}; break;
-    case 50: blocks = {3, 4, 6, 3}; break;
-    case 101: blocks = {3, 4, 23, 3}; break;
-    default: blocks = {3, 8, 36, 3}; break;
+    case 18:
+      blocks = {2, 2, 2, 2};
+      break;
+    case 34:
+      blocks = {3, 4, 6, 3};
+      break;
+    case 50:
+      blocks = {3, 4, 6, 3};
+      break;
+    case 101:
+      blocks = {3, 4, 23, 3};
+      break;
+    default:
+      blocks = {3, 8, 36, 3};
+      break;
   }
   CnnBuilder b{a, image, 3, {}};
   b.Conv("conv1", 64, 7, 2, true, true);
@@ -314,8 +332,8 @@ const TransformerPreset kTransformers[] = {
     {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, true, false}},
 };
 
-const char* const kCnnArchs[] = {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
-                                 "vgg16"};
+const char* const kCnnArchs[] = {"resnet18",  "resnet34",  "resnet50",
+                                 "resnet101", "resnet152", "vgg16"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
@@ -385,7 +403,8 @@ absl::StatusOr<Workload> PresetWorkload(std::string_view name) {
       return w;
     }
   }
-  return absl::NotFoundError(absl::StrCat("unknown workload preset '", std::string(name), "'; use one of ",
+  return absl::NotFoundError(absl::StrCat("unknown workload preset '", std::string(name),
+                                          "'; use one of ",
                                           absl::StrJoin(PresetWorkloadNames(), ", ")));
 }
 
@@ -407,9 +426,9 @@ class TomlReader {
                          const std::set<std::string>& allowed) const {
     for (const auto& [key, node] : table) {
       if (!allowed.count(std::string(key.str()))) {
-        return Error(&node, absl::StrCat("unknown key '", std::string(key.str()), "' in ", where),
-                     absl::StrCat("use one of: ",
-                                  absl::StrJoin(allowed.begin(), allowed.end(), ", ")));
+        return Error(
+            &node, absl::StrCat("unknown key '", std::string(key.str()), "' in ", where),
+            absl::StrCat("use one of: ", absl::StrJoin(allowed.begin(), allowed.end(), ", ")));
       }
     }
     return absl::OkStatus();
@@ -502,8 +521,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
         absl::StrCat(source_name, ":", e.source().begin.line, ": ", std::string(e.description()),
                      "; fix the TOML syntax (see examples/workloads/*.toml)"));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ":1: ", e.what(),
-                                                   "; fix the TOML syntax"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ":1: ", e.what(), "; fix the TOML syntax"));
   }
   if (auto st = rd.CheckKeys(root, "the top level", {"name", "model", "training", "batch"});
       !st.ok()) {
@@ -522,22 +541,38 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                     "add [model] with family = \"transformer\" | \"cnn\" | \"generic\" or "
                     "preset = \"gpt-125m\"");
   }
-  const toml::table& training = root["training"].as_table() ? *root["training"].as_table()
-                                                            : kEmptyTable;
+  const toml::table& training =
+      root["training"].as_table() ? *root["training"].as_table() : kEmptyTable;
   const toml::table& batch = root["batch"].as_table() ? *root["batch"].as_table() : kEmptyTable;
 
   if (auto st = rd.CheckKeys(*model, "[model]",
-                             {"family", "preset", "layers", "hidden", "heads", "kv_heads", "ffn",
-                              "seq_len", "vocab", "gated_mlp", "tied_embeddings",
-                              "flash_attention", "learned_positions", "arch", "image_size",
-                              "num_classes", "parameters", "forward_flops_per_sample",
-                              "activation_bytes_per_sample", "num_layers", "input_bytes_per_sample"});
+                             {"family",
+                              "preset",
+                              "layers",
+                              "hidden",
+                              "heads",
+                              "kv_heads",
+                              "ffn",
+                              "seq_len",
+                              "vocab",
+                              "gated_mlp",
+                              "tied_embeddings",
+                              "flash_attention",
+                              "learned_positions",
+                              "arch",
+                              "image_size",
+                              "num_classes",
+                              "parameters",
+                              "forward_flops_per_sample",
+                              "activation_bytes_per_sample",
+                              "num_layers",
+                              "input_bytes_per_sample"});
       !st.ok()) {
     return st;
   }
-  if (auto st = rd.CheckKeys(training, "[training]",
-                             {"precision", "optimizer", "samples", "tokens", "epochs",
-                              "dataset_size"});
+  if (auto st =
+          rd.CheckKeys(training, "[training]",
+                       {"precision", "optimizer", "samples", "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -562,49 +597,68 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   // Precision first: the layer tables depend on it.
   ASSIGN_OR_RETURN(std::optional<std::string> precision, rd.String(training, "precision"));
   if (precision) {
-    if (*precision == "fp32") w.precision = Precision::kFp32;
-    else if (*precision == "bf16" || *precision == "bf16-autocast") w.precision = Precision::kBf16Autocast;
-    else if (*precision == "fp16" || *precision == "fp16-autocast") w.precision = Precision::kFp16Autocast;
-    else if (*precision == "bf16-mixed") w.precision = Precision::kBf16Mixed;
+    if (*precision == "fp32")
+      w.precision = Precision::kFp32;
+    else if (*precision == "bf16" || *precision == "bf16-autocast")
+      w.precision = Precision::kBf16Autocast;
+    else if (*precision == "fp16" || *precision == "fp16-autocast")
+      w.precision = Precision::kFp16Autocast;
+    else if (*precision == "bf16-mixed")
+      w.precision = Precision::kBf16Mixed;
     else
-      return rd.Error(training.get("precision"), absl::StrCat("unknown precision '", *precision, "'"),
+      return rd.Error(training.get("precision"),
+                      absl::StrCat("unknown precision '", *precision, "'"),
                       "use fp32, bf16-autocast (PyTorch AMP), fp16-autocast or bf16-mixed "
                       "(Megatron/DeepSpeed: 16-bit weights, fp32 master copy)");
   }
   ASSIGN_OR_RETURN(std::optional<std::string> optimizer, rd.String(training, "optimizer"));
   if (optimizer) {
-    if (*optimizer == "adamw") w.optimizer = OptimizerKind::kAdamW;
-    else if (*optimizer == "adam") w.optimizer = OptimizerKind::kAdam;
-    else if (*optimizer == "sgd-momentum" || *optimizer == "sgd_momentum") w.optimizer = OptimizerKind::kSgdMomentum;
-    else if (*optimizer == "sgd") w.optimizer = OptimizerKind::kSgd;
+    if (*optimizer == "adamw")
+      w.optimizer = OptimizerKind::kAdamW;
+    else if (*optimizer == "adam")
+      w.optimizer = OptimizerKind::kAdam;
+    else if (*optimizer == "sgd-momentum" || *optimizer == "sgd_momentum")
+      w.optimizer = OptimizerKind::kSgdMomentum;
+    else if (*optimizer == "sgd")
+      w.optimizer = OptimizerKind::kSgd;
     else
-      return rd.Error(training.get("optimizer"), absl::StrCat("unknown optimizer '", *optimizer, "'"),
+      return rd.Error(training.get("optimizer"),
+                      absl::StrCat("unknown optimizer '", *optimizer, "'"),
                       "use adamw, adam, sgd-momentum or sgd");
   }
 
   std::string fam = family ? *family
                            : (preset ? (w.family == ModelFamily::kTransformer ? "transformer"
-                                        : w.family == ModelFamily::kCnn     ? "cnn"
-                                                                            : "generic")
+                                        : w.family == ModelFamily::kCnn       ? "cnn"
+                                                                              : "generic")
                                      : "");
   if (fam.empty()) {
-    return rd.Error(model, "[model] needs 'family' or 'preset'",
-                    "add family = \"transformer\" (or \"cnn\", \"generic\") or preset = \"gpt-125m\"");
+    return rd.Error(
+        model, "[model] needs 'family' or 'preset'",
+        "add family = \"transformer\" (or \"cnn\", \"generic\") or preset = \"gpt-125m\"");
   }
   if (fam == "transformer") {
     w.family = ModelFamily::kTransformer;
     TransformerShape& t = w.transformer;
-    struct IntKey { const char* key; int* field; int64_t min, max; };
+    struct IntKey {
+      const char* key;
+      int* field;
+      int64_t min, max;
+    };
     const IntKey keys[] = {{"layers", &t.layers, 1, 100000}, {"hidden", &t.hidden, 1, 1 << 20},
-                           {"heads", &t.heads, 1, 1 << 16},   {"kv_heads", &t.kv_heads, 1, 1 << 16},
-                           {"ffn", &t.ffn, 1, 1 << 24},       {"seq_len", &t.seq_len, 1, 1 << 24},
+                           {"heads", &t.heads, 1, 1 << 16},  {"kv_heads", &t.kv_heads, 1, 1 << 16},
+                           {"ffn", &t.ffn, 1, 1 << 24},      {"seq_len", &t.seq_len, 1, 1 << 24},
                            {"vocab", &t.vocab, 1, 1 << 24}};
     for (const IntKey& k : keys) {
       ASSIGN_OR_RETURN(std::optional<int64_t> v, rd.Integer(*model, k.key, k.min, k.max));
       if (v) *k.field = static_cast<int>(*v);
     }
-    struct BoolKey { const char* key; bool* field; };
-    const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp}, {"tied_embeddings", &t.tied_embeddings},
+    struct BoolKey {
+      const char* key;
+      bool* field;
+    };
+    const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp},
+                             {"tied_embeddings", &t.tied_embeddings},
                              {"flash_attention", &t.flash_attention},
                              {"learned_positions", &t.learned_positions}};
     for (const BoolKey& k : bools) {
@@ -622,14 +676,16 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       }
     }
     if (t.hidden % t.heads != 0) {
-      return rd.Error(model->get("heads") ? model->get("heads") : model,
-                      absl::StrCat("hidden (", t.hidden, ") is not a multiple of heads (", t.heads, ")"),
-                      "choose heads that divide hidden");
+      return rd.Error(
+          model->get("heads") ? model->get("heads") : model,
+          absl::StrCat("hidden (", t.hidden, ") is not a multiple of heads (", t.heads, ")"),
+          "choose heads that divide hidden");
     }
     if (t.heads % t.kv_heads != 0) {
-      return rd.Error(model->get("kv_heads") ? model->get("kv_heads") : model,
-                      absl::StrCat("heads (", t.heads, ") is not a multiple of kv_heads (", t.kv_heads, ")"),
-                      "choose kv_heads that divide heads");
+      return rd.Error(
+          model->get("kv_heads") ? model->get("kv_heads") : model,
+          absl::StrCat("heads (", t.heads, ") is not a multiple of kv_heads (", t.kv_heads, ")"),
+          "choose kv_heads that divide heads");
     }
     if (!preset) SetDefaultsForTransformer(w);
     BuildTransformerLayers(w);
@@ -660,12 +716,17 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   } else if (fam == "generic") {
     w.family = ModelFamily::kGeneric;
     ASSIGN_OR_RETURN(std::optional<double> params, rd.Number(*model, "parameters", 1, 1e15));
-    ASSIGN_OR_RETURN(std::optional<double> flops, rd.Number(*model, "forward_flops_per_sample", 1, 1e21));
-    ASSIGN_OR_RETURN(std::optional<double> act, rd.Number(*model, "activation_bytes_per_sample", 0, 1e15));
+    ASSIGN_OR_RETURN(std::optional<double> flops,
+                     rd.Number(*model, "forward_flops_per_sample", 1, 1e21));
+    ASSIGN_OR_RETURN(std::optional<double> act,
+                     rd.Number(*model, "activation_bytes_per_sample", 0, 1e15));
     ASSIGN_OR_RETURN(std::optional<int64_t> nl, rd.Integer(*model, "num_layers", 1, 100000));
-    ASSIGN_OR_RETURN(std::optional<double> inb, rd.Number(*model, "input_bytes_per_sample", 0, 1e12));
-    const char* missing = !params ? "parameters" : !flops ? "forward_flops_per_sample"
-                                             : !act ? "activation_bytes_per_sample" : nullptr;
+    ASSIGN_OR_RETURN(std::optional<double> inb,
+                     rd.Number(*model, "input_bytes_per_sample", 0, 1e12));
+    const char* missing = !params  ? "parameters"
+                          : !flops ? "forward_flops_per_sample"
+                          : !act   ? "activation_bytes_per_sample"
+                                   : nullptr;
     if (missing != nullptr) {
       return rd.Error(model, absl::StrCat("generic model needs '", missing, "'"),
                       absl::StrCat("add ", missing, " = <number> to [model]"));
@@ -716,7 +777,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   if (samples) w.samples = *samples;
   if (tokens) {
     if (w.family != ModelFamily::kTransformer) {
-      return rd.Error(training.get("tokens"), "'tokens' needs a transformer (tokens per sample = seq_len)",
+      return rd.Error(training.get("tokens"),
+                      "'tokens' needs a transformer (tokens per sample = seq_len)",
                       "use samples = ... or epochs = ... with dataset_size = ...");
     }
     w.samples = *tokens / w.transformer.seq_len;
@@ -753,8 +815,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     w.min_global_batch = w.max_global_batch = w.reference_global_batch;
   }
   if (w.min_global_batch > w.max_global_batch) {
-    return rd.Error(batch.get("min"), absl::StrCat("min (", w.min_global_batch, ") > max (",
-                                                   w.max_global_batch, ")"),
+    return rd.Error(batch.get("min"),
+                    absl::StrCat("min (", w.min_global_batch, ") > max (", w.max_global_batch, ")"),
                     "make min <= max");
   }
   if (w.reference_global_batch < w.min_global_batch ||

@@ -39,10 +39,10 @@ struct TransformerShape {
   int ffn = 0;       // intermediate size of the MLP
   int seq_len = 0;
   int vocab = 0;
-  bool gated_mlp = false;        // SwiGLU: three MLP matrices instead of two
-  bool tied_embeddings = false;  // output projection shares the embedding matrix
-  bool flash_attention = true;   // fused attention: no s x s score matrix is stored
-  bool learned_positions = true; // GPT-2 style position embedding table (Llama: rotary, none)
+  bool gated_mlp = false;         // SwiGLU: three MLP matrices instead of two
+  bool tied_embeddings = false;   // output projection shares the embedding matrix
+  bool flash_attention = true;    // fused attention: no s x s score matrix is stored
+  bool learned_positions = true;  // GPT-2 style position embedding table (Llama: rotary, none)
 };
 
 // One GEMM of a layer, per sample: C[m x n] = A[m x k] B[k x n]; m scales with

@@ -5,9 +5,9 @@
 // configurations one by one without the search's memoisation (Evaluate()).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <cstdio>
 #include <vector>
 
 #include "tuner/hardware_profile.h"
@@ -101,18 +101,20 @@ int main(int argc, char** argv) {
   std::printf("  step %.3f s, %.1f days, cost %.0f, %.1f GiB per GPU\n",
               last.best.prediction.step_time_s, last.best.prediction.time_to_solution_s / 86400,
               last.best.prediction.cost, last.best.prediction.memory_per_gpu_bytes / 1073741824.0);
-  std::printf("considered %.0f configurations: %llu scored (%llu feasible), %llu ruled out by the "
-              "memory bound; pareto front %zu\n",
-              considered, static_cast<unsigned long long>(last.evaluated),
-              static_cast<unsigned long long>(last.feasible),
-              static_cast<unsigned long long>(last.pruned), last.pareto.size());
-  std::printf("search: median %.1f ms CPU of %zu runs (min %.1f ms; wall median %.1f ms), "
-              "%.2f M candidates/s\n",
-              median * 1e3, times.size(), times.front() * 1e3, walls[walls.size() / 2] * 1e3,
-              rate / 1e6);
-  std::printf("baseline (Evaluate one by one, no memoisation): %.3f M candidates/s -> "
-              "%.1f s for the same search; speed-up %.0fx\n",
-              base_rate / 1e6, considered / base_rate, rate / base_rate);
+  std::printf(
+      "considered %.0f configurations: %llu scored (%llu feasible), %llu ruled out by the "
+      "memory bound; pareto front %zu\n",
+      considered, static_cast<unsigned long long>(last.evaluated),
+      static_cast<unsigned long long>(last.feasible), static_cast<unsigned long long>(last.pruned),
+      last.pareto.size());
+  std::printf(
+      "search: median %.1f ms CPU of %zu runs (min %.1f ms; wall median %.1f ms), "
+      "%.2f M candidates/s\n",
+      median * 1e3, times.size(), times.front() * 1e3, walls[walls.size() / 2] * 1e3, rate / 1e6);
+  std::printf(
+      "baseline (Evaluate one by one, no memoisation): %.3f M candidates/s -> "
+      "%.1f s for the same search; speed-up %.0fx\n",
+      base_rate / 1e6, considered / base_rate, rate / base_rate);
   std::printf("target 200 ms: %s (%.2f of target)%s\n", median <= 0.2 ? "MET" : "MISSED",
               median / 0.2, sink < 0 ? "" : "");
   return median <= 0.2 ? 0 : 2;

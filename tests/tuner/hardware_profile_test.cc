@@ -35,8 +35,8 @@ TEST(BuiltinProfileTest, GemmRateGrowsWithSizeAndSaturates) {
   const double big = GemmTflops(*hw, DType::kBf16, 8192, 8192, 8192);
   EXPECT_LT(small, mid);
   EXPECT_LT(mid, big);
-  EXPECT_GT(big, 600);   // measured 790-890 on this project's H100s
-  EXPECT_LT(big, 990);   // never above the datasheet peak
+  EXPECT_GT(big, 600);  // measured 790-890 on this project's H100s
+  EXPECT_LT(big, 990);  // never above the datasheet peak
   EXPECT_LT(GemmTflops(*hw, DType::kFp32, 8192, 8192, 8192), big / 10);
 }
 
@@ -48,12 +48,11 @@ TEST(CollectiveTest, IntraInterAndRails) {
   const double intra = CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 8, 8);
   const double inter1 = CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 16, 1);
   const double inter8 = CollectiveTime(*hw, CollectiveOp::kAllReduce, bytes, 16, 8);
-  EXPECT_LT(intra, inter8);  // NVLink beats the network
+  EXPECT_LT(intra, inter8);   // NVLink beats the network
   EXPECT_LT(inter8, inter1);  // eight rails beat one
   // Bus-bandwidth convention: all-gather moves half an all-reduce's bytes.
   const double ag = CollectiveTime(*hw, CollectiveOp::kAllGather, bytes, 8, 8);
-  EXPECT_NEAR((ag - 0.6 * 15e-6 * (1 + 0.15 * 3)) * 2,
-              intra - 15e-6 * (1 + 0.15 * 3), 1e-9);
+  EXPECT_NEAR((ag - 0.6 * 15e-6 * (1 + 0.15 * 3)) * 2, intra - 15e-6 * (1 + 0.15 * 3), 1e-9);
 }
 
 constexpr char kReport[] = R"({
@@ -84,7 +83,8 @@ TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
   EXPECT_FALSE(hw->builtin);
   EXPECT_THAT(hw->Label(), ::testing::StartsWith("measured node01 2026-11-26T01:30:00Z"));
   // Inter-node figures were not measured: borrowed, and the label says so.
-  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("inter-node collectives from built-in profile h100-sxm"));
+  EXPECT_THAT(hw->Label(),
+              ::testing::HasSubstr("inter-node collectives from built-in profile h100-sxm"));
   EXPECT_EQ(hw->gpus_per_node, 2);
   EXPECT_EQ(hw->memory_bytes, 85029158912);
   EXPECT_DOUBLE_EQ(hw->memory_bandwidth_gbps, 2900.0);
@@ -113,7 +113,8 @@ TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
   bad_coll.replace(bad_coll.find("\"median_s\": 0.000025"), 20, "\"median_s\": -1.0000");
   bad = HardwareProfileFromProbeReport(bad_coll, "c.json");
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("c.json: $.collectives[0]"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("c.json: $.collectives[0]"));
 }
 
 }  // namespace
@@ -137,9 +138,10 @@ TEST(ProbeReportTest, LatencyOverRanksExtrapolatedWithPmnf) {
     for (double bytes : {1e6, 1e8}) {
       if (!first) report += ",";
       first = false;
-      report += "{\"op\": \"all_reduce\", \"scope\": \"inter_node\", \"ranks\": " + std::to_string(r) +
-                ", \"nodes\": " + std::to_string(r) + ", \"bytes\": " + std::to_string(bytes) +
-                ", \"median_s\": " + std::to_string(lat + bytes * 2.0 * (r - 1) / r / 40e9) + "}";
+      report +=
+          "{\"op\": \"all_reduce\", \"scope\": \"inter_node\", \"ranks\": " + std::to_string(r) +
+          ", \"nodes\": " + std::to_string(r) + ", \"bytes\": " + std::to_string(bytes) +
+          ", \"median_s\": " + std::to_string(lat + bytes * 2.0 * (r - 1) / r / 40e9) + "}";
     }
   }
   report += "]}";

@@ -87,9 +87,10 @@ TEST(MemoryValidationTest, PeakAllocatedWithin15PercentOfPyTorch) {
     const double err = (r.predicted - r.measured) / r.measured;
     worst = std::max(worst, std::abs(err));
     sum += std::abs(err);
-    std::printf("%-9s %-6s x%d mb%-3d ga%-2d rc%d measured %7.2f GiB predicted %7.2f GiB %+6.1f%%\n",
-                r.model.c_str(), r.mode.c_str(), r.world, r.micro_batch, r.grad_accum, r.recompute,
-                r.measured / (1 << 30), r.predicted / (1 << 30), 100 * err);
+    std::printf(
+        "%-9s %-6s x%d mb%-3d ga%-2d rc%d measured %7.2f GiB predicted %7.2f GiB %+6.1f%%\n",
+        r.model.c_str(), r.mode.c_str(), r.world, r.micro_batch, r.grad_accum, r.recompute,
+        r.measured / (1 << 30), r.predicted / (1 << 30), 100 * err);
     // DDP rows get 20 %: PyTorch's Reducer added between 0 and 8 bytes per
     // parameter over the single-GPU peak of the same configuration in these
     // runs (its bucket rebuild after the first iteration, and DDP objects of

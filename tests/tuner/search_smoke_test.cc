@@ -24,7 +24,8 @@ TEST(SearchSmokeTest, EveryExampleWorkloadGetsAPlan) {
   auto hw = BuiltinHardwareProfile("h100-sxm");
   ASSERT_TRUE(hw.ok());
   for (const char* name : {"gpt-125m", "gpt-1.3b", "resnet50", "generic"}) {
-    const std::string path = std::string(XDEEP_SOURCE_DIR) + "/examples/workloads/" + name + ".toml";
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/examples/workloads/" + name + ".toml";
     auto w = ParseWorkloadToml(ReadFile(path), path);
     ASSERT_TRUE(w.ok()) << w.status();
     for (Objective o : {Objective::kCost, Objective::kTime}) {
@@ -36,9 +37,9 @@ TEST(SearchSmokeTest, EveryExampleWorkloadGetsAPlan) {
       ASSERT_TRUE(r.ok()) << name << ": " << r.status();
       const Candidate& b = r->best;
       std::cout << name << " [" << ObjectiveName(o) << "] " << StrategyName(b.config) << " on "
-                << b.config.nodes << "x" << b.config.gpus_per_node << ", mb " << b.config.micro_batch
-                << " x ga " << b.config.grad_accum << " = " << b.config.global_batch
-                << (b.config.recompute ? ", recompute" : "") << ": step "
+                << b.config.nodes << "x" << b.config.gpus_per_node << ", mb "
+                << b.config.micro_batch << " x ga " << b.config.grad_accum << " = "
+                << b.config.global_batch << (b.config.recompute ? ", recompute" : "") << ": step "
                 << b.prediction.step_time_s << " s, " << b.prediction.time_to_solution_s / 3600
                 << " h, cost " << b.prediction.cost << ", "
                 << b.prediction.memory_per_gpu_bytes / 1e9 << " GB/GPU\n";

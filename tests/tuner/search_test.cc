@@ -60,7 +60,8 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
                     if (w.batch_may_change) {
                       if ((ga & (ga - 1)) != 0) continue;  // powers of two
                       if (c.global_batch < w.min_global_batch ||
-                          c.global_batch > w.max_global_batch) continue;
+                          c.global_batch > w.max_global_batch)
+                        continue;
                     } else if (c.global_batch != w.reference_global_batch) {
                       continue;
                     }
@@ -253,7 +254,8 @@ TEST(SearchTest, TimeObjectiveIsFasterCostObjectiveCheaper) {
   EXPECT_GT(time->best.config.TotalGpus(), cost->best.config.TotalGpus());
   // Cost under a deadline halfway between the two: feasible, within it.
   l.objective = Objective::kCostUnderDeadline;
-  l.deadline_s = (cost->best.prediction.time_to_solution_s + time->best.prediction.time_to_solution_s) / 2;
+  l.deadline_s =
+      (cost->best.prediction.time_to_solution_s + time->best.prediction.time_to_solution_s) / 2;
   auto mid = Search(*w, *hw, l);
   ASSERT_TRUE(mid.ok());
   EXPECT_LE(mid->best.prediction.time_to_solution_s, l.deadline_s);
@@ -338,7 +340,8 @@ TEST(SearchTest, ThousandNodesCompletes) {
   EXPECT_FALSE(r->pareto.empty());
   // The Pareto front is ordered by time with falling cost.
   for (size_t i = 1; i < r->pareto.size(); ++i) {
-    EXPECT_GT(r->pareto[i].prediction.time_to_solution_s, r->pareto[i - 1].prediction.time_to_solution_s);
+    EXPECT_GT(r->pareto[i].prediction.time_to_solution_s,
+              r->pareto[i - 1].prediction.time_to_solution_s);
     EXPECT_LT(r->pareto[i].prediction.cost, r->pareto[i - 1].prediction.cost);
   }
 }

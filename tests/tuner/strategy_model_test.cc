@@ -93,8 +93,7 @@ TEST(StrategyMemoryTest, PipelineHoldsWarmupMicroBatches) {
   const Workload w8 = SimpleGeneric(8);
   c.schedule = PipelineSchedule::kInterleaved;
   c.virtual_stages = 2;
-  EXPECT_DOUBLE_EQ(EstimateMemory(w8, SimpleProfile(), c).PeakAllocated(),
-                   9 * P + 2.5 * 2 * A / 2);
+  EXPECT_DOUBLE_EQ(EstimateMemory(w8, SimpleProfile(), c).PeakAllocated(), 9 * P + 2.5 * 2 * A / 2);
 }
 
 TEST(StrategyMemoryTest, RecomputationKeepsLayerInputs) {

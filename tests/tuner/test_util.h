@@ -34,17 +34,20 @@ inline HardwareProfile SimpleProfile(double tflops = 100, double intra_gbps = 10
 // Generic model: 1e9 parameters in `layers` layers, 2e12 forward FLOPs and
 // 1e9 saved activation bytes per sample; bf16 autocast, AdamW.
 inline Workload SimpleGeneric(int layers = 10) {
-  const std::string text = "name = \"simple\"\n"
-                           "[model]\n"
-                           "family = \"generic\"\n"
-                           "parameters = 1e9\n"
-                           "forward_flops_per_sample = 2e12\n"
-                           "activation_bytes_per_sample = 1e9\n"
-                           "num_layers = " + std::to_string(layers) + "\n"
-                           "[training]\n"
-                           "samples = 1e6\n"
-                           "[batch]\n"
-                           "global = 64\n";
+  const std::string text =
+      "name = \"simple\"\n"
+      "[model]\n"
+      "family = \"generic\"\n"
+      "parameters = 1e9\n"
+      "forward_flops_per_sample = 2e12\n"
+      "activation_bytes_per_sample = 1e9\n"
+      "num_layers = " +
+      std::to_string(layers) +
+      "\n"
+      "[training]\n"
+      "samples = 1e6\n"
+      "[batch]\n"
+      "global = 64\n";
   return *ParseWorkloadToml(text, "simple.toml");
 }
 

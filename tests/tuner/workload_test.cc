@@ -20,7 +20,8 @@ std::string ReadFile(const std::string& path) {
 
 TEST(WorkloadTest, ParsesEveryExample) {
   for (const char* name : {"gpt-125m", "gpt-1.3b", "resnet50", "generic"}) {
-    const std::string path = std::string(XDEEP_SOURCE_DIR) + "/examples/workloads/" + name + ".toml";
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/examples/workloads/" + name + ".toml";
     const std::string text = ReadFile(path);
     ASSERT_FALSE(text.empty()) << path;
     auto w = ParseWorkloadToml(text, path);
@@ -50,7 +51,10 @@ TEST(WorkloadTest, ResNet50ParameterCountMatchesTorchvision) {
 }
 
 TEST(WorkloadTest, Vgg16AndResNetsKnownSizes) {
-  struct Case { const char* name; double params; };
+  struct Case {
+    const char* name;
+    double params;
+  };
   for (Case c : {Case{"vgg16", 138357544}, Case{"resnet18", 11689512}, Case{"resnet101", 44549160},
                  Case{"resnet152", 60192808}}) {
     auto w = PresetWorkload(c.name);
@@ -78,28 +82,33 @@ TEST(WorkloadTest, WrongTypeAndRange) {
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()),
               testing::HasSubstr("t.toml:3: 'layers' must be an integer; write e.g. layers ="));
-  w = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\n[batch]\nmin = 512\nmax = 256\n", "r.toml");
+  w = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\n[batch]\nmin = 512\nmax = 256\n",
+                        "r.toml");
   ASSERT_FALSE(w.ok());
-  EXPECT_THAT(std::string(w.status().message()), testing::HasSubstr("r.toml:4: min (512) > max (256)"));
+  EXPECT_THAT(std::string(w.status().message()),
+              testing::HasSubstr("r.toml:4: min (512) > max (256)"));
 }
 
 TEST(WorkloadTest, MissingRequiredFieldSaysWhatToAdd) {
   auto w = ParseWorkloadToml("[model]\nfamily = \"transformer\"\nlayers = 2\n", "m.toml");
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()),
-              testing::HasSubstr("m.toml:1: transformer needs 'hidden'; add hidden = <integer> to [model]"));
+              testing::HasSubstr(
+                  "m.toml:1: transformer needs 'hidden'; add hidden = <integer> to [model]"));
 }
 
 TEST(WorkloadTest, TrainingLengthForms) {
   auto a = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\n[training]\ntokens = 1024e6\n", "a");
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_DOUBLE_EQ(a->samples, 1e6);
-  auto b = ParseWorkloadToml("[model]\npreset = \"resnet50\"\n[training]\nepochs = 2\ndataset_size = 1000\n", "b");
+  auto b = ParseWorkloadToml(
+      "[model]\npreset = \"resnet50\"\n[training]\nepochs = 2\ndataset_size = 1000\n", "b");
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_DOUBLE_EQ(b->samples, 2000);
   auto c = ParseWorkloadToml("[model]\npreset = \"resnet50\"\n[training]\nepochs = 2\n", "c");
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(std::string(c.status().message()), testing::HasSubstr("c:4: 'epochs' needs 'dataset_size'"));
+  EXPECT_THAT(std::string(c.status().message()),
+              testing::HasSubstr("c:4: 'epochs' needs 'dataset_size'"));
 }
 
 TEST(WorkloadTest, BatchBoundsAndNoiseScale) {
