@@ -16,8 +16,6 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,21 +95,12 @@ double SamplesNeeded(const Workload& w, int64_t global_batch) {
 
 namespace {
 
-struct Scored {
-  Prediction p;
-  double memory_total = 0;
-  double memory_capacity = 0;
-};
-
-Scored ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configuration& c,
-                 double ideal, double memory_total, const StepTime& t) {
+Prediction ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configuration& c,
+                     double ideal, double memory_total, const StepTime& t) {
   const Workload& w = model.workload();
-  const HardwareProfile& hw = model.hardware();
-  Scored s;
-  s.memory_total = memory_total;
-  s.memory_capacity = static_cast<double>(hw.memory_bytes);
-  s.p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(memory_total));
-  Prediction& p = s.p;
+  Prediction p;
+  // 0 = not computed here; the search fills it in for the candidates it keeps.
+  p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(memory_total));
   p.step_time_s = t.total_s;
   p.compute_s = t.compute_s;
   p.exposed_comm_s = t.exposed_comm_s;
@@ -125,7 +114,7 @@ Scored ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configu
   p.cost = limits.price_per_node_hour > 0 ? hours * c.nodes * limits.price_per_node_hour
                                           : hours * c.TotalGpus() * limits.price_per_gpu_hour;
   p.parallel_efficiency = t.total_s > 0 ? ideal * c.global_batch / (c.TotalGpus() * t.total_s) : 0;
-  return s;
+  return p;
 }
 
 bool Lower(Objective o, const Prediction& a, const Prediction& b) {
@@ -153,8 +142,7 @@ Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLi
                     const Configuration& c) {
   StrategyModel model(w, hw);
   return ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c).Total(),
-                   model.Time(c))
-      .p;
+                   model.Time(c));
 }
 
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
@@ -460,8 +448,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       timed = true;
                     }
                     Prediction p = ScoreWith(model, limits, c, ideal, all_fit ? 0 : mem,
-                                             StrategyModel::WithAccumulation(base_time, ga))
-                                       .p;
+                                             StrategyModel::WithAccumulation(base_time, ga));
                     if (limits.budget > 0 && p.cost > limits.budget) {
                       reject(kBudget, c, p, [&] {
                         return absl::StrCat("budget: costs ", Money(p.cost), " > ",
