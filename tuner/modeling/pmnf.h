@@ -12,10 +12,16 @@
 // single-parameter model; the non-constant winners are combined into product,
 // sum and (for 2-3 parameters) mixed hypotheses, refitted on all points, and
 // the lowest in-sample SMAPE wins (starting from the full product).
+//
+// ModelerOptions::ExtraP() (the default) follows these rules exactly; see
+// tests/tuner/modeling/extrap_conformance_test.cc. ModelerOptions::Robust()
+// departs from them where noisy, sparse probe plans need it (relative least
+// squares, joint exponent search, BIC); see the options below.
 #ifndef XDEEP_TUNER_MODELING_PMNF_H_
 #define XDEEP_TUNER_MODELING_PMNF_H_
 
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tuner/modeling/model.h"
@@ -45,6 +51,7 @@ struct ModelerOptions {
   // line (Extra-P), search exponent combinations and structures jointly on
   // all points, scored by BIC. Robust on sparse plans; ~ms per fit.
   bool joint_exponent_search = false;
+  double epsilon = 0.0005;  // minimum term contribution (Extra-P's)
 
   // Extra-P's defaults: selects exactly what Extra-P 4.2 selects.
   static ModelerOptions ExtraP() { return {}; }
@@ -57,7 +64,6 @@ struct ModelerOptions {
     o.joint_exponent_search = true;
     return o;
   }
-  double epsilon = 0.0005;  // minimum term contribution
 };
 
 // Fits f(x) for one parameter (coordinate size 1). Needs >= 1 point; Extra-P
@@ -77,8 +83,9 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
 
 // The `count` best hypotheses of the joint search (relative least squares if
 // set, BIC), best first; any number of parameters. Where they disagree the
-// data do not pin the model down: the sampling planner probes there, and the
-// search can check how much a prediction depends on the model choice.
+// data do not pin the model down: the search can check how much a
+// prediction depends on the model choice (and the planner can probe there,
+// PlannerOptions::committee_size).
 absl::StatusOr<std::vector<Model>> FitAlternatives(
     std::span<const Measurement> points, int count,
     const ModelerOptions& options = ModelerOptions::Robust());
