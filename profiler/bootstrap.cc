@@ -10,8 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -187,16 +189,46 @@ absl::StatusOr<std::string> RunRoot(const DistEnv& env, const std::string& blob,
   return blob;
 }
 
+// NodeAddr of a Slurm node from `scontrol show node -o NAME`; empty if unknown.
+std::string SlurmNodeAddr(const std::string& name) {
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return "";  // never hand an odd name to the shell
+    }
+  }
+  const std::string cmd = absl::StrCat("timeout 5 scontrol show node -o ", name, " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  pclose(p);
+  const size_t at = out.find("NodeAddr=");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 9;
+  const size_t end = out.find_first_of(" \n", begin);
+  return out.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
 absl::StatusOr<std::string> RunPeer(const DistEnv& env, const Deadline& d) {
   std::string last_error = "no attempt";
+  std::string addr = env.master_addr;
+  bool asked_slurm = false;
   while (!d.Expired()) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     const std::string port = absl::StrCat(env.master_port);
-    if (int rc = getaddrinfo(env.master_addr.c_str(), port.c_str(), &hints, &res); rc != 0) {
-      last_error = absl::StrCat("cannot resolve ", env.master_addr, ": ", gai_strerror(rc));
+    if (int rc = getaddrinfo(addr.c_str(), port.c_str(), &hints, &res); rc != 0) {
+      last_error = absl::StrCat("cannot resolve ", addr, ": ", gai_strerror(rc));
+      if (env.master_is_slurm_node && !asked_slurm) {
+        asked_slurm = true;
+        if (std::string a = SlurmNodeAddr(env.master_addr); !a.empty()) {
+          addr = a;
+          continue;
+        }
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
@@ -235,8 +267,8 @@ absl::StatusOr<std::string> RunPeer(const DistEnv& env, const Deadline& d) {
     return blob;
   }
   return absl::DeadlineExceededError(absl::StrCat("rendezvous: rank ", env.rank,
-                                                  " could not reach rank 0 at ", env.master_addr,
-                                                  ":", env.master_port, " (", last_error, ")"));
+                                                  " could not reach rank 0 at ", addr, ":",
+                                                  env.master_port, " (", last_error, ")"));
 }
 
 }  // namespace
@@ -315,6 +347,7 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment(const EnvLookup& lookup) {
       absl::StatusOr<std::string> first = FirstHostOfNodelist(nodelist);
       if (!first.ok()) return first.status();
       env.master_addr = *first;
+      env.master_is_slurm_node = true;
     }
     // Two probe steps of different jobs may share a node: derive the port from the
     // job and step ids so they do not collide (MASTER_PORT overrides).
@@ -325,7 +358,10 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment(const EnvLookup& lookup) {
   } else {
     return env;  // one process, nothing to discover
   }
-  if (const char* addr = Get(lookup, "MASTER_ADDR")) env.master_addr = addr;
+  if (const char* addr = Get(lookup, "MASTER_ADDR")) {
+    env.master_addr = addr;
+    env.master_is_slurm_node = false;
+  }
   absl::StatusOr<int> port = GetInt(lookup, "MASTER_PORT", env.master_port, false);
   if (!port.ok()) return port.status();
   env.master_port = *port;

@@ -30,6 +30,10 @@ struct DistEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source = "single";  // single | env | slurm
+  // master_addr is a Slurm node name (first of the step's nodelist). A NodeName need
+  // not resolve (NodeAddr may differ, as with several slurmd on one host): peers then
+  // ask Slurm for the node's address (scontrol show node).
+  bool master_is_slurm_node = false;
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

@@ -58,8 +58,20 @@ TEST(DistEnvTest, FromSlurm) {
   EXPECT_EQ(e->local_size, 4);
   EXPECT_EQ(e->nodes, 2);
   EXPECT_EQ(e->master_addr, "gpu12");
+  // A Slurm NodeName: peers ask scontrol for its NodeAddr if it does not resolve.
+  EXPECT_TRUE(e->master_is_slurm_node);
   EXPECT_GE(e->master_port, 20000);
   EXPECT_LT(e->master_port, 40000);
+}
+
+TEST(DistEnvTest, MasterAddrOverridesTheSlurmNode) {
+  absl::StatusOr<DistEnv> e = DistEnvFromEnvironment(Env({{"SLURM_PROCID", "0"},
+                                                          {"SLURM_NTASKS", "2"},
+                                                          {"SLURM_STEP_NODELIST", "n[1-2]"},
+                                                          {"MASTER_ADDR", "10.0.0.7"}}));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->master_addr, "10.0.0.7");
+  EXPECT_FALSE(e->master_is_slurm_node);
 }
 
 TEST(DistEnvTest, ExplicitVariablesWinAndAreValidated) {
