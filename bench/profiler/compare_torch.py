@@ -112,6 +112,59 @@ def cmd_gemm(args):
     json.dump(out, open(args.out, "w"), indent=2)
 
 
+def cmd_paired(args):
+    """Probe and torch per shape, alternating, each after the same idle settle time.
+
+    Run 2 showed the GPU's power state, set by what ran just before, moving one kernel's
+    rate by up to 16 %; timing whole sets one after the other compares two power
+    states. Here every measurement, of either side, starts after `--settle` seconds of
+    idle and warms 60 ms like the probe's harness, so the pair differs only in method.
+    """
+    import subprocess
+    import tempfile
+    import torch
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
+    shapes = []
+    for e in json.load(open(args.report))["gemm"]:
+        key = (e["m"], e["n"], e["k"], e["dtype"])
+        if key not in shapes:
+            shapes.append(key)
+    rows = []
+    tmp = tempfile.mkdtemp()
+    for m, n, k, dt in shapes:
+        torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
+        a = ((torch.rand(m, k, device="cuda") * 0.9 + 0.1) *
+             torch.where(torch.rand(m, k, device="cuda") < 0.5, -1.0, 1.0)).to(dtypes[dt])
+        b = ((torch.rand(k, n, device="cuda") * 0.9 + 0.1) *
+             torch.where(torch.rand(k, n, device="cuda") < 0.5, -1.0, 1.0)).to(dtypes[dt])
+        c = torch.empty(m, n, device="cuda", dtype=dtypes[dt])
+        fn = lambda: torch.matmul(a, b, out=c)
+        row = {"m": m, "n": n, "k": k, "dtype": dt, "probe_tflops": [], "torch_tflops": []}
+        for _ in range(args.rounds):
+            time.sleep(args.settle)
+            out = os.path.join(tmp, "p.json")
+            subprocess.run([args.probe, "compute", "--suite", "gpu", "--gemm", f"{m}x{n}x{k}",
+                            "--dtypes", dt, "--device-bytes", "16M", "--out", out],
+                           check=True, capture_output=True, timeout=120)
+            row["probe_tflops"].append(json.load(open(out))["gemm"][0]["tflops"])
+            time.sleep(args.settle)
+            warm_until = time.perf_counter() + 0.06
+            while time.perf_counter() < warm_until:
+                fn()
+                fn()
+                torch.cuda.synchronize()
+            s = timed_samples(fn, 1, 1, 3, torch)
+            batch = max(1, min(200, int(2e-3 / max(s[0], 1e-7) + 0.999)))
+            med = statistics.median(timed_samples(fn, batch, args.samples, 0, torch))
+            row["torch_tflops"].append(2.0 * m * n * k / med / 1e12)
+        rows.append(row)
+        print(f"paired {m}x{n}x{k} {dt}: probe {max(row['probe_tflops']):.1f} "
+              f"torch {max(row['torch_tflops']):.1f} TFLOP/s", flush=True)
+        del a, b, c
+    json.dump({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+               "settle_s": args.settle, "paired": rows}, open(args.out, "w"), indent=2)
+
+
 def batch_for(nbytes):
     # Same fixed batching as profiler/nccl/collective_probes.cc.
     if nbytes <= 1 << 20:
@@ -220,6 +273,13 @@ def main():
     a.add_argument("--max-bytes", type=int, default=1 << 30)
     a.add_argument("--factor", type=int, default=4)
     a.add_argument("--samples", type=int, default=10)
+    pr = sub.add_parser("paired", help="probe and torch alternating per shape (not yet run on a GPU)")
+    pr.add_argument("--report", required=True, help="a compute report naming the shapes")
+    pr.add_argument("--probe", required=True, help="xdeep-probe")
+    pr.add_argument("--out", required=True)
+    pr.add_argument("--rounds", type=int, default=2)
+    pr.add_argument("--settle", type=float, default=0.5)
+    pr.add_argument("--samples", type=int, default=20)
     s = sub.add_parser("summarize")
     s.add_argument("--compute")
     s.add_argument("--torch-gemm")
@@ -231,6 +291,8 @@ def main():
         return cmd_gemm(args)
     if args.cmd == "allreduce":
         return cmd_allreduce(args)
+    if args.cmd == "paired":
+        return cmd_paired(args)
     return cmd_summarize(args)
 
 
