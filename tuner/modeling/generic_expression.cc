@@ -184,6 +184,7 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
 
   GenericFit out;
   out.model = Model(data->dims, constant, kept);
+  out.model.set_relative_errors(true);  // fitted on relative residuals
   double misfit = 0.0, penalty = 0.0;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double r = (out.model.Evaluate(points[i].coordinate) - data->y(i)) / data->y(i);

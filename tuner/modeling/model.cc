@@ -41,7 +41,13 @@ double Model::Uncertainty(std::span<const double> x) const {
   for (size_t i = 0; i < k; ++i) {
     for (size_t j = 0; j < k; ++j) q += a[i] * covariance_[i * k + j] * a[j];
   }
-  return sigma * std::sqrt(1.0 + std::max(0.0, q));
+  q = std::max(0.0, q);
+  if (relative_) {
+    // Noise σ·|f(x)| of a new measurement plus the coefficients' part.
+    const double f = Evaluate(x);
+    return sigma * std::sqrt(q + f * f);
+  }
+  return sigma * std::sqrt(1.0 + q);
 }
 
 PredictionInterval Model::Predict(std::span<const double> x, double confidence) const {
@@ -95,26 +101,30 @@ void Model::ComputeStatistics(std::span<const Measurement> points) {
   quality_.num_points = static_cast<int>(n);
   quality_.num_coefficients = static_cast<int>(k);
   if (n == 0) return;
+  // Rows weighted by 1/|y| for relative errors (weighted least squares).
   Eigen::MatrixXd a(n, k);
   Eigen::VectorXd y(n), residual(n);
-  double rss = 0.0, smape = 0.0;
+  double rss = 0.0, weighted_rss = 0.0, smape = 0.0;
   for (Eigen::Index i = 0; i < n; ++i) {
     const Measurement& m = points[i];
-    a(i, 0) = 1.0;
-    for (Eigen::Index j = 1; j < k; ++j) a(i, j) = terms_[j - 1].Basis(m.coordinate);
     y(i) = m.Mean();
+    const double w = relative_ && y(i) != 0 ? 1.0 / std::abs(y(i)) : 1.0;
+    a(i, 0) = w;
+    for (Eigen::Index j = 1; j < k; ++j) a(i, j) = w * terms_[j - 1].Basis(m.coordinate);
     const double predicted = Evaluate(m.coordinate);
     residual(i) = y(i) - predicted;
     rss += residual(i) * residual(i);
+    weighted_rss += w * w * residual(i) * residual(i);
     const double abssum = std::abs(y(i)) + std::abs(predicted);
     if (abssum != 0.0) smape += std::abs(residual(i)) / abssum * 2;
   }
   quality_.in_sample_rss = rss;
   quality_.in_sample_smape = smape / static_cast<double>(n) * 100;
-  quality_.residual_stddev = n > k ? std::sqrt(rss / static_cast<double>(n - k)) : kNaN;
+  quality_.residual_stddev = n > k ? std::sqrt(weighted_rss / static_cast<double>(n - k)) : kNaN;
 
   // Covariance (AᵀA)⁺ = V S⁻² Vᵀ and the hat diagonal Σ U², which gives the
-  // exact leave-one-out residual e_i / (1 - h_ii) without n refits.
+  // exact leave-one-out residual e_i / (1 - h_ii) without n refits (also for
+  // weighted rows: the weight cancels).
   Eigen::JacobiSVD<Eigen::MatrixXd> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
   const Eigen::VectorXd& s = svd.singularValues();
   const double cutoff = std::numeric_limits<double>::epsilon() *

@@ -42,7 +42,8 @@ struct FitQuality {
   // NaN when there are no more points than coefficients.
   double loo_rss = kNaN;
   double loo_smape = kNaN;
-  // sqrt(in-sample RSS / (n - k)); NaN when n <= k.
+  // sqrt(in-sample RSS / (n - k)), of relative residuals for models fitted
+  // with relative errors; NaN when n <= k.
   double residual_stddev = kNaN;
   // The score the modeler ranked hypotheses by (lower is better): BIC in the
   // joint search, else SMAPE or RSS; NaN where not applicable.
@@ -88,6 +89,11 @@ class Model {
   // (AᵀA)⁺ of [constant, terms...], row-major, (1+terms)².
   void set_quality(const FitQuality& q) { quality_ = q; }
   void set_covariance(std::vector<double> unscaled) { covariance_ = std::move(unscaled); }
+  // Fitted on relative residuals (noise proportional to the value): the
+  // statistics then weight rows by 1/|y|, residual_stddev is relative, and
+  // Uncertainty() scales with the predicted value.
+  void set_relative_errors(bool relative) { relative_ = relative; }
+  bool relative_errors() const { return relative_; }
   // Computes in-sample, leave-one-out, residual and covariance figures of the
   // current coefficients on `points`; keeps rss/smape/ar2 as already set.
   void ComputeStatistics(std::span<const Measurement> points);
@@ -98,6 +104,7 @@ class Model {
   std::vector<ProductTerm> terms_;
   FitQuality quality_;
   std::vector<double> covariance_;
+  bool relative_ = false;
 };
 
 // Relative prediction errors |f(x) - y| / |y| of `model` at `points`.

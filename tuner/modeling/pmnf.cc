@@ -355,8 +355,9 @@ void MultiCoefficients(std::span<const Measurement> points, std::span<const doub
 }
 
 Model ToModel(int dims, const MultiHypothesis& h, std::span<const Measurement> points,
-              double constant_cost, bool is_constant) {
+              double constant_cost, bool is_constant, bool relative) {
   Model model(dims, h.constant, h.terms);
+  model.set_relative_errors(relative);
   FitQuality q;
   q.rss = h.rss;
   q.smape = h.smape;
@@ -566,6 +567,7 @@ absl::StatusOr<Model> FitSingleParameter(std::span<const Measurement> points,
   std::vector<ProductTerm> terms;
   if (!r.constant) terms.push_back(ProductTerm{r.c1, {Factor{0, r.term}}});
   Model model(1, r.c0, std::move(terms));
+  model.set_relative_errors(options.relative_least_squares);
   FitQuality q;
   q.rss = r.rss;
   q.smape = r.smape;
@@ -600,7 +602,8 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     for (size_t i = 0; i < y.size(); ++i) sq[i] = (y[i] - mean) * (y[i] - mean);
     const std::vector<MultiHypothesis> h = JointSearch(points, y, dims, options);
     if (h.empty()) return absl::InvalidArgumentError("too few points for any hypothesis");
-    return ToModel(static_cast<int>(dims), h[0], points, PairwiseSum(sq), h[0].terms.empty());
+    return ToModel(static_cast<int>(dims), h[0], points, PairwiseSum(sq), h[0].terms.empty(),
+                   options.relative_least_squares);
   }
   // Per-parameter single-parameter models on the best lines.
   struct Pair {
@@ -624,7 +627,7 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     MultiHypothesis h;
     h.constant = mean;
     ConstantCost(mean, y, &h.rss, &h.smape);
-    return ToModel(d, h, points, constant_cost, true);
+    return ToModel(d, h, points, constant_cost, true, options.relative_least_squares);
   }
   auto factor = [&](size_t i) { return Factor{pairs[i].param, pairs[i].fit.term}; };
   if (pairs.size() == 1) {
@@ -639,7 +642,8 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     MultiCost(points, y, &refit);
     const bool take_refit =
         options.compare_with_rss ? refit.rss < reused.rss : refit.smape < reused.smape;
-    return ToModel(d, take_refit ? refit : reused, points, constant_cost, false);
+    return ToModel(d, take_refit ? refit : reused, points, constant_cost, false,
+                   options.relative_least_squares);
   }
 
   // Hypotheses as lists of terms, each term a list of pair indices; Extra-P's order.
@@ -674,7 +678,7 @@ absl::StatusOr<Model> FitMultiParameter(std::span<const Measurement> points,
     if (!big_enough) continue;
     if (h.score < best.score) best = std::move(h);
   }
-  return ToModel(d, best, points, constant_cost, false);
+  return ToModel(d, best, points, constant_cost, false, options.relative_least_squares);
 }
 
 absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> points, int count,
@@ -691,7 +695,8 @@ absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> 
   std::vector<Model> out;
   for (const MultiHypothesis& h :
        JointSearch(points, y, dims, options, static_cast<size_t>(count))) {
-    out.push_back(ToModel(static_cast<int>(dims), h, points, PairwiseSum(sq), h.terms.empty()));
+    out.push_back(ToModel(static_cast<int>(dims), h, points, PairwiseSum(sq), h.terms.empty(),
+                          options.relative_least_squares));
   }
   if (out.empty()) return absl::InvalidArgumentError("too few points for any hypothesis");
   return out;

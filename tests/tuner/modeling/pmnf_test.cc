@@ -274,6 +274,32 @@ TEST(Model, UncertaintyGrowsWhenExtrapolatingAndIntervalsCover) {
   EXPECT_GE(covered, total * 9 / 10);
 }
 
+TEST(Model, RelativeErrorsGiveUncertaintyProportionalToTheValue) {
+  // Noise proportional to the value: a model fitted on relative residuals
+  // reports a relative σ, and its uncertainty grows with the predicted value.
+  const auto f = [](std::span<const double> x) { return 10 + 2 * std::pow(x[0], 1.5); };
+  int covered = 0, total = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto points = SampleGrid(f, {kP}, kNoise, 1, seed);
+    absl::StatusOr<Model> m = FitSingleParameter(points, ModelerOptions::Robust());
+    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE(m->relative_errors());
+    // Uniform ±5 % has σ = 5 %/√3 ≈ 2.9 %.
+    EXPECT_LT(m->quality().residual_stddev, 0.06);
+    const double small = 2, large = 64;
+    const double u_small = m->Uncertainty(std::span<const double>(&small, 1));
+    const double u_large = m->Uncertainty(std::span<const double>(&large, 1));
+    EXPECT_GT(u_large / m->Evaluate(large), 0.3 * u_small / m->Evaluate(small));
+    EXPECT_GT(u_large, 10 * u_small);
+    const double x = 128;
+    const PredictionInterval pi = m->Predict(std::span<const double>(&x, 1), 0.95);
+    const double truth = f(std::span<const double>(&x, 1));
+    covered += pi.lower <= truth && truth <= pi.upper;
+    ++total;
+  }
+  EXPECT_GE(covered, total * 9 / 10);
+}
+
 TEST(Model, ToStringUsesExtrapNotation) {
   std::vector<Measurement> points;
   for (double p : kP) points.push_back({{p}, {200 + 10 * std::log2(p) * std::log2(p)}});
