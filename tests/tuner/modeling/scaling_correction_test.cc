@@ -42,6 +42,29 @@ TEST(ScalingCorrection, LearnsAGrowingDivergenceAndExtrapolatesIt) {
   }
 }
 
+TEST(ScalingCorrection, TwoParametersNodesAndMicroBatch) {
+  // The overlap of gradient all-reduce with back-propagation shrinks with
+  // smaller micro-batches: real/analytical = 1 + 0.05·log2(p)·(8/mb)^(1/2).
+  const auto ratio = [](double p, double mb) {
+    return 1 + 0.05 * std::log2(p) * std::sqrt(8 / mb);
+  };
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-0.02, 0.02);
+  std::vector<Outcome> outcomes;
+  for (double p : {2, 4, 8, 16, 32}) {
+    for (double mb : {1, 2, 4, 8, 16}) {
+      outcomes.push_back(
+          {{p, mb}, Analytical(p, mb), Analytical(p, mb) * ratio(p, mb) * (1 + u(rng))});
+    }
+  }
+  absl::StatusOr<ScalingCorrection> c = ScalingCorrection::Fit(outcomes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const std::vector<double>& x : {std::vector<double>{128, 2}, std::vector<double>{64, 16}}) {
+    const double truth = Analytical(x[0], x[1]) * ratio(x[0], x[1]);
+    EXPECT_NEAR(c->Apply(x, Analytical(x[0], x[1])) / truth, 1.0, 0.05) << c->model().ToString();
+  }
+}
+
 TEST(ScalingCorrection, FewOutcomesGiveAConstantFactor) {
   absl::StatusOr<ScalingCorrection> c = ScalingCorrection::Fit(Outcomes({4, 8}, 2, 0.0));
   ASSERT_TRUE(c.ok()) << c.status();
