@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <exception>
 #include <memory>
 #include <pagmo/algorithms/de.hpp>
 #include <pagmo/population.hpp>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "tuner/modeling/numerics.h"
 
 namespace xdeep::modeling {
@@ -101,6 +103,10 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   if (points.empty()) return absl::InvalidArgumentError("no measurements to model");
   if (options.num_terms < 1) return absl::InvalidArgumentError("num_terms must be >= 1");
   if (options.population < 5) return absl::InvalidArgumentError("DE needs a population >= 5");
+  if (!(options.min_exponent < options.max_exponent) || options.max_log_exponent < 0 ||
+      options.max_denominator < 1) {
+    return absl::InvalidArgumentError("empty exponent range");
+  }
   auto data = std::make_shared<Data>();
   data->dims = static_cast<int>(points[0].coordinate.size());
   data->terms = options.num_terms;
@@ -135,14 +141,22 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
     udp.lower.push_back(0.0);
     udp.upper.push_back(options.max_log_exponent + 0.999);
   }
-  pagmo::problem problem{udp};
-  pagmo::population population{problem, options.population, options.seed};
-  // DE/rand/1/exp (variant 2) with pagmo's defaults F = 0.8, CR = 0.9; the
-  // tolerances stop early once the population has collapsed.
-  pagmo::algorithm algorithm{
-      pagmo::de(options.generations, 0.8, 0.9, 2u, 1e-12, 1e-8, options.seed)};
-  population = algorithm.evolve(population);
-  const pagmo::vector_double theta = population.champion_x();
+  // pagmo reports misuse by throwing; exceptions must not leave the library.
+  pagmo::vector_double theta;
+  unsigned long long evaluations = 0;
+  try {
+    pagmo::problem problem{udp};
+    pagmo::population population{problem, options.population, options.seed};
+    // DE/rand/1/exp (variant 2) with pagmo's defaults F = 0.8, CR = 0.9; the
+    // tolerances stop early once the population has collapsed.
+    pagmo::algorithm algorithm{
+        pagmo::de(options.generations, 0.8, 0.9, 2u, 1e-12, 1e-8, options.seed)};
+    population = algorithm.evolve(population);
+    theta = population.champion_x();
+    evaluations = population.get_problem().get_fevals();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("differential evolution failed: ", e.what()));
+  }
 
   // Snap exponents to small fractions, drop empty and negligible terms, refit.
   std::vector<ProductTerm> terms;
@@ -195,7 +209,7 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   }
   out.misfit = misfit / static_cast<double>(n);
   out.cost = out.misfit + options.regularization * penalty;
-  out.evaluations = static_cast<unsigned>(population.get_problem().get_fevals());
+  out.evaluations = static_cast<unsigned>(evaluations);
   FitQuality q;
   out.model.set_quality(q);
   out.model.ComputeStatistics(points);

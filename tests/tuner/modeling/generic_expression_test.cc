@@ -75,6 +75,12 @@ TEST(FitGenericExpression, RejectsBadInput) {
   EXPECT_FALSE(FitGenericExpression({}).ok());
   std::vector<Measurement> zero = {{{2.0}, {0.0}}, {{4.0}, {1.0}}};
   EXPECT_EQ(FitGenericExpression(zero).status().code(), absl::StatusCode::kInvalidArgument);
+  GenericExpressionOptions empty_range;
+  empty_range.min_exponent = 2;
+  empty_range.max_exponent = 1;
+  std::vector<Measurement> ok = {{{2.0}, {1.0}}, {{4.0}, {2.0}}};
+  EXPECT_EQ(FitGenericExpression(ok, empty_range).status().code(),
+            absl::StatusCode::kInvalidArgument);
   std::vector<Measurement> below_one = {{{0.5}, {1.0}}, {{4.0}, {1.0}}};
   EXPECT_EQ(FitGenericExpression(below_one).status().code(), absl::StatusCode::kInvalidArgument);
 }
