@@ -1,0 +1,164 @@
+"""Site policy, budgets and identity through the real plugin, daemon and Slurm:
+strict enforcement on the compute node, over-budget refusals, settlement and
+release in the ledger, per-user visibility, and policy reload on SIGHUP."""
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+import unittest
+
+from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, StackTest, alt_conf,
+                     daemon_log, run)
+
+GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
+XDEEP = os.path.join(BUILD, "daemon", "xdeep")
+XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
+POOR = "xdeep-poor"  # a user with a 5 EUR budget in the stack's policy
+
+
+def ledger_row(decision):
+    db = sqlite3.connect(os.path.join(STACK, "xdeep.db"))
+    return db.execute("SELECT state, amount, settled_amount, gpus, job_id FROM reservations "
+                      "WHERE decision_id = ?", (decision,)).fetchone()
+
+
+def as_user(user, argv):
+    return ["runuser", "-u", user, "--", *argv]
+
+
+class PolicyTest(StackTest):
+    def setUp(self):
+        super().setUp()
+        if subprocess.run(["id", POOR], capture_output=True).returncode != 0:
+            subprocess.run(["useradd", "-M", "-s", "/bin/sh", POOR], check=True)
+
+    def test_strict_partition_refuses_a_step_without_reservation(self):
+        # The user skips the plugin with their own SLURM_CONF; the compute
+        # node's own plugstack still checks the step.
+        conf = alt_conf(self.tmp, "")
+        r = run(["srun", "-p", "strict", SHOW_ENV], conf=conf)
+        self.assertEqual(r.tasks(), [], r)
+        self.assertIn("launch failed", r.err, r)
+        self.assertRegex(daemon_log(), r"event=verify_step .*partition=strict allowed=false "
+                                       r"reason=\"no xdeep reservation")
+
+    def test_strict_partition_runs_a_tuned_step(self):
+        r = run(["srun", "-p", "strict", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV])
+        self.assertEqual(r.rc, 0, r)
+        tasks = r.tasks()
+        self.assertTrue(tasks, r)
+        decision = tasks[0]["decision"]
+        self.assertRegex(daemon_log(), rf"allowed=true reason=\"reservation {decision}\"")
+
+    def test_tuned_batch_job_on_strict_partition(self):
+        out = os.path.join(self.tmp, "job.out")
+        script = os.path.join(self.tmp, "job.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/bash\nsrun {SHOW_ENV}\n")
+        r = run(["sbatch", "--wait", "-p", "strict", "-o", out, "--xdeep-tune",
+                 f"--xdeep-workload={GPT}", script], timeout=120)
+        self.assertEqual(r.rc, 0, r)
+        with open(out) as f:
+            self.assertIn('"decision"', f.read())
+
+    def test_over_budget_stops_before_allocation_with_one_line(self):
+        r = run(as_user(POOR, ["srun", "-p", "strict", "--xdeep-tune", "--xdeep-objective=time",
+                               f"--xdeep-workload={GPT}", SHOW_ENV]))
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertEqual(r.tasks(), [], r)
+        lines = r.xdeep_lines()
+        self.assertEqual(len(lines), 1, r)
+        self.assertRegex(lines[0], r"over budget: predicted cost [\d.]+ EUR")
+        self.assertIn(f"user {POOR}: remaining 5.00 of 5.00", lines[0])
+        self.assertIn("no configuration fits", lines[0])
+        self.assertNotIn(f"user={POOR}", re.findall(r"event=tune\.decided .*", daemon_log())[-1])
+
+    def test_job_budget_cap(self):
+        r = run(["srun", "--xdeep-tune", "--xdeep-budget=1", f"--xdeep-workload={GPT}", SHOW_ENV])
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertEqual(r.tasks(), [], r)
+        self.assertTrue(any("budget" in l for l in r.xdeep_lines()), r)
+
+    def test_tuned_run_is_settled_at_real_cost(self):
+        r = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV])
+        self.assertEqual(r.rc, 0, r)
+        decision = r.tasks()[0]["decision"]
+        state, amount, settled, gpus, job = ledger_row(decision)
+        self.assertEqual(state, "settled")
+        self.assertIsNotNone(job)
+        # GPUs x elapsed x 2.5 EUR/GPU-hour; the step took well under a minute.
+        self.assertGreater(settled, 0)
+        self.assertLess(settled, gpus * r.elapsed / 3600 * 2.5 * 1.01 + 1e-9)
+        self.assertLess(settled, amount)
+
+    def test_failed_launch_releases_its_reservation(self):
+        r = run(["srun", "-w", "nosuchnode", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV])
+        self.assertNotEqual(r.rc, 0, r)
+        decision = re.search(r"decision (\w+)\)", r.err).group(1)
+        rows = sqlite3.connect(os.path.join(STACK, "xdeep.db")).execute(
+            "SELECT state FROM reservations WHERE decision_id LIKE ?", (decision + "%",)).fetchall()
+        self.assertEqual(rows, [("released",)])
+
+    def test_budget_command_and_privacy(self):
+        env = {"XDEEP_DAEMON": f"unix://{STACK}/xdeepd.sock"}
+        mine = run(as_user(POOR, [XDEEP, "budget"]), env=env)
+        self.assertEqual(mine.rc, 0, mine)
+        self.assertRegex(mine.out, rf"user\s+{POOR}\s+monthly\s+\S+ \S+\s+5\.00\s+0\.00\s+0\.00\s+5\.00")
+        other = run(as_user(POOR, [XDEEP, "budget", "--user", "root"]), env=env)
+        self.assertNotEqual(other.rc, 0, other)
+        self.assertIn("may not read root's records", other.err)
+        history = run(as_user(POOR, [XDEEP, "history", "--user", "*"]), env=env)
+        self.assertNotEqual(history.rc, 0, history)
+        admin = run([XDEEP, "budget", "--user", POOR], env=env)
+        self.assertEqual(admin.rc, 0, admin)
+        self.assertIn(POOR, admin.out)
+        reload = run(as_user(POOR, [XDEEP, "reload"]), env=env)
+        self.assertNotEqual(reload.rc, 0, reload)
+        self.assertIn("not an admin", reload.err)
+
+
+class PolicyReloadTest(StackTest):
+    def test_sighup_reload_keeps_old_policy_on_error(self):
+        sock = os.path.join(self.tmp, "d.sock")
+        log = os.path.join(self.tmp, "d.log")
+        config = os.path.join(self.tmp, "xdeepd.toml")
+        base = (f'[server]\nlisten = "unix://{sock}"\n[store]\npath = "{self.tmp}/d.db"\n'
+                f'[log]\nfile = "{log}"\n[identity]\nmode = "none"\n')
+        with open(config, "w") as f:
+            f.write(base + '[policy]\nmax_nodes = 1\n')
+        env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
+        daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        try:
+            for _ in range(100):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.05)
+            plan = [XDEEP, "--daemon", f"unix://{sock}", "plan", "-w", "gpt-125m",
+                    "--objective", "time"]
+            nodes = lambda out: int(out.splitlines()[2].split()[2])
+            first = run(plan)
+            self.assertEqual(first.rc, 0, first)
+            self.assertEqual(nodes(first.out), 1)
+            with open(config, "w") as f:
+                f.write(base + '[policy]\nmax_nodes = 3\nmax_nodez = 3\n')
+            daemon.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            with open(log) as f:
+                text = f.read()
+            self.assertIn(f"{config}:11: unknown key 'max_nodez' in [policy]", text)
+            self.assertEqual(nodes(run(plan).out), 1, "the old policy stays")
+            with open(config, "w") as f:
+                f.write(base + '[policy]\nmax_nodes = 3\n')
+            daemon.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            self.assertGreater(nodes(run(plan).out), 1)
+            self.assertEqual(daemon.poll(), None, "the daemon kept running")
+        finally:
+            daemon.terminate()
+            daemon.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()
