@@ -137,7 +137,8 @@ class PolicyReloadTest(StackTest):
                 time.sleep(0.05)
             plan = [XDEEP, "--daemon", f"unix://{sock}", "plan", "-w", "gpt-125m",
                     "--objective", "time"]
-            nodes = lambda out: int(out.splitlines()[2].split()[2])
+            # The chosen row: "* " + a 28-wide strategy column, then nodes.
+            nodes = lambda out: int(out.splitlines()[2][2 + 29:].split()[0])
             first = run(plan)
             self.assertEqual(first.rc, 0, first)
             self.assertEqual(nodes(first.out), 1)
