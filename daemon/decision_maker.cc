@@ -101,6 +101,37 @@ int MinPositive(std::initializer_list<int> values) {
 
 }  // namespace
 
+std::vector<double> CorrectionParameters(const tuner::Configuration& c) {
+  return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};
+}
+
+absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const std::string& workload) {
+  auto runs = store.MeasuredRuns(workload, 64);
+  if (!runs.ok()) return runs.status();
+  std::vector<modeling::Outcome> outcomes;
+  for (const auto& [record, measured] : *runs) {
+    v1::Decision d;
+    if (!d.ParseFromString(record.decision_blob) || d.prediction().step_time_s() <= 0) continue;
+    tuner::Configuration c;
+    c.nodes = d.config().nodes();
+    c.gpus_per_node = d.config().gpus_per_node();
+    c.micro_batch = d.config().micro_batch();
+    // The stored prediction may itself have been corrected; the correction
+    // is fitted against it and multiplies what the search computes now, so
+    // only uncorrected predictions are comparable: decisions keep both.
+    const double predicted =
+        d.analytical_step_time_s() > 0 ? d.analytical_step_time_s() : d.prediction().step_time_s();
+    outcomes.push_back({CorrectionParameters(c), predicted, measured});
+  }
+  FittedCorrection out;
+  out.runs = static_cast<int>(outcomes.size());
+  if (outcomes.empty()) return out;
+  auto fitted = modeling::ScalingCorrection::Fit(outcomes);
+  if (!fitted.ok()) return fitted.status();
+  out.correction = *fitted;
+  return out;
+}
+
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
                                 const v1::TuneRequest& request) {
   const v1::UserBounds& b = request.bounds();
@@ -287,6 +318,17 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     return absl::FailedPreconditionError(
         "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node");
   }
+  if (store_ != nullptr) {
+    auto correction = FitCorrection(*store_, workload->name);
+    if (correction.ok() && correction->runs > 0) {
+      auto fitted = std::make_shared<const modeling::ScalingCorrection>(correction->correction);
+      limits.step_time_correction = [fitted](const tuner::Configuration& c) {
+        return fitted->Factor(CorrectionParameters(c));
+      };
+      progress(Step("fit", fmt::format("step times corrected from {} real run(s) of {}",
+                                       correction->runs, workload->name)));
+    }
+  }
   auto result = tuner::Search(*workload, hardware_, limits);
   if (!result.ok()) return result.status();
   progress(Step("search", fmt::format("{} configurations evaluated", result->evaluated)));
@@ -295,6 +337,13 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_decision_id(NewDecisionId());
   Fill(result->best.config, decision.mutable_config());
   Fill(result->best.prediction, decision.mutable_prediction());
+  {
+    // Keep the uncorrected figure too: corrections are fitted against it.
+    tuner::SearchLimits raw = limits;
+    raw.step_time_correction = nullptr;
+    decision.set_analytical_step_time_s(
+        tuner::Evaluate(*workload, hardware_, raw, result->best.config).step_time_s);
+  }
   for (const auto* list : {&result->alternatives, &result->rejected_examples}) {
     for (const tuner::Candidate& c : *list) {
       v1::Alternative* alt = decision.add_alternatives();

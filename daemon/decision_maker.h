@@ -17,6 +17,7 @@
 #include "daemon/slurm_inventory.h"
 #include "daemon/store.h"
 #include "tuner/hardware_profile.h"
+#include "tuner/modeling/scaling_correction.h"
 #include "tuner/search.h"
 #include "xdeep/v1/tuning.pb.h"
 
@@ -62,6 +63,15 @@ class DecisionMaker {
   Ledger* ledger_;
   ClockFn clock_;
 };
+
+// Real runs of a workload, fitted into a step-time correction (measured /
+// predicted over total GPUs and micro-batch) with xdeep::modeling.
+struct FittedCorrection {
+  int runs = 0;
+  modeling::ScalingCorrection correction;  // identity when runs == 0
+};
+absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const std::string& workload);
+std::vector<double> CorrectionParameters(const tuner::Configuration& c);
 
 // Search limits from policy, partition, user bounds and allocation (exposed for tests).
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -216,6 +217,34 @@ absl::StatusOr<std::vector<DecisionRecord>> Store::Recent(std::optional<uint32_t
       r.job_id = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 9));
     }
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> Store::MeasuredRuns(
+    const std::string& workload, int limit) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "SELECT d.id, d.decision, o.step_times FROM decisions d JOIN outcomes o ON "
+               "o.decision_id = d.id WHERE d.workload = ? AND o.step_times != '' "
+               "ORDER BY o.reported_unix DESC LIMIT ?");
+  if (!st.ok()) return SqlError(db_, "prepare measured runs");
+  sqlite3_bind_text(st.get(), 1, workload.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st.get(), 2, limit);
+  std::vector<std::pair<DecisionRecord, double>> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW) {
+    DecisionRecord r;
+    r.id = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+    r.decision_blob.assign(static_cast<const char*>(sqlite3_column_blob(st.get(), 1)),
+                           sqlite3_column_bytes(st.get(), 1));
+    std::vector<double> times;
+    for (std::string_view t :
+         Split(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 2)), ',', true)) {
+      if (auto v = ParseNumber<double>(t); v && *v > 0) times.push_back(*v);
+    }
+    if (times.empty()) continue;
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    out.emplace_back(std::move(r), times[times.size() / 2]);
   }
   return out;
 }

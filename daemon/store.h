@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,6 +54,10 @@ class Store {
   // One outcome per (decision, job); a repeated report replaces nothing.
   absl::Status RecordOutcome(const OutcomeRecord& outcome);
   absl::StatusOr<std::vector<OutcomeRecord>> Outcomes(const std::string& decision_id);
+  // Decisions for `workload` that have a reported outcome with step times:
+  // (decision, its median measured step time), most recent first.
+  absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> MeasuredRuns(
+      const std::string& workload, int limit);
   // Most recent first; uid == nullopt lists everyone's.
   absl::StatusOr<std::vector<DecisionRecord>> Recent(std::optional<uint32_t> uid, int limit);
 

@@ -8,6 +8,7 @@
 #define XDEEP_TUNER_SEARCH_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct SearchLimits {
   int max_alternatives = 5;
   int max_rejected_examples = 8;
   bool try_interleaved = true;  // also evaluate the interleaved pipeline schedule
+  // Measured / predicted step time for a configuration, fitted from the
+  // outcomes of real runs (xdeep::modeling::ScalingCorrection); empty = none.
+  // It scales the analytical step time before cost and objectives see it.
+  std::function<double(const Configuration&)> step_time_correction;
 };
 
 struct Candidate {

@@ -210,6 +210,21 @@ TEST_F(DecisionMakerTest, AccountMembershipIsChecked) {
   EXPECT_EQ(d.status().code(), absl::StatusCode::kPermissionDenied);
 }
 
+TEST_F(DecisionMakerTest, RealRunsCorrectLaterPredictions) {
+  v1::TuneRequest req = AutoRequest();
+  auto first = Decide(req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_DOUBLE_EQ(first->prediction().step_time_s(), first->analytical_step_time_s());
+  // The real run took twice as long per step as predicted.
+  const double measured = 2 * first->prediction().step_time_s();
+  ASSERT_TRUE(store_->RecordOutcome({first->decision_id(), 1, 0, 60, {measured, measured}}).ok());
+  stages_.clear();
+  auto second = Decide(req);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NEAR(second->prediction().step_time_s() / second->analytical_step_time_s(), 2.0, 1e-6);
+  EXPECT_NE(std::find(stages_.begin(), stages_.end(), "fit"), stages_.end());
+}
+
 TEST_F(DecisionMakerTest, ImplicitLaunchFollowsPartitionDefault) {
   v1::TuneRequest req = AutoRequest();
   req.set_implicit(true);

@@ -11,14 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <random>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "spank_plugin/munge_credential.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
@@ -64,7 +63,8 @@ int RunUser(const Options& o, int index) {
   }
   std::ofstream out(o.out + "/" + std::to_string(uid) + ".txt");
   out.precision(17);
-  auto stub = v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
   std::mt19937 rng(uid);
   std::uniform_real_distribution<double> fraction(0.3, 1.0);
   for (int k = 0; k < o.launches; ++k) {
