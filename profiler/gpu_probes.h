@@ -41,6 +41,9 @@ struct GemmProbeOptions {
   // which is what training sees. N > 1 times the first N in interleaved rounds and
   // keeps one only if clearly faster (the best kernel this cuBLASLt has, not cuBLAS's).
   int algo_candidates = 1;
+  // Idle before each GEMM's warm-up, so every shape starts from the same power state
+  // (0: back to back, as training runs them). For like-for-like baselines.
+  absl::Duration settle = absl::ZeroDuration();
 };
 std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
                                      std::vector<ErrorEntry>* errors);

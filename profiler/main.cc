@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
   int samples = 20, algos = 1;
+  double settle_ms = 0;
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
@@ -122,6 +123,10 @@ int main(int argc, char** argv) {
   compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
   compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM (1: the kernel cuBLAS runs)")
       ->check(CLI::Range(1, 32));
+  compute->add_option("--settle-ms", settle_ms,
+                      "Idle before each GEMM's warm-up, so each shape starts from the same power "
+                      "state (0: back to back; for like-for-like baselines)")
+      ->check(CLI::Range(0.0, 5000.0));
   compute->add_option("--probe-time-limit", probe_limit, "Seconds per probe");
   compute->add_option("--time-limit", time_limit, "Seconds for the whole run (watchdog)");
   compute->add_option("-o,--out", out, "Report file (JSON)");
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
     o.host_bandwidth.elements = std::max<int64_t>(*hb / 8, 1024);
     o.device_bandwidth.elements = std::max<int64_t>(*db / 4, 1024);
     o.gemm.algo_candidates = algos;
+    o.gemm.settle = absl::Milliseconds(settle_ms);
     for (xp::HarnessOptions* h : {&o.gemm.harness, &o.attention.harness,
                                   &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
       h->max_samples = samples;

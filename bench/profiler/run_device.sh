@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One device call: xdeep-probe vs PyTorch on 1 and 2 GPUs (issue 5, items 4, 6, 7).
 # Expects the carried binary in $XDEEP_CARRY (default build-profiler/carry; made by
-# bench/profiler/pack_carry.sh BUILD_DIR) and writes at most 8 files under $OUT.
+# bench/profiler/pack_carry.sh BUILD_DIR) and writes 6 files under $OUT (the device
+# returns at most 8).
 # Every step has a `timeout`, so the call ends.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/xdeep-out}
-mkdir -p "$OUT"
+mkdir -p "$OUT" /tmp/xr
 carry=${XDEEP_CARRY:-build-profiler/carry}
 probe=$carry/xdeep-probe
 here=bench/profiler
@@ -28,39 +29,32 @@ echo "== GPU unit tests"
 t timeout 60 $carry/profiler_gpu_probes_test
 echo "== compute set, one workload, bf16 (item 7)"
 t timeout 120 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --out $OUT/compute_bf16.json
-# Three rounds each, interleaved (probe, torch, probe, torch, ...): the summary keeps
-# each side's best round per shape, so clock drift between rounds (the same kernel
-# varied by up to 15 % between rounds in run 2) does not decide a ratio.
-for round in a b c; do
-  echo "== compute set, all dtypes, round $round"
-  t timeout 200 $probe compute --suite gpu --shapes $here/shapes_gpt_h4096.json --dtypes bf16,fp16,tf32,fp32 --time-limit 190 --out $OUT/compute_$round.json
-  echo "== torch.matmul at the same shapes, round $round"
-  t timeout 150 python3 $here/compare_torch.py gemm --report $OUT/compute_$round.json --out $OUT/torch_gemm_$round.json
-done
-$probe merge $OUT/compute_[abc].json --out $OUT/compute_1gpu.json && rm -f $OUT/compute_[abc].json
-python3 -c "import json,sys; a=json.load(open(sys.argv[1])); [a['gemm'].extend(json.load(open(f))['gemm']) for f in sys.argv[2:-1]]; json.dump(a,open(sys.argv[-1],'w'),indent=2)" \
-  $OUT/torch_gemm_[abc].json $OUT/torch_gemm.json && rm -f $OUT/torch_gemm_[abc].json
-echo "== --algos 4: interleaved candidate timing (log only)"
-t timeout 60 $probe --verbose compute --suite gpu --gemm 8192x8192x8192 --gemm 16384x4096x8192 --algos 4 --out /tmp/algos4.json
 echo "== collectives, 1 GPU"
-t timeout 90 env RANK=0 WORLD_SIZE=1 $probe collectives --out $OUT/coll_1gpu.json
-# The 2-GPU set twice: with the host's NCCL (what a site measures), then with the
-# NCCL that torch bundles, so the gated comparison with torch.distributed measures
-# the probe's method, not two NCCL releases (host 2.28.3, torch 2.28.9 in run 2).
+t timeout 90 env RANK=0 WORLD_SIZE=1 $probe collectives --out /tmp/coll_1gpu.json
+# 2 GPUs. The whole set once with the host's NCCL (item 7, what a site measures); then
+# the gated all-reduce comparison in two alternating rounds, probe then torch, the probe
+# on the NCCL torch bundles so the pair differs in method, not NCCL release.
 tnccl=$(dirname "$(find $tlib -name 'libnccl.so.2' 2>/dev/null | head -1)")
-for lib in host torch; do
-  echo "== collectives, 2 GPUs, $lib NCCL (item 7: <= 60 s)"
-  if [ $lib = torch ]; then pre=$tnccl; dest=$OUT/coll_2gpu.json; else pre=; dest=/tmp/coll_2gpu_host.json; fi
-  s=$EPOCHREALTIME
-  LD_LIBRARY_PATH=$pre:$LD_LIBRARY_PATH RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 timeout 120 $probe collectives > /tmp/rank1.txt 2>&1 &
-  r1=$!
-  LD_LIBRARY_PATH=$pre:$LD_LIBRARY_PATH RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 timeout 120 $probe collectives --out $dest
+two() {  # two(lib_dir, dest, port, args...): one 2-rank probe run
+  local pre=$1 dest=$2 port=$3; shift 3
+  LD_LIBRARY_PATH=$pre:$LD_LIBRARY_PATH RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 $probe collectives "$@" > /tmp/rank1.txt 2>&1 &
+  local r1=$!
+  LD_LIBRARY_PATH=$pre:$LD_LIBRARY_PATH RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 $probe collectives "$@" --out $dest
   echo "rank0 rc=$?"; wait $r1; echo "rank1 rc=$?"; cat /tmp/rank1.txt
-  echo "[time] $(el $s) s: 2-GPU collective set ($lib NCCL)"
   grep -o '"nccl": "[^"]*"' $dest
+}
+echo "== collectives, 2 GPUs, host NCCL (item 7: <= 60 s)"
+s=$EPOCHREALTIME; two "" $OUT/coll_2gpu.json 29611; echo "[time] $(el $s) s: 2-GPU collective set (host NCCL)"
+port=29612
+for round in a b; do
+  echo "== all-reduce, 2 GPUs, probe on torch's NCCL, round $round"
+  t two "$tnccl" /tmp/xr/coll_ar_$round.json $port --ops all_reduce
+  echo "== torch.distributed.all_reduce, 2 GPUs, round $round"
+  t timeout 100 torchrun --nproc_per_node=2 --master_port=$((port + 10)) $here/compare_torch.py allreduce --out /tmp/xr/torch_allreduce_$round.json
+  port=$((port + 1))
 done
-echo "== torch.distributed.all_reduce, 2 GPUs"
-t timeout 150 torchrun --nproc_per_node=2 --master_port=29622 $here/compare_torch.py allreduce --out $OUT/torch_allreduce.json
+# The all-reduce rounds as one file (the device returns at most 8).
+python3 -c "import json,sys; json.dump({f.split('/')[-1]: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/allreduce_rounds.json','w'), indent=1)" /tmp/xr/*.json
 echo "== never hang: rank 1 never starts (init-timeout 5 s)"
 t timeout 30 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29633 $probe collectives --init-timeout 5 --ops all_reduce --max-bytes 1M
 echo "== never hang: rank 1 killed mid-run (op-time-limit 8 s)"
@@ -70,9 +64,14 @@ victim=$!
 killer=$!
 t timeout 60 env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29644 $probe collectives --ops all_reduce --min-bytes 1G --samples 100000 --op-time-limit 8 --init-timeout 20 --time-limit 40
 wait $victim $killer
-echo "== comparison (host NCCL, not gated here)"
-python3 $here/compare_torch.py summarize --collectives /tmp/coll_2gpu_host.json --torch-allreduce $OUT/torch_allreduce.json
+# Last: it saves after every round and dtype, so a call cut short keeps what it has.
+echo "== GEMM: probe and torch.matmul measured the same way, interleaved (item 6)"
+t timeout 250 python3 $here/compare_torch.py paired --shapes $here/shapes_gpt_h4096.json --probe $probe \
+  --dtypes bf16,fp16,tf32,fp32 --rounds 3 --settle-ms 200 --out $OUT/paired_gemm.json
+echo "== comparison: host NCCL, one round (not gated)"
+python3 $here/compare_torch.py summarize --collectives $OUT/coll_2gpu.json --torch-allreduce /tmp/xr/torch_allreduce_[ab].json
 echo "== comparison"
-python3 $here/compare_torch.py summarize --compute $OUT/compute_1gpu.json --torch-gemm $OUT/torch_gemm.json \
-  --collectives $OUT/coll_2gpu.json --torch-allreduce $OUT/torch_allreduce.json --out $OUT/summary.json
+python3 $here/compare_torch.py summarize --paired $OUT/paired_gemm.json \
+  --collectives /tmp/xr/coll_ar_[ab].json --torch-allreduce /tmp/xr/torch_allreduce_[ab].json --out $OUT/summary.json
+echo "summary rc=$?"
 ls -la $OUT

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "profiler/cuda/kernels.h"
 #include "profiler/gpu_probes.h"
 
 namespace xdeep::profiler {
@@ -94,6 +95,37 @@ void DeviceBuffer::Free() {
   if (ptr_ != nullptr) cudaFree(ptr_);
   ptr_ = nullptr;
   bytes_ = 0;
+}
+
+StreamGate::~StreamGate() {
+  if (host_flag_ != nullptr) {
+    Open();
+    cudaFreeHost(host_flag_);  // after the open: the hold kernel ends first
+  }
+}
+
+absl::Status StreamGate::Close(cudaStream_t stream, absl::Duration timeout) {
+  if (host_flag_ == nullptr) {
+    void* p = nullptr;
+    XDEEP_CUDA_RETURN(cudaHostAlloc(&p, sizeof(int), cudaHostAllocMapped));
+    host_flag_ = static_cast<int*>(p);
+    void* d = nullptr;
+    XDEEP_CUDA_RETURN(cudaHostGetDevicePointer(&d, p, 0));
+    device_flag_ = static_cast<int*>(d);
+  }
+  __atomic_store_n(host_flag_, 0, __ATOMIC_SEQ_CST);
+  closed_ = true;
+  closed_at_ = absl::Now();
+  timeout_ = timeout;
+  XDEEP_CUDA_RETURN(
+      LaunchHold(device_flag_, static_cast<uint64_t>(absl::ToInt64Nanoseconds(timeout)), stream));
+  return absl::OkStatus();
+}
+
+void StreamGate::Open() {
+  if (host_flag_ != nullptr) __atomic_store_n(host_flag_, 1, __ATOMIC_SEQ_CST);
+  if (closed_ && absl::Now() - closed_at_ >= timeout_) ++expired_;
+  closed_ = false;
 }
 
 }  // namespace cuda

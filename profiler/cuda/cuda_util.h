@@ -11,6 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "profiler/deadline.h"
 #include "profiler/dtype.h"
 
@@ -53,6 +55,45 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// Holds a stream while the host queues a timed batch (kernels.h, LaunchHold), so the
+// batch's events time the device work alone. The host enqueue is not free: a
+// non-blocking NCCL communicator starts a thread per collective (~50 us, NCCL's
+// group.cc), and with the start event already passed that time sat inside every timed
+// batch (probe 0.943 x torch at 64 MiB, H200 run 2). Close() queues the hold; Open()
+// releases it; the destructor and Batch's end open it on every path.
+class StreamGate {
+ public:
+  StreamGate() = default;
+  ~StreamGate();
+  StreamGate(const StreamGate&) = delete;
+  StreamGate& operator=(const StreamGate&) = delete;
+  // The hold ends by itself after `timeout` even if never opened.
+  // A batch's enqueue takes ~1 ms; the bound only keeps a stuck host from holding the
+  // GPU long (the batch is then timed with part of its enqueue, counted in expired()).
+  absl::Status Close(cudaStream_t stream, absl::Duration timeout = absl::Milliseconds(200));
+  void Open();
+  // Holds that may have ended by their timeout before Open (host clock).
+  int expired() const { return expired_; }
+
+ private:
+  int* host_flag_ = nullptr;  // pinned, mapped: the kernel polls it
+  int* device_flag_ = nullptr;
+  bool closed_ = false;
+  absl::Time closed_at_;
+  absl::Duration timeout_;
+  int expired_ = 0;
+};
+
+// Opens a gate when it leaves scope (error returns in the middle of a batch).
+class GateOpener {
+ public:
+  explicit GateOpener(StreamGate* g) : g_(g) {}
+  ~GateOpener() { g_->Open(); }
+
+ private:
+  StreamGate* g_;
 };
 
 }  // namespace xdeep::profiler::cuda

@@ -221,4 +221,24 @@ cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, 
   return cudaGetLastError();
 }
 
+namespace {
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void HoldKernel(const volatile int* flag, uint64_t timeout_ns) {
+  const uint64_t t0 = GlobalTimerNs();
+  while (*flag == 0 && GlobalTimerNs() - t0 < timeout_ns) {
+    __nanosleep(1000);
+  }
+}
+}  // namespace
+
+cudaError_t LaunchHold(const volatile int* flag, uint64_t timeout_ns, cudaStream_t s) {
+  HoldKernel<<<1, 1, 0, s>>>(flag, timeout_ns);
+  return cudaGetLastError();
+}
+
 }  // namespace xdeep::profiler::cuda

@@ -37,6 +37,14 @@ cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, 
 cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale,
                               bool causal, cudaStream_t s);
 
+// Holds the stream until the host writes a non-zero value to `flag` (host memory mapped
+// into the device), or `timeout_ns` of the GPU's global timer have passed, so a
+// forgotten release delays the stream and never hangs it. Launched before a timed
+// batch: the start event then fires only once the whole batch is queued, and the timing
+// holds the batch's device time, not the host's enqueue cost (nvbench's blocking
+// kernel).
+cudaError_t LaunchHold(const volatile int* flag, uint64_t timeout_ns, cudaStream_t s);
+
 }  // namespace xdeep::profiler::cuda
 
 #endif  // XDEEP_PROFILER_CUDA_KERNELS_H_

@@ -1,7 +1,14 @@
 // Tests of the CUDA probes; skipped where no GPU is visible (the CI machine).
 #include "profiler/gpu_probes.h"
 
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <thread>
+
 #include "gtest/gtest.h"
+#include "profiler/cuda/cuda_util.h"
+#include "profiler/cuda/kernels.h"
 
 namespace xdeep::profiler {
 namespace {
@@ -15,6 +22,58 @@ class GpuProbesTest : public ::testing::Test {
 };
 
 TEST(GpuBuildTest, BuiltWithCuda) { EXPECT_TRUE(BuiltWithCuda()); }
+
+// Events around a batch queued after a 50 ms host delay: without the gate the delay is
+// in the timing, with it the timing holds only the device work.
+TEST_F(GpuProbesTest, StreamGateKeepsHostDelayOutOfTheTiming) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t start, stop;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  float* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 4096 * sizeof(float)), cudaSuccess);
+  auto timed = [&](cuda::StreamGate* gate) {
+    if (gate != nullptr) {
+      EXPECT_TRUE(gate->Close(s, absl::Seconds(5)).ok());
+    }
+    EXPECT_EQ(cudaEventRecord(start, s), cudaSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(cuda::LaunchFillConstant(p, 4096, 1.0f, s), cudaSuccess);
+    EXPECT_EQ(cudaEventRecord(stop, s), cudaSuccess);
+    if (gate != nullptr) gate->Open();
+    EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    float ms = 0;
+    EXPECT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+    return ms;
+  };
+  EXPECT_GE(timed(nullptr), 40.0f);  // the host delay is in an ungated timing
+  cuda::StreamGate gate;
+  EXPECT_LT(timed(&gate), 5.0f);
+  EXPECT_EQ(gate.expired(), 0);
+  cudaFree(p);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(s);
+}
+
+// A gate never opened ends by its timeout: the stream is delayed, never hung.
+TEST_F(GpuProbesTest, StreamGateEndsByItsTimeout) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  {
+    cuda::StreamGate gate;
+    ASSERT_TRUE(gate.Close(s, absl::Milliseconds(30)).ok());
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(waited, 0.025);
+    EXPECT_LT(waited, 2.0);
+    gate.Open();
+    EXPECT_EQ(gate.expired(), 1);
+  }
+  cudaStreamDestroy(s);
+}
 
 TEST_F(GpuProbesTest, GemmAllDtypesPassTheCheck) {
   GemmProbeOptions o;
