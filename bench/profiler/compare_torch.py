@@ -204,17 +204,33 @@ def cmd_paired(args):
     the workload's GEMMs (`--settle-ms`: idle before each shape's warm-up) and torch then
     runs the same list in the same order with the same settle, warm-up, calibration,
     samples, hold and input distribution; the order of the two sides alternates by round.
-    Per shape, each side's median over rounds is compared.
+    Per shape, each side's median over rounds is compared. Each side runs in its own
+    process, one at a time, so neither holds a CUDA context while the other measures
+    (in run 3's first try the probe, started beside a live torch context, ended with
+    exit 2).
     """
     import subprocess
     import tempfile
-    import torch
     shapes = json.load(open(args.shapes))
     shapes.pop("attention", None)
     dts = args.dtypes.split(",")
-    hold = Hold(torch)
     tmp = tempfile.mkdtemp()
     rows, order = {}, []
+    meta = {"torch_batches_enqueue_outlasted_hold": 0}
+
+    def run_torch(dt, rnd, keys):
+        lf, out = os.path.join(tmp, f"l_{dt}_{rnd}.json"), os.path.join(tmp, f"t_{dt}_{rnd}.json")
+        json.dump([[k[2], k[3], k[4], k[5]] for k in keys], open(lf, "w"))
+        res = subprocess.run([sys.executable, os.path.abspath(__file__), "torch-gemms", "--list", lf,
+                              "--settle-ms", str(args.settle_ms), "--samples", str(args.samples),
+                              "--out", out], capture_output=True, text=True, timeout=200)
+        if res.returncode != 0 or not os.path.exists(out):
+            print(f"torch side exit {res.returncode}: {res.stderr[-3000:]}", flush=True)
+            raise RuntimeError("torch side failed")
+        t = json.load(open(out))
+        meta.update({k: t[k] for k in ("torch", "cuda", "gpu")})
+        meta["torch_batches_enqueue_outlasted_hold"] += t["hold_short"]
+        return t["tflops"]
 
     def run_probe(dt, rnd):
         spec = dict(shapes, dtypes=[dt])
@@ -243,10 +259,8 @@ def cmd_paired(args):
             layer, pas, m, n, k, dt = key
             out_rows.append({"layer": layer, "pass": pas, "m": m, "n": n, "k": k, "dtype": dt,
                              **rows[key]})
-        json.dump({"torch": torch.__version__, "cuda": torch.version.cuda,
-                   "gpu": torch.cuda.get_device_name(0), "settle_ms": args.settle_ms,
-                   "rounds": args.rounds, "rounds_started": rounds_done, "samples": args.samples,
-                   "torch_batches_enqueue_outlasted_hold": hold.short, "paired": out_rows},
+        json.dump(dict(meta, settle_ms=args.settle_ms, rounds=args.rounds,
+                       rounds_started=rounds_done, samples=args.samples, paired=out_rows),
                   open(args.out + ".tmp", "w"), indent=2)
         os.replace(args.out + ".tmp", args.out)
 
@@ -277,15 +291,23 @@ def cmd_paired(args):
                     if not keys:  # torch first in round 0 cannot happen (probe goes first)
                         raise RuntimeError("no shape list for torch")
                     t0 = time.perf_counter()
-                    for key in keys:
-                        _, _, m, n, k, _ = key
+                    for key, tf in zip(keys, run_torch(dt, rnd, keys)):
                         rows.setdefault(key, {"probe_tflops": [], "torch_tflops": []})
-                        rows[key]["torch_tflops"].append(
-                            torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.samples,
-                                             hold, torch))
+                        rows[key]["torch_tflops"].append(tf)
                     print(f"round {rnd} {dt}: torch {len(keys)} GEMMs in "
                           f"{time.perf_counter() - t0:.1f} s", flush=True)
             save(rnd + 1)  # after every round and dtype: a run cut short keeps what it has
+
+
+def cmd_torch_gemms(args):
+    """The torch side of `paired`: torch.matmul at [m, n, k, dtype] rows, in order."""
+    import torch
+    hold = Hold(torch)
+    out = [torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.samples, hold, torch)
+           for m, n, k, dt in json.load(open(args.list))]
+    json.dump({"torch": torch.__version__, "cuda": torch.version.cuda,
+               "gpu": torch.cuda.get_device_name(0), "hold_short": hold.short, "tflops": out},
+              open(args.out, "w"))
 
 
 def batch_for(nbytes):
@@ -454,6 +476,11 @@ def main():
     pr.add_argument("--rounds", type=int, default=3)
     pr.add_argument("--settle-ms", type=float, default=300)
     pr.add_argument("--samples", type=int, default=20)
+    tg = sub.add_parser("torch-gemms", help="torch side of paired (one process per list)")
+    tg.add_argument("--list", required=True)
+    tg.add_argument("--settle-ms", type=float, required=True)
+    tg.add_argument("--samples", type=int, required=True)
+    tg.add_argument("--out", required=True)
     s = sub.add_parser("summarize")
     s.add_argument("--paired", help="output of `paired` (gated per shape)")
     s.add_argument("--compute")
@@ -468,6 +495,8 @@ def main():
         return cmd_allreduce(args)
     if args.cmd == "paired":
         return cmd_paired(args)
+    if args.cmd == "torch-gemms":
+        return cmd_torch_gemms(args)
     return cmd_summarize(args)
 
 

@@ -17,7 +17,7 @@ log=$OUT/log.txt
 # (no bare `wait` below: bash would also wait for this tee and deadlock)
 exec > >(tee "$log") 2>&1
 echo "== $(date -u +%FT%TZ) $(hostname)"
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,compute_mode --format=csv
 nvcc --version | tail -2
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
 ldd $probe | grep -E "not found|cublasLt|nccl"
@@ -66,7 +66,7 @@ t timeout 60 env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_P
 wait $victim $killer
 # Last: it saves after every round and dtype, so a call cut short keeps what it has.
 echo "== GEMM: probe and torch.matmul measured the same way, interleaved (item 6)"
-t timeout 250 python3 $here/compare_torch.py paired --shapes $here/shapes_gpt_h4096.json --probe $probe \
+t timeout 300 python3 $here/compare_torch.py paired --shapes $here/shapes_gpt_h4096.json --probe $probe \
   --dtypes bf16,fp16,tf32,fp32 --rounds 3 --settle-ms 200 --out $OUT/paired_gemm.json
 echo "== comparison: host NCCL, one round (not gated)"
 python3 $here/compare_torch.py summarize --collectives $OUT/coll_2gpu.json --torch-allreduce /tmp/xr/torch_allreduce_[ab].json
