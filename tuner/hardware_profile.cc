@@ -94,6 +94,15 @@ double SyntheticGemmTflops(const BuiltinSpec& s, double peak, int elem_bytes, do
   return flops / t / 1e12;
 }
 
+// Two cuBLAS workspaces (see HardwareProfile::allocator_workspace_bytes):
+// 32 MiB each from Hopper on, 4096 * 2 KiB + 16 * 8 KiB before.
+int64_t CublasWorkspaces(const std::string& gpu_name) {
+  for (const char* newer : {"H100", "H200", "H800", "H20", "GH200", "B100", "B200", "B300"}) {
+    if (gpu_name.find(newer) != std::string::npos) return 2 * (int64_t{32} << 20);
+  }
+  return 2 * (int64_t{4096} * 2048 + 16 * 8192);
+}
+
 HardwareProfile FromSpec(const BuiltinSpec& s) {
   HardwareProfile hw;
   hw.name = s.name;
@@ -103,6 +112,7 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
   hw.memory_bytes = s.memory_bytes;
   // CUDA context (~0.5 GiB with lazy module loading) and NCCL's buffers.
   hw.reserved_bytes = int64_t{1} << 30;
+  hw.allocator_workspace_bytes = CublasWorkspaces(hw.gpu_name);
   hw.memory_bandwidth_gbps = s.bw_gbps;
   hw.attention_efficiency = s.attention_eff;
   const int dims[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536};
@@ -381,6 +391,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   if (hw.gpus_per_node <= 0) hw.gpus_per_node = gpu->value("count", 1);
   hw.reserved_bytes = int64_t{1} << 30;
+  hw.allocator_workspace_bytes = CublasWorkspaces(hw.gpu_name);
 
   const json empty = json::array();
   auto section = [&](const char* key) -> const json& {

@@ -46,8 +46,16 @@ struct HardwareProfile {
   bool builtin = true;
   std::string gpu_name;
   int gpus_per_node = 0;
-  int64_t memory_bytes = 0;          // per GPU, as the driver reports it
-  int64_t reserved_bytes = 0;        // CUDA context, NCCL buffers, library handles: not usable
+  int64_t memory_bytes = 0;    // per GPU, as the driver reports it
+  int64_t reserved_bytes = 0;  // CUDA context, NCCL buffers, library handles: not usable
+  // Library workspaces PyTorch takes from its caching allocator and keeps for
+  // the process's life, so they count in max_memory_allocated: one cuBLAS
+  // workspace per (handle, stream), 32 MiB on Hopper and Blackwell, 8.125 MiB
+  // before (ATen CublasHandlePool.cpp, CUBLAS_WORKSPACE_CONFIG default), and
+  // training uses two handles (the Python thread's forward, the autograd
+  // engine's device thread's backward). Measured: 64 MiB in every fresh
+  // process on H200 (bench/memory_validation/data/*_fresh.json).
+  int64_t allocator_workspace_bytes = 0;
   double memory_bandwidth_gbps = 0;  // measured device copy bandwidth, 1e9 B/s
   std::vector<GemmPoint> gemm;
   std::vector<CollectiveFit> collectives;

@@ -15,7 +15,9 @@
 //           split under tensor parallelism, in-flight micro-batches per stage.
 //  [DDP]    Li et al., "PyTorch Distributed: Experiences on Accelerating Data
 //           Parallel Training", VLDB 2020: gradient buckets (25 MB) all-reduced
-//           while back-propagation goes on; the Reducer's flat bucket copy.
+//           while back-propagation goes on; the Reducer's flat bucket copy,
+//           rebuilt once in the order gradients became ready (sec. 3.2.3;
+//           torch/csrc/distributed/c10d/reducer.cpp, rebuild_buckets).
 //  [LI19]   Li, Nicolae, Wozniak, Bosilca, SC19 workshop: back-propagation
 //           overlaps the gradient all-reduce only partly.
 //  [FSDP]   Zhao et al., "PyTorch FSDP", VLDB 2023: per-unit all-gather in
@@ -109,6 +111,7 @@ struct RankData {
   double act_recompute_blocks = 0;  // part of act_recompute that is a block's input
   double fsdp_units = 0;            // FSDP units on the rank (root counted once)
   double unit_params = 0;           // largest FSDP unit (one layer) on the rank
+  double unit_pair_params = 0;      // largest two neighbouring FSDP units on the rank
   double root_params = 0;           // embedding / head: FSDP's root unit, kept gathered
   double act_full = 0;              // saved activations per sample, no recomputation
   double act_recompute = 0;         // saved activations per sample with full recomputation
@@ -145,9 +148,10 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
   return a.params >= b.params && a.matmul_params >= b.matmul_params &&
          a.matmul_params_kept >= b.matmul_params_kept && a.max_layer_matmul >= b.max_layer_matmul &&
          a.act_recompute_blocks >= b.act_recompute_blocks && a.unit_params >= b.unit_params &&
-         a.root_params >= b.root_params && a.act_full >= b.act_full &&
-         a.act_recompute >= b.act_recompute && a.max_layer_act >= b.max_layer_act &&
-         a.input_bytes >= b.input_bytes && a.logits_bytes >= b.logits_bytes;
+         a.unit_pair_params >= b.unit_pair_params && a.root_params >= b.root_params &&
+         a.act_full >= b.act_full && a.act_recompute >= b.act_recompute &&
+         a.max_layer_act >= b.max_layer_act && a.input_bytes >= b.input_bytes &&
+         a.logits_bytes >= b.logits_bytes;
 }
 
 // Step time per micro-batch is non-decreasing in each of these (the overlap
@@ -247,6 +251,8 @@ struct StrategyModel::Impl {
       RankData& r = ranks[c % pp];
       r.chunks = v;
       unit_sum.clear();
+      const std::string* current_unit = nullptr;
+      double previous_unit = 0;  // the neighbour FSDP prefetches next to the current unit
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
         const LayerCost& l = w.layers[i];
         const double div = l.tp_capable ? tp : 1;
@@ -265,8 +271,13 @@ struct StrategyModel::Impl {
         } else {
           double& sum = unit_sum[l.unit];
           if (sum == 0) r.fsdp_units += 1;
+          if (current_unit != nullptr && *current_unit != l.unit) {
+            previous_unit = unit_sum[*current_unit];
+          }
+          current_unit = &l.unit;
           sum += l.params / div;
           r.unit_params = std::max(r.unit_params, sum);
+          r.unit_pair_params = std::max(r.unit_pair_params, sum + previous_unit);
         }
         const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
                            l.tp_split_activation_bytes / tp;
@@ -482,11 +493,13 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
     // (gather16 / copy_bytes above).
     if (z3) {
       // [FSDP] sec. 3.3: the unit being computed and the prefetched next one
-      // are gathered in the compute dtype; the root unit (embedding, head)
-      // stays gathered from forward to the end of backward; a unit's full
-      // gradient exists until its reduce-scatter finishes.
-      m.comm_buffers =
-          (r.root_params + 2 * r.unit_params) * copy_bytes + r.unit_params * (copy_bytes + pb.grad);
+      // (its neighbour in layer order) are gathered in the compute dtype; the
+      // root unit (embedding, head) stays gathered from forward to the end of
+      // backward; a unit's full gradient exists until its reduce-scatter
+      // finishes. Neighbours, not twice the largest: ResNet-50's layer4 (15 M
+      // parameters) is prefetched next to layer3 (7 M).
+      m.comm_buffers = (r.root_params + r.unit_pair_params) * copy_bytes +
+                       r.unit_params * (copy_bytes + pb.grad);
       if (!gather16) {
         // fp32 units under autocast: its weight cache keeps a 16-bit copy of
         // every layer from forward to backward, as without sharding.
@@ -505,12 +518,28 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
           (c.recompute ? r.matmul_params_kept + r.max_layer_matmul : r.matmul_params) *
           pb.compute_copy;
       // [DDP] sec. 3.2.3: the Reducer all-reduces flat bucket copies of the
-      // gradients (gradient_as_bucket_view=False, the default); they exist
-      // during backward, not at the optimizer step (measured: memory after a
-      // step is 12 bytes per parameter with and without DDP). Megatron style
-      // (kBf16Mixed) reduces the gradient buffer in place.
+      // gradients (gradient_as_bucket_view=False, the default). DDP's
+      // constructor allocates them and they live as long as the model, so
+      // they are there at the optimizer step too (measured in one process per
+      // configuration, bench/memory_validation/data/ddp_fresh.json: +4 bytes
+      // per parameter right after wrapping and after every step, 16 instead
+      // of 12). Megatron style (kBf16Mixed) reduces the gradient buffer in
+      // place.
       if (ddp_buckets) m.comm_buffers = r.params * pb.grad;
     }
+    // [DDP] reducer.cpp: at the second iteration's forward the Reducer
+    // rebuilds its buckets in the order gradients became ready; the new set
+    // is allocated while the old one can still be referenced (most likely by
+    // ProcessGroupNCCL's record of the first iteration's all-reduces, which
+    // its watchdog thread drops asynchronously). Measured: in 7 of 29 fresh
+    // two-rank runs one rank's forward/backward peak held one more set (4
+    // bytes per parameter) than the other rank's, at random. That is not the
+    // peak max_memory_allocated reports on a typical rank (peak_allocated),
+    // but it can happen to any rank once, so what must fit (Total()) carries
+    // it in forward and backward (ddp_rebuild).
+    const double stale_buckets = (ddp_buckets && !z3) ? m.comm_buffers : 0;
+    const double workspace = static_cast<double>(hw_.allocator_workspace_bytes);
+    m.workspace = workspace;
     const double held = InFlight(c, i, v);
     double per_sample = c.recompute ? r.act_recompute : r.act_full;
     if (c.recompute && z3 && gather16) {
@@ -534,15 +563,20 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
     // zero_grad(set_to_none=True) has freed them.
     const double start_of_backward = m.weights + m.compute_weights + m.optimizer + m.comm_buffers +
                                      m.activations + logits + recompute_peak +
-                                     (grads_alive ? m.gradients : 0);
+                                     (grads_alive ? m.gradients : 0) + workspace;
     // The end of backward: every gradient and the communication buffers, the
     // activations and 16-bit copies freed.
-    const double end_of_backward = m.weights + m.gradients + m.optimizer + m.comm_buffers;
-    const double step = m.weights + m.gradients + m.optimizer + step_temp;
+    const double end_of_backward =
+        m.weights + m.gradients + m.optimizer + m.comm_buffers + workspace;
+    // FSDP's gathered units are freed by now; DDP's buckets are not.
+    const double step =
+        m.weights + m.gradients + m.optimizer + step_temp + (z3 ? 0 : m.comm_buffers) + workspace;
     m.peak_allocated = std::max({start_of_backward, end_of_backward, step});
+    m.ddp_rebuild =
+        std::max(start_of_backward + stale_buckets, m.peak_allocated) - m.peak_allocated;
     m.worst_rank = i;
-    if (m.peak_allocated > worst_peak) {
-      worst_peak = m.peak_allocated;
+    if (m.peak_allocated + m.ddp_rebuild > worst_peak) {
+      worst_peak = m.peak_allocated + m.ddp_rebuild;
       if constexpr (kBreakdown) worst = m;
     }
   }

@@ -25,8 +25,12 @@ struct MemoryBreakdown {
   double comm_buffers = 0;  // DDP gradient buckets, FSDP all-gathered units
   double activations = 0;   // saved for backward, all micro-batches in flight
   double transient = 0;     // peak temporaries: logits/loss, optimizer step temps
-  double reserved = 0;      // CUDA context, NCCL, not in the allocator
-  double margin = 0;        // fragmentation headroom
+  double workspace = 0;     // cuBLAS workspaces held in the caching allocator
+  // DDP only: what the Reducer's bucket rebuild in the second iteration can
+  // add on one rank, at random, over peak_allocated (a stale bucket set).
+  double ddp_rebuild = 0;
+  double reserved = 0;  // CUDA context, NCCL, not in the allocator
+  double margin = 0;    // fragmentation headroom
   // Peak of what torch.cuda.max_memory_allocated reports: the larger of the
   // start of backward (all activations alive) and the optimizer step, on the
   // worst pipeline rank. The fields above are that rank's.
@@ -35,7 +39,7 @@ struct MemoryBreakdown {
 
   double PeakAllocated() const { return peak_allocated; }
   // What must fit on the card.
-  double Total() const { return peak_allocated + reserved + margin; }
+  double Total() const { return peak_allocated + ddp_rebuild + reserved + margin; }
 };
 
 class StrategyModel;

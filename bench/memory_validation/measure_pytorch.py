@@ -15,6 +15,13 @@ For every (model, micro-batch) it records torch.cuda.max_memory_allocated (what
 the tuner predicts; the CUDA context and NCCL buffers are outside it and are
 recorded separately), max_memory_reserved, and the median step time. Results
 are written after every configuration, so a run cut short keeps what it had.
+
+Several configurations in one process leak into each other (DDP's Reducer and
+its buckets outlive the model until the garbage collector runs, and the
+baseline subtracted then moves). run_device_fresh.sh therefore starts one
+process (torchrun pair for DDP) per configuration; there, DDP records every
+rank's figures and the peak of each phase (setup, forward+backward, optimizer
+step).
 """
 import argparse
 import datetime
@@ -119,7 +126,19 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     base = torch.cuda.memory_allocated(device)
+    # Peaks per phase (reset_peak_memory_stats between phases; their maximum is
+    # the run's max_memory_allocated) to attribute DDP's extra memory.
+    phase_peaks = {}
+    reserved_peak = [0]
+
+    def mark(phase):
+        phase_peaks[phase] = max(phase_peaks.get(phase, 0),
+                                 torch.cuda.max_memory_allocated(device) - base)
+        reserved_peak[0] = max(reserved_peak[0], torch.cuda.max_memory_reserved(device))
+        torch.cuda.reset_peak_memory_stats(device)
+
     model = build(name, device)
+    after_build = torch.cuda.memory_allocated(device) - base
     if recompute and name != "resnet50":
         model.recompute = True
     params = sum(p.numel() for p in model.parameters())
@@ -136,7 +155,10 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         for u in units:
             fully_shard(u, mp_policy=mp)
         fully_shard(model, mp_policy=mp)
+    after_wrap = torch.cuda.memory_allocated(device) - base  # DDP: + Reducer buckets
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    mark("setup")
+    after_step = []  # allocated after each step (DDP rebuilds its buckets in step 2)
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
     times = []
@@ -155,15 +177,20 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
                     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
                 (loss / grad_accum).backward()
             del out, loss, x, y
+        torch.cuda.synchronize(device)
+        mark("forward_backward")
         opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize(device)
+        mark("optimizer_step")
+        after_step.append(int(torch.cuda.memory_allocated(device) - base))
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     loss_ok = True
     steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
-    peak = torch.cuda.max_memory_allocated(device) - base
-    peak_reserved = torch.cuda.max_memory_reserved(device)
+    mark("end")
+    peak = max(phase_peaks.values())
+    peak_reserved = reserved_peak[0]
     free, total = torch.cuda.mem_get_info(device)
     outside = total - free - torch.cuda.memory_reserved(device)
     del model, opt
@@ -175,6 +202,10 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         "peak_reserved_bytes": int(peak_reserved),
         "steady_allocated_bytes": int(steady),
         "outside_allocator_bytes": int(outside),
+        "after_build_bytes": int(after_build),
+        "after_wrap_bytes": int(after_wrap),
+        "after_step_bytes": after_step,
+        "phase_peak_bytes": {k: int(v) for k, v in phase_peaks.items()},
         "step_time_median_s": statistics.median(times),
         "step_times_s": times,
         "ok": loss_ok,
@@ -257,8 +288,20 @@ def main():
                 runs.append(rec)
                 continue
             try:
-                rec.update(run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
-                                   args.grad_accum, args.recompute))
+                res = run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
+                              args.grad_accum, args.recompute)
+                if world > 1:
+                    # Every rank's figures; the tuner predicts the worst rank.
+                    mine = {k: res[k] for k in ("peak_allocated_bytes", "steady_allocated_bytes",
+                                                "peak_reserved_bytes", "after_wrap_bytes",
+                                                "after_step_bytes", "phase_peak_bytes")}
+                    mine["rank"] = rank
+                    everyone = [None] * world
+                    torch.distributed.all_gather_object(everyone, mine)
+                    res["ranks"] = everyone
+                    res["peak_allocated_bytes"] = max(r["peak_allocated_bytes"] for r in everyone)
+                    res["steady_allocated_bytes"] = min(r["steady_allocated_bytes"] for r in everyone)
+                rec.update(res)
             except torch.cuda.OutOfMemoryError as e:  # only reached single-GPU in practice
                 rec["oom"] = True
                 rec["error"] = str(e).splitlines()[0][:200]

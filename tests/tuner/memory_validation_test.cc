@@ -1,13 +1,16 @@
 // The memory model against peak memory measured in real PyTorch runs
 // (bench/memory_validation/measure_pytorch.py; data and GPU in
 // bench/memory_validation/data/). Every measured configuration must be
-// predicted within 15 % of torch.cuda.max_memory_allocated (DDP: see below).
+// predicted within 15 % of torch.cuda.max_memory_allocated (for DDP, the
+// larger of the two ranks').
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -51,13 +54,23 @@ TEST(MemoryValidationTest, PeakAllocatedWithin15PercentOfPyTorch) {
   auto hw = BuiltinHardwareProfile("h200-sxm");
   ASSERT_TRUE(hw.ok());
   std::vector<Row> rows;
-  for (const char* file : {"single.json", "ddp.json", "fsdp.json", "extra.json"}) {
+  // DDP comes only from ddp_fresh.json (one torchrun pair per configuration):
+  // ddp.json and extra.json ran several DDP configurations in one process, and
+  // each one's Reducer buckets leaked into the next one's baseline, so their
+  // DDP peaks are off by 0 to 8 bytes per parameter.
+  for (const char* file :
+       {"single.json", "single_fresh.json", "ddp_fresh.json", "fsdp.json", "extra.json"}) {
     const nlohmann::json doc = Load(file);
     if (doc.is_discarded()) {
       ASSERT_STRNE(file, "single.json") << "measurements missing";
+      ASSERT_STRNE(file, "ddp_fresh.json") << "measurements missing";
       continue;
     }
+    const bool fresh_ddp = std::string(file) == "ddp_fresh.json";
+    const bool fresh = std::string(file).find("_fresh") != std::string::npos;
+    std::set<std::pair<std::string, int>> processes_seen;
     for (const nlohmann::json& run : doc["runs"]) {
+      if ((run.value("mode", "") == "ddp") != fresh_ddp) continue;
       // Skipped, failed, or polluted by the previous configuration's memory
       // (the script subtracts what was allocated before the model was built;
       // a negative steady state means that baseline was not yet freed).
@@ -75,8 +88,15 @@ TEST(MemoryValidationTest, PeakAllocatedWithin15PercentOfPyTorch) {
       const Configuration c = ConfigFor(run);
       ASSERT_EQ(StructuralProblem(*w, c), "");
       const MemoryBreakdown m = EstimateMemory(*w, *hw, c);
+      // The script subtracts what was allocated before the model was built.
+      // In the files that ran many configurations in one process (one
+      // process per mode and accumulation count), that baseline already holds
+      // the cuBLAS workspaces from the process's first configuration on.
+      const bool first_in_process =
+          processes_seen.insert({run["mode"].get<std::string>(), c.grad_accum}).second;
+      const double predicted = m.PeakAllocated() - (fresh || first_in_process ? 0 : m.workspace);
       rows.push_back({run["model"], run["mode"], c.dp, c.micro_batch, c.grad_accum, c.recompute,
-                      run["peak_allocated_bytes"].get<double>(), m.PeakAllocated()});
+                      run["peak_allocated_bytes"].get<double>(), predicted});
       EXPECT_EQ(w->Parameters(), run["params"].get<int64_t>()) << run["model"];
     }
   }
@@ -91,22 +111,15 @@ TEST(MemoryValidationTest, PeakAllocatedWithin15PercentOfPyTorch) {
         "%-9s %-6s x%d mb%-3d ga%-2d rc%d measured %7.2f GiB predicted %7.2f GiB %+6.1f%%\n",
         r.model.c_str(), r.mode.c_str(), r.world, r.micro_batch, r.grad_accum, r.recompute,
         r.measured / (1 << 30), r.predicted / (1 << 30), 100 * err);
-    // DDP rows get 20 %: PyTorch's Reducer added between 0 and 8 bytes per
-    // parameter over the single-GPU peak of the same configuration in these
-    // runs (its bucket rebuild after the first iteration, and DDP objects of
-    // the previous configuration freed mid-run -- the resnet50 mb1 row's
-    // negative steady state shows the latter), so single measurements are
-    // noisy by +-4 bytes per parameter around the one bucket copy modelled.
-    const double limit = r.mode == "ddp" ? 0.20 : 0.15;
-    EXPECT_LE(std::abs(err), limit) << r.model << " " << r.mode << " mb" << r.micro_batch;
+    EXPECT_LE(std::abs(err), 0.15)
+        << r.model << " " << r.mode << " mb" << r.micro_batch << " ga" << r.grad_accum;
     if (r.mode == "ddp") {
       ddp_sum += std::abs(err);
       ++ddp_n;
     }
   }
-  // ... but on average the DDP rows must be as good as the 15 % bound.
-  ASSERT_GT(ddp_n, 10);
-  EXPECT_LE(ddp_sum / ddp_n, 0.10);
+  ASSERT_GE(ddp_n, 25) << "ddp_fresh.json lost configurations";
+  std::printf("DDP: %d configurations, mean |error| %.1f %%\n", ddp_n, 100 * ddp_sum / ddp_n);
   std::printf("%zu configurations, mean |error| %.1f %%, worst %.1f %%\n", rows.size(),
               100 * sum / rows.size(), 100 * worst);
 }

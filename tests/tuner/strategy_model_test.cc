@@ -51,7 +51,32 @@ TEST(StrategyMemoryTest, DdpAddsOneBucketCopy) {
   Configuration c = Single(8);
   c.gpus_per_node = c.dp = 2;
   c.global_batch = 16;
-  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 18 * P + 8 * A);
+  // Start of backward: 4P + 2P (bf16 copies) + 8P + buckets 4P + 8A.
+  MemoryBreakdown m = EstimateMemory(w, SimpleProfile(), c);
+  EXPECT_DOUBLE_EQ(m.PeakAllocated(), 18 * P + 8 * A);
+  // The bucket rebuild's stale set (4P) can add to forward/backward on one
+  // rank: what must fit carries it.
+  EXPECT_DOUBLE_EQ(m.ddp_rebuild, 4 * P);
+  EXPECT_DOUBLE_EQ(m.Total(), 22 * P + 8 * A + 1e9 + 0.05 * 80e9);
+  // mb 1: the buckets live through the optimizer step: 4 + 4 + 8 + temp 4 +
+  // buckets 4 = 24P, above start of backward with the stale set (19P + 4P).
+  c.micro_batch = 1;
+  c.global_batch = 2;
+  m = EstimateMemory(w, SimpleProfile(), c);
+  EXPECT_DOUBLE_EQ(m.PeakAllocated(), 24 * P);
+  EXPECT_DOUBLE_EQ(m.ddp_rebuild, 0);
+}
+
+TEST(StrategyMemoryTest, CublasWorkspacesCountInEveryPhase) {
+  const Workload w = SimpleGeneric();
+  HardwareProfile hw = SimpleProfile();
+  hw.allocator_workspace_bytes = int64_t{64} << 20;
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, hw, Single(1)).PeakAllocated(), 20 * P + (64 << 20));
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, hw, Single(8)).PeakAllocated(), 14 * P + 8 * A + (64 << 20));
+  // PyTorch's default: 32 MiB a workspace on Hopper, two of them.
+  auto h200 = BuiltinHardwareProfile("h200-sxm");
+  ASSERT_TRUE(h200.ok());
+  EXPECT_EQ(h200->allocator_workspace_bytes, int64_t{64} << 20);
 }
 
 TEST(StrategyMemoryTest, ZeroStagesPartitionOverDp) {
@@ -59,11 +84,11 @@ TEST(StrategyMemoryTest, ZeroStagesPartitionOverDp) {
   Configuration c = Single(1);
   c.gpus_per_node = c.dp = 4;
   c.global_batch = 4;
-  // ZeRO-1: Adam 8P/4; DDP-style buckets 4P stay. Start of backward:
-  // 4P + 2P + 2P + 4P + A = 13e9; end of backward 4P + 4P + 2P + 4P = 14P;
-  // step 4P + 4P + 2P + temp P = 11P.
+  // ZeRO-1: Adam 8P/4; DDP-style buckets 4P stay, the step included. Start
+  // of backward: 4P + 2P + 2P + 4P + A = 13e9; end of backward 4P + 4P + 2P +
+  // 4P = 14P; step 4P + 4P + 2P + temp P + buckets 4P = 15P.
   c.sharding = Sharding::kZero1;
-  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 14 * P);
+  EXPECT_DOUBLE_EQ(EstimateMemory(w, SimpleProfile(), c).PeakAllocated(), 15 * P);
   // ZeRO-2: gradients 4P/4 too, no full bucket copy: start 4 + 2 + 2 + A/P
   // = 9P, end 4 + 1 + 2 = 7P, step 4 + 1 + 2 + 1 = 8P.
   c.sharding = Sharding::kZero2;
