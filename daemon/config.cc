@@ -52,7 +52,7 @@ class TableReader {
       Fail(*node, key, "true or false");
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       const toml::array* array = node->as_array();
-      if (array != nullptr && array->is_homogeneous(toml::node_type::string)) {
+      if (array != nullptr && (array->empty() || array->is_homogeneous(toml::node_type::string))) {
         out.clear();
         for (const toml::node& item : *array) out.push_back(*item.value<std::string>());
         return;
@@ -296,6 +296,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("time_limit_s", p.time_limit_s);
          r.Get("max_wait_s", p.max_wait_s);
          r.Get("budget", p.budget);
+         r.Get("probe_path", p.probe_path);
+         r.Get("reports_dir", p.reports_dir);
          r.Range("time_limit_s", p.time_limit_s, 10, 86400);
          r.Range("max_wait_s", p.max_wait_s, 0, 3600);
          r.Range("budget", p.budget, 0.0, 1e9);

@@ -210,13 +210,20 @@ void DecisionMaker::SetPolicy(std::shared_ptr<const PolicyConfig> policy) {
   policy_ = std::move(policy);
 }
 
+void DecisionMaker::SetHardware(tuner::HardwareProfile hardware) {
+  std::lock_guard lock(mu_);
+  hardware_ = std::move(hardware);
+}
+
 std::shared_ptr<const PolicyConfig> DecisionMaker::policy() const {
   std::lock_guard lock(mu_);
   return policy_;
 }
 
-absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy, const v1::TuneRequest& request,
-                                        const Caller& caller, const tuner::Workload& workload,
+absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
+                                        const tuner::HardwareProfile& hardware,
+                                        const v1::TuneRequest& request, const Caller& caller,
+                                        const tuner::Workload& workload,
                                         const tuner::SearchLimits& limits,
                                         const PartitionShape& shape, v1::Decision& decision,
                                         const ProgressFn& progress) const {
@@ -275,7 +282,7 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy, const v1::Tu
   cheapest.budget = limits.budget > 0 ? std::min(limits.budget, remaining) : remaining;
   cheapest.deadline_s = 0;
   if (remaining > 0) {
-    auto alt = tuner::Search(workload, hardware_, cheapest);
+    auto alt = tuner::Search(workload, hardware, cheapest);
     if (alt.ok()) {
       const tuner::Configuration& c = alt->best.config;
       fits = fmt::format(
@@ -295,6 +302,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                                    const Caller& caller,
                                                    const ProgressFn& progress) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
+  tuner::HardwareProfile hardware;
+  {
+    std::lock_guard lock(mu_);
+    hardware = hardware_;
+  }
   std::string partition =
       request.partition().empty() ? policy->default_partition : request.partition();
   if (request.implicit() && !policy->TuningDefault(partition)) {
@@ -311,7 +323,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         "partition '{}' has no GPUs (gres/gpu); choose a GPU partition with -p", shape->partition));
   }
   progress(Step("profile", fmt::format("partition {}: {} nodes x {} GPUs; {}", shape->partition,
-                                       shape->nodes, shape->gpus_per_node, hardware_.Label())));
+                                       shape->nodes, shape->gpus_per_node, hardware.Label())));
 
   tuner::SearchLimits limits = BuildLimits(*policy, *shape, request);
   if (limits.max_gpus_per_node <= 0 || limits.max_nodes <= 0) {
@@ -329,7 +341,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                        correction->runs, workload->name)));
     }
   }
-  auto result = tuner::Search(*workload, hardware_, limits);
+  auto result = tuner::Search(*workload, hardware, limits);
   if (!result.ok()) return result.status();
   progress(Step("search", fmt::format("{} configurations evaluated", result->evaluated)));
 
@@ -342,7 +354,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     tuner::SearchLimits raw = limits;
     raw.step_time_correction = nullptr;
     decision.set_analytical_step_time_s(
-        tuner::Evaluate(*workload, hardware_, raw, result->best.config).step_time_s);
+        tuner::Evaluate(*workload, hardware, raw, result->best.config).step_time_s);
   }
   for (const auto* list : {&result->alternatives, &result->rejected_examples}) {
     for (const tuner::Candidate& c : *list) {
@@ -361,8 +373,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
 
   // Only a launch that will run reserves money; advise and explain do not.
   if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO) {
-    absl::Status s =
-        CheckBudget(*policy, request, caller, *workload, limits, *shape, decision, progress);
+    absl::Status s = CheckBudget(*policy, hardware, request, caller, *workload, limits, *shape,
+                                 decision, progress);
     if (!s.ok()) return s;
   }
   if (store_ != nullptr) {

@@ -47,13 +47,16 @@ class DecisionMaker {
   // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
   void SetPolicy(std::shared_ptr<const PolicyConfig> policy);
   std::shared_ptr<const PolicyConfig> policy() const;
+  // A measured profile (from probes) replaces the one in use for later decisions.
+  void SetHardware(tuner::HardwareProfile hardware);
   int64_t Now() const { return clock_(); }
 
  private:
-  absl::Status CheckBudget(const PolicyConfig& policy, const xdeep::v1::TuneRequest& request,
-                           const Caller& caller, const tuner::Workload& workload,
-                           const tuner::SearchLimits& limits, const PartitionShape& shape,
-                           xdeep::v1::Decision& decision, const ProgressFn& progress) const;
+  absl::Status CheckBudget(const PolicyConfig& policy, const tuner::HardwareProfile& hardware,
+                           const xdeep::v1::TuneRequest& request, const Caller& caller,
+                           const tuner::Workload& workload, const tuner::SearchLimits& limits,
+                           const PartitionShape& shape, xdeep::v1::Decision& decision,
+                           const ProgressFn& progress) const;
 
   mutable std::mutex mu_;
   std::shared_ptr<const PolicyConfig> policy_;

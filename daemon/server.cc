@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "daemon/probe_scheduler.h"
 #include "daemon/subprocess.h"
 
 namespace xdeep::daemon {
@@ -105,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       .ledger = daemon->ledger_.get(),
       .work = daemon->work_.get(),
       .reload_policy = [self] { return self->ReloadPolicy(); },
+      .run_probes = [self](const xdeep::v1::RunProbesRequest& r) { return self->RunProbes(r); },
       .job_partition = JobPartition,
   });
 
@@ -134,6 +136,47 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   spdlog::info("event=listening address={} port={} pid={}", config.server.listen,
                daemon->bound_port_, getpid());
   return daemon;
+}
+
+absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
+    const xdeep::v1::RunProbesRequest& r) {
+  namespace v1 = xdeep::v1;
+  auto policy = maker_->policy();
+  const ProbeConfig& pc = policy->probes;
+  std::error_code ec;
+  std::filesystem::create_directories(pc.reports_dir, ec);
+  ProbeScheduler scheduler({.probe_path = pc.probe_path, .reports_dir = pc.reports_dir});
+  ProbeRequest req;
+  req.partition = r.partition().empty() ? pc.partition : r.partition();
+  req.time_limit = absl::Seconds(pc.time_limit_s);
+  req.set = r.collectives() ? ProbeSet::kCollectives : ProbeSet::kCompute;
+  req.nodes = std::max(1, r.nodes());
+  req.gpus_per_node = r.gpus_per_node();
+  auto outcome = scheduler.Run(req, absl::Seconds(pc.time_limit_s + 60));
+  if (!outcome.ok()) return outcome.status();
+  v1::RunProbesResponse resp;
+  resp.set_job_id(outcome->job_id);
+  resp.set_report_path(outcome->report_path);
+  resp.set_summary(fmt::format("{} GEMM, {} bandwidth, {} collective measurements from job {}",
+                               outcome->report.gemm.size(), outcome->report.bandwidth.size(),
+                               outcome->report.collectives.size(), outcome->job_id));
+  // GPU reports parameterise the hardware profile from now on; a CPU-only
+  // report has no GPU figures and is only stored.
+  std::ifstream in(outcome->report_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto measured = tuner::HardwareProfileFromProbeReport(text.str(), outcome->report_path);
+  if (measured.ok()) {
+    maker_->SetHardware(*measured);
+    resp.set_ingested(true);
+    spdlog::info("event=hardware profile=\"{}\"", measured->Label());
+  }
+  if (absl::Status s = store_->SaveProbeReport(outcome->job_id, req.partition, outcome->report_path,
+                                               resp.ingested());
+      !s.ok()) {
+    return s;
+  }
+  return resp;
 }
 
 absl::Status Daemon::ReloadPolicy() {

@@ -31,6 +31,10 @@ class Daemon {
   // stays and the error (file:line) is returned. In-flight calls are not dropped.
   absl::Status ReloadPolicy();
 
+  // Runs a probe job through Slurm, stores its report and, for GPU reports,
+  // makes it the hardware profile of later decisions.
+  absl::StatusOr<xdeep::v1::RunProbesResponse> RunProbes(const xdeep::v1::RunProbesRequest& r);
+
   // Stops accepting calls, gives in-flight ones the configured grace period.
   void Shutdown();
   void Wait();

@@ -37,6 +37,13 @@ CREATE TABLE IF NOT EXISTS outcomes (
   reported_unix INTEGER NOT NULL,
   PRIMARY KEY (decision_id, job_id)
 );
+CREATE TABLE IF NOT EXISTS probe_reports (
+  job_id TEXT PRIMARY KEY,
+  partition TEXT NOT NULL,
+  path TEXT NOT NULL,
+  ingested INTEGER NOT NULL,
+  created_unix INTEGER NOT NULL
+);
 )sql";
 
 // Finalizes a prepared statement on every path out of a function.
@@ -189,6 +196,22 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", o.decision_id));
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "insert outcome");
+  return absl::OkStatus();
+}
+
+absl::Status Store::SaveProbeReport(const std::string& job_id, const std::string& partition,
+                                    const std::string& path, bool ingested) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               "INSERT OR REPLACE INTO probe_reports (job_id, partition, path, ingested, "
+               "created_unix) VALUES (?,?,?,?,?)");
+  if (!st.ok()) return SqlError(db_, "prepare probe report");
+  sqlite3_bind_text(st.get(), 1, job_id.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.get(), 2, partition.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.get(), 3, path.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st.get(), 4, ingested ? 1 : 0);
+  sqlite3_bind_int64(st.get(), 5, NowUnix());
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "insert probe report");
   return absl::OkStatus();
 }
 

@@ -58,6 +58,9 @@ class Store {
   // (decision, its median measured step time), most recent first.
   absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> MeasuredRuns(
       const std::string& workload, int limit);
+  // A probe report a probe job wrote (kept on disk; this indexes it).
+  absl::Status SaveProbeReport(const std::string& job_id, const std::string& partition,
+                               const std::string& path, bool ingested);
   // Most recent first; uid == nullopt lists everyone's.
   absl::StatusOr<std::vector<DecisionRecord>> Recent(std::optional<uint32_t> uid, int limit);
 

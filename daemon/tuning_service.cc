@@ -380,6 +380,32 @@ grpc::ServerUnaryReactor* TuningService::VerifyStep(grpc::CallbackServerContext*
   });
 }
 
+grpc::ServerUnaryReactor* TuningService::RunProbes(grpc::CallbackServerContext* context,
+                                                   const v1::RunProbesRequest* request,
+                                                   v1::RunProbesResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto caller = p_.auth->Verify(request->credential());
+  absl::Status refused = caller.status();
+  if (refused.ok() && !p_.maker->policy()->IsAdmin(caller->uid, caller->user)) {
+    refused = absl::PermissionDeniedError(
+        fmt::format("{} is not an admin in the policy ([policy] admins)", caller->user));
+  }
+  if (!refused.ok() || !p_.run_probes) {
+    reactor->Finish(ToGrpcStatus(refused.ok() ? absl::UnimplementedError("no probes") : refused));
+    return reactor;
+  }
+  // A probe job waits in Slurm's queue: never on a gRPC thread.
+  p_.work->Post([this, reactor, request, response] {
+    auto result = p_.run_probes(*request);
+    if (result.ok()) *response = *result;
+    spdlog::info("event=probes ok={} job={} report={} reason=\"{}\"", result.ok(),
+                 result.ok() ? result->job_id() : "", result.ok() ? result->report_path() : "",
+                 std::string(result.status().message()));
+    reactor->Finish(ToGrpcStatus(result.status()));
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* TuningService::ReloadPolicy(grpc::CallbackServerContext* context,
                                                       const v1::ReloadPolicyRequest* request,
                                                       v1::ReloadPolicyResponse* /*response*/) {

@@ -22,6 +22,9 @@ struct ServiceParts {
   WorkQueue* work = nullptr;
   // Re-reads the policy from the configuration file (SIGHUP does the same).
   std::function<absl::Status()> reload_policy;
+  // Runs a probe job and ingests its report (admins only; may take minutes).
+  std::function<absl::StatusOr<xdeep::v1::RunProbesResponse>(const xdeep::v1::RunProbesRequest&)>
+      run_probes;
   // The Slurm partition of a job (for step verification).
   std::function<absl::StatusOr<std::string>(uint32_t job_id)> job_partition;
 };
@@ -47,6 +50,9 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
   grpc::ServerUnaryReactor* VerifyStep(grpc::CallbackServerContext* context,
                                        const xdeep::v1::VerifyStepRequest* request,
                                        xdeep::v1::VerifyStepResponse* response) override;
+  grpc::ServerUnaryReactor* RunProbes(grpc::CallbackServerContext* context,
+                                      const xdeep::v1::RunProbesRequest* request,
+                                      xdeep::v1::RunProbesResponse* response) override;
   grpc::ServerUnaryReactor* ReloadPolicy(grpc::CallbackServerContext* context,
                                          const xdeep::v1::ReloadPolicyRequest* request,
                                          xdeep::v1::ReloadPolicyResponse* response) override;

@@ -39,6 +39,11 @@ enforcement = "strict"
 limit = 1000000
 [budget.user.xdeep-poor]
 limit = 5
+[probes]
+partition = "debug"
+time_limit_s = 60
+probe_path = "$build/profiler/xdeep-probe"
+reports_dir = "$dir/reports"
 CONF
   "$root/scripts/slurm-cluster.sh" start "$dir" --plugstack "$dir/plugstack.conf" \
     --extra-partition strict "$@"

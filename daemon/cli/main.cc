@@ -4,6 +4,7 @@
 //   xdeep budget [--user U]            spent / reserved / remaining per period
 //   xdeep history [--user U|*]         recent decisions and their outcomes
 //   xdeep reload                       re-read the daemon's policy (admins)
+//   xdeep probe [-p P] [...]           run a probe job through Slurm now (admins)
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
@@ -82,6 +83,15 @@ int main(int argc, char** argv) {
   history->add_option("-u,--user", user, "another user, or '*' for everyone (admins only)");
   history->add_option("-l,--limit", limit)->check(CLI::Range(1, 10000));
   auto* reload = app.add_subcommand("reload", "re-read the daemon's policy (admins only)");
+  auto* probe = app.add_subcommand("probe", "run a probe job through Slurm now (admins only)");
+  std::string probe_partition;
+  bool collectives = false;
+  int probe_nodes = 1, probe_gpus = 0;
+  probe->add_option("-p,--partition", probe_partition, "default: [probes] partition");
+  probe->add_flag("--collectives", collectives, "NCCL collectives instead of the compute set");
+  probe->add_option("-N,--nodes", probe_nodes)->check(CLI::Range(1, 100000));
+  probe->add_option("--gpus-per-node", probe_gpus, "0: the CPU (Kokkos) suite")
+      ->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
 
   auto stub = v1::Tuning::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
@@ -166,6 +176,24 @@ int main(int argc, char** argv) {
                   d.state() == "settled" ? d.settled_cost() : d.predicted_cost(),
                   d.predicted_step_time_s(), d.measured_step_time_s());
     }
+    return 0;
+  }
+
+  if (*probe) {
+    v1::RunProbesRequest req;
+    req.set_credential(MungeCredential());
+    req.set_partition(probe_partition);
+    req.set_collectives(collectives);
+    req.set_nodes(probe_nodes);
+    req.set_gpus_per_node(probe_gpus);
+    v1::RunProbesResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx, std::max(timeout_ms, 3600 * 1000));  // a probe job queues and runs
+    grpc::Status s = stub->RunProbes(&ctx, req, &resp);
+    if (!s.ok()) return Fail(s, address);
+    std::cout << "xdeep: " << resp.summary() << "\nreport: " << resp.report_path()
+              << (resp.ingested() ? "\nthe hardware profile now uses these measurements\n"
+                                  : "\n(stored; no GPU figures to ingest)\n");
     return 0;
   }
 

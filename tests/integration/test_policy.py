@@ -119,6 +119,21 @@ class PolicyTest(StackTest):
         self.assertIn("not an admin", reload.err)
 
 
+class ProbeTriggerTest(StackTest):
+    def test_admin_runs_probes_through_slurm_users_cannot(self):
+        env = {"XDEEP_DAEMON": f"unix://{STACK}/xdeepd.sock"}
+        refused = run(as_user(POOR, [XDEEP, "probe"]), env=env)
+        self.assertNotEqual(refused.rc, 0, refused)
+        self.assertIn("not an admin", refused.err)
+        r = run([XDEEP, "probe", "-p", "debug"], env=env, timeout=180)
+        self.assertEqual(r.rc, 0, r)
+        path = re.search(r"report: (\S+)", r.out).group(1)
+        self.assertTrue(os.path.exists(path), r)
+        self.assertRegex(r.out, r"[1-9]\d* bandwidth")
+        db = sqlite3.connect(os.path.join(STACK, "xdeep.db"))
+        self.assertIn((path,), db.execute("SELECT path FROM probe_reports").fetchall())
+
+
 class PolicyReloadTest(StackTest):
     def test_sighup_reload_keeps_old_policy_on_error(self):
         sock = os.path.join(self.tmp, "d.sock")
