@@ -57,6 +57,7 @@ struct ProbeConfig {
   std::string partition;   // empty: the partition being tuned
   int time_limit_s = 300;  // Slurm time limit of a probe job
   int max_wait_s = 30;     // longest a launch waits for probes before deciding without them
+  bool on_launch = false;  // probe a partition the first time a launch needs it
   double budget = 0;       // probe spending per period (0: unlimited)
   std::string probe_path = "/usr/local/bin/xdeep-probe";  // as compute nodes see it
   std::string reports_dir = "/var/lib/xdeep/reports";     // shared with compute nodes

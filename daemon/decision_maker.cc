@@ -322,6 +322,27 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     return absl::FailedPreconditionError(fmt::format(
         "partition '{}' has no GPUs (gres/gpu); choose a GPU partition with -p", shape->partition));
   }
+  // Site limit on waiting: probes that do not finish in max_wait_s are cancelled
+  // and this launch decides from what the daemon already has.
+  bool probe_now = false;
+  if (launch_probe_ && policy->probes.on_launch && hardware.builtin) {
+    std::lock_guard lock(mu_);
+    probe_now = probed_partitions_.insert(shape->partition).second;
+  }
+  if (probe_now) {
+    progress(Step("probe", fmt::format("no measurements for partition {}: probing (waiting at most "
+                                       "{} s)",
+                                       shape->partition, policy->probes.max_wait_s)));
+    absl::Status probed =
+        launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s);
+    if (probed.ok()) {
+      std::lock_guard lock(mu_);
+      hardware = hardware_;
+    } else {
+      progress(Step("probe", fmt::format("{}; deciding from {}", std::string(probed.message()),
+                                         hardware.Label())));
+    }
+  }
   progress(Step("profile", fmt::format("partition {}: {} nodes x {} GPUs; {}", shape->partition,
                                        shape->nodes, shape->gpus_per_node, hardware.Label())));
 

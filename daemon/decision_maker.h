@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -30,6 +31,11 @@ using ShapeFn = std::function<absl::StatusOr<PartitionShape>(const std::string& 
 // Seconds since the epoch; replaced in tests.
 using ClockFn = std::function<int64_t()>;
 
+// Runs the compute probes on a partition for at most `wait_s` and, when they
+// succeed, installs the measured profile (DecisionMaker::SetHardware).
+using LaunchProbeFn =
+    std::function<absl::Status(const std::string& partition, int gpus_per_node, int wait_s)>;
+
 // A decision, or the reason the launch is left as the user wrote it.
 struct DecideResult {
   std::optional<xdeep::v1::Decision> decision;
@@ -49,6 +55,8 @@ class DecisionMaker {
   std::shared_ptr<const PolicyConfig> policy() const;
   // A measured profile (from probes) replaces the one in use for later decisions.
   void SetHardware(tuner::HardwareProfile hardware);
+  // How launches probe partitions that have no measurements ([probes] on_launch).
+  void SetLaunchProbe(LaunchProbeFn probe) { launch_probe_ = std::move(probe); }
   int64_t Now() const { return clock_(); }
 
  private:
@@ -65,6 +73,8 @@ class DecisionMaker {
   Store* store_;
   Ledger* ledger_;
   ClockFn clock_;
+  LaunchProbeFn launch_probe_;
+  mutable std::set<std::string> probed_partitions_;  // guarded by mu_
 };
 
 // Real runs of a workload, fitted into a step-time correction (measured /

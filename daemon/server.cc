@@ -99,6 +99,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       daemon->store_.get(), daemon->ledger_.get());
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
   Daemon* self = daemon.get();
+  daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s) {
+    auto probed = self->Probe(partition, false, 1, gpus, wait_s);
+    if (!probed.ok()) return probed.status();
+    return probed->ingested() ? absl::OkStatus()
+                              : absl::FailedPreconditionError("the probes found no GPU figures");
+  });
   daemon->service_ = std::make_unique<TuningService>(ServiceParts{
       .maker = daemon->maker_.get(),
       .auth = daemon->auth_.get(),
@@ -140,19 +146,50 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
 
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
     const xdeep::v1::RunProbesRequest& r) {
+  const ProbeConfig& pc = maker_->policy()->probes;
+  return Probe(r.partition().empty() ? pc.partition : r.partition(), r.collectives(), r.nodes(),
+               r.gpus_per_node(), pc.time_limit_s + 60);
+}
+
+absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& partition,
+                                                           bool collectives, int nodes,
+                                                           int gpus_per_node, int wait_s) {
   namespace v1 = xdeep::v1;
   auto policy = maker_->policy();
   const ProbeConfig& pc = policy->probes;
+  // Probe jobs spend from their own budget ([probes] budget per period): the
+  // longest they may run, on the GPUs they hold, at the partition's price.
+  const int64_t now = maker_->Now();
+  Charge charge;
+  charge.decision_id = fmt::format("probe-{}-{}", now, ++probe_counter_);
+  charge.user = "xdeepd";
+  charge.account = "xdeep-probes";
+  charge.partition = partition;
+  charge.nodes = std::max(1, nodes);
+  charge.gpus = std::max(1, charge.nodes * gpus_per_node);
+  charge.price_per_gpu_hour = policy->PricePerGpuHour(partition);
+  charge.amount = charge.gpus * pc.time_limit_s / 3600.0 * charge.price_per_gpu_hour;
+  if (absl::Status s =
+          ledger_->Reserve(charge, {{"account", "xdeep-probes", pc.budget}},
+                           PeriodStart(policy->budget_period, now), now, pc.time_limit_s + 3600);
+      !s.ok()) {
+    return absl::ResourceExhaustedError(
+        fmt::format("probe budget exhausted ([probes] budget): {}", std::string(s.message())));
+  }
   std::error_code ec;
   std::filesystem::create_directories(pc.reports_dir, ec);
   ProbeScheduler scheduler({.probe_path = pc.probe_path, .reports_dir = pc.reports_dir});
   ProbeRequest req;
-  req.partition = r.partition().empty() ? pc.partition : r.partition();
+  req.partition = partition;
   req.time_limit = absl::Seconds(pc.time_limit_s);
-  req.set = r.collectives() ? ProbeSet::kCollectives : ProbeSet::kCompute;
-  req.nodes = std::max(1, r.nodes());
-  req.gpus_per_node = r.gpus_per_node();
-  auto outcome = scheduler.Run(req, absl::Seconds(pc.time_limit_s + 60));
+  req.set = collectives ? ProbeSet::kCollectives : ProbeSet::kCompute;
+  req.nodes = std::max(1, nodes);
+  req.gpus_per_node = gpus_per_node;
+  const auto started = std::chrono::steady_clock::now();
+  auto outcome = scheduler.Run(req, absl::Seconds(wait_s));
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  (void)ledger_->Settle(charge.decision_id, 0, elapsed, maker_->Now());
   if (!outcome.ok()) return outcome.status();
   v1::RunProbesResponse resp;
   resp.set_job_id(outcome->job_id);

@@ -4,6 +4,7 @@
 
 #include <grpcpp/server.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,10 @@ class Daemon {
   // Runs a probe job through Slurm, stores its report and, for GPU reports,
   // makes it the hardware profile of later decisions.
   absl::StatusOr<xdeep::v1::RunProbesResponse> RunProbes(const xdeep::v1::RunProbesRequest& r);
+  // The shared path: probe budget, Slurm job, report, ingestion. `wait_s` bounds
+  // the whole wait (queue included); the job is cancelled past it.
+  absl::StatusOr<xdeep::v1::RunProbesResponse> Probe(const std::string& partition, bool collectives,
+                                                     int nodes, int gpus_per_node, int wait_s);
 
   // Stops accepting calls, gives in-flight ones the configured grace period.
   void Shutdown();
@@ -54,6 +59,7 @@ class Daemon {
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   int bound_port_ = 0;
+  std::atomic<int> probe_counter_{0};
   // Expires stale reservations once a minute.
   std::thread expiry_;
   std::mutex expiry_mu_;

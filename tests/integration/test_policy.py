@@ -134,6 +134,67 @@ class ProbeTriggerTest(StackTest):
         self.assertIn((path,), db.execute("SELECT path FROM probe_reports").fetchall())
 
 
+class OwnDaemonTest(StackTest):
+    """A second xdeepd on the same cluster with its own policy."""
+
+    def start(self, policy):
+        self.sock = os.path.join(self.tmp, "d.sock")
+        config = os.path.join(self.tmp, "xdeepd.toml")
+        with open(config, "w") as f:
+            f.write(f'[server]\nlisten = "unix://{self.sock}"\n[store]\npath = "{self.tmp}/d.db"\n'
+                    f'[log]\nfile = "{self.tmp}/d.log"\n' + policy)
+        env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
+        self.daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        for _ in range(100):
+            if os.path.exists(self.sock):
+                return
+            time.sleep(0.05)
+        self.fail("xdeepd did not start")
+
+    def tearDown(self):
+        self.daemon.terminate()
+        self.daemon.wait()
+        super().tearDown()
+
+
+class ProbeLimitsTest(OwnDaemonTest):
+    def test_launch_waits_at_most_max_wait_then_decides(self):
+        hang = os.path.join(self.tmp, "hang.sh")
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\nsleep 120\n")
+        os.chmod(hang, 0o755)
+        os.chmod(self.tmp, 0o755)
+        self.start(f'[policy]\nadmins = ["root"]\n[probes]\non_launch = true\nmax_wait_s = 2\n'
+                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{hang}"\n'
+                   f'reports_dir = "{self.tmp}/reports"\n')
+        conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} timeout_ms=10000")
+        r = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV], conf=conf)
+        self.assertEqual(r.rc, 0, r)
+        self.assertTrue(r.tasks(), r)
+        probe_lines = [l for l in r.xdeep_lines() if "[probe]" in l]
+        self.assertEqual(len(probe_lines), 2, r)
+        self.assertIn("waiting at most 2 s", probe_lines[0])
+        self.assertIn("deciding from built-in profile", probe_lines[1])
+        self.assertLess(r.elapsed, 8, r)
+        # The probe job was cancelled, not left running.
+        time.sleep(1)
+        queue = subprocess.run(["squeue", "-h", "-n", "xdeep-probe", "-t", "PD,R"],
+                               env=dict(os.environ, SLURM_CONF=conf), capture_output=True,
+                               text=True).stdout
+        self.assertEqual(queue.strip(), "")
+        # Once per partition: the next launch does not wait again.
+        again = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV], conf=conf)
+        self.assertEqual([l for l in again.xdeep_lines() if "[probe]" in l], [], again)
+
+    def test_probe_budget(self):
+        self.start('[policy]\nadmins = ["root"]\nprice_per_gpu_hour = 2.5\n'
+                   f'[probes]\npartition = "debug"\ntime_limit_s = 60\nbudget = 0.01\n'
+                   f'probe_path = "{BUILD}/profiler/xdeep-probe"\nreports_dir = "{self.tmp}/r"\n')
+        r = run([XDEEP, "--daemon", f"unix://{self.sock}", "probe"])
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertIn("probe budget exhausted", r.err)
+
+
 class PolicyReloadTest(StackTest):
     def test_sighup_reload_keeps_old_policy_on_error(self):
         sock = os.path.join(self.tmp, "d.sock")
