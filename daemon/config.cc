@@ -181,6 +181,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("listen", config.server.listen);
          r.Get("worker_threads", config.server.worker_threads);
          r.Get("shutdown_grace_ms", config.server.shutdown_grace_ms);
+         r.Get("ledger_interval_s", config.server.ledger_interval_s);
+         r.Range("ledger_interval_s", config.server.ledger_interval_s, 1, 3600);
          r.Range("worker_threads", config.server.worker_threads, 1, 256);
          r.Range("shutdown_grace_ms", config.server.shutdown_grace_ms, 0, 600000);
          return r.Finish();

@@ -21,6 +21,9 @@ struct ServerConfig {
   std::string listen = "unix:///run/xdeep/xdeepd.sock";
   int worker_threads = 4;        // concurrent Tune computations
   int shutdown_grace_ms = 5000;  // in-flight calls get this long on SIGTERM
+  // How often the ledger settles finished batch jobs and expires stale
+  // reservations.
+  int ledger_interval_s = 60;
 };
 
 struct StoreConfig {

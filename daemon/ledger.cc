@@ -326,6 +326,15 @@ absl::StatusOr<std::optional<ReservationRecord>> Ledger::ForJob(uint32_t job_id)
   return std::optional<ReservationRecord>(ReadRecord(st.get()));
 }
 
+absl::StatusOr<std::vector<ReservationRecord>> Ledger::BoundUnsettled() {
+  std::lock_guard lock(mu_);
+  Statement st(db_, (std::string(kSelectRecord) + "WHERE state='bound'").c_str());
+  if (!st.ok()) return SqlError(db_, "prepare bound");
+  std::vector<ReservationRecord> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW) out.push_back(ReadRecord(st.get()));
+  return out;
+}
+
 absl::StatusOr<double> Ledger::TotalSettled() {
   std::lock_guard lock(mu_);
   Statement st(db_,

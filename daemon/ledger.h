@@ -86,6 +86,8 @@ class Ledger {
   absl::StatusOr<ReservationRecord> Get(const std::string& decision_id);
   // The reservation bound to `job_id`, if any.
   absl::StatusOr<std::optional<ReservationRecord>> ForJob(uint32_t job_id);
+  // Reservations bound to a job that no report has settled yet (batch jobs).
+  absl::StatusOr<std::vector<ReservationRecord>> BoundUnsettled();
   // Sum of settled amounts (for audits and tests).
   absl::StatusOr<double> TotalSettled();
 

@@ -133,8 +133,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   }
   daemon->expiry_ = std::thread([self] {
     std::unique_lock lock(self->expiry_mu_);
-    while (!self->expiry_cv_.wait_for(lock, std::chrono::seconds(60),
-                                      [self] { return self->stopping_; })) {
+    const auto interval = std::chrono::seconds(self->config_.server.ledger_interval_s);
+    while (!self->expiry_cv_.wait_for(lock, interval, [self] { return self->stopping_; })) {
+      self->SettleFinishedJobs();
       auto expired = self->ledger_->ExpireStale(self->maker_->Now());
       if (expired.ok() && *expired > 0) spdlog::info("event=ledger.expired rows={}", *expired);
     }
@@ -214,6 +215,23 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
     return s;
   }
   return resp;
+}
+
+void Daemon::SettleFinishedJobs() {
+  // Batch jobs (sbatch, salloc) have no srun of their own to report at exit:
+  // settle them from Slurm's run time once they end.
+  auto bound = ledger_->BoundUnsettled();
+  if (!bound.ok()) return;
+  for (const ReservationRecord& r : *bound) {
+    if (!r.job_id) continue;
+    std::optional<FinishedJob> job = QueryFinishedJob(*r.job_id);
+    if (!job) continue;
+    auto cost = ledger_->Settle(r.decision_id, r.uid, job->run_time_s, maker_->Now());
+    if (cost.ok()) {
+      spdlog::info("event=ledger.settled decision={} job={} state={} run_time_s={:.0f} cost={:.4f}",
+                   r.decision_id, *r.job_id, job->state, job->run_time_s, *cost);
+    }
+  }
 }
 
 absl::Status Daemon::ReloadPolicy() {

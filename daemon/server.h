@@ -40,6 +40,9 @@ class Daemon {
   absl::StatusOr<xdeep::v1::RunProbesResponse> Probe(const std::string& partition, bool collectives,
                                                      int nodes, int gpus_per_node, int wait_s);
 
+  // Settles reservations of batch jobs that Slurm reports as ended.
+  void SettleFinishedJobs();
+
   // Stops accepting calls, gives in-flight ones the configured grace period.
   void Shutdown();
   void Wait();

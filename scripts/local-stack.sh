@@ -19,6 +19,7 @@ CONF
   cat > "$dir/xdeepd.toml" <<CONF
 [server]
 listen = "unix://$dir/xdeepd.sock"
+ledger_interval_s = 2
 [store]
 path = "$dir/xdeep.db"
 [log]

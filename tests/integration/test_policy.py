@@ -63,6 +63,29 @@ class PolicyTest(StackTest):
         with open(out) as f:
             self.assertIn('"decision"', f.read())
 
+    def test_batch_job_is_settled_from_slurms_run_time(self):
+        out = os.path.join(self.tmp, "job.out")
+        script = os.path.join(self.tmp, "job.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/bash\nsrun {SHOW_ENV}\nsleep 2\n")
+        r = run(["sbatch", "--wait", "-o", out, "--xdeep-tune", f"--xdeep-workload={GPT}", script],
+                timeout=120)
+        self.assertEqual(r.rc, 0, r)
+        decision = re.search(r"decision (\w+)\)", r.err).group(1)
+        row = None
+        for _ in range(40):  # the stack's ledger pass runs every 2 s
+            row = sqlite3.connect(os.path.join(STACK, "xdeep.db")).execute(
+                "SELECT state, amount, settled_amount, gpus FROM reservations "
+                "WHERE decision_id LIKE ?", (decision + "%",)).fetchone()
+            if row and row[0] == "settled":
+                break
+            time.sleep(0.5)
+        state, amount, settled, gpus = row
+        self.assertEqual(state, "settled")
+        # Slurm's RunTime (whole seconds, at least the 2 s sleep) x GPUs x 2.5 EUR/h.
+        self.assertGreaterEqual(settled, gpus * 2 / 3600 * 2.5 - 1e-9)
+        self.assertLess(settled, amount)
+
     def test_over_budget_stops_before_allocation_with_one_line(self):
         r = run(as_user(POOR, ["srun", "-p", "strict", "--xdeep-tune", "--xdeep-objective=time",
                                f"--xdeep-workload={GPT}", SHOW_ENV]))
