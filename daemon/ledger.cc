@@ -6,6 +6,8 @@
 
 #include <ctime>
 
+#include "daemon/sqlite_statement.h"
+
 namespace xdeep::daemon {
 namespace {
 
@@ -33,29 +35,6 @@ CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
 CREATE INDEX IF NOT EXISTS reservations_job ON reservations(job_id);
 )sql";
 
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  sqlite3_stmt* get() { return stmt_; }
-  void Text(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.c_str(), -1, SQLITE_TRANSIENT);
-  }
-  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void Real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
-
-absl::Status SqlError(sqlite3* db, std::string_view what) {
-  return absl::InternalError(fmt::format("ledger: {}: {}", what, sqlite3_errmsg(db)));
-}
-
 // Rolls back unless committed: no half-written charge survives an error.
 class Transaction {
  public:
@@ -68,7 +47,7 @@ class Transaction {
   bool ok() const { return ok_; }
   absl::Status Commit() {
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      return SqlError(db_, "commit");
+      return SqlError(db_, "ledger", "commit");
     }
     committed_ = true;
     return absl::OkStatus();
@@ -152,10 +131,10 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
             "settled_amount END), 0), COALESCE(SUM(CASE WHEN state IN ('reserved','bound') THEN "
             "amount END), 0) FROM reservations WHERE user = ?1";
   Statement st(db_, sql);
-  if (!st.ok()) return SqlError(db_, "prepare budget use");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare budget use");
   st.Text(1, scope.name);
   st.Int(2, period_start);
-  if (sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "budget use");
+  if (sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "budget use");
   BudgetUse use;
   use.scope = scope;
   use.spent = sqlite3_column_double(st.get(), 0);
@@ -167,7 +146,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
                              int64_t period_start, int64_t now, int64_t ttl_s) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
-  if (!tx.ok()) return SqlError(db_, "begin");
+  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   for (const BudgetScope& scope : scopes) {
     if (scope.limit <= 0) continue;
     auto use = UseLocked(scope, period_start);
@@ -183,7 +162,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
                "INSERT INTO reservations (decision_id, uid, user, account, partition, amount, "
                "nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, created_unix, "
                "expires_unix) VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?)");
-  if (!st.ok()) return SqlError(db_, "prepare reserve");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare reserve");
   st.Text(1, c.decision_id);
   st.Int(2, c.uid);
   st.Text(3, c.user);
@@ -200,7 +179,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, "reserve");
+  if (rc != SQLITE_DONE) return SqlError(db_, "ledger", "reserve");
   return tx.Commit();
 }
 
@@ -211,12 +190,12 @@ absl::Status Ledger::Bind(const std::string& id, uint32_t uid, uint32_t job_id, 
                "UPDATE reservations SET state='bound', job_id=?1, expires_unix=?4 "
                "WHERE decision_id=?2 AND uid=?3 AND (state='reserved' OR "
                "(state='bound' AND job_id=?1))");
-  if (!st.ok()) return SqlError(db_, "prepare bind");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare bind");
   st.Int(1, job_id);
   st.Text(2, id);
   st.Int(3, uid);
   st.Int(4, now + ttl_s);
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "bind");
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "bind");
   if (sqlite3_changes(db_) == 0) {
     return absl::FailedPreconditionError(fmt::format(
         "no open reservation {} for this user (already settled, released, or another job's)", id));
@@ -228,11 +207,11 @@ absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, doubl
                                       int64_t now) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
-  if (!tx.ok()) return SqlError(db_, "begin");
+  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   Statement get(db_,
                 "SELECT state, settled_amount, nodes, gpus, price_per_gpu_hour, "
                 "price_per_node_hour FROM reservations WHERE decision_id=? AND uid=?");
-  if (!get.ok()) return SqlError(db_, "prepare settle");
+  if (!get.ok()) return SqlError(db_, "ledger", "prepare settle");
   get.Text(1, id);
   get.Int(2, uid);
   if (sqlite3_step(get.get()) != SQLITE_ROW) {
@@ -250,11 +229,11 @@ absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, doubl
   Statement upd(db_,
                 "UPDATE reservations SET state='settled', settled_amount=?, closed_unix=? "
                 "WHERE decision_id=?");
-  if (!upd.ok()) return SqlError(db_, "prepare settle update");
+  if (!upd.ok()) return SqlError(db_, "ledger", "prepare settle update");
   upd.Real(1, cost);
   upd.Int(2, now);
   upd.Text(3, id);
-  if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "settle");
+  if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "settle");
   if (absl::Status s = tx.Commit(); !s.ok()) return s;
   return cost;
 }
@@ -264,18 +243,18 @@ absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now) {
   Statement st(db_,
                "UPDATE reservations SET state='released', closed_unix=? WHERE decision_id=? AND "
                "uid=? AND state IN ('reserved','bound')");
-  if (!st.ok()) return SqlError(db_, "prepare release");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare release");
   st.Int(1, now);
   st.Text(2, id);
   st.Int(3, uid);
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "release");
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "release");
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
-  if (!tx.ok()) return SqlError(db_, "begin");
+  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   int changed = 0;
   for (const char* sql :
        {"UPDATE reservations SET state='released', closed_unix=?1 WHERE state='reserved' AND "
@@ -283,9 +262,9 @@ absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
         "UPDATE reservations SET state='settled', settled_amount=amount, closed_unix=?1 WHERE "
         "state='bound' AND expires_unix < ?1"}) {
     Statement st(db_, sql);
-    if (!st.ok()) return SqlError(db_, "prepare expire");
+    if (!st.ok()) return SqlError(db_, "ledger", "prepare expire");
     st.Int(1, now);
-    if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "expire");
+    if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "expire");
     changed += sqlite3_changes(db_);
   }
   if (absl::Status s = tx.Commit(); !s.ok()) return s;
@@ -307,7 +286,7 @@ absl::StatusOr<std::vector<BudgetUse>> Ledger::Use(const std::vector<BudgetScope
 absl::StatusOr<ReservationRecord> Ledger::Get(const std::string& id) {
   std::lock_guard lock(mu_);
   Statement st(db_, (std::string(kSelectRecord) + "WHERE decision_id=?").c_str());
-  if (!st.ok()) return SqlError(db_, "prepare get");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare get");
   st.Text(1, id);
   if (sqlite3_step(st.get()) != SQLITE_ROW) {
     return absl::NotFoundError(fmt::format("no reservation {}", id));
@@ -320,7 +299,7 @@ absl::StatusOr<std::optional<ReservationRecord>> Ledger::ForJob(uint32_t job_id)
   Statement st(
       db_,
       (std::string(kSelectRecord) + "WHERE job_id=? ORDER BY created_unix DESC LIMIT 1").c_str());
-  if (!st.ok()) return SqlError(db_, "prepare for job");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare for job");
   st.Int(1, job_id);
   if (sqlite3_step(st.get()) != SQLITE_ROW) return std::optional<ReservationRecord>();
   return std::optional<ReservationRecord>(ReadRecord(st.get()));
@@ -329,7 +308,7 @@ absl::StatusOr<std::optional<ReservationRecord>> Ledger::ForJob(uint32_t job_id)
 absl::StatusOr<std::vector<ReservationRecord>> Ledger::BoundUnsettled() {
   std::lock_guard lock(mu_);
   Statement st(db_, (std::string(kSelectRecord) + "WHERE state='bound'").c_str());
-  if (!st.ok()) return SqlError(db_, "prepare bound");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare bound");
   std::vector<ReservationRecord> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW) out.push_back(ReadRecord(st.get()));
   return out;
@@ -339,7 +318,7 @@ absl::StatusOr<double> Ledger::TotalSettled() {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE state='settled'");
-  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "total");
+  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "total");
   return sqlite3_column_double(st.get(), 0);
 }
 

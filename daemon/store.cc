@@ -9,6 +9,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "daemon/sqlite_statement.h"
 #include "daemon/text.h"
 
 namespace xdeep::daemon {
@@ -45,25 +46,6 @@ CREATE TABLE IF NOT EXISTS probe_reports (
   created_unix INTEGER NOT NULL
 );
 )sql";
-
-// Finalizes a prepared statement on every path out of a function.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  sqlite3_stmt* get() { return stmt_; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
-
-absl::Status SqlError(sqlite3* db, std::string_view what) {
-  return absl::InternalError(fmt::format("store: {}: {}", what, sqlite3_errmsg(db)));
-}
 
 int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -118,7 +100,7 @@ absl::Status Store::SaveDecision(const DecisionRecord& r) {
                "INSERT INTO decisions (id, uid, workload, strategy, nodes, gpus_per_node, "
                "predicted_step_time_s, predicted_cost, decision, created_unix) "
                "VALUES (?,?,?,?,?,?,?,?,?,?)");
-  if (!st.ok()) return SqlError(db_, "prepare insert decision");
+  if (!st.ok()) return SqlError(db_, "store", "prepare insert decision");
   sqlite3_bind_text(st.get(), 1, r.id.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st.get(), 2, r.uid);
   sqlite3_bind_text(st.get(), 3, r.workload.c_str(), -1, SQLITE_TRANSIENT);
@@ -130,7 +112,7 @@ absl::Status Store::SaveDecision(const DecisionRecord& r) {
   sqlite3_bind_blob(st.get(), 9, r.decision_blob.data(), static_cast<int>(r.decision_blob.size()),
                     SQLITE_TRANSIENT);
   sqlite3_bind_int64(st.get(), 10, r.created_unix ? r.created_unix : NowUnix());
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "insert decision");
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert decision");
   return absl::OkStatus();
 }
 
@@ -139,7 +121,7 @@ absl::StatusOr<DecisionRecord> Store::GetDecision(const std::string& id) {
   Statement st(db_,
                "SELECT uid, workload, strategy, nodes, gpus_per_node, predicted_step_time_s, "
                "predicted_cost, decision, created_unix, job_id FROM decisions WHERE id = ?");
-  if (!st.ok()) return SqlError(db_, "prepare select decision");
+  if (!st.ok()) return SqlError(db_, "store", "prepare select decision");
   sqlite3_bind_text(st.get(), 1, id.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.get()) != SQLITE_ROW) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", id));
@@ -166,11 +148,11 @@ absl::Status Store::BindJob(const std::string& decision_id, uint32_t job_id) {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "UPDATE decisions SET job_id = ? WHERE id = ? AND (job_id IS NULL OR job_id = ?)");
-  if (!st.ok()) return SqlError(db_, "prepare bind");
+  if (!st.ok()) return SqlError(db_, "store", "prepare bind");
   sqlite3_bind_int64(st.get(), 1, job_id);
   sqlite3_bind_text(st.get(), 2, decision_id.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st.get(), 3, job_id);
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "bind");
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "bind");
   if (sqlite3_changes(db_) == 0) {
     return absl::FailedPreconditionError(
         fmt::format("decision '{}' is unknown or already bound to another job", decision_id));
@@ -183,7 +165,7 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
   Statement st(db_,
                "INSERT OR IGNORE INTO outcomes (decision_id, job_id, exit_code, elapsed_s, "
                "step_times, reported_unix) VALUES (?,?,?,?,?,?)");
-  if (!st.ok()) return SqlError(db_, "prepare insert outcome");
+  if (!st.ok()) return SqlError(db_, "store", "prepare insert outcome");
   std::string times = JoinTimes(o.step_times_s);
   sqlite3_bind_text(st.get(), 1, o.decision_id.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st.get(), 2, o.job_id);
@@ -195,7 +177,7 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
   if (rc == SQLITE_CONSTRAINT) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", o.decision_id));
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, "insert outcome");
+  if (rc != SQLITE_DONE) return SqlError(db_, "store", "insert outcome");
   return absl::OkStatus();
 }
 
@@ -205,13 +187,13 @@ absl::Status Store::SaveProbeReport(const std::string& job_id, const std::string
   Statement st(db_,
                "INSERT OR REPLACE INTO probe_reports (job_id, partition, path, ingested, "
                "created_unix) VALUES (?,?,?,?,?)");
-  if (!st.ok()) return SqlError(db_, "prepare probe report");
+  if (!st.ok()) return SqlError(db_, "store", "prepare probe report");
   sqlite3_bind_text(st.get(), 1, job_id.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st.get(), 2, partition.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st.get(), 3, path.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(st.get(), 4, ingested ? 1 : 0);
   sqlite3_bind_int64(st.get(), 5, NowUnix());
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "insert probe report");
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert probe report");
   return absl::OkStatus();
 }
 
@@ -221,7 +203,7 @@ absl::StatusOr<std::vector<DecisionRecord>> Store::Recent(std::optional<uint32_t
                "SELECT id, uid, workload, strategy, nodes, gpus_per_node, predicted_step_time_s, "
                "predicted_cost, created_unix, job_id FROM decisions WHERE (?1 < 0 OR uid = ?1) "
                "ORDER BY created_unix DESC, rowid DESC LIMIT ?2");
-  if (!st.ok()) return SqlError(db_, "prepare recent");
+  if (!st.ok()) return SqlError(db_, "store", "prepare recent");
   sqlite3_bind_int64(st.get(), 1, uid ? static_cast<int64_t>(*uid) : -1);
   sqlite3_bind_int(st.get(), 2, limit);
   std::vector<DecisionRecord> out;
@@ -251,7 +233,7 @@ absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> Store::MeasuredRu
                "SELECT d.id, d.decision, o.step_times FROM decisions d JOIN outcomes o ON "
                "o.decision_id = d.id WHERE d.workload = ? AND o.step_times != '' "
                "ORDER BY o.reported_unix DESC LIMIT ?");
-  if (!st.ok()) return SqlError(db_, "prepare measured runs");
+  if (!st.ok()) return SqlError(db_, "store", "prepare measured runs");
   sqlite3_bind_text(st.get(), 1, workload.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(st.get(), 2, limit);
   std::vector<std::pair<DecisionRecord, double>> out;
@@ -277,7 +259,7 @@ absl::StatusOr<std::vector<OutcomeRecord>> Store::Outcomes(const std::string& de
   Statement st(db_,
                "SELECT job_id, exit_code, elapsed_s, step_times FROM outcomes "
                "WHERE decision_id = ? ORDER BY job_id");
-  if (!st.ok()) return SqlError(db_, "prepare select outcomes");
+  if (!st.ok()) return SqlError(db_, "store", "prepare select outcomes");
   sqlite3_bind_text(st.get(), 1, decision_id.c_str(), -1, SQLITE_TRANSIENT);
   std::vector<OutcomeRecord> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW) {

@@ -1,0 +1,43 @@
+// RAII helpers for the daemon's SQLite code (store and ledger): a prepared
+// statement finalized on every path, and one error shape.
+#pragma once
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace xdeep::daemon {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Text(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.c_str(), -1, SQLITE_TRANSIENT);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+// "<who>: <what>: <sqlite's message>" as an Internal error.
+inline absl::Status SqlError(sqlite3* db, std::string_view who, std::string_view what) {
+  return absl::InternalError(fmt::format("{}: {}: {}", who, what, sqlite3_errmsg(db)));
+}
+
+}  // namespace xdeep::daemon
