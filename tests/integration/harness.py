@@ -23,10 +23,10 @@ SHOW_ENV = os.path.join(SOURCE, "tests", "integration", "show_env.sh")
 
 
 class Result:
-    def __init__(self, proc, elapsed):
-        self.rc = proc.returncode
-        self.out = proc.stdout
-        self.err = proc.stderr
+    def __init__(self, rc, out, err, elapsed):
+        self.rc = rc
+        self.out = out
+        self.err = err
         self.elapsed = elapsed
 
     def tasks(self):
@@ -54,7 +54,7 @@ def run(argv, conf=None, env=None, timeout=60, cwd=None):
     t0 = time.monotonic()
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=timeout,
                           cwd=cwd or SOURCE)
-    return Result(proc, time.monotonic() - t0)
+    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
 
 
 def alt_conf(directory, plugstack_line):

@@ -7,8 +7,8 @@ import subprocess
 import time
 import unittest
 
-from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, StackTest, StuckServer,
-                     alt_conf, run)
+from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, Result, StackTest,
+                     StuckServer, alt_conf, run)
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 TIMEOUT_MS = 1000
@@ -89,12 +89,7 @@ class FailOpenTest(StackTest):
             time.sleep(0.3)
             daemon.send_signal(signal.SIGKILL)
             out, err = srun.communicate(timeout=30)
-            elapsed = time.monotonic() - t0
-            r = type("R", (), {})()
-            r.rc, r.out, r.err, r.elapsed = srun.returncode, out, err, elapsed
-            from harness import Result
-            r.tasks = lambda: Result.tasks(r)
-            r.xdeep_lines = lambda: Result.xdeep_lines(r)
+            r = Result(srun.returncode, out, err, time.monotonic() - t0)
             self.assert_ran_unchanged(r, base)
         finally:
             daemon.kill()
