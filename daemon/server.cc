@@ -128,6 +128,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
         "cannot listen on {}; is another xdeepd running? ([server] listen)", config.server.listen));
   }
   if (config.server.listen.starts_with(kUnixPrefix)) {
+    daemon->bound_port_ = 0;  // gRPC reports 1 for a unix socket
     // Every user's srun connects; identity comes from MUNGE, not from the socket.
     chmod(config.server.listen.substr(kUnixPrefix.size()).c_str(), 0666);
   }
