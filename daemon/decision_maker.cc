@@ -195,7 +195,7 @@ DecisionMaker::DecisionMaker(std::shared_ptr<const PolicyConfig> policy,
                              tuner::HardwareProfile hardware, ShapeFn shape, Store* store,
                              Ledger* ledger, ClockFn clock)
     : policy_(std::move(policy)),
-      hardware_(std::move(hardware)),
+      hardware_(std::make_shared<const tuner::HardwareProfile>(std::move(hardware))),
       shape_(std::move(shape)),
       store_(store),
       ledger_(ledger),
@@ -212,7 +212,12 @@ void DecisionMaker::SetPolicy(std::shared_ptr<const PolicyConfig> policy) {
 
 void DecisionMaker::SetHardware(tuner::HardwareProfile hardware) {
   std::lock_guard lock(mu_);
-  hardware_ = std::move(hardware);
+  hardware_ = std::make_shared<const tuner::HardwareProfile>(std::move(hardware));
+}
+
+std::shared_ptr<const tuner::HardwareProfile> DecisionMaker::hardware() const {
+  std::lock_guard lock(mu_);
+  return hardware_;
 }
 
 std::shared_ptr<const PolicyConfig> DecisionMaker::policy() const {
@@ -302,11 +307,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                                    const Caller& caller,
                                                    const ProgressFn& progress) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
-  tuner::HardwareProfile hardware;
-  {
-    std::lock_guard lock(mu_);
-    hardware = hardware_;
-  }
+  std::shared_ptr<const tuner::HardwareProfile> profile = this->hardware();
   std::string partition =
       request.partition().empty() ? policy->default_partition : request.partition();
   if (request.implicit() && !policy->TuningDefault(partition)) {
@@ -325,7 +326,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   // Site limit on waiting: probes that do not finish in max_wait_s are cancelled
   // and this launch decides from what the daemon already has.
   bool probe_now = false;
-  if (launch_probe_ && policy->probes.on_launch && hardware.builtin) {
+  if (launch_probe_ && policy->probes.on_launch && profile->builtin) {
     std::lock_guard lock(mu_);
     probe_now = probed_partitions_.insert(shape->partition).second;
   }
@@ -336,13 +337,13 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     absl::Status probed =
         launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s);
     if (probed.ok()) {
-      std::lock_guard lock(mu_);
-      hardware = hardware_;
+      profile = this->hardware();
     } else {
       progress(Step("probe", fmt::format("{}; deciding from {}", std::string(probed.message()),
-                                         hardware.Label())));
+                                         profile->Label())));
     }
   }
+  const tuner::HardwareProfile& hardware = *profile;
   progress(Step("profile", fmt::format("partition {}: {} nodes x {} GPUs; {}", shape->partition,
                                        shape->nodes, shape->gpus_per_node, hardware.Label())));
 

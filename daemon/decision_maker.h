@@ -53,6 +53,7 @@ class DecisionMaker {
   // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
   void SetPolicy(std::shared_ptr<const PolicyConfig> policy);
   std::shared_ptr<const PolicyConfig> policy() const;
+  std::shared_ptr<const tuner::HardwareProfile> hardware() const;
   // A measured profile (from probes) replaces the one in use for later decisions.
   void SetHardware(tuner::HardwareProfile hardware);
   // How launches probe partitions that have no measurements ([probes] on_launch).
@@ -68,7 +69,8 @@ class DecisionMaker {
 
   mutable std::mutex mu_;
   std::shared_ptr<const PolicyConfig> policy_;
-  tuner::HardwareProfile hardware_;
+  // Shared, not copied per decision; swapped whole when probes measure anew.
+  std::shared_ptr<const tuner::HardwareProfile> hardware_;
   ShapeFn shape_;
   Store* store_;
   Ledger* ledger_;

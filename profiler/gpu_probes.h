@@ -1,7 +1,7 @@
 // GPU probes: cuBLASLt GEMMs, CUDA bandwidth kernels, NCCL collectives.
 //
 // Implemented in cuda/ and nccl/ where the build found CUDA and NCCL; otherwise
-// gpu_stubs.cc answers Unimplemented, so callers need no #ifdefs.
+// gpu_probes_unavailable.cc answers Unimplemented, so callers need no #ifdefs.
 #ifndef XDEEP_PROFILER_GPU_PROBES_H_
 #define XDEEP_PROFILER_GPU_PROBES_H_
 

@@ -77,7 +77,7 @@ std::chrono::system_clock::time_point WallDeadline(std::chrono::steady_clock::ti
 class GrpcDaemonClient final : public DaemonClient {
  public:
   explicit GrpcDaemonClient(const std::string& address)
-      : stub_(
+      : tuning_(
             v1::Tuning::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
   }
 
@@ -121,7 +121,7 @@ class GrpcDaemonClient final : public DaemonClient {
 
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
-    auto reader = stub_->Tune(&ctx, req);
+    auto reader = tuning_->Tune(&ctx, req);
     v1::TuneEvent event;
     bool decided = false;
     while (reader->Read(&event)) {
@@ -169,7 +169,7 @@ class GrpcDaemonClient final : public DaemonClient {
     v1::BindResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
-    grpc::Status status = stub_->Bind(&ctx, req, &resp);
+    grpc::Status status = tuning_->Bind(&ctx, req, &resp);
     if (!status.ok()) *error = FromStatus(status);
     return status.ok();
   }
@@ -188,7 +188,7 @@ class GrpcDaemonClient final : public DaemonClient {
     v1::ReportResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
-    grpc::Status status = stub_->Report(&ctx, req, &resp);
+    grpc::Status status = tuning_->Report(&ctx, req, &resp);
     if (!status.ok()) *error = FromStatus(status);
     return status.ok();
   }
@@ -206,7 +206,7 @@ class GrpcDaemonClient final : public DaemonClient {
     v1::VerifyStepResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
-    grpc::Status status = stub_->VerifyStep(&ctx, req, &resp);
+    grpc::Status status = tuning_->VerifyStep(&ctx, req, &resp);
     if (!status.ok()) {
       *error = FromStatus(status);
       return false;
@@ -217,7 +217,7 @@ class GrpcDaemonClient final : public DaemonClient {
   }
 
  private:
-  std::unique_ptr<v1::Tuning::Stub> stub_;
+  std::unique_ptr<v1::Tuning::Stub> tuning_;
 };
 
 }  // namespace

@@ -169,7 +169,8 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
   return true;
 }
 
-int Plugin::InitPostOpt(Launcher launcher, const std::vector<std::string>& argv,
+int Plugin::InitPostOpt(Launcher launcher,
+                        const std::function<std::vector<std::string>()>& read_argv,
                         int first_command) {
   started_ = std::chrono::steady_clock::now();
   const std::string guard = Env(kGuardVar);
@@ -187,6 +188,7 @@ int Plugin::InitPostOpt(Launcher launcher, const std::vector<std::string>& argv,
   if (mode == TuneMode::kOff) return 0;
   const bool implicit = !options_.mode().has_value();
 
+  const std::vector<std::string> argv = read_argv();
   TuneQuery query;
   bool skip = false;
   if (!BuildQuery(launcher, mode, argv, first_command, &query, &error, &skip)) {

@@ -50,9 +50,11 @@ class Plugin {
   int Init(const std::vector<std::string>& args);
   // An --xdeep-* option callback; 0 or -1.
   int OnOption(OptionId id, const char* value);
-  // After option parsing in srun / sbatch / salloc. `argv` is the process's
-  // command line, `first_command` the index of the user's command (optind).
-  int InitPostOpt(Launcher launcher, const std::vector<std::string>& argv, int first_command);
+  // After option parsing in srun / sbatch / salloc. `read_argv` gives the
+  // process's command line, read only when a launch is actually tuned (every
+  // srun passes here); `first_command` is the index of the user's command (optind).
+  int InitPostOpt(Launcher launcher, const std::function<std::vector<std::string>()>& read_argv,
+                  int first_command);
   // srun, once the job exists.
   void LocalUserInit(uint32_t job_id, uint32_t step_id);
   // srun, at the end.

@@ -142,7 +142,7 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) 
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
     // After option parsing, libc's optind indexes the user's command.
     const Launcher launcher = ctx == S_CTX_LOCAL ? Launcher::kSrun : AllocatorLauncher();
-    int rc = Instance().InitPostOpt(launcher, xdeep::spank::ReadSelfCmdline(), optind);
+    int rc = Instance().InitPostOpt(launcher, xdeep::spank::ReadSelfCmdline, optind);
     if (rc == 0 && ctx == S_CTX_LOCAL && Instance().owns_launch()) {
       // srun exits without the SPANK exit hook when the allocation fails;
       // this still releases the reservation.

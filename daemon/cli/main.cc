@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
 
-  auto stub = v1::Tuning::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto tuning =
+      v1::Tuning::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
 
   if (*plan) {
     xdeep::spank::TuneQuery q;
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
     v1::BudgetResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, timeout_ms);
-    grpc::Status s = stub->GetBudget(&ctx, req, &resp);
+    grpc::Status s = tuning->GetBudget(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, address);
     std::printf("%-8s %-16s %-8s %-17s %12s %12s %12s %12s\n", "scope", "name", "period", "since",
                 "limit", "spent", "reserved", "remaining");
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
     v1::ListDecisionsResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, timeout_ms);
-    grpc::Status s = stub->ListDecisions(&ctx, req, &resp);
+    grpc::Status s = tuning->ListDecisions(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, address);
     std::printf("%-16s %-12s %-10s %-14s %-20s %5s %5s %8s %10s %10s %9s %9s\n", "when", "decision",
                 "user", "workload", "strategy", "nodes", "gpu/n", "job", "state", "cost", "pred s",
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
     v1::RunProbesResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, std::max(timeout_ms, 3600 * 1000));  // a probe job queues and runs
-    grpc::Status s = stub->RunProbes(&ctx, req, &resp);
+    grpc::Status s = tuning->RunProbes(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, address);
     std::cout << "xdeep: " << resp.summary() << "\nreport: " << resp.report_path()
               << (resp.ingested() ? "\nthe hardware profile now uses these measurements\n"
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
     v1::ReloadPolicyResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, timeout_ms);
-    grpc::Status s = stub->ReloadPolicy(&ctx, req, &resp);
+    grpc::Status s = tuning->ReloadPolicy(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, address);
     std::cout << "xdeep: policy reloaded\n";
     return 0;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "profiler/cuda/kernels.h"
 #include "profiler/deadline.h"
 #include "profiler/dtype.h"
 
@@ -95,6 +96,18 @@ class GateOpener {
  private:
   StreamGate* g_;
 };
+
+// The element type the fill and check kernels use for a probe dtype.
+inline ElemKind ElemKindFor(DType t) {
+  switch (t) {
+    case DType::kBf16:
+      return ElemKind::kBf16;
+    case DType::kFp16:
+      return ElemKind::kFp16;
+    default:
+      return ElemKind::kFp32;
+  }
+}
 
 }  // namespace xdeep::profiler::cuda
 

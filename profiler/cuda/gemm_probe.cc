@@ -45,17 +45,6 @@ cudaDataType_t StorageType(DType t) {
   }
 }
 
-cuda::ElemKind Kind(DType t) {
-  switch (t) {
-    case DType::kBf16:
-      return cuda::ElemKind::kBf16;
-    case DType::kFp16:
-      return cuda::ElemKind::kFp16;
-    default:
-      return cuda::ElemKind::kFp32;
-  }
-}
-
 // Relative error bound against sum |a_l * b_l|, set by the output's rounding (bf16 8
 // bits, fp16 11) and tf32's 10-bit inputs; far above rounding, far below a wrong index.
 double Tolerance(DType t) {
@@ -115,7 +104,10 @@ struct LtContext {
 class GemmProbe : public Probe {
  public:
   GemmProbe(LtContext* ctx, GemmSpec spec, DType dtype, int candidates, absl::Duration settle)
-      : ctx_(ctx), spec_(std::move(spec)), dtype_(dtype), candidates_(candidates),
+      : ctx_(ctx),
+        spec_(std::move(spec)),
+        dtype_(dtype),
+        candidates_(candidates),
         settle_(settle) {}
   ~GemmProbe() override {
     if (op_) cublasLtMatmulDescDestroy(op_);
@@ -136,10 +128,10 @@ class GemmProbe : public Probe {
     if (absl::Status s = a_.Allocate(spec_.m * spec_.k * eb); !s.ok()) return s;
     if (absl::Status s = b_.Allocate(spec_.k * spec_.n * eb); !s.ok()) return s;
     if (absl::Status s = c_.Allocate(spec_.m * spec_.n * eb); !s.ok()) return s;
-    XDEEP_CUDA_RETURN(
-        cuda::LaunchFillRandom(a_.get(), spec_.m * spec_.k, Kind(dtype_), 0x1234, ctx_->stream));
-    XDEEP_CUDA_RETURN(
-        cuda::LaunchFillRandom(b_.get(), spec_.k * spec_.n, Kind(dtype_), 0x5678, ctx_->stream));
+    XDEEP_CUDA_RETURN(cuda::LaunchFillRandom(a_.get(), spec_.m * spec_.k, cuda::ElemKindFor(dtype_),
+                                             0x1234, ctx_->stream));
+    XDEEP_CUDA_RETURN(cuda::LaunchFillRandom(b_.get(), spec_.k * spec_.n, cuda::ElemKindFor(dtype_),
+                                             0x5678, ctx_->stream));
     XDEEP_CUDA_RETURN(cudaEventCreate(&start_));
     XDEEP_CUDA_RETURN(cudaEventCreate(&stop_));
 
@@ -334,8 +326,10 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
     }
   }
   if (ctx.gate.expired() > 0) {
-    spdlog::warn("xdeep: {} GEMM batches took longer to queue than the stream hold; their "
-                 "times include host enqueue", ctx.gate.expired());
+    spdlog::warn(
+        "xdeep: {} GEMM batches took longer to queue than the stream hold; their "
+        "times include host enqueue",
+        ctx.gate.expired());
   }
   return out;
 }

@@ -69,17 +69,6 @@ ncclDataType_t NcclType(DType t) {
   }
 }
 
-cuda::ElemKind Kind(DType t) {
-  switch (t) {
-    case DType::kBf16:
-      return cuda::ElemKind::kBf16;
-    case DType::kFp16:
-      return cuda::ElemKind::kFp16;
-    default:
-      return cuda::ElemKind::kFp32;
-  }
-}
-
 // Fixed batching by size: small messages are latency-bound (many per sample), large
 // ones take milliseconds each. Deterministic so every rank agrees.
 int BatchFor(int64_t bytes) {
@@ -117,8 +106,9 @@ class CollectiveProbe : public Probe {
     if (counts_.bytes == 0) return absl::InvalidArgumentError("size too small for this rank count");
     XDEEP_CUDA_RETURN(cudaEventCreateWithFlags(&start_, cudaEventDefault));
     XDEEP_CUDA_RETURN(cudaEventCreateWithFlags(&stop_, cudaEventDefault));
-    XDEEP_CUDA_RETURN(cuda::LaunchFillPattern(sh_->send.get(), counts_.send_elems, Kind(sh_->dtype),
-                                              sh_->rank, sh_->stream));
+    XDEEP_CUDA_RETURN(cuda::LaunchFillPattern(sh_->send.get(), counts_.send_elems,
+                                              cuda::ElemKindFor(sh_->dtype), sh_->rank,
+                                              sh_->stream));
     // Poison the output with a value no correct result has, so unwritten parts fail.
     XDEEP_CUDA_RETURN(cudaMemsetAsync(sh_->recv.get(), 0xff,
                                       counts_.recv_elems * DTypeBytes(sh_->dtype), sh_->stream));
@@ -350,8 +340,10 @@ absl::Status RunCollectives(const DistEnv& env, const CollectiveOptions& options
     }
   }
   if (sh.gate.expired() > 0) {
-    spdlog::warn("xdeep: {} collective batches took longer to queue than the stream hold; "
-                 "their times include host enqueue", sh.gate.expired());
+    spdlog::warn(
+        "xdeep: {} collective batches took longer to queue than the stream hold; "
+        "their times include host enqueue",
+        sh.gate.expired());
   }
   return finish(absl::OkStatus());
 }

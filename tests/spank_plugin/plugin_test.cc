@@ -86,7 +86,8 @@ class PluginTest : public ::testing::Test {
     if (plugin_->Init(plugstack) != 0) return -2;
     for (auto [id, v] : opts)
       if (plugin_->OnOption(id, v) != 0) return -3;
-    return plugin_->InitPostOpt(Launcher::kSrun, argv, first);
+    return plugin_->InitPostOpt(
+        Launcher::kSrun, [argv] { return argv; }, first);
   }
 
   Host host_;
