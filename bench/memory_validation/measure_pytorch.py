@@ -24,6 +24,7 @@ rank's figures and the peak of each phase (setup, forward+backward, optimizer
 step).
 """
 import argparse
+import contextlib
 import datetime
 import gc
 import json
@@ -121,7 +122,49 @@ def batch(name, mb, device, gen):
     return x, y
 
 
-def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recompute=False):
+def kernel_category(name):
+    """What a CUDA kernel does, from its name (cuBLAS / CUTLASS GEMMs, fused
+    attention, NCCL, the foreach optimizer, everything else elementwise)."""
+    n = name.lower()
+    if "nccl" in n:
+        return "nccl"
+    if "flash" in n or "fmha" in n or "attention" in n:
+        return "attention"
+    if ("gemm" in n or "nvjet" in n or "xmma" in n or "cutlass" in n or "cublas" in n
+            or "sm90_" in n or "sm80_" in n or "conv" in n or "implicit" in n or "winograd" in n):
+        return "gemm_conv"
+    if "multi_tensor_apply" in n:
+        return "optimizer"
+    return "elementwise"
+
+
+def profile_step(step_fn, device):
+    """One more step under torch.profiler: kernel count and GPU time per
+    category, to tell launch-bound steps from compute-bound ones."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step_fn()
+        torch.cuda.synchronize(device)
+    wall = time.perf_counter() - t0
+    busy, count = {}, {}
+    for evt in prof.key_averages():
+        if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
+            continue
+        us = getattr(evt, "self_device_time_total", None)
+        if us is None:
+            us = getattr(evt, "self_cuda_time_total", 0)
+        cat = kernel_category(evt.key)
+        if cat == "elementwise" and ("memcpy" in evt.key.lower() or "memset" in evt.key.lower()):
+            cat = "memcpy"
+        busy[cat] = busy.get(cat, 0.0) + us * 1e-6
+        count[cat] = count.get(cat, 0) + evt.count
+    return {"wall_s": wall, "gpu_s": busy, "kernels": count}
+
+
+def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recompute=False,
+            kernels=False):
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
@@ -162,10 +205,8 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
     times = []
-    import contextlib
-    for i in range(warmup + steps):
-        torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
+
+    def step():
         for a in range(grad_accum):
             x, y = batch(name, mb, device, gen)
             # DDP: reduce only on the last micro-batch; FSDP reduce-scatters each.
@@ -181,11 +222,17 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         mark("forward_backward")
         opt.step()
         opt.zero_grad(set_to_none=True)
+
+    for i in range(warmup + steps):
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        step()
         torch.cuda.synchronize(device)
         mark("optimizer_step")
         after_step.append(int(torch.cuda.memory_allocated(device) - base))
         if i >= warmup:
             times.append(time.perf_counter() - t0)
+    breakdown = profile_step(step, device) if kernels else None
     loss_ok = True
     steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
     mark("end")
@@ -209,7 +256,24 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         "step_time_median_s": statistics.median(times),
         "step_times_s": times,
         "ok": loss_ok,
+        **({"kernel_profile": breakdown} if breakdown else {}),
     }
+
+
+def eager_op_host_seconds(device, ops=3000):
+    """Host time PyTorch spends to issue one small eager op (Python, dispatcher,
+    kernel launch), the floor of a launch-bound step, median of 5 rounds."""
+    a = torch.ones(256, device=device)
+    b = torch.ones(256, device=device)
+    rounds = []
+    for _ in range(5):
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(ops):
+            torch.add(a, b, out=a)
+        rounds.append((time.perf_counter() - t0) / ops)
+        torch.cuda.synchronize(device)
+    return statistics.median(rounds)
 
 
 def nccl_version():
@@ -232,6 +296,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=150.0, help="stop starting new configs after this")
     ap.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step")
     ap.add_argument("--recompute", action="store_true", help="checkpoint every transformer block")
+    ap.add_argument("--kernels", action="store_true",
+                    help="profile one extra step: kernel count and GPU time per kind")
     args = ap.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -263,6 +329,7 @@ def main():
         "steps": args.steps,
         "warmup": args.warmup,
         "command": " ".join(sys.argv),
+        "eager_op_host_s": eager_op_host_seconds(device),
     }
     runs = []
     start = time.time()
@@ -289,7 +356,7 @@ def main():
                 continue
             try:
                 res = run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
-                              args.grad_accum, args.recompute)
+                              args.grad_accum, args.recompute, args.kernels)
                 if world > 1:
                     # Every rank's figures; the tuner predicts the worst rank.
                     mine = {k: res[k] for k in ("peak_allocated_bytes", "steady_allocated_bytes",

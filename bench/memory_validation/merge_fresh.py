@@ -27,6 +27,8 @@ def main():
         for run in doc.get("runs", []):
             run["command"] = doc["meta"]["command"]
             run["date"] = doc["meta"]["date"]
+            if "eager_op_host_s" in doc["meta"]:
+                run["eager_op_host_s"] = doc["meta"]["eager_op_host_s"]
             runs.append(run)
         if meta is None:
             meta = dict(doc["meta"])

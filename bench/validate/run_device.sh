@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The whole validation of issue 7 in one call on a machine with 1 or 2 NVIDIA
+# GPUs: xdeep's probes there, real PyTorch training of the same workloads, and
+# the tuner's predictions against it (bench/validate/README.md).
+#
+#   XDEEP_CARRY=build/carry OUT=/tmp/out bench/validate/run_device.sh
+#
+# XDEEP_CARRY holds xdeep-probe, xdeep_validate and the Debian libraries they
+# need (bench/profiler/pack_carry.sh BUILD_DIR). Writes to $OUT: log.txt,
+# profile.json (the merged probe report), single.json, ddp.json, fsdp.json
+# (measure_pytorch.py, one process per configuration), validation.json.
+# Every step has a timeout, so the call ends; MODELS, MBS, MBS_2GPU narrow it.
+# STAGES picks stages (default all: probes,single,ddp,fsdp,compare) so that a
+# run can span two device calls (10 minutes each); a later call finds the
+# earlier one's files in PRIOR (a folder of the working tree).
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
+OUT=${OUT:-/tmp/xdeep-validate}
+carry=${XDEEP_CARRY:-build/carry}
+MODELS=${MODELS:-gpt-125m,gpt-350m,gpt-760m,gpt-1.3b,resnet50}
+MBS=${MBS:-1,2,4,8,16}      # single GPU
+MBS_2GPU=${MBS_2GPU:-1,4,16}  # DDP and FSDP
+STEPS=${STEPS:-6}
+WARMUP=${WARMUP:-3}
+STAGES=,${STAGES:-probes,single,ddp,fsdp,compare},
+PRIOR=${PRIOR:-}
+here=$(cd "$(dirname "$0")" && pwd)
+measure=$here/../memory_validation/measure_pytorch.py
+work=$(mktemp -d)
+mkdir -p "$OUT"
+tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
+exec > >(tee "$OUT/log.txt") 2>&1
+T0=$SECONDS
+stamp() { echo "[t=$((SECONDS - T0)) s] $*"; }
+
+stamp "$(date -u +%FT%TZ) $(hostname)"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
+gpus=$(nvidia-smi -L | wc -l)
+"$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
+
+stage() { [[ $STAGES == *,$1,* ]]; }
+# 1. Probes: the workloads' GEMMs, bandwidth, collectives on every GPU here.
+if stage probes; then
+"$carry/xdeep_validate" shapes --models "$MODELS" --micro-batches "$MBS" --out "$work/shapes.json" || exit 1
+stamp "compute probes"
+timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
+  --time-limit 280 --out "$work/compute.json"
+echo "rc=$?"
+reports=("$work/compute.json")
+if (( gpus >= 2 )); then
+  stamp "collective probes, 2 GPUs"
+  RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 \
+    timeout 120 "$carry/xdeep-probe" collectives --out "$work/unused.json" > "$work/rank1.txt" 2>&1 &
+  rank1=$!
+  RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 \
+    timeout 120 "$carry/xdeep-probe" collectives --out "$work/coll_2gpu.json"
+  echo "rank0 rc=$?"
+  wait $rank1  # (never a bare `wait`: it would wait for the log's tee too)
+  reports+=("$work/coll_2gpu.json")
+fi
+"$carry/xdeep-probe" merge "${reports[@]}" --multi-rank-collectives --out "$OUT/profile.json" || exit 1
+fi
+
+# 2. Real training, one process per configuration (DDP's Reducer buckets of
+# one configuration would otherwise move the next one's memory baseline).
+# Single-GPU lanes run side by side, one per GPU; 2-GPU runs one at a time.
+one() {  # one MODE MODEL MB GPU PORT
+  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5
+  local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mb"
+              --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
+              --out "$work/${mode}_${model}_mb${mb}.json")
+  if [ "$mode" = single ]; then
+    CUDA_VISIBLE_DEVICES=$gpu timeout -k 5 90 python3 "${args[@]}"
+  else
+    timeout -k 5 120 torchrun --nproc_per_node=2 --master_port="$port" "${args[@]}"
+  fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" | sed "s/^/[t=$((SECONDS - T0))] /"
+}
+lane() {  # lane GPU MODEL...
+  local gpu=$1; shift
+  for model in "$@"; do
+    for mb in ${MBS//,/ }; do one single "$model" "$mb" "$gpu" 0; done
+  done
+}
+IFS=, read -r -a models <<< "$MODELS"
+if stage single; then
+stamp "single GPU"
+if (( gpus >= 2 )); then
+  even=() odd=()
+  for i in "${!models[@]}"; do
+    if (( i % 2 )); then odd+=("${models[i]}"); else even+=("${models[i]}"); fi
+  done
+  lane 0 "${even[@]}" &
+  lane0=$!
+  lane 1 "${odd[@]}"
+  wait $lane0
+else
+  lane 0 "${models[@]}"
+fi
+python3 "$here/../memory_validation/merge_fresh.py" "$OUT/single.json" \
+  "run_device.sh: one process per configuration, one lane per GPU" "$work"/single_*.json
+fi
+if (( gpus >= 2 )); then
+  port=29700
+  for mode in ddp fsdp; do
+    stage $mode || continue
+    stamp "$mode, 2 GPUs"
+    for model in "${models[@]}"; do
+      for mb in ${MBS_2GPU//,/ }; do one "$mode" "$model" "$mb" 0,1 $((port++)); done
+    done
+    python3 "$here/../memory_validation/merge_fresh.py" "$OUT/$mode.json" \
+      "run_device.sh: one torchrun pair per configuration" "$work"/${mode}_*.json
+  done
+fi
+
+# 3. Predictions against the measurements (this call's files, else PRIOR's).
+if stage compare; then
+  stamp "compare"
+  pick() { if [ -e "$OUT/$1" ]; then echo "$OUT/$1"; elif [ -n "$PRIOR" ] && [ -e "$PRIOR/$1" ]; then echo "$PRIOR/$1"; fi; }
+  runs=()
+  for f in single.json ddp.json fsdp.json; do [ -n "$(pick $f)" ] && runs+=("$(pick $f)"); done
+  "$carry/xdeep_validate" compare --profile "$(pick profile.json)" --runs "${runs[@]}" \
+    --json "$OUT/validation.json"
+fi
+stamp "done"

@@ -1,0 +1,428 @@
+// xdeep_validate: the tuner's predictions against real PyTorch training (issue 7).
+//
+//   xdeep_validate shapes --models gpt-125m,resnet50 --micro-batches 1,2,4 --out S.json
+//       the GEMMs those workloads run, as an xdeep.gemm_shapes/1 file for xdeep-probe
+//   xdeep_validate compare --profile PROFILE.json --runs RUNS.json... [--json OUT] [--check]
+//       predicted vs measured step time and peak memory of every measured run,
+//       the mean absolute percentage errors, the tuner's pick per workload
+//       against the cheapest measured configuration, and what one reported run
+//       teaches the model about its neighbours
+//
+// PROFILE is a probe report of the machine that ran the training
+// (xdeep-probe compute + collectives, merged); RUNS are measure_pytorch.py
+// files (bench/memory_validation). Exit status with --check: 0 when every
+// target holds, 1 when one misses, 2 on bad input.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "tuner/hardware_profile.h"
+#include "tuner/modeling/scaling_correction.h"
+#include "tuner/search.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+namespace xdeep::validate {
+namespace {
+
+using tuner::Configuration;
+using tuner::Workload;
+
+// Targets of issue 7.
+constexpr double kStepTimeMapeTarget = 0.07;
+constexpr double kMemoryMapeTarget = 0.10;
+constexpr double kPickWithin = 0.05;
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+bool ReadFile(const std::string& path, std::string* text) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *text = ss.str();
+  return true;
+}
+
+// The workload as measure_pytorch.py trains it: AdamW, bf16 autocast; FSDP
+// gathers GPT units in bf16 but keeps ResNet-50's parameters fp32 (BatchNorm).
+absl::StatusOr<Workload> ScriptWorkload(const std::string& model) {
+  auto w = tuner::PresetWorkload(model);
+  if (!w.ok()) return w.status();
+  w->optimizer = tuner::OptimizerKind::kAdamW;
+  w->precision = tuner::Precision::kBf16Autocast;
+  w->fsdp_16bit_params = model != "resnet50";
+  return w;
+}
+
+struct Run {
+  std::string model, mode;
+  Configuration config;
+  bool has_time = false, has_memory = false;
+  double measured_s = 0, predicted_s = 0;
+  double measured_bytes = 0, predicted_bytes = 0;
+  double predicted_total_bytes = 0;  // what the search checks against the card
+  double predicted_cost = 0;         // the search's cost of this configuration
+  double analytical_s = 0;           // predicted_s before any correction
+};
+
+Configuration ConfigFor(const nlohmann::json& run) {
+  Configuration c;
+  c.gpus_per_node = run.value("world_size", 1);
+  c.dp = c.gpus_per_node;
+  c.micro_batch = run.value("micro_batch", 1);
+  c.grad_accum = run.value("grad_accum", 1);
+  c.recompute = run.value("recompute", false);
+  c.global_batch = int64_t{c.dp} * c.micro_batch * c.grad_accum;
+  c.sharding = run.value("mode", "single") == "fsdp" ? tuner::Sharding::kZero3
+                                                      : tuner::Sharding::kNone;
+  return c;
+}
+
+double Mape(const std::vector<std::pair<double, double>>& pairs) {
+  if (pairs.empty()) return 0;
+  double sum = 0;
+  for (const auto& [measured, predicted] : pairs) sum += std::abs(predicted - measured) / measured;
+  return sum / pairs.size();
+}
+
+int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro_batches,
+           const std::string& out_path) {
+  // One entry per distinct (m, n, k) forward GEMM; xdeep-probe expands a layer
+  // into fwd, dgrad and wgrad, which is what training runs.
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const std::string& model : models) {
+    auto w = ScriptWorkload(model);
+    if (!w.ok()) {
+      std::fprintf(stderr, "xdeep_validate: %s\n", std::string(w.status().message()).c_str());
+      return 2;
+    }
+    for (int mb : micro_batches) {
+      for (const tuner::LayerCost& l : w->layers) {
+        for (const tuner::GemmShape& g : l.gemms) {
+          const auto tokens = static_cast<int64_t>(std::llround(g.m_per_sample * mb));
+          if (!seen.insert({tokens, g.n, g.k}).second) continue;
+          layers.push_back({{"name", fmt::format("{}.{}.mb{}", model, l.name, mb)},
+                            {"tokens", tokens},
+                            {"in", g.k},
+                            {"out", g.n}});
+        }
+      }
+    }
+  }
+  const nlohmann::json doc = {
+      {"schema", "xdeep.gemm_shapes/1"}, {"dtypes", {"bf16"}}, {"layers", layers}};
+  const std::string tmp = out_path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << doc.dump(1) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "xdeep_validate: cannot write %s\n", tmp.c_str());
+      return 2;
+    }
+  }
+  std::rename(tmp.c_str(), out_path.c_str());
+  std::printf("%zu GEMM layers (x3: fwd, dgrad, wgrad) for %zu workloads -> %s\n", layers.size(),
+              models.size(), out_path.c_str());
+  return 0;
+}
+
+// Loads every usable run: a measured step time and/or a clean peak.
+bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfile& hw,
+              std::vector<Run>* runs, std::string* meta_summary) {
+  for (const std::string& file : files) {
+    std::string text;
+    if (!ReadFile(file, &text)) {
+      std::fprintf(stderr, "xdeep_validate: cannot read %s\n", file.c_str());
+      return false;
+    }
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("runs") || !doc["runs"].is_array()) {
+      std::fprintf(stderr,
+                   "xdeep_validate: %s is not a measure_pytorch.py result (no \"runs\" array)\n",
+                   file.c_str());
+      return false;
+    }
+    if (doc.contains("meta")) {
+      const auto& m = doc["meta"];
+      *meta_summary += fmt::format("  {}: {} x{} {}, torch {}, CUDA {}, NCCL {}, {}\n", file,
+                                   m.value("gpu", "?"), m.value("gpu_count_used", 0),
+                                   m.value("date", "?"), m.value("torch", "?"),
+                                   m.value("cuda", "?"), m.value("nccl", "?"),
+                                   m.value("mode", "?"));
+    }
+    for (const auto& r : doc["runs"]) {
+      if (r.contains("error") || r.contains("skipped") || !r.contains("model")) continue;
+      Run run;
+      run.model = r["model"].get<std::string>();
+      run.mode = r.value("mode", "single");
+      run.config = ConfigFor(r);
+      auto w = ScriptWorkload(run.model);
+      if (!w.ok()) {
+        std::fprintf(stderr, "xdeep_validate: %s: %s\n", file.c_str(),
+                     std::string(w.status().message()).c_str());
+        return false;
+      }
+      if (const std::string why = tuner::StructuralProblem(*w, run.config); !why.empty()) {
+        std::fprintf(stderr, "xdeep_validate: %s: %s mb%d: %s\n", file.c_str(), run.model.c_str(),
+                     run.config.micro_batch, why.c_str());
+        return false;
+      }
+      tuner::StrategyModel model(*w, hw);
+      if (r.contains("step_time_median_s")) {
+        run.has_time = true;
+        run.measured_s = r["step_time_median_s"].get<double>();
+        run.predicted_s = run.analytical_s = model.Time(run.config).total_s;
+      }
+      // A negative steady state marks a baseline that still held the previous
+      // configuration's memory (measure_pytorch.py's multi-configuration runs).
+      if (r.contains("peak_allocated_bytes") && r.value("steady_allocated_bytes", 0.0) > 0 &&
+          !r.value("memory_polluted", false)) {
+        run.has_memory = true;
+        run.measured_bytes = r["peak_allocated_bytes"].get<double>();
+        run.predicted_bytes = model.Memory(run.config).PeakAllocated();
+      }
+      run.predicted_total_bytes = model.MemoryTotal(run.config);
+      tuner::SearchLimits limits;  // cost per GPU-hour, the cluster default
+      run.predicted_cost = tuner::Evaluate(*w, hw, limits, run.config).cost;
+      runs->push_back(run);
+    }
+  }
+  return true;
+}
+
+// Measured GPU-seconds per sample: what the cost objective minimises when
+// every GPU-hour costs the same.
+double MeasuredCostPerSample(const Run& r) {
+  return r.config.TotalGpus() * r.measured_s / static_cast<double>(r.config.global_batch);
+}
+
+std::string Label(const Run& r) {
+  return fmt::format("{:<9} {:<6} x{} mb{:<3}", r.model, r.mode, r.config.TotalGpus(),
+                     r.config.micro_batch);
+}
+
+std::vector<double> CorrectionParameters(const Configuration& c) {
+  // As the daemon fits them (daemon/decision_maker.cc): GPUs and micro-batch.
+  return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};
+}
+
+int Compare(const std::string& profile_path, const std::vector<std::string>& run_files,
+            const std::string& json_out, bool check) {
+  std::string profile_text;
+  if (!ReadFile(profile_path, &profile_text)) {
+    std::fprintf(stderr, "xdeep_validate: cannot read profile %s\n", profile_path.c_str());
+    return 2;
+  }
+  auto hw = tuner::HardwareProfileFromProbeReport(profile_text, profile_path);
+  if (!hw.ok()) {
+    std::fprintf(stderr, "xdeep_validate: %s\n", std::string(hw.status().message()).c_str());
+    return 2;
+  }
+  std::vector<Run> runs;
+  std::string meta;
+  if (!LoadRuns(run_files, *hw, &runs, &meta)) return 2;
+  if (runs.empty()) {
+    std::fprintf(stderr, "xdeep_validate: no usable runs in the given files\n");
+    return 2;
+  }
+  std::printf("profile: %s (%s, %zu GEMM points, %zu collective fits, %.0f GB/s)\nmeasurements:\n%s\n",
+              hw->Label().c_str(), hw->gpu_name.c_str(), hw->gemm.size(), hw->collectives.size(),
+              hw->memory_bandwidth_gbps, meta.c_str());
+
+  // 1. Predicted vs measured, per run.
+  std::printf("%-26s %10s %10s %7s   %10s %10s %7s\n", "run", "step ms", "predicted", "error",
+              "peak GiB", "predicted", "error");
+  std::vector<std::pair<double, double>> time_pairs, memory_pairs;
+  std::map<std::string, std::vector<std::pair<double, double>>> time_by_mode, memory_by_mode;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Run& r : runs) {
+    std::string t = fmt::format("{:>10} {:>10} {:>7}", "-", "-", "");
+    std::string m = t;
+    if (r.has_time) {
+      t = fmt::format("{:10.1f} {:10.1f} {:+6.1f}%", r.measured_s * 1e3, r.predicted_s * 1e3,
+                      100 * (r.predicted_s / r.measured_s - 1));
+      time_pairs.push_back({r.measured_s, r.predicted_s});
+      time_by_mode[r.mode].push_back({r.measured_s, r.predicted_s});
+    }
+    if (r.has_memory) {
+      m = fmt::format("{:10.2f} {:10.2f} {:+6.1f}%", r.measured_bytes / (1 << 30),
+                      r.predicted_bytes / (1 << 30),
+                      100 * (r.predicted_bytes / r.measured_bytes - 1));
+      memory_pairs.push_back({r.measured_bytes, r.predicted_bytes});
+      memory_by_mode[r.mode].push_back({r.measured_bytes, r.predicted_bytes});
+    }
+    std::printf("%-26s %s   %s\n", Label(r).c_str(), t.c_str(), m.c_str());
+    nlohmann::json row = {{"model", r.model},          {"mode", r.mode},
+                          {"gpus", r.config.TotalGpus()}, {"micro_batch", r.config.micro_batch}};
+    if (r.has_time) row.update({{"step_s", r.measured_s}, {"predicted_step_s", r.predicted_s}});
+    if (r.has_memory) {
+      row.update({{"peak_bytes", r.measured_bytes}, {"predicted_peak_bytes", r.predicted_bytes}});
+    }
+    rows.push_back(row);
+  }
+  const double time_mape = Mape(time_pairs), memory_mape = Mape(memory_pairs);
+  std::printf("\n");
+  for (const auto& [mode, pairs] : time_by_mode) {
+    std::printf("step time MAPE %-6s %5.1f %% over %zu runs\n", mode.c_str(), 100 * Mape(pairs),
+                pairs.size());
+  }
+  for (const auto& [mode, pairs] : memory_by_mode) {
+    std::printf("peak memory MAPE %-6s %5.1f %% over %zu runs\n", mode.c_str(), 100 * Mape(pairs),
+                pairs.size());
+  }
+  const bool time_ok = !time_pairs.empty() && time_mape <= kStepTimeMapeTarget;
+  const bool memory_ok = !memory_pairs.empty() && memory_mape <= kMemoryMapeTarget;
+  std::printf("STEP TIME   MAPE %5.1f %% over %zu runs (target <= %.0f %%): %s\n", 100 * time_mape,
+              time_pairs.size(), 100 * kStepTimeMapeTarget, time_ok ? "met" : "MISSED");
+  std::printf("PEAK MEMORY MAPE %5.1f %% over %zu runs (target <= %.0f %%): %s\n\n",
+              100 * memory_mape, memory_pairs.size(), 100 * kMemoryMapeTarget,
+              memory_ok ? "met" : "MISSED");
+
+  // 2. The tuner's pick per workload among the measured configurations: the
+  // lowest predicted cost among those it predicts to fit, against the lowest
+  // measured cost (GPU-seconds per sample).
+  std::map<std::string, std::vector<const Run*>> by_model;
+  for (const Run& r : runs) {
+    if (r.has_time) by_model[r.model].push_back(&r);
+  }
+  bool picks_ok = true;
+  nlohmann::json picks = nlohmann::json::array();
+  std::map<std::string, const Run*> picked;
+  for (const auto& [model, candidates] : by_model) {
+    const Run* best = nullptr;
+    const Run* pick = nullptr;
+    for (const Run* r : candidates) {
+      if (best == nullptr || MeasuredCostPerSample(*r) < MeasuredCostPerSample(*best)) best = r;
+      if (r->predicted_total_bytes > static_cast<double>(hw->memory_bytes)) continue;
+      if (pick == nullptr || r->predicted_cost < pick->predicted_cost) pick = r;
+    }
+    if (pick == nullptr) {
+      std::printf("pick %-9s: the tuner predicts none of the %zu measured configurations fits\n",
+                  model.c_str(), candidates.size());
+      picks_ok = false;
+      continue;
+    }
+    picked[model] = pick;
+    const double ratio = MeasuredCostPerSample(*pick) / MeasuredCostPerSample(*best);
+    const bool ok = ratio <= 1 + kPickWithin;
+    picks_ok = picks_ok && ok;
+    std::printf(
+        "pick %-9s: tuner %-18s measured %.3f ms GPU/sample; cheapest measured %-18s %.3f ms: "
+        "%.3fx %s\n",
+        model.c_str(), Label(*pick).substr(10).c_str(), 1e3 * MeasuredCostPerSample(*pick),
+        Label(*best).substr(10).c_str(), 1e3 * MeasuredCostPerSample(*best), ratio,
+        ok ? "ok" : "MISSED");
+    picks.push_back({{"model", model},
+                     {"pick", Label(*pick).substr(10)},
+                     {"cheapest", Label(*best).substr(10)},
+                     {"cost_ratio", ratio}});
+  }
+  std::printf("PICKS within %.0f %% of the cheapest measured: %s\n\n", 100 * kPickWithin,
+              picks_ok ? "met" : "MISSED");
+
+  // 3. Learning from one run: the tuner's pick of each workload runs and is
+  // reported; the correction the daemon fits from it (ScalingCorrection over
+  // GPUs and micro-batch) then predicts the workload's other configurations.
+  std::vector<std::pair<double, double>> before, after;
+  for (const auto& [model, pick] : picked) {
+    const modeling::Outcome outcome{CorrectionParameters(pick->config), pick->analytical_s,
+                                    pick->measured_s};
+    auto correction = modeling::ScalingCorrection::Fit(std::span(&outcome, 1));
+    if (!correction.ok()) {
+      std::fprintf(stderr, "xdeep_validate: correction for %s: %s\n", model.c_str(),
+                   std::string(correction.status().message()).c_str());
+      return 2;
+    }
+    std::vector<std::pair<double, double>> b, a;
+    for (const Run* r : by_model[model]) {
+      if (r == pick) continue;
+      b.push_back({r->measured_s, r->analytical_s});
+      a.push_back({r->measured_s, correction->Apply(CorrectionParameters(r->config),
+                                                    r->analytical_s)});
+    }
+    std::printf("learn %-9s from %-18s: %2zu neighbours, step time MAPE %5.1f %% -> %5.1f %%\n",
+                model.c_str(), Label(*pick).substr(10).c_str(), b.size(), 100 * Mape(b),
+                100 * Mape(a));
+    before.insert(before.end(), b.begin(), b.end());
+    after.insert(after.end(), a.begin(), a.end());
+  }
+  const bool learn_ok = !before.empty() && Mape(after) < Mape(before);
+  std::printf("LEARNING: neighbours' step time MAPE %.1f %% before, %.1f %% after one reported run: %s\n",
+              100 * Mape(before), 100 * Mape(after), learn_ok ? "improved" : "NOT IMPROVED");
+
+  if (!json_out.empty()) {
+    const nlohmann::json doc = {{"schema", "xdeep.validation/1"},
+                                {"profile", hw->Label()},
+                                {"runs", rows},
+                                {"step_time_mape", time_mape},
+                                {"peak_memory_mape", memory_mape},
+                                {"picks", picks},
+                                {"learning", {{"mape_before", Mape(before)}, {"mape_after", Mape(after)}}}};
+    std::ofstream out(json_out);
+    out << doc.dump(1) << "\n";
+  }
+  if (!check) return 0;
+  return time_ok && memory_ok && picks_ok && learn_ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace xdeep::validate
+
+int main(int argc, char** argv) {
+  CLI::App app{"xdeep_validate: the tuner's predictions against real PyTorch training"};
+  app.require_subcommand(1);
+  std::string models = "gpt-125m,gpt-350m,gpt-760m,gpt-1.3b,resnet50", micro_batches = "1,2,4,8,16",
+              out;
+  auto* shapes = app.add_subcommand("shapes", "GEMM shapes of the workloads, for xdeep-probe");
+  shapes->add_option("--models", models, "workload presets, comma-separated");
+  shapes->add_option("--micro-batches", micro_batches, "comma-separated");
+  shapes->add_option("--out", out, "xdeep.gemm_shapes/1 file")->required();
+  std::string profile, json_out;
+  std::vector<std::string> run_files;
+  bool check = false;
+  auto* compare = app.add_subcommand("compare", "predicted vs measured");
+  compare->add_option("--profile", profile, "probe report (xdeep.probe_report/1)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_option("--runs", run_files, "measure_pytorch.py result files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_option("--json", json_out, "also write the comparison here");
+  compare->add_flag("--check", check, "exit 1 when a target is missed");
+  CLI11_PARSE(app, argc, argv);
+  if (shapes->parsed()) {
+    std::vector<int> mbs;
+    for (const std::string& s : xdeep::validate::Split(micro_batches)) {
+      try {
+        mbs.push_back(std::stoi(s));
+      } catch (const std::exception&) {
+        std::fprintf(stderr, "xdeep_validate: --micro-batches: '%s' is not a number\n", s.c_str());
+        return 2;
+      }
+      if (mbs.back() < 1 || mbs.back() > 4096) {
+        std::fprintf(stderr, "xdeep_validate: --micro-batches: %s is outside 1..4096\n", s.c_str());
+        return 2;
+      }
+    }
+    return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out);
+  }
+  return xdeep::validate::Compare(profile, run_files, json_out, check);
+}
