@@ -1,9 +1,16 @@
 // NumPy-compatible summation and least squares; Student-t quantiles.
 #include "tuner/modeling/numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <vector>
+
+// LAPACK (Fortran ABI): minimum-norm least squares by divide-and-conquer SVD.
+extern "C" void dgelsd_(const int* m, const int* n, const int* nrhs, double* a, const int* lda,
+                        double* b, const int* ldb, double* s, const double* rcond, int* rank,
+                        double* work, const int* lwork, int* iwork, int* info);
 
 namespace xdeep::modeling::internal {
 
@@ -34,23 +41,37 @@ LstsqResult Lstsq(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, std::optio
   LstsqResult out;
   out.x = Eigen::VectorXd::Zero(a.cols());
   if (a.rows() == 0 || a.cols() == 0) return out;
-  const double eps = std::numeric_limits<double>::epsilon();
-  double threshold = eps * static_cast<double>(std::max(a.rows(), a.cols()));
-  if (rcond.has_value()) threshold = *rcond < 0 ? eps : *rcond;
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Eigen::VectorXd& s = svd.singularValues();
-  if (s.size() == 0 || !(s(0) > 0.0)) return out;
-  const double cutoff = threshold * s(0);
-  Eigen::VectorXd utb = svd.matrixU().transpose() * b;
-  for (Eigen::Index i = 0; i < s.size(); ++i) {
-    if (s(i) > cutoff) {
-      utb(i) /= s(i);
-      ++out.rank;
-    } else {
-      utb(i) = 0.0;
-    }
-  }
-  out.x = svd.matrixV() * utb;
+  // numpy.linalg.lstsq is LAPACK's dgelsd; call the same driver with the same
+  // arguments. Another SVD (Eigen's Jacobi, once used here) reaches the same
+  // minimum only to cond(A)·eps, and on ill-conditioned designs (a column of
+  // n ~ 1e4 next to log2(p) ~ 5) that is enough to reorder hypotheses that
+  // fit identically in exact arithmetic; Extra-P's choice among them is
+  // dgelsd's, e.g. a + a·b over a + b on a cross of two lines.
+  const int m = static_cast<int>(a.rows());
+  const int n = static_cast<int>(a.cols());
+  const int nrhs = 1;
+  const int ldb = std::max(m, n);
+  // NumPy: rcond None -> eps·max(m, n); a negative rcond makes LAPACK use eps.
+  double r = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(m, n));
+  if (rcond.has_value()) r = *rcond;
+  std::vector<double> am(a.data(), a.data() + a.size());  // column-major, as LAPACK wants
+  std::vector<double> bm(static_cast<size_t>(ldb), 0.0);
+  std::copy(b.data(), b.data() + m, bm.begin());
+  std::vector<double> s(static_cast<size_t>(std::min(m, n)));
+  int rank = 0, info = 0, lwork = -1;
+  double work_size = 0.0;
+  int iwork_size = 0;
+  dgelsd_(&m, &n, &nrhs, am.data(), &m, bm.data(), &ldb, s.data(), &r, &rank, &work_size, &lwork,
+          &iwork_size, &info);
+  if (info != 0) return out;
+  lwork = static_cast<int>(work_size);
+  std::vector<double> work(static_cast<size_t>(std::max(lwork, 1)));
+  std::vector<int> iwork(static_cast<size_t>(std::max(iwork_size, 1)));
+  dgelsd_(&m, &n, &nrhs, am.data(), &m, bm.data(), &ldb, s.data(), &r, &rank, work.data(), &lwork,
+          iwork.data(), &info);
+  if (info != 0) return out;  // the SVD did not converge (numpy: LinAlgError)
+  out.rank = rank;
+  out.x = Eigen::Map<const Eigen::VectorXd>(bm.data(), n);
   return out;
 }
 

@@ -20,9 +20,10 @@ struct LstsqResult {
   int rank = 0;
 };
 
-// numpy.linalg.lstsq: minimum-norm least squares via SVD; singular values
-// <= rcond * s_max count as zero. rcond unset means NumPy's default
-// eps * max(rows, cols); a negative rcond means machine epsilon.
+// numpy.linalg.lstsq: minimum-norm least squares by LAPACK's dgelsd, the
+// driver NumPy calls; singular values <= rcond * s_max count as zero. rcond
+// unset means NumPy's default eps * max(rows, cols); a negative rcond means
+// machine epsilon. rank 0 and x = 0 if the SVD does not converge.
 LstsqResult Lstsq(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
                   std::optional<double> rcond = std::nullopt);
 

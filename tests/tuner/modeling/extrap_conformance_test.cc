@@ -116,7 +116,7 @@ bool Close(double a, double b) {
 struct Tally {
   int cases = 0;
   int same_terms = 0;
-  int ties = 0;  // other terms, but the same fitted values: a tie broken by rounding
+  int ties = 0;  // other terms, but the same fitted values (a failure all the same)
   int same_values = 0;
   int same_coefficients = 0;
   std::vector<std::string> mismatches;
@@ -155,9 +155,10 @@ bool RunCase(const json& c, Tally* tally) {
   const Model extrap = ExtrapModel(c.at("extrap_result"), dims);
   const double value_diff = MaxRelativeDifference(*model, extrap, points);
   if (!same_terms && value_diff < 1e-9) {
-    // Hypotheses spanning the same space on these points (e.g. a*b + a and
-    // a*b + b on a cross of lines) fit identically; their SMAPEs differ only in
-    // the last bits of LAPACK's arithmetic, which no other solver reproduces.
+    // Hypotheses spanning the same space on these points (e.g. a + b, a + a*b
+    // and b + a*b on a cross of two lines) fit identically in exact
+    // arithmetic; Extra-P's choice among them is decided by dgelsd's rounding,
+    // which xdeep reproduces by calling dgelsd. Reported apart, still a failure.
     ++tally->ties;
     tally->mismatches.push_back(absl::StrCat(
         "(tie, same fitted values) ", c.at("name").get<std::string>(),
@@ -225,7 +226,7 @@ class ExtrapConformance : public ::testing::Test {
     }
     const double rate = tally.cases ? 100.0 * tally.same_terms / tally.cases : 0.0;
     std::printf(
-        "[conformance] %-26s %4d cases: same model %4d (%.1f %%), rounding ties %d; of the "
+        "[conformance] %-26s %4d cases: same model %4d (%.1f %%), other model with the same values %d; of the "
         "same models: same coefficients %d, same fitted values %d%s\n",
         label.c_str(), tally.cases, tally.same_terms, rate, tally.ties, tally.same_coefficients,
         tally.same_values,
@@ -233,7 +234,7 @@ class ExtrapConformance : public ::testing::Test {
     for (const std::string& m : tally.mismatches) std::printf("  mismatch %s\n", m.c_str());
     EXPECT_GT(tally.cases, 0);
     if (expect_all) {
-      EXPECT_EQ(tally.same_terms + tally.ties, tally.cases) << label;
+      EXPECT_EQ(tally.same_terms, tally.cases) << label;
       // Ill-conditioned fits (columns 1e12 apart) move coefficients, not values.
       EXPECT_EQ(tally.same_values, tally.same_terms) << label;
     }
