@@ -5,6 +5,7 @@
 #include "tuner/modeling/pmnf.h"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -700,6 +701,45 @@ absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> 
   }
   if (out.empty()) return absl::InvalidArgumentError("too few points for any hypothesis");
   return out;
+}
+
+absl::StatusOr<Model> FitAveraged(std::span<const Measurement> points, int count,
+                                  const ModelerOptions& options) {
+  absl::StatusOr<std::vector<Model>> models = FitAlternatives(points, count, options);
+  if (!models.ok()) return models.status();
+  if (models->size() == 1) return std::move(models->front());
+  const double best = models->front().quality().selection_score;
+  std::vector<double> weights;
+  double sum = 0.0;
+  for (const Model& m : *models) {
+    const double delta = m.quality().selection_score - best;
+    weights.push_back(std::isfinite(delta) ? std::exp(-delta / 2) : 0.0);
+    sum += weights.back();
+  }
+  double constant = 0.0;
+  std::vector<ProductTerm> terms;
+  for (size_t k = 0; k < models->size(); ++k) {
+    const double w = weights[k] / sum;
+    if (w == 0) continue;
+    constant += w * (*models)[k].constant();
+    for (ProductTerm t : (*models)[k].terms()) {
+      t.coefficient *= w;
+      auto same = std::find_if(terms.begin(), terms.end(),
+                               [&](const ProductTerm& u) { return u.factors == t.factors; });
+      if (same != terms.end()) {
+        same->coefficient += t.coefficient;
+      } else {
+        terms.push_back(std::move(t));
+      }
+    }
+  }
+  Model model(models->front().num_params(), constant, std::move(terms));
+  model.set_relative_errors(options.relative_least_squares);
+  FitQuality q;
+  q.selection_score = best;  // of the best member; the average has no BIC of its own
+  model.set_quality(q);
+  model.ComputeStatistics(points);
+  return model;
 }
 
 absl::StatusOr<Model> Fit(std::span<const Measurement> points, const ModelerOptions& options) {

@@ -90,6 +90,15 @@ absl::StatusOr<std::vector<Model>> FitAlternatives(
     std::span<const Measurement> points, int count,
     const ModelerOptions& options = ModelerOptions::Robust());
 
+// Bayesian model averaging over those `count` hypotheses: each weighted by
+// exp(-ΔBIC/2) (ΔBIC against the best), summed term by term into one PMNF
+// model. When sparse, noisy points leave several exponents about equally
+// likely (p·log2 p, p^(4/3), p^(2/3)·log2(p)^2 on nodes <= 64), picking one
+// extrapolates with that one's error; the average hedges between them.
+// count = 1 is the joint search's best hypothesis.
+absl::StatusOr<Model> FitAveraged(std::span<const Measurement> points, int count,
+                                  const ModelerOptions& options = ModelerOptions::Robust());
+
 // Dispatches on the number of parameters, as Extra-P's model generator does.
 absl::StatusOr<Model> Fit(std::span<const Measurement> points, const ModelerOptions& options = {});
 

@@ -17,6 +17,8 @@ absl::StatusOr<SamplingPlanner> SamplingPlanner::Create(std::vector<std::vector<
   if (axes.empty()) return absl::InvalidArgumentError("planner needs at least one parameter");
   if (!cost) return absl::InvalidArgumentError("planner needs a cost function");
   if (options.line_points < 2) return absl::InvalidArgumentError("line_points must be >= 2");
+  if (options.averaged_models < 1)
+    return absl::InvalidArgumentError("averaged_models must be >= 1");
   for (auto& axis : axes) {
     std::sort(axis.begin(), axis.end());
     axis.erase(std::unique(axis.begin(), axis.end()), axis.end());
@@ -165,7 +167,10 @@ absl::StatusOr<PlanReport> SamplingPlanner::Run(const ProbeFunction& probe) cons
     return absl::FailedPreconditionError(
         absl::StrCat("budget ", budget(), " buys no probe at all"));
   }
-  absl::StatusOr<Model> model = Fit(report.measurements, options_.modeler);
+  absl::StatusOr<Model> model =
+      options_.modeler.joint_exponent_search && options_.averaged_models > 1
+          ? FitAveraged(report.measurements, options_.averaged_models, options_.modeler)
+          : Fit(report.measurements, options_.modeler);
   if (!model.ok()) return model.status();
   report.model = *std::move(model);
   return report;

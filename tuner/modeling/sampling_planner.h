@@ -11,6 +11,7 @@
 //      log values), optionally plus the disagreement of the best few PMNF
 //      hypotheses (query by committee), i.e. the probe that removes the most
 //      uncertainty per unit spent.
+// The plan's model averages the best few hypotheses by their BIC weights.
 // The library never measures: Next() proposes, the caller probes (the daemon
 // through Slurm, tests through a synthetic function), and Run() drives the
 // loop with a probe callback.
@@ -48,6 +49,15 @@ struct PlannerOptions {
   // Sparse plans need the joint exponent search (see pmnf.h); Extra-P's
   // per-line selection sees only the lines through the cheapest point.
   ModelerOptions modeler = ModelerOptions::Robust();
+  // The plan's model: BIC-weighted average of the best `averaged_models`
+  // joint-search hypotheses (FitAveraged); 1 = the best one alone. A plan
+  // cannot afford the largest scales, so several exponents often fit its
+  // points about equally well and one pick extrapolates with its own error.
+  // On the tests' scaling functions, 30 noise seeds: with 1 the median
+  // held-out difference to the full grid was +15 pp for 5 + 0.01·p·log2 p +
+  // 0.2·n, with 10 +3.1 pp; the others stayed within 0.4 pp (5, 20, 50: about
+  // the same). Only applies with joint_exponent_search.
+  int averaged_models = 10;
 };
 
 struct PlanReport {

@@ -226,7 +226,8 @@ class ExtrapConformance : public ::testing::Test {
     }
     const double rate = tally.cases ? 100.0 * tally.same_terms / tally.cases : 0.0;
     std::printf(
-        "[conformance] %-26s %4d cases: same model %4d (%.1f %%), other model with the same values %d; of the "
+        "[conformance] %-26s %4d cases: same model %4d (%.1f %%), other model with the same values "
+        "%d; of the "
         "same models: same coefficients %d, same fitted values %d%s\n",
         label.c_str(), tally.cases, tally.same_terms, rate, tally.ties, tally.same_coefficients,
         tally.same_values,

@@ -41,10 +41,14 @@ TEST(GaussianProcess, InterpolatesAndIsUncertainAwayFromData) {
 struct Scenario {
   const char* name;
   TrueFunction time;  // seconds per step at (nodes, size)
-  // The target is 2 pp. A weak additive node term that only shows at
-  // node counts the budget cannot buy (0.01·p·log2 p next to 5 + 0.2·n) is a
-  // known gap: tracked with a looser bound so that it cannot get worse.
+  // The target is 2 pp for the median over seeds. A single run may
+  // be worse: a plan cannot afford the largest probed scales.
   double max_median_pp = 2.0;
+  // A weak additive node term that only shows at node counts the budget
+  // cannot buy (0.01·p·log2 p next to 5 + 0.2·n) leaves p·log2 p, p^(4/3)
+  // and p^(2/3)·log2(p)^2 about equally likely on a plan's points; the
+  // averaged model hedges, but single runs still miss by up to ~6 pp here
+  // (and by 23 pp at worst over seeds 1..30, where the median is +3.1 pp).
   double max_run_pp = 5.0;
 };
 
@@ -56,7 +60,7 @@ std::vector<Scenario> Scenarios() {
        [](std::span<const double> x) { return 1 + 0.3 * std::log2(x[0]) * std::sqrt(x[1]); }},
       {"5 + 0.01 p log2(p) + 0.2 n",
        [](std::span<const double> x) { return 5 + 0.01 * x[0] * std::log2(x[0]) + 0.2 * x[1]; },
-       /*max_median_pp=*/4.0, /*max_run_pp=*/20.0},
+       /*max_median_pp=*/2.0, /*max_run_pp=*/10.0},
       {"0.5 + 0.02 p n^(3/4)",
        [](std::span<const double> x) { return 0.5 + 0.02 * x[0] * std::pow(x[1], 0.75); }},
   };
@@ -78,6 +82,8 @@ Outcome RunScenario(const Scenario& s, uint64_t seed, const ModelerOptions& mode
   const CostFunction cost = [&](std::span<const double> x) { return x[0] * s.time(x); };
   PlannerOptions options;
   options.modeler = modeler;
+  // XDEEP_PLAN_AVERAGED=1 gives the single best hypothesis (the planner before averaging).
+  if (const char* a = std::getenv("XDEEP_PLAN_AVERAGED")) options.averaged_models = std::atoi(a);
   absl::StatusOr<SamplingPlanner> planner =
       SamplingPlanner::Create({kNodes, kSizes}, cost, options);
   EXPECT_TRUE(planner.ok()) << planner.status();
@@ -100,13 +106,18 @@ Outcome RunScenario(const Scenario& s, uint64_t seed, const ModelerOptions& mode
 
 // Per scenario, over noise realisations: every plan within 10 % of the grid's
 // cost; the median (over seeds) of the plan-minus-grid difference of median
-// held-out errors within 2 pp, and no single run worse than 5 pp (a plan
-// cannot afford the largest probed scales, so one unlucky noise draw can
-// mislead its extrapolation more than the grid's).
+// held-out errors within 2 pp, and no single run worse than the scenario's
+// max_run_pp (a plan cannot afford the largest probed scales, so one unlucky
+// noise draw can mislead its extrapolation more than the grid's). Five seeds
+// are a small sample: XDEEP_PLAN_SEEDS=30 shows the spread (README figures).
 void CheckPlanner(const ModelerOptions& modeler, const char* label) {
   for (const Scenario& s : Scenarios()) {
     std::vector<double> differences;
-    for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    // XDEEP_PLAN_SEEDS=n runs seeds 1..n against the same bounds (with 30,
+    // 5 + 0.01 p log2(p) + 0.2 n fails them: median +3.1 pp).
+    const char* seeds_env = std::getenv("XDEEP_PLAN_SEEDS");
+    const uint64_t seeds = seeds_env != nullptr ? std::strtoull(seeds_env, nullptr, 10) : 5;
+    for (uint64_t seed = 1; seed <= seeds; ++seed) {
       SCOPED_TRACE(::testing::Message() << s.name << " seed " << seed);
       const Outcome o = RunScenario(s, seed, modeler);
       std::printf(
