@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  libtrilinos-kokkos-dev libeigen3-dev libpagmo-dev libnlopt-cxx-dev libabsl-dev
+  libtrilinos-kokkos-dev libeigen3-dev liblapack-dev libpagmo-dev libnlopt-cxx-dev libabsl-dev
   libsqlite3-dev sqlite3 libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libcli11-dev libyaml-cpp-dev
   slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
