@@ -397,8 +397,8 @@ struct StrategyModel::Impl {
         // as separate kernels: each saved activation is written by its
         // producer and read by its consumer about twice per pass (4x its
         // size forward), twice that in backward.
-        fwd += 4 * act / bw;
-        bwd += 8 * act / bw;
+        fwd += (4 * act + l.extra_traffic_fwd_bytes * mb / t) / bw;
+        bwd += (8 * act + l.extra_traffic_bwd_bytes * mb / t) / bw;
         r.fwd += fwd;
         r.bwd += bwd;
         r.launch_fwd += l.kernels * hw.host_overhead_per_kernel_s;
@@ -422,6 +422,20 @@ struct StrategyModel::Impl {
     return times.emplace(key, std::move(timed)).first->second;
   }
 };
+
+namespace {
+// Time of a pass whose kernels take `device` seconds on the GPU and `host`
+// seconds to launch. Launches are asynchronous, so the larger bounds it; but
+// a pass mixes launch-bound kernels (norms, activations) with GPU-bound ones
+// (GEMMs) and the host cannot run ahead of the GPU by more than the work
+// queued, so near the crossover both show: an L2 combination, which on 2x
+// H200 puts GPT-1.3B micro-batches 2-16 within 2 % and GPT-125M's
+// crossover (micro-batch 4) within 10 % where the larger alone is 25 % short
+// (bench/validate/data/2026-11-26_h200x2_calibration).
+double HostAndDevice(double device, double host) {
+  return std::sqrt(device * device + host * host);
+}
+}  // namespace
 
 StrategyModel::StrategyModel(const Workload& w, const HardwareProfile& hw)
     : w_(w), hw_(hw), impl_(std::make_unique<Impl>(w, hw)) {}
@@ -610,6 +624,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
   const double copy_bytes =
       (pb.compute_copy > 0 && w_.fsdp_16bit_params) ? pb.compute_copy : pb.weight;
   const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
+  const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
   double t_mb = 0, t_b_last = 0, grad_params = 0, dp_exposed = 0;
   for (int i : timed.time_ranks) {
@@ -625,8 +640,17 @@ StepTime StrategyModel::Time(const Configuration& c) {
       launch_f += d.fsdp_units * hw.host_overhead_per_fsdp_unit_s / 3;
       launch_b += d.fsdp_units * hw.host_overhead_per_fsdp_unit_s * 2 / 3;
     }
-    double f = std::max(r.fwd, launch_f) + r.tp_comm_fwd;
-    double b = std::max(r.bwd, launch_b) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    // Autocast casts every matmul weight to 16 bits in each forward (read 4,
+    // write 2 bytes; FSDP with 16-bit parameters gathers them cast already)
+    // and each weight gradient back to the fp32 parameter's type in backward.
+    double cast_f = 0, cast_b = 0;
+    if (pb.compute_copy > 0) {
+      const bool gathered_16bit = c.sharding == Sharding::kZero3 && c.dp > 1 && w_.fsdp_16bit_params;
+      if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
+      cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
+    }
+    double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd;
+    double b = HostAndDevice(r.bwd + cast_b, launch_b) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
     if (c.recompute) b += f;  // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
@@ -677,7 +701,19 @@ StepTime StrategyModel::Time(const Configuration& c) {
     const double bytes = grad_params * grad_bytes;
     const double all = im.Coll(op, bytes, c.dp, dp_rpn);
     const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
-    dp_exposed = std::max(last, all - t_b_last);
+    if (dp_rpn >= c.dp) {
+      // Inside one node the collective's kernels run on the same SMs and HBM
+      // as the backward they overlap, both bandwidth-bound, so overlapping
+      // saves next to nothing: on 2x H200 DDP minus single-GPU step time is
+      // the whole all-reduce plus the bucket copies, at every model size
+      // (bench/validate/data/2026-11-26_h200x2_calibration).
+      dp_exposed = all;
+    } else {
+      dp_exposed = std::max(last, all - t_b_last);
+    }
+    // [DDP] gradients are copied into the buckets, scaled by 1/world and
+    // copied back after the reduction: three read-write passes.
+    dp_exposed += 6 * bytes / bw;
   }
   if (c.dp > 1 && (c.sharding == Sharding::kZero1 || c.sharding == Sharding::kZero2)) {
     // Updated parameter shards are all-gathered after the step, not overlapped.

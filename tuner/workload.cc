@@ -154,6 +154,12 @@ void BuildTransformerLayers(Workload& w) {
   head.recompute_saved_bytes = head.saved_activation_bytes;
   head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
   head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
+  // Cross-entropy over the vocabulary runs in fp32 under autocast, per logit:
+  // cast from 16 bits (read 2, write 4) and log-softmax (two reads, one
+  // write of 4) forward; NLL's gradient (write 4), log-softmax backward (two
+  // reads, one write) and the cast back (read 4, write 2) backward.
+  head.extra_traffic_fwd_bytes = s * v * (6 + 12);
+  head.extra_traffic_bwd_bytes = s * v * (4 + 12 + 6);
   w.layers.push_back(std::move(head));
   w.input_bytes_per_sample = s * 8 * 2;  // int64 token ids and targets
 }
@@ -187,7 +193,11 @@ struct CnnBuilder {
     l.output_bytes = out * a;
     l.recompute_saved_bytes = l.output_bytes;
     l.unit = unit.empty() ? std::string() : unit;
-    l.kernels = 2 + (bn ? 1 : 0) + (relu ? 1 : 0);  // weight cast, conv, BN, ReLU
+    // Weight cast, conv, BN, ReLU; cuDNN runs 16-bit convolutions in NHWC on
+    // tensor cores, so an NCHW model pays a layout transform in and out of
+    // each conv (PyTorch's profile of ResNet-50 on H200: ~920 kernels per
+    // step, bench/validate/data/2026-11-26_h200x2_calibration).
+    l.kernels = 4 + (bn ? 1 : 0) + (relu ? 1 : 0);
     layers.push_back(std::move(l));
     if (changes_state) {
       hw = out_hw;

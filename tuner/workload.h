@@ -70,6 +70,10 @@ struct LayerCost {
   int tp_allreduces_fwd = 0;             // all-reduces per forward pass (backward does as many)
   double attention_flops = 0;            // forward attention FLOPs per sample (not GEMM-shaped)
   double recompute_saved_bytes = 0;      // what full recomputation keeps (the block input)
+  // Memory traffic per sample of unfused kernels beyond the passes over saved
+  // activations, forward and backward (a transformer's loss on its logits).
+  double extra_traffic_fwd_bytes = 0;
+  double extra_traffic_bwd_bytes = 0;
   // Parameters of the 16-bit compute copy / FSDP unit (== params unless part of
   // the layer stays in fp32, e.g. normalisation).
   int64_t matmul_params = 0;

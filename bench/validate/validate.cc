@@ -80,6 +80,9 @@ struct Run {
   double predicted_total_bytes = 0;  // what the search checks against the card
   double predicted_cost = 0;         // the search's cost of this configuration
   double analytical_s = 0;           // predicted_s before any correction
+  tuner::StepTime predicted_parts;   // the model's breakdown
+  // Measured GPU time per kind of kernel in one profiled step (measure_pytorch.py --kernels).
+  std::map<std::string, double> kernel_s;
 };
 
 Configuration ConfigFor(const nlohmann::json& run) {
@@ -189,7 +192,8 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       if (r.contains("step_time_median_s")) {
         run.has_time = true;
         run.measured_s = r["step_time_median_s"].get<double>();
-        run.predicted_s = run.analytical_s = model.Time(run.config).total_s;
+        run.predicted_parts = model.Time(run.config);
+        run.predicted_s = run.analytical_s = run.predicted_parts.total_s;
       }
       // A negative steady state marks a baseline that still held the previous
       // configuration's memory (measure_pytorch.py's multi-configuration runs).
@@ -198,6 +202,11 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
         run.has_memory = true;
         run.measured_bytes = r["peak_allocated_bytes"].get<double>();
         run.predicted_bytes = model.Memory(run.config).PeakAllocated();
+      }
+      if (r.contains("kernel_profile")) {
+        for (const auto& [kind, seconds] : r["kernel_profile"]["gpu_s"].items()) {
+          run.kernel_s[kind] = seconds.get<double>();
+        }
       }
       run.predicted_total_bytes = model.MemoryTotal(run.config);
       tuner::SearchLimits limits;  // cost per GPU-hour, the cluster default
@@ -224,8 +233,28 @@ std::vector<double> CorrectionParameters(const Configuration& c) {
   return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};
 }
 
+// Where the time goes, predicted and (if profiled) measured on the GPU.
+void PrintBreakdown(const std::vector<Run>& runs) {
+  std::printf("%-26s | predicted ms: %8s %8s %8s %8s | measured GPU ms: %8s %8s %8s %8s %8s\n",
+              "run", "compute", "comm", "optim", "total", "gemm", "attn", "elemwise", "optim",
+              "nccl");
+  for (const Run& r : runs) {
+    if (!r.has_time) continue;
+    auto k = [&](const char* kind) {
+      auto it = r.kernel_s.find(kind);
+      return it == r.kernel_s.end() ? 0.0 : it->second * 1e3;
+    };
+    const tuner::StepTime& p = r.predicted_parts;
+    std::printf("%-26s | %22.1f %8.1f %8.1f %8.1f | %25.1f %8.1f %8.1f %8.1f %8.1f\n",
+                Label(r).c_str(), p.compute_s * 1e3, p.exposed_comm_s * 1e3, p.optimizer_s * 1e3,
+                p.total_s * 1e3, k("gemm_conv"), k("attention"), k("elementwise"), k("optimizer"),
+                k("nccl"));
+  }
+  std::printf("\n");
+}
+
 int Compare(const std::string& profile_path, const std::vector<std::string>& run_files,
-            const std::string& json_out, bool check) {
+            const std::string& json_out, bool check, bool breakdown) {
   std::string profile_text;
   if (!ReadFile(profile_path, &profile_text)) {
     std::fprintf(stderr, "xdeep_validate: cannot read profile %s\n", profile_path.c_str());
@@ -246,6 +275,8 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
   std::printf("profile: %s (%s, %zu GEMM points, %zu collective fits, %.0f GB/s)\nmeasurements:\n%s\n",
               hw->Label().c_str(), hw->gpu_name.c_str(), hw->gemm.size(), hw->collectives.size(),
               hw->memory_bandwidth_gbps, meta.c_str());
+
+  if (breakdown) PrintBreakdown(runs);
 
   // 1. Predicted vs measured, per run.
   std::printf("%-26s %10s %10s %7s   %10s %10s %7s\n", "run", "step ms", "predicted", "error",
@@ -407,6 +438,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   compare->add_option("--json", json_out, "also write the comparison here");
   compare->add_flag("--check", check, "exit 1 when a target is missed");
+  bool breakdown = false;
+  compare->add_flag("--breakdown", breakdown,
+                    "also print the predicted parts of each step and the measured kernel times");
   CLI11_PARSE(app, argc, argv);
   if (shapes->parsed()) {
     std::vector<int> mbs;
@@ -424,5 +458,5 @@ int main(int argc, char** argv) {
     }
     return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out);
   }
-  return xdeep::validate::Compare(profile, run_files, json_out, check);
+  return xdeep::validate::Compare(profile, run_files, json_out, check, breakdown);
 }
