@@ -10,7 +10,8 @@
 # profile.json (the merged probe report), single.json, ddp.json, fsdp.json
 # (measure_pytorch.py, one process per configuration), validation.json.
 # Every step has a timeout, so the call ends; MODELS, MBS, MBS_2GPU narrow it.
-# STAGES picks stages (default all: probes,single,ddp,fsdp,compare) so that a
+# STAGES picks stages (default all: probes,single,ddp,fsdp,compare; also
+# `collectives`, the collective probes alone) so that a
 # run can span two device calls (10 minutes each); a later call finds the
 # earlier one's files in PRIOR (a folder of the working tree).
 set -u
@@ -21,6 +22,7 @@ carry=${XDEEP_CARRY:-build/carry}
 MODELS=${MODELS:-gpt-125m,gpt-350m,gpt-760m,gpt-1.3b,resnet50}
 MBS=${MBS:-1,2,4,8,16}      # single GPU
 MBS_2GPU=${MBS_2GPU:-1,4,16}  # DDP and FSDP
+NPROC=${NPROC:-2}            # GPUs of the DDP and FSDP runs
 STEPS=${STEPS:-6}
 WARMUP=${WARMUP:-3}
 STAGES=,${STAGES:-probes,single,ddp,fsdp,compare},
@@ -39,6 +41,7 @@ stamp "$(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
 gpus=$(nvidia-smi -L | wc -l)
+(( NPROC <= gpus )) || NPROC=$gpus
 "$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
 
 stage() { [[ $STAGES == *,$1,* ]]; }
@@ -49,18 +52,29 @@ stamp "compute probes"
 timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
   --time-limit 280 --out "$work/compute.json"
 echo "rc=$?"
-reports=("$work/compute.json")
-if (( gpus >= 2 )); then
-  stamp "collective probes, 2 GPUs"
-  RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 \
-    timeout 120 "$carry/xdeep-probe" collectives --out "$work/unused.json" > "$work/rank1.txt" 2>&1 &
-  rank1=$!
-  RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 \
-    timeout 120 "$carry/xdeep-probe" collectives --out "$work/coll_2gpu.json"
-  echo "rank0 rc=$?"
-  wait $rank1  # (never a bare `wait`: it would wait for the log's tee too)
-  reports+=("$work/coll_2gpu.json")
 fi
+# Collectives at 2, 4, 8 ranks, as many as this machine has GPUs (stage
+# `collectives` alone: the reports land in $OUT, for a profile merged later).
+reports=("$work/compute.json")
+if stage probes || stage collectives; then
+for ranks in 2 4 8; do
+  (( ranks <= gpus )) || break
+  stamp "collective probes, $ranks GPUs"
+  pids=()
+  for ((r = 1; r < ranks; r++)); do
+    RANK=$r WORLD_SIZE=$ranks LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ranks)) \
+      timeout 120 "$carry/xdeep-probe" collectives --out "$work/unused.json" > "$work/rank$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  RANK=0 WORLD_SIZE=$ranks LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ranks)) \
+    timeout 120 "$carry/xdeep-probe" collectives --out "$work/coll_${ranks}gpu.json"
+  echo "rank0 rc=$?"
+  wait "${pids[@]}"  # (never a bare `wait`: it would wait for the log's tee too)
+  reports+=("$work/coll_${ranks}gpu.json")
+  stage probes || cp "$work/coll_${ranks}gpu.json" "$OUT/"
+done
+fi
+if stage probes; then
 "$carry/xdeep-probe" merge "${reports[@]}" --multi-rank-collectives --out "$OUT/profile.json" || exit 1
 fi
 
@@ -75,7 +89,7 @@ one() {  # one MODE MODEL MB GPU PORT
   if [ "$mode" = single ]; then
     CUDA_VISIBLE_DEVICES=$gpu timeout -k 5 90 python3 "${args[@]}"
   else
-    timeout -k 5 120 torchrun --nproc_per_node=2 --master_port="$port" "${args[@]}"
+    timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port="$port" "${args[@]}"
   fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" | sed "s/^/[t=$((SECONDS - T0))] /"
 }
 lane() {  # lane GPU MODEL...
@@ -106,12 +120,12 @@ if (( gpus >= 2 )); then
   port=29700
   for mode in ddp fsdp; do
     stage $mode || continue
-    stamp "$mode, 2 GPUs"
+    stamp "$mode, $NPROC GPUs"
     for model in "${models[@]}"; do
       for mb in ${MBS_2GPU//,/ }; do one "$mode" "$model" "$mb" 0,1 $((port++)); done
     done
     python3 "$here/../memory_validation/merge_fresh.py" "$OUT/$mode.json" \
-      "run_device.sh: one torchrun pair per configuration" "$work"/${mode}_*.json
+      "run_device.sh: one torchrun ($NPROC GPUs) per configuration" "$work"/${mode}_*.json
   done
 fi
 

@@ -254,7 +254,7 @@ void PrintBreakdown(const std::vector<Run>& runs) {
 }
 
 int Compare(const std::string& profile_path, const std::vector<std::string>& run_files,
-            const std::string& json_out, bool check, bool breakdown) {
+            const std::string& json_out, bool check, bool breakdown, double step_time_target) {
   std::string profile_text;
   if (!ReadFile(profile_path, &profile_text)) {
     std::fprintf(stderr, "xdeep_validate: cannot read profile %s\n", profile_path.c_str());
@@ -319,10 +319,10 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     std::printf("peak memory MAPE %-6s %5.1f %% over %zu runs\n", mode.c_str(), 100 * Mape(pairs),
                 pairs.size());
   }
-  const bool time_ok = !time_pairs.empty() && time_mape <= kStepTimeMapeTarget;
+  const bool time_ok = !time_pairs.empty() && time_mape <= step_time_target;
   const bool memory_ok = !memory_pairs.empty() && memory_mape <= kMemoryMapeTarget;
   std::printf("STEP TIME   MAPE %5.1f %% over %zu runs (target <= %.0f %%): %s\n", 100 * time_mape,
-              time_pairs.size(), 100 * kStepTimeMapeTarget, time_ok ? "met" : "MISSED");
+              time_pairs.size(), 100 * step_time_target, time_ok ? "met" : "MISSED");
   std::printf("PEAK MEMORY MAPE %5.1f %% over %zu runs (target <= %.0f %%): %s\n\n",
               100 * memory_mape, memory_pairs.size(), 100 * kMemoryMapeTarget,
               memory_ok ? "met" : "MISSED");
@@ -371,8 +371,13 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
 
   // 3. Learning from one run: the tuner's pick of each workload runs and is
   // reported; the correction the daemon fits from it (ScalingCorrection over
-  // GPUs and micro-batch) then predicts the workload's other configurations.
-  std::vector<std::pair<double, double>> before, after;
+  // GPUs and micro-batch) then predicts the workload's neighbouring
+  // configurations: at most one doubling away in micro-batch and in GPUs.
+  auto neighbours = [](const Configuration& a, const Configuration& b) {
+    return std::abs(std::log2(double(a.micro_batch) / b.micro_batch)) <= 1 &&
+           std::abs(std::log2(double(a.TotalGpus()) / b.TotalGpus())) <= 1;
+  };
+  std::vector<std::pair<double, double>> before, after, all_before, all_after;
   for (const auto& [model, pick] : picked) {
     const modeling::Outcome outcome{CorrectionParameters(pick->config), pick->analytical_s,
                                     pick->measured_s};
@@ -385,9 +390,14 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     std::vector<std::pair<double, double>> b, a;
     for (const Run* r : by_model[model]) {
       if (r == pick) continue;
-      b.push_back({r->measured_s, r->analytical_s});
-      a.push_back({r->measured_s, correction->Apply(CorrectionParameters(r->config),
-                                                    r->analytical_s)});
+      const std::pair<double, double> raw{r->measured_s, r->analytical_s};
+      const std::pair<double, double> corrected{
+          r->measured_s, correction->Apply(CorrectionParameters(r->config), r->analytical_s)};
+      all_before.push_back(raw);
+      all_after.push_back(corrected);
+      if (!neighbours(r->config, pick->config)) continue;
+      b.push_back(raw);
+      a.push_back(corrected);
     }
     std::printf("learn %-9s from %-18s: %2zu neighbours, step time MAPE %5.1f %% -> %5.1f %%\n",
                 model.c_str(), Label(*pick).substr(10).c_str(), b.size(), 100 * Mape(b),
@@ -395,6 +405,8 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     before.insert(before.end(), b.begin(), b.end());
     after.insert(after.end(), a.begin(), a.end());
   }
+  std::printf("(every other configuration of the workloads: %.1f %% before, %.1f %% after)\n",
+              100 * Mape(all_before), 100 * Mape(all_after));
   const bool learn_ok = !before.empty() && Mape(after) < Mape(before);
   std::printf("LEARNING: neighbours' step time MAPE %.1f %% before, %.1f %% after one reported run: %s\n",
               100 * Mape(before), 100 * Mape(after), learn_ok ? "improved" : "NOT IMPROVED");
@@ -406,7 +418,11 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
                                 {"step_time_mape", time_mape},
                                 {"peak_memory_mape", memory_mape},
                                 {"picks", picks},
-                                {"learning", {{"mape_before", Mape(before)}, {"mape_after", Mape(after)}}}};
+                                {"learning",
+                                 {{"neighbours_mape_before", Mape(before)},
+                                  {"neighbours_mape_after", Mape(after)},
+                                  {"all_mape_before", Mape(all_before)},
+                                  {"all_mape_after", Mape(all_after)}}}};
     std::ofstream out(json_out);
     out << doc.dump(1) << "\n";
   }
@@ -439,6 +455,10 @@ int main(int argc, char** argv) {
   compare->add_option("--json", json_out, "also write the comparison here");
   compare->add_flag("--check", check, "exit 1 when a target is missed");
   bool breakdown = false;
+  double step_time_target = xdeep::validate::kStepTimeMapeTarget;
+  compare->add_option("--step-time-target", step_time_target,
+                      "step-time MAPE that --check accepts (issue 7: 0.07)")
+      ->check(CLI::Range(0.0, 10.0));
   compare->add_flag("--breakdown", breakdown,
                     "also print the predicted parts of each step and the measured kernel times");
   CLI11_PARSE(app, argc, argv);
@@ -458,5 +478,6 @@ int main(int argc, char** argv) {
     }
     return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out);
   }
-  return xdeep::validate::Compare(profile, run_files, json_out, check, breakdown);
+  return xdeep::validate::Compare(profile, run_files, json_out, check, breakdown,
+                                  step_time_target);
 }

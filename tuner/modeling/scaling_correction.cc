@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "Eigen/Dense"
+
 #include "absl/status/status.h"
 
 namespace xdeep::modeling {
@@ -49,13 +51,50 @@ absl::StatusOr<ScalingCorrection> ScalingCorrection::Fit(std::span<const Outcome
   } else {
     out.model_ = Model(static_cast<int>(dims), sum / count, {});
     out.model_.ComputeStatistics(points);
+    // Gaussian-process interpolation of log ratios (see the header).
+    out.local_ = true;
+    out.length_ = options.length_doublings;
+    const int n = static_cast<int>(points.size());
+    Eigen::VectorXd y(n);
+    double log_sum = 0;
+    for (int i = 0; i < n; ++i) {
+      double l = 0;
+      for (double v : points[i].values) l += std::log(v);
+      y(i) = l / points[i].values.size();
+      log_sum += y(i);
+      std::vector<double> x;
+      for (double p : points[i].coordinate) x.push_back(std::log2(std::max(p, 1e-12)));
+      out.x_.push_back(std::move(x));
+    }
+    out.mean_ = log_sum / (n + std::max(0.0, options.prior_runs));
+    Eigen::MatrixXd k(n, n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) k(i, j) = out.Kernel(out.x_[i], out.x_[j]) + (i == j ? 1e-9 : 0);
+    }
+    const Eigen::VectorXd alpha = k.ldlt().solve((y.array() - out.mean_).matrix());
+    out.alpha_.assign(alpha.data(), alpha.data() + n);
   }
   return out;
 }
 
+double ScalingCorrection::Kernel(std::span<const double> a, std::span<const double> b) const {
+  double d2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) d2 += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::exp(-d2 / (2 * length_ * length_));
+}
+
 double ScalingCorrection::Factor(std::span<const double> parameters) const {
   if (identity_) return 1.0;
-  const double f = model_.Evaluate(parameters);
+  double f = 0;
+  if (local_) {
+    std::vector<double> x;
+    for (double p : parameters) x.push_back(std::log2(std::max(p, 1e-12)));
+    double log_f = mean_;
+    for (size_t i = 0; i < x_.size(); ++i) log_f += alpha_[i] * Kernel(x, x_[i]);
+    f = std::exp(log_f);
+  } else {
+    f = model_.Evaluate(parameters);
+  }
   if (!std::isfinite(f)) return 1.0;
   return std::clamp(f, min_factor_, max_factor_);
 }

@@ -6,8 +6,12 @@
 // model of the ratio measured / predicted over those parameters, so that a
 // systematic divergence that grows with scale (DDLBench's warning: real
 // frameworks diverge from the analytic model) is learned and extrapolated.
-// With fewer than `min_points_for_model` distinct parameter points it falls
-// back to a constant ratio (their mean). Applied factors are clamped to
+// With fewer than `min_points_for_model` distinct parameter points there is
+// too little to fit a model; the log-ratio is then interpolated over
+// log2(parameters) by a Gaussian-process posterior mean: exact at the runs
+// seen, decaying over `length_doublings` doublings of any parameter towards
+// the runs' mean ratio shrunk towards 1 (`prior_runs` pseudo-runs with ratio 1),
+// since one run says most about its neighbours. Applied factors are clamped to
 // [min ratio / clamp, max ratio · clamp] so that one extrapolation cannot run
 // away.
 #ifndef XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
@@ -30,6 +34,8 @@ struct Outcome {
 
 struct CorrectionOptions {
   int min_points_for_model = 5;
+  double length_doublings = 1.0;
+  double prior_runs = 2.0;
   double clamp = 2.0;
   ModelerOptions modeler = ModelerOptions::Robust();
 };
@@ -47,12 +53,19 @@ class ScalingCorrection {
   double Apply(std::span<const double> parameters, double analytical_prediction) const {
     return analytical_prediction * Factor(parameters);
   }
+  // The fitted model; with few runs, the constant mean ratio (for display).
   const Model& model() const { return model_; }
   bool is_identity() const { return identity_; }
 
  private:
+  double Kernel(std::span<const double> a, std::span<const double> b) const;
   bool identity_ = true;
   Model model_;
+  // Few runs: log factor = mean_ + sum_i alpha_i k(x, x_i) over log2 parameters.
+  bool local_ = false;
+  double length_ = 1.0, mean_ = 0.0;
+  std::vector<std::vector<double>> x_;
+  std::vector<double> alpha_;
   double min_factor_ = 1.0, max_factor_ = 1.0;
 };
 

@@ -65,13 +65,28 @@ TEST(ScalingCorrection, TwoParametersNodesAndMicroBatch) {
   }
 }
 
-TEST(ScalingCorrection, FewOutcomesGiveAConstantFactor) {
+TEST(ScalingCorrection, FewOutcomesCorrectTheirNeighbourhood) {
+  // Two runs (4 and 8 nodes): exact where measured, their neighbours close to
+  // the nearest run, far configurations towards the shrunk mean.
   absl::StatusOr<ScalingCorrection> c = ScalingCorrection::Fit(Outcomes({4, 8}, 2, 0.0));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->model().is_constant());
-  const double mean = ((1 + 0.08 * 2) + (1 + 0.08 * 3)) / 2;
-  const std::vector<double> x = {1000};
-  EXPECT_NEAR(c->Factor(x), mean, 1e-12);
+  const double r4 = 1 + 0.08 * 2, r8 = 1 + 0.08 * 3;
+  EXPECT_NEAR(c->Factor(std::vector<double>{4}), r4, 1e-6);
+  EXPECT_NEAR(c->Factor(std::vector<double>{8}), r8, 1e-6);
+  const double near = c->Factor(std::vector<double>{16});  // one doubling past 8
+  EXPECT_GT(near, 1.0);
+  EXPECT_LT(near, r8);
+  const double far = c->Factor(std::vector<double>{1 << 20});
+  EXPECT_NEAR(far, std::exp((std::log(r4) + std::log(r8)) / 4), 1e-9);  // 2 runs + 2 pseudo-runs
+}
+
+TEST(ScalingCorrection, OneRunCorrectsItsOwnConfigurationExactly) {
+  const Outcome o{{2, 16}, 0.1, 0.2};
+  absl::StatusOr<ScalingCorrection> c = ScalingCorrection::Fit(std::span(&o, 1));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NEAR(c->Factor(std::vector<double>{2, 16}), 2.0, 1e-6);
+  EXPECT_GT(c->Factor(std::vector<double>{2, 8}), c->Factor(std::vector<double>{2, 2}));
 }
 
 TEST(ScalingCorrection, FactorsAreClamped) {
