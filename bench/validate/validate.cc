@@ -223,10 +223,11 @@ double MeasuredCostPerSample(const Run& r) {
   return r.config.TotalGpus() * r.measured_s / static_cast<double>(r.config.global_batch);
 }
 
-std::string Label(const Run& r) {
-  return fmt::format("{:<9} {:<6} x{} mb{:<3}", r.model, r.mode, r.config.TotalGpus(),
-                     r.config.micro_batch);
+// "single x1 mb16 "; Label adds the workload in front.
+std::string ConfigLabel(const Run& r) {
+  return fmt::format("{:<6} x{} mb{:<3}", r.mode, r.config.TotalGpus(), r.config.micro_batch);
 }
+std::string Label(const Run& r) { return fmt::format("{:<9} {}", r.model, ConfigLabel(r)); }
 
 std::vector<double> CorrectionParameters(const Configuration& c) {
   // As the daemon fits them (daemon/decision_maker.cc): GPUs and micro-batch.
@@ -358,12 +359,12 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     std::printf(
         "pick %-9s: tuner %-18s measured %.3f ms GPU/sample; cheapest measured %-18s %.3f ms: "
         "%.3fx %s\n",
-        model.c_str(), Label(*pick).substr(10).c_str(), 1e3 * MeasuredCostPerSample(*pick),
-        Label(*best).substr(10).c_str(), 1e3 * MeasuredCostPerSample(*best), ratio,
+        model.c_str(), ConfigLabel(*pick).c_str(), 1e3 * MeasuredCostPerSample(*pick),
+        ConfigLabel(*best).c_str(), 1e3 * MeasuredCostPerSample(*best), ratio,
         ok ? "ok" : "MISSED");
     picks.push_back({{"model", model},
-                     {"pick", Label(*pick).substr(10)},
-                     {"cheapest", Label(*best).substr(10)},
+                     {"pick", ConfigLabel(*pick)},
+                     {"cheapest", ConfigLabel(*best)},
                      {"cost_ratio", ratio}});
   }
   std::printf("PICKS within %.0f %% of the cheapest measured: %s\n\n", 100 * kPickWithin,
@@ -400,7 +401,7 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
       a.push_back(corrected);
     }
     std::printf("learn %-9s from %-18s: %2zu neighbours, step time MAPE %5.1f %% -> %5.1f %%\n",
-                model.c_str(), Label(*pick).substr(10).c_str(), b.size(), 100 * Mape(b),
+                model.c_str(), ConfigLabel(*pick).c_str(), b.size(), 100 * Mape(b),
                 100 * Mape(a));
     before.insert(before.end(), b.begin(), b.end());
     after.insert(after.end(), a.begin(), a.end());
