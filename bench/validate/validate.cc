@@ -76,6 +76,7 @@ struct Run {
   Configuration config;
   bool has_time = false, has_memory = false;
   double measured_s = 0, predicted_s = 0;
+  int repeats = 0;  // measurements of this configuration (files given together)
   double measured_bytes = 0, predicted_bytes = 0;
   double predicted_total_bytes = 0;  // what the search checks against the card
   double predicted_cost = 0;         // the search's cost of this configuration
@@ -211,7 +212,33 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       run.predicted_total_bytes = model.MemoryTotal(run.config);
       tuner::SearchLimits limits;  // cost per GPU-hour, the cluster default
       run.predicted_cost = tuner::Evaluate(*w, hw, limits, run.config).cost;
-      runs->push_back(run);
+      // The same configuration measured again (another run's file): its step
+      // time is the mean of the runs, which evens out the host's run-to-run
+      // speed; memory is deterministic, the first clean one stands.
+      auto same = std::find_if(runs->begin(), runs->end(), [&](const Run& o) {
+        return o.model == run.model && o.mode == run.mode &&
+               o.config.TotalGpus() == run.config.TotalGpus() &&
+               o.config.micro_batch == run.config.micro_batch &&
+               o.config.grad_accum == run.config.grad_accum &&
+               o.config.recompute == run.config.recompute;
+      });
+      if (same == runs->end()) {
+        run.repeats = run.has_time ? 1 : 0;
+        runs->push_back(run);
+        continue;
+      }
+      if (run.has_time) {
+        same->measured_s = (same->measured_s * same->repeats + run.measured_s) / (same->repeats + 1);
+        same->predicted_s = same->analytical_s = run.predicted_s;
+        same->predicted_parts = run.predicted_parts;
+        same->has_time = true;
+        ++same->repeats;
+      }
+      if (run.has_memory && !same->has_memory) {
+        same->has_memory = true;
+        same->measured_bytes = run.measured_bytes;
+        same->predicted_bytes = run.predicted_bytes;
+      }
     }
   }
   return true;
