@@ -8,6 +8,7 @@
 #include <random>
 
 #include "absl/status/status.h"
+#include "tuner/probe_shapes.h"
 #include "tuner/workload.h"
 
 namespace xdeep::daemon {
@@ -334,8 +335,12 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     progress(Step("probe", fmt::format("no measurements for partition {}: probing (waiting at most "
                                        "{} s)",
                                        shape->partition, policy->probes.max_wait_s)));
+    // The workload's own GEMM shapes: the profile then holds exactly what
+    // the model looks up (interpolating between far shapes costs accuracy).
+    const std::string shapes =
+        tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
     absl::Status probed =
-        launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s);
+        launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s, shapes);
     if (probed.ok()) {
       profile = this->hardware();
     } else {

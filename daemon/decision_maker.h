@@ -33,8 +33,9 @@ using ClockFn = std::function<int64_t()>;
 
 // Runs the compute probes on a partition for at most `wait_s` and, when they
 // succeed, installs the measured profile (DecisionMaker::SetHardware).
-using LaunchProbeFn =
-    std::function<absl::Status(const std::string& partition, int gpus_per_node, int wait_s)>;
+// `gemm_shapes` is the launching workload's xdeep.gemm_shapes/1 document.
+using LaunchProbeFn = std::function<absl::Status(const std::string& partition, int gpus_per_node,
+                                                 int wait_s, const std::string& gemm_shapes)>;
 
 // A decision, or the reason the launch is left as the user wrote it.
 struct DecideResult {

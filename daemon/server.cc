@@ -99,8 +99,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       daemon->store_.get(), daemon->ledger_.get());
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
   Daemon* self = daemon.get();
-  daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s) {
-    auto probed = self->Probe(partition, false, 1, gpus, wait_s);
+  daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
+                                         const std::string& shapes) {
+    auto probed = self->Probe(partition, false, 1, gpus, wait_s, shapes);
     if (!probed.ok()) return probed.status();
     return probed->ingested() ? absl::OkStatus()
                               : absl::FailedPreconditionError("the probes found no GPU figures");
@@ -146,6 +147,22 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   return daemon;
 }
 
+namespace {
+// Written whole or not at all: a probe job never reads half a file.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) return absl::InternalError(fmt::format("cannot write {}", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::InternalError(fmt::format("cannot rename {}: {}", tmp, ec.message()));
+  return absl::OkStatus();
+}
+}  // namespace
+
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
     const xdeep::v1::RunProbesRequest& r) {
   const ProbeConfig& pc = maker_->policy()->probes;
@@ -155,7 +172,8 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
 
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& partition,
                                                            bool collectives, int nodes,
-                                                           int gpus_per_node, int wait_s) {
+                                                           int gpus_per_node, int wait_s,
+                                                           const std::string& gemm_shapes) {
   namespace v1 = xdeep::v1;
   auto policy = maker_->policy();
   const ProbeConfig& pc = policy->probes;
@@ -187,6 +205,16 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
   req.set = collectives ? ProbeSet::kCollectives : ProbeSet::kCompute;
   req.nodes = std::max(1, nodes);
   req.gpus_per_node = gpus_per_node;
+  if (!collectives && gpus_per_node > 0 && !gemm_shapes.empty()) {
+    // Next to the reports: the compute node reads it from the shared directory.
+    const std::string path =
+        (std::filesystem::path(pc.reports_dir) / (charge.decision_id + "-shapes.json")).string();
+    if (absl::Status s = WriteFileAtomically(path, gemm_shapes); !s.ok()) {
+      (void)ledger_->Release(charge.decision_id, 0, maker_->Now());
+      return s;
+    }
+    req.shapes_file = path;
+  }
   const auto started = std::chrono::steady_clock::now();
   auto outcome = scheduler.Run(req, absl::Seconds(wait_s));
   const double elapsed =

@@ -37,8 +37,11 @@ class Daemon {
   absl::StatusOr<xdeep::v1::RunProbesResponse> RunProbes(const xdeep::v1::RunProbesRequest& r);
   // The shared path: probe budget, Slurm job, report, ingestion. `wait_s` bounds
   // the whole wait (queue included); the job is cancelled past it.
+  // `gemm_shapes`: an xdeep.gemm_shapes/1 document for the compute set (empty:
+  // xdeep-probe's default shapes).
   absl::StatusOr<xdeep::v1::RunProbesResponse> Probe(const std::string& partition, bool collectives,
-                                                     int nodes, int gpus_per_node, int wait_s);
+                                                     int nodes, int gpus_per_node, int wait_s,
+                                                     const std::string& gemm_shapes = "");
 
   // Settles reservations of batch jobs that Slurm reports as ended.
   void SettleFinishedJobs();

@@ -27,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "tuner/hardware_profile.h"
 #include "tuner/modeling/scaling_correction.h"
+#include "tuner/probe_shapes.h"
 #include "tuner/search.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
@@ -108,43 +109,28 @@ double Mape(const std::vector<std::pair<double, double>>& pairs) {
 
 int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro_batches,
            const std::string& out_path) {
-  // One entry per distinct (m, n, k) forward GEMM; xdeep-probe expands a layer
-  // into fwd, dgrad and wgrad, which is what training runs.
-  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
-  nlohmann::json layers = nlohmann::json::array();
+  std::vector<Workload> workloads;
   for (const std::string& model : models) {
     auto w = ScriptWorkload(model);
     if (!w.ok()) {
       std::fprintf(stderr, "xdeep_validate: %s\n", std::string(w.status().message()).c_str());
       return 2;
     }
-    for (int mb : micro_batches) {
-      for (const tuner::LayerCost& l : w->layers) {
-        for (const tuner::GemmShape& g : l.gemms) {
-          const auto tokens = static_cast<int64_t>(std::llround(g.m_per_sample * mb));
-          if (!seen.insert({tokens, g.n, g.k}).second) continue;
-          layers.push_back({{"name", fmt::format("{}.{}.mb{}", model, l.name, mb)},
-                            {"tokens", tokens},
-                            {"in", g.k},
-                            {"out", g.n}});
-        }
-      }
-    }
+    workloads.push_back(*std::move(w));
   }
-  const nlohmann::json doc = {
-      {"schema", "xdeep.gemm_shapes/1"}, {"dtypes", {"bf16"}}, {"layers", layers}};
+  const std::string doc = tuner::GemmShapesJson(workloads, micro_batches);
   const std::string tmp = out_path + ".tmp";
   {
     std::ofstream out(tmp);
-    out << doc.dump(1) << "\n";
+    out << doc;
     if (!out) {
       std::fprintf(stderr, "xdeep_validate: cannot write %s\n", tmp.c_str());
       return 2;
     }
   }
   std::rename(tmp.c_str(), out_path.c_str());
-  std::printf("%zu GEMM layers (x3: fwd, dgrad, wgrad) for %zu workloads -> %s\n", layers.size(),
-              models.size(), out_path.c_str());
+  std::printf("%zu GEMM layers (x3: fwd, dgrad, wgrad) for %zu workloads -> %s\n",
+              nlohmann::json::parse(doc)["layers"].size(), models.size(), out_path.c_str());
   return 0;
 }
 

@@ -1,6 +1,7 @@
 """Site policy, budgets and identity through the real plugin, daemon and Slurm:
 strict enforcement on the compute node, over-budget refusals, settlement and
 release in the ledger, per-user visibility, and policy reload on SIGHUP."""
+import json
 import os
 import re
 import signal
@@ -184,7 +185,7 @@ class ProbeLimitsTest(OwnDaemonTest):
     def test_launch_waits_at_most_max_wait_then_decides(self):
         hang = os.path.join(self.tmp, "hang.sh")
         with open(hang, "w") as f:
-            f.write("#!/bin/sh\nsleep 120\n")
+            f.write(f'#!/bin/sh\necho "$@" > {self.tmp}/probe_args\nsleep 120\n')
         os.chmod(hang, 0o755)
         os.chmod(self.tmp, 0o755)
         self.start(f'[policy]\nadmins = ["root"]\n[probes]\non_launch = true\nmax_wait_s = 2\n'
@@ -205,6 +206,14 @@ class ProbeLimitsTest(OwnDaemonTest):
                                env=dict(os.environ, SLURM_CONF=conf), capture_output=True,
                                text=True).stdout
         self.assertEqual(queue.strip(), "")
+        # The compute probe measured the launching workload's own GEMM shapes.
+        with open(os.path.join(self.tmp, "probe_args")) as f:
+            args = f.read().split()
+        self.assertIn("--shapes", args)
+        with open(args[args.index("--shapes") + 1]) as f:
+            shapes = json.load(f)
+        self.assertEqual(shapes["schema"], "xdeep.gemm_shapes/1")
+        self.assertGreater(len(shapes["layers"]), 0)
         # Once per partition: the next launch does not wait again.
         again = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV], conf=conf)
         self.assertEqual([l for l in again.xdeep_lines() if "[probe]" in l], [], again)
