@@ -81,16 +81,25 @@ fi
 # 2. Real training, one process per configuration (DDP's Reducer buckets of
 # one configuration would otherwise move the next one's memory baseline).
 # Single-GPU lanes run side by side, one per GPU; 2-GPU runs one at a time.
+# Launch-bound configurations (micro-batch <= LAUNCH_BOUND_MB, and ResNet-50)
+# vary most from one process to the next with the host's speed (up to 30 %
+# between two runs on the same machine kind): they run REPEATS times, each in
+# its own process, and xdeep_validate averages the repeats.
+REPEATS=${REPEATS:-2}
+LAUNCH_BOUND_MB=${LAUNCH_BOUND_MB:-2}
 one() {  # one MODE MODEL MB GPU PORT
-  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5
-  local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mb"
-              --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
-              --out "$work/${mode}_${model}_mb${mb}.json")
-  if [ "$mode" = single ]; then
-    CUDA_VISIBLE_DEVICES=$gpu timeout -k 5 90 python3 "${args[@]}"
-  else
-    timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port="$port" "${args[@]}"
-  fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" | sed "s/^/[t=$((SECONDS - T0))] /"
+  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1
+  if (( mb <= LAUNCH_BOUND_MB )) || [ "$model" = resnet50 ]; then times=$REPEATS; fi
+  for ((rep = 1; rep <= times; rep++)); do
+    local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mb"
+                --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
+                --out "$work/${mode}_${model}_mb${mb}_r${rep}.json")
+    if [ "$mode" = single ]; then
+      CUDA_VISIBLE_DEVICES=$gpu timeout -k 5 90 python3 "${args[@]}"
+    else
+      timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port=$((port + 100 * rep)) "${args[@]}"
+    fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" | sed "s/^/[t=$((SECONDS - T0))] /"
+  done
 }
 lane() {  # lane GPU MODEL...
   local gpu=$1; shift
