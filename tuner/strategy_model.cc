@@ -373,7 +373,9 @@ struct StrategyModel::Impl {
           const double n = split_n ? double(s.n) / t : double(s.n);
           const double k = split_n ? double(s.k) : double(s.k) / t;
           fwd += Gemm(m, n, k);
-          bwd += Gemm(m, k, n) + Gemm(k, n, m);  // dgrad, wgrad
+          // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented as
+          // xdeep-probe measures a layer (profiler/shapes.cc LayerGemms).
+          bwd += Gemm(m, k, n) + Gemm(n, k, m);
         }
         if (l.attention_flops > 0) {
           double ref = 100.0;  // TFLOP/s; only for a table row with attention but no GEMM

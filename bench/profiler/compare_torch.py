@@ -109,19 +109,12 @@ def cmd_gemm(args):
     results = []
     seen = {}
     for e in report["gemm"]:
-        key = (e["m"], e["n"], e["k"], e["dtype"])
+        key = (e["m"], e["n"], e["k"], e["dtype"], e.get("pass", "plain"))
         if key in seen:
             continue
-        m, n, k, dt = key
+        m, n, k, dt, pas = key
         torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
-        # The probe's input distribution (profiler/cuda/kernels.cu): magnitude uniform in
-        # [0.1, 1), random sign. GEMM power, hence clocks, depends on the data on H100/H200.
-        def probe_like(rows, cols):
-            mag = torch.rand(rows, cols, device="cuda") * 0.9 + 0.1
-            sign = torch.where(torch.rand(rows, cols, device="cuda") < 0.5, -1.0, 1.0)
-            return (mag * sign).to(dtypes[dt])
-        a = probe_like(m, k)
-        b = probe_like(k, n)
+        a, b = operands(m, n, k, pas, dtypes[dt], torch)
         c = torch.empty(m, n, device="cuda", dtype=dtypes[dt])
         fn = lambda: torch.matmul(a, b, out=c)
 
@@ -141,7 +134,7 @@ def cmd_gemm(args):
         # Which kernel cuBLAS ran (its name carries tile and cluster shape), and what
         # cuBLASLt's first heuristic choice gives through torch: tells a kernel choice
         # apart from clocks when the probe falls short.
-        entry = {"m": m, "n": n, "k": k, "dtype": dt, "median_s": med, "tflops": tflops,
+        entry = {"m": m, "n": n, "k": k, "dtype": dt, "pass": pas, "median_s": med, "tflops": tflops,
                  "kernel": kernel_names(fn, torch)}
         try:
             torch.backends.cuda.preferred_blas_library("cublaslt")
@@ -170,7 +163,16 @@ def probe_like(rows, cols, dtype, torch):
     return (mag * sign).to(dtype)
 
 
-def torch_like_probe(m, n, k, dt, settle_s, samples, hold, torch):
+def operands(m, n, k, pas, dtype, torch):
+    """A (m x k) and B (k x n) stored as the probe stores them for a pass, which is
+    how nn.Linear holds them (profiler/cuda/gemm_probe.cc): forward reads the weight
+    transposed, wgrad reads dY transposed; dgrad and plain GEMMs are row-major."""
+    a = probe_like(k, m, dtype, torch).t() if pas == "wgrad" else probe_like(m, k, dtype, torch)
+    b = probe_like(n, k, dtype, torch).t() if pas == "fwd" else probe_like(k, n, dtype, torch)
+    return a, b
+
+
+def torch_like_probe(m, n, k, dt, settle_s, samples, hold, torch, pas="plain"):
     """torch.matmul timed exactly as profiler/cuda/gemm_probe.cc + harness.cc time a GEMM:
     inputs, idle settle, 60 ms warm-up in synchronised pairs, 3 warm-up operations, batch
     calibrated from one operation to ~2 ms (1..200), `samples` event-timed batches each
@@ -178,8 +180,7 @@ def torch_like_probe(m, n, k, dt, settle_s, samples, hold, torch):
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
               "fp32": torch.float32}
     torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
-    a = probe_like(m, k, dtypes[dt], torch)
-    b = probe_like(k, n, dtypes[dt], torch)
+    a, b = operands(m, n, k, pas, dtypes[dt], torch)
     c = torch.empty(m, n, device="cuda", dtype=dtypes[dt])
     fn = lambda: torch.matmul(a, b, out=c)
     torch.cuda.synchronize()
@@ -220,7 +221,7 @@ def cmd_paired(args):
 
     def run_torch(dt, rnd, keys):
         lf, out = os.path.join(tmp, f"l_{dt}_{rnd}.json"), os.path.join(tmp, f"t_{dt}_{rnd}.json")
-        json.dump([[k[2], k[3], k[4], k[5]] for k in keys], open(lf, "w"))
+        json.dump([[k[2], k[3], k[4], k[5], k[1]] for k in keys], open(lf, "w"))
         res = subprocess.run([sys.executable, os.path.abspath(__file__), "torch-gemms", "--list", lf,
                               "--settle-ms", str(args.settle_ms), "--samples", str(args.samples),
                               "--out", out], capture_output=True, text=True, timeout=200)
@@ -303,8 +304,8 @@ def cmd_torch_gemms(args):
     """The torch side of `paired`: torch.matmul at [m, n, k, dtype] rows, in order."""
     import torch
     hold = Hold(torch)
-    out = [torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.samples, hold, torch)
-           for m, n, k, dt in json.load(open(args.list))]
+    out = [torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.samples, hold, torch, *pas)
+           for m, n, k, dt, *pas in json.load(open(args.list))]
     json.dump({"torch": torch.__version__, "cuda": torch.version.cuda,
                "gpu": torch.cuda.get_device_name(0), "hold_short": hold.short, "tflops": out},
               open(args.out, "w"))
@@ -378,25 +379,25 @@ def cmd_summarize(args):
             probe_best[key] = max(probe_best.get(key, 0.0), e["tflops"])
         base, lt, kernels = {}, {}, {}
         for g in json.load(open(args.torch_gemm))["gemm"]:
-            key = (g["m"], g["n"], g["k"], g["dtype"])
+            key = (g["m"], g["n"], g["k"], g["dtype"], g.get("pass", "plain"))
             base[key] = max(base.get(key, 0.0), g["tflops"])
             lt[key] = max(lt.get(key, 0.0), g.get("cublaslt_tflops", 0.0))
             kernels[key] = (g.get("kernel", ""), g.get("cublaslt_kernel", ""))
         for key in order:
             m, n, k, dt, pas, layer = key
-            t = base.get((m, n, k, dt))
+            t = base.get((m, n, k, dt, pas))
             if t is None:
                 continue
             p = probe_best[key]
             r = p / t
             passed = r >= 0.95
             ok &= passed
-            tl = lt.get((m, n, k, dt), 0.0)
+            tl = lt.get((m, n, k, dt, pas), 0.0)
             summary["gemm"].append({"layer": layer, "pass": pas, "m": m, "n": n, "k": k, "dtype": dt,
                                     "probe_tflops": p, "torch_tflops": t, "ratio": r, "ok": passed,
                                     "torch_cublaslt_tflops": tl,
-                                    "torch_kernel": kernels[(m, n, k, dt)][0],
-                                    "torch_cublaslt_kernel": kernels[(m, n, k, dt)][1]})
+                                    "torch_kernel": kernels[(m, n, k, dt, pas)][0],
+                                    "torch_cublaslt_kernel": kernels[(m, n, k, dt, pas)][1]})
             print(f"gemm {layer:10s} {pas:5s} {m}x{n}x{k} {dt}: probe {p:.1f} torch {t:.1f} TFLOP/s "
                   f"ratio {r:.3f} {'ok' if passed else 'FAIL'} (torch via cublaslt {tl:.1f})")
     if args.paired:

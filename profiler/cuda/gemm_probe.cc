@@ -108,7 +108,14 @@ class GemmProbe : public Probe {
         spec_(std::move(spec)),
         dtype_(dtype),
         candidates_(candidates),
-        settle_(settle) {}
+        settle_(settle),
+        // Operands stored the way PyTorch's nn.Linear (y = x W^T) holds them,
+        // so cuBLAS picks the kernels training runs: forward reads the weight
+        // W (out x in) transposed, the weight gradient dY^T X reads dY
+        // (tokens x out) transposed, dgrad dY W is plain. An odd dimension (a
+        // 50257-word vocabulary) then lands in the leading dimension it has there.
+        a_transposed_(spec_.pass == "wgrad"),
+        b_transposed_(spec_.pass == "fwd") {}
   ~GemmProbe() override {
     if (op_) cublasLtMatmulDescDestroy(op_);
     for (auto* l : {a_layout_, b_layout_, c_layout_}) {
@@ -139,14 +146,25 @@ class GemmProbe : public Probe {
         dtype_ == DType::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     const cudaDataType_t st = StorageType(dtype_);
     XDEEP_LT_RETURN(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
-    const cublasOperation_t no = CUBLAS_OP_N;
+    // Row-major C = A B computed as column-major C^T = B^T A^T: cuBLAS's "A" is
+    // B^T, its "B" is A^T, C^T is n x m (ld n). A stored transposed (k x m,
+    // ld m) or B stored transposed (n x k, ld k) flips that operand's op.
+    const cublasOperation_t op_b = b_transposed_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = a_transposed_ ? CUBLAS_OP_T : CUBLAS_OP_N;
     XDEEP_LT_RETURN(
-        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &no, sizeof(no)));
+        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
     XDEEP_LT_RETURN(
-        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof(no)));
-    // Column-major view: "A" is B^T (n x k, ld n), "B" is A^T (k x m, ld k), C^T n x m.
-    XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a_layout_, st, spec_.n, spec_.k, spec_.n));
-    XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b_layout_, st, spec_.k, spec_.m, spec_.k));
+        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+    if (b_transposed_) {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a_layout_, st, spec_.k, spec_.n, spec_.k));
+    } else {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a_layout_, st, spec_.n, spec_.k, spec_.n));
+    }
+    if (a_transposed_) {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b_layout_, st, spec_.m, spec_.k, spec_.m));
+    } else {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b_layout_, st, spec_.k, spec_.m, spec_.k));
+    }
     XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&c_layout_, st, spec_.n, spec_.m, spec_.n));
 
     cublasLtMatmulPreference_t pref = nullptr;
@@ -240,10 +258,21 @@ class GemmProbe : public Probe {
     for (int s = 0; s < 8; ++s) {
       const int64_t i = (s * 7919 + 13) % spec_.m;
       const int64_t j = (s * 104729 + 31) % spec_.n;
-      XDEEP_CUDA_RETURN(cudaMemcpy(row.data(), a_.as<char>() + i * spec_.k * eb, spec_.k * eb,
-                                   cudaMemcpyDeviceToHost));
-      XDEEP_CUDA_RETURN(cudaMemcpy2D(col.data(), eb, b_.as<char>() + j * eb, spec_.n * eb, eb,
-                                     spec_.k, cudaMemcpyDeviceToHost));
+      // Row i of A and column j of B, wherever their storage puts them.
+      if (a_transposed_) {
+        XDEEP_CUDA_RETURN(cudaMemcpy2D(row.data(), eb, a_.as<char>() + i * eb, spec_.m * eb, eb,
+                                       spec_.k, cudaMemcpyDeviceToHost));
+      } else {
+        XDEEP_CUDA_RETURN(cudaMemcpy(row.data(), a_.as<char>() + i * spec_.k * eb, spec_.k * eb,
+                                     cudaMemcpyDeviceToHost));
+      }
+      if (b_transposed_) {
+        XDEEP_CUDA_RETURN(cudaMemcpy(col.data(), b_.as<char>() + j * spec_.k * eb, spec_.k * eb,
+                                     cudaMemcpyDeviceToHost));
+      } else {
+        XDEEP_CUDA_RETURN(cudaMemcpy2D(col.data(), eb, b_.as<char>() + j * eb, spec_.n * eb, eb,
+                                       spec_.k, cudaMemcpyDeviceToHost));
+      }
       XDEEP_CUDA_RETURN(cudaMemcpy(out.data(), c_.as<char>() + (i * spec_.n + j) * eb, eb,
                                    cudaMemcpyDeviceToHost));
       double ref = 0, mag = 0;
@@ -268,6 +297,7 @@ class GemmProbe : public Probe {
   DType dtype_;
   int candidates_;
   absl::Duration settle_;
+  bool a_transposed_, b_transposed_;
   DeviceBuffer a_, b_, c_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasLtMatmulDesc_t op_ = nullptr;

@@ -90,6 +90,21 @@ TEST_F(GpuProbesTest, GemmAllDtypesPassTheCheck) {
   }
 }
 
+// A layer's forward, dgrad and wgrad read their operands as nn.Linear stores
+// them (weight, resp. output gradient, transposed); an odd width (a vocabulary)
+// sits in the leading dimension it has in training. The check recomputes
+// sampled elements from the stored operands, so a wrong layout fails it.
+TEST_F(GpuProbesTest, LayerPassesUseTrainingsLayoutsAndPassTheCheck) {
+  GemmProbeOptions o;
+  o.gemms = LayerGemms("head", 256, 64, 1001);
+  o.dtypes = {DType::kBf16, DType::kFp32};
+  o.harness.max_samples = 5;
+  std::vector<ErrorEntry> errors;
+  std::vector<GemmEntry> r = RunGemmProbes(o, &errors);
+  for (const ErrorEntry& e : errors) ADD_FAILURE() << e.probe << ": " << e.message;
+  EXPECT_EQ(r.size(), 6u);
+}
+
 TEST_F(GpuProbesTest, AttentionPassesTheCheck) {
   AttentionProbeOptions o;
   o.shapes = {AttentionSpec{2, 4, 256, 64, false}, AttentionSpec{2, 4, 256, 64, true}};
