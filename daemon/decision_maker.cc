@@ -79,6 +79,15 @@ void Fill(const tuner::Prediction& p, v1::Prediction* out) {
   out->set_memory_per_gpu_bytes(p.memory_per_gpu_bytes);
 }
 
+int MinPositive(std::initializer_list<int> values) {
+  int best = 0;
+  for (int v : values)
+    if (v > 0) best = best == 0 ? v : std::min(best, v);
+  return best;
+}
+
+}  // namespace
+
 absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
   switch (w.source_case()) {
     case v1::Workload::kToml:
@@ -92,15 +101,6 @@ absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
           "xdeep.toml in the working directory");
   }
 }
-
-int MinPositive(std::initializer_list<int> values) {
-  int best = 0;
-  for (int v : values)
-    if (v > 0) best = best == 0 ? v : std::min(best, v);
-  return best;
-}
-
-}  // namespace
 
 std::vector<double> CorrectionParameters(const tuner::Configuration& c) {
   return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};

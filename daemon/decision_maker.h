@@ -89,6 +89,9 @@ struct FittedCorrection {
 absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const std::string& workload);
 std::vector<double> CorrectionParameters(const tuner::Configuration& c);
 
+// The workload a request names (TOML text or preset); errors say how to fix it.
+absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w);
+
 // Search limits from policy, partition, user bounds and allocation (exposed for tests).
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
                                 const xdeep::v1::TuneRequest& request);

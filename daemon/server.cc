@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "daemon/probe_scheduler.h"
 #include "daemon/subprocess.h"
+#include "tuner/probe_shapes.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -166,8 +167,14 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& tex
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
     const xdeep::v1::RunProbesRequest& r) {
   const ProbeConfig& pc = maker_->policy()->probes;
+  std::string shapes;
+  if (r.has_workload()) {
+    auto workload = LoadWorkload(r.workload());
+    if (!workload.ok()) return workload.status();
+    shapes = tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
+  }
   return Probe(r.partition().empty() ? pc.partition : r.partition(), r.collectives(), r.nodes(),
-               r.gpus_per_node(), pc.time_limit_s + 60);
+               r.gpus_per_node(), pc.time_limit_s + 60, shapes);
 }
 
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& partition,

@@ -50,6 +50,26 @@ void Deadline(grpc::ClientContext* ctx, int timeout_ms) {
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
 }
 
+// A -w argument: a TOML file's text, else a preset name; false (with the
+// message printed) when it names a file that is not there.
+struct WorkloadArg {
+  std::string toml, preset;
+};
+bool ReadWorkloadArg(const std::string& arg, WorkloadArg* out) {
+  std::ifstream in(arg);
+  if (in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    out->toml = text.str();
+  } else if (arg.find('/') != std::string::npos || arg.ends_with(".toml")) {
+    Fail(arg + " does not exist; check the path");
+    return false;
+  } else {
+    out->preset = arg;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +108,9 @@ int main(int argc, char** argv) {
   bool collectives = false;
   int probe_nodes = 1, probe_gpus = 0;
   probe->add_option("-p,--partition", probe_partition, "default: [probes] partition");
+  std::string probe_workload;
+  probe->add_option("-w,--workload", probe_workload,
+                    "compute set: measure this workload's GEMM shapes (TOML file or preset name)");
   probe->add_flag("--collectives", collectives, "NCCL collectives instead of the compute set");
   probe->add_option("-N,--nodes", probe_nodes)->check(CLI::Range(1, 100000));
   probe->add_option("--gpus-per-node", probe_gpus, "0: the CPU (Kokkos) suite")
@@ -101,16 +124,10 @@ int main(int argc, char** argv) {
     xdeep::spank::TuneQuery q;
     q.mode = "explain";
     q.launcher = "srun";
-    std::ifstream in(workload);
-    if (in) {
-      std::stringstream text;
-      text << in.rdbuf();
-      q.workload_toml = text.str();
-    } else if (workload.find('/') != std::string::npos || workload.ends_with(".toml")) {
-      return Fail(workload + " does not exist; check the path");
-    } else {
-      q.workload_preset = workload;
-    }
+    WorkloadArg w;
+    if (!ReadWorkloadArg(workload, &w)) return 1;
+    q.workload_toml = w.toml;
+    q.workload_preset = w.preset;
     q.workload_source = workload;
     q.max_nodes = nodes;
     q.max_gpus_per_node = gpus_per_node;
@@ -187,6 +204,16 @@ int main(int argc, char** argv) {
     req.set_collectives(collectives);
     req.set_nodes(probe_nodes);
     req.set_gpus_per_node(probe_gpus);
+    if (!probe_workload.empty()) {
+      WorkloadArg w;
+      if (!ReadWorkloadArg(probe_workload, &w)) return 1;
+      if (w.preset.empty()) {
+        req.mutable_workload()->set_toml(w.toml);
+      } else {
+        req.mutable_workload()->set_preset(w.preset);
+      }
+      req.mutable_workload()->set_source_name(probe_workload);
+    }
     v1::RunProbesResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, std::max(timeout_ms, 3600 * 1000));  // a probe job queues and runs

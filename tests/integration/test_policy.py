@@ -218,6 +218,32 @@ class ProbeLimitsTest(OwnDaemonTest):
         again = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV], conf=conf)
         self.assertEqual([l for l in again.xdeep_lines() if "[probe]" in l], [], again)
 
+    def test_admin_probe_measures_the_named_workloads_shapes(self):
+        record = os.path.join(self.tmp, "record.sh")
+        with open(record, "w") as f:
+            f.write(f'#!/bin/sh\necho "$@" > {self.tmp}/probe_args\n')
+        os.chmod(record, 0o755)
+        os.chmod(self.tmp, 0o755)
+        self.start('[policy]\nadmins = ["root"]\n[probes]\npartition = "debug"\n'
+                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{record}"\n'
+                   f'reports_dir = "{self.tmp}/reports"\n')
+        r = run([XDEEP, "--daemon", f"unix://{self.sock}", "probe", "-w", "gpt-125m",
+                 "--gpus-per-node", "1"])
+        # The stand-in writes no report: the job fails, and says so.
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "probe_args")), r)
+        with open(os.path.join(self.tmp, "probe_args")) as f:
+            args = f.read().split()
+        with open(args[args.index("--shapes") + 1]) as f:
+            shapes = json.load(f)
+        # GPT-125M's output head: 1024 tokens per sample, 768 -> 50257.
+        self.assertIn({"tokens": 1024, "in": 768, "out": 50257},
+                      [{k: l[k] for k in ("tokens", "in", "out")} for l in shapes["layers"]])
+        missing = run([XDEEP, "--daemon", f"unix://{self.sock}", "probe", "-w", "nope/x.toml",
+                       "--gpus-per-node", "1"])
+        self.assertEqual(missing.rc, 1, missing)
+        self.assertIn("does not exist", missing.err)
+
     def test_probe_budget(self):
         self.start('[policy]\nadmins = ["root"]\nprice_per_gpu_hour = 2.5\n'
                    f'[probes]\npartition = "debug"\ntime_limit_s = 60\nbudget = 0.01\n'
