@@ -101,7 +101,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
   Daemon* self = daemon.get();
   daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
-                                         const std::string& shapes) {
+                                        const std::string& shapes) {
     auto probed = self->Probe(partition, false, 1, gpus, wait_s, shapes);
     if (!probed.ok()) return probed.status();
     return probed->ingested() ? absl::OkStatus()

@@ -32,7 +32,8 @@ const char* ProbeDtype(Precision p) {
 }
 }  // namespace
 
-std::string GemmShapesJson(std::span<const Workload> workloads, std::span<const int> micro_batches) {
+std::string GemmShapesJson(std::span<const Workload> workloads,
+                           std::span<const int> micro_batches) {
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   nlohmann::json layers = nlohmann::json::array();
   for (const Workload& w : workloads) {

@@ -647,12 +647,14 @@ StepTime StrategyModel::Time(const Configuration& c) {
     // and each weight gradient back to the fp32 parameter's type in backward.
     double cast_f = 0, cast_b = 0;
     if (pb.compute_copy > 0) {
-      const bool gathered_16bit = c.sharding == Sharding::kZero3 && c.dp > 1 && w_.fsdp_16bit_params;
+      const bool gathered_16bit =
+          c.sharding == Sharding::kZero3 && c.dp > 1 && w_.fsdp_16bit_params;
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
     double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd;
-    double b = HostAndDevice(r.bwd + cast_b, launch_b) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    double b =
+        HostAndDevice(r.bwd + cast_b, launch_b) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
     if (c.recompute) b += f;  // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per

@@ -95,8 +95,8 @@ Configuration ConfigFor(const nlohmann::json& run) {
   c.grad_accum = run.value("grad_accum", 1);
   c.recompute = run.value("recompute", false);
   c.global_batch = int64_t{c.dp} * c.micro_batch * c.grad_accum;
-  c.sharding = run.value("mode", "single") == "fsdp" ? tuner::Sharding::kZero3
-                                                      : tuner::Sharding::kNone;
+  c.sharding =
+      run.value("mode", "single") == "fsdp" ? tuner::Sharding::kZero3 : tuner::Sharding::kNone;
   return c;
 }
 
@@ -152,11 +152,10 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
     }
     if (doc.contains("meta")) {
       const auto& m = doc["meta"];
-      *meta_summary += fmt::format("  {}: {} x{} {}, torch {}, CUDA {}, NCCL {}, {}\n", file,
-                                   m.value("gpu", "?"), m.value("gpu_count_used", 0),
-                                   m.value("date", "?"), m.value("torch", "?"),
-                                   m.value("cuda", "?"), m.value("nccl", "?"),
-                                   m.value("mode", "?"));
+      *meta_summary += fmt::format(
+          "  {}: {} x{} {}, torch {}, CUDA {}, NCCL {}, {}\n", file, m.value("gpu", "?"),
+          m.value("gpu_count_used", 0), m.value("date", "?"), m.value("torch", "?"),
+          m.value("cuda", "?"), m.value("nccl", "?"), m.value("mode", "?"));
     }
     for (const auto& r : doc["runs"]) {
       if (r.contains("error") || r.contains("skipped") || !r.contains("model")) continue;
@@ -214,7 +213,8 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
         continue;
       }
       if (run.has_time) {
-        same->measured_s = (same->measured_s * same->repeats + run.measured_s) / (same->repeats + 1);
+        same->measured_s =
+            (same->measured_s * same->repeats + run.measured_s) / (same->repeats + 1);
         same->predicted_s = same->analytical_s = run.predicted_s;
         same->predicted_parts = run.predicted_parts;
         same->has_time = true;
@@ -286,9 +286,10 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     std::fprintf(stderr, "xdeep_validate: no usable runs in the given files\n");
     return 2;
   }
-  std::printf("profile: %s (%s, %zu GEMM points, %zu collective fits, %.0f GB/s)\nmeasurements:\n%s\n",
-              hw->Label().c_str(), hw->gpu_name.c_str(), hw->gemm.size(), hw->collectives.size(),
-              hw->memory_bandwidth_gbps, meta.c_str());
+  std::printf(
+      "profile: %s (%s, %zu GEMM points, %zu collective fits, %.0f GB/s)\nmeasurements:\n%s\n",
+      hw->Label().c_str(), hw->gpu_name.c_str(), hw->gemm.size(), hw->collectives.size(),
+      hw->memory_bandwidth_gbps, meta.c_str());
 
   if (breakdown) PrintBreakdown(runs);
 
@@ -315,8 +316,10 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
       memory_by_mode[r.mode].push_back({r.measured_bytes, r.predicted_bytes});
     }
     std::printf("%-26s %s   %s\n", Label(r).c_str(), t.c_str(), m.c_str());
-    nlohmann::json row = {{"model", r.model},          {"mode", r.mode},
-                          {"gpus", r.config.TotalGpus()}, {"micro_batch", r.config.micro_batch}};
+    nlohmann::json row = {{"model", r.model},
+                          {"mode", r.mode},
+                          {"gpus", r.config.TotalGpus()},
+                          {"micro_batch", r.config.micro_batch}};
     if (r.has_time) row.update({{"step_s", r.measured_s}, {"predicted_step_s", r.predicted_s}});
     if (r.has_memory) {
       row.update({{"peak_bytes", r.measured_bytes}, {"predicted_peak_bytes", r.predicted_bytes}});
@@ -414,16 +417,16 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
       a.push_back(corrected);
     }
     std::printf("learn %-9s from %-18s: %2zu neighbours, step time MAPE %5.1f %% -> %5.1f %%\n",
-                model.c_str(), ConfigLabel(*pick).c_str(), b.size(), 100 * Mape(b),
-                100 * Mape(a));
+                model.c_str(), ConfigLabel(*pick).c_str(), b.size(), 100 * Mape(b), 100 * Mape(a));
     before.insert(before.end(), b.begin(), b.end());
     after.insert(after.end(), a.begin(), a.end());
   }
   std::printf("(every other configuration of the workloads: %.1f %% before, %.1f %% after)\n",
               100 * Mape(all_before), 100 * Mape(all_after));
   const bool learn_ok = !before.empty() && Mape(after) < Mape(before);
-  std::printf("LEARNING: neighbours' step time MAPE %.1f %% before, %.1f %% after one reported run: %s\n",
-              100 * Mape(before), 100 * Mape(after), learn_ok ? "improved" : "NOT IMPROVED");
+  std::printf(
+      "LEARNING: neighbours' step time MAPE %.1f %% before, %.1f %% after one reported run: %s\n",
+      100 * Mape(before), 100 * Mape(after), learn_ok ? "improved" : "NOT IMPROVED");
 
   if (!json_out.empty()) {
     const nlohmann::json doc = {{"schema", "xdeep.validation/1"},
@@ -470,8 +473,9 @@ int main(int argc, char** argv) {
   compare->add_flag("--check", check, "exit 1 when a target is missed");
   bool breakdown = false;
   double step_time_target = xdeep::validate::kStepTimeMapeTarget;
-  compare->add_option("--step-time-target", step_time_target,
-                      "step-time MAPE that --check accepts (issue 7: 0.07)")
+  compare
+      ->add_option("--step-time-target", step_time_target,
+                   "step-time MAPE that --check accepts (issue 7: 0.07)")
       ->check(CLI::Range(0.0, 10.0));
   compare->add_flag("--breakdown", breakdown,
                     "also print the predicted parts of each step and the measured kernel times");
@@ -492,6 +496,5 @@ int main(int argc, char** argv) {
     }
     return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out);
   }
-  return xdeep::validate::Compare(profile, run_files, json_out, check, breakdown,
-                                  step_time_target);
+  return xdeep::validate::Compare(profile, run_files, json_out, check, breakdown, step_time_target);
 }

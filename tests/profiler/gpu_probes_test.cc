@@ -66,7 +66,8 @@ TEST_F(GpuProbesTest, StreamGateEndsByItsTimeout) {
     ASSERT_TRUE(gate.Close(s, absl::Milliseconds(30)).ok());
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_GE(waited, 0.025);
     EXPECT_LT(waited, 2.0);
     gate.Open();

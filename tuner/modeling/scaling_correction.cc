@@ -6,7 +6,6 @@
 #include <map>
 
 #include "Eigen/Dense"
-
 #include "absl/status/status.h"
 
 namespace xdeep::modeling {
