@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,7 +80,6 @@ struct Run {
   double measured_bytes = 0, predicted_bytes = 0;
   double predicted_total_bytes = 0;  // what the search checks against the card
   double predicted_cost = 0;         // the search's cost of this configuration
-  double analytical_s = 0;           // predicted_s before any correction
   tuner::StepTime predicted_parts;   // the model's breakdown
   // Measured GPU time per kind of kernel in one profiled step (measure_pytorch.py --kernels).
   std::map<std::string, double> kernel_s;
@@ -179,12 +177,11 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
         run.has_time = true;
         run.measured_s = r["step_time_median_s"].get<double>();
         run.predicted_parts = model.Time(run.config);
-        run.predicted_s = run.analytical_s = run.predicted_parts.total_s;
+        run.predicted_s = run.predicted_parts.total_s;
       }
       // A negative steady state marks a baseline that still held the previous
       // configuration's memory (measure_pytorch.py's multi-configuration runs).
-      if (r.contains("peak_allocated_bytes") && r.value("steady_allocated_bytes", 0.0) > 0 &&
-          !r.value("memory_polluted", false)) {
+      if (r.contains("peak_allocated_bytes") && r.value("steady_allocated_bytes", 0.0) > 0) {
         run.has_memory = true;
         run.measured_bytes = r["peak_allocated_bytes"].get<double>();
         run.predicted_bytes = model.Memory(run.config).PeakAllocated();
@@ -215,7 +212,7 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       if (run.has_time) {
         same->measured_s =
             (same->measured_s * same->repeats + run.measured_s) / (same->repeats + 1);
-        same->predicted_s = same->analytical_s = run.predicted_s;
+        same->predicted_s = run.predicted_s;
         same->predicted_parts = run.predicted_parts;
         same->has_time = true;
         ++same->repeats;
@@ -396,7 +393,7 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
   };
   std::vector<std::pair<double, double>> before, after, all_before, all_after;
   for (const auto& [model, pick] : picked) {
-    const modeling::Outcome outcome{CorrectionParameters(pick->config), pick->analytical_s,
+    const modeling::Outcome outcome{CorrectionParameters(pick->config), pick->predicted_s,
                                     pick->measured_s};
     auto correction = modeling::ScalingCorrection::Fit(std::span(&outcome, 1));
     if (!correction.ok()) {
@@ -407,9 +404,9 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     std::vector<std::pair<double, double>> b, a;
     for (const Run* r : by_model[model]) {
       if (r == pick) continue;
-      const std::pair<double, double> raw{r->measured_s, r->analytical_s};
+      const std::pair<double, double> raw{r->measured_s, r->predicted_s};
       const std::pair<double, double> corrected{
-          r->measured_s, correction->Apply(CorrectionParameters(r->config), r->analytical_s)};
+          r->measured_s, correction->Apply(CorrectionParameters(r->config), r->predicted_s)};
       all_before.push_back(raw);
       all_after.push_back(corrected);
       if (!neighbours(r->config, pick->config)) continue;
