@@ -1,5 +1,6 @@
 #include "tuner/probe_shapes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -9,9 +10,20 @@
 
 namespace xdeep::tuner {
 
-std::vector<int> ProbeMicroBatches(const Workload& w, int cap) {
+std::vector<int> ProbeMicroBatches(const Workload& w, int cap, int max_layers) {
+  std::set<std::tuple<double, int64_t, int64_t>> distinct;
+  for (const LayerCost& l : w.layers) {
+    for (const GemmShape& g : l.gemms) distinct.insert({g.m_per_sample, g.n, g.k});
+  }
+  int top = 0;  // log2 of the largest micro-batch probed
+  while ((2 << top) <= std::min(std::max(1, w.max_micro_batch), cap)) ++top;
+  const int per_mb = std::max<int>(1, distinct.size());
+  const int count = std::clamp(max_layers / per_mb, std::min(2, top + 1), top + 1);
   std::vector<int> out;
-  for (int mb = 1; mb <= std::min(std::max(1, w.max_micro_batch), cap); mb *= 2) out.push_back(mb);
+  for (int i = 0; i < count; ++i) {
+    const int e = count == 1 ? 0 : static_cast<int>(std::lround(double(i) * top / (count - 1)));
+    if (out.empty() || out.back() != (1 << e)) out.push_back(1 << e);
+  }
   return out;
 }
 

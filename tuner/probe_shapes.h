@@ -13,9 +13,12 @@
 
 namespace xdeep::tuner {
 
-// Micro-batches worth probing for a workload: powers of two up to its largest
-// micro-batch, at most `cap`.
-std::vector<int> ProbeMicroBatches(const Workload& w, int cap = 32);
+// Micro-batches worth probing for a workload: powers of two from 1 to its
+// largest micro-batch (at most `cap`), thinned evenly in log scale so that no
+// more than `max_layers` distinct GEMM layers are probed (xdeep-probe spends
+// ~0.4 s per layer on an H200: 64 keep the compute set near 30 s). A GPT
+// (5 distinct GEMMs per micro-batch) gets all of 1..32, ResNet-50 (21) three.
+std::vector<int> ProbeMicroBatches(const Workload& w, int cap = 32, int max_layers = 64);
 
 // One layer entry per distinct forward GEMM (tokens = m, in = k, out = n) of
 // the workloads at the given micro-batches; xdeep-probe expands each into

@@ -34,13 +34,23 @@ TEST(ProbeShapesTest, EveryForwardGemmOncePerMicroBatchInXdeepProbesFormat) {
   EXPECT_TRUE(head);
 }
 
-TEST(ProbeShapesTest, MicroBatchesArePowersOfTwoUpToTheWorkloadsLargest) {
+TEST(ProbeShapesTest, MicroBatchesArePowersOfTwoWithinTheLayerBudget) {
+  auto gpt = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(gpt.ok());
+  gpt->max_micro_batch = 12;
+  EXPECT_EQ(ProbeMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8}));
+  gpt->max_micro_batch = 4096;
+  EXPECT_EQ(ProbeMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8, 16, 32}));
+  // ResNet-50 has 21 distinct GEMM shapes per micro-batch: three micro-batches
+  // (63 layers) fit the 64-layer budget, spread from 1 to 32.
   auto w = PresetWorkload("resnet50");
   ASSERT_TRUE(w.ok());
-  w->max_micro_batch = 12;
-  EXPECT_EQ(ProbeMicroBatches(*w), (std::vector<int>{1, 2, 4, 8}));
-  w->max_micro_batch = 4096;
-  EXPECT_EQ(ProbeMicroBatches(*w).back(), 32);
+  const std::vector<int> mbs = ProbeMicroBatches(*w);
+  EXPECT_EQ(mbs.front(), 1);
+  EXPECT_EQ(mbs.back(), 32);
+  auto capped = profiler::ParseShapesJson(GemmShapesJson(std::span(&*w, 1), mbs));
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_LE(capped->gemms.size(), 3u * 64);
   w->precision = Precision::kFp32;
   auto parsed = profiler::ParseShapesJson(GemmShapesJson(std::span(&*w, 1), {{1}}));
   ASSERT_TRUE(parsed.ok()) << parsed.status();
