@@ -182,12 +182,21 @@ class OwnDaemonTest(StackTest):
 
 
 class ProbeLimitsTest(OwnDaemonTest):
-    def test_launch_waits_at_most_max_wait_then_decides(self):
-        hang = os.path.join(self.tmp, "hang.sh")
-        with open(hang, "w") as f:
-            f.write(f'#!/bin/sh\necho "$@" > {self.tmp}/probe_args\nsleep 120\n')
-        os.chmod(hang, 0o755)
+    def stand_in_probe(self, then=""):
+        """A probe_path that records its arguments (self.probe_args()), then runs `then`."""
+        path = os.path.join(self.tmp, "probe.sh")
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\necho "$@" > {self.tmp}/probe_args\n{then}\n')
+        os.chmod(path, 0o755)
         os.chmod(self.tmp, 0o755)
+        return path
+
+    def probe_args(self):
+        with open(os.path.join(self.tmp, "probe_args")) as f:
+            return f.read().split()
+
+    def test_launch_waits_at_most_max_wait_then_decides(self):
+        hang = self.stand_in_probe("sleep 120")
         self.start(f'[policy]\nadmins = ["root"]\n[probes]\non_launch = true\nmax_wait_s = 2\n'
                    f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{hang}"\n'
                    f'reports_dir = "{self.tmp}/reports"\n')
@@ -207,8 +216,7 @@ class ProbeLimitsTest(OwnDaemonTest):
                                text=True).stdout
         self.assertEqual(queue.strip(), "")
         # The compute probe measured the launching workload's own GEMM shapes.
-        with open(os.path.join(self.tmp, "probe_args")) as f:
-            args = f.read().split()
+        args = self.probe_args()
         self.assertIn("--shapes", args)
         with open(args[args.index("--shapes") + 1]) as f:
             shapes = json.load(f)
@@ -219,11 +227,7 @@ class ProbeLimitsTest(OwnDaemonTest):
         self.assertEqual([l for l in again.xdeep_lines() if "[probe]" in l], [], again)
 
     def test_admin_probe_measures_the_named_workloads_shapes(self):
-        record = os.path.join(self.tmp, "record.sh")
-        with open(record, "w") as f:
-            f.write(f'#!/bin/sh\necho "$@" > {self.tmp}/probe_args\n')
-        os.chmod(record, 0o755)
-        os.chmod(self.tmp, 0o755)
+        record = self.stand_in_probe()
         self.start('[policy]\nadmins = ["root"]\n[probes]\npartition = "debug"\n'
                    f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{record}"\n'
                    f'reports_dir = "{self.tmp}/reports"\n')
@@ -232,8 +236,7 @@ class ProbeLimitsTest(OwnDaemonTest):
         # The stand-in writes no report: the job fails, and says so.
         self.assertNotEqual(r.rc, 0, r)
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "probe_args")), r)
-        with open(os.path.join(self.tmp, "probe_args")) as f:
-            args = f.read().split()
+        args = self.probe_args()
         with open(args[args.index("--shapes") + 1]) as f:
             shapes = json.load(f)
         # GPT-125M's output head: 1024 tokens per sample, 768 -> 50257.
