@@ -55,12 +55,10 @@ struct PlannerOptions {
   // points about equally well and one pick extrapolates with its own error.
   // On the tests' scaling functions, 30 noise seeds: with 1 the median
   // held-out difference to the full grid was +15 pp for 5 + 0.01·p·log2 p +
-  // 0.2·n, with 10 +3.1 pp; the others stayed within 0.4 pp (5, 20, 50: about
-  // the same). Only applies with joint_exponent_search.
+  // 0.2·n, with 10 +3.1 pp (+2.4 pp since FitAveraged weights by the noise
+  // measured in the repetitions; 20–50: +2.8 pp); the others stay within
+  // 0.4 pp. Only applies with joint_exponent_search.
   int averaged_models = 10;
-  // Where predictions matter (e.g. larger scales than the grid); empty: one
-  // doubling past the largest value of each parameter.
-  std::vector<Point> targets;
 };
 
 struct PlanReport {
@@ -105,16 +103,6 @@ class SamplingPlanner {
   std::vector<Point> lines_;
   double full_grid_cost_ = 0.0;
 };
-
-// For each candidate, how much one more probe batch there is expected to
-// reduce the variance of the BIC-weighted average of `models` (log
-// predictions, summed over `targets`): within each hypothesis through its
-// coefficients' covariance, between them through the likelihood update of
-// their weights. Candidates may already be measured (a repeated probe).
-std::vector<double> ExpectedVarianceReduction(std::span<const Model> models,
-                                              std::span<const Measurement> measured,
-                                              std::span<const Point> candidates,
-                                              std::span<const Point> targets);
 
 // A plan's model against the model fitted on the full grid, both judged on
 // held-out points (e.g. larger scales than any probed).

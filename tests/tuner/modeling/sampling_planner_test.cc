@@ -48,7 +48,7 @@ struct Scenario {
   // cannot buy (0.01·p·log2 p next to 5 + 0.2·n) leaves p·log2 p, p^(4/3)
   // and p^(2/3)·log2(p)^2 about equally likely on a plan's points; the
   // averaged model hedges, but single runs still miss by up to ~6 pp here
-  // (and by 23 pp at worst over seeds 1..30, where the median is +3.1 pp).
+  // (and by 23 pp at worst over seeds 1..30, where the median is +2.4 pp).
   double max_run_pp = 5.0;
 };
 
@@ -114,7 +114,7 @@ void CheckPlanner(const ModelerOptions& modeler, const char* label) {
   for (const Scenario& s : Scenarios()) {
     std::vector<double> differences;
     // XDEEP_PLAN_SEEDS=n runs seeds 1..n against the same bounds (with 30,
-    // 5 + 0.01 p log2(p) + 0.2 n fails them: median +3.1 pp).
+    // 5 + 0.01 p log2(p) + 0.2 n fails them: median +2.4 pp).
     const char* seeds_env = std::getenv("XDEEP_PLAN_SEEDS");
     const uint64_t seeds = seeds_env != nullptr ? std::strtoull(seeds_env, nullptr, 10) : 5;
     for (uint64_t seed = 1; seed <= seeds; ++seed) {
