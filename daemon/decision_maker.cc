@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "absl/status/status.h"
@@ -361,8 +362,13 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     auto correction = FitCorrection(*store_, workload->name);
     if (correction.ok() && correction->runs > 0) {
       auto fitted = std::make_shared<const modeling::ScalingCorrection>(correction->correction);
-      limits.step_time_correction = [fitted](const tuner::Configuration& c) {
-        return fitted->Factor(CorrectionParameters(c));
+      // The factor depends only on (GPUs, micro-batch); the search asks once
+      // per candidate, so each pair is evaluated once.
+      limits.step_time_correction = [fitted, memo = std::map<std::pair<int, int>, double>()](
+                                        const tuner::Configuration& c) mutable {
+        auto [it, fresh] = memo.try_emplace({c.TotalGpus(), c.micro_batch}, 0.0);
+        if (fresh) it->second = fitted->Factor(CorrectionParameters(c));
+        return it->second;
       };
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of {}",
                                        correction->runs, workload->name)));

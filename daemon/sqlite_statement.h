@@ -29,6 +29,9 @@ class Statement {
   }
   void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void Real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void Blob(int i, const std::string& v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;

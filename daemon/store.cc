@@ -101,17 +101,16 @@ absl::Status Store::SaveDecision(const DecisionRecord& r) {
                "predicted_step_time_s, predicted_cost, decision, created_unix) "
                "VALUES (?,?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return SqlError(db_, "store", "prepare insert decision");
-  sqlite3_bind_text(st.get(), 1, r.id.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st.get(), 2, r.uid);
-  sqlite3_bind_text(st.get(), 3, r.workload.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.get(), 4, r.strategy.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st.get(), 5, r.nodes);
-  sqlite3_bind_int(st.get(), 6, r.gpus_per_node);
-  sqlite3_bind_double(st.get(), 7, r.predicted_step_time_s);
-  sqlite3_bind_double(st.get(), 8, r.predicted_cost);
-  sqlite3_bind_blob(st.get(), 9, r.decision_blob.data(), static_cast<int>(r.decision_blob.size()),
-                    SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st.get(), 10, r.created_unix ? r.created_unix : NowUnix());
+  st.Text(1, r.id);
+  st.Int(2, r.uid);
+  st.Text(3, r.workload);
+  st.Text(4, r.strategy);
+  st.Int(5, r.nodes);
+  st.Int(6, r.gpus_per_node);
+  st.Real(7, r.predicted_step_time_s);
+  st.Real(8, r.predicted_cost);
+  st.Blob(9, r.decision_blob);
+  st.Int(10, r.created_unix ? r.created_unix : NowUnix());
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert decision");
   return absl::OkStatus();
 }
@@ -122,7 +121,7 @@ absl::StatusOr<DecisionRecord> Store::GetDecision(const std::string& id) {
                "SELECT uid, workload, strategy, nodes, gpus_per_node, predicted_step_time_s, "
                "predicted_cost, decision, created_unix, job_id FROM decisions WHERE id = ?");
   if (!st.ok()) return SqlError(db_, "store", "prepare select decision");
-  sqlite3_bind_text(st.get(), 1, id.c_str(), -1, SQLITE_TRANSIENT);
+  st.Text(1, id);
   if (sqlite3_step(st.get()) != SQLITE_ROW) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", id));
   }
@@ -149,9 +148,9 @@ absl::Status Store::BindJob(const std::string& decision_id, uint32_t job_id) {
   Statement st(db_,
                "UPDATE decisions SET job_id = ? WHERE id = ? AND (job_id IS NULL OR job_id = ?)");
   if (!st.ok()) return SqlError(db_, "store", "prepare bind");
-  sqlite3_bind_int64(st.get(), 1, job_id);
-  sqlite3_bind_text(st.get(), 2, decision_id.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st.get(), 3, job_id);
+  st.Int(1, job_id);
+  st.Text(2, decision_id);
+  st.Int(3, job_id);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "bind");
   if (sqlite3_changes(db_) == 0) {
     return absl::FailedPreconditionError(
@@ -167,12 +166,12 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
                "step_times, reported_unix) VALUES (?,?,?,?,?,?)");
   if (!st.ok()) return SqlError(db_, "store", "prepare insert outcome");
   std::string times = JoinTimes(o.step_times_s);
-  sqlite3_bind_text(st.get(), 1, o.decision_id.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st.get(), 2, o.job_id);
-  sqlite3_bind_int(st.get(), 3, o.exit_code);
-  sqlite3_bind_double(st.get(), 4, o.elapsed_s);
-  sqlite3_bind_text(st.get(), 5, times.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st.get(), 6, NowUnix());
+  st.Text(1, o.decision_id);
+  st.Int(2, o.job_id);
+  st.Int(3, o.exit_code);
+  st.Real(4, o.elapsed_s);
+  st.Text(5, times);
+  st.Int(6, NowUnix());
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", o.decision_id));
@@ -188,11 +187,11 @@ absl::Status Store::SaveProbeReport(const std::string& job_id, const std::string
                "INSERT OR REPLACE INTO probe_reports (job_id, partition, path, ingested, "
                "created_unix) VALUES (?,?,?,?,?)");
   if (!st.ok()) return SqlError(db_, "store", "prepare probe report");
-  sqlite3_bind_text(st.get(), 1, job_id.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.get(), 2, partition.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.get(), 3, path.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st.get(), 4, ingested ? 1 : 0);
-  sqlite3_bind_int64(st.get(), 5, NowUnix());
+  st.Text(1, job_id);
+  st.Text(2, partition);
+  st.Text(3, path);
+  st.Int(4, ingested ? 1 : 0);
+  st.Int(5, NowUnix());
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert probe report");
   return absl::OkStatus();
 }
@@ -204,8 +203,8 @@ absl::StatusOr<std::vector<DecisionRecord>> Store::Recent(std::optional<uint32_t
                "predicted_cost, created_unix, job_id FROM decisions WHERE (?1 < 0 OR uid = ?1) "
                "ORDER BY created_unix DESC, rowid DESC LIMIT ?2");
   if (!st.ok()) return SqlError(db_, "store", "prepare recent");
-  sqlite3_bind_int64(st.get(), 1, uid ? static_cast<int64_t>(*uid) : -1);
-  sqlite3_bind_int(st.get(), 2, limit);
+  st.Int(1, uid ? static_cast<int64_t>(*uid) : -1);
+  st.Int(2, limit);
   std::vector<DecisionRecord> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW) {
     DecisionRecord r;
@@ -234,8 +233,8 @@ absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> Store::MeasuredRu
                "o.decision_id = d.id WHERE d.workload = ? AND o.step_times != '' "
                "ORDER BY o.reported_unix DESC LIMIT ?");
   if (!st.ok()) return SqlError(db_, "store", "prepare measured runs");
-  sqlite3_bind_text(st.get(), 1, workload.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st.get(), 2, limit);
+  st.Text(1, workload);
+  st.Int(2, limit);
   std::vector<std::pair<DecisionRecord, double>> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW) {
     DecisionRecord r;
@@ -260,7 +259,7 @@ absl::StatusOr<std::vector<OutcomeRecord>> Store::Outcomes(const std::string& de
                "SELECT job_id, exit_code, elapsed_s, step_times FROM outcomes "
                "WHERE decision_id = ? ORDER BY job_id");
   if (!st.ok()) return SqlError(db_, "store", "prepare select outcomes");
-  sqlite3_bind_text(st.get(), 1, decision_id.c_str(), -1, SQLITE_TRANSIENT);
+  st.Text(1, decision_id);
   std::vector<OutcomeRecord> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW) {
     OutcomeRecord o;

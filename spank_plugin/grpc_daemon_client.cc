@@ -167,11 +167,7 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_job_id(job_id);
     req.set_step_id(step_id);
     v1::BindResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(WallDeadline(deadline));
-    grpc::Status status = tuning_->Bind(&ctx, req, &resp);
-    if (!status.ok()) *error = FromStatus(status);
-    return status.ok();
+    return Unary(&v1::Tuning::Stub::Bind, req, &resp, deadline, error);
   }
 
   bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
@@ -186,11 +182,7 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_launch_failed(q.launch_failed);
     req.set_final(q.final);
     v1::ReportResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(WallDeadline(deadline));
-    grpc::Status status = tuning_->Report(&ctx, req, &resp);
-    if (!status.ok()) *error = FromStatus(status);
-    return status.ok();
+    return Unary(&v1::Tuning::Stub::Report, req, &resp, deadline, error);
   }
 
   bool VerifyStep(const StepQuery& q, std::chrono::steady_clock::time_point deadline, bool* allowed,
@@ -204,19 +196,25 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_nodes(q.nodes);
     req.set_tasks(q.tasks);
     v1::VerifyStepResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(WallDeadline(deadline));
-    grpc::Status status = tuning_->VerifyStep(&ctx, req, &resp);
-    if (!status.ok()) {
-      *error = FromStatus(status);
-      return false;
-    }
+    if (!Unary(&v1::Tuning::Stub::VerifyStep, req, &resp, deadline, error)) return false;
     *allowed = resp.allowed();
     *reason = resp.reason();
     return true;
   }
 
  private:
+  // One unary call under the launch's deadline; a failure fills `error`.
+  template <typename Request, typename Response>
+  bool Unary(grpc::Status (v1::Tuning::Stub::*rpc)(grpc::ClientContext*, const Request&, Response*),
+             const Request& req, Response* resp, std::chrono::steady_clock::time_point deadline,
+             ClientError* error) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(WallDeadline(deadline));
+    const grpc::Status status = (tuning_.get()->*rpc)(&ctx, req, resp);
+    if (!status.ok()) *error = FromStatus(status);
+    return status.ok();
+  }
+
   std::unique_ptr<v1::Tuning::Stub> tuning_;
 };
 

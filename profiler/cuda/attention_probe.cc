@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "profiler/cuda/cublaslt_util.h"
 #include "profiler/cuda/cuda_util.h"
 #include "profiler/cuda/kernels.h"
 #include "profiler/gpu_probes.h"
@@ -20,15 +21,6 @@ namespace xdeep::profiler {
 namespace {
 
 using cuda::DeviceBuffer;
-
-absl::Status LtStatus(cublasStatus_t s, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": cublasStatus_t ", static_cast<int>(s)));
-}
-#define XDEEP_LT_RETURN(expr)                                           \
-  do {                                                                  \
-    if (absl::Status _s = LtStatus((expr), #expr); !_s.ok()) return _s; \
-  } while (0)
 
 // One strided-batched matmul: descriptor, layouts and the heuristic's first algorithm.
 struct BatchedMatmul {
@@ -123,7 +115,7 @@ class AttentionProbe : public Probe {
     XDEEP_CUDA_RETURN(cuda::LaunchFillRandom(v_.get(), bh * s * d, kind, 13, stream_));
     XDEEP_CUDA_RETURN(cudaEventCreate(&start_));
     XDEEP_CUDA_RETURN(cudaEventCreate(&stop_));
-    const cudaDataType_t t = dtype_ == DType::kBf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const cudaDataType_t t = cuda::StorageType(dtype_);
     const int batch = static_cast<int>(bh);
     // scores^T (s x s) = K (s x d, stored d x s) . Q^T (d x s)
     if (absl::Status st = qk_.Init(h_, t, true, s, s, d, batch, ws_->bytes()); !st.ok()) return st;

@@ -1,10 +1,11 @@
 // cuBLASLt GEMM probe: the workload's GEMM shapes at bf16, fp16, tf32 and fp32.
 //
-// Row-major C[m,n] = A[m,k] . B[k,n], as torch.matmul computes it on contiguous
-// tensors: in cuBLASLt's column-major terms that is C^T = B^T . A^T with no transposes
-// (the same call PyTorch issues), so the comparison in bench/profiler/compare_torch.py
-// measures like against like. Inputs are random non-zero values; the check recomputes
-// sampled output elements in double precision on the host after the timed samples.
+// Row-major C[m,n] = A[m,k] . B[k,n], computed in cuBLASLt's column-major terms as
+// C^T = B^T . A^T. A layer's passes store their operands as nn.Linear holds them
+// (forward reads the weight transposed, wgrad reads dY transposed), so cuBLAS picks
+// the kernels training runs; bench/profiler/compare_torch.py builds the same views for
+// torch.matmul. Inputs are random non-zero values; the check recomputes sampled output
+// elements in double precision on the host after the timed samples.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "profiler/cuda/cublaslt_util.h"
 #include "profiler/cuda/cuda_util.h"
 #include "profiler/cuda/kernels.h"
 #include "profiler/gpu_probes.h"
@@ -24,26 +26,8 @@ namespace xdeep::profiler {
 namespace {
 
 using cuda::DeviceBuffer;
-
-absl::Status LtStatus(cublasStatus_t s, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": cublasStatus_t ", static_cast<int>(s)));
-}
-#define XDEEP_LT_RETURN(expr)                                           \
-  do {                                                                  \
-    if (absl::Status _s = LtStatus((expr), #expr); !_s.ok()) return _s; \
-  } while (0)
-
-cudaDataType_t StorageType(DType t) {
-  switch (t) {
-    case DType::kBf16:
-      return CUDA_R_16BF;
-    case DType::kFp16:
-      return CUDA_R_16F;
-    default:
-      return CUDA_R_32F;
-  }
-}
+using cuda::LtStatus;
+using cuda::StorageType;
 
 // Relative error bound against sum |a_l * b_l|, set by the output's rounding (bf16 8
 // bits, fp16 11) and tf32's 10-bit inputs; far above rounding, far below a wrong index.

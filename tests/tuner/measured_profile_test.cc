@@ -6,13 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
@@ -20,27 +19,21 @@
 namespace xdeep::tuner {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(MeasuredProfileTest, GptStepTimeFromProbeReport) {
   const std::string report_path =
       std::string(XDEEP_SOURCE_DIR) +
       "/bench/profiler/data/2026-11-26_h200x2_run2/b_cublas_choice/compute_1gpu.json";
-  const std::string report = Read(report_path);
+  const std::string report = testing::ReadTextFile(report_path);
   if (report.empty()) GTEST_SKIP() << "no probe report at " << report_path;
   auto hw = HardwareProfileFromProbeReport(report, report_path);
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_FALSE(hw->builtin);
   EXPECT_GT(hw->gemm.size(), 10u);
 
-  const auto doc = nlohmann::json::parse(
-      Read(std::string(XDEEP_SOURCE_DIR) + "/bench/memory_validation/data/single.json"), nullptr,
-      false);
+  const auto doc =
+      nlohmann::json::parse(testing::ReadTextFile(std::string(XDEEP_SOURCE_DIR) +
+                                                  "/bench/memory_validation/data/single.json"),
+                            nullptr, false);
   ASSERT_FALSE(doc.is_discarded());
   std::vector<double> errors;
   for (const auto& run : doc["runs"]) {

@@ -6,14 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/search.h"
 #include "tuner/strategy_model.h"
@@ -23,10 +22,9 @@ namespace xdeep::tuner {
 namespace {
 
 nlohmann::json Load(const std::string& name) {
-  std::ifstream in(std::string(XDEEP_SOURCE_DIR) + "/bench/memory_validation/data/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  return nlohmann::json::parse(testing::ReadTextFile(std::string(XDEEP_SOURCE_DIR) +
+                                                     "/bench/memory_validation/data/" + name),
+                               nullptr, /*allow_exceptions=*/false);
 }
 
 struct Row {

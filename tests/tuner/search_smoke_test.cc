@@ -1,11 +1,10 @@
 // Smoke test of the daemon-facing contract: every example workload parses and
 // searches on a built-in profile; the chosen plan is printed for inspection.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/search.h"
 #include "tuner/workload.h"
@@ -13,20 +12,13 @@
 namespace xdeep::tuner {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(SearchSmokeTest, EveryExampleWorkloadGetsAPlan) {
   auto hw = BuiltinHardwareProfile("h100-sxm");
   ASSERT_TRUE(hw.ok());
   for (const char* name : {"gpt-125m", "gpt-1.3b", "resnet50", "generic"}) {
     const std::string path =
         std::string(XDEEP_SOURCE_DIR) + "/examples/workloads/" + name + ".toml";
-    auto w = ParseWorkloadToml(ReadFile(path), path);
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
     ASSERT_TRUE(w.ok()) << w.status();
     for (Objective o : {Objective::kCost, Objective::kTime}) {
       SearchLimits limits;

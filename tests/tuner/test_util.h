@@ -2,12 +2,22 @@
 #ifndef XDEEP_TESTS_TUNER_TEST_UTIL_H_
 #define XDEEP_TESTS_TUNER_TEST_UTIL_H_
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tuner/hardware_profile.h"
 #include "tuner/workload.h"
 
 namespace xdeep::tuner::testing {
+
+// A file's whole text; empty when it cannot be read.
+inline std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // One GEMM point (so every shape runs at `tflops`), round bandwidths, zero
 // collective latency: every time in the model can be derived by hand.

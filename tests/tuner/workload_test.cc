@@ -1,28 +1,20 @@
 // Workload parsing: example files, presets, parameter counts, error messages.
 #include "tuner/workload.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tuner/test_util.h"
 
 namespace xdeep::tuner {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(WorkloadTest, ParsesEveryExample) {
   for (const char* name : {"gpt-125m", "gpt-1.3b", "resnet50", "generic"}) {
     const std::string path =
         std::string(XDEEP_SOURCE_DIR) + "/examples/workloads/" + name + ".toml";
-    const std::string text = ReadFile(path);
+    const std::string text = testing::ReadTextFile(path);
     ASSERT_FALSE(text.empty()) << path;
     auto w = ParseWorkloadToml(text, path);
     ASSERT_TRUE(w.ok()) << w.status();
@@ -68,32 +60,32 @@ TEST(WorkloadTest, UnknownKeyNamesLineAndFix) {
   auto w = ParseWorkloadToml(text, "bad.toml");
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()),
-              testing::StartsWith("bad.toml:4: unknown key 'layerz' in [model]; use one of:"));
+              ::testing::StartsWith("bad.toml:4: unknown key 'layerz' in [model]; use one of:"));
 }
 
 TEST(WorkloadTest, SyntaxErrorNamesLine) {
   auto w = ParseWorkloadToml("[model]\nfamily = \n", "syn.toml");
   ASSERT_FALSE(w.ok());
-  EXPECT_THAT(std::string(w.status().message()), testing::StartsWith("syn.toml:2: "));
+  EXPECT_THAT(std::string(w.status().message()), ::testing::StartsWith("syn.toml:2: "));
 }
 
 TEST(WorkloadTest, WrongTypeAndRange) {
   auto w = ParseWorkloadToml("[model]\nfamily = \"transformer\"\nlayers = \"many\"\n", "t.toml");
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()),
-              testing::HasSubstr("t.toml:3: 'layers' must be an integer; write e.g. layers ="));
+              ::testing::HasSubstr("t.toml:3: 'layers' must be an integer; write e.g. layers ="));
   w = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\n[batch]\nmin = 512\nmax = 256\n",
                         "r.toml");
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()),
-              testing::HasSubstr("r.toml:4: min (512) > max (256)"));
+              ::testing::HasSubstr("r.toml:4: min (512) > max (256)"));
 }
 
 TEST(WorkloadTest, MissingRequiredFieldSaysWhatToAdd) {
   auto w = ParseWorkloadToml("[model]\nfamily = \"transformer\"\nlayers = 2\n", "m.toml");
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(std::string(w.status().message()),
-              testing::HasSubstr(
+              ::testing::HasSubstr(
                   "m.toml:1: transformer needs 'hidden'; add hidden = <integer> to [model]"));
 }
 
@@ -108,7 +100,7 @@ TEST(WorkloadTest, TrainingLengthForms) {
   auto c = ParseWorkloadToml("[model]\npreset = \"resnet50\"\n[training]\nepochs = 2\n", "c");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()),
-              testing::HasSubstr("c:4: 'epochs' needs 'dataset_size'"));
+              ::testing::HasSubstr("c:4: 'epochs' needs 'dataset_size'"));
 }
 
 TEST(WorkloadTest, BatchBoundsAndNoiseScale) {
@@ -124,7 +116,7 @@ TEST(WorkloadTest, BatchBoundsAndNoiseScale) {
 TEST(WorkloadTest, UnknownPresetListsChoices) {
   auto w = PresetWorkload("gpt-9000");
   ASSERT_FALSE(w.ok());
-  EXPECT_THAT(std::string(w.status().message()), testing::HasSubstr("gpt-125m"));
+  EXPECT_THAT(std::string(w.status().message()), ::testing::HasSubstr("gpt-125m"));
 }
 
 }  // namespace
