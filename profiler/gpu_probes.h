@@ -44,6 +44,9 @@ struct GemmProbeOptions {
   // Idle before each GEMM's warm-up, so every shape starts from the same power state
   // (0: back to back, as training runs them). For like-for-like baselines.
   absl::Duration settle = absl::ZeroDuration();
+  // Back-to-back GEMMs before the timing: an idle H100/H200 clocks down, and a GEMM
+  // at the power limit settles its clocks within some 100 ms.
+  absl::Duration warm_up = absl::Milliseconds(60);
 };
 std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
                                      std::vector<ErrorEntry>* errors);

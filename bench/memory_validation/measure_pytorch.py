@@ -35,9 +35,20 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def bind_to_gpu_cpus():
+    """XDEEP_GPU_CPUS ("0,1,2,3;16,17,18,19": CPUs per local rank, bench/validate/gpu_cpus.py)
+    binds this process before torch starts its threads, which inherit the binding."""
+    lists = os.environ.get("XDEEP_GPU_CPUS", "").split(";")
+    mine = lists[int(os.environ.get("LOCAL_RANK", "0")) % len(lists)]
+    if mine:
+        os.sched_setaffinity(0, {int(c) for c in mine.split(",")})
+
+
+bind_to_gpu_cpus()
+import torch  # noqa: E402 (after the binding)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 # name -> (layers, hidden, heads, ffn); seq 1024, vocab 50257, tied embeddings
 # (GPT-3 paper table 2.1 sizes; the tuner's presets use the same names).
@@ -330,6 +341,7 @@ def main():
         "warmup": args.warmup,
         "command": " ".join(sys.argv),
         "eager_op_host_s": eager_op_host_seconds(device),
+        "cpus": sorted(os.sched_getaffinity(0)),
     }
     runs = []
     start = time.time()

@@ -27,8 +27,9 @@ def main():
         for run in doc.get("runs", []):
             run["command"] = doc["meta"]["command"]
             run["date"] = doc["meta"]["date"]
-            if "eager_op_host_s" in doc["meta"]:
-                run["eager_op_host_s"] = doc["meta"]["eager_op_host_s"]
+            for key in ("eager_op_host_s", "cpus"):  # per process
+                if key in doc["meta"]:
+                    run[key] = doc["meta"][key]
             runs.append(run)
         if meta is None:
             meta = dict(doc["meta"])

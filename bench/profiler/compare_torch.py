@@ -172,9 +172,9 @@ def operands(m, n, k, pas, dtype, torch):
     return a, b
 
 
-def torch_like_probe(m, n, k, dt, settle_s, samples, hold, torch, pas="plain"):
+def torch_like_probe(m, n, k, dt, settle_s, warm_up_s, samples, hold, torch, pas="plain"):
     """torch.matmul timed exactly as profiler/cuda/gemm_probe.cc + harness.cc time a GEMM:
-    inputs, idle settle, 60 ms warm-up in synchronised pairs, 3 warm-up operations, batch
+    inputs, idle settle, warm-up (--warm-up-ms) in synchronised pairs, 3 warm-up operations, batch
     calibrated from one operation to ~2 ms (1..200), `samples` event-timed batches each
     behind a hold, median."""
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
@@ -185,7 +185,7 @@ def torch_like_probe(m, n, k, dt, settle_s, samples, hold, torch, pas="plain"):
     fn = lambda: torch.matmul(a, b, out=c)
     torch.cuda.synchronize()
     time.sleep(settle_s)
-    warm_until = time.perf_counter() + 0.06
+    warm_until = time.perf_counter() + warm_up_s
     while time.perf_counter() < warm_until:
         timed_samples(fn, 2, 1, 0, torch, hold)
     timed_samples(fn, 3, 1, 0, torch, hold)
@@ -223,8 +223,9 @@ def cmd_paired(args):
         lf, out = os.path.join(tmp, f"l_{dt}_{rnd}.json"), os.path.join(tmp, f"t_{dt}_{rnd}.json")
         json.dump([[k[2], k[3], k[4], k[5], k[1]] for k in keys], open(lf, "w"))
         res = subprocess.run([sys.executable, os.path.abspath(__file__), "torch-gemms", "--list", lf,
-                              "--settle-ms", str(args.settle_ms), "--samples", str(args.samples),
-                              "--out", out], capture_output=True, text=True, timeout=200)
+                              "--settle-ms", str(args.settle_ms), "--warm-up-ms", str(args.warm_up_ms),
+                              "--samples", str(args.samples), "--out", out],
+                             capture_output=True, text=True, timeout=300)
         if res.returncode != 0 or not os.path.exists(out):
             print(f"torch side exit {res.returncode}: {res.stderr[-3000:]}", flush=True)
             raise RuntimeError("torch side failed")
@@ -238,9 +239,9 @@ def cmd_paired(args):
         sf, out = os.path.join(tmp, f"s_{dt}.json"), os.path.join(tmp, f"p_{dt}_{rnd}.json")
         json.dump(spec, open(sf, "w"))
         res = subprocess.run([args.probe, "compute", "--suite", "gpu", "--shapes", sf, "--dtypes", dt,
-                              "--settle-ms", str(args.settle_ms), "--samples", str(args.samples),
-                              "--device-bytes", "16M", "--out", out],
-                             capture_output=True, text=True, timeout=120)
+                              "--settle-ms", str(args.settle_ms), "--warm-up-ms", str(args.warm_up_ms),
+                              "--samples", str(args.samples), "--device-bytes", "16M", "--out", out],
+                             capture_output=True, text=True, timeout=300)
         # Exit 2: the report lists errors (any probe, the bandwidth ones too); show them,
         # and go on with the GEMMs it did measure. Anything else, or no report, is fatal.
         if res.returncode != 0:
@@ -260,7 +261,7 @@ def cmd_paired(args):
             layer, pas, m, n, k, dt = key
             out_rows.append({"layer": layer, "pass": pas, "m": m, "n": n, "k": k, "dtype": dt,
                              **rows[key]})
-        json.dump(dict(meta, settle_ms=args.settle_ms, rounds=args.rounds,
+        json.dump(dict(meta, settle_ms=args.settle_ms, warm_up_ms=args.warm_up_ms, rounds=args.rounds,
                        rounds_started=rounds_done, samples=args.samples, paired=out_rows),
                   open(args.out + ".tmp", "w"), indent=2)
         os.replace(args.out + ".tmp", args.out)
@@ -304,7 +305,8 @@ def cmd_torch_gemms(args):
     """The torch side of `paired`: torch.matmul at [m, n, k, dtype] rows, in order."""
     import torch
     hold = Hold(torch)
-    out = [torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.samples, hold, torch, *pas)
+    out = [torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.warm_up_ms / 1e3, args.samples,
+                            hold, torch, *pas)
            for m, n, k, dt, *pas in json.load(open(args.list))]
     json.dump({"torch": torch.__version__, "cuda": torch.version.cuda,
                "gpu": torch.cuda.get_device_name(0), "hold_short": hold.short, "tflops": out},
@@ -476,10 +478,13 @@ def main():
     pr.add_argument("--dtypes", default="bf16,fp16,tf32,fp32")
     pr.add_argument("--rounds", type=int, default=3)
     pr.add_argument("--settle-ms", type=float, default=300)
+    pr.add_argument("--warm-up-ms", type=float, default=60,
+                    help="back-to-back GEMMs before each shape's timing (both sides)")
     pr.add_argument("--samples", type=int, default=20)
     tg = sub.add_parser("torch-gemms", help="torch side of paired (one process per list)")
     tg.add_argument("--list", required=True)
     tg.add_argument("--settle-ms", type=float, required=True)
+    tg.add_argument("--warm-up-ms", type=float, required=True)
     tg.add_argument("--samples", type=int, required=True)
     tg.add_argument("--out", required=True)
     s = sub.add_parser("summarize")

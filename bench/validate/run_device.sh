@@ -43,13 +43,22 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 gpus=$(nvidia-smi -L | wc -l)
 (( NPROC <= gpus )) || NPROC=$gpus
 "$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
+# Every process runs on CPUs of its GPU's NUMA node, distinct cores per GPU, as a
+# site binds tasks (gpu_cpus.py says why); BIND=0 turns it off.
+IFS=';' read -r -a gpu_cpus <<< "$( [ "${BIND:-1}" = 1 ] && python3 "$here/gpu_cpus.py" 6)"
+echo "CPUs per GPU: ${gpu_cpus[*]:-not bound}"
+on_gpu() {  # on_gpu GPU COMMAND...: COMMAND bound to GPU's CPUs
+  local cpus=${gpu_cpus[$1]:-}; shift
+  if [ -n "$cpus" ]; then taskset -c "$cpus" "$@"; else "$@"; fi
+}
+all_cpus=$(IFS=';'; echo "${gpu_cpus[*]:-}")  # torchrun: measure_pytorch.py binds each rank
 
 stage() { [[ $STAGES == *,$1,* ]]; }
 # 1. Probes: the workloads' GEMMs, bandwidth, collectives on every GPU here.
 if stage probes; then
 "$carry/xdeep_validate" shapes --models "$MODELS" --micro-batches "$MBS" --out "$work/shapes.json" || exit 1
 stamp "compute probes"
-timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
+on_gpu 0 timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
   --time-limit 280 --out "$work/compute.json"
 echo "rc=$?"
 fi
@@ -63,11 +72,11 @@ for ranks in 2 4 8; do
   pids=()
   for ((r = 1; r < ranks; r++)); do
     RANK=$r WORLD_SIZE=$ranks LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ranks)) \
-      timeout 120 "$carry/xdeep-probe" collectives --out "$work/unused.json" > "$work/rank$r.txt" 2>&1 &
+      on_gpu $r timeout 120 "$carry/xdeep-probe" collectives --out "$work/unused.json" > "$work/rank$r.txt" 2>&1 &
     pids+=($!)
   done
   RANK=0 WORLD_SIZE=$ranks LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ranks)) \
-    timeout 120 "$carry/xdeep-probe" collectives --out "$work/coll_${ranks}gpu.json"
+    on_gpu 0 timeout 120 "$carry/xdeep-probe" collectives --out "$work/coll_${ranks}gpu.json"
   echo "rank0 rc=$?"
   wait "${pids[@]}"  # (never a bare `wait`: it would wait for the log's tee too)
   reports+=("$work/coll_${ranks}gpu.json")
@@ -95,9 +104,9 @@ one() {  # one MODE MODEL MB GPU PORT
                 --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
                 --out "$work/${mode}_${model}_mb${mb}_r${rep}.json")
     if [ "$mode" = single ]; then
-      CUDA_VISIBLE_DEVICES=$gpu timeout -k 5 90 python3 "${args[@]}"
+      CUDA_VISIBLE_DEVICES=$gpu XDEEP_GPU_CPUS=${gpu_cpus[$gpu]:-} timeout -k 5 90 python3 "${args[@]}"
     else
-      timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port=$((port + 100 * rep)) "${args[@]}"
+      XDEEP_GPU_CPUS=$all_cpus timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port=$((port + 100 * rep)) "${args[@]}"
     fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" | sed "s/^/[t=$((SECONDS - T0))] /"
   done
 }

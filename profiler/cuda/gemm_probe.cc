@@ -87,12 +87,13 @@ struct LtContext {
 
 class GemmProbe : public Probe {
  public:
-  GemmProbe(LtContext* ctx, GemmSpec spec, DType dtype, int candidates, absl::Duration settle)
+  GemmProbe(LtContext* ctx, GemmSpec spec, DType dtype, const GemmProbeOptions& options)
       : ctx_(ctx),
         spec_(std::move(spec)),
         dtype_(dtype),
-        candidates_(candidates),
-        settle_(settle),
+        candidates_(options.algo_candidates),
+        settle_(options.settle),
+        warm_up_(options.warm_up),
         // Operands stored the way PyTorch's nn.Linear (y = x W^T) holds them,
         // so cuBLAS picks the kernels training runs: forward reads the weight
         // W (out x in) transposed, the weight gradient dY^T X reads dY
@@ -175,7 +176,7 @@ class GemmProbe : public Probe {
     // Warm the GPU first: an idle H100/H200 clocks down, and the first timings of a
     // run come out low.
     algo_ = found[0].algo;
-    for (absl::Time warm_until = absl::Now() + absl::Milliseconds(60); absl::Now() < warm_until;) {
+    for (absl::Time warm_until = absl::Now() + warm_up_; absl::Now() < warm_until;) {
       absl::StatusOr<double> w = RunBatch(2, deadline);
       if (!w.ok()) break;
     }
@@ -281,6 +282,7 @@ class GemmProbe : public Probe {
   DType dtype_;
   int candidates_;
   absl::Duration settle_;
+  absl::Duration warm_up_;
   bool a_transposed_, b_transposed_;
   DeviceBuffer a_, b_, c_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -315,7 +317,7 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
   }
   for (DType dtype : options.dtypes) {
     for (const GemmSpec& spec : options.gemms) {
-      GemmProbe probe(&ctx, spec, dtype, options.algo_candidates, options.settle);
+      GemmProbe probe(&ctx, spec, dtype, options);
       absl::StatusOr<ProbeResult> r = RunProbe(probe, options.harness);
       if (!r.ok()) {
         fail(probe.Name(), r.status());
