@@ -240,7 +240,8 @@ def cmd_paired(args):
         json.dump(spec, open(sf, "w"))
         res = subprocess.run([args.probe, "compute", "--suite", "gpu", "--shapes", sf, "--dtypes", dt,
                               "--settle-ms", str(args.settle_ms), "--warm-up-ms", str(args.warm_up_ms),
-                              "--samples", str(args.samples), "--device-bytes", "16M", "--out", out],
+                              "--samples", str(args.samples), "--device-bytes", "16M", "--out", out,
+                              *args.probe_args.split()],
                              capture_output=True, text=True, timeout=300)
         # Exit 2: the report lists errors (any probe, the bandwidth ones too); show them,
         # and go on with the GEMMs it did measure. Anything else, or no report, is fatal.
@@ -261,7 +262,8 @@ def cmd_paired(args):
             layer, pas, m, n, k, dt = key
             out_rows.append({"layer": layer, "pass": pas, "m": m, "n": n, "k": k, "dtype": dt,
                              **rows[key]})
-        json.dump(dict(meta, settle_ms=args.settle_ms, warm_up_ms=args.warm_up_ms, rounds=args.rounds,
+        json.dump(dict(meta, settle_ms=args.settle_ms, warm_up_ms=args.warm_up_ms,
+                       probe_args=args.probe_args, rounds=args.rounds,
                        rounds_started=rounds_done, samples=args.samples, paired=out_rows),
                   open(args.out + ".tmp", "w"), indent=2)
         os.replace(args.out + ".tmp", args.out)
@@ -480,6 +482,7 @@ def main():
     pr.add_argument("--settle-ms", type=float, default=300)
     pr.add_argument("--warm-up-ms", type=float, default=60,
                     help="back-to-back GEMMs before each shape's timing (both sides)")
+    pr.add_argument("--probe-args", default="", help="more xdeep-probe compute options, e.g. '--algos 4'")
     pr.add_argument("--samples", type=int, default=20)
     tg = sub.add_parser("torch-gemms", help="torch side of paired (one process per list)")
     tg.add_argument("--list", required=True)
