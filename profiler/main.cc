@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
   int samples = 20, algos = 1;
-  double settle_ms = 0, warm_up_ms = 60;
+  double settle_ms = 0, warm_up_ms = 60, gemm_duty = 0.8;
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
@@ -130,6 +130,10 @@ int main(int argc, char** argv) {
   compute->add_option("--warm-up-ms", warm_up_ms,
                       "GEMMs run back to back before each shape's timing, until clocks settle")
       ->check(CLI::Range(0.0, 5000.0));
+  compute->add_option("--gemm-duty", gemm_duty,
+                      "Share of the time GEMMs run while timed (1: back to back; training "
+                      "interleaves them with memory-bound kernels)")
+      ->check(CLI::Range(0.05, 1.0));
   compute->add_option("--probe-time-limit", probe_limit, "Seconds per probe");
   compute->add_option("--time-limit", time_limit, "Seconds for the whole run (watchdog)");
   compute->add_option("-o,--out", out, "Report file (JSON)");
@@ -301,6 +305,7 @@ int main(int argc, char** argv) {
     o.gemm.algo_candidates = algos;
     o.gemm.settle = absl::Milliseconds(settle_ms);
     o.gemm.warm_up = absl::Milliseconds(warm_up_ms);
+    o.gemm.duty = gemm_duty;
     for (xp::HarnessOptions* h : {&o.gemm.harness, &o.attention.harness,
                                   &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
       h->max_samples = samples;

@@ -36,10 +36,13 @@ class Hold:
     probe's do. torch has no host-released kernel; the spin lasts twice the enqueue time
     seen per operation so far (at least 50 us), so the GPU idles about as briefly as
     behind the probe's gate. `short` counts batches whose enqueue outlasted the spin
-    (their time then includes host cost)."""
+    (their time then includes host cost). With `duty` < 1 the spin also lasts at least
+    (1 / duty - 1) of the last batch's time, as the probe's gate waits (--gemm-duty)."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, duty=1.0):
         self.torch = torch
+        self.duty = duty
+        self.last_batch_s = 0.0
         torch.cuda._sleep(1000)
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
@@ -57,7 +60,8 @@ class Hold:
         self.frozen = False  # collectives: every rank must hold equally long
 
     def close(self, batch):
-        self.seconds = min(max(2 * self.per_op_s * batch, 50e-6), 0.05)
+        self.seconds = min(max(2 * self.per_op_s * batch, 50e-6,
+                               self.last_batch_s * (1 / self.duty - 1)), 0.05)
         self.torch.cuda._sleep(int(self.seconds * self.cycles_per_s))
 
     def opened(self, enqueue_s, batch):
@@ -86,6 +90,8 @@ def timed_samples(fn, batch, samples, warmup, torch, hold=None):
             hold.opened(time.perf_counter() - t0, batch)
         stop.synchronize()
         out.append(start.elapsed_time(stop) / 1e3 / batch)
+        if hold:
+            hold.last_batch_s = out[-1] * batch
     return out
 
 
@@ -224,7 +230,7 @@ def cmd_paired(args):
         json.dump([[k[2], k[3], k[4], k[5], k[1]] for k in keys], open(lf, "w"))
         res = subprocess.run([sys.executable, os.path.abspath(__file__), "torch-gemms", "--list", lf,
                               "--settle-ms", str(args.settle_ms), "--warm-up-ms", str(args.warm_up_ms),
-                              "--samples", str(args.samples), "--out", out],
+                              "--duty", str(args.duty), "--samples", str(args.samples), "--out", out],
                              capture_output=True, text=True, timeout=300)
         if res.returncode != 0 or not os.path.exists(out):
             print(f"torch side exit {res.returncode}: {res.stderr[-3000:]}", flush=True)
@@ -240,7 +246,8 @@ def cmd_paired(args):
         json.dump(spec, open(sf, "w"))
         res = subprocess.run([args.probe, "compute", "--suite", "gpu", "--shapes", sf, "--dtypes", dt,
                               "--settle-ms", str(args.settle_ms), "--warm-up-ms", str(args.warm_up_ms),
-                              "--samples", str(args.samples), "--device-bytes", "16M", "--out", out,
+                              "--gemm-duty", str(args.duty), "--samples", str(args.samples),
+                              "--device-bytes", "16M", "--out", out,
                               *args.probe_args.split()],
                              capture_output=True, text=True, timeout=300)
         # Exit 2: the report lists errors (any probe, the bandwidth ones too); show them,
@@ -262,7 +269,7 @@ def cmd_paired(args):
             layer, pas, m, n, k, dt = key
             out_rows.append({"layer": layer, "pass": pas, "m": m, "n": n, "k": k, "dtype": dt,
                              **rows[key]})
-        json.dump(dict(meta, settle_ms=args.settle_ms, warm_up_ms=args.warm_up_ms,
+        json.dump(dict(meta, settle_ms=args.settle_ms, warm_up_ms=args.warm_up_ms, duty=args.duty,
                        probe_args=args.probe_args, rounds=args.rounds,
                        rounds_started=rounds_done, samples=args.samples, paired=out_rows),
                   open(args.out + ".tmp", "w"), indent=2)
@@ -306,7 +313,7 @@ def cmd_paired(args):
 def cmd_torch_gemms(args):
     """The torch side of `paired`: torch.matmul at [m, n, k, dtype] rows, in order."""
     import torch
-    hold = Hold(torch)
+    hold = Hold(torch, args.duty)
     out = [torch_like_probe(m, n, k, dt, args.settle_ms / 1e3, args.warm_up_ms / 1e3, args.samples,
                             hold, torch, *pas)
            for m, n, k, dt, *pas in json.load(open(args.list))]
@@ -482,12 +489,15 @@ def main():
     pr.add_argument("--settle-ms", type=float, default=300)
     pr.add_argument("--warm-up-ms", type=float, default=60,
                     help="back-to-back GEMMs before each shape's timing (both sides)")
+    pr.add_argument("--duty", type=float, default=0.8,
+                    help="share of the time GEMMs run while timed, both sides (probe: --gemm-duty)")
     pr.add_argument("--probe-args", default="", help="more xdeep-probe compute options, e.g. '--algos 4'")
     pr.add_argument("--samples", type=int, default=20)
     tg = sub.add_parser("torch-gemms", help="torch side of paired (one process per list)")
     tg.add_argument("--list", required=True)
     tg.add_argument("--settle-ms", type=float, required=True)
     tg.add_argument("--warm-up-ms", type=float, required=True)
+    tg.add_argument("--duty", type=float, required=True)
     tg.add_argument("--samples", type=int, required=True)
     tg.add_argument("--out", required=True)
     s = sub.add_parser("summarize")

@@ -85,7 +85,7 @@ if part gemm; then
 echo "== GEMM: probe and torch.matmul measured the same way, interleaved (item 6)"
 # shellcheck disable=SC2086 # GEMM_ARGS is a list of options
 t timeout 540 python3 $here/compare_torch.py paired --probe $probe --out $OUT/paired_gemm.json \
-  ${GEMM_ARGS:---shapes $here/shapes_gpt_h4096.json --dtypes bf16,fp16,tf32,fp32 --rounds 3 --settle-ms 200}
+  ${GEMM_ARGS:---shapes $here/shapes_gpt_h4096.json --dtypes bf16,fp16,tf32,fp32 --rounds 2 --settle-ms 100 --warm-up-ms 300 --samples 40}
 fi
 echo "== comparison"
 summary=()

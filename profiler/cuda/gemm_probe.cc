@@ -94,6 +94,7 @@ class GemmProbe : public Probe {
         candidates_(options.algo_candidates),
         settle_(options.settle),
         warm_up_(options.warm_up),
+        duty_(options.duty),
         // Operands stored the way PyTorch's nn.Linear (y = x W^T) holds them,
         // so cuBLAS picks the kernels training runs: forward reads the weight
         // W (out x in) transposed, the weight gradient dY^T X reads dY
@@ -218,7 +219,9 @@ class GemmProbe : public Probe {
     const float alpha = 1.0f, beta = 0.0f;
     // The stream is held until the whole batch is queued: the events then time the
     // GEMMs back to back, without the first launch's host cost (StreamGate).
+    // It opens no earlier than the duty cycle's idle after the last batch (GemmProbeOptions).
     if (absl::Status s = ctx_->gate.Close(ctx_->stream); !s.ok()) return s;
+    const absl::Time open_at = absl::Now() + last_batch_ * (1.0 / duty_ - 1.0);
     {
       cuda::GateOpener open(&ctx_->gate);
       XDEEP_CUDA_RETURN(cudaEventRecord(start_, ctx_->stream));
@@ -229,10 +232,12 @@ class GemmProbe : public Probe {
                                        ctx_->stream));
       }
       XDEEP_CUDA_RETURN(cudaEventRecord(stop_, ctx_->stream));
+      absl::SleepFor(open_at - absl::Now());  // (returns at once when negative)
     }
     if (absl::Status s = cuda::WaitEvent(stop_, deadline, nullptr); !s.ok()) return s;
     float ms = 0;
     XDEEP_CUDA_RETURN(cudaEventElapsedTime(&ms, start_, stop_));
+    last_batch_ = absl::Milliseconds(ms);
     return ms / 1e3;
   }
 
@@ -283,6 +288,8 @@ class GemmProbe : public Probe {
   int candidates_;
   absl::Duration settle_;
   absl::Duration warm_up_;
+  double duty_;
+  absl::Duration last_batch_ = absl::ZeroDuration();
   bool a_transposed_, b_transposed_;
   DeviceBuffer a_, b_, c_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
