@@ -43,9 +43,11 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 gpus=$(nvidia-smi -L | wc -l)
 (( NPROC <= gpus )) || NPROC=$gpus
 "$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
-# Every process runs on CPUs of its GPU's NUMA node, distinct cores per GPU, as a
-# site binds tasks (gpu_cpus.py says why); BIND=0 turns it off.
-IFS=';' read -r -a gpu_cpus <<< "$( [ "${BIND:-1}" = 1 ] && python3 "$here/gpu_cpus.py" 6)"
+# BIND=1: every process on CPUs of its GPU's NUMA node, distinct cores per GPU, as a
+# site binds tasks (gpu_cpus.py). Off by default: it did not make launch-bound runs
+# reproducible, and the model's host time per kernel comes from unbound runs
+# (data/2026-11-26_h200x2_bound/README.md).
+IFS=';' read -r -a gpu_cpus <<< "$( [ "${BIND:-0}" = 1 ] && python3 "$here/gpu_cpus.py" 6)"
 echo "CPUs per GPU: ${gpu_cpus[*]:-not bound}"
 on_gpu() {  # on_gpu GPU COMMAND...: COMMAND bound to GPU's CPUs
   local cpus=${gpu_cpus[$1]:-}; shift
