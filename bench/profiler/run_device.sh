@@ -42,7 +42,7 @@ echo "== collectives, 1 GPU"
 t timeout 90 env RANK=0 WORLD_SIZE=1 $probe collectives --out /tmp/coll_1gpu.json
 fi
 # 2 GPUs. The whole set once with the host's NCCL (item 7, what a site measures); then
-# the gated all-reduce comparison in two alternating rounds, probe then torch, the probe
+# the gated all-reduce comparison in three alternating rounds, probe then torch, the probe
 # on the NCCL torch bundles so the pair differs in method, not NCCL release.
 tnccl=$(dirname "$(find $tlib -name 'libnccl.so.2' 2>/dev/null | head -1)")
 two() {  # two(lib_dir, dest, port, args...): one 2-rank probe run
