@@ -128,6 +128,7 @@ absl::StatusOr<Report> MergeReports(const std::vector<Report>& reports) {
     out.attention.insert(out.attention.end(), r.attention.begin(), r.attention.end());
     out.bandwidth.insert(out.bandwidth.end(), r.bandwidth.begin(), r.bandwidth.end());
     out.collectives.insert(out.collectives.end(), r.collectives.begin(), r.collectives.end());
+    out.framework.insert(out.framework.end(), r.framework.begin(), r.framework.end());
     out.errors.insert(out.errors.end(), r.errors.begin(), r.errors.end());
   }
   return out;
@@ -181,6 +182,17 @@ nlohmann::json ToJson(const Report& r) {
     o["algbw_gbps"] = e.algbw_gbps;
     o["busbw_gbps"] = e.busbw_gbps;
     j["collectives"].push_back(o);
+  }
+  j["framework"] = json::array();
+  for (const FrameworkEntry& e : r.framework) {
+    json o = {{"name", e.name},     {"version", e.version}, {"model", e.model},
+              {"layers", e.layers}, {"hidden", e.hidden},   {"heads", e.heads},
+              {"ffn", e.ffn},       {"seq", e.seq},         {"vocab", e.vocab},
+              {"batch", e.batch},   {"kernels", e.kernels}};
+    PutTiming(o, e.timing);
+    o["host_s_per_kernel"] = e.host_s_per_kernel;
+    o["gpu_busy_fraction"] = e.gpu_busy_fraction;
+    j["framework"].push_back(o);
   }
   j["errors"] = json::array();
   for (const ErrorEntry& e : r.errors)
@@ -285,6 +297,27 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       e.algbw_gbps = Num(o, "algbw_gbps", w);
       e.busbw_gbps = Num(o, "busbw_gbps", w);
       r.collectives.push_back(e);
+    }
+    i = 0;
+    for (const json& o : Array(j, "framework")) {
+      const std::string w = absl::StrCat("framework[", i++, "]");
+      FrameworkEntry e;
+      e.name = Str(o, "name", w);
+      e.version = OptStr(o, "version");
+      e.model = Str(o, "model", w);
+      OneOf(e.model, {"gpt"}, w + ".model");
+      for (auto [key, field] : {std::pair{"layers", &e.layers}, {"hidden", &e.hidden},
+                                {"heads", &e.heads}, {"ffn", &e.ffn}, {"seq", &e.seq},
+                                {"vocab", &e.vocab}, {"batch", &e.batch}}) {
+        *field = static_cast<int>(Int(o, key, w));
+        if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
+      }
+      e.kernels = Int(o, "kernels", w);
+      if (e.kernels <= 0) throw FieldError{absl::StrCat(w, ".kernels: must be positive")};
+      e.timing = GetTiming(o, w);
+      e.host_s_per_kernel = Num(o, "host_s_per_kernel", w);
+      e.gpu_busy_fraction = Num(o, "gpu_busy_fraction", w);
+      r.framework.push_back(e);
     }
     i = 0;
     for (const json& o : Array(j, "errors")) {

@@ -78,6 +78,20 @@ struct CollectiveEntry {
   double busbw_gbps = 0;
 };
 
+// An eager framework's launch-bound forward + backward (profiler/framework_probe.py):
+// a tiny model of the workloads' op mix at batch 1, where the GPU idles between
+// kernels, so the wall time is the host's (Python, dispatcher, autograd, launch).
+struct FrameworkEntry {
+  std::string name;  // torch
+  std::string version;
+  std::string model;  // gpt: the shape below
+  int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0, batch = 0;
+  int64_t kernels = 0;  // launched in one forward + backward (torch.profiler)
+  Timing timing;        // forward + backward, wall time
+  double host_s_per_kernel = 0;   // median over the profiler's kernel count
+  double gpu_busy_fraction = 0;   // kernel time over wall time: near 0 when launch bound
+};
+
 struct ErrorEntry {
   std::string probe;
   std::string message;
@@ -97,6 +111,7 @@ struct Report {
   std::vector<AttentionEntry> attention;
   std::vector<BandwidthEntry> bandwidth;
   std::vector<CollectiveEntry> collectives;
+  std::vector<FrameworkEntry> framework;
   std::vector<ErrorEntry> errors;
 };
 

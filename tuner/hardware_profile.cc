@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tuner/modeling/pmnf.h"
+#include "tuner/workload.h"
 
 namespace xdeep::tuner {
 
@@ -440,6 +441,47 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
   }
   if (ratio_n > 0) hw.attention_efficiency = std::clamp(ratio_sum / ratio_n, 0.05, 1.0);
+
+  // The framework's host time per kernel (profiler/framework_probe.py), in the
+  // step-time model's units: the probe's launch-bound forward + backward of a
+  // tiny GPT over the kernels this model counts for that GPT (forward's, and
+  // twice as many in backward). The median of the launch-bound entries; where
+  // the GPU was busy half the time or more, the wall time is not the host's.
+  std::vector<double> per_kernel;
+  i = 0;
+  for (const json& f : section("framework")) {
+    const std::string path = absl::StrCat("$.framework[", i++, "]");
+    if (!f.is_object()) return ReportError(source_name, path, "not an object");
+    if (f.value("model", std::string()) != "gpt" || f.value("gpu_busy_fraction", 1.0) >= 0.5) {
+      continue;
+    }
+    Workload tiny;
+    TransformerShape& t = tiny.transformer;
+    t.layers = f.value("layers", 0);
+    t.hidden = f.value("hidden", 0);
+    t.heads = t.kv_heads = f.value("heads", 0);
+    t.ffn = f.value("ffn", 0);
+    t.seq_len = f.value("seq", 0);
+    t.vocab = f.value("vocab", 0);
+    t.tied_embeddings = true;
+    const double wall_s = f.value("median_s", 0.0);
+    if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 ||
+        t.seq_len <= 0 || t.vocab <= 0 || wall_s <= 0) {
+      return ReportError(source_name, path,
+                         "needs a GPT shape (layers, hidden divisible by heads, ffn, seq, vocab) "
+                         "and median_s > 0");
+    }
+    BuildTransformerLayers(tiny);
+    int forward_kernels = 0;
+    for (const LayerCost& l : tiny.layers) forward_kernels += l.kernels;
+    per_kernel.push_back(wall_s / (3.0 * forward_kernels));
+  }
+  if (!per_kernel.empty()) {
+    std::sort(per_kernel.begin(), per_kernel.end());
+    const size_t h = per_kernel.size() / 2;
+    hw.host_overhead_per_kernel_s =
+        per_kernel.size() % 2 ? per_kernel[h] : (per_kernel[h - 1] + per_kernel[h]) / 2;
+  }
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
   // ranks); busbw = f(n) / beta; inter-node busbw per rail (per GPU of a node).

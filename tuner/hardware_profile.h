@@ -63,9 +63,10 @@ struct HardwareProfile {
   // the attention section, built-in profiles from published FlashAttention-2/3.
   double attention_efficiency = 0.6;
   // Host time to launch one kernel from an eager framework (Python, dispatcher,
-  // launch). ResNet-50 and GPT-125M at micro-batch 1 are launch-bound at about
-  // 25 us per kernel with PyTorch 2.11 on this project's H200 host
-  // (bench/memory_validation/data); probes do not measure it yet.
+  // launch), per kernel as the model counts them. Measured where the report has
+  // a framework section (profiler/framework_probe.py); else this: ResNet-50 and
+  // GPT-125M at micro-batch 1 were launch-bound at about 25 us per kernel with
+  // PyTorch 2.11 on this project's H200 hosts (bench/memory_validation/data).
   double host_overhead_per_kernel_s = 25e-6;
   // Host time per FSDP unit per micro-batch (FSDP2's hooks, copy-in/out): the
   // same runs with fully_shard take ~3.5 ms per unit more at micro-batch 1

@@ -56,17 +56,23 @@ on_gpu() {  # on_gpu GPU COMMAND...: COMMAND bound to GPU's CPUs
 all_cpus=$(IFS=';'; echo "${gpu_cpus[*]:-}")  # torchrun: measure_pytorch.py binds each rank
 
 stage() { [[ $STAGES == *,$1,* ]]; }
-# 1. Probes: the workloads' GEMMs, bandwidth, collectives on every GPU here.
+# 1. Probes: the workloads' GEMMs, bandwidth, the framework's launch cost, collectives
+# on every GPU here.
 if stage probes; then
 "$carry/xdeep_validate" shapes --models "$MODELS" --micro-batches "$MBS" --out "$work/shapes.json" || exit 1
 stamp "compute probes"
 on_gpu 0 timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
   --time-limit 280 --out "$work/compute.json"
 echo "rc=$?"
+# The framework's host time per kernel (launch-bound steps), with this node's PyTorch.
+stamp "framework probe"
+on_gpu 0 timeout 120 python3 "$here/../../profiler/framework_probe.py" --out "$work/framework.json"
+echo "rc=$?"
 fi
 # Collectives at 2, 4, 8 ranks, as many as this machine has GPUs (stage
 # `collectives` alone: the reports land in $OUT, for a profile merged later).
 reports=("$work/compute.json")
+[ -e "$work/framework.json" ] && reports+=("$work/framework.json")
 if stage probes || stage collectives; then
 for ranks in 2 4 8; do
   (( ranks <= gpus )) || break

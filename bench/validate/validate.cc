@@ -284,9 +284,10 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     return 2;
   }
   std::printf(
-      "profile: %s (%s, %zu GEMM points, %zu collective fits, %.0f GB/s)\nmeasurements:\n%s\n",
+      "profile: %s (%s, %zu GEMM points, %zu collective fits, %.0f GB/s, host %.1f us per "
+      "kernel)\nmeasurements:\n%s\n",
       hw->Label().c_str(), hw->gpu_name.c_str(), hw->gemm.size(), hw->collectives.size(),
-      hw->memory_bandwidth_gbps, meta.c_str());
+      hw->memory_bandwidth_gbps, hw->host_overhead_per_kernel_s * 1e6, meta.c_str());
 
   if (breakdown) PrintBreakdown(runs);
 

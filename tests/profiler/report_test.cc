@@ -31,6 +31,16 @@ Report Sample() {
                            {2e-4, 1.9e-4, 2.1e-4, 0.1, 50},
                            335.5,
                            335.5});
+  FrameworkEntry f;
+  f.name = "torch";
+  f.version = "2.11.0+cu130";
+  f.model = "gpt";
+  f.layers = 4, f.hidden = 128, f.heads = 4, f.ffn = 512, f.seq = 128, f.vocab = 1024, f.batch = 1;
+  f.kernels = 410;
+  f.timing = {9.1e-3, 8.8e-3, 9.6e-3, 0.08, 20};
+  f.host_s_per_kernel = 22.2e-6;
+  f.gpu_busy_fraction = 0.07;
+  r.framework.push_back(f);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
 }
@@ -60,6 +70,12 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(out->bandwidth[0].backend, "kokkos");
   ASSERT_EQ(out->collectives.size(), 1u);
   EXPECT_DOUBLE_EQ(out->collectives[0].busbw_gbps, 335.5);
+  ASSERT_EQ(out->framework.size(), 1u);
+  EXPECT_EQ(out->framework[0].version, "2.11.0+cu130");
+  EXPECT_EQ(out->framework[0].ffn, 512);
+  EXPECT_EQ(out->framework[0].kernels, 410);
+  EXPECT_DOUBLE_EQ(out->framework[0].timing.median_s, 9.1e-3);
+  EXPECT_DOUBLE_EQ(out->framework[0].gpu_busy_fraction, 0.07);
   ASSERT_EQ(out->errors.size(), 1u);
   EXPECT_EQ(out->errors[0].probe, "nccl.all_to_all");
 }
@@ -102,6 +118,10 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"collectives", "scope", "x"},
       {"collectives", "busbw_gbps", -1},
       {"bandwidth", "space", "disk"},
+      {"framework", "model", "resnet"},
+      {"framework", "layers", 0},
+      {"framework", "kernels", 0},
+      {"framework", "median_s", 0.0},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());

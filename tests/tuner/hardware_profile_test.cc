@@ -1,12 +1,15 @@
 // Hardware profiles: built-ins are labelled, probe reports are read (and
-// rejected with the path at fault), GEMM interpolation and collective fits.
+// rejected with the path at fault), GEMM interpolation and collective fits,
+// the framework probe's host time per kernel.
 #include "tuner/hardware_profile.h"
 
 #include <cmath>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tuner/workload.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -95,6 +98,51 @@ TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
   // = 5e-12 s/B, a = 25 us - 1 MB * b = 20 us; busbw = 2(n-1)/n / b = 200 GB/s.
   const double t = CollectiveTime(*hw, CollectiveOp::kAllReduce, 5e7, 2, 2);
   EXPECT_NEAR(t, 20e-6 + 5e7 * 5e-12, 1e-12);
+}
+
+// profiler/framework_probe.py's entry for its 4-layer GPT, launch-bound.
+std::string WithFramework(const std::string& entries) {
+  std::string with = kReport;
+  with.replace(with.find("\"errors\""), 8, "\"framework\": [" + entries + "], \"errors\"");
+  return with;
+}
+std::string FrameworkEntry(double median_s, double gpu_busy, int layers = 4) {
+  return absl::StrCat(R"({"name": "torch", "model": "gpt", "layers": )", layers,
+                      R"(, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vocab": 1024,
+                          "batch": 1, "kernels": 400, "median_s": )",
+                      median_s, R"(, "gpu_busy_fraction": )", gpu_busy, "}");
+}
+
+TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
+  // The model's own kernel count for the probe's tiny GPT.
+  Workload tiny;
+  tiny.transformer.layers = 4;
+  tiny.transformer.hidden = 128;
+  tiny.transformer.heads = tiny.transformer.kv_heads = 4;
+  tiny.transformer.ffn = 512;
+  tiny.transformer.seq_len = 128;
+  tiny.transformer.vocab = 1024;
+  tiny.transformer.tied_embeddings = true;
+  BuildTransformerLayers(tiny);
+  int forward = 0;
+  for (const LayerCost& l : tiny.layers) forward += l.kernels;
+  ASSERT_GT(forward, 0);
+
+  // Median of the launch-bound entries; the one with a busy GPU is left out.
+  auto hw = HardwareProfileFromProbeReport(
+      WithFramework(FrameworkEntry(0.006, 0.1) + "," + FrameworkEntry(0.008, 0.1) + "," +
+                    FrameworkEntry(0.05, 0.9)),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, 0.007 / (3.0 * forward));
+  auto without = HardwareProfileFromProbeReport(kReport, "probe.json");
+  ASSERT_TRUE(without.ok());
+  EXPECT_NE(without->host_overhead_per_kernel_s, hw->host_overhead_per_kernel_s);
+
+  auto bad = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1, 0)), "f.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("f.json: $.framework[0]: needs a GPT shape"));
 }
 
 TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
