@@ -301,6 +301,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("probe_path", p.probe_path);
          r.Get("on_launch", p.on_launch);
          r.Get("reports_dir", p.reports_dir);
+         r.Get("framework_probe", p.framework_probe);
          r.Range("time_limit_s", p.time_limit_s, 10, 86400);
          r.Range("max_wait_s", p.max_wait_s, 0, 3600);
          r.Range("budget", p.budget, 0.0, 1e9);

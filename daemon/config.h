@@ -64,6 +64,10 @@ struct ProbeConfig {
   double budget = 0;       // probe spending per period (0: unlimited)
   std::string probe_path = "/usr/local/bin/xdeep-probe";  // as compute nodes see it
   std::string reports_dir = "/var/lib/xdeep/reports";     // shared with compute nodes
+  // profiler/framework_probe.py with the jobs' Python, as compute nodes see it
+  // (e.g. ["python3", "/usr/local/share/xdeep/framework_probe.py"]); run after the
+  // GPU compute set, its figure joins that report. Empty: not run.
+  std::vector<std::string> framework_probe;
 };
 
 struct PolicyConfig {

@@ -140,8 +140,25 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   }
   step.insert(step.end(), {"--time-limit", std::to_string(ProbeTimeLimitSeconds(r.time_limit)),
                            "--out", report_path});
-  std::string wrap;
-  for (const std::string& word : step) wrap += (wrap.empty() ? "" : " ") + ShellQuote(word);
+  auto words = [](const std::vector<std::string>& argv) {
+    std::string line;
+    for (const std::string& word : argv) line += (line.empty() ? "" : " ") + ShellQuote(word);
+    return line;
+  };
+  std::string wrap = words(step);
+  if (r.set == ProbeSet::kCompute && gpus && !options_.framework_probe.empty()) {
+    // The framework's host time per kernel, measured after the GPU set and merged
+    // into its report; the job's exit status stays the compute set's, and a
+    // framework probe that fails (no PyTorch there) leaves the report as it was.
+    const std::string framework = report_path + ".framework.json";
+    std::vector<std::string> fw = {"srun", "timeout", "120"};
+    fw.insert(fw.end(), options_.framework_probe.begin(), options_.framework_probe.end());
+    fw.insert(fw.end(), {"--out", framework});
+    wrap = fmt::format("{}; rc=$?; if [ -e {} ]; then {} && {}; fi; exit $rc", wrap,
+                       ShellQuote(report_path), words(fw),
+                       words({options_.probe_path, "merge", report_path, framework, "--out",
+                              report_path}));
+  }
   argv.insert(argv.end(), {"--wrap", wrap});
   return argv;
 }

@@ -48,6 +48,8 @@ struct ProbeRequest {
 struct ProbeSchedulerOptions {
   std::string probe_path;   // xdeep-probe as the compute nodes see it
   std::string reports_dir;  // on a file system the compute nodes share
+  // argv of the framework probe (ProbeConfig::framework_probe); empty: not run.
+  std::vector<std::string> framework_probe;
   std::string job_name = "xdeep-probe";
   absl::Duration poll_interval = absl::Seconds(1);
   absl::Duration command_timeout = absl::Seconds(30);  // one sbatch / squeue / scancel

@@ -205,7 +205,9 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
   }
   std::error_code ec;
   std::filesystem::create_directories(pc.reports_dir, ec);
-  ProbeScheduler scheduler({.probe_path = pc.probe_path, .reports_dir = pc.reports_dir});
+  ProbeScheduler scheduler({.probe_path = pc.probe_path,
+                            .reports_dir = pc.reports_dir,
+                            .framework_probe = pc.framework_probe});
   ProbeRequest req;
   req.partition = partition;
   req.time_limit = absl::Seconds(pc.time_limit_s);

@@ -31,6 +31,8 @@ probe_reports = ["/a.json", "/b.json"]
 max_nodes = 8
 price_per_gpu_hour = 3
 currency = "USD"
+[probes]
+framework_probe = ["python3", "/opt/xdeep/framework_probe.py"]
 )",
                              "x.toml");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -39,6 +41,8 @@ currency = "USD"
   EXPECT_EQ(c->hardware.probe_reports.size(), 2u);
   EXPECT_DOUBLE_EQ(c->policy.price_per_gpu_hour, 3.0);
   EXPECT_EQ(c->policy.currency, "USD");
+  EXPECT_EQ(c->policy.probes.framework_probe,
+            (std::vector<std::string>{"python3", "/opt/xdeep/framework_probe.py"}));
 }
 
 TEST(ConfigTest, ErrorsNameFileLineAndFix) {
@@ -57,6 +61,8 @@ TEST(ConfigTest, ErrorsNameFileLineAndFix) {
                 "x.toml:2: [log] level = \"loud\" is not valid; use one of"},
            Case{"[policy]\nprice_per_gpu_hour = -1\n", "out of range"},
            Case{"server = 3\n", "must be a table"},
+           Case{"[probes]\nframework_probe = \"python3 x.py\"\n",
+                "x.toml:2: [probes] framework_probe must be an array of strings"},
            Case{"[server\n", "x.toml:1:"},
        }) {
     auto c = ParseDaemonConfig(k.text, "x.toml");

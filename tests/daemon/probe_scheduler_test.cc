@@ -19,6 +19,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class TempDir {
  public:
@@ -164,6 +165,29 @@ TEST_F(ProbeSchedulerTest, GpuComputeUsesOneGpuAndTheShapesFile) {
             "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gpu' "
             "'--shapes' '" +
                 shapes + "' '--time-limit' '96' '--out' '/r/c.json'");
+}
+
+TEST_F(ProbeSchedulerTest, FrameworkProbeFollowsTheGpuComputeSetAndJoinsItsReport) {
+  ProbeSchedulerOptions o;
+  o.probe_path = "/opt/xdeep/bin/xdeep-probe";
+  o.reports_dir = dir_.Path("");
+  o.framework_probe = {"python3", "/opt/xdeep/share/framework_probe.py"};
+  ProbeScheduler s(o);
+  ProbeRequest r;
+  r.partition = "gpu";
+  r.time_limit = absl::Minutes(5);
+  r.gpus_per_node = 4;
+  EXPECT_EQ(s.SubmitCommand(r, "/r/c.json", "/r/c.out").back(),
+            "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gpu' '--time-limit' '240' "
+            "'--out' '/r/c.json'; rc=$?; if [ -e '/r/c.json' ]; then 'srun' 'timeout' '120' "
+            "'python3' '/opt/xdeep/share/framework_probe.py' '--out' '/r/c.json.framework.json' && "
+            "'/opt/xdeep/bin/xdeep-probe' 'merge' '/r/c.json' '/r/c.json.framework.json' '--out' "
+            "'/r/c.json'; fi; exit $rc");
+  // Not for the CPU set or collectives: no GPU framework runs there.
+  EXPECT_THAT(s.SubmitCommand(CpuRequest(), "/r/a.json", "/r/a.out").back(),
+              Not(HasSubstr("framework")));
+  r.set = ProbeSet::kCollectives;
+  EXPECT_THAT(s.SubmitCommand(r, "/r/n.json", "/r/n.out").back(), Not(HasSubstr("framework")));
 }
 
 TEST_F(ProbeSchedulerTest, CollectivesUseOneTaskPerGpuOnEveryNode) {
