@@ -90,6 +90,9 @@ def kernel_count_and_busy_s(torch, fn, device):
 
 def measure(args):
     import torch
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        sys.exit(f"framework_probe: PyTorch {torch.__version__} has no scaled_dot_product_attention; "
+                 "the probe needs PyTorch 2.0 or later")
     device = torch.device("cuda", args.device) if torch.cuda.is_available() else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
