@@ -29,7 +29,9 @@ import time
 SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vocab": 1024, "batch": 1}
 
 
-def build(torch, shape, device):
+def gpt_classes(torch):
+    """The GPT-style decoder (also what bench/memory_validation trains, so the probe's op
+    mix is the validated one): Gpt(layers, hidden, heads, ffn, seq, vocab), tied head."""
     nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
@@ -50,21 +52,25 @@ def build(torch, shape, device):
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
     class Gpt(nn.Module):
-        def __init__(self):
+        recompute = False  # full activation recomputation of every block
+
+        def __init__(self, layers, hidden, heads, ffn, seq, vocab):
             super().__init__()
-            h = shape["hidden"]
-            self.tok = nn.Embedding(shape["vocab"], h)
-            self.pos = nn.Embedding(shape["seq"], h)
-            self.blocks = nn.ModuleList(Block(h, shape["heads"], shape["ffn"]) for _ in range(shape["layers"]))
-            self.ln_f = nn.LayerNorm(h)
+            self.tok = nn.Embedding(vocab, hidden)
+            self.pos = nn.Embedding(seq, hidden)
+            self.blocks = nn.ModuleList(Block(hidden, heads, ffn) for _ in range(layers))
+            self.ln_f = nn.LayerNorm(hidden)
 
         def forward(self, idx):
             x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
             for blk in self.blocks:
-                x = blk(x)
-            return F.linear(self.ln_f(x), self.tok.weight)
+                if self.recompute:
+                    x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+                else:
+                    x = blk(x)
+            return F.linear(self.ln_f(x), self.tok.weight)  # tied output projection
 
-    return Gpt().to(device)
+    return Block, Gpt
 
 
 def kernel_count_and_busy_s(torch, fn, device):
@@ -98,7 +104,8 @@ def measure(args):
         torch.cuda.set_device(device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     shape = SHAPE
-    model = build(torch, shape, device)
+    _, gpt = gpt_classes(torch)
+    model = gpt(*(shape[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device=device)
     gen.manual_seed(1234)
