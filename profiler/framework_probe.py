@@ -99,7 +99,10 @@ def measure(args):
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         sys.exit(f"framework_probe: PyTorch {torch.__version__} has no scaled_dot_product_attention; "
                  "the probe needs PyTorch 2.0 or later")
-    device = torch.device("cuda", args.device) if torch.cuda.is_available() else torch.device("cpu")
+    if not args.cpu and not torch.cuda.is_available():
+        sys.exit("framework_probe: PyTorch sees no CUDA GPU here (CPU-only build, or no GPU "
+                 "allocated); run it in a GPU job, or pass --cpu for a smoke run")
+    device = torch.device("cpu") if args.cpu else torch.device("cuda", args.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
@@ -132,7 +135,8 @@ def measure(args):
     kernels, busy_s = kernel_count_and_busy_s(torch, forward_backward, device)
     times.sort()
     median = statistics.median(times)
-    entry = dict(name="torch", version=torch.__version__, model="gpt", **shape, kernels=kernels,
+    entry = dict(name="torch", version=torch.__version__, device=device.type, model="gpt", **shape,
+                 kernels=kernels,
                  median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
                  spread=(times[-1] - times[0]) / median, iterations=len(times),
                  host_s_per_kernel=median / max(kernels, 1), gpu_busy_fraction=min(1.0, busy_s / median))
@@ -153,6 +157,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed forward + backward passes")
     ap.add_argument("--warmup", type=int, default=5, help="untimed passes first")
     ap.add_argument("--device", type=int, default=0, help="CUDA device index")
+    ap.add_argument("--cpu", action="store_true",
+                    help="smoke run on the CPU (no GPU needed; the tuner ignores its figure)")
     args = ap.parse_args()
     if args.steps < 3 or args.warmup < 1:
         ap.error("--steps must be at least 3 and --warmup at least 1")

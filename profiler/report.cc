@@ -185,7 +185,8 @@ nlohmann::json ToJson(const Report& r) {
   }
   j["framework"] = json::array();
   for (const FrameworkEntry& e : r.framework) {
-    json o = {{"name", e.name},     {"version", e.version}, {"model", e.model},
+    json o = {{"name", e.name},     {"version", e.version}, {"device", e.device},
+              {"model", e.model},
               {"layers", e.layers}, {"hidden", e.hidden},   {"heads", e.heads},
               {"ffn", e.ffn},       {"seq", e.seq},         {"vocab", e.vocab},
               {"batch", e.batch},   {"kernels", e.kernels}};
@@ -304,6 +305,8 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       FrameworkEntry e;
       e.name = Str(o, "name", w);
       e.version = OptStr(o, "version");
+      if (o.contains("device")) e.device = Str(o, "device", w);
+      OneOf(e.device, {"cuda", "cpu"}, w + ".device");
       e.model = Str(o, "model", w);
       OneOf(e.model, {"gpt"}, w + ".model");
       for (auto [key, field] : {std::pair{"layers", &e.layers}, {"hidden", &e.hidden},

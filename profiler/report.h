@@ -84,7 +84,8 @@ struct CollectiveEntry {
 struct FrameworkEntry {
   std::string name;  // torch
   std::string version;
-  std::string model;  // gpt: the shape below
+  std::string device = "cuda";  // cpu: a smoke run, no launch cost of a GPU
+  std::string model;            // gpt: the shape below
   int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0, batch = 0;
   int64_t kernels = 0;  // launched in one forward + backward (torch.profiler)
   Timing timing;        // forward + backward, wall time

@@ -445,14 +445,15 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // The framework's host time per kernel (profiler/framework_probe.py), in the
   // step-time model's units: the probe's launch-bound forward + backward of a
   // tiny GPT over the kernels this model counts for that GPT (forward's, and
-  // twice as many in backward). The median of the launch-bound entries; where
-  // the GPU was busy half the time or more, the wall time is not the host's.
+  // twice as many in backward). The median of the launch-bound GPU entries;
+  // where the GPU was busy half the time or more, the wall time is not the host's.
   std::vector<double> per_kernel;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
     if (!f.is_object()) return ReportError(source_name, path, "not an object");
-    if (f.value("model", std::string()) != "gpt" || f.value("gpu_busy_fraction", 1.0) >= 0.5) {
+    if (f.value("model", std::string()) != "gpt" || f.value("device", std::string("cuda")) != "cuda" ||
+        f.value("gpu_busy_fraction", 1.0) >= 0.5) {
       continue;
     }
     Workload tiny;

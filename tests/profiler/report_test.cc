@@ -119,6 +119,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"collectives", "busbw_gbps", -1},
       {"bandwidth", "space", "disk"},
       {"framework", "model", "resnet"},
+      {"framework", "device", "tpu"},
       {"framework", "layers", 0},
       {"framework", "kernels", 0},
       {"framework", "median_s", 0.0},

@@ -128,10 +128,12 @@ TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
   for (const LayerCost& l : tiny.layers) forward += l.kernels;
   ASSERT_GT(forward, 0);
 
-  // Median of the launch-bound entries; the one with a busy GPU is left out.
+  // Median of the launch-bound GPU entries; a busy GPU's and a CPU smoke run's are left out.
+  std::string cpu_smoke_run = FrameworkEntry(0.002, 0.0);
+  cpu_smoke_run.insert(1, R"("device": "cpu", )");
   auto hw = HardwareProfileFromProbeReport(
       WithFramework(FrameworkEntry(0.006, 0.1) + "," + FrameworkEntry(0.008, 0.1) + "," +
-                    FrameworkEntry(0.05, 0.9)),
+                    FrameworkEntry(0.05, 0.9) + "," + cpu_smoke_run),
       "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, 0.007 / (3.0 * forward));
