@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Host time an eager framework (PyTorch) spends per kernel, for xdeep's step-time model.
 
-  python3 framework_probe.py --out framework.json [--steps 20] [--warmup 5] [--device 0]
+  python3 framework_probe.py --out framework.json [--steps 20] [--warmup 5] [--device 0] [--cpu]
 
 At small micro-batches a model trains only as fast as the host issues its kernels
 (Python, dispatcher, autograd, the launch), and that speed differs from machine to
