@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tuner/modeling/pmnf.h"
@@ -477,11 +478,14 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     for (const LayerCost& l : tiny.layers) forward_kernels += l.kernels;
     per_kernel.push_back(wall_s / (3.0 * forward_kernels));
   }
+  std::string host_note;
   if (!per_kernel.empty()) {
     std::sort(per_kernel.begin(), per_kernel.end());
     const size_t h = per_kernel.size() / 2;
     hw.host_overhead_per_kernel_s =
         per_kernel.size() % 2 ? per_kernel[h] : (per_kernel[h - 1] + per_kernel[h]) / 2;
+    host_note = absl::StrFormat(" (host %.1f us per kernel from the framework probe)",
+                                hw.host_overhead_per_kernel_s * 1e6);
   }
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
@@ -607,7 +611,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     filled =
         absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
   }
-  hw.date += filled + extrapolated;
+  hw.date += filled + extrapolated + host_note;
   return hw;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tuner/workload.h"
@@ -137,6 +138,9 @@ TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
       "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, 0.007 / (3.0 * forward));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
+                               "host %.1f us per kernel from the framework probe",
+                               hw->host_overhead_per_kernel_s * 1e6)));
   auto without = HardwareProfileFromProbeReport(kReport, "probe.json");
   ASSERT_TRUE(without.ok());
   EXPECT_NE(without->host_overhead_per_kernel_s, hw->host_overhead_per_kernel_s);
