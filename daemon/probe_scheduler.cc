@@ -154,10 +154,10 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
     std::vector<std::string> fw = {"srun", "timeout", "120"};
     fw.insert(fw.end(), options_.framework_probe.begin(), options_.framework_probe.end());
     fw.insert(fw.end(), {"--out", framework});
-    wrap = fmt::format("{}; rc=$?; if [ -e {} ]; then {} && {}; fi; exit $rc", wrap,
-                       ShellQuote(report_path), words(fw),
-                       words({options_.probe_path, "merge", report_path, framework, "--out",
-                              report_path}));
+    wrap = fmt::format(
+        "{}; rc=$?; if [ -e {} ]; then {} && {}; fi; exit $rc", wrap, ShellQuote(report_path),
+        words(fw),
+        words({options_.probe_path, "merge", report_path, framework, "--out", report_path}));
   }
   argv.insert(argv.end(), {"--wrap", wrap});
   return argv;

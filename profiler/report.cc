@@ -185,11 +185,10 @@ nlohmann::json ToJson(const Report& r) {
   }
   j["framework"] = json::array();
   for (const FrameworkEntry& e : r.framework) {
-    json o = {{"name", e.name},     {"version", e.version}, {"device", e.device},
-              {"model", e.model},
-              {"layers", e.layers}, {"hidden", e.hidden},   {"heads", e.heads},
-              {"ffn", e.ffn},       {"seq", e.seq},         {"vocab", e.vocab},
-              {"batch", e.batch},   {"kernels", e.kernels}};
+    json o = {{"name", e.name},   {"version", e.version}, {"device", e.device},
+              {"model", e.model}, {"layers", e.layers},   {"hidden", e.hidden},
+              {"heads", e.heads}, {"ffn", e.ffn},         {"seq", e.seq},
+              {"vocab", e.vocab}, {"batch", e.batch},     {"kernels", e.kernels}};
     PutTiming(o, e.timing);
     o["host_s_per_kernel"] = e.host_s_per_kernel;
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
@@ -309,9 +308,13 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       OneOf(e.device, {"cuda", "cpu"}, w + ".device");
       e.model = Str(o, "model", w);
       OneOf(e.model, {"gpt"}, w + ".model");
-      for (auto [key, field] : {std::pair{"layers", &e.layers}, {"hidden", &e.hidden},
-                                {"heads", &e.heads}, {"ffn", &e.ffn}, {"seq", &e.seq},
-                                {"vocab", &e.vocab}, {"batch", &e.batch}}) {
+      for (auto [key, field] : {std::pair{"layers", &e.layers},
+                                {"hidden", &e.hidden},
+                                {"heads", &e.heads},
+                                {"ffn", &e.ffn},
+                                {"seq", &e.seq},
+                                {"vocab", &e.vocab},
+                                {"batch", &e.batch}}) {
         *field = static_cast<int>(Int(o, key, w));
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }

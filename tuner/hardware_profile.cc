@@ -446,14 +446,17 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // The framework's host time per kernel (profiler/framework_probe.py), in the
   // step-time model's units: the probe's launch-bound forward + backward of a
   // tiny GPT over the kernels this model counts for that GPT (forward's, and
-  // twice as many in backward). The median of the launch-bound GPU entries;
-  // where the GPU was busy half the time or more, the wall time is not the host's.
+  // twice as many in backward), its device share taken out as the model puts
+  // host and device together (HostAndDevice: sqrt(host² + device²)). The median
+  // of the launch-bound GPU entries; where the GPU was busy half the time or
+  // more, the wall time says little about the host's.
   std::vector<double> per_kernel;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
     if (!f.is_object()) return ReportError(source_name, path, "not an object");
-    if (f.value("model", std::string()) != "gpt" || f.value("device", std::string("cuda")) != "cuda" ||
+    if (f.value("model", std::string()) != "gpt" ||
+        f.value("device", std::string("cuda")) != "cuda" ||
         f.value("gpu_busy_fraction", 1.0) >= 0.5) {
       continue;
     }
@@ -467,8 +470,9 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     t.vocab = f.value("vocab", 0);
     t.tied_embeddings = true;
     const double wall_s = f.value("median_s", 0.0);
-    if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 ||
-        t.seq_len <= 0 || t.vocab <= 0 || wall_s <= 0) {
+    const double busy = f.value("gpu_busy_fraction", 0.0);
+    if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 || t.seq_len <= 0 ||
+        t.vocab <= 0 || wall_s <= 0) {
       return ReportError(source_name, path,
                          "needs a GPT shape (layers, hidden divisible by heads, ffn, seq, vocab) "
                          "and median_s > 0");
@@ -476,7 +480,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     BuildTransformerLayers(tiny);
     int forward_kernels = 0;
     for (const LayerCost& l : tiny.layers) forward_kernels += l.kernels;
-    per_kernel.push_back(wall_s / (3.0 * forward_kernels));
+    per_kernel.push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
   }
   std::string host_note;
   if (!per_kernel.empty()) {
