@@ -12,7 +12,7 @@
 # Every step has a timeout, so the call ends; MODELS, MBS, MBS_2GPU narrow it.
 # STAGES picks stages (default all: probes,single,ddp,fsdp,compare; also
 # `collectives`, the collective probes alone) so that a
-# run can span two device calls (10 minutes each); a later call finds the
+# run can span several device calls (10 minutes each); a later call finds the
 # earlier one's files in PRIOR (a folder of the working tree).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
