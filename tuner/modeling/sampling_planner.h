@@ -6,12 +6,15 @@
 //   1. cheapest-first lines: through the cheapest grid point, for each
 //      parameter the `line_points` cheapest values along that parameter
 //      (what Extra-P's multi-parameter modeler needs: a line per parameter);
-//   2. then, while the budget lasts, the unmeasured point of highest model
-//      uncertainty per cost^α: Gaussian-process variance (log2 coordinates,
-//      log values), optionally plus the disagreement of the best few PMNF
-//      hypotheses (query by committee), i.e. the probe that removes the most
-//      uncertainty per unit spent.
-// The plan's model averages the best few hypotheses by their BIC weights.
+//   2. then, while the budget lasts, the unmeasured point whose probe most
+//      reduces the expected uncertainty of the averaged model's log
+//      prediction at extrapolation targets (one doubling past the grid in
+//      each parameter), per cost^α. The uncertainty is that of the best few
+//      PMNF hypotheses (the ones the plan's model averages): within each,
+//      through its coefficient covariance; between them, through their weight
+//      products and how well the probe tells them apart. Candidates must
+//      reach the largest measured value of some parameter (the frontier).
+// The plan's model averages the best few hypotheses (FitAveraged).
 // The library never measures: Next() proposes, the caller probes (the daemon
 // through Slurm, tests through a synthetic function), and Run() drives the
 // loop with a probe callback.
@@ -36,16 +39,11 @@ using ProbeFunction = std::function<absl::StatusOr<Measurement>(std::span<const 
 struct PlannerOptions {
   double budget_fraction = 0.10;  // of the full grid's probe cost
   int line_points = 5;            // per parameter
-  // Acquisition = GP variance / cost^α. α = 1 buys the most variance per unit
-  // spent but never affords the large scales that extrapolation needs; α = 0.5
-  // did best on the synthetic scaling functions of the tests (0.25, 0.75 worse).
+  // Acquisition = expected uncertainty reduction / cost^α. α = 1 buys the
+  // most reduction per unit spent but never affords the large scales that
+  // extrapolation needs; α = 0.5 did best on the synthetic scaling functions
+  // of the tests (README).
   double cost_exponent = 0.5;
-  // Besides the GP variance, the disagreement (log-space variance) of the
-  // best `committee_size` PMNF hypotheses can count; 1 turns it off. Off by
-  // default: with 5 it chased model disagreement into points that did not
-  // settle it and did worse on the tests' scaling functions (median held-out
-  // error +1 to +15 pp).
-  int committee_size = 1;
   // Sparse plans need the joint exponent search (see pmnf.h); Extra-P's
   // per-line selection sees only the lines through the cheapest point.
   ModelerOptions modeler = ModelerOptions::Robust();
@@ -57,7 +55,8 @@ struct PlannerOptions {
   // held-out difference to the full grid was +15 pp for 5 + 0.01·p·log2 p +
   // 0.2·n, with 10 +3.1 pp (+2.4 pp since FitAveraged weights by the noise
   // measured in the repetitions; 20–50: +2.8 pp); the others stay within
-  // 0.4 pp. Only applies with joint_exponent_search.
+  // 0.4 pp. Only applies with joint_exponent_search. The acquisition
+  // (step 2) weighs the same number of hypotheses.
   int averaged_models = 10;
 };
 
@@ -67,8 +66,8 @@ struct PlanReport {
   double full_grid_cost = 0.0;  // probing every candidate once
   double cost_fraction = 0.0;   // cost / full_grid_cost
   int line_probes = 0;
-  int uncertainty_probes = 0;
-  Model model;  // PMNF fit of the measurements
+  int uncertainty_probes = 0;  // step 2
+  Model model;                 // PMNF fit of the measurements
 };
 
 class SamplingPlanner {
@@ -101,6 +100,7 @@ class SamplingPlanner {
   PlannerOptions options_;
   std::vector<Point> candidates_;
   std::vector<Point> lines_;
+  std::vector<Point> targets_;  // extrapolation targets of the acquisition
   double full_grid_cost_ = 0.0;
 };
 

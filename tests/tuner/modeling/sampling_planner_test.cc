@@ -1,7 +1,8 @@
 // Sampling planner: on synthetic scaling functions with noise, a plan spends
 // <= 10 % of the full grid's probe cost, and its model's median prediction
 // error at held-out larger scales stays within 2 percentage points of the
-// model fitted on the full grid. Also the Gaussian process it relies on.
+// model fitted on the full grid. Also the Gaussian process (the planner's
+// earlier acquisition, kept as a library component).
 #include "tuner/modeling/sampling_planner.h"
 
 #include <gtest/gtest.h>
@@ -41,28 +42,34 @@ TEST(GaussianProcess, InterpolatesAndIsUncertainAwayFromData) {
 struct Scenario {
   const char* name;
   TrueFunction time;  // seconds per step at (nodes, size)
-  // The target is 2 pp for the median over seeds. A single run may
-  // be worse: a plan cannot afford the largest probed scales.
-  double max_median_pp = 2.0;
-  // A weak additive node term that only shows at node counts the budget
-  // cannot buy (0.01·p·log2 p next to 5 + 0.2·n) leaves p·log2 p, p^(4/3)
-  // and p^(2/3)·log2(p)^2 about equally likely on a plan's points; the
-  // averaged model hedges, but single runs still miss by up to ~6 pp here
-  // (and by 23 pp at worst over seeds 1..30, where the median is +2.4 pp).
-  double max_run_pp = 5.0;
+  // Sanity bound on a single run, in pp. The 2 pp is for the median
+  // over seeds; a plan cannot afford the largest scales, so one unlucky noise
+  // draw can mislead its extrapolation far more. Set from the worst runs of
+  // the default over seeds 1..60 (+11.3, +1.3, +33.6, +8.9 pp; README) with
+  // about a third of margin (5 pp for the second, as before); the planner
+  // before (GP variance) had +88.6 pp in the third scenario.
+  double max_run_pp;
 };
+
+constexpr double kMaxMedianPp = 2.0;  // the criterion, every scenario
 
 std::vector<Scenario> Scenarios() {
   return {
       {"2 + 0.05 p^(1/2) n",
-       [](std::span<const double> x) { return 2 + 0.05 * std::sqrt(x[0]) * x[1]; }},
+       [](std::span<const double> x) { return 2 + 0.05 * std::sqrt(x[0]) * x[1]; },
+       /*max_run_pp=*/15.0},
       {"1 + 0.3 log2(p) n^(1/2)",
-       [](std::span<const double> x) { return 1 + 0.3 * std::log2(x[0]) * std::sqrt(x[1]); }},
+       [](std::span<const double> x) { return 1 + 0.3 * std::log2(x[0]) * std::sqrt(x[1]); },
+       /*max_run_pp=*/5.0},
+      // A weak additive node term that only shows at node counts the budget
+      // cannot buy (0.01·p·log2 p next to 5 + 0.2·n) leaves p·log2 p, p^(4/3)
+      // and p^(2/3)·log2(p)^2 about equally likely on a plan's points.
       {"5 + 0.01 p log2(p) + 0.2 n",
        [](std::span<const double> x) { return 5 + 0.01 * x[0] * std::log2(x[0]) + 0.2 * x[1]; },
-       /*max_median_pp=*/2.0, /*max_run_pp=*/10.0},
+       /*max_run_pp=*/45.0},
       {"0.5 + 0.02 p n^(3/4)",
-       [](std::span<const double> x) { return 0.5 + 0.02 * x[0] * std::pow(x[1], 0.75); }},
+       [](std::span<const double> x) { return 0.5 + 0.02 * x[0] * std::pow(x[1], 0.75); },
+       /*max_run_pp=*/12.0},
   };
 }
 
@@ -104,31 +111,30 @@ Outcome RunScenario(const Scenario& s, uint64_t seed, const ModelerOptions& mode
   return {*std::move(plan), *std::move(acc)};
 }
 
-// Per scenario, over noise realisations: every plan within 10 % of the grid's
-// cost; the median (over seeds) of the plan-minus-grid difference of median
-// held-out errors within 2 pp, and no single run worse than the scenario's
-// max_run_pp (a plan cannot afford the largest probed scales, so one unlucky
-// noise draw can mislead its extrapolation more than the grid's). Five seeds
-// are a small sample: XDEEP_PLAN_SEEDS=30 shows the spread (README figures).
+// Per scenario, over noise seeds 1..30: every plan within 10 % of the grid's
+// cost; the median over seeds of the plan-minus-grid difference of median
+// held-out errors within 2 pp; no single run worse than the scenario's
+// max_run_pp. Thirty seeds, not five: five-seed medians swing by several pp
+// (third scenario: -1.9 to +4.7 pp over the twelve blocks of seeds 1..60),
+// so five seeds pass or fail by luck. Seeds 1..30: 5-9 s on a 2-core VM.
 void CheckPlanner(const ModelerOptions& modeler, const char* label) {
   for (const Scenario& s : Scenarios()) {
     std::vector<double> differences;
-    // XDEEP_PLAN_SEEDS=n runs seeds 1..n against the same bounds (with 30,
-    // 5 + 0.01 p log2(p) + 0.2 n fails them: median +2.4 pp).
+    // XDEEP_PLAN_SEEDS=n runs seeds 1..n against the same bounds.
     const char* seeds_env = std::getenv("XDEEP_PLAN_SEEDS");
-    const uint64_t seeds = seeds_env != nullptr ? std::strtoull(seeds_env, nullptr, 10) : 5;
+    const uint64_t seeds = seeds_env != nullptr ? std::strtoull(seeds_env, nullptr, 10) : 30;
     for (uint64_t seed = 1; seed <= seeds; ++seed) {
       SCOPED_TRACE(::testing::Message() << s.name << " seed " << seed);
       const Outcome o = RunScenario(s, seed, modeler);
       std::printf(
-          "[planner %s] %-26s seed %llu: %2zu probes (%d line, %d GP), cost %.1f %% of grid; "
+          "[planner %s] %-26s seed %llu: %2zu probes (%d line, %d acquired), cost %.1f %% of grid; "
           "median error at held-out scales %.2f %% (full grid %.2f %%, diff %+.2f pp)\n",
           label, s.name, static_cast<unsigned long long>(seed), o.plan.measurements.size(),
           o.plan.line_probes, o.plan.uncertainty_probes, 100 * o.plan.cost_fraction,
           100 * o.accuracy.plan_median_error, 100 * o.accuracy.full_grid_median_error,
           o.accuracy.difference_pp);
       EXPECT_LE(o.plan.cost_fraction, 0.10);
-      EXPECT_GE(o.plan.uncertainty_probes, 1);  // the GP stage took part
+      EXPECT_GE(o.plan.uncertainty_probes, 1);  // the acquisition took part
       EXPECT_LE(o.accuracy.difference_pp, s.max_run_pp)
           << "plan: " << o.plan.model.ToString()
           << "\ngrid: " << o.accuracy.full_grid_model.ToString();
@@ -144,7 +150,7 @@ void CheckPlanner(const ModelerOptions& modeler, const char* label) {
     const double median = Median(differences);
     std::printf("[planner %s] %-26s median difference over seeds %+.2f pp\n", label, s.name,
                 median);
-    EXPECT_LE(median, s.max_median_pp) << s.name;
+    EXPECT_LE(median, kMaxMedianPp) << s.name;
   }
 }
 
