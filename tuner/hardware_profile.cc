@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "tuner/modeling/model.h"
 #include "tuner/modeling/pmnf.h"
 #include "tuner/workload.h"
 
@@ -228,12 +229,21 @@ FitQuery FitOrFallback(const HardwareProfile& hw, CollectiveOp op, FabricScope s
 
 }  // namespace
 
+namespace {
+std::pair<int64_t, int64_t> LayerKey(double n, double k) {
+  return {std::llround(n), std::llround(k)};
+}
+}  // namespace
+
 GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
   auto collect = [&](DType want) {
     for (const GemmPoint& p : hw.gemm) {
       if (p.dtype != want) continue;
       points_.push_back(
           {std::log2(double(p.m)), std::log2(double(p.n)), std::log2(double(p.k)), p.tflops});
+      Layer& layer = layers_[LayerKey(double(p.n), double(p.k))];
+      layer.m.push_back(double(p.m));
+      layer.seconds.push_back(2.0 * double(p.m) * double(p.n) * double(p.k) / (p.tflops * 1e12));
     }
   };
   collect(dtype);
@@ -249,6 +259,38 @@ double GemmInterpolator::Tflops(double m, double n, double k) const {
   // Inverse-distance weighting (power 4) over the 8 nearest points in
   // (log2 m, log2 n, log2 k); a near-exact hit returns the measurement.
   if (points_.empty()) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
+  // Outside the m measured for this very layer: its time over m, extrapolated
+  // by a PMNF model of the probed micro-batches (Extra-P's rules; typically
+  // c0 + c1·m, a fixed cost plus a saturated rate).
+  if (auto it = layers_.find(LayerKey(n, k)); it != layers_.end()) {
+    Layer& layer = it->second;
+    const auto [lo, hi] = std::minmax_element(layer.m.begin(), layer.m.end());
+    if (m > *hi * (1 + 1e-9) || m < *lo * (1 - 1e-9)) {
+      if (!layer.fitted) {
+        layer.fitted = true;
+        // One value per m (a square layer's forward and dgrad share (n, k)).
+        std::map<double, std::pair<double, int>> by_m;
+        for (size_t i = 0; i < layer.m.size(); ++i) {
+          by_m[layer.m[i]].first += layer.seconds[i];
+          ++by_m[layer.m[i]].second;
+        }
+        std::vector<double> x, y;
+        for (const auto& [mm, sum] : by_m) {
+          x.push_back(mm);
+          y.push_back(sum.first / sum.second);
+        }
+        if (x.size() >= 3) {
+          if (absl::StatusOr<modeling::Model> fit = modeling::FitCurve(x, y); fit.ok()) {
+            layer.curve = std::make_shared<const modeling::Model>(*std::move(fit));
+          }
+        }
+      }
+      if (layer.curve != nullptr) {
+        const double seconds = layer.curve->Evaluate(m);
+        if (seconds > 0 && std::isfinite(seconds)) return 2.0 * m * n * k / seconds / 1e12 * scale_;
+      }
+    }
+  }
   const double lm = std::log2(std::max(1.0, m)), ln = std::log2(std::max(1.0, n)),
                lk = std::log2(std::max(1.0, k));
   constexpr int kNearest = 8;

@@ -9,11 +9,18 @@
 #define XDEEP_TUNER_HARDWARE_PROFILE_H_
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+
+namespace xdeep::modeling {
+class Model;
+}  // namespace xdeep::modeling
 
 namespace xdeep::tuner {
 
@@ -81,12 +88,16 @@ struct HardwareProfile {
 
 // Throughput of one GEMM shape, interpolated in log-space over the profile's
 // points of that dtype (inverse-distance weighting of the nearest points; an
-// exact hit returns the measurement). Falls back to bf16 points scaled by the
-// usual peak ratio when the dtype was not measured.
+// exact hit returns the measurement). Where the profile measured the layer
+// (n, k) at three or more m (tokens: the micro-batch times the sequence) and
+// m lies outside them, the time of that layer is extrapolated over m by a PMNF
+// model (xdeep::modeling::FitCurve) instead. Falls back to bf16 points scaled
+// by the usual peak ratio when the dtype was not measured.
 double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k);
 
 // GemmTflops with the profile's points of one dtype prepared once (log-space
-// coordinates), for callers that look up many shapes.
+// coordinates; the PMNF curves fitted on first use), for callers that look up
+// many shapes. Not thread-safe: one per thread.
 class GemmInterpolator {
  public:
   GemmInterpolator(const HardwareProfile& hw, DType dtype);
@@ -96,7 +107,13 @@ class GemmInterpolator {
   struct Point {
     double lm, ln, lk, tflops;
   };
+  struct Layer {  // one (n, k): seconds per GEMM at each measured m
+    std::vector<double> m, seconds;
+    bool fitted = false;  // curve tried (it stays empty where no model fits)
+    std::shared_ptr<const modeling::Model> curve;
+  };
   std::vector<Point> points_;
+  mutable std::map<std::pair<int64_t, int64_t>, Layer> layers_;
   double scale_ = 1.0;
 };
 

@@ -17,7 +17,10 @@
 //   * ScalingCorrection (scaling_correction.h): learns measured / predicted
 //     from real runs and corrects analytical predictions.
 //
-// Typical use by the tuner
+// Typical use by the tuner (where it does: tuner/hardware_profile.cc extends
+// collective latency over rank counts and a GEMM layer's time over tokens
+// beyond the probed micro-batches with FitCurve; the daemon corrects its
+// predictions from real runs with ScalingCorrection)
 //
 //   using namespace xdeep::modeling;
 //   // Extrapolate all-reduce time over rank count from probe figures.
