@@ -139,7 +139,7 @@ def measure(args):
                  kernels=kernels,
                  median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
                  spread=(times[-1] - times[0]) / median, iterations=len(times),
-                 host_s_per_kernel=median / max(kernels, 1), gpu_busy_fraction=min(1.0, busy_s / median))
+                 gpu_busy_fraction=min(1.0, busy_s / median))
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -186,7 +186,8 @@ def main():
     os.replace(tmp, args.out)
     print(f"framework_probe: torch {entry['version']}: forward + backward of a {entry['layers']}-layer "
           f"GPT at batch 1 in {entry['median_s'] * 1e3:.2f} ms, {entry['kernels']} kernels, "
-          f"{entry['host_s_per_kernel'] * 1e6:.1f} us each, GPU busy {entry['gpu_busy_fraction']:.0%}")
+          f"{entry['median_s'] / max(entry['kernels'], 1) * 1e6:.1f} us each, "
+          f"GPU busy {entry['gpu_busy_fraction']:.0%}")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,6 @@ nlohmann::json ToJson(const Report& r) {
               {"heads", e.heads}, {"ffn", e.ffn},         {"seq", e.seq},
               {"vocab", e.vocab}, {"batch", e.batch},     {"kernels", e.kernels}};
     PutTiming(o, e.timing);
-    o["host_s_per_kernel"] = e.host_s_per_kernel;
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
     j["framework"].push_back(o);
   }
@@ -321,7 +320,6 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       e.kernels = Int(o, "kernels", w);
       if (e.kernels <= 0) throw FieldError{absl::StrCat(w, ".kernels: must be positive")};
       e.timing = GetTiming(o, w);
-      e.host_s_per_kernel = Num(o, "host_s_per_kernel", w);
       e.gpu_busy_fraction = Num(o, "gpu_busy_fraction", w);
       r.framework.push_back(e);
     }

@@ -89,7 +89,6 @@ struct FrameworkEntry {
   int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0, batch = 0;
   int64_t kernels = 0;           // launched in one forward + backward (torch.profiler)
   Timing timing;                 // forward + backward, wall time
-  double host_s_per_kernel = 0;  // median over the profiler's kernel count
   double gpu_busy_fraction = 0;  // kernel time over wall time: near 0 when launch bound
 };
 

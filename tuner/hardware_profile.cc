@@ -236,14 +236,17 @@ std::pair<int64_t, int64_t> LayerKey(double n, double k) {
 }  // namespace
 
 GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
+  // Seconds per GEMM of each layer (n, k) at each measured m, summed and
+  // counted: one value per m (a square layer's forward and dgrad share (n, k)).
+  std::map<std::pair<int64_t, int64_t>, std::map<double, std::pair<double, int>>> by_layer;
   auto collect = [&](DType want) {
     for (const GemmPoint& p : hw.gemm) {
       if (p.dtype != want) continue;
       points_.push_back(
           {std::log2(double(p.m)), std::log2(double(p.n)), std::log2(double(p.k)), p.tflops});
-      Layer& layer = layers_[LayerKey(double(p.n), double(p.k))];
-      layer.m.push_back(double(p.m));
-      layer.seconds.push_back(2.0 * double(p.m) * double(p.n) * double(p.k) / (p.tflops * 1e12));
+      auto& [sum, count] = by_layer[LayerKey(double(p.n), double(p.k))][double(p.m)];
+      sum += 2.0 * double(p.m) * double(p.n) * double(p.k) / (p.tflops * 1e12);
+      ++count;
     }
   };
   collect(dtype);
@@ -253,44 +256,38 @@ GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
     collect(DType::kBf16);
     scale_ = dtype == DType::kFp16 ? 1.0 : dtype == DType::kTf32 ? 0.5 : 1.0 / 16;
   }
+  for (const auto& [key, by_m] : by_layer) {
+    Layer& layer = layers_[key];
+    for (const auto& [m, sum_count] : by_m) {
+      layer.m.push_back(m);
+      layer.seconds.push_back(sum_count.first / sum_count.second);
+    }
+  }
 }
 
 double GemmInterpolator::Tflops(double m, double n, double k) const {
-  // Inverse-distance weighting (power 4) over the 8 nearest points in
-  // (log2 m, log2 n, log2 k); a near-exact hit returns the measurement.
   if (points_.empty()) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
   // Outside the m measured for this very layer: its time over m, extrapolated
   // by a PMNF model of the probed micro-batches (Extra-P's rules; typically
   // c0 + c1·m, a fixed cost plus a saturated rate).
   if (auto it = layers_.find(LayerKey(n, k)); it != layers_.end()) {
-    Layer& layer = it->second;
-    const auto [lo, hi] = std::minmax_element(layer.m.begin(), layer.m.end());
-    if (m > *hi * (1 + 1e-9) || m < *lo * (1 - 1e-9)) {
-      if (!layer.fitted) {
-        layer.fitted = true;
-        // One value per m (a square layer's forward and dgrad share (n, k)).
-        std::map<double, std::pair<double, int>> by_m;
-        for (size_t i = 0; i < layer.m.size(); ++i) {
-          by_m[layer.m[i]].first += layer.seconds[i];
-          ++by_m[layer.m[i]].second;
-        }
-        std::vector<double> x, y;
-        for (const auto& [mm, sum] : by_m) {
-          x.push_back(mm);
-          y.push_back(sum.first / sum.second);
-        }
-        if (x.size() >= 3) {
-          if (absl::StatusOr<modeling::Model> fit = modeling::FitCurve(x, y); fit.ok()) {
-            layer.curve = std::make_shared<const modeling::Model>(*std::move(fit));
-          }
+    Layer& layer = it->second;  // m ascending
+    if (m > layer.m.back() * (1 + 1e-9) || m < layer.m.front() * (1 - 1e-9)) {
+      if (!layer.fitted && layer.m.size() >= 3) {
+        if (absl::StatusOr<modeling::Model> fit = modeling::FitCurve(layer.m, layer.seconds);
+            fit.ok()) {
+          layer.curve = std::make_shared<const modeling::Model>(*std::move(fit));
         }
       }
+      layer.fitted = true;
       if (layer.curve != nullptr) {
         const double seconds = layer.curve->Evaluate(m);
         if (seconds > 0 && std::isfinite(seconds)) return 2.0 * m * n * k / seconds / 1e12 * scale_;
       }
     }
   }
+  // Inverse-distance weighting (power 4) over the 8 nearest points in
+  // (log2 m, log2 n, log2 k); a near-exact hit returns the measurement.
   const double lm = std::log2(std::max(1.0, m)), ln = std::log2(std::max(1.0, n)),
                lk = std::log2(std::max(1.0, k));
   constexpr int kNearest = 8;
@@ -526,10 +523,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   std::string host_note;
   if (!per_kernel.empty()) {
-    std::sort(per_kernel.begin(), per_kernel.end());
-    const size_t h = per_kernel.size() / 2;
-    hw.host_overhead_per_kernel_s =
-        per_kernel.size() % 2 ? per_kernel[h] : (per_kernel[h - 1] + per_kernel[h]) / 2;
+    hw.host_overhead_per_kernel_s = modeling::Median(per_kernel);
     host_note = absl::StrFormat(" (host %.1f us per kernel from the framework probe)",
                                 hw.host_overhead_per_kernel_s * 1e6);
   }

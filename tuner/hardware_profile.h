@@ -107,7 +107,7 @@ class GemmInterpolator {
   struct Point {
     double lm, ln, lk, tflops;
   };
-  struct Layer {  // one (n, k): seconds per GEMM at each measured m
+  struct Layer {  // one (n, k): seconds per GEMM at each measured m, m ascending
     std::vector<double> m, seconds;
     bool fitted = false;  // curve tried (it stays empty where no model fits)
     std::shared_ptr<const modeling::Model> curve;

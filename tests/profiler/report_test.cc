@@ -38,7 +38,6 @@ Report Sample() {
   f.layers = 4, f.hidden = 128, f.heads = 4, f.ffn = 512, f.seq = 128, f.vocab = 1024, f.batch = 1;
   f.kernels = 410;
   f.timing = {9.1e-3, 8.8e-3, 9.6e-3, 0.08, 20};
-  f.host_s_per_kernel = 22.2e-6;
   f.gpu_busy_fraction = 0.07;
   r.framework.push_back(f);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});

@@ -703,57 +703,79 @@ absl::StatusOr<std::vector<Model>> FitAlternatives(std::span<const Measurement> 
   return out;
 }
 
+namespace {
+// exp(-Δ/2) of each score against the lowest, summing to 1.
+std::vector<double> WeightsFromScores(std::span<const double> scores) {
+  const double lowest = *std::min_element(scores.begin(), scores.end());
+  std::vector<double> weights;
+  double sum = 0.0;
+  for (double score : scores) {
+    const double delta = score - lowest;
+    weights.push_back(std::isfinite(delta) ? std::exp(-delta / 2) : 0.0);
+    sum += weights.back();
+  }
+  for (double& w : weights) w /= sum;
+  return weights;
+}
+}  // namespace
+
+std::optional<double> PooledMeanVariance(std::span<const Measurement> points, bool relative) {
+  double pooled = 0.0, dof = 0.0, values = 0.0;
+  for (const Measurement& m : points) {
+    values += static_cast<double>(m.values.size());
+    if (m.values.size() < 2) continue;
+    const double mean = m.Mean();
+    const double scale = relative ? mean * mean : 1.0;
+    for (double v : m.values) pooled += (v - mean) * (v - mean) / scale;
+    dof += static_cast<double>(m.values.size() - 1);
+  }
+  if (!(dof > 0 && pooled > 0)) return std::nullopt;
+  // Per-value variance over the average number of repetitions per point.
+  return pooled / dof / (values / static_cast<double>(points.size()));
+}
+
+std::vector<double> NoiseWeights(std::span<const Measurement> points, std::span<const Model> models,
+                                 double mean_variance, bool relative) {
+  const double n = static_cast<double>(points.size());
+  std::vector<double> scores;
+  for (const Model& m : models) {
+    double rss = 0.0;
+    for (const Measurement& p : points) {
+      const double y = p.Mean();
+      const double r = (m.Evaluate(p.coordinate) - y) / (relative ? y : 1.0);
+      rss += r * r;
+    }
+    const double k = 1.0 + static_cast<double>(m.terms().size());
+    scores.push_back(rss / mean_variance + k * std::log(n));
+  }
+  return WeightsFromScores(scores);
+}
+
 absl::StatusOr<Model> FitAveraged(std::span<const Measurement> points, int count,
                                   const ModelerOptions& options) {
   absl::StatusOr<std::vector<Model>> models = FitAlternatives(points, count, options);
   if (!models.ok()) return models.status();
   if (models->size() == 1) return std::move(models->front());
   const double best = models->front().quality().selection_score;
-  std::vector<double> weights;
-  double sum = 0.0;
   // Weights exp(-Δ/2) of an information criterion. BIC's n·log(RSS/n)
   // takes the noise from the fit's own residuals, and on a plan's ~20 points
   // its differences put nearly all weight on one exponent. Where the points
   // carry repetitions the noise of their means is measured instead:
   // χ² = RSS / σ²_mean plus BIC's k·log(n) (planner test, 30 seeds,
   // 5 + 0.01·p·log2 p + 0.2·n: +3.08 -> +2.36 pp; the others unchanged).
-  double pooled = 0.0, dof = 0.0, values = 0.0;
-  for (const Measurement& m : points) {
-    values += static_cast<double>(m.values.size());
-    if (m.values.size() < 2) continue;
-    const double mean = m.Mean();
-    const double scale = options.relative_least_squares ? mean * mean : 1.0;
-    for (double v : m.values) pooled += (v - mean) * (v - mean) / scale;
-    dof += static_cast<double>(m.values.size() - 1);
-  }
-  const double n = static_cast<double>(points.size());
-  std::vector<double> scores;
-  for (const Model& m : *models) {
-    if (!(dof > 0 && pooled > 0)) {
-      scores.push_back(m.quality().selection_score);
-      continue;
-    }
-    double rss = 0.0;
-    for (const Measurement& p : points) {
-      const double y = p.Mean();
-      const double r = (m.Evaluate(p.coordinate) - y) / (options.relative_least_squares ? y : 1.0);
-      rss += r * r;
-    }
-    // Per-value variance over the average number of repetitions per point.
-    const double mean_variance = pooled / dof / (values / n);
-    const double k = 1.0 + static_cast<double>(m.terms().size());
-    scores.push_back(rss / mean_variance + k * std::log(n));
-  }
-  const double lowest = *std::min_element(scores.begin(), scores.end());
-  for (double score : scores) {
-    const double delta = score - lowest;
-    weights.push_back(std::isfinite(delta) ? std::exp(-delta / 2) : 0.0);
-    sum += weights.back();
+  std::vector<double> weights;
+  if (std::optional<double> mean_variance =
+          PooledMeanVariance(points, options.relative_least_squares)) {
+    weights = NoiseWeights(points, *models, *mean_variance, options.relative_least_squares);
+  } else {
+    std::vector<double> scores;
+    for (const Model& m : *models) scores.push_back(m.quality().selection_score);
+    weights = WeightsFromScores(scores);
   }
   double constant = 0.0;
   std::vector<ProductTerm> terms;
   for (size_t k = 0; k < models->size(); ++k) {
-    const double w = weights[k] / sum;
+    const double w = weights[k];
     if (w == 0) continue;
     constant += w * (*models)[k].constant();
     for (ProductTerm t : (*models)[k].terms()) {

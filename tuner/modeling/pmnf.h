@@ -20,6 +20,7 @@
 #ifndef XDEEP_TUNER_MODELING_PMNF_H_
 #define XDEEP_TUNER_MODELING_PMNF_H_
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -99,6 +100,14 @@ absl::StatusOr<std::vector<Model>> FitAlternatives(
 // is the joint search's best hypothesis.
 absl::StatusOr<Model> FitAveraged(std::span<const Measurement> points, int count,
                                   const ModelerOptions& options = ModelerOptions::Robust());
+
+// FitAveraged's pieces, shared with the sampling planner: σ²_mean, the noise
+// variance of a point's mean pooled from the repetitions (of (v − mean) / mean
+// where `relative`), nullopt where no point repeats; and the weights
+// exp(-Δ/2), summing to 1, of RSS / σ²_mean + k·log(n) over `models`.
+std::optional<double> PooledMeanVariance(std::span<const Measurement> points, bool relative);
+std::vector<double> NoiseWeights(std::span<const Measurement> points, std::span<const Model> models,
+                                 double mean_variance, bool relative);
 
 // Dispatches on the number of parameters, as Extra-P's model generator does.
 absl::StatusOr<Model> Fit(std::span<const Measurement> points, const ModelerOptions& options = {});

@@ -135,49 +135,29 @@ absl::StatusOr<std::optional<Point>> SamplingPlanner::Next(std::span<const Measu
   absl::StatusOr<std::vector<Model>> alternatives =
       FitAlternatives(measured, options_.averaged_models, options_.modeler);
   if (!alternatives.ok()) return alternatives.status();
-  // Relative noise of a point's mean, pooled from the repetitions as
-  // FitAveraged does; 5 % (0.05²) assumed where no point has repetitions.
-  double pooled = 0.0, dof = 0.0, values = 0.0;
-  for (const Measurement& m : measured) {
-    values += static_cast<double>(m.values.size());
-    if (m.values.size() < 2) continue;
-    const double mean = m.Mean();
-    for (double v : m.values) pooled += (v - mean) * (v - mean) / (mean * mean);
-    dof += static_cast<double>(m.values.size() - 1);
-  }
-  const double n = static_cast<double>(measured.size());
-  const double sigma2 = dof > 0 ? pooled / dof / (values / n) : 0.0025;
-  // Weights exp(-Δ/2) of χ² + k·log(n), as FitAveraged weighs them.
+  // Relative noise of a point's mean, pooled from the repetitions; 5 %
+  // (0.05²) assumed where no point has repetitions. The hypotheses weighted
+  // as FitAveraged weighs them.
+  const double sigma2 = PooledMeanVariance(measured, /*relative=*/true).value_or(0.0025);
+  const std::vector<double> weights =
+      NoiseWeights(measured, *alternatives, sigma2, /*relative=*/true);
   std::vector<Hypothesis> hypotheses;
-  std::vector<double> scores;
-  for (Model& m : *alternatives) {
+  for (size_t h = 0; h < alternatives->size(); ++h) {
+    Model& m = (*alternatives)[h];
     const auto k = static_cast<Eigen::Index>(1 + m.terms().size());
     Eigen::MatrixXd g(static_cast<Eigen::Index>(measured.size()), k);
-    double rss = 0.0;
     for (size_t i = 0; i < measured.size(); ++i) {
       const double y = measured[i].Mean();
-      const double r = (m.Evaluate(measured[i].coordinate) - y) / y;
-      rss += r * r;
       const auto row = static_cast<Eigen::Index>(i);
       g(row, 0) = 1.0 / y;
       for (size_t j = 0; j < m.terms().size(); ++j) {
         g(row, static_cast<Eigen::Index>(j + 1)) = m.terms()[j].Basis(measured[i].coordinate) / y;
       }
     }
-    scores.push_back(rss / sigma2 + static_cast<double>(k) * std::log(n));
-    Hypothesis h;
-    h.covariance = sigma2 * (g.transpose() * g).completeOrthogonalDecomposition().pseudoInverse();
-    h.model = std::move(m);
-    hypotheses.push_back(std::move(h));
+    hypotheses.push_back(
+        {std::move(m), weights[h],
+         sigma2 * (g.transpose() * g).completeOrthogonalDecomposition().pseudoInverse()});
   }
-  const double lowest = *std::min_element(scores.begin(), scores.end());
-  double sum = 0.0;
-  for (size_t i = 0; i < hypotheses.size(); ++i) {
-    const double delta = scores[i] - lowest;
-    hypotheses[i].weight = std::isfinite(delta) ? std::exp(-delta / 2) : 0.0;
-    sum += hypotheses[i].weight;
-  }
-  for (Hypothesis& h : hypotheses) h.weight /= sum;
   // Frontier: only points that reach the largest measured value of some
   // parameter. Without it the acquisition also bought interior points whose
   // small expected reduction was cheap (third scenario, seeds 1..30: median
