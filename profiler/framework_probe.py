@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Host time an eager framework (PyTorch) spends per kernel, for xdeep's step-time model.
 
-  python3 framework_probe.py --out framework.json [--steps 20] [--warmup 5] [--device 0] [--cpu]
+  python3 framework_probe.py --out framework.json [--steps 100] [--warmup 10] [--device 0] [--cpu]
 
 At small micro-batches a model trains only as fast as the host issues its kernels
 (Python, dispatcher, autograd, the launch), and that speed differs from machine to
@@ -154,8 +154,10 @@ def measure(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="report file (JSON), written atomically")
-    ap.add_argument("--steps", type=int, default=20, help="timed forward + backward passes")
-    ap.add_argument("--warmup", type=int, default=5, help="untimed passes first")
+    # ~5 ms a pass on an H200 host: 100 passes span half a second, long enough that the
+    # host's step-to-step swings (30 % on the device machines) average out in the median.
+    ap.add_argument("--steps", type=int, default=100, help="timed forward + backward passes")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed passes first")
     ap.add_argument("--device", type=int, default=0, help="CUDA device index")
     ap.add_argument("--cpu", action="store_true",
                     help="smoke run on the CPU (no GPU needed; the tuner ignores its figure)")

@@ -64,15 +64,19 @@ stamp "compute probes"
 on_gpu 0 timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
   --time-limit 280 --out "$work/compute.json"
 echo "rc=$?"
-# The framework's host time per kernel (launch-bound steps), with this node's PyTorch.
-stamp "framework probe"
-on_gpu 0 timeout 120 python3 "$here/../../profiler/framework_probe.py" --out "$work/framework.json"
-echo "rc=$?"
+# The framework's host time per kernel (launch-bound steps), with this node's PyTorch,
+# in FRAMEWORK_REPEATS processes: the host's speed differs from one process to the
+# next by up to 30 %, and the tuner takes the median of the reports' entries.
+for ((rep = 1; rep <= ${FRAMEWORK_REPEATS:-3}; rep++)); do
+  stamp "framework probe $rep"
+  on_gpu 0 timeout 120 python3 "$here/../../profiler/framework_probe.py" --out "$work/framework_r$rep.json"
+  echo "rc=$?"
+done
 fi
 # Collectives at 2, 4, 8 ranks, as many as this machine has GPUs (stage
 # `collectives` alone: the reports land in $OUT, for a profile merged later).
 reports=("$work/compute.json")
-[ -e "$work/framework.json" ] && reports+=("$work/framework.json")
+for f in "$work"/framework_r*.json; do [ -e "$f" ] && reports+=("$f"); done
 if stage probes || stage collectives; then
 for ranks in 2 4 8; do
   (( ranks <= gpus )) || break
@@ -99,17 +103,22 @@ fi
 # one configuration would otherwise move the next one's memory baseline).
 # Single-GPU lanes run side by side, one per GPU; 2-GPU runs one at a time.
 # Launch-bound configurations (micro-batch <= LAUNCH_BOUND_MB, and ResNet-50)
-# vary most from one process to the next with the host's speed (up to 30 %
-# between two runs on the same machine kind): they run REPEATS times, each in
-# its own process, and xdeep_validate averages the repeats.
+# vary most with the host's speed, from one process to the next (up to 30 %
+# between two runs on the same machine kind) and from one step to the next
+# (30-45 ms for GPT-350M micro-batch 1 in one process): they run REPEATS times,
+# each in its own process, with LAUNCH_BOUND_STEPS timed steps (short ones), and
+# xdeep_validate averages the repeats' medians.
 REPEATS=${REPEATS:-2}
 LAUNCH_BOUND_MB=${LAUNCH_BOUND_MB:-2}
+LAUNCH_BOUND_STEPS=${LAUNCH_BOUND_STEPS:-20}
 one() {  # one MODE MODEL MB GPU PORT
-  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1
-  if (( mb <= LAUNCH_BOUND_MB )) || [ "$model" = resnet50 ]; then times=$REPEATS; fi
+  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1 steps=$STEPS
+  if (( mb <= LAUNCH_BOUND_MB )) || [ "$model" = resnet50 ]; then
+    times=$REPEATS steps=$LAUNCH_BOUND_STEPS
+  fi
   for ((rep = 1; rep <= times; rep++)); do
     local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mb"
-                --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
+                --resnet-micro-batches "$mb" --steps "$steps" --warmup "$WARMUP" --kernels
                 --out "$work/${mode}_${model}_mb${mb}_r${rep}.json")
     if [ "$mode" = single ]; then
       CUDA_VISIBLE_DEVICES=$gpu XDEEP_GPU_CPUS=${gpu_cpus[$gpu]:-} timeout -k 5 90 python3 "${args[@]}"
