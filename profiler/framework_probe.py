@@ -5,14 +5,15 @@
 
 At small micro-batches a model trains only as fast as the host issues its kernels
 (Python, dispatcher, autograd, the launch), and that speed differs from machine to
-machine by tens of percent (bench/validate/README.md). This probe trains a tiny
+machine by tens of percent (bench/validate/README.md), and from one kind of network
+to another. This probe trains, at batch 1, where the GPU idles between kernels, a tiny
 GPT with the op mix of xdeep's GPT workloads (token and position embeddings,
 LayerNorm, bias-free Linear, causal scaled-dot-product attention, GELU, residual
-adds, a tied output head, cross-entropy; bf16 autocast, AdamW) at batch 1, where
-the GPU idles between kernels, and times forward + backward. It writes an
-xdeep.probe_report/1 file with one `framework` entry: the model's shape, the median
+adds, a tied output head, cross-entropy) and ResNet-50 on 64-pixel images (bf16
+autocast, AdamW), and times forward + backward of each. It writes an
+xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
 wall time and the kernels launched (torch.profiler, one more pass). The tuner divides
-the time by its own kernel count for that shape (tuner/hardware_profile.cc), so the
+the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
 GPU's other reports.
 """
@@ -25,8 +26,9 @@ import statistics
 import sys
 import time
 
-# The tiny model: every kernel runs in a few microseconds on a current GPU.
-SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vocab": 1024, "batch": 1}
+# The tiny models: every kernel runs in a few microseconds on a current GPU.
+GPT_SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vocab": 1024, "batch": 1}
+RESNET_SHAPE = {"depth": 50, "image": 64, "classes": 10, "batch": 1}  # BatchNorm wants > 1 value
 
 
 def gpt_classes(torch):
@@ -73,6 +75,57 @@ def gpt_classes(torch):
     return Block, Gpt
 
 
+def resnet50_class(torch):
+    """ResNet-50 as torchvision builds it (v1.5: stride in the 3x3 conv; bias-free convs,
+    BatchNorm, in-place ReLU), without needing torchvision: the probe times its launch
+    path, which is the same at 64 pixels as at 224, with the GPU idle between kernels."""
+    nn = torch.nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, inplanes, planes, stride):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(inplanes, planes, 1, bias=False), nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes * 4)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = None
+            if stride != 1 or inplanes != planes * 4:
+                self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes * 4, 1, stride, bias=False),
+                                                nn.BatchNorm2d(planes * 4))
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            out += x if self.downsample is None else self.downsample(x)
+            return self.relu(out)
+
+    class ResNet50(nn.Module):
+        def __init__(self, classes):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1, self.relu = nn.BatchNorm2d(64), nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            stages, inplanes = [], 64
+            for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+                stage = []
+                for i in range(blocks):
+                    stage.append(Bottleneck(inplanes, planes, stride if i == 0 else 1))
+                    inplanes = planes * 4
+                stages.append(nn.Sequential(*stage))
+            self.layer1, self.layer2, self.layer3, self.layer4 = stages
+            self.avgpool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(2048, classes)
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    return ResNet50
+
+
 def kernel_count_and_busy_s(torch, fn, device):
     """Kernels (memory copies and sets included: each costs a launch) and their GPU time
     in one call of fn, from torch.profiler."""
@@ -105,20 +158,43 @@ def measure(args):
     device = torch.device("cpu") if args.cpu else torch.device("cuda", args.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    shape = SHAPE
-    _, gpt = gpt_classes(torch)
-    model = gpt(*(shape[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device=device)
     gen.manual_seed(1234)
-    idx = torch.randint(0, shape["vocab"], (shape["batch"], shape["seq"]), device=device, generator=gen)
-    target = torch.randint(0, shape["vocab"], (shape["batch"], shape["seq"]), device=device, generator=gen)
-    dtype = torch.bfloat16
+    _, gpt = gpt_classes(torch)
+    g = GPT_SHAPE
+    tokens = (g["batch"], g["seq"])
+    entries = [time_forward_backward(
+        torch, args, device, "gpt", g,
+        gpt(*(g[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))),
+        torch.randint(0, g["vocab"], tokens, device=device, generator=gen),
+        torch.randint(0, g["vocab"], tokens, device=device, generator=gen))]
+    r = RESNET_SHAPE
+    entries.append(time_forward_backward(
+        torch, args, device, "resnet", r, resnet50_class(torch)(r["classes"]),
+        torch.randn(r["batch"], 3, r["image"], r["image"], device=device, generator=gen),
+        torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen)))
+    gpu = None
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        gpu = {"name": p.name, "count": torch.cuda.device_count(), "memory_bytes": p.total_memory,
+               "sm_count": p.multi_processor_count, "compute_capability": f"{p.major}.{p.minor}"}
+    versions = {"torch": torch.__version__}
+    if torch.version.cuda:
+        versions["cuda_runtime"] = torch.version.cuda
+    return entries, gpu, versions
+
+
+def time_forward_backward(torch, args, device, name, shape, model, inputs, target):
+    """One framework entry: the median wall time of the model's forward + backward (bf16
+    autocast; AdamW steps between, untimed: the tuner times the optimizer apart) and the
+    kernels one pass launches."""
+    model = model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
 
     def forward_backward():
-        with torch.autocast(device.type, dtype=dtype):
-            out = model(idx)
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            out = model(inputs)
             loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
         loss.backward()
 
@@ -130,25 +206,16 @@ def measure(args):
         sync()
         if i >= args.warmup:
             times.append(time.perf_counter() - t0)
-        opt.step()  # outside the timing: the model times the optimizer apart
+        opt.step()
         opt.zero_grad(set_to_none=True)
     kernels, busy_s = kernel_count_and_busy_s(torch, forward_backward, device)
     times.sort()
     median = statistics.median(times)
-    entry = dict(name="torch", version=torch.__version__, device=device.type, model="gpt", **shape,
-                 kernels=kernels,
-                 median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
-                 spread=(times[-1] - times[0]) / median, iterations=len(times),
-                 gpu_busy_fraction=min(1.0, busy_s / median))
-    gpu = None
-    if device.type == "cuda":
-        p = torch.cuda.get_device_properties(device)
-        gpu = {"name": p.name, "count": torch.cuda.device_count(), "memory_bytes": p.total_memory,
-               "sm_count": p.multi_processor_count, "compute_capability": f"{p.major}.{p.minor}"}
-    versions = {"torch": torch.__version__}
-    if torch.version.cuda:
-        versions["cuda_runtime"] = torch.version.cuda
-    return entry, gpu, versions
+    return dict(name="torch", version=torch.__version__, device=device.type, model=name, **shape,
+                kernels=kernels,
+                median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
+                spread=(times[-1] - times[0]) / median, iterations=len(times),
+                gpu_busy_fraction=min(1.0, busy_s / median))
 
 
 def main():
@@ -166,7 +233,7 @@ def main():
         ap.error("--steps must be at least 3 and --warmup at least 1")
     t0 = time.perf_counter()
     try:
-        entry, gpu, versions = measure(args)
+        entries, gpu, versions = measure(args)
     except ImportError as e:
         sys.exit(f"framework_probe: PyTorch is not importable here ({e}); run it with the "
                  "Python environment the jobs use")
@@ -178,7 +245,7 @@ def main():
         "nodes": 1, "ranks": 1, "gpus_per_node": gpu["count"] if gpu else 0,
         "elapsed_s": time.perf_counter() - t0,
         "gemm": [], "attention": [], "bandwidth": [], "collectives": [],
-        "framework": [entry], "errors": [],
+        "framework": entries, "errors": [],
     }
     if gpu:
         report["gpu"] = gpu
@@ -186,10 +253,11 @@ def main():
     with open(tmp, "w") as f:
         json.dump(report, f, indent=2)
     os.replace(tmp, args.out)
-    print(f"framework_probe: torch {entry['version']}: forward + backward of a {entry['layers']}-layer "
-          f"GPT at batch 1 in {entry['median_s'] * 1e3:.2f} ms, {entry['kernels']} kernels, "
-          f"{entry['median_s'] / max(entry['kernels'], 1) * 1e6:.1f} us each, "
-          f"GPU busy {entry['gpu_busy_fraction']:.0%}")
+    for e in entries:
+        what = f"{e['layers']}-layer GPT" if e["model"] == "gpt" else f"ResNet-{e['depth']} at {e['image']} px"
+        print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}, "
+              f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
+              f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}")
 
 
 if __name__ == "__main__":

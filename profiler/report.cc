@@ -186,9 +186,17 @@ nlohmann::json ToJson(const Report& r) {
   j["framework"] = json::array();
   for (const FrameworkEntry& e : r.framework) {
     json o = {{"name", e.name},   {"version", e.version}, {"device", e.device},
-              {"model", e.model}, {"layers", e.layers},   {"hidden", e.hidden},
-              {"heads", e.heads}, {"ffn", e.ffn},         {"seq", e.seq},
-              {"vocab", e.vocab}, {"batch", e.batch},     {"kernels", e.kernels}};
+              {"model", e.model}, {"batch", e.batch},     {"kernels", e.kernels}};
+    if (e.model == "resnet") {
+      o.update({{"depth", e.depth}, {"image", e.image}, {"classes", e.classes}});
+    } else {
+      o.update({{"layers", e.layers},
+                {"hidden", e.hidden},
+                {"heads", e.heads},
+                {"ffn", e.ffn},
+                {"seq", e.seq},
+                {"vocab", e.vocab}});
+    }
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
     j["framework"].push_back(o);
@@ -306,14 +314,19 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       if (o.contains("device")) e.device = Str(o, "device", w);
       OneOf(e.device, {"cuda", "cpu"}, w + ".device");
       e.model = Str(o, "model", w);
-      OneOf(e.model, {"gpt"}, w + ".model");
-      for (auto [key, field] : {std::pair{"layers", &e.layers},
-                                {"hidden", &e.hidden},
-                                {"heads", &e.heads},
-                                {"ffn", &e.ffn},
-                                {"seq", &e.seq},
-                                {"vocab", &e.vocab},
-                                {"batch", &e.batch}}) {
+      OneOf(e.model, {"gpt", "resnet"}, w + ".model");
+      std::vector<std::pair<const char*, int*>> shape = {{"batch", &e.batch}};
+      if (e.model == "resnet") {
+        shape.insert(shape.end(), {{"depth", &e.depth}, {"image", &e.image}, {"classes", &e.classes}});
+      } else {
+        shape.insert(shape.end(), {{"layers", &e.layers},
+                                   {"hidden", &e.hidden},
+                                   {"heads", &e.heads},
+                                   {"ffn", &e.ffn},
+                                   {"seq", &e.seq},
+                                   {"vocab", &e.vocab}});
+      }
+      for (auto [key, field] : shape) {
         *field = static_cast<int>(Int(o, key, w));
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }

@@ -85,8 +85,10 @@ struct FrameworkEntry {
   std::string name;  // torch
   std::string version;
   std::string device = "cuda";  // cpu: a smoke run, no launch cost of a GPU
-  std::string model;            // gpt: the shape below
-  int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0, batch = 0;
+  std::string model;            // gpt or resnet: the shape below
+  int batch = 0;
+  int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0;  // gpt
+  int depth = 0, image = 0, classes = 0;                               // resnet
   int64_t kernels = 0;           // launched in one forward + backward (torch.profiler)
   Timing timing;                 // forward + backward, wall time
   double gpu_busy_fraction = 0;  // kernel time over wall time: near 0 when launch bound

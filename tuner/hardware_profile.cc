@@ -484,49 +484,69 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
 
   // The framework's host time per kernel (profiler/framework_probe.py), in the
   // step-time model's units: the probe's launch-bound forward + backward of a
-  // tiny GPT over the kernels this model counts for that GPT (forward's, and
-  // twice as many in backward), its device share taken out as the model puts
-  // host and device together (HostAndDevice: sqrt(host² + device²)). The median
-  // of the launch-bound GPU entries; where the GPU was busy half the time or
-  // more, the wall time says little about the host's.
-  std::vector<double> per_kernel;
+  // tiny GPT (and of ResNet-50 on small images) over the kernels this model
+  // counts for that network (forward's, and twice as many in backward), its
+  // device share taken out as the model puts host and device together
+  // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
+  // entries per kind of network; where the GPU was busy half the time or more,
+  // the wall time says little about the host's.
+  std::vector<double> per_kernel, per_kernel_cnn;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
     if (!f.is_object()) return ReportError(source_name, path, "not an object");
-    if (f.value("model", std::string()) != "gpt" ||
+    const std::string model = f.value("model", std::string());
+    if ((model != "gpt" && model != "resnet") ||
         f.value("device", std::string("cuda")) != "cuda" ||
         f.value("gpu_busy_fraction", 1.0) >= 0.5) {
       continue;
     }
-    Workload tiny;
-    TransformerShape& t = tiny.transformer;
-    t.layers = f.value("layers", 0);
-    t.hidden = f.value("hidden", 0);
-    t.heads = t.kv_heads = f.value("heads", 0);
-    t.ffn = f.value("ffn", 0);
-    t.seq_len = f.value("seq", 0);
-    t.vocab = f.value("vocab", 0);
-    t.tied_embeddings = true;
     const double wall_s = f.value("median_s", 0.0);
     const double busy = f.value("gpu_busy_fraction", 0.0);
-    if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 || t.seq_len <= 0 ||
-        t.vocab <= 0 || wall_s <= 0) {
-      return ReportError(source_name, path,
-                         "needs a GPT shape (layers, hidden divisible by heads, ffn, seq, vocab) "
-                         "and median_s > 0");
+    Workload probed;
+    if (model == "resnet") {
+      auto layers = CnnLayerTable(absl::StrCat("resnet", f.value("depth", 0)), f.value("image", 0),
+                                  f.value("classes", 0), probed.precision);
+      if (!layers.ok() || wall_s <= 0) {
+        return ReportError(source_name, path,
+                           "needs a ResNet shape (depth 18, 34, 50, 101 or 152, image >= 32, "
+                           "classes) and median_s > 0");
+      }
+      probed.layers = *std::move(layers);
+    } else {
+      TransformerShape& t = probed.transformer;
+      t.layers = f.value("layers", 0);
+      t.hidden = f.value("hidden", 0);
+      t.heads = t.kv_heads = f.value("heads", 0);
+      t.ffn = f.value("ffn", 0);
+      t.seq_len = f.value("seq", 0);
+      t.vocab = f.value("vocab", 0);
+      t.tied_embeddings = true;
+      if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 ||
+          t.seq_len <= 0 || t.vocab <= 0 || wall_s <= 0) {
+        return ReportError(source_name, path,
+                           "needs a GPT shape (layers, hidden divisible by heads, ffn, seq, vocab) "
+                           "and median_s > 0");
+      }
+      BuildTransformerLayers(probed);
     }
-    BuildTransformerLayers(tiny);
     int forward_kernels = 0;
-    for (const LayerCost& l : tiny.layers) forward_kernels += l.kernels;
-    per_kernel.push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
+    for (const LayerCost& l : probed.layers) forward_kernels += l.kernels;
+    (model == "resnet" ? per_kernel_cnn : per_kernel)
+        .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
   }
   std::string host_note;
   if (!per_kernel.empty()) {
     hw.host_overhead_per_kernel_s = modeling::Median(per_kernel);
-    host_note = absl::StrFormat(" (host %.1f us per kernel from the framework probe)",
+    host_note = absl::StrFormat(" (host %.1f us per kernel from the framework probe",
                                 hw.host_overhead_per_kernel_s * 1e6);
   }
+  if (!per_kernel_cnn.empty()) {
+    hw.host_overhead_per_kernel_cnn_s = modeling::Median(per_kernel_cnn);
+    host_note += absl::StrFormat("%s%.1f us for CNNs", host_note.empty() ? " (host " : ", ",
+                                 hw.host_overhead_per_kernel_cnn_s * 1e6);
+  }
+  if (!host_note.empty()) host_note += ")";
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
   // ranks); busbw = f(n) / beta; inter-node busbw per rail (per GPU of a node).

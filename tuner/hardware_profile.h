@@ -75,10 +75,20 @@ struct HardwareProfile {
   // GPT-125M at micro-batch 1 were launch-bound at about 25 us per kernel with
   // PyTorch 2.11 on this project's H200 hosts (bench/memory_validation/data).
   double host_overhead_per_kernel_s = 25e-6;
-  // Host time per FSDP unit per micro-batch (FSDP2's hooks, copy-in/out): the
-  // same runs with fully_shard take ~3.5 ms per unit more at micro-batch 1
-  // (GPT-125M to 1.3B, 13 to 25 units), hidden once the GPU is busier.
-  double host_overhead_per_fsdp_unit_s = 3.5e-3;
+  // The same for convolutional networks, whose kernels cost the host less
+  // each (cuDNN's convolution, BatchNorm and ReLU against a transformer's views,
+  // casts and attention: ResNet-50 ~16 us per profiled kernel where the
+  // probe's GPT took ~21 on 2x H200, bench/validate/data/2026-11-26_h200x2_heldout2).
+  // From the framework probe's ResNet entry; 0: host_overhead_per_kernel_s.
+  double host_overhead_per_kernel_cnn_s = 0;
+  // Host work per FSDP unit per micro-batch (FSDP2's hooks, copy-in/out), in
+  // kernel launches' worth, so that it follows the host's measured speed: the
+  // same runs with fully_shard took ~3.5 ms per unit more at micro-batch 1
+  // (GPT-125M to 1.3B, 13 to 25 units) where launches took 25 us; on a host
+  // whose framework probe read 18.4 us, ~2.5 ms (2x H200, 07:14 and 07:26:
+  // bench/validate/data/2026-11-26_h200x2_heldout2).
+  double fsdp_unit_host_kernels = 108;
+  double fsdp_tensor_host_kernels = 4;
   std::string host;  // measured profiles: where and when
   std::string date;
 

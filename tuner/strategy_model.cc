@@ -110,6 +110,7 @@ struct RankData {
   double max_layer_matmul = 0;
   double act_recompute_blocks = 0;  // part of act_recompute that is a block's input
   double fsdp_units = 0;            // FSDP units on the rank (root counted once)
+  double param_tensors = 0;         // parameter tensors on the rank
   double unit_params = 0;           // largest FSDP unit (one layer) on the rank
   double unit_pair_params = 0;      // largest two neighbouring FSDP units on the rank
   double root_params = 0;           // embedding / head: FSDP's root unit, kept gathered
@@ -160,7 +161,7 @@ bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, co
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
          ta.launch_fwd >= tb.launch_fwd && a.send_bytes >= b.send_bytes && a.chunks >= b.chunks &&
          a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
-         a.fsdp_units >= b.fsdp_units;
+         a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors;
 }
 
 }  // namespace
@@ -258,6 +259,7 @@ struct StrategyModel::Impl {
         const double div = l.tp_capable ? tp : 1;
         r.params += l.params / div;
         r.matmul_params += l.matmul_params / div;
+        r.param_tensors += l.param_tensors > 0 ? l.param_tensors : (l.params > 0 ? 1 : 0);
         const bool recomputed = l.recompute_saved_bytes < l.saved_activation_bytes;
         if (recomputed) {
           r.max_layer_matmul = std::max(r.max_layer_matmul, l.matmul_params / div);
@@ -360,6 +362,10 @@ struct StrategyModel::Impl {
     std::vector<RankTimes> out(pp);
     const auto chunks = Chunks(pp * v);
     const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
+    const double host_per_kernel =
+        w.family == ModelFamily::kCnn && hw.host_overhead_per_kernel_cnn_s > 0
+            ? hw.host_overhead_per_kernel_cnn_s
+            : hw.host_overhead_per_kernel_s;
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankTimes& r = out[c % pp];
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
@@ -403,7 +409,7 @@ struct StrategyModel::Impl {
         bwd += (8 * act + l.extra_traffic_bwd_bytes * mb / t) / bw;
         r.fwd += fwd;
         r.bwd += bwd;
-        r.launch_fwd += l.kernels * hw.host_overhead_per_kernel_s;
+        r.launch_fwd += l.kernels * host_per_kernel;
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
           r.tp_comm_fwd +=
@@ -637,10 +643,14 @@ StepTime StrategyModel::Time(const Configuration& c) {
     // forward's kernels) -- what bounds small micro-batches in eager mode.
     double launch_f = r.launch_fwd, launch_b = 2 * r.launch_fwd;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
-      // FSDP2's per-unit host work (pre/post hooks, all-gather copy-in and
-      // copy-out, reduce-scatter staging): about a third in forward.
-      launch_f += d.fsdp_units * hw.host_overhead_per_fsdp_unit_s / 3;
-      launch_b += d.fsdp_units * hw.host_overhead_per_fsdp_unit_s * 2 / 3;
+      // FSDP2's host work per unit (pre/post hooks, all-gather copy-in and
+      // copy-out, reduce-scatter staging) and per parameter tensor (its views
+      // into the gathered storage, its sharded gradient): a third in forward.
+      const double s = (d.fsdp_units * hw.fsdp_unit_host_kernels +
+                        d.param_tensors * hw.fsdp_tensor_host_kernels) *
+                       hw.host_overhead_per_kernel_s;
+      launch_f += s / 3;
+      launch_b += s * 2 / 3;
     }
     // Autocast casts every matmul weight to 16 bits in each forward (read 4,
     // write 2 bytes; FSDP with 16-bit parameters gathers them cast already)

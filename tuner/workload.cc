@@ -87,6 +87,7 @@ void BuildTransformerLayers(Workload& w) {
   embed.matmul_params = 0;  // looked up, never multiplied: no 16-bit copy
   embed.output_bytes = s * h * r;
   embed.kernels = 3;  // token and position lookups, add
+  embed.param_tensors = t.learned_positions ? 2 : 1;
   w.layers.push_back(embed);
 
   for (int i = 0; i < t.layers; ++i) {
@@ -136,6 +137,7 @@ void BuildTransformerLayers(Workload& w) {
     // Eager PyTorch, per block: 2 LayerNorms, 4 GEMMs with their 4 weight and
     // 2 input casts (autocast), attention, activation, 2 residual adds.
     b.kernels = 17 + (t.gated_mlp ? 3 : 0);
+    b.param_tensors = 4 + 2 + (t.gated_mlp ? 3 : 2);  // 2 LayerNorms, QKV, out, MLP
     // Megatron-LM (Shoeybi et al. 2019, fig. 3): one all-reduce after the
     // attention block and one after the MLP in forward, two in backward.
     b.tp_comm_bytes = s * h * a;
@@ -154,6 +156,7 @@ void BuildTransformerLayers(Workload& w) {
   head.recompute_saved_bytes = head.saved_activation_bytes;
   head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
   head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
+  head.param_tensors = t.tied_embeddings ? 2 : 3;  // final LayerNorm, projection
   // Cross-entropy over the vocabulary runs in fp32 under autocast, per logit:
   // cast from 16 bits (read 2, write 4) and log-softmax (two reads, one
   // write of 4) forward; NLL's gradient (write 4), log-softmax backward (two
@@ -198,6 +201,7 @@ struct CnnBuilder {
     // each conv (PyTorch's profile of ResNet-50 on H200: ~920 kernels per
     // step, bench/validate/data/2026-11-26_h200x2_calibration).
     l.kernels = 4 + (bn ? 1 : 0) + (relu ? 1 : 0);
+    l.param_tensors = bn ? 3 : 2;  // weight and BN's scale and shift, or a bias
     layers.push_back(std::move(l));
     if (changes_state) {
       hw = out_hw;
@@ -228,6 +232,7 @@ struct CnnBuilder {
     l.output_bytes = double{1} * out * a;
     l.recompute_saved_bytes = l.output_bytes;
     l.kernels = relu_dropout ? 5 : 3;
+    l.param_tensors = 2;
     layers.push_back(std::move(l));
   }
 };

@@ -81,6 +81,10 @@ struct LayerCost {
   // launches about twice as many); bounds small micro-batches, where the
   // host cannot launch work as fast as the GPU finishes it.
   int kernels = 0;
+  // Parameter tensors of the layer (weights, biases, norm scales): FSDP2
+  // shards and gathers them one by one, so its host time grows with their
+  // number. 0: one tensor if the layer has parameters.
+  int param_tensors = 0;
   // FSDP / ZeRO-3 wrapping unit this layer belongs to (layers with the same
   // name are gathered together); empty = the root unit, gathered for the
   // whole step (embeddings, output head, a CNN's stem and classifier).

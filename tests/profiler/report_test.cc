@@ -40,6 +40,11 @@ Report Sample() {
   f.timing = {9.1e-3, 8.8e-3, 9.6e-3, 0.08, 20};
   f.gpu_busy_fraction = 0.07;
   r.framework.push_back(f);
+  FrameworkEntry cnn = f;
+  cnn.model = "resnet";
+  cnn.depth = 50, cnn.image = 64, cnn.classes = 10;
+  cnn.kernels = 906;
+  r.framework.push_back(cnn);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
 }
@@ -69,7 +74,12 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(out->bandwidth[0].backend, "kokkos");
   ASSERT_EQ(out->collectives.size(), 1u);
   EXPECT_DOUBLE_EQ(out->collectives[0].busbw_gbps, 335.5);
-  ASSERT_EQ(out->framework.size(), 1u);
+  ASSERT_EQ(out->framework.size(), 2u);
+  EXPECT_EQ(out->framework[1].model, "resnet");
+  EXPECT_EQ(out->framework[1].depth, 50);
+  EXPECT_EQ(out->framework[1].image, 64);
+  EXPECT_EQ(out->framework[1].classes, 10);
+  EXPECT_EQ(out->framework[1].kernels, 906);
   EXPECT_EQ(out->framework[0].version, "2.11.0+cu130");
   EXPECT_EQ(out->framework[0].ffn, 512);
   EXPECT_EQ(out->framework[0].kernels, 410);
@@ -117,7 +127,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"collectives", "scope", "x"},
       {"collectives", "busbw_gbps", -1},
       {"bandwidth", "space", "disk"},
-      {"framework", "model", "resnet"},
+      {"framework", "model", "vit"},
       {"framework", "device", "tpu"},
       {"framework", "layers", 0},
       {"framework", "kernels", 0},
@@ -133,6 +143,11 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
   nlohmann::json j = ToJson(Sample());
   j["gemm"][0].erase("k");
   EXPECT_FALSE(ReportFromJson(j).ok());
+  j = ToJson(Sample());
+  j["framework"][1]["image"] = 0;  // a ResNet entry needs its shape
+  absl::StatusOr<Report> r = ReportFromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("framework[1].image"), std::string::npos) << r.status();
 }
 
 TEST(ReportTest, EmptySectionsAreValid) {

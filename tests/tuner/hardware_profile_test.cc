@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
 namespace xdeep::tuner {
@@ -175,6 +176,43 @@ TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("f.json: $.framework[0]: needs a GPT shape"));
+}
+
+TEST(ProbeReportTest, FrameworkProbesResNetEntrySetsTheHostTimeOfConvolutionalNetworks) {
+  auto resnet = CnnLayerTable("resnet50", 64, 10, Precision::kBf16Autocast);
+  ASSERT_TRUE(resnet.ok());
+  int forward = 0;
+  for (const LayerCost& l : *resnet) forward += l.kernels;
+  const std::string entry = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 64,
+      "classes": 10, "batch": 1, "kernels": 906, "median_s": 0.02, "gpu_busy_fraction": 0.1})";
+  auto hw = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry),
+                                           "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_cnn_s,
+                   0.02 * std::sqrt(1 - 0.1 * 0.1) / (3.0 * forward));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
+                               "%.1f us for CNNs", hw->host_overhead_per_kernel_cnn_s * 1e6)));
+
+  // A launch-bound ResNet-50 step follows the CNN figure, a GPT's the other one.
+  auto resnet50 = PresetWorkload("resnet50");
+  auto gpt = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(resnet50.ok() && gpt.ok());
+  Configuration single;
+  single.micro_batch = 1;
+  HardwareProfile faster_cnn = *hw;
+  faster_cnn.host_overhead_per_kernel_cnn_s /= 2;
+  EXPECT_LT(EstimateStepTime(*resnet50, faster_cnn, single).total_s,
+            0.8 * EstimateStepTime(*resnet50, *hw, single).total_s);
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*gpt, faster_cnn, single).total_s,
+                   EstimateStepTime(*gpt, *hw, single).total_s);
+
+  auto bad = HardwareProfileFromProbeReport(
+      WithFramework(R"({"name": "torch", "model": "resnet", "depth": 49, "image": 64, "classes": 10,
+                        "batch": 1, "kernels": 9, "median_s": 0.02, "gpu_busy_fraction": 0.1})"),
+      "f.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("f.json: $.framework[0]: needs a ResNet shape"));
 }
 
 TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {

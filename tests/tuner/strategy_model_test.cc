@@ -195,13 +195,18 @@ TEST(StrategyTimeTest, ZeroStagesCommunication) {
   // ZeRO-3: per micro-batch all-gather bf16 2P (100 ms) before forward and
   // backward, reduce-scatter fp32 4P (200 ms) after; prefetch hides what the
   // compute covers; the first unit (P/10, 10 ms) twice is never hidden.
-  // Units are gathered in 16 bits (no forward cast); FSDP's hooks add
-  // 3.5 ms per unit (10 units) to the launch time, a third of it forward.
+  // Units are gathered in 16 bits (no forward cast); FSDP's host work per
+  // unit and per parameter tensor (10 units of one tensor each) adds to the
+  // launch time, a third of it forward.
   c.sharding = Sharding::kZero3;
-  t = EstimateStepTime(w, SimpleProfile(), c);
+  const HardwareProfile hw = SimpleProfile();
+  t = EstimateStepTime(w, hw, c);
   const double fwd = 0.024, bwd_gpu = 0.048;
-  const double f = std::hypot(fwd, 0.00125 + 10 * 0.0035 / 3);
-  const double b = std::hypot(bwd_gpu + kCast, 0.0025 + 10 * 0.0035 * 2 / 3);
+  const double unit =
+      (hw.fsdp_unit_host_kernels + hw.fsdp_tensor_host_kernels) * hw.host_overhead_per_kernel_s;
+  ASSERT_GT(unit, 0);
+  const double f = std::hypot(fwd, 0.00125 + 10 * unit / 3);
+  const double b = std::hypot(bwd_gpu + kCast, 0.0025 + 10 * unit * 2 / 3);
   EXPECT_NEAR(t.per_micro_batch_s, f + b + (0.1 - fwd) + (0.3 - bwd_gpu) + 2 * 0.01, 1e-12);
 }
 
