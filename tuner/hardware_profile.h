@@ -75,18 +75,20 @@ struct HardwareProfile {
   // GPT-125M at micro-batch 1 were launch-bound at about 25 us per kernel with
   // PyTorch 2.11 on this project's H200 hosts (bench/memory_validation/data).
   double host_overhead_per_kernel_s = 25e-6;
-  // The same for convolutional networks, whose kernels cost the host less
-  // each (cuDNN's convolution, BatchNorm and ReLU against a transformer's views,
-  // casts and attention: ResNet-50 ~16 us per profiled kernel where the
-  // probe's GPT took ~21 on 2x H200, bench/validate/data/2026-11-26_h200x2_heldout2).
-  // From the framework probe's ResNet entry; 0: host_overhead_per_kernel_s.
+  // The same for convolutional networks, whose kernels may cost the host less
+  // each (cuDNN's convolution, BatchNorm and ReLU against a transformer's
+  // views, casts and attention: on 2x H200 ResNet-50 trained at ~16 us per
+  // profiled kernel where the probe's GPT took ~21,
+  // bench/validate/data/2026-11-26_h200x2_heldout2). From the framework
+  // probe's ResNet entry; 0: host_overhead_per_kernel_s.
   double host_overhead_per_kernel_cnn_s = 0;
-  // Host work per FSDP unit per micro-batch (FSDP2's hooks, copy-in/out), in
-  // kernel launches' worth, so that it follows the host's measured speed: the
-  // same runs with fully_shard took ~3.5 ms per unit more at micro-batch 1
-  // (GPT-125M to 1.3B, 13 to 25 units) where launches took 25 us; on a host
-  // whose framework probe read 18.4 us, ~2.5 ms (2x H200, 07:14 and 07:26:
-  // bench/validate/data/2026-11-26_h200x2_heldout2).
+  // FSDP2's host work per micro-batch (hooks, all-gather copy-in and copy-out,
+  // reduce-scatter staging), in kernel launches' worth so that it follows the
+  // host's measured speed: per unit, and per parameter tensor it shards. Fitted
+  // to the micro-batch-1 runs of three 2x H200 machines (FSDP minus single-GPU
+  // step time; bench/validate/data/2026-11-26_h200x2_{validation,bound,heldout2}):
+  // a GPT block (8 tensors) ~140 launches, 3.5 ms at 25 us; ResNet-50 (5 units,
+  // 161 tensors) ~1200, where a per-unit figure alone gave 20-40 % short.
   double fsdp_unit_host_kernels = 108;
   double fsdp_tensor_host_kernels = 4;
   std::string host;  // measured profiles: where and when

@@ -186,7 +186,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
     after_step = []  # allocated after each step (DDP rebuilds its buckets in step 2)
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
-    times = []
+    times, cpus = [], []  # per timed step: seconds, the main thread's CPU
 
     def step():
         for a in range(grad_accum):
@@ -214,6 +214,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         after_step.append(int(torch.cuda.memory_allocated(device) - base))
         if i >= warmup:
             times.append(time.perf_counter() - t0)
+            cpus.append(current_cpu())
     breakdown = profile_step(step, device) if kernels else None
     loss_ok = True
     steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
@@ -237,9 +238,20 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         "phase_peak_bytes": {k: int(v) for k, v in phase_peaks.items()},
         "step_time_median_s": statistics.median(times),
         "step_times_s": times,
+        "step_cpus": cpus,
         "ok": loss_ok,
         **({"kernel_profile": breakdown} if breakdown else {}),
     }
+
+
+def current_cpu():
+    """The CPU the calling thread is on (/proc's `processor` field), -1 where unknown: a
+    process's launch speed may follow the core its main thread runs on."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return -1
 
 
 def eager_op_host_seconds(device, ops=3000):
