@@ -9,7 +9,7 @@ machine by tens of percent (bench/validate/README.md), and from one kind of netw
 to another. This probe trains, at batch 1, where the GPU idles between kernels, a tiny
 GPT with the op mix of xdeep's GPT workloads (token and position embeddings,
 LayerNorm, bias-free Linear, causal scaled-dot-product attention, GELU, residual
-adds, a tied output head, cross-entropy) and ResNet-50 on 64-pixel images (bf16
+adds, a tied output head, cross-entropy) and ResNet-50 on 224-pixel images (bf16
 autocast, AdamW), and times forward + backward of each. It writes an
 xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
 wall time and the kernels launched (torch.profiler, one more pass). The tuner divides
@@ -28,7 +28,11 @@ import time
 
 # The tiny models: every kernel runs in a few microseconds on a current GPU.
 GPT_SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vocab": 1024, "batch": 1}
-RESNET_SHAPE = {"depth": 50, "image": 64, "classes": 10, "batch": 1}  # BatchNorm wants > 1 value
+# ResNet-50 at the size xdeep's CNN workloads train: at batch 1 its GPU time is a third
+# of the host's on an H200, and the launch path is the training's own (at 64 pixels the
+# probe read ~13 % above ResNet-50 training on the same 1x H200, 07:43-07:51,
+# bench/validate/data/2026-11-26_h200x1_*; the tuner ignores an entry busy >= 50 %).
+RESNET_SHAPE = {"depth": 50, "image": 224, "classes": 1000, "batch": 1}
 
 
 def gpt_classes(torch):
@@ -77,8 +81,7 @@ def gpt_classes(torch):
 
 def resnet50_class(torch):
     """ResNet-50 as torchvision builds it (v1.5: stride in the 3x3 conv; bias-free convs,
-    BatchNorm, in-place ReLU), without needing torchvision: the probe times its launch
-    path, which is the same at 64 pixels as at 224, with the GPU idle between kernels."""
+    BatchNorm, in-place ReLU), without needing torchvision."""
     nn = torch.nn
 
     class Bottleneck(nn.Module):
