@@ -484,7 +484,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
 
   // The framework's host time per kernel (profiler/framework_probe.py), in the
   // step-time model's units: the probe's launch-bound forward + backward of a
-  // tiny GPT (and of ResNet-50 on small images) over the kernels this model
+  // tiny GPT (and of a ResNet) over the kernels this model
   // counts for that network (forward's, and twice as many in backward), its
   // device share taken out as the model puts host and device together
   // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
