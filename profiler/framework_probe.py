@@ -205,6 +205,8 @@ def time_forward_backward(torch, args, device, name, shape, model, inputs, targe
             loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
         loss.backward()
 
+    if args.main_cpu is not None:
+        os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
     times = []
     for i in range(args.warmup + args.steps):
         sync()
@@ -226,16 +228,21 @@ def time_forward_backward(torch, args, device, name, shape, model, inputs, targe
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="report file (JSON), written atomically")
-    # ~5 ms a pass on an H200 host: 100 passes span half a second, long enough that the
-    # host's step-to-step swings (30 % on the device machines) average out in the median.
+    # ~5 ms a GPT pass on an H200 host: 100 passes span half a second.
     ap.add_argument("--steps", type=int, default=100, help="timed forward + backward passes")
     ap.add_argument("--warmup", type=int, default=10, help="untimed passes first")
     ap.add_argument("--device", type=int, default=0, help="CUDA device index")
+    ap.add_argument("--main-cpu", type=int, default=None,
+                    help="time with the main thread alone on this CPU (CUDA's threads keep the "
+                         "process's CPUs): whether the host's speed follows the core")
     ap.add_argument("--cpu", action="store_true",
                     help="smoke run on the CPU (no GPU needed; the tuner ignores its figure)")
     args = ap.parse_args()
     if args.steps < 3 or args.warmup < 1:
         ap.error("--steps must be at least 3 and --warmup at least 1")
+    if args.main_cpu is not None and args.main_cpu not in os.sched_getaffinity(0):
+        ap.error(f"--main-cpu {args.main_cpu} is not one of this process's CPUs "
+                 f"{sorted(os.sched_getaffinity(0))}")
     t0 = time.perf_counter()
     try:
         entries, gpu, versions = measure(args)

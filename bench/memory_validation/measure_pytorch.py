@@ -187,6 +187,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
     times, cpus = [], []  # per timed step: seconds, the main thread's CPU
+    pin_main_thread()
 
     def step():
         for a in range(grad_accum):
@@ -242,6 +243,15 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         "ok": loss_ok,
         **({"kernel_profile": breakdown} if breakdown else {}),
     }
+
+
+def pin_main_thread():
+    """XDEEP_MAIN_CPU=N: this (the main) thread alone onto CPU N, after CUDA and torch
+    started their threads, which keep the process's CPUs: to see whether a launch-bound
+    run's speed follows the core its main thread runs on (bench/validate/host_check.sh)."""
+    cpu = os.environ.get("XDEEP_MAIN_CPU", "")
+    if cpu:
+        os.sched_setaffinity(0, {int(cpu)})  # Linux: 0 is the calling thread
 
 
 def current_cpu():
