@@ -166,15 +166,15 @@ def measure(args):
     _, gpt = gpt_classes(torch)
     g, r = GPT_SHAPE, RESNET_SHAPE
     tokens = (g["batch"], g["seq"])
-    timed = [time_forward_backward(
-        torch, args, device, "gpt", g,
-        gpt(*(g[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))),
-        torch.randint(0, g["vocab"], tokens, device=device, generator=gen),
-        torch.randint(0, g["vocab"], tokens, device=device, generator=gen)),
-        time_forward_backward(
-        torch, args, device, "resnet", r, resnet50_class(torch)(r["classes"]),
-        torch.randn(r["batch"], 3, r["image"], r["image"], device=device, generator=gen),
-        torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen))]
+    networks = [
+        ("gpt", g, gpt(*(g[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))),
+         torch.randint(0, g["vocab"], tokens, device=device, generator=gen),
+         torch.randint(0, g["vocab"], tokens, device=device, generator=gen)),
+        ("resnet", r, resnet50_class(torch)(r["classes"]),
+         torch.randn(r["batch"], 3, r["image"], r["image"], device=device, generator=gen),
+         torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen)),
+    ]
+    timed = [time_forward_backward(torch, args, device, *network) for network in networks]
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
     for entry, forward_backward in timed:
