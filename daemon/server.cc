@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "daemon/probe_scheduler.h"
 #include "daemon/subprocess.h"
+#include "profiler/atomic_file.h"
 #include "tuner/probe_shapes.h"
 
 namespace xdeep::daemon {
@@ -148,22 +149,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   return daemon;
 }
 
-namespace {
-// Written whole or not at all: a probe job never reads half a file.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return absl::InternalError(fmt::format("cannot write {}", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(fmt::format("cannot rename {}: {}", tmp, ec.message()));
-  return absl::OkStatus();
-}
-}  // namespace
-
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
     const xdeep::v1::RunProbesRequest& r) {
   const ProbeConfig& pc = maker_->policy()->probes;
@@ -218,7 +203,7 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
     // Next to the reports: the compute node reads it from the shared directory.
     const std::string path =
         (std::filesystem::path(pc.reports_dir) / (charge.decision_id + "-shapes.json")).string();
-    if (absl::Status s = WriteFileAtomically(path, gemm_shapes); !s.ok()) {
+    if (absl::Status s = profiler::WriteFileAtomically(path, gemm_shapes); !s.ok()) {
       (void)ledger_->Release(charge.decision_id, 0, maker_->Now());
       return s;
     }

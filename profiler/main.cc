@@ -22,6 +22,7 @@
 #include "profiler/bootstrap.h"
 #include "profiler/collective_math.h"
 #include "profiler/deadline.h"
+#include "profiler/gpu_probes.h"
 #include "profiler/report.h"
 #include "profiler/shapes.h"
 #include "profiler/suites.h"
@@ -103,7 +104,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> gemm_args, layer_args, attention_args;
   double time_limit = 120, probe_limit = 10;
   int samples = 20, algos = 1;
-  double settle_ms = 0, warm_up_ms = 60, gemm_duty = 0.8;
+  const xp::GemmProbeOptions gemm_defaults;
+  double settle_ms = absl::ToDoubleMilliseconds(gemm_defaults.settle),
+         warm_up_ms = absl::ToDoubleMilliseconds(gemm_defaults.warm_up),
+         gemm_duty = gemm_defaults.duty;
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");

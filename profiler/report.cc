@@ -1,21 +1,39 @@
 // The probe report: JSON conversion and files.
 #include "profiler/report.h"
 
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "profiler/atomic_file.h"
 
 namespace xdeep::profiler {
 namespace {
 
 using nlohmann::json;
+
+// The shape fields of a framework entry's network (model gpt or resnet), by
+// JSON key: one list for writing and reading.
+template <typename Entry>  // FrameworkEntry, const or not
+auto ShapeFields(Entry& e) {
+  std::vector<std::pair<const char*, decltype(&e.batch)>> f = {{"batch", &e.batch}};
+  if (e.model == "resnet") {
+    f.insert(f.end(), {{"depth", &e.depth}, {"image", &e.image}, {"classes", &e.classes}});
+  } else {
+    f.insert(f.end(), {{"layers", &e.layers},
+                       {"hidden", &e.hidden},
+                       {"heads", &e.heads},
+                       {"ffn", &e.ffn},
+                       {"seq", &e.seq},
+                       {"vocab", &e.vocab}});
+  }
+  return f;
+}
 
 // Thrown inside this file only and turned into a Status at the boundary.
 struct FieldError {
@@ -185,18 +203,12 @@ nlohmann::json ToJson(const Report& r) {
   }
   j["framework"] = json::array();
   for (const FrameworkEntry& e : r.framework) {
-    json o = {{"name", e.name},   {"version", e.version}, {"device", e.device},
-              {"model", e.model}, {"batch", e.batch},     {"kernels", e.kernels}};
-    if (e.model == "resnet") {
-      o.update({{"depth", e.depth}, {"image", e.image}, {"classes", e.classes}});
-    } else {
-      o.update({{"layers", e.layers},
-                {"hidden", e.hidden},
-                {"heads", e.heads},
-                {"ffn", e.ffn},
-                {"seq", e.seq},
-                {"vocab", e.vocab}});
-    }
+    json o = {{"name", e.name},
+              {"version", e.version},
+              {"device", e.device},
+              {"model", e.model},
+              {"kernels", e.kernels}};
+    for (auto [key, field] : ShapeFields(e)) o[key] = *field;
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
     j["framework"].push_back(o);
@@ -315,18 +327,7 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       OneOf(e.device, {"cuda", "cpu"}, w + ".device");
       e.model = Str(o, "model", w);
       OneOf(e.model, {"gpt", "resnet"}, w + ".model");
-      std::vector<std::pair<const char*, int*>> shape = {{"batch", &e.batch}};
-      if (e.model == "resnet") {
-        shape.insert(shape.end(), {{"depth", &e.depth}, {"image", &e.image}, {"classes", &e.classes}});
-      } else {
-        shape.insert(shape.end(), {{"layers", &e.layers},
-                                   {"hidden", &e.hidden},
-                                   {"heads", &e.heads},
-                                   {"ffn", &e.ffn},
-                                   {"seq", &e.seq},
-                                   {"vocab", &e.vocab}});
-      }
-      for (auto [key, field] : shape) {
+      for (auto [key, field] : ShapeFields(e)) {
         *field = static_cast<int>(Int(o, key, w));
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }
@@ -356,18 +357,7 @@ absl::StatusOr<Report> ParseReport(const std::string& text) {
 }
 
 absl::Status WriteReport(const Report& r, const std::string& path) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp));
-    out << ToJson(r).dump(2) << "\n";
-    if (!out.flush()) return absl::DataLossError(absl::StrCat("short write to ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, ToJson(r).dump(2) + "\n");
 }
 
 absl::StatusOr<Report> ReadReport(const std::string& path) {

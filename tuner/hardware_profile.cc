@@ -227,12 +227,11 @@ FitQuery FitOrFallback(const HardwareProfile& hw, CollectiveOp op, FabricScope s
   return InterpolateFits(hw.collectives, CollectiveOp::kAllReduce, scope, ranks);
 }
 
-}  // namespace
-
-namespace {
+// A GEMM layer of the interpolator: its (n, k), rounded.
 std::pair<int64_t, int64_t> LayerKey(double n, double k) {
   return {std::llround(n), std::llround(k)};
 }
+
 }  // namespace
 
 GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {

@@ -24,6 +24,7 @@
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "profiler/atomic_file.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/modeling/scaling_correction.h"
 #include "tuner/probe_shapes.h"
@@ -117,16 +118,10 @@ int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro
     workloads.push_back(*std::move(w));
   }
   const std::string doc = tuner::GemmShapesJson(workloads, micro_batches);
-  const std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << doc;
-    if (!out) {
-      std::fprintf(stderr, "xdeep_validate: cannot write %s\n", tmp.c_str());
-      return 2;
-    }
+  if (absl::Status s = profiler::WriteFileAtomically(out_path, doc); !s.ok()) {
+    std::fprintf(stderr, "xdeep_validate: %s\n", std::string(s.message()).c_str());
+    return 2;
   }
-  std::rename(tmp.c_str(), out_path.c_str());
   std::printf("%zu GEMM layers (x3: fwd, dgrad, wgrad) for %zu workloads -> %s\n",
               nlohmann::json::parse(doc)["layers"].size(), models.size(), out_path.c_str());
   return 0;

@@ -1,8 +1,7 @@
 // Sampling planner: on synthetic scaling functions with noise, a plan spends
 // <= 10 % of the full grid's probe cost, and its model's median prediction
 // error at held-out larger scales stays within 2 percentage points of the
-// model fitted on the full grid. Also the Gaussian process (the planner's
-// earlier acquisition, kept as a library component).
+// model fitted on the full grid.
 #include "tuner/modeling/sampling_planner.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +12,6 @@
 #include <set>
 
 #include "tests/tuner/modeling/test_functions.h"
-#include "tuner/modeling/gaussian_process.h"
 
 namespace xdeep::modeling {
 namespace {
@@ -21,23 +19,6 @@ namespace {
 using testing::Grid;
 using testing::Sample;
 using testing::TrueFunction;
-
-TEST(GaussianProcess, InterpolatesAndIsUncertainAwayFromData) {
-  std::vector<std::vector<double>> x;
-  std::vector<double> y;
-  for (double v = 0; v <= 4; v += 0.5) {
-    x.push_back({v});
-    y.push_back(std::sin(v));
-  }
-  absl::StatusOr<GaussianProcess> gp = GaussianProcess::Fit(x, y);
-  ASSERT_TRUE(gp.ok()) << gp.status();
-  const double at_data = 2.0, between = 2.25, far = 8.0;
-  EXPECT_NEAR(gp->Predict(std::span<const double>(&between, 1)).mean, std::sin(between), 0.05);
-  const double v_data = gp->Predict(std::span<const double>(&at_data, 1)).variance;
-  const double v_far = gp->Predict(std::span<const double>(&far, 1)).variance;
-  EXPECT_LT(v_data, v_far / 10);
-  EXPECT_FALSE(GaussianProcess::Fit({{1.0}}, {1.0}).ok());
-}
 
 struct Scenario {
   const char* name;
