@@ -12,18 +12,22 @@ LayerNorm, bias-free Linear, causal scaled-dot-product attention, GELU, residual
 adds, a tied output head, cross-entropy) and ResNet-50 on 224-pixel images (bf16
 autocast, AdamW), and times forward + backward of each. It writes an
 xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
-wall time and the kernels launched (torch.profiler, one more pass). The tuner divides
+wall time, the kernels launched (torch.profiler, one more pass) and the median wall time
+of the same pass under DistributedDataParallel (one rank: the reducer's gradient copies
+and buffer broadcast, which it does at any world size). The tuner divides
 the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
 GPU's other reports.
 """
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import socket
 import statistics
 import sys
+import tempfile
 import time
 
 # The tiny models: every kernel runs in a few microseconds on a current GPU.
@@ -175,11 +179,18 @@ def measure(args):
          torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen)),
     ]
     timed = [time_forward_backward(torch, args, device, *network) for network in networks]
+    with one_rank_process_group(torch, device):
+        ddp = torch.nn.parallel.DistributedDataParallel
+        wrapped = [time_forward_backward(torch, args, device, name, shape,
+                                         ddp(model, device_ids=[device] if device.type == "cuda" else None),
+                                         inputs, target)[0]
+                   for name, shape, model, inputs, target in networks]
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
-    for entry, forward_backward in timed:
+    for (entry, forward_backward), with_ddp in zip(timed, wrapped):
         kernels, busy_s = kernel_count_and_busy_s(torch, forward_backward, device)
-        entries.append(dict(entry, kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / entry["median_s"])))
+        entries.append(dict(entry, kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / entry["median_s"]),
+                            ddp_median_s=with_ddp["median_s"]))
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -189,6 +200,20 @@ def measure(args):
     if torch.version.cuda:
         versions["cuda_runtime"] = torch.version.cuda
     return entries, gpu, versions
+
+
+@contextlib.contextmanager
+def one_rank_process_group(torch, device):
+    """A process group of this process alone (NCCL on a GPU, Gloo on the CPU), through a
+    file store in a private temporary folder: no port to pick, nothing left behind."""
+    dist = torch.distributed
+    with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                init_method=f"file://{folder}/store", rank=0, world_size=1)
+        try:
+            yield
+        finally:
+            dist.destroy_process_group()
 
 
 def time_forward_backward(torch, args, device, name, shape, model, inputs, target):
@@ -269,7 +294,8 @@ def main():
         what = f"{e['layers']}-layer GPT" if e["model"] == "gpt" else f"ResNet-{e['depth']} at {e['image']} px"
         print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}, "
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
-              f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}")
+              f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}; "
+              f"{e['ddp_median_s'] * 1e3:.2f} ms under DDP")
 
 
 if __name__ == "__main__":

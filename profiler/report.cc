@@ -211,6 +211,7 @@ nlohmann::json ToJson(const Report& r) {
     for (auto [key, field] : ShapeFields(e)) o[key] = *field;
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
+    if (e.ddp_median_s > 0) o["ddp_median_s"] = e.ddp_median_s;
     j["framework"].push_back(o);
   }
   j["errors"] = json::array();
@@ -335,6 +336,10 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       if (e.kernels <= 0) throw FieldError{absl::StrCat(w, ".kernels: must be positive")};
       e.timing = GetTiming(o, w);
       e.gpu_busy_fraction = Num(o, "gpu_busy_fraction", w);
+      if (o.contains("ddp_median_s")) {
+        e.ddp_median_s = Num(o, "ddp_median_s", w);
+        if (e.ddp_median_s <= 0) throw FieldError{absl::StrCat(w, ".ddp_median_s: must be positive")};
+      }
       r.framework.push_back(e);
     }
     i = 0;

@@ -489,7 +489,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
-  std::vector<double> per_kernel, per_kernel_cnn;
+  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
@@ -529,10 +529,19 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       }
       BuildTransformerLayers(probed);
     }
-    int forward_kernels = 0;
-    for (const LayerCost& l : probed.layers) forward_kernels += l.kernels;
+    int forward_kernels = 0, ddp_launches = 0;
+    for (const LayerCost& l : probed.layers) {
+      forward_kernels += l.kernels;
+      ddp_launches += 2 * l.param_tensors + l.buffer_tensors;
+    }
     (model == "resnet" ? per_kernel_cnn : per_kernel)
         .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
+    // The DDP-wrapped pass of the same process: what the reducer adds on the
+    // host, over the launches the step-time model counts for it.
+    const double ddp_s = f.value("ddp_median_s", 0.0);
+    if (ddp_s > 0 && ddp_launches > 0) {
+      ddp_per_launch.push_back(std::max(0.0, ddp_s - wall_s) / ddp_launches);
+    }
   }
   std::string host_note;
   if (!per_kernel.empty()) {
@@ -544,6 +553,11 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     hw.host_overhead_per_kernel_cnn_s = modeling::Median(per_kernel_cnn);
     host_note += absl::StrFormat("%s%.1f us for CNNs", host_note.empty() ? " (host " : ", ",
                                  hw.host_overhead_per_kernel_cnn_s * 1e6);
+  }
+  if (!ddp_per_launch.empty()) {
+    hw.ddp_host_per_launch_s = modeling::Median(ddp_per_launch);
+    host_note += absl::StrFormat("%s%.1f us per DDP reducer launch", host_note.empty() ? " (host " : ", ",
+                                 hw.ddp_host_per_launch_s * 1e6);
   }
   if (!host_note.empty()) host_note += ")";
 

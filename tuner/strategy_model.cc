@@ -111,6 +111,7 @@ struct RankData {
   double act_recompute_blocks = 0;  // part of act_recompute that is a block's input
   double fsdp_units = 0;            // FSDP units on the rank (root counted once)
   double param_tensors = 0;         // parameter tensors on the rank
+  double buffer_tensors = 0;        // buffers (BatchNorm statistics) on the rank
   double unit_params = 0;           // largest FSDP unit (one layer) on the rank
   double unit_pair_params = 0;      // largest two neighbouring FSDP units on the rank
   double root_params = 0;           // embedding / head: FSDP's root unit, kept gathered
@@ -161,7 +162,8 @@ bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, co
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
          ta.launch_fwd >= tb.launch_fwd && a.send_bytes >= b.send_bytes && a.chunks >= b.chunks &&
          a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
-         a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors;
+         a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors &&
+         a.buffer_tensors >= b.buffer_tensors;
 }
 
 }  // namespace
@@ -260,6 +262,7 @@ struct StrategyModel::Impl {
         r.params += l.params / div;
         r.matmul_params += l.matmul_params / div;
         r.param_tensors += l.param_tensors > 0 ? l.param_tensors : (l.params > 0 ? 1 : 0);
+        r.buffer_tensors += l.buffer_tensors;
         const bool recomputed = l.recompute_saved_bytes < l.saved_activation_bytes;
         if (recomputed) {
           r.max_layer_matmul = std::max(r.max_layer_matmul, l.matmul_params / div);
@@ -634,7 +637,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
   const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
   const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
-  double t_mb = 0, t_b_last = 0, grad_params = 0, dp_exposed = 0;
+  double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, dp_exposed = 0;
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
@@ -652,6 +655,14 @@ StepTime StrategyModel::Time(const Configuration& c) {
       launch_f += s / 3;
       launch_b += s * 2 / 3;
     }
+    if (c.sharding == Sharding::kNone && c.dp > 1) {
+      // DDP's reducer copies each gradient into its bucket and scales it as
+      // backward produces it, and copies each buffer out of the broadcast that
+      // starts every forward (PyTorch's profile: 2 launches per parameter
+      // tensor and 1 per buffer more than single-GPU training, on 2x H200).
+      launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
+      launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
+    }
     // Autocast casts every matmul weight to 16 bits in each forward (read 4,
     // write 2 bytes; FSDP with 16-bit parameters gathers them cast already)
     // and each weight gradient back to the fp32 parameter's type in backward.
@@ -663,8 +674,9 @@ StepTime StrategyModel::Time(const Configuration& c) {
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
     double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd;
-    double b =
-        HostAndDevice(r.bwd + cast_b, launch_b) + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    const double b_device = r.bwd + cast_b;
+    const double b_launched = HostAndDevice(b_device, launch_b);
+    double b = b_launched + r.tp_comm_fwd;  // [MLM19] as many all-reduces
     if (c.recompute) b += f;  // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
@@ -698,6 +710,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
     if (total > t_mb) {
       t_mb = total;
       t_b_last = b;
+      t_b_idle = b_launched - b_device;
       grad_params = d.params;
     }
   }
@@ -717,11 +730,11 @@ StepTime StrategyModel::Time(const Configuration& c) {
     const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
     if (dp_rpn >= c.dp) {
       // Inside one node the collective's kernels run on the same SMs and HBM
-      // as the backward they overlap, both bandwidth-bound, so overlapping
-      // saves next to nothing: on 2x H200 DDP minus single-GPU step time is
-      // the whole all-reduce plus the bucket copies, at every model size
-      // (bench/validate/data/2026-11-26_h200x2_calibration).
-      dp_exposed = all;
+      // as the backward they overlap, both bandwidth-bound: they hide only in
+      // the time the GPU waits for the host's launches. On 2x H200 DDP minus
+      // single-GPU step time is the whole all-reduce plus the bucket copies at
+      // micro-batch 16, ~30 % less at 4 (bench/validate/data/2026-11-26_h200x2_*).
+      dp_exposed = std::max(last, all - t_b_idle);
     } else {
       dp_exposed = std::max(last, all - t_b_last);
     }

@@ -202,6 +202,7 @@ struct CnnBuilder {
     // step, bench/validate/data/2026-11-26_h200x2_calibration).
     l.kernels = 4 + (bn ? 1 : 0) + (relu ? 1 : 0);
     l.param_tensors = bn ? 3 : 2;  // weight and BN's scale and shift, or a bias
+    l.buffer_tensors = bn ? 3 : 0;
     layers.push_back(std::move(l));
     if (changes_state) {
       hw = out_hw;

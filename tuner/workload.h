@@ -85,6 +85,9 @@ struct LayerCost {
   // shards and gathers them one by one, so its host time grows with their
   // number. 0: one tensor if the layer has parameters.
   int param_tensors = 0;
+  // Buffers the layer keeps beside its parameters (BatchNorm's running mean,
+  // variance and step count): DDP broadcasts them from rank 0 each forward.
+  int buffer_tensors = 0;
   // FSDP / ZeRO-3 wrapping unit this layer belongs to (layers with the same
   // name are gathered together); empty = the root unit, gathered for the
   // whole step (embeddings, output head, a CNN's stem and classifier).

@@ -107,13 +107,18 @@ fi
 # between two runs on the same machine kind) and from one step to the next
 # (30-45 ms for GPT-350M micro-batch 1 in one process): they run REPEATS times,
 # each in its own process, with LAUNCH_BOUND_STEPS timed steps (short ones), and
-# xdeep_validate averages the repeats' medians.
+# xdeep_validate averages the repeats' medians. FSDP's hooks keep it host-bound
+# up to micro-batch FSDP_LAUNCH_BOUND_MB (GPT-125M at 4: 76.5, 75.6 and 41.2 ms
+# on three machines, bench/validate/data/2026-11-26_h200x2_*).
 REPEATS=${REPEATS:-2}
 LAUNCH_BOUND_MB=${LAUNCH_BOUND_MB:-2}
+FSDP_LAUNCH_BOUND_MB=${FSDP_LAUNCH_BOUND_MB:-4}
 LAUNCH_BOUND_STEPS=${LAUNCH_BOUND_STEPS:-20}
 one() {  # one MODE MODEL MB GPU PORT
   local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1 steps=$STEPS
-  if (( mb <= LAUNCH_BOUND_MB )) || [ "$model" = resnet50 ]; then
+  local bound_mb=$LAUNCH_BOUND_MB
+  [ "$mode" = fsdp ] && bound_mb=$FSDP_LAUNCH_BOUND_MB
+  if (( mb <= bound_mb )) || [ "$model" = resnet50 ]; then
     times=$REPEATS steps=$LAUNCH_BOUND_STEPS
   fi
   for ((rep = 1; rep <= times; rep++)); do

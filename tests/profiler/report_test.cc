@@ -44,6 +44,7 @@ Report Sample() {
   cnn.model = "resnet";
   cnn.depth = 50, cnn.image = 64, cnn.classes = 10;
   cnn.kernels = 906;
+  cnn.ddp_median_s = 0.021;
   r.framework.push_back(cnn);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
@@ -80,6 +81,8 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(out->framework[1].image, 64);
   EXPECT_EQ(out->framework[1].classes, 10);
   EXPECT_EQ(out->framework[1].kernels, 906);
+  EXPECT_DOUBLE_EQ(out->framework[1].ddp_median_s, 0.021);
+  EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
   EXPECT_EQ(out->framework[0].version, "2.11.0+cu130");
   EXPECT_EQ(out->framework[0].ffn, 512);
   EXPECT_EQ(out->framework[0].kernels, 410);
@@ -132,6 +135,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "layers", 0},
       {"framework", "kernels", 0},
       {"framework", "median_s", 0.0},
+      {"framework", "ddp_median_s", -1.0},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());

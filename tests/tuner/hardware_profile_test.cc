@@ -215,6 +215,30 @@ TEST(ProbeReportTest, FrameworkProbesResNetEntrySetsTheHostTimeOfConvolutionalNe
               ::testing::HasSubstr("f.json: $.framework[0]: needs a ResNet shape"));
 }
 
+TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
+  // The probe's tiny GPT: 36 parameter tensors (embeddings 2, 4 blocks of 8,
+  // final LayerNorm 2), no buffers; ResNet-50: 161 tensors and 159 BatchNorm
+  // buffers. DDP adds two launches per tensor and one per buffer.
+  std::string gpt = FrameworkEntry(0.006, 0.1);
+  gpt.insert(gpt.size() - 1, R"(, "ddp_median_s": 0.0066)");
+  const std::string resnet = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 224,
+      "classes": 1000, "batch": 1, "kernels": 941, "median_s": 0.016, "gpu_busy_fraction": 0.2,
+      "ddp_median_s": 0.021})";
+  std::string slower = FrameworkEntry(0.006, 0.1);
+  slower.insert(slower.size() - 1, R"(, "ddp_median_s": 0.0075)");
+  auto hw = HardwareProfileFromProbeReport(WithFramework(gpt + "," + resnet + "," + slower),
+                                           "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  // Median of 0.6 ms / 72, 5 ms / 481 and 1.5 ms / 72.
+  EXPECT_DOUBLE_EQ(hw->ddp_host_per_launch_s, 0.005 / 481);
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
+                               "%.1f us per DDP reducer launch", hw->ddp_host_per_launch_s * 1e6)));
+  // Without the DDP pass the built-in figure stays.
+  auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  ASSERT_TRUE(without.ok());
+  EXPECT_DOUBLE_EQ(without->ddp_host_per_launch_s, HardwareProfile().ddp_host_per_launch_s);
+}
+
 TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
   auto bad = HardwareProfileFromProbeReport("{\"schema\": \"other/2\"}", "x.json");
   ASSERT_FALSE(bad.ok());

@@ -163,19 +163,61 @@ TEST(StrategyTimeTest, SingleGpu) {
 
 TEST(StrategyTimeTest, DataParallelAllReduceInsideANodeIsExposed) {
   const Workload w = SimpleGeneric();
+  const HardwareProfile hw = SimpleProfile();
   Configuration c = Single(1);
   c.gpus_per_node = c.dp = 2;
   c.global_batch = 2;
+  // Backward launches its 10 x 10 kernels and DDP's reducer two more per
+  // parameter tensor (10 layers of one); the GPU waits for the host
+  // bwd - (48 ms + casts) of it.
+  const double bwd_gpu = 0.048 + kCast;
+  const double bwd = std::hypot(bwd_gpu, 0.0025 + 2 * 10 * hw.ddp_host_per_launch_s);
   // All-reduce of 4P bytes over 2 ranks: 4e9 * 2(n-1)/n / 100 GB/s = 40 ms;
-  // inside a node it shares the GPU with the backward, so all of it shows,
-  // plus DDP's three bucket copies (6 x 4P bytes at 1000 GB/s = 24 ms).
-  EXPECT_NEAR(EstimateStepTime(w, SimpleProfile(), c).exposed_comm_s, 0.040 + 0.024, 1e-12);
+  // inside a node it shares the GPU with the backward, so only the GPU's
+  // waits hide it, plus DDP's three bucket copies (6 x 4P bytes at
+  // 1000 GB/s = 24 ms).
+  EXPECT_NEAR(EstimateStepTime(w, hw, c).exposed_comm_s, 0.040 - (bwd - bwd_gpu) + 0.024, 1e-12);
   // Across two nodes (one GPU each, 10 GB/s rail): 400 ms, the part past
   // the backward exposed.
   c.gpus_per_node = 1;
   c.nodes = 2;
-  const double bwd = std::hypot(0.048 + kCast, 0.0025);
-  EXPECT_NEAR(EstimateStepTime(w, SimpleProfile(), c).exposed_comm_s, 0.4 - bwd + 0.024, 1e-12);
+  EXPECT_NEAR(EstimateStepTime(w, hw, c).exposed_comm_s, 0.4 - bwd + 0.024, 1e-12);
+}
+
+TEST(StrategyTimeTest, DdpReducerLaunchesAddToALaunchBoundStep) {
+  // ResNet-50 at micro-batch 1 on a GPU fast enough that the host bounds the
+  // step: DDP adds 2 launches per parameter tensor (161) in backward and one
+  // per BatchNorm buffer (159) in forward.
+  auto w = PresetWorkload("resnet50");
+  ASSERT_TRUE(w.ok());
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  HardwareProfile hw = SimpleProfile(10000);
+  hw.ddp_host_per_launch_s = 0;
+  const double without = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  hw.ddp_host_per_launch_s = 20e-6;
+  const double added = EstimateStepTime(*w, hw, c).per_micro_batch_s - without;
+  EXPECT_GT(added, 0.9 * (2 * 161 + 159) * 20e-6);
+  EXPECT_LE(added, (2 * 161 + 159) * 20e-6);
+  // The same launches do not exist without DDP.
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, Single(1)).per_micro_batch_s,
+                   EstimateStepTime(*w, SimpleProfile(10000), Single(1)).per_micro_batch_s);
+}
+
+TEST(StrategyTimeTest, AllReduceHidesWhereTheBackwardWaitsForTheHost) {
+  // The same DDP step on a slower host: the GPU idles between backward's
+  // launches and the all-reduce fills those gaps (down to its last bucket).
+  const Workload w = SimpleGeneric();
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  HardwareProfile slow_host = SimpleProfile();
+  slow_host.host_overhead_per_kernel_s = 1e-3;  // backward: 100 ms to launch
+  const double gpu_bound = EstimateStepTime(w, SimpleProfile(), c).exposed_comm_s;
+  const double host_bound = EstimateStepTime(w, slow_host, c).exposed_comm_s;
+  EXPECT_LT(host_bound, gpu_bound - 0.030);
+  EXPECT_GT(host_bound, 0.024);  // the bucket copies and the last bucket stay
 }
 
 TEST(StrategyTimeTest, ZeroStagesCommunication) {
