@@ -20,7 +20,6 @@ figure is in the step-time model's units; `xdeep-probe merge` joins the file to 
 GPU's other reports.
 """
 import argparse
-import contextlib
 import datetime
 import json
 import os
@@ -179,18 +178,14 @@ def measure(args):
          torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen)),
     ]
     timed = [time_forward_backward(torch, args, device, *network) for network in networks]
-    with one_rank_process_group(torch, device):
-        ddp = torch.nn.parallel.DistributedDataParallel
-        wrapped = [time_forward_backward(torch, args, device, name, shape,
-                                         ddp(model, device_ids=[device] if device.type == "cuda" else None),
-                                         inputs, target)[0]
-                   for name, shape, model, inputs, target in networks]
+    ddp_s = time_under_ddp(torch, args, device, networks)
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
-    for (entry, forward_backward), with_ddp in zip(timed, wrapped):
+    for (entry, forward_backward), with_ddp in zip(timed, ddp_s):
         kernels, busy_s = kernel_count_and_busy_s(torch, forward_backward, device)
-        entries.append(dict(entry, kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / entry["median_s"]),
-                            ddp_median_s=with_ddp["median_s"]))
+        entries.append(dict(entry, kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / entry["median_s"])))
+        if with_ddp:
+            entries[-1]["ddp_median_s"] = with_ddp
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -202,18 +197,30 @@ def measure(args):
     return entries, gpu, versions
 
 
-@contextlib.contextmanager
-def one_rank_process_group(torch, device):
-    """A process group of this process alone (NCCL on a GPU, Gloo on the CPU), through a
-    file store in a private temporary folder: no port to pick, nothing left behind."""
+def time_under_ddp(torch, args, device, networks):
+    """Each network's median forward + backward wrapped in DistributedDataParallel, in a
+    process group of this process alone (NCCL on a GPU, Gloo on the CPU; a file store in a
+    private temporary folder: no port to pick, nothing left behind). Where PyTorch cannot
+    form the group, None per network and why on stderr: the tuner keeps its built-in figure."""
     dist = torch.distributed
-    with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                                init_method=f"file://{folder}/store", rank=0, world_size=1)
-        try:
-            yield
-        finally:
-            dist.destroy_process_group()
+    try:
+        if not dist.is_available():
+            raise RuntimeError("this PyTorch is built without torch.distributed")
+        with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                    init_method=f"file://{folder}/store", rank=0, world_size=1)
+            try:
+                ids = [device] if device.type == "cuda" else None
+                return [time_forward_backward(torch, args, device, name, shape,
+                                              torch.nn.parallel.DistributedDataParallel(model, device_ids=ids),
+                                              inputs, target)[0]["median_s"]
+                        for name, shape, model, inputs, target in networks]
+            finally:
+                dist.destroy_process_group()
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"framework_probe: no DDP pass ({type(e).__name__}: {e}); the report has no "
+              "ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
+        return [None] * len(networks)
 
 
 def time_forward_backward(torch, args, device, name, shape, model, inputs, target):
@@ -294,8 +301,8 @@ def main():
         what = f"{e['layers']}-layer GPT" if e["model"] == "gpt" else f"ResNet-{e['depth']} at {e['image']} px"
         print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}, "
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
-              f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}; "
-              f"{e['ddp_median_s'] * 1e3:.2f} ms under DDP")
+              f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
+              + (f"; {e['ddp_median_s'] * 1e3:.2f} ms under DDP" if "ddp_median_s" in e else ""))
 
 
 if __name__ == "__main__":
