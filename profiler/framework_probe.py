@@ -14,12 +14,15 @@ autocast, AdamW), and times forward + backward of each. It writes an
 xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
 wall time, the kernels launched (torch.profiler, one more pass) and the median wall time
 of the same pass under DistributedDataParallel (one rank: the reducer's gradient copies
-and buffer broadcast, which it does at any world size). The tuner divides
+and buffer broadcast, which it does at any world size), the two passes taking turns.
+The tuner divides
 the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
 GPU's other reports.
 """
 import argparse
+import contextlib
+import copy
 import datetime
 import json
 import os
@@ -177,15 +180,28 @@ def measure(args):
          torch.randn(r["batch"], 3, r["image"], r["image"], device=device, generator=gen),
          torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen)),
     ]
-    timed = [time_forward_backward(torch, args, device, *network) for network in networks]
-    ddp_s = time_under_ddp(torch, args, device, networks)
-    # Kernel counts last: no network is timed after the profiler has run in the process.
-    entries = []
-    for (entry, forward_backward), with_ddp in zip(timed, ddp_s):
-        kernels, busy_s = kernel_count_and_busy_s(torch, forward_backward, device)
-        entries.append(dict(entry, kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / entry["median_s"])))
-        if with_ddp:
-            entries[-1]["ddp_median_s"] = with_ddp
+    if args.main_cpu is not None:
+        os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
+    with one_rank_process_group(torch, device) as ddp:
+        timed = []
+        for name, shape, model, inputs, target in networks:
+            passes = [training_pass(torch, device, model, inputs, target)]
+            if ddp:
+                passes.append(training_pass(torch, device, ddp(copy.deepcopy(model)), inputs, target))
+            timed.append((name, shape, passes, alternating_times(torch, args, device, passes)))
+        # Kernel counts last: no network is timed after the profiler has run in the process.
+        entries = []
+        for name, shape, passes, times in timed:
+            kernels, busy_s = kernel_count_and_busy_s(torch, passes[0][0], device)
+            plain = times[0]
+            median = statistics.median(plain)
+            entries.append(dict(name="torch", version=torch.__version__, device=device.type, model=name,
+                                **shape, median_s=median, min_s=plain[0],
+                                p95_s=plain[min(len(plain) - 1, int(0.95 * len(plain)))],
+                                spread=(plain[-1] - plain[0]) / median, iterations=len(plain),
+                                kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / median)))
+            if len(times) > 1:
+                entries[-1]["ddp_median_s"] = statistics.median(times[1])
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -197,39 +213,36 @@ def measure(args):
     return entries, gpu, versions
 
 
-def time_under_ddp(torch, args, device, networks):
-    """Each network's median forward + backward wrapped in DistributedDataParallel, in a
-    process group of this process alone (NCCL on a GPU, Gloo on the CPU; a file store in a
-    private temporary folder: no port to pick, nothing left behind). Where PyTorch cannot
-    form the group, None per network and why on stderr: the tuner keeps its built-in figure."""
+@contextlib.contextmanager
+def one_rank_process_group(torch, device):
+    """A process group of this process alone (NCCL on a GPU, Gloo on the CPU; a file store
+    in a private temporary folder: no port to pick, nothing left behind), for DDP's passes:
+    yields a function that wraps a model in DistributedDataParallel. Where PyTorch cannot
+    form the group, yields None and says why on stderr: the tuner keeps its built-in figure."""
     dist = torch.distributed
-    try:
-        if not dist.is_available():
-            raise RuntimeError("this PyTorch is built without torch.distributed")
-        with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
+    with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
+        try:
+            if not dist.is_available():
+                raise RuntimeError("this PyTorch is built without torch.distributed")
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                     init_method=f"file://{folder}/store", rank=0, world_size=1)
-            try:
-                ids = [device] if device.type == "cuda" else None
-                return [time_forward_backward(torch, args, device, name, shape,
-                                              torch.nn.parallel.DistributedDataParallel(model, device_ids=ids),
-                                              inputs, target)[0]["median_s"]
-                        for name, shape, model, inputs, target in networks]
-            finally:
-                dist.destroy_process_group()
-    except (RuntimeError, ValueError, OSError) as e:
-        print(f"framework_probe: no DDP pass ({type(e).__name__}: {e}); the report has no "
-              "ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
-        return [None] * len(networks)
+        except (RuntimeError, ValueError, OSError) as e:
+            print(f"framework_probe: no DDP pass ({type(e).__name__}: {e}); the report has no "
+                  "ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
+            yield None
+            return
+        ids = [device] if device.type == "cuda" else None
+        try:
+            yield lambda model: torch.nn.parallel.DistributedDataParallel(model.to(device), device_ids=ids)
+        finally:
+            dist.destroy_process_group()
 
 
-def time_forward_backward(torch, args, device, name, shape, model, inputs, target):
-    """The median wall time of the model's forward + backward (bf16 autocast; AdamW steps
-    between, untimed: the tuner times the optimizer apart), as a framework entry without
-    its kernel count, and the pass itself."""
+def training_pass(torch, device, model, inputs, target):
+    """The model's forward + backward (bf16 autocast) and the AdamW step that follows it
+    (untimed: the tuner times the optimizer apart)."""
     model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
 
     def forward_backward():
         with torch.autocast(device.type, dtype=torch.bfloat16):
@@ -237,24 +250,30 @@ def time_forward_backward(torch, args, device, name, shape, model, inputs, targe
             loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
         loss.backward()
 
-    if args.main_cpu is not None:
-        os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
-    times = []
-    for i in range(args.warmup + args.steps):
-        sync()
-        t0 = time.perf_counter()
-        forward_backward()
-        sync()
-        if i >= args.warmup:
-            times.append(time.perf_counter() - t0)
+    def step():
         opt.step()
         opt.zero_grad(set_to_none=True)
-    times.sort()
-    median = statistics.median(times)
-    entry = dict(name="torch", version=torch.__version__, device=device.type, model=name, **shape,
-                 median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
-                 spread=(times[-1] - times[0]) / median, iterations=len(times))
-    return entry, forward_backward
+
+    return forward_backward, step
+
+
+def alternating_times(torch, args, device, passes):
+    """Each pass's forward + backward wall times, sorted, the passes taking turns: the
+    host's speed switches between levels within seconds (bench/validate/data/
+    2026-11-26_h100x1_host_check_pinned), so passes timed one after the other could see
+    different levels and their difference would be the host's, not DDP's."""
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    times = [[] for _ in passes]
+    for i in range(args.warmup + args.steps):
+        for (forward_backward, step), out in zip(passes, times):
+            sync()
+            t0 = time.perf_counter()
+            forward_backward()
+            sync()
+            if i >= args.warmup:
+                out.append(time.perf_counter() - t0)
+            step()
+    return [sorted(t) for t in times]
 
 
 def main():
