@@ -145,8 +145,22 @@ def profile_step(step_fn, device):
     return {"wall_s": wall, "gpu_s": busy, "kernels": count}
 
 
+def extra_steps(times, min_seconds, world, device, cap=500):
+    """Timed steps still to run so that they span min_seconds in all, as many on every rank
+    (the ranks' collectives must pair up): the host's speed switches between levels a few
+    seconds apart, so a window of seconds samples it as training does
+    (bench/validate/data/2026-11-26_h100x1_host_check_pinned)."""
+    left = min_seconds - sum(times)
+    n = 0 if left <= 0 else min(cap, math.ceil(left / statistics.median(times)))
+    if world > 1:
+        t = torch.tensor([n], device=device)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        n = int(t.item())
+    return n
+
+
 def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recompute=False,
-            kernels=False):
+            kernels=False, min_seconds=0.0):
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
@@ -206,16 +220,21 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for i in range(warmup + steps):
+    def timed_step(keep):
         torch.cuda.synchronize(device)
         t0 = time.perf_counter()
         step()
         torch.cuda.synchronize(device)
         mark("optimizer_step")
         after_step.append(int(torch.cuda.memory_allocated(device) - base))
-        if i >= warmup:
+        if keep:
             times.append(time.perf_counter() - t0)
             cpus.append(current_cpu())
+
+    for i in range(warmup + steps):
+        timed_step(i >= warmup)
+    for _ in range(extra_steps(times, min_seconds, world, device)):
+        timed_step(True)
     breakdown = profile_step(step, device) if kernels else None
     loss_ok = True
     steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
@@ -302,6 +321,8 @@ def main():
     ap.add_argument("--recompute", action="store_true", help="checkpoint every transformer block")
     ap.add_argument("--kernels", action="store_true",
                     help="profile one extra step: kernel count and GPU time per kind")
+    ap.add_argument("--min-seconds", type=float, default=0.0,
+                    help="time more than --steps steps until they span this many seconds")
     args = ap.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -331,6 +352,7 @@ def main():
         "seq_len": SEQ,
         "vocab": VOCAB,
         "steps": args.steps,
+        "min_seconds": args.min_seconds,
         "warmup": args.warmup,
         "command": " ".join(sys.argv),
         "eager_op_host_s": eager_op_host_seconds(device),
@@ -361,7 +383,7 @@ def main():
                 continue
             try:
                 res = run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
-                              args.grad_accum, args.recompute, args.kernels)
+                              args.grad_accum, args.recompute, args.kernels, args.min_seconds)
                 if world > 1:
                     # Every rank's figures; the tuner predicts the worst rank.
                     mine = {k: res[k] for k in ("peak_allocated_bytes", "steady_allocated_bytes",

@@ -102,57 +102,53 @@ fi
 # 2. Real training, one process per configuration (DDP's Reducer buckets of
 # one configuration would otherwise move the next one's memory baseline).
 # Single-GPU lanes run side by side, one per GPU; 2-GPU runs one at a time.
-# Launch-bound configurations (micro-batch <= LAUNCH_BOUND_MB, and ResNet-50)
-# vary most with the host's speed, from one process to the next (up to 30 %
-# between two runs on the same machine kind) and from one step to the next
-# (30-45 ms for GPT-350M micro-batch 1 in one process): they run REPEATS times,
-# each in its own process, with LAUNCH_BOUND_STEPS timed steps (short ones), and
-# xdeep_validate averages the repeats' medians. FSDP's hooks keep it host-bound
-# up to micro-batch FSDP_LAUNCH_BOUND_MB (GPT-125M at 4: 76.5, 75.6 and 41.2 ms
-# on three machines, bench/validate/data/2026-11-26_h200x2_*).
-REPEATS=${REPEATS:-2}
+# Launch-bound configurations (micro-batch <= LAUNCH_BOUND_MB, FSDP's up to
+# FSDP_LAUNCH_BOUND_MB: its hooks keep it host-bound longer, and ResNet-50) follow
+# the host's speed, which switches between two levels ~1.5x apart every few
+# seconds, whatever the core (data/2026-11-26_h100x1_host_check_pinned): their
+# timed steps span LAUNCH_BOUND_SECONDS, which samples the levels as training
+# does. REPEATS > 1 runs each of them again in a new process (xdeep_validate
+# averages the repeats' medians).
+REPEATS=${REPEATS:-1}
 LAUNCH_BOUND_MB=${LAUNCH_BOUND_MB:-2}
 FSDP_LAUNCH_BOUND_MB=${FSDP_LAUNCH_BOUND_MB:-4}
-LAUNCH_BOUND_STEPS=${LAUNCH_BOUND_STEPS:-20}
+LAUNCH_BOUND_SECONDS=${LAUNCH_BOUND_SECONDS:-6}
 one() {  # one MODE MODEL MB GPU PORT
-  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1 steps=$STEPS
+  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1 seconds=0
   local bound_mb=$LAUNCH_BOUND_MB
   [ "$mode" = fsdp ] && bound_mb=$FSDP_LAUNCH_BOUND_MB
   if (( mb <= bound_mb )) || [ "$model" = resnet50 ]; then
-    times=$REPEATS steps=$LAUNCH_BOUND_STEPS
+    times=$REPEATS seconds=$LAUNCH_BOUND_SECONDS
   fi
   for ((rep = 1; rep <= times; rep++)); do
     local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mb"
-                --resnet-micro-batches "$mb" --steps "$steps" --warmup "$WARMUP" --kernels
-                --out "$work/${mode}_${model}_mb${mb}_r${rep}.json")
+                --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
+                --min-seconds "$seconds" --out "$work/${mode}_${model}_mb${mb}_r${rep}.json")
     if [ "$mode" = single ]; then
       CUDA_VISIBLE_DEVICES=$gpu XDEEP_GPU_CPUS=${gpu_cpus[$gpu]:-} timeout -k 5 90 python3 "${args[@]}"
     else
       XDEEP_GPU_CPUS=$all_cpus timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port=$((port + 100 * rep)) "${args[@]}"
-    fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" | sed "s/^/[t=$((SECONDS - T0))] /"
+    fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" -e "_warn_once(" | sed "s/^/[t=$((SECONDS - T0))] /"
   done
 }
-lane() {  # lane GPU MODEL...
-  local gpu=$1; shift
-  for model in "$@"; do
-    for mb in ${MBS//,/ }; do one single "$model" "$mb" "$gpu" 0; done
+# Single-GPU lanes, one per GPU: configurations dealt out in turn, so that
+# the lanes take about as long (ResNet-50's are all launch-bound).
+lane() {  # lane GPU LANES: this GPU's share of every model x micro-batch
+  local gpu=$1 lanes=$2 k=0 model mb
+  for model in "${models[@]}"; do
+    for mb in ${MBS//,/ }; do
+      (( k++ % lanes == gpu )) && one single "$model" "$mb" "$gpu" 0
+    done
   done
 }
 IFS=, read -r -a models <<< "$MODELS"
 if stage single; then
 stamp "single GPU"
-if (( gpus >= 2 )); then
-  even=() odd=()
-  for i in "${!models[@]}"; do
-    if (( i % 2 )); then odd+=("${models[i]}"); else even+=("${models[i]}"); fi
-  done
-  lane 0 "${even[@]}" &
-  lane0=$!
-  lane 1 "${odd[@]}"
-  wait $lane0
-else
-  lane 0 "${models[@]}"
-fi
+lanes=$(( gpus >= 2 ? 2 : 1 )) pids=()
+for ((g = 1; g < lanes; g++)); do lane $g $lanes & pids+=($!); done
+lane 0 $lanes
+# (never a bare `wait`: it would wait for the log's tee too)
+(( ${#pids[@]} == 0 )) || wait "${pids[@]}"
 python3 "$here/../memory_validation/merge_fresh.py" "$OUT/single.json" \
   "run_device.sh: one process per configuration, one lane per GPU" "$work"/single_*.json
 fi

@@ -2,7 +2,8 @@
 //
 //   xdeep_validate shapes --models gpt-125m,resnet50 --micro-batches 1,2,4 --out S.json
 //       the GEMMs those workloads run, as an xdeep.gemm_shapes/1 file for xdeep-probe
-//   xdeep_validate compare --profile PROFILE.json --runs RUNS.json... [--json OUT] [--check]
+//   xdeep_validate compare --profile PROFILE.json|builtin:NAME --runs RUNS.json...
+//                          [--json OUT] [--check [--targets step-time,memory,picks,learning]]
 //       predicted vs measured step time and peak memory of every measured run,
 //       the mean absolute percentage errors, the tuner's pick per workload
 //       against the cheapest measured configuration, and what one reported run
@@ -10,8 +11,10 @@
 //
 // PROFILE is a probe report of the machine that ran the training
 // (xdeep-probe compute + collectives, merged); RUNS are measure_pytorch.py
-// files (bench/memory_validation). Exit status with --check: 0 when every
-// target holds, 1 when one misses, 2 on bad input.
+// files (bench/memory_validation); builtin:NAME predicts with a built-in
+// profile instead, as the daemon does before a site's probes have run. Exit
+// status with --check: 0 when every target (of --targets) holds, 1 when one
+// misses, 2 on bad input.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -259,14 +262,27 @@ void PrintBreakdown(const std::vector<Run>& runs) {
   std::printf("\n");
 }
 
+// What --check holds the run to (--targets): the four.
+struct Targets {
+  bool step_time = true, memory = true, picks = true, learning = true;
+};
+
 int Compare(const std::string& profile_path, const std::vector<std::string>& run_files,
-            const std::string& json_out, bool check, bool breakdown, double step_time_target) {
-  std::string profile_text;
-  if (!ReadFile(profile_path, &profile_text)) {
-    std::fprintf(stderr, "xdeep_validate: cannot read profile %s\n", profile_path.c_str());
-    return 2;
+            const std::string& json_out, bool check, const Targets& targets, bool breakdown,
+            double step_time_target) {
+  // builtin:NAME: the daemon's figures before a site's probes have run.
+  constexpr std::string_view kBuiltin = "builtin:";
+  absl::StatusOr<tuner::HardwareProfile> hw;
+  if (profile_path.starts_with(kBuiltin)) {
+    hw = tuner::BuiltinHardwareProfile(profile_path.substr(kBuiltin.size()));
+  } else {
+    std::string profile_text;
+    if (!ReadFile(profile_path, &profile_text)) {
+      std::fprintf(stderr, "xdeep_validate: cannot read profile %s\n", profile_path.c_str());
+      return 2;
+    }
+    hw = tuner::HardwareProfileFromProbeReport(profile_text, profile_path);
   }
-  auto hw = tuner::HardwareProfileFromProbeReport(profile_text, profile_path);
   if (!hw.ok()) {
     std::fprintf(stderr, "xdeep_validate: %s\n", std::string(hw.status().message()).c_str());
     return 2;
@@ -433,11 +449,16 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
                                   {"neighbours_mape_after", Mape(after)},
                                   {"all_mape_before", Mape(all_before)},
                                   {"all_mape_after", Mape(all_after)}}}};
-    std::ofstream out(json_out);
-    out << doc.dump(1) << "\n";
+    if (absl::Status st = profiler::WriteFileAtomically(json_out, doc.dump(1) + "\n"); !st.ok()) {
+      std::fprintf(stderr, "xdeep_validate: %s\n", std::string(st.message()).c_str());
+      return 2;
+    }
   }
   if (!check) return 0;
-  return time_ok && memory_ok && picks_ok && learn_ok ? 0 : 1;
+  return (time_ok || !targets.step_time) && (memory_ok || !targets.memory) &&
+                 (picks_ok || !targets.picks) && (learn_ok || !targets.learning)
+             ? 0
+             : 1;
 }
 
 }  // namespace
@@ -456,14 +477,21 @@ int main(int argc, char** argv) {
   std::vector<std::string> run_files;
   bool check = false;
   auto* compare = app.add_subcommand("compare", "predicted vs measured");
-  compare->add_option("--profile", profile, "probe report (xdeep.probe_report/1)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  compare
+      ->add_option("--profile", profile,
+                   "probe report (xdeep.probe_report/1), or builtin:NAME (e.g. builtin:h200-sxm)")
+      ->required();
   compare->add_option("--runs", run_files, "measure_pytorch.py result files")
       ->required()
       ->check(CLI::ExistingFile);
   compare->add_option("--json", json_out, "also write the comparison here");
   compare->add_flag("--check", check, "exit 1 when a target is missed");
+  std::vector<std::string> target_names;
+  compare
+      ->add_option("--targets", target_names,
+                   "the targets --check holds (default all): step-time, memory, picks, learning")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"step-time", "memory", "picks", "learning"}));
   bool breakdown = false;
   double step_time_target = xdeep::validate::kStepTimeMapeTarget;
   compare
@@ -489,5 +517,13 @@ int main(int argc, char** argv) {
     }
     return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out);
   }
-  return xdeep::validate::Compare(profile, run_files, json_out, check, breakdown, step_time_target);
+  xdeep::validate::Targets targets;
+  if (!target_names.empty()) {
+    auto named = [&](const char* t) {
+      return std::find(target_names.begin(), target_names.end(), t) != target_names.end();
+    };
+    targets = {named("step-time"), named("memory"), named("picks"), named("learning")};
+  }
+  return xdeep::validate::Compare(profile, run_files, json_out, check, targets, breakdown,
+                                  step_time_target);
 }
