@@ -90,6 +90,7 @@ struct HardwareProfile {
   // a GPT block (8 tensors) ~140 launches, 3.5 ms at 25 us; ResNet-50 (5 units,
   // 161 tensors) ~1200, where a per-unit figure alone gave 20-40 % short.
   double fsdp_unit_host_kernels = 108;
+  double fsdp_tensor_host_kernels = 4;
   // Host time DDP's reducer spends per launch it adds: each gradient copied
   // into its bucket and scaled (two per parameter tensor, in backward) and each
   // buffer copied out of the forward's broadcast (BatchNorm statistics). From
@@ -97,7 +98,6 @@ struct HardwareProfile {
   // H200 ResNet-50's DDP minus single-GPU step time averaged ~5.3 ms over its
   // 481 such launches (bench/validate/data/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;
-  double fsdp_tensor_host_kernels = 4;
   std::string host;  // measured profiles: where and when
   std::string date;
 
