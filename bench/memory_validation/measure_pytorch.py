@@ -200,7 +200,10 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
     after_step = []  # allocated after each step (DDP rebuilds its buckets in step 2)
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
-    times, cpus = [], []  # per timed step: seconds, the main thread's CPU
+    # Per timed step: seconds, the seconds until the host had issued the last
+    # backward (its own speed, whatever the other ranks do), the main thread's CPU.
+    times, issued, cpus = [], [], []
+    issued_at = [0.0]
     pin_main_thread()
 
     def step():
@@ -215,6 +218,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
                     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
                 (loss / grad_accum).backward()
             del out, loss, x, y
+        issued_at[0] = time.perf_counter()
         torch.cuda.synchronize(device)
         mark("forward_backward")
         opt.step()
@@ -229,6 +233,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         after_step.append(int(torch.cuda.memory_allocated(device) - base))
         if keep:
             times.append(time.perf_counter() - t0)
+            issued.append(issued_at[0] - t0)
             cpus.append(current_cpu())
 
     for i in range(warmup + steps):
@@ -258,6 +263,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         "phase_peak_bytes": {k: int(v) for k, v in phase_peaks.items()},
         "step_time_median_s": statistics.median(times),
         "step_times_s": times,
+        "host_issue_s": issued,
         "step_cpus": cpus,
         "ok": loss_ok,
         **({"kernel_profile": breakdown} if breakdown else {}),
@@ -385,10 +391,13 @@ def main():
                 res = run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
                               args.grad_accum, args.recompute, args.kernels, args.min_seconds)
                 if world > 1:
-                    # Every rank's figures; the tuner predicts the worst rank.
+                    # Every rank's figures; the tuner predicts the worst rank. Host issue
+                    # times too: where launch-bound, a synchronous step waits for the
+                    # slower host, and each rank's own show by how much.
                     mine = {k: res[k] for k in ("peak_allocated_bytes", "steady_allocated_bytes",
                                                 "peak_reserved_bytes", "after_wrap_bytes",
-                                                "after_step_bytes", "phase_peak_bytes")}
+                                                "after_step_bytes", "phase_peak_bytes",
+                                                "step_times_s", "host_issue_s", "step_cpus")}
                     mine["rank"] = rank
                     everyone = [None] * world
                     torch.distributed.all_gather_object(everyone, mine)
