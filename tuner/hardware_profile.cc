@@ -489,7 +489,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
-  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch;
+  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
@@ -536,6 +536,9 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
     (model == "resnet" ? per_kernel_cnn : per_kernel)
         .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
+    // Pass-to-pass spread, from the 95th percentile as if normal.
+    const double p95_s = f.value("p95_s", 0.0);
+    if (p95_s > wall_s) step_cv.push_back((p95_s - wall_s) / (1.645 * wall_s));
     // The DDP-wrapped pass of the same process: what the reducer adds on the
     // host, over the launches the step-time model counts for it.
     const double ddp_s = f.value("ddp_median_s", 0.0);
@@ -559,6 +562,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     host_note += absl::StrFormat("%s%.1f us per DDP reducer launch", host_note.empty() ? " (host " : ", ",
                                  hw.ddp_host_per_launch_s * 1e6);
   }
+  if (!step_cv.empty()) hw.host_step_cv = modeling::Median(step_cv);
   if (!host_note.empty()) host_note += ")";
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,

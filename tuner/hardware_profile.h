@@ -98,6 +98,11 @@ struct HardwareProfile {
   // H200 ResNet-50's DDP minus single-GPU step time averaged ~5.3 ms over its
   // 481 such launches (bench/validate/data/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;
+  // The host's pass-to-pass spread (coefficient of variation of one launch-
+  // bound forward + backward): synchronous ranks wait for the slowest. From
+  // the framework probe's p95 where measured; else this, the median of its
+  // entries on 2x H200 (0.11-0.19, bench/validate/data/2026-11-26_h200x2_heldout{2,3}).
+  double host_step_cv = 0.13;
   std::string host;  // measured profiles: where and when
   std::string date;
 

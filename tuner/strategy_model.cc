@@ -446,6 +446,43 @@ namespace {
 double HostAndDevice(double device, double host) {
   return std::sqrt(device * device + host * host);
 }
+
+// E[max of n independent standard normal draws]: n * integral of x phi(x)
+// Phi(x)^(n-1), by the trapezoid rule over [-8, 8] (exact to ~1e-9 here).
+double ExpectedMaxOfNormals(int n) {
+  if (n <= 1) return 0;
+  constexpr int kSteps = 1600;
+  constexpr double kLo = -8, kHi = 8, h = (kHi - kLo) / kSteps;
+  double sum = 0;
+  for (int i = 0; i <= kSteps; ++i) {
+    const double x = kLo + i * h;
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    sum += (i == 0 || i == kSteps ? 0.5 : 1.0) * x * phi * std::pow(cdf, n - 1);
+  }
+  return n * sum * h;
+}
+
+// A synchronous step of n ranks ends when the slowest rank's host has
+// launched its work: where launch-bound, its host time is the expected
+// maximum of n draws of one host's pass-to-pass spread (normal, coefficient
+// of variation cv) -- the straggler effect of synchronous SGD (Chen et al.,
+// "Revisiting Distributed Synchronous SGD", 2016).
+double StragglerFactor(int ranks, double cv) {
+  static const auto* table = [] {
+    auto* t = new std::vector<double>(1, 0.0);
+    for (int n = 1; n <= 4096; n *= 2) t->push_back(ExpectedMaxOfNormals(n));
+    return t;
+  }();
+  if (ranks <= 1 || cv <= 0) return 1;
+  // Powers of two from the table; between them, log-linear in n.
+  const double lg = std::log2(std::min(ranks, 4096));
+  const int lo = static_cast<int>(std::floor(lg));
+  const double frac = lg - lo;
+  const double e = (*table)[lo + 1] + frac * ((*table)[std::min<int>(lo + 2, table->size() - 1)] -
+                                              (*table)[lo + 1]);
+  return 1 + cv * e;
+}
 }  // namespace
 
 StrategyModel::StrategyModel(const Workload& w, const HardwareProfile& hw)
@@ -663,6 +700,9 @@ StepTime StrategyModel::Time(const Configuration& c) {
       launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
     }
+    const double straggle = StragglerFactor(c.dp * c.tp * c.pp, hw.host_step_cv);
+    launch_f *= straggle;
+    launch_b *= straggle;
     // Autocast casts every matmul weight to 16 bits in each forward (read 4,
     // write 2 bytes; FSDP with 16-bit parameters gathers them cast already)
     // and each weight gradient back to the fp32 parameter's type in backward.

@@ -239,6 +239,21 @@ TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   EXPECT_DOUBLE_EQ(without->ddp_host_per_launch_s, HardwareProfile().ddp_host_per_launch_s);
 }
 
+TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
+  // (p95 - median) / (1.645 median) per entry, as if normal; their median.
+  std::string a = FrameworkEntry(0.006, 0.1), b = FrameworkEntry(0.005, 0.1),
+              c = FrameworkEntry(0.004, 0.1);
+  a.insert(a.size() - 1, R"(, "p95_s": 0.0075)");
+  b.insert(b.size() - 1, R"(, "p95_s": 0.0055)");
+  c.insert(c.size() - 1, R"(, "p95_s": 0.0052)");
+  auto hw = HardwareProfileFromProbeReport(WithFramework(a + "," + b + "," + c), "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_DOUBLE_EQ(hw->host_step_cv, 0.0015 / (1.645 * 0.006));
+  auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  ASSERT_TRUE(without.ok());
+  EXPECT_DOUBLE_EQ(without->host_step_cv, HardwareProfile().host_step_cv);
+}
+
 TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
   auto bad = HardwareProfileFromProbeReport("{\"schema\": \"other/2\"}", "x.json");
   ASSERT_FALSE(bad.ok());

@@ -205,6 +205,27 @@ TEST(StrategyTimeTest, DdpReducerLaunchesAddToALaunchBoundStep) {
                    EstimateStepTime(*w, SimpleProfile(10000), Single(1)).per_micro_batch_s);
 }
 
+TEST(StrategyTimeTest, StragglersSlowALaunchBoundSynchronousStep) {
+  // gpt-125m at micro-batch 1 on a GPU so fast that only the host counts:
+  // n synchronous ranks wait for the slowest host, the expected maximum of n
+  // normal draws (0.5642 sigma for 2, 1.4236 for 8) above one host's time.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  HardwareProfile hw = SimpleProfile(1e7);
+  hw.memory_bandwidth_gbps = 1e7;
+  hw.ddp_host_per_launch_s = 0;
+  Configuration c = Single(1);
+  const double single = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  hw.host_step_cv = 0.1;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, c).per_micro_batch_s, single);  // one host
+  for (auto [gpus, expected_max] : {std::pair{2, 0.5642}, std::pair{8, 1.4236}}) {
+    c.gpus_per_node = c.dp = gpus;
+    c.global_batch = gpus;
+    const double ratio = EstimateStepTime(*w, hw, c).per_micro_batch_s / single;
+    EXPECT_NEAR(ratio, 1 + 0.1 * expected_max, 0.002) << gpus << " GPUs";
+  }
+}
+
 TEST(StrategyTimeTest, AllReduceHidesWhereTheBackwardWaitsForTheHost) {
   // The same DDP step on a slower host: the GPU idles between backward's
   // launches and the all-reduce fills those gaps (down to its last bucket).

@@ -32,6 +32,7 @@ inline HardwareProfile SimpleProfile(double tflops = 100, double intra_gbps = 10
   hw.reserved_bytes = int64_t{1} * 1000 * 1000 * 1000;
   hw.memory_bandwidth_gbps = 1000;
   hw.attention_efficiency = 0.5;
+  hw.host_step_cv = 0;  // no stragglers: the hand-derived figures stay exact
   hw.gemm.push_back({4096, 4096, 4096, DType::kBf16, tflops});
   for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
                           CollectiveOp::kReduceScatter, CollectiveOp::kSendRecv}) {
