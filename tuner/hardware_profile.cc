@@ -562,7 +562,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     host_note += absl::StrFormat("%s%.1f us per DDP reducer launch", host_note.empty() ? " (host " : ", ",
                                  hw.ddp_host_per_launch_s * 1e6);
   }
-  if (!step_cv.empty()) hw.host_step_cv = modeling::Median(step_cv);
+  if (!step_cv.empty()) {
+    hw.host_step_cv = modeling::Median(step_cv);
+    host_note += absl::StrFormat(", pass-to-pass spread %.0f %%", 100 * hw.host_step_cv);
+  }
   if (!host_note.empty()) host_note += ")";
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
