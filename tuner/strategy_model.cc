@@ -469,18 +469,17 @@ double ExpectedMaxOfNormals(int n) {
 // of variation cv) -- the straggler effect of synchronous SGD (Chen et al.,
 // "Revisiting Distributed Synchronous SGD", 2016).
 double StragglerFactor(int ranks, double cv) {
-  static const auto* table = [] {
-    auto* t = new std::vector<double>(1, 0.0);
-    for (int n = 1; n <= 4096; n *= 2) t->push_back(ExpectedMaxOfNormals(n));
+  constexpr int kMaxLog2 = 12;  // 4096 ranks; beyond, the maximum grows slowly
+  static const std::vector<double> kByLog2 = [] {  // E[max of 2^k draws]
+    std::vector<double> t;
+    for (int k = 0; k <= kMaxLog2; ++k) t.push_back(ExpectedMaxOfNormals(1 << k));
     return t;
   }();
   if (ranks <= 1 || cv <= 0) return 1;
-  // Powers of two from the table; between them, log-linear in n.
-  const double lg = std::log2(std::min(ranks, 4096));
-  const int lo = static_cast<int>(std::floor(lg));
-  const double frac = lg - lo;
-  const double e = (*table)[lo + 1] + frac * ((*table)[std::min<int>(lo + 2, table->size() - 1)] -
-                                              (*table)[lo + 1]);
+  // Between powers of two, linear in log2(ranks).
+  const double lg = std::min<double>(std::log2(ranks), kMaxLog2);
+  const int lo = std::min(static_cast<int>(lg), kMaxLog2 - 1);
+  const double e = kByLog2[lo] + (lg - lo) * (kByLog2[lo + 1] - kByLog2[lo]);
   return 1 + cv * e;
 }
 }  // namespace
