@@ -463,6 +463,8 @@ double ExpectedMaxOfNormals(int n) {
   return n * sum * h;
 }
 
+}  // namespace
+
 // A synchronous step of n ranks ends when the slowest rank's host has
 // launched its work: where launch-bound, its host time is the expected
 // maximum of n draws of one host's pass-to-pass spread (normal, coefficient
@@ -482,7 +484,6 @@ double StragglerFactor(int ranks, double cv) {
   const double e = kByLog2[lo] + (lg - lo) * (kByLog2[lo + 1] - kByLog2[lo]);
   return 1 + cv * e;
 }
-}  // namespace
 
 StrategyModel::StrategyModel(const Workload& w, const HardwareProfile& hw)
     : w_(w), hw_(hw), impl_(std::make_unique<Impl>(w, hw)) {}

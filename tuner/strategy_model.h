@@ -60,6 +60,11 @@ struct StepTime {
 // Time of one optimizer step (one global batch).
 StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Configuration& c);
 
+// How much longer n synchronous ranks take to launch a step than one host
+// whose pass-to-pass times spread with coefficient of variation cv: 1 + cv x
+// E[max of n standard normal draws] (the straggler effect of synchronous SGD).
+double StragglerFactor(int ranks, double cv);
+
 // The model with its per-stage figures memoised (pipeline partitions and
 // per-micro-batch compute times do not depend on dp, nodes or sharding), so a
 // search can score millions of configurations. Results are bit-identical to

@@ -87,7 +87,35 @@ struct Run {
   tuner::StepTime predicted_parts;   // the model's breakdown
   // Measured GPU time per kind of kernel in one profiled step (measure_pytorch.py --kernels).
   std::map<std::string, double> kernel_s;
+  // Several ranks: the slowest host's time to issue a step over the ranks'
+  // mean, averaged over the steps (measure_pytorch.py's host_issue_s; 0:
+  // none), and the model's factor for as many ranks.
+  double straggle = 0, predicted_straggle = 1;
 };
+
+// Mean over steps of the ranks' largest host issue time, over the mean of
+// their mean: how much a synchronous step waits for its slowest host.
+double MeasuredStraggle(const nlohmann::json& ranks) {
+  std::vector<std::vector<double>> issue;
+  for (const auto& r : ranks) {
+    if (!r.is_object() || !r.contains("host_issue_s")) return 0;
+    issue.push_back(r["host_issue_s"].get<std::vector<double>>());
+  }
+  if (issue.size() < 2) return 0;
+  size_t steps = issue[0].size();
+  for (const auto& v : issue) steps = std::min(steps, v.size());
+  double max_sum = 0, mean_sum = 0;
+  for (size_t i = 0; i < steps; ++i) {
+    double mx = 0, sum = 0;
+    for (const auto& v : issue) {
+      mx = std::max(mx, v[i]);
+      sum += v[i];
+    }
+    max_sum += mx;
+    mean_sum += sum / issue.size();
+  }
+  return mean_sum > 0 ? max_sum / mean_sum : 0;
+}
 
 Configuration ConfigFor(const nlohmann::json& run) {
   Configuration c;
@@ -184,6 +212,8 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
         run.measured_bytes = r["peak_allocated_bytes"].get<double>();
         run.predicted_bytes = model.Memory(run.config).PeakAllocated();
       }
+      if (r.contains("ranks") && r["ranks"].is_array()) run.straggle = MeasuredStraggle(r["ranks"]);
+      run.predicted_straggle = tuner::StragglerFactor(run.config.TotalGpus(), hw.host_step_cv);
       if (r.contains("kernel_profile")) {
         for (const auto& [kind, seconds] : r["kernel_profile"]["gpu_s"].items()) {
           run.kernel_s[kind] = seconds.get<double>();
@@ -244,9 +274,10 @@ std::vector<double> CorrectionParameters(const Configuration& c) {
 
 // Where the time goes, predicted and (if profiled) measured on the GPU.
 void PrintBreakdown(const std::vector<Run>& runs) {
-  std::printf("%-26s | predicted ms: %8s %8s %8s %8s | measured GPU ms: %8s %8s %8s %8s %8s\n",
-              "run", "compute", "comm", "optim", "total", "gemm", "attn", "elemwise", "optim",
-              "nccl");
+  std::printf(
+      "%-26s | predicted ms: %8s %8s %8s %8s | measured GPU ms: %8s %8s %8s %8s %8s | %s\n",
+      "run", "compute", "comm", "optim", "total", "gemm", "attn", "elemwise", "optim", "nccl",
+      "straggle (measured / model)");
   for (const Run& r : runs) {
     if (!r.has_time) continue;
     auto k = [&](const char* kind) {
@@ -254,10 +285,12 @@ void PrintBreakdown(const std::vector<Run>& runs) {
       return it == r.kernel_s.end() ? 0.0 : it->second * 1e3;
     };
     const tuner::StepTime& p = r.predicted_parts;
-    std::printf("%-26s | %22.1f %8.1f %8.1f %8.1f | %25.1f %8.1f %8.1f %8.1f %8.1f\n",
+    const std::string straggle =
+        r.straggle > 0 ? fmt::format("{:.3f} / {:.3f}", r.straggle, r.predicted_straggle) : "";
+    std::printf("%-26s | %22.1f %8.1f %8.1f %8.1f | %25.1f %8.1f %8.1f %8.1f %8.1f | %s\n",
                 Label(r).c_str(), p.compute_s * 1e3, p.exposed_comm_s * 1e3, p.optimizer_s * 1e3,
                 p.total_s * 1e3, k("gemm_conv"), k("attention"), k("elementwise"), k("optimizer"),
-                k("nccl"));
+                k("nccl"), straggle.c_str());
   }
   std::printf("\n");
 }

@@ -205,6 +205,19 @@ TEST(StrategyTimeTest, DdpReducerLaunchesAddToALaunchBoundStep) {
                    EstimateStepTime(*w, SimpleProfile(10000), Single(1)).per_micro_batch_s);
 }
 
+TEST(StrategyTimeTest, StragglerFactorIsTheExpectedMaximumOfNormalDraws) {
+  // E[max] of 2, 4, 8 standard normals: 1/sqrt(pi), 1.0294, 1.4236 (order
+  // statistics tables); 3 ranks between 2 and 4; one rank or no spread: 1.
+  EXPECT_NEAR(StragglerFactor(2, 1.0), 1 + 1 / std::sqrt(M_PI), 1e-6);
+  EXPECT_NEAR(StragglerFactor(4, 1.0), 1 + 1.029375, 1e-5);
+  EXPECT_NEAR(StragglerFactor(8, 0.5), 1 + 0.5 * 1.423600, 1e-5);
+  EXPECT_GT(StragglerFactor(3, 1.0), StragglerFactor(2, 1.0));
+  EXPECT_LT(StragglerFactor(3, 1.0), StragglerFactor(4, 1.0));
+  EXPECT_GT(StragglerFactor(100000, 0.1), StragglerFactor(4096, 0.1) - 1e-12);
+  EXPECT_DOUBLE_EQ(StragglerFactor(1, 0.3), 1);
+  EXPECT_DOUBLE_EQ(StragglerFactor(64, 0), 1);
+}
+
 TEST(StrategyTimeTest, StragglersSlowALaunchBoundSynchronousStep) {
   // gpt-125m at micro-batch 1 on a GPU so fast that only the host counts:
   // n synchronous ranks wait for the slowest host, the expected maximum of n
