@@ -13,9 +13,9 @@ adds, a tied output head, cross-entropy) and ResNet-50 on 224-pixel images (bf16
 autocast, AdamW), and times forward + backward of each. It writes an
 xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
 wall time, the kernels launched (torch.profiler, one more pass) and the median wall time
-of the same pass under DistributedDataParallel (one rank: the reducer's gradient copies
-and buffer broadcast, which it does at any world size), the two passes taking turns.
-The tuner divides
+of the same pass under DistributedDataParallel and under FSDP2 (one rank: DDP's
+reducer copies gradients and broadcasts buffers, FSDP2 gathers and reshards, at any
+world size), the passes taking turns. The tuner divides
 the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
 GPU's other reports.
@@ -182,26 +182,29 @@ def measure(args):
     ]
     if args.main_cpu is not None:
         os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
-    with one_rank_process_group(torch, device) as ddp:
+    with one_rank_process_group(torch, device) as wrappers:
         timed = []
         for name, shape, model, inputs, target in networks:
-            passes = [training_pass(torch, device, model, inputs, target)]
-            if ddp:
-                passes.append(training_pass(torch, device, ddp(copy.deepcopy(model)), inputs, target))
+            passes = {"plain": training_pass(torch, device, model, inputs, target)}
+            for kind, wrap in wrappers.items():
+                tried = tried_pass(torch, device, kind, lambda: wrap(name, copy.deepcopy(model)),
+                                   inputs, target)
+                if tried:
+                    passes[kind] = tried
             timed.append((name, shape, passes, alternating_times(torch, args, device, passes)))
         # Kernel counts last: no network is timed after the profiler has run in the process.
         entries = []
         for name, shape, passes, times in timed:
-            kernels, busy_s = kernel_count_and_busy_s(torch, passes[0][0], device)
-            plain = times[0]
+            kernels, busy_s = kernel_count_and_busy_s(torch, passes["plain"][0], device)
+            plain = times["plain"]
             median = statistics.median(plain)
             entries.append(dict(name="torch", version=torch.__version__, device=device.type, model=name,
                                 **shape, median_s=median, min_s=plain[0],
                                 p95_s=plain[min(len(plain) - 1, int(0.95 * len(plain)))],
                                 spread=(plain[-1] - plain[0]) / median, iterations=len(plain),
                                 kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / median)))
-            if len(times) > 1:
-                entries[-1]["ddp_median_s"] = statistics.median(times[1])
+            for kind in passes.keys() - {"plain"}:
+                entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -216,9 +219,10 @@ def measure(args):
 @contextlib.contextmanager
 def one_rank_process_group(torch, device):
     """A process group of this process alone (NCCL on a GPU, Gloo on the CPU; a file store
-    in a private temporary folder: no port to pick, nothing left behind), for DDP's passes:
-    yields a function that wraps a model in DistributedDataParallel. Where PyTorch cannot
-    form the group, yields None and says why on stderr: the tuner keeps its built-in figure."""
+    in a private temporary folder: no port to pick, nothing left behind), for the wrapped
+    passes: yields {"ddp": wrap, "fsdp": wrap} (FSDP2 where this PyTorch has it), each
+    wrap(network name, model) returning the wrapped model. Where PyTorch cannot form the
+    group, yields none and says why on stderr: the tuner keeps its built-in figures."""
     dist = torch.distributed
     with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
         try:
@@ -227,15 +231,49 @@ def one_rank_process_group(torch, device):
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                     init_method=f"file://{folder}/store", rank=0, world_size=1)
         except (RuntimeError, ValueError, OSError) as e:
-            print(f"framework_probe: no DDP pass ({type(e).__name__}: {e}); the report has no "
-                  "ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
-            yield None
+            print(f"framework_probe: no DDP or FSDP pass ({type(e).__name__}: {e}); the report has "
+                  "no ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
+            yield {}
             return
         ids = [device] if device.type == "cuda" else None
+        wrappers = {"ddp": lambda name, model: torch.nn.parallel.DistributedDataParallel(
+            model.to(device), device_ids=ids)}
         try:
-            yield lambda model: torch.nn.parallel.DistributedDataParallel(model.to(device), device_ids=ids)
+            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+            def fsdp(name, model):
+                # As bench/memory_validation trains it: a unit per GPT block or ResNet stage
+                # and the root; bf16 parameters for the GPT, fp32 beside BatchNorm.
+                model = model.to(device)
+                mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+                      if name == "gpt" else MixedPrecisionPolicy())
+                units = model.blocks if name == "gpt" else [model.layer1, model.layer2, model.layer3,
+                                                             model.layer4]
+                for unit in units:
+                    fully_shard(unit, mp_policy=mp)
+                fully_shard(model, mp_policy=mp)
+                return model
+            wrappers["fsdp"] = fsdp
+        except Exception as e:  # noqa: BLE001 - an FSDP2 that does not import (old PyTorch) is skipped
+            print(f"framework_probe: no FSDP pass ({type(e).__name__}: {e}); FSDP2 needs "
+                  "PyTorch 2.6 or later", file=sys.stderr)
+        try:
+            yield wrappers
         finally:
             dist.destroy_process_group()
+
+
+def tried_pass(torch, device, kind, build, inputs, target):
+    """A wrapped model's pass, run once untimed; None and why on stderr where this PyTorch
+    cannot run it, so that the other passes are still timed."""
+    try:
+        forward_backward, step = training_pass(torch, device, build(), inputs, target)
+        forward_backward()
+        step()
+        return forward_backward, step
+    except (RuntimeError, ValueError, TypeError, AssertionError, AttributeError) as e:
+        print(f"framework_probe: no {kind} pass ({type(e).__name__}: {e})", file=sys.stderr)
+        return None
 
 
 def training_pass(torch, device, model, inputs, target):
@@ -258,14 +296,14 @@ def training_pass(torch, device, model, inputs, target):
 
 
 def alternating_times(torch, args, device, passes):
-    """Each pass's forward + backward wall times, sorted, the passes taking turns: the
-    host's speed switches between levels within seconds (bench/validate/data/
+    """Each pass's forward + backward wall times, sorted, by kind, the passes taking turns:
+    the host's speed switches between levels within seconds (bench/validate/data/
     2026-11-26_h100x1_host_check_pinned), so passes timed one after the other could see
-    different levels and their difference would be the host's, not DDP's."""
+    different levels and their difference would be the host's, not the wrapper's."""
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    times = [[] for _ in passes]
+    times = {kind: [] for kind in passes}
     for i in range(args.warmup + args.steps):
-        for (forward_backward, step), out in zip(passes, times):
+        for (forward_backward, step), out in zip(passes.values(), times.values()):
             sync()
             t0 = time.perf_counter()
             forward_backward()
@@ -273,7 +311,7 @@ def alternating_times(torch, args, device, passes):
             if i >= args.warmup:
                 out.append(time.perf_counter() - t0)
             step()
-    return [sorted(t) for t in times]
+    return {kind: sorted(t) for kind, t in times.items()}
 
 
 def main():
@@ -321,7 +359,8 @@ def main():
         print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}, "
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
               f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
-              + (f"; {e['ddp_median_s'] * 1e3:.2f} ms under DDP" if "ddp_median_s" in e else ""))
+              + "".join(f"; {e[f'{kind}_median_s'] * 1e3:.2f} ms under {kind.upper()}"
+                        for kind in ("ddp", "fsdp") if f"{kind}_median_s" in e))
 
 
 if __name__ == "__main__":

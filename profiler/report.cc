@@ -212,6 +212,7 @@ nlohmann::json ToJson(const Report& r) {
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
     if (e.ddp_median_s > 0) o["ddp_median_s"] = e.ddp_median_s;
+    if (e.fsdp_median_s > 0) o["fsdp_median_s"] = e.fsdp_median_s;
     j["framework"].push_back(o);
   }
   j["errors"] = json::array();
@@ -336,9 +337,11 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       if (e.kernels <= 0) throw FieldError{absl::StrCat(w, ".kernels: must be positive")};
       e.timing = GetTiming(o, w);
       e.gpu_busy_fraction = Num(o, "gpu_busy_fraction", w);
-      if (o.contains("ddp_median_s")) {
-        e.ddp_median_s = Num(o, "ddp_median_s", w);
-        if (e.ddp_median_s <= 0) throw FieldError{absl::StrCat(w, ".ddp_median_s: must be positive")};
+      for (auto [key, field] : {std::pair{"ddp_median_s", &e.ddp_median_s},
+                                std::pair{"fsdp_median_s", &e.fsdp_median_s}}) {
+        if (!o.contains(key)) continue;
+        *field = Num(o, key, w);
+        if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }
       r.framework.push_back(e);
     }

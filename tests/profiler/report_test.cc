@@ -45,6 +45,7 @@ Report Sample() {
   cnn.depth = 50, cnn.image = 64, cnn.classes = 10;
   cnn.kernels = 906;
   cnn.ddp_median_s = 0.021;
+  cnn.fsdp_median_s = 0.045;
   r.framework.push_back(cnn);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
@@ -82,6 +83,7 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(out->framework[1].classes, 10);
   EXPECT_EQ(out->framework[1].kernels, 906);
   EXPECT_DOUBLE_EQ(out->framework[1].ddp_median_s, 0.021);
+  EXPECT_DOUBLE_EQ(out->framework[1].fsdp_median_s, 0.045);
   EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
   EXPECT_EQ(out->framework[0].version, "2.11.0+cu130");
   EXPECT_EQ(out->framework[0].ffn, 512);
@@ -136,6 +138,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "kernels", 0},
       {"framework", "median_s", 0.0},
       {"framework", "ddp_median_s", -1.0},
+      {"framework", "fsdp_median_s", 0.0},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());
