@@ -30,6 +30,7 @@ PRIOR=${PRIOR:-}
 here=$(cd "$(dirname "$0")" && pwd)
 measure=$here/../memory_validation/measure_pytorch.py
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT  # per-configuration files: merged into $OUT
 mkdir -p "$OUT"
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
 export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
@@ -171,7 +172,12 @@ if stage compare; then
   pick() { if [ -e "$OUT/$1" ]; then echo "$OUT/$1"; elif [ -n "$PRIOR" ] && [ -e "$PRIOR/$1" ]; then echo "$PRIOR/$1"; fi; }
   runs=()
   for f in single.json ddp.json fsdp.json; do [ -n "$(pick $f)" ] && runs+=("$(pick $f)"); done
-  "$carry/xdeep_validate" compare --profile "$(pick profile.json)" --runs "${runs[@]}" \
-    --json "$OUT/validation.json"
+  if [ -z "$(pick profile.json)" ] || (( ${#runs[@]} == 0 )); then
+    echo "compare: no profile.json or no training results here or in PRIOR (${PRIOR:-unset});" \
+      "run the probes and training stages first"
+  else
+    "$carry/xdeep_validate" compare --profile "$(pick profile.json)" --runs "${runs[@]}" \
+      --json "$OUT/validation.json"
+  fi
 fi
 stamp "done"
