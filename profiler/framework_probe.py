@@ -182,11 +182,12 @@ def measure(args):
     ]
     if args.main_cpu is not None:
         os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
-    with one_rank_process_group(torch, device) as wrappers:
+    with one_rank_process_group(torch, device) as formed:
+        wraps = wrappers(torch, device) if formed else {}
         timed = []
         for name, shape, model, inputs, target in networks:
             passes = {"plain": training_pass(torch, device, model, inputs, target)}
-            for kind, wrap in wrappers.items():
+            for kind, wrap in wraps.items():
                 tried = tried_pass(torch, device, kind, lambda: wrap(name, copy.deepcopy(model)),
                                    inputs, target)
                 if tried:
@@ -216,13 +217,26 @@ def measure(args):
     return entries, gpu, versions
 
 
+def fully_shard_as_trained(torch, model, cnn):
+    """FSDP2 as xdeep's workloads train under it (bench/memory_validation too): a unit per
+    transformer block or ResNet stage, and the root; bf16 parameters for transformers,
+    fp32 for a CNN (BatchNorm cannot take bf16 parameters beside fp32 running stats)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    mp = (MixedPrecisionPolicy() if cnn else
+          MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32))
+    units = [model.layer1, model.layer2, model.layer3, model.layer4] if cnn else model.blocks
+    for unit in units:
+        fully_shard(unit, mp_policy=mp)
+    fully_shard(model, mp_policy=mp)
+    return model
+
+
 @contextlib.contextmanager
 def one_rank_process_group(torch, device):
     """A process group of this process alone (NCCL on a GPU, Gloo on the CPU; a file store
-    in a private temporary folder: no port to pick, nothing left behind), for the wrapped
-    passes: yields {"ddp": wrap, "fsdp": wrap} (FSDP2 where this PyTorch has it), each
-    wrap(network name, model) returning the wrapped model. Where PyTorch cannot form the
-    group, yields none and says why on stderr: the tuner keeps its built-in figures."""
+    in a private temporary folder: no port to pick, nothing left behind); yields whether
+    it formed. Where PyTorch cannot form it, says why on stderr: the tuner then keeps its
+    built-in figures."""
     dist = torch.distributed
     with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
         try:
@@ -233,34 +247,27 @@ def one_rank_process_group(torch, device):
         except (RuntimeError, ValueError, OSError) as e:
             print(f"framework_probe: no DDP or FSDP pass ({type(e).__name__}: {e}); the report has "
                   "no ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
-            yield {}
+            yield False
             return
-        ids = [device] if device.type == "cuda" else None
-        wrappers = {"ddp": lambda name, model: torch.nn.parallel.DistributedDataParallel(
-            model.to(device), device_ids=ids)}
         try:
-            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-            def fsdp(name, model):
-                # As bench/memory_validation trains it: a unit per GPT block or ResNet stage
-                # and the root; bf16 parameters for the GPT, fp32 beside BatchNorm.
-                model = model.to(device)
-                mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-                      if name == "gpt" else MixedPrecisionPolicy())
-                units = model.blocks if name == "gpt" else [model.layer1, model.layer2, model.layer3,
-                                                             model.layer4]
-                for unit in units:
-                    fully_shard(unit, mp_policy=mp)
-                fully_shard(model, mp_policy=mp)
-                return model
-            wrappers["fsdp"] = fsdp
-        except Exception as e:  # noqa: BLE001 - an FSDP2 that does not import (old PyTorch) is skipped
-            print(f"framework_probe: no FSDP pass ({type(e).__name__}: {e}); FSDP2 needs "
-                  "PyTorch 2.6 or later", file=sys.stderr)
-        try:
-            yield wrappers
+            yield True
         finally:
             dist.destroy_process_group()
+
+
+def wrappers(torch, device):
+    """{"ddp": wrap, "fsdp": wrap} (FSDP2 where this PyTorch has it), each wrap(network
+    name, model) returning the wrapped model, for a process group already formed."""
+    ids = [device] if device.type == "cuda" else None
+    out = {"ddp": lambda name, model: torch.nn.parallel.DistributedDataParallel(
+        model.to(device), device_ids=ids)}
+    try:
+        import torch.distributed.fsdp  # noqa: F401 - only whether it imports
+        out["fsdp"] = lambda name, model: fully_shard_as_trained(torch, model.to(device), name == "resnet")
+    except Exception as e:  # noqa: BLE001 - an FSDP2 that does not import (old PyTorch) is skipped
+        print(f"framework_probe: no FSDP pass ({type(e).__name__}: {e}); FSDP2 needs "
+              "PyTorch 2.6 or later", file=sys.stderr)
+    return out
 
 
 def tried_pass(torch, device, kind, build, inputs, target):

@@ -1,7 +1,7 @@
 // The probe report: JSON conversion and files.
 #include "profiler/report.h"
 
-
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -33,6 +33,13 @@ auto ShapeFields(Entry& e) {
                        {"vocab", &e.vocab}});
   }
   return f;
+}
+
+// A framework entry's optional wrapped-pass times, by JSON key (0: not measured).
+template <typename Entry>
+auto WrappedPassFields(Entry& e) {
+  return std::array{std::pair{"ddp_median_s", &e.ddp_median_s},
+                    std::pair{"fsdp_median_s", &e.fsdp_median_s}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.
@@ -211,8 +218,9 @@ nlohmann::json ToJson(const Report& r) {
     for (auto [key, field] : ShapeFields(e)) o[key] = *field;
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
-    if (e.ddp_median_s > 0) o["ddp_median_s"] = e.ddp_median_s;
-    if (e.fsdp_median_s > 0) o["fsdp_median_s"] = e.fsdp_median_s;
+    for (auto [key, field] : WrappedPassFields(e)) {
+      if (*field > 0) o[key] = *field;
+    }
     j["framework"].push_back(o);
   }
   j["errors"] = json::array();
@@ -337,8 +345,7 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       if (e.kernels <= 0) throw FieldError{absl::StrCat(w, ".kernels: must be positive")};
       e.timing = GetTiming(o, w);
       e.gpu_busy_fraction = Num(o, "gpu_busy_fraction", w);
-      for (auto [key, field] : {std::pair{"ddp_median_s", &e.ddp_median_s},
-                                std::pair{"fsdp_median_s", &e.fsdp_median_s}}) {
+      for (auto [key, field] : WrappedPassFields(e)) {
         if (!o.contains(key)) continue;
         *field = Num(o, key, w);
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};

@@ -532,7 +532,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     int forward_kernels = 0, ddp_launches = 0;
     for (const LayerCost& l : probed.layers) {
       forward_kernels += l.kernels;
-      ddp_launches += 2 * l.param_tensors + l.buffer_tensors;
+      ddp_launches += 2 * ParamTensors(l) + l.buffer_tensors;
     }
     (model == "resnet" ? per_kernel_cnn : per_kernel)
         .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
@@ -546,27 +546,28 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       ddp_per_launch.push_back(std::max(0.0, ddp_s - wall_s) / ddp_launches);
     }
   }
-  std::string host_note;
+  std::vector<std::string> host_parts;  // for the label
   if (!per_kernel.empty()) {
     hw.host_overhead_per_kernel_s = modeling::Median(per_kernel);
-    host_note = absl::StrFormat(" (host %.1f us per kernel from the framework probe",
-                                hw.host_overhead_per_kernel_s * 1e6);
+    host_parts.push_back(absl::StrFormat("%.1f us per kernel from the framework probe",
+                                         hw.host_overhead_per_kernel_s * 1e6));
   }
   if (!per_kernel_cnn.empty()) {
     hw.host_overhead_per_kernel_cnn_s = modeling::Median(per_kernel_cnn);
-    host_note += absl::StrFormat("%s%.1f us for CNNs", host_note.empty() ? " (host " : ", ",
-                                 hw.host_overhead_per_kernel_cnn_s * 1e6);
+    host_parts.push_back(
+        absl::StrFormat("%.1f us for CNNs", hw.host_overhead_per_kernel_cnn_s * 1e6));
   }
   if (!ddp_per_launch.empty()) {
     hw.ddp_host_per_launch_s = modeling::Median(ddp_per_launch);
-    host_note += absl::StrFormat("%s%.1f us per DDP reducer launch", host_note.empty() ? " (host " : ", ",
-                                 hw.ddp_host_per_launch_s * 1e6);
+    host_parts.push_back(
+        absl::StrFormat("%.1f us per DDP reducer launch", hw.ddp_host_per_launch_s * 1e6));
   }
   if (!step_cv.empty()) {
     hw.host_step_cv = modeling::Median(step_cv);
-    host_note += absl::StrFormat(", pass-to-pass spread %.0f %%", 100 * hw.host_step_cv);
+    host_parts.push_back(absl::StrFormat("pass-to-pass spread %.0f %%", 100 * hw.host_step_cv));
   }
-  if (!host_note.empty()) host_note += ")";
+  const std::string host_note =
+      host_parts.empty() ? "" : absl::StrCat(" (host ", absl::StrJoin(host_parts, ", "), ")");
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
   // ranks); busbw = f(n) / beta; inter-node busbw per rail (per GPU of a node).

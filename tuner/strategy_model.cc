@@ -261,7 +261,7 @@ struct StrategyModel::Impl {
         const double div = l.tp_capable ? tp : 1;
         r.params += l.params / div;
         r.matmul_params += l.matmul_params / div;
-        r.param_tensors += l.param_tensors > 0 ? l.param_tensors : (l.params > 0 ? 1 : 0);
+        r.param_tensors += ParamTensors(l);
         r.buffer_tensors += l.buffer_tensors;
         const bool recomputed = l.recompute_saved_bytes < l.saved_activation_bytes;
         if (recomputed) {
@@ -675,6 +675,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
   const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
   double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, dp_exposed = 0;
+  const double straggle = StragglerFactor(c.dp * c.tp * c.pp, hw.host_step_cv);
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
@@ -700,7 +701,6 @@ StepTime StrategyModel::Time(const Configuration& c) {
       launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
     }
-    const double straggle = StragglerFactor(c.dp * c.tp * c.pp, hw.host_step_cv);
     launch_f *= straggle;
     launch_b *= straggle;
     // Autocast casts every matmul weight to 16 bits in each forward (read 4,

@@ -94,6 +94,11 @@ struct LayerCost {
   std::string unit;
 };
 
+// A layer's parameter tensors, the default (one where it has parameters) resolved.
+inline int ParamTensors(const LayerCost& l) {
+  return l.param_tensors > 0 ? l.param_tensors : (l.params > 0 ? 1 : 0);
+}
+
 struct Workload {
   std::string name;
   ModelFamily family = ModelFamily::kTransformer;

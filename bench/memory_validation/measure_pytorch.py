@@ -63,7 +63,7 @@ VOCAB = 50257
 
 # The model the framework probe runs too (profiler/framework_probe.py): one definition.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "profiler"))
-from framework_probe import gpt_classes  # noqa: E402
+from framework_probe import fully_shard_as_trained, gpt_classes  # noqa: E402
 
 _, _Gpt = gpt_classes(torch)
 
@@ -150,6 +150,8 @@ def extra_steps(times, min_seconds, world, device, cap=500):
     (the ranks' collectives must pair up): the host's speed switches between levels a few
     seconds apart, so a window of seconds samples it as training does
     (bench/validate/data/2026-11-26_h100x1_host_check_pinned)."""
+    if min_seconds <= 0:  # every rank was given the same --min-seconds
+        return 0
     left = min_seconds - sum(times)
     n = 0 if left <= 0 else min(cap, math.ceil(left / statistics.median(times)))
     if world > 1:
@@ -185,15 +187,7 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         from torch.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model, device_ids=[device.index])
     elif mode == "fsdp":
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-        # BatchNorm cannot take bf16 parameters next to fp32 running stats, so
-        # ResNet-50 keeps fp32 parameters (autocast alone) under FSDP.
-        mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-              if name != "resnet50" else MixedPrecisionPolicy())
-        units = model.blocks if name != "resnet50" else [model.layer1, model.layer2, model.layer3, model.layer4]
-        for u in units:
-            fully_shard(u, mp_policy=mp)
-        fully_shard(model, mp_policy=mp)
+        fully_shard_as_trained(torch, model, name == "resnet50")
     after_wrap = torch.cuda.memory_allocated(device) - base  # DDP: + Reducer buckets
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     mark("setup")

@@ -94,10 +94,11 @@ absl::StatusOr<std::vector<Model>> FitAlternatives(
 // Bayesian model averaging over those `count` hypotheses: each weighted by
 // exp(-Δ/2) (Δ against the best), summed term by term into one PMNF model.
 // Δ is of BIC, or, where points carry repetitions, of RSS / σ²_mean +
-// k·log(n) with σ²_mean the noise of a point's mean pooled from them. When sparse, noisy points
-// leave several exponents about equally likely (p·log2 p, p^(4/3), p^(2/3)·log2(p)^2 on nodes <=
-// 64), picking one extrapolates with that one's error; the average hedges between them. count = 1
-// is the joint search's best hypothesis.
+// k·log(n) with σ²_mean the noise of a point's mean pooled from them.
+// When sparse, noisy points leave several exponents about equally likely
+// (p·log2 p, p^(4/3), p^(2/3)·log2(p)^2 on nodes <= 64), picking one
+// extrapolates with that one's error; the average hedges between them.
+// count = 1 is the joint search's best hypothesis.
 absl::StatusOr<Model> FitAveraged(std::span<const Measurement> points, int count,
                                   const ModelerOptions& options = ModelerOptions::Robust());
 
