@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -399,6 +400,48 @@ std::optional<DType> ParseDType(const std::string& s) {
   return std::nullopt;
 }
 
+// One network's FSDP2-wrapped probe passes: its unit and tensor counts, and
+// what FSDP added to each plain pass.
+struct FsdpProbe {
+  double units = 0, tensors = 0;
+  std::vector<double> added_s;
+};
+
+// FSDP2's host seconds per unit and per parameter tensor from the probe's
+// GPT and ResNet-50 (median added time of each): two equations in two
+// unknowns. With one network, or where the two disagree so that one cost
+// would come out negative, the built-in split between the two
+// (fsdp_tensor_host_kernels / fsdp_unit_host_kernels) scales to what was
+// measured. None where nothing was.
+std::optional<std::pair<double, double>> FsdpHostCosts(const FsdpProbe& gpt, const FsdpProbe& cnn,
+                                                       const HardwareProfile& hw) {
+  std::vector<std::pair<const FsdpProbe*, double>> seen;
+  for (const FsdpProbe* p : {&gpt, &cnn}) {
+    if (!p->added_s.empty() && p->units + p->tensors > 0) {
+      seen.emplace_back(p, modeling::Median(p->added_s));
+    }
+  }
+  if (seen.empty()) return std::nullopt;
+  if (seen.size() == 2) {
+    const auto& [a, da] = seen[0];
+    const auto& [b, db] = seen[1];
+    const double det = a->units * b->tensors - b->units * a->tensors;
+    if (std::abs(det) > 1e-9) {
+      const double unit = (da * b->tensors - db * a->tensors) / det;
+      const double tensor = (a->units * db - b->units * da) / det;
+      if (unit >= 0 && tensor >= 0) return std::pair(unit, tensor);
+    }
+  }
+  const double ratio = hw.fsdp_tensor_host_kernels / hw.fsdp_unit_host_kernels;
+  double added = 0, weight = 0;
+  for (const auto& [p, d] : seen) {
+    added += d;
+    weight += p->units + ratio * p->tensors;
+  }
+  const double unit = added / weight;
+  return std::pair(unit, ratio * unit);
+}
+
 }  // namespace
 
 absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
@@ -490,6 +533,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
   std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv;
+  FsdpProbe fsdp_gpt, fsdp_cnn;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
@@ -529,10 +573,13 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       }
       BuildTransformerLayers(probed);
     }
-    int forward_kernels = 0, ddp_launches = 0;
+    int forward_kernels = 0, ddp_launches = 0, tensors = 0;
+    std::set<std::string> units;  // the root unit (embeddings, stem, head) named ""
     for (const LayerCost& l : probed.layers) {
       forward_kernels += l.kernels;
       ddp_launches += 2 * ParamTensors(l) + l.buffer_tensors;
+      tensors += ParamTensors(l);
+      if (l.params > 0) units.insert(l.unit);
     }
     (model == "resnet" ? per_kernel_cnn : per_kernel)
         .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
@@ -544,6 +591,15 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     const double ddp_s = f.value("ddp_median_s", 0.0);
     if (ddp_s > 0 && ddp_launches > 0) {
       ddp_per_launch.push_back(std::max(0.0, ddp_s - wall_s) / ddp_launches);
+    }
+    // The FSDP2-wrapped pass: what FSDP adds on the host, for this network's
+    // units and tensors.
+    const double fsdp_s = f.value("fsdp_median_s", 0.0);
+    if (fsdp_s > 0) {
+      FsdpProbe& p = model == "resnet" ? fsdp_cnn : fsdp_gpt;
+      p.units = static_cast<double>(units.size());
+      p.tensors = tensors;
+      p.added_s.push_back(std::max(0.0, fsdp_s - wall_s));
     }
   }
   std::vector<std::string> host_parts;  // for the label
@@ -561,6 +617,12 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     hw.ddp_host_per_launch_s = modeling::Median(ddp_per_launch);
     host_parts.push_back(
         absl::StrFormat("%.1f us per DDP reducer launch", hw.ddp_host_per_launch_s * 1e6));
+  }
+  if (const auto fsdp = FsdpHostCosts(fsdp_gpt, fsdp_cnn, hw)) {
+    std::tie(hw.fsdp_host_per_unit_s, hw.fsdp_host_per_tensor_s) = *fsdp;
+    host_parts.push_back(absl::StrFormat("FSDP %.2f ms per unit + %.0f us per tensor",
+                                         hw.fsdp_host_per_unit_s * 1e3,
+                                         hw.fsdp_host_per_tensor_s * 1e6));
   }
   if (!step_cv.empty()) {
     hw.host_step_cv = modeling::Median(step_cv);

@@ -687,9 +687,13 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // FSDP2's host work per unit (pre/post hooks, all-gather copy-in and
       // copy-out, reduce-scatter staging) and per parameter tensor (its views
       // into the gathered storage, its sharded gradient): a third in forward.
-      const double s = (d.fsdp_units * hw.fsdp_unit_host_kernels +
-                        d.param_tensors * hw.fsdp_tensor_host_kernels) *
-                       hw.host_overhead_per_kernel_s;
+      const bool measured = hw.fsdp_host_per_unit_s > 0 || hw.fsdp_host_per_tensor_s > 0;
+      const double s =
+          measured ? d.fsdp_units * hw.fsdp_host_per_unit_s +
+                         d.param_tensors * hw.fsdp_host_per_tensor_s
+                   : (d.fsdp_units * hw.fsdp_unit_host_kernels +
+                      d.param_tensors * hw.fsdp_tensor_host_kernels) *
+                         hw.host_overhead_per_kernel_s;
       launch_f += s / 3;
       launch_b += s * 2 / 3;
     }

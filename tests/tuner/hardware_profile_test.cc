@@ -239,6 +239,43 @@ TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   EXPECT_DOUBLE_EQ(without->ddp_host_per_launch_s, HardwareProfile().ddp_host_per_launch_s);
 }
 
+TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor) {
+  // The tiny GPT: 5 units (4 blocks, the root), 36 tensors; ResNet-50: 5 units
+  // (4 stages, the root), 161 tensors. Chosen costs: 1 ms per unit, 50 us per
+  // tensor, added to the plain passes.
+  auto with_fsdp = [](std::string entry, double fsdp_s) {
+    entry.insert(entry.size() - 1, absl::StrCat(R"(, "fsdp_median_s": )", fsdp_s));
+    return entry;
+  };
+  const std::string resnet = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 224,
+      "classes": 1000, "batch": 1, "kernels": 941, "median_s": 0.016, "gpu_busy_fraction": 0.2})";
+  const double gpt_added = 5 * 1e-3 + 36 * 50e-6, cnn_added = 5 * 1e-3 + 161 * 50e-6;
+  auto hw = HardwareProfileFromProbeReport(
+      WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
+                    with_fsdp(resnet, 0.016 + cnn_added)),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->fsdp_host_per_unit_s, 1e-3, 1e-12);
+  EXPECT_NEAR(hw->fsdp_host_per_tensor_s, 50e-6, 1e-12);
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("FSDP 1.00 ms per unit + 50 us per tensor"));
+
+  // The GPT alone cannot split the two: the built-in ratio between them holds.
+  auto gpt_only = HardwareProfileFromProbeReport(
+      WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added)), "probe.json");
+  ASSERT_TRUE(gpt_only.ok()) << gpt_only.status();
+  const HardwareProfile builtin;
+  EXPECT_NEAR(gpt_only->fsdp_host_per_tensor_s / gpt_only->fsdp_host_per_unit_s,
+              builtin.fsdp_tensor_host_kernels / builtin.fsdp_unit_host_kernels, 1e-12);
+  EXPECT_NEAR(5 * gpt_only->fsdp_host_per_unit_s + 36 * gpt_only->fsdp_host_per_tensor_s,
+              gpt_added, 1e-12);
+
+  // Without FSDP passes nothing is measured: the model keeps its launch counts.
+  auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->fsdp_host_per_unit_s, 0);
+  EXPECT_EQ(without->fsdp_host_per_tensor_s, 0);
+}
+
 TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
   // (p95 - median) / (1.645 median) per entry, as if normal; their median.
   std::string a = FrameworkEntry(0.006, 0.1), b = FrameworkEntry(0.005, 0.1),

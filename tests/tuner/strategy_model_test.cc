@@ -284,6 +284,19 @@ TEST(StrategyTimeTest, ZeroStagesCommunication) {
   const double f = std::hypot(fwd, 0.00125 + 10 * unit / 3);
   const double b = std::hypot(bwd_gpu + kCast, 0.0025 + 10 * unit * 2 / 3);
   EXPECT_NEAR(t.per_micro_batch_s, f + b + (0.1 - fwd) + (0.3 - bwd_gpu) + 2 * 0.01, 1e-12);
+
+  // Where the framework probe measured FSDP's host seconds per unit and per
+  // tensor, those replace the launch counts.
+  HardwareProfile measured = hw;
+  measured.fsdp_host_per_unit_s = 2e-3;
+  measured.fsdp_host_per_tensor_s = 1e-4;
+  t = EstimateStepTime(w, measured, c);
+  const double m = 2e-3 + 1e-4;
+  EXPECT_NEAR(t.per_micro_batch_s,
+              std::hypot(fwd, 0.00125 + 10 * m / 3) +
+                  std::hypot(bwd_gpu + kCast, 0.0025 + 10 * m * 2 / 3) + (0.1 - fwd) +
+                  (0.3 - bwd_gpu) + 2 * 0.01,
+              1e-12);
 }
 
 TEST(StrategyTimeTest, PipelineBubble) {
