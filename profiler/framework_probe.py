@@ -15,7 +15,8 @@ xdeep.probe_report/1 file with a `framework` entry per network: its shape, the m
 wall time, the kernels launched (torch.profiler, one more pass) and the median wall time
 of the same pass under DistributedDataParallel and under FSDP2 (one rank: DDP's
 reducer copies gradients and broadcasts buffers, FSDP2 gathers and reshards, at any
-world size), the passes taking turns. The tuner divides
+world size), the passes taking turns; and one entry of a GPT at a training size with the
+GPU time of its elementwise kernels (memory-bound, where the others are host-bound). The tuner divides
 the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
 GPU's other reports.
@@ -39,6 +40,36 @@ GPT_SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vo
 # probe read ~13 % above ResNet-50 training on the same 1x H200, 07:43-07:51,
 # bench/validate/data/2026-11-26_h200x1_*; the tuner ignores an entry busy >= 50 %).
 RESNET_SHAPE = {"depth": 50, "image": 224, "classes": 1000, "batch": 1}
+# A GPT at the size xdeep's GPT workloads train (hidden 1024, seq 1024, GPT-2's
+# vocabulary), where its norms, activations, casts and loss are bound by memory, not by
+# the host: their GPU time (`elementwise_s`) against the bytes the tuner counts for them
+# is the bandwidth eager elementwise kernels reach on this GPU. They do not follow the
+# device's copy bandwidth: from 2x H200 to 2x H100 (copy 4063 -> 2868 GB/s) training's
+# elementwise time grew 1.2x, not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4).
+ELEMENTWISE_SHAPE = {"layers": 4, "hidden": 1024, "heads": 16, "ffn": 4096, "seq": 1024,
+                     "vocab": 50257, "batch": 4}
+# On the CPU (smoke runs; the tuner ignores CPU entries) a size that runs in seconds.
+ELEMENTWISE_SHAPE_CPU = {"layers": 2, "hidden": 256, "heads": 4, "ffn": 1024, "seq": 128,
+                         "vocab": 1024, "batch": 1}
+
+
+def kernel_category(name):
+    """What a CUDA kernel does, from its name (cuBLAS / CUTLASS GEMMs, fused
+    attention, NCCL, the foreach optimizer, memory copies and sets, everything else
+    elementwise)."""
+    n = name.lower()
+    if "nccl" in n:
+        return "nccl"
+    if "flash" in n or "fmha" in n or "attention" in n:
+        return "attention"
+    if ("gemm" in n or "nvjet" in n or "xmma" in n or "cutlass" in n or "cublas" in n
+            or "sm90_" in n or "sm80_" in n or "conv" in n or "implicit" in n or "winograd" in n):
+        return "gemm_conv"
+    if "multi_tensor_apply" in n:
+        return "optimizer"
+    if "memcpy" in n or "memset" in n:
+        return "memcpy"
+    return "elementwise"
 
 
 def gpt_classes(torch):
@@ -156,6 +187,43 @@ def kernel_count_and_busy_s(torch, fn, device):
     return count, busy_us * 1e-6
 
 
+def elementwise_entry(torch, args, device, gpt):
+    """The memory-bound GPT's forward + backward: wall times of a few passes, then one
+    under torch.profiler for its kernels and the GPU time of the elementwise ones."""
+    from torch.profiler import ProfilerActivity, profile
+    shape = ELEMENTWISE_SHAPE if device.type == "cuda" else ELEMENTWISE_SHAPE_CPU
+    gen = torch.Generator(device=device)
+    gen.manual_seed(4321)
+    tokens = (shape["batch"], shape["seq"])
+    model = gpt(*(shape[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab")))
+    passes = {"plain": training_pass(
+        torch, device, model, torch.randint(0, shape["vocab"], tokens, device=device, generator=gen),
+        torch.randint(0, shape["vocab"], tokens, device=device, generator=gen))}
+    timed = argparse.Namespace(warmup=3, steps=5)
+    times = alternating_times(torch, timed, device, passes)["plain"]
+    forward_backward = passes["plain"][0]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        forward_backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    kernels, busy_s, elementwise_s = 0, 0.0, 0.0
+    for evt in prof.key_averages():
+        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            s = (getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0)) * 1e-6
+            kernels += evt.count
+            busy_s += s
+            if kernel_category(evt.key) == "elementwise":
+                elementwise_s += s
+    median = statistics.median(times)
+    entry = dict(name="torch", version=torch.__version__, device=device.type, model="gpt", **shape,
+                 median_s=median, min_s=times[0], p95_s=times[-1], spread=(times[-1] - times[0]) / median,
+                 iterations=len(times), kernels=max(kernels, 1), gpu_busy_fraction=min(1.0, busy_s / median))
+    if elementwise_s > 0:
+        entry["elementwise_s"] = elementwise_s
+    return entry
+
+
 def measure(args):
     import torch
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
@@ -206,6 +274,8 @@ def measure(args):
                                 kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / median)))
             for kind in passes.keys() - {"plain"}:
                 entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
+    del networks, timed
+    entries.append(elementwise_entry(torch, args, device, gpt))
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -362,6 +432,11 @@ def main():
         json.dump(report, f, indent=2)
     os.replace(tmp, args.out)
     for e in entries:
+        if e["model"] == "gpt" and e["hidden"] != GPT_SHAPE["hidden"]:
+            print(f"framework_probe: torch {e['version']}: forward + backward of a {e['layers']}-layer GPT "
+                  f"(hidden {e['hidden']}, seq {e['seq']}, batch {e['batch']}) in {e['median_s'] * 1e3:.2f} ms, "
+                  f"elementwise kernels {e.get('elementwise_s', 0) * 1e3:.2f} ms of it")
+            continue
         what = f"{e['layers']}-layer GPT" if e["model"] == "gpt" else f"ResNet-{e['depth']} at {e['image']} px"
         print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}, "
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "

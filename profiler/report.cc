@@ -35,11 +35,12 @@ auto ShapeFields(Entry& e) {
   return f;
 }
 
-// A framework entry's optional wrapped-pass times, by JSON key (0: not measured).
+// A framework entry's optional times, by JSON key (0: not measured).
 template <typename Entry>
-auto WrappedPassFields(Entry& e) {
+auto OptionalTimes(Entry& e) {
   return std::array{std::pair{"ddp_median_s", &e.ddp_median_s},
-                    std::pair{"fsdp_median_s", &e.fsdp_median_s}};
+                    std::pair{"fsdp_median_s", &e.fsdp_median_s},
+                    std::pair{"elementwise_s", &e.elementwise_s}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.
@@ -218,7 +219,7 @@ nlohmann::json ToJson(const Report& r) {
     for (auto [key, field] : ShapeFields(e)) o[key] = *field;
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;
-    for (auto [key, field] : WrappedPassFields(e)) {
+    for (auto [key, field] : OptionalTimes(e)) {
       if (*field > 0) o[key] = *field;
     }
     j["framework"].push_back(o);
@@ -345,7 +346,7 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       if (e.kernels <= 0) throw FieldError{absl::StrCat(w, ".kernels: must be positive")};
       e.timing = GetTiming(o, w);
       e.gpu_busy_fraction = Num(o, "gpu_busy_fraction", w);
-      for (auto [key, field] : WrappedPassFields(e)) {
+      for (auto [key, field] : OptionalTimes(e)) {
         if (!o.contains(key)) continue;
         *field = Num(o, key, w);
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};

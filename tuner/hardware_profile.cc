@@ -532,16 +532,17 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
-  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv;
+  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, elementwise_gbps;
   FsdpProbe fsdp_gpt, fsdp_cnn;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
     if (!f.is_object()) return ReportError(source_name, path, "not an object");
     const std::string model = f.value("model", std::string());
+    const double elementwise_s = f.value("elementwise_s", 0.0);
     if ((model != "gpt" && model != "resnet") ||
         f.value("device", std::string("cuda")) != "cuda" ||
-        f.value("gpu_busy_fraction", 1.0) >= 0.5) {
+        (elementwise_s <= 0 && f.value("gpu_busy_fraction", 1.0) >= 0.5)) {
       continue;
     }
     const double wall_s = f.value("median_s", 0.0);
@@ -572,6 +573,16 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
                            "and median_s > 0");
       }
       BuildTransformerLayers(probed);
+    }
+    if (elementwise_s > 0) {
+      // The memory-bound GPT: the model's elementwise bytes over their GPU time.
+      double bytes = 0;
+      for (const LayerCost& l : probed.layers) {
+        const ElementwiseTraffic e = ElementwiseBytes(l);
+        bytes += (e.fwd + e.bwd) * std::max(1, f.value("batch", 1));
+      }
+      elementwise_gbps.push_back(bytes / elementwise_s / 1e9);
+      continue;
     }
     int forward_kernels = 0, ddp_launches = 0, tensors = 0;
     std::set<std::string> units;  // the root unit (embeddings, stem, head) named ""
@@ -628,8 +639,13 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     hw.host_step_cv = modeling::Median(step_cv);
     host_parts.push_back(absl::StrFormat("pass-to-pass spread %.0f %%", 100 * hw.host_step_cv));
   }
-  const std::string host_note =
+  std::string framework_note =
       host_parts.empty() ? "" : absl::StrCat(" (host ", absl::StrJoin(host_parts, ", "), ")");
+  if (!elementwise_gbps.empty()) {
+    hw.elementwise_bandwidth_gbps = modeling::Median(elementwise_gbps);
+    absl::StrAppendFormat(&framework_note, " (elementwise kernels at %.0f GB/s)",
+                          hw.elementwise_bandwidth_gbps);
+  }
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,
   // ranks); busbw = f(n) / beta; inter-node busbw per rail (per GPU of a node).
@@ -754,7 +770,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     filled =
         absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
   }
-  hw.date += filled + extrapolated + host_note;
+  hw.date += filled + extrapolated + framework_note;
   return hw;
 }
 

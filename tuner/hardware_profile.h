@@ -64,6 +64,13 @@ struct HardwareProfile {
   // process on H200 (bench/memory_validation/data/*_fresh.json).
   int64_t allocator_workspace_bytes = 0;
   double memory_bandwidth_gbps = 0;  // measured device copy bandwidth, 1e9 B/s
+  // The bandwidth an eager framework's elementwise kernels reach, over the
+  // bytes the model counts for them (ElementwiseBytes): from the framework
+  // probe's GPT at a training size. Not the copy bandwidth: from 2x H200 to
+  // 2x H100 (copy 4063 -> 2868 GB/s) training's elementwise time grew 1.2x,
+  // not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4). 0: not
+  // measured, memory_bandwidth_gbps.
+  double elementwise_bandwidth_gbps = 0;
   std::vector<GemmPoint> gemm;
   std::vector<CollectiveFit> collectives;
   // Attention throughput relative to GEMM at the same size; probes fill it from

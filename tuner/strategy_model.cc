@@ -364,7 +364,10 @@ struct StrategyModel::Impl {
     }
     std::vector<RankTimes> out(pp);
     const auto chunks = Chunks(pp * v);
-    const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
+    const double elementwise_bw =
+        std::max(1.0, hw.elementwise_bandwidth_gbps > 0 ? hw.elementwise_bandwidth_gbps
+                                                        : hw.memory_bandwidth_gbps) *
+        1e9;
     const double host_per_kernel =
         w.family == ModelFamily::kCnn && hw.host_overhead_per_kernel_cnn_s > 0
             ? hw.host_overhead_per_kernel_cnn_s
@@ -398,18 +401,10 @@ struct StrategyModel::Impl {
           fwd += fa;
           bwd += 2.5 * fa;  // [FA2] five matmuls in backward against two forward
         }
-        // Elementwise work (norms, activations, casts, residual adds) is
-        // memory bound: each saved activation is written once and read once
-        // in forward, twice that in backward.
-        const double act = ((l.saved_activation_bytes - l.tp_split_activation_bytes) +
-                            l.tp_split_activation_bytes / t) *
-                           mb;
-        // Eager frameworks run norms, activations, casts and residual adds
-        // as separate kernels: each saved activation is written by its
-        // producer and read by its consumer about twice per pass (4x its
-        // size forward), twice that in backward.
-        fwd += (4 * act + l.extra_traffic_fwd_bytes * mb / t) / bw;
-        bwd += (8 * act + l.extra_traffic_bwd_bytes * mb / t) / bw;
+        // Elementwise work is memory bound, at the bandwidth eager kernels reach.
+        const ElementwiseTraffic e = ElementwiseBytes(l, t);
+        fwd += e.fwd * mb / elementwise_bw;
+        bwd += e.bwd * mb / elementwise_bw;
         r.fwd += fwd;
         r.bwd += bwd;
         r.launch_fwd += l.kernels * host_per_kernel;

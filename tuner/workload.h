@@ -99,6 +99,21 @@ inline int ParamTensors(const LayerCost& l) {
   return l.param_tensors > 0 ? l.param_tensors : (l.params > 0 ? 1 : 0);
 }
 
+// Bytes per sample that a layer's elementwise kernels (norms, activations,
+// casts, residual adds, a loss) move in one forward and one backward pass, `tp`
+// ways split where the layer splits. Eager frameworks run them as separate
+// kernels: each saved activation is written by its producer and read by its
+// consumer about twice per pass (4x its size forward), twice that in backward;
+// plus the layer's own extra traffic.
+struct ElementwiseTraffic {
+  double fwd = 0, bwd = 0;
+};
+inline ElementwiseTraffic ElementwiseBytes(const LayerCost& l, int tp = 1) {
+  const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
+                     l.tp_split_activation_bytes / tp;
+  return {4 * act + l.extra_traffic_fwd_bytes / tp, 8 * act + l.extra_traffic_bwd_bytes / tp};
+}
+
 struct Workload {
   std::string name;
   ModelFamily family = ModelFamily::kTransformer;

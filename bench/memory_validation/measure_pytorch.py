@@ -63,7 +63,7 @@ VOCAB = 50257
 
 # The model the framework probe runs too (profiler/framework_probe.py): one definition.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "profiler"))
-from framework_probe import fully_shard_as_trained, gpt_classes  # noqa: E402
+from framework_probe import fully_shard_as_trained, gpt_classes, kernel_category  # noqa: E402
 
 _, _Gpt = gpt_classes(torch)
 
@@ -104,22 +104,6 @@ def batch(name, mb, device, gen):
     return x, y
 
 
-def kernel_category(name):
-    """What a CUDA kernel does, from its name (cuBLAS / CUTLASS GEMMs, fused
-    attention, NCCL, the foreach optimizer, everything else elementwise)."""
-    n = name.lower()
-    if "nccl" in n:
-        return "nccl"
-    if "flash" in n or "fmha" in n or "attention" in n:
-        return "attention"
-    if ("gemm" in n or "nvjet" in n or "xmma" in n or "cutlass" in n or "cublas" in n
-            or "sm90_" in n or "sm80_" in n or "conv" in n or "implicit" in n or "winograd" in n):
-        return "gemm_conv"
-    if "multi_tensor_apply" in n:
-        return "optimizer"
-    return "elementwise"
-
-
 def profile_step(step_fn, device):
     """One more step under torch.profiler: kernel count and GPU time per
     category, to tell launch-bound steps from compute-bound ones."""
@@ -138,8 +122,6 @@ def profile_step(step_fn, device):
         if us is None:
             us = getattr(evt, "self_cuda_time_total", 0)
         cat = kernel_category(evt.key)
-        if cat == "elementwise" and ("memcpy" in evt.key.lower() or "memset" in evt.key.lower()):
-            cat = "memcpy"
         busy[cat] = busy.get(cat, 0.0) + us * 1e-6
         count[cat] = count.get(cat, 0) + evt.count
     return {"wall_s": wall, "gpu_s": busy, "kernels": count}

@@ -47,6 +47,12 @@ Report Sample() {
   cnn.ddp_median_s = 0.021;
   cnn.fsdp_median_s = 0.045;
   r.framework.push_back(cnn);
+  FrameworkEntry wide = f;
+  wide.hidden = 1024, wide.heads = 16, wide.ffn = 4096, wide.seq = 1024, wide.vocab = 50257;
+  wide.batch = 4;
+  wide.gpu_busy_fraction = 0.93;
+  wide.elementwise_s = 0.0061;
+  r.framework.push_back(wide);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
 }
@@ -76,7 +82,7 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(out->bandwidth[0].backend, "kokkos");
   ASSERT_EQ(out->collectives.size(), 1u);
   EXPECT_DOUBLE_EQ(out->collectives[0].busbw_gbps, 335.5);
-  ASSERT_EQ(out->framework.size(), 2u);
+  ASSERT_EQ(out->framework.size(), 3u);
   EXPECT_EQ(out->framework[1].model, "resnet");
   EXPECT_EQ(out->framework[1].depth, 50);
   EXPECT_EQ(out->framework[1].image, 64);
@@ -85,6 +91,9 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(out->framework[1].ddp_median_s, 0.021);
   EXPECT_DOUBLE_EQ(out->framework[1].fsdp_median_s, 0.045);
   EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
+  EXPECT_DOUBLE_EQ(out->framework[0].elementwise_s, 0);
+  EXPECT_DOUBLE_EQ(out->framework[2].elementwise_s, 0.0061);
+  EXPECT_EQ(out->framework[2].vocab, 50257);
   EXPECT_EQ(out->framework[0].version, "2.11.0+cu130");
   EXPECT_EQ(out->framework[0].ffn, 512);
   EXPECT_EQ(out->framework[0].kernels, 410);
@@ -139,6 +148,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "median_s", 0.0},
       {"framework", "ddp_median_s", -1.0},
       {"framework", "fsdp_median_s", 0.0},
+      {"framework", "elementwise_s", -1.0},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());

@@ -276,6 +276,52 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   EXPECT_EQ(without->fsdp_host_per_tensor_s, 0);
 }
 
+TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) {
+  // The model's elementwise bytes for the probe's GPT at its training size.
+  Workload wide;
+  TransformerShape& t = wide.transformer;
+  t.layers = 4, t.hidden = 1024, t.heads = t.kv_heads = 16, t.ffn = 4096, t.seq_len = 1024;
+  t.vocab = 50257;
+  t.tied_embeddings = true;
+  BuildTransformerLayers(wide);
+  double bytes = 0;
+  for (const LayerCost& l : wide.layers) bytes += ElementwiseBytes(l).fwd + ElementwiseBytes(l).bwd;
+  ASSERT_GT(bytes, 0);
+  auto entry = [](double elementwise_s) {
+    return absl::StrCat(R"({"name": "torch", "model": "gpt", "layers": 4, "hidden": 1024,
+        "heads": 16, "ffn": 4096, "seq": 1024, "vocab": 50257, "batch": 4, "kernels": 500,
+        "median_s": 0.03, "gpu_busy_fraction": 0.95, "elementwise_s": )",
+                        elementwise_s, "}");
+  };
+  auto hw = HardwareProfileFromProbeReport(
+      WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry(0.010) + "," + entry(0.012) + "," +
+                    entry(0.011)),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->elementwise_bandwidth_gbps, 4 * bytes / 0.011 / 1e9, 1e-6);
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
+                               "(elementwise kernels at %.0f GB/s)", hw->elementwise_bandwidth_gbps)));
+  // Not a launch-bound entry: the host's figure is the tiny GPT's alone.
+  auto tiny_only = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  ASSERT_TRUE(tiny_only.ok());
+  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, tiny_only->host_overhead_per_kernel_s);
+  EXPECT_EQ(tiny_only->elementwise_bandwidth_gbps, 0);
+
+  // A memory-bound step follows it, a launch-bound one does not.
+  auto gpt = PresetWorkload("gpt-350m");
+  ASSERT_TRUE(gpt.ok());
+  Configuration big, small;
+  big.micro_batch = 16;
+  small.micro_batch = 1;
+  HardwareProfile faster = *hw;
+  faster.elementwise_bandwidth_gbps *= 2;
+  EXPECT_LT(EstimateStepTime(*gpt, faster, big).total_s,
+            0.95 * EstimateStepTime(*gpt, *hw, big).total_s);
+  EXPECT_NEAR(EstimateStepTime(*gpt, faster, small).total_s,
+              EstimateStepTime(*gpt, *hw, small).total_s,
+              0.05 * EstimateStepTime(*gpt, *hw, small).total_s);
+}
+
 TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
   // (p95 - median) / (1.645 median) per entry, as if normal; their median.
   std::string a = FrameworkEntry(0.006, 0.1), b = FrameworkEntry(0.005, 0.1),
