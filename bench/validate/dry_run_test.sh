@@ -52,4 +52,6 @@ grep -- "--mode fsdp" "$calls" | grep -- "--micro-batches 4 " | grep -qv -- "min
   fail "an FSDP micro-batch-4 run without a window"
 for f in single ddp fsdp validation; do [ -s "$tmp/out/$f.json" ] || fail "no $f.json"; done
 grep -q "STEP TIME   MAPE" "$tmp/out/log.txt" || fail "no comparison"
+grep -q "gpt-1.3b ddp mb16 not measured: estimated out of memory" "$tmp/out/log.txt" ||
+  fail "the comparison does not say which configuration was not measured"
 echo "dry run: 55 processes planned and compared"
