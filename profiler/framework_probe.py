@@ -187,6 +187,13 @@ def kernel_count_and_busy_s(torch, fn, device):
     return count, busy_us * 1e-6
 
 
+def timing_fields(times):
+    """A sorted list of pass times as a report's timing fields."""
+    median = statistics.median(times)
+    return dict(median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
+                spread=(times[-1] - times[0]) / median, iterations=len(times))
+
+
 def elementwise_entry(torch, args, device, gpt):
     """The memory-bound GPT's forward + backward: wall times of a few passes, then one
     under torch.profiler for its kernels and the GPU time of the elementwise ones."""
@@ -215,16 +222,17 @@ def elementwise_entry(torch, args, device, gpt):
             busy_s += s
             if kernel_category(evt.key) == "elementwise":
                 elementwise_s += s
-    median = statistics.median(times)
-    entry = dict(name="torch", version=torch.__version__, device=device.type, model="gpt", **shape,
-                 median_s=median, min_s=times[0], p95_s=times[-1], spread=(times[-1] - times[0]) / median,
-                 iterations=len(times), kernels=max(kernels, 1), gpu_busy_fraction=min(1.0, busy_s / median))
+    entry = dict(name="torch", version=torch.__version__, device=device.type, ranks=1, model="gpt",
+                 **shape, **timing_fields(times), kernels=max(kernels, 1),
+                 gpu_busy_fraction=min(1.0, busy_s / statistics.median(times)))
     if elementwise_s > 0:
         entry["elementwise_s"] = elementwise_s
     return entry
 
 
-def measure(args):
+def measure(args, rank, world, folder):
+    """This rank's passes; on rank 0 the report's entries, GPU and versions (None on the
+    others)."""
     import torch
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         sys.exit(f"framework_probe: PyTorch {torch.__version__} has no scaled_dot_product_attention; "
@@ -232,7 +240,10 @@ def measure(args):
     if not args.cpu and not torch.cuda.is_available():
         sys.exit("framework_probe: PyTorch sees no CUDA GPU here (CPU-only build, or no GPU "
                  "allocated); run it in a GPU job, or pass --cpu for a smoke run")
-    device = torch.device("cpu") if args.cpu else torch.device("cuda", args.device)
+    if not args.cpu and args.device + world > torch.cuda.device_count():
+        sys.exit(f"framework_probe: --ranks {world} from --device {args.device} needs "
+                 f"{args.device + world} GPUs; PyTorch sees {torch.cuda.device_count()}")
+    device = torch.device("cpu") if args.cpu else torch.device("cuda", args.device + rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     gen = torch.Generator(device=device)
@@ -250,7 +261,7 @@ def measure(args):
     ]
     if args.main_cpu is not None:
         os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
-    with one_rank_process_group(torch, device) as formed:
+    with process_group(torch, device, rank, world, folder) as formed:
         wraps = wrappers(torch, device) if formed else {}
         timed = []
         for name, shape, model, inputs, target in networks:
@@ -261,21 +272,20 @@ def measure(args):
                 if tried:
                     passes[kind] = tried
             timed.append((name, shape, passes, alternating_times(torch, args, device, passes)))
-        # Kernel counts last: no network is timed after the profiler has run in the process.
-        entries = []
-        for name, shape, passes, times in timed:
-            kernels, busy_s = kernel_count_and_busy_s(torch, passes["plain"][0], device)
-            plain = times["plain"]
-            median = statistics.median(plain)
-            entries.append(dict(name="torch", version=torch.__version__, device=device.type, model=name,
-                                **shape, median_s=median, min_s=plain[0],
-                                p95_s=plain[min(len(plain) - 1, int(0.95 * len(plain)))],
-                                spread=(plain[-1] - plain[0]) / median, iterations=len(plain),
-                                kernels=kernels, gpu_busy_fraction=min(1.0, busy_s / median)))
-            for kind in passes.keys() - {"plain"}:
-                entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
+    if rank > 0:
+        return None
+    # Kernel counts last: no network is timed after the profiler has run in the process.
+    entries = []
+    for name, shape, passes, times in timed:
+        kernels, busy_s = kernel_count_and_busy_s(torch, passes["plain"][0], device)
+        entries.append(dict(name="torch", version=torch.__version__, device=device.type, ranks=world,
+                            model=name, **shape, **timing_fields(times["plain"]), kernels=kernels,
+                            gpu_busy_fraction=min(1.0, busy_s / statistics.median(times["plain"]))))
+        for kind in passes.keys() - {"plain"}:
+            entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
     del networks, timed
-    entries.append(elementwise_entry(torch, args, device, gpt))
+    if world == 1:
+        entries.append(elementwise_entry(torch, args, device, gpt))
     gpu = None
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -302,27 +312,26 @@ def fully_shard_as_trained(torch, model, cnn):
 
 
 @contextlib.contextmanager
-def one_rank_process_group(torch, device):
-    """A process group of this process alone (NCCL on a GPU, Gloo on the CPU; a file store
-    in a private temporary folder: no port to pick, nothing left behind); yields whether
-    it formed. Where PyTorch cannot form it, says why on stderr: the tuner then keeps its
-    built-in figures."""
+def process_group(torch, device, rank, world, folder):
+    """The probe's process group (NCCL on GPUs, Gloo on the CPU; a file store in `folder`,
+    private to this probe: no port to pick); yields whether it formed. Where PyTorch
+    cannot form it, says why on stderr: the tuner then keeps its built-in figures."""
     dist = torch.distributed
-    with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
-        try:
-            if not dist.is_available():
-                raise RuntimeError("this PyTorch is built without torch.distributed")
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                                    init_method=f"file://{folder}/store", rank=0, world_size=1)
-        except (RuntimeError, ValueError, OSError) as e:
-            print(f"framework_probe: no DDP or FSDP pass ({type(e).__name__}: {e}); the report has "
-                  "no ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            dist.destroy_process_group()
+    try:
+        if not dist.is_available():
+            raise RuntimeError("this PyTorch is built without torch.distributed")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                init_method=f"file://{folder}/store", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=60))
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"framework_probe: no DDP or FSDP pass ({type(e).__name__}: {e}); the report has "
+              "no ddp_median_s and the tuner keeps its built-in DDP figure", file=sys.stderr)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        dist.destroy_process_group()
 
 
 def wrappers(torch, device):
@@ -403,24 +412,45 @@ def main():
                          "process's CPUs): whether the host's speed follows the core")
     ap.add_argument("--cpu", action="store_true",
                     help="smoke run on the CPU (no GPU needed; the tuner ignores its figure)")
+    ap.add_argument("--ranks", type=int, default=1,
+                    help="run the passes on this many ranks, one process per GPU from --device "
+                         "on, as multi-GPU training runs: each rank's host issues its own kernels "
+                         "and FSDP's per-unit collectives wait for the other ranks (the tuner "
+                         "takes FSDP's host cost from such entries; the memory-bound GPT is "
+                         "timed with one rank only)")
     args = ap.parse_args()
+    if args.ranks < 1:
+        ap.error("--ranks must be at least 1")
     if args.steps < 3 or args.warmup < 1:
         ap.error("--steps must be at least 3 and --warmup at least 1")
     if args.main_cpu is not None and args.main_cpu not in os.sched_getaffinity(0):
         ap.error(f"--main-cpu {args.main_cpu} is not one of this process's CPUs "
                  f"{sorted(os.sched_getaffinity(0))}")
+    with tempfile.TemporaryDirectory(prefix="xdeep-framework-probe.") as folder:
+        try:
+            if args.ranks == 1:
+                run_rank(0, args, folder)
+            else:
+                import torch.multiprocessing
+                torch.multiprocessing.spawn(run_rank, args=(args, folder), nprocs=args.ranks)
+        except ImportError as e:
+            sys.exit(f"framework_probe: PyTorch is not importable here ({e}); run it with the "
+                     "Python environment the jobs use")
+
+
+def run_rank(rank, args, folder):
+    """One rank's measurement; rank 0 writes the report."""
     t0 = time.perf_counter()
-    try:
-        entries, gpu, versions = measure(args)
-    except ImportError as e:
-        sys.exit(f"framework_probe: PyTorch is not importable here ({e}); run it with the "
-                 "Python environment the jobs use")
+    measured = measure(args, rank, args.ranks, folder)
+    if measured is None:
+        return
+    entries, gpu, versions = measured
     report = {
         "schema": "xdeep.probe_report/1",
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": socket.gethostname(),
         "versions": versions,
-        "nodes": 1, "ranks": 1, "gpus_per_node": gpu["count"] if gpu else 0,
+        "nodes": 1, "ranks": args.ranks, "gpus_per_node": gpu["count"] if gpu else 0,
         "elapsed_s": time.perf_counter() - t0,
         "gemm": [], "attention": [], "bandwidth": [], "collectives": [],
         "framework": entries, "errors": [],
@@ -438,7 +468,8 @@ def main():
                   f"elementwise kernels {e.get('elementwise_s', 0) * 1e3:.2f} ms of it")
             continue
         what = f"{e['layers']}-layer GPT" if e["model"] == "gpt" else f"ResNet-{e['depth']} at {e['image']} px"
-        print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}, "
+        on = f" on each of {e['ranks']} ranks" if e["ranks"] > 1 else ""
+        print(f"framework_probe: torch {e['version']}: forward + backward of a {what}, batch {e['batch']}{on}, "
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
               f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
               + "".join(f"; {e[f'{kind}_median_s'] * 1e3:.2f} ms under {kind.upper()}"

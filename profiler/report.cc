@@ -215,6 +215,7 @@ nlohmann::json ToJson(const Report& r) {
               {"version", e.version},
               {"device", e.device},
               {"model", e.model},
+              {"ranks", e.ranks},
               {"kernels", e.kernels}};
     for (auto [key, field] : ShapeFields(e)) o[key] = *field;
     PutTiming(o, e.timing);
@@ -338,6 +339,10 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       OneOf(e.device, {"cuda", "cpu"}, w + ".device");
       e.model = Str(o, "model", w);
       OneOf(e.model, {"gpt", "resnet"}, w + ".model");
+      if (o.contains("ranks")) {
+        e.ranks = static_cast<int>(Int(o, "ranks", w));
+        if (e.ranks < 1) throw FieldError{absl::StrCat(w, ".ranks: must be at least 1")};
+      }
       for (auto [key, field] : ShapeFields(e)) {
         *field = static_cast<int>(Int(o, key, w));
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};

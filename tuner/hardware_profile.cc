@@ -400,24 +400,26 @@ std::optional<DType> ParseDType(const std::string& s) {
   return std::nullopt;
 }
 
-// One network's FSDP2-wrapped probe passes: its unit and tensor counts, and
-// what FSDP added to each plain pass.
+// One network's FSDP2-wrapped probe passes on `ranks` ranks: its unit and
+// tensor counts, and what FSDP added to each plain pass.
 struct FsdpProbe {
+  int ranks = 0;
   double units = 0, tensors = 0;
   std::vector<double> added_s;
 };
 
 // FSDP2's host seconds per unit and per parameter tensor from the probe's
-// GPT and ResNet-50 (median added time of each): two equations in two
-// unknowns. With one network, or where the two disagree so that one cost
+// GPT and ResNet-50 (median added time of each, on the most ranks timed):
+// two equations in two unknowns. With one network, or where the two disagree so that one cost
 // would come out negative, the built-in split between the two
 // (fsdp_tensor_host_kernels / fsdp_unit_host_kernels) scales to what was
 // measured. None where nothing was.
 std::optional<std::pair<double, double>> FsdpHostCosts(const FsdpProbe& gpt, const FsdpProbe& cnn,
                                                        const HardwareProfile& hw) {
   std::vector<std::pair<const FsdpProbe*, double>> seen;
+  const int ranks = std::max(gpt.ranks, cnn.ranks);  // the networks timed as training runs
   for (const FsdpProbe* p : {&gpt, &cnn}) {
-    if (!p->added_s.empty() && p->units + p->tensors > 0) {
+    if (p->ranks == ranks && !p->added_s.empty() && p->units + p->tensors > 0) {
       seen.emplace_back(p, modeling::Median(p->added_s));
     }
   }
@@ -592,6 +594,21 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       tensors += ParamTensors(l);
       if (l.params > 0) units.insert(l.unit);
     }
+    // The FSDP2-wrapped pass: what FSDP adds on the host, for this network's
+    // units and tensors; where passes ran on several ranks, those alone (each
+    // unit's collectives wait for the other ranks, as in training).
+    const double fsdp_s = f.value("fsdp_median_s", 0.0);
+    const int ranks = f.value("ranks", 1);
+    FsdpProbe& fsdp = model == "resnet" ? fsdp_cnn : fsdp_gpt;
+    if (fsdp_s > 0 && ranks >= fsdp.ranks) {
+      if (ranks > fsdp.ranks) fsdp = FsdpProbe{.ranks = ranks};
+      fsdp.units = static_cast<double>(units.size());
+      fsdp.tensors = tensors;
+      fsdp.added_s.push_back(std::max(0.0, fsdp_s - wall_s));
+    }
+    // The other figures are one process's: single-GPU training's host, and the
+    // DDP reducer's work apart from the all-reduce the model times itself.
+    if (ranks > 1) continue;
     (model == "resnet" ? per_kernel_cnn : per_kernel)
         .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
     // Pass-to-pass spread, from the 95th percentile as if normal.
@@ -602,15 +619,6 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     const double ddp_s = f.value("ddp_median_s", 0.0);
     if (ddp_s > 0 && ddp_launches > 0) {
       ddp_per_launch.push_back(std::max(0.0, ddp_s - wall_s) / ddp_launches);
-    }
-    // The FSDP2-wrapped pass: what FSDP adds on the host, for this network's
-    // units and tensors.
-    const double fsdp_s = f.value("fsdp_median_s", 0.0);
-    if (fsdp_s > 0) {
-      FsdpProbe& p = model == "resnet" ? fsdp_cnn : fsdp_gpt;
-      p.units = static_cast<double>(units.size());
-      p.tensors = tensors;
-      p.added_s.push_back(std::max(0.0, fsdp_s - wall_s));
     }
   }
   std::vector<std::string> host_parts;  // for the label
@@ -631,9 +639,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   if (const auto fsdp = FsdpHostCosts(fsdp_gpt, fsdp_cnn, hw)) {
     std::tie(hw.fsdp_host_per_unit_s, hw.fsdp_host_per_tensor_s) = *fsdp;
-    host_parts.push_back(absl::StrFormat("FSDP %.2f ms per unit + %.0f us per tensor",
-                                         hw.fsdp_host_per_unit_s * 1e3,
-                                         hw.fsdp_host_per_tensor_s * 1e6));
+    host_parts.push_back(absl::StrFormat(
+        "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
+        hw.fsdp_host_per_tensor_s * 1e6, std::max(fsdp_gpt.ranks, fsdp_cnn.ranks),
+        std::max(fsdp_gpt.ranks, fsdp_cnn.ranks) > 1 ? "s" : ""));
   }
   if (!step_cv.empty()) {
     hw.host_step_cv = modeling::Median(step_cv);

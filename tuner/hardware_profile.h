@@ -99,12 +99,14 @@ struct HardwareProfile {
   double fsdp_unit_host_kernels = 108;
   double fsdp_tensor_host_kernels = 4;
   // The same measured in seconds, where the framework probe timed its GPT and
-  // ResNet-50 under one-rank FSDP2 (fsdp_median_s): the two networks' unit and
-  // tensor counts differ, so their FSDP-minus-plain pass times give both. On a
-  // 2x H100 host FSDP added ~1.2 ms per GPT block where the per-kernel figure
-  // and the counts above (fitted on H200 hosts) gave ~3 ms: FSDP's Python hooks
-  // follow the host's speed apart from its launches
-  // (bench/validate/data/2026-11-26_h100x2_heldout4). 0: not measured.
+  // ResNet-50 under FSDP2 (fsdp_median_s), on two ranks where it could: the
+  // two networks' unit and tensor counts differ, so their FSDP-minus-plain
+  // pass times give both. FSDP's hooks follow the host's speed apart from its
+  // launches (on one 2x H100 host it added ~1.8 ms per GPT block where the
+  // counts above gave ~3), and its per-unit collectives wait for every rank:
+  // on the next H100 host training added ~2.4-3.4 ms per block where one
+  // rank's passes showed 1.45 (bench/validate/data/2026-11-26_h100x2_heldout4,
+  // _heldout5). 0: not measured.
   double fsdp_host_per_unit_s = 0;
   double fsdp_host_per_tensor_s = 0;
   // Host time DDP's reducer spends per launch it adds: each gradient copied

@@ -73,11 +73,19 @@ for ((rep = 1; rep <= ${FRAMEWORK_REPEATS:-3}; rep++)); do
   on_gpu 0 timeout 120 python3 "$here/../../profiler/framework_probe.py" --out "$work/framework_r$rep.json"
   echo "rc=$?"
 done
+# FSDP's per-unit collectives wait for the other ranks, and each rank's host issues its
+# own kernels: its host cost timed on two ranks, as training runs it (the one-rank
+# figure did not carry from one H100 machine to the next, data/2026-11-26_h100x2_heldout5).
+if (( gpus >= 2 )); then
+  stamp "framework probe, 2 ranks"
+  timeout 120 python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$work/framework_2ranks.json"
+  echo "rc=$?"
+fi
 fi
 # Collectives at 2, 4, 8 ranks, as many as this machine has GPUs (stage
 # `collectives` alone: the reports land in $OUT, for a profile merged later).
 reports=("$work/compute.json")
-for f in "$work"/framework_r*.json; do [ -e "$f" ] && reports+=("$f"); done
+for f in "$work"/framework_*.json; do [ -e "$f" ] && reports+=("$f"); done
 if stage probes || stage collectives; then
 for ranks in 2 4 8; do
   (( ranks <= gpus )) || break

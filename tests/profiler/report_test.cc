@@ -46,6 +46,7 @@ Report Sample() {
   cnn.kernels = 906;
   cnn.ddp_median_s = 0.021;
   cnn.fsdp_median_s = 0.045;
+  cnn.ranks = 2;
   r.framework.push_back(cnn);
   FrameworkEntry wide = f;
   wide.hidden = 1024, wide.heads = 16, wide.ffn = 4096, wide.seq = 1024, wide.vocab = 50257;
@@ -90,6 +91,8 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(out->framework[1].kernels, 906);
   EXPECT_DOUBLE_EQ(out->framework[1].ddp_median_s, 0.021);
   EXPECT_DOUBLE_EQ(out->framework[1].fsdp_median_s, 0.045);
+  EXPECT_EQ(out->framework[1].ranks, 2);
+  EXPECT_EQ(out->framework[0].ranks, 1);
   EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
   EXPECT_DOUBLE_EQ(out->framework[0].elementwise_s, 0);
   EXPECT_DOUBLE_EQ(out->framework[2].elementwise_s, 0.0061);
@@ -149,6 +152,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "ddp_median_s", -1.0},
       {"framework", "fsdp_median_s", 0.0},
       {"framework", "elementwise_s", -1.0},
+      {"framework", "ranks", 0},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());

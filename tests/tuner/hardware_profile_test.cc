@@ -257,7 +257,29 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_NEAR(hw->fsdp_host_per_unit_s, 1e-3, 1e-12);
   EXPECT_NEAR(hw->fsdp_host_per_tensor_s, 50e-6, 1e-12);
-  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("FSDP 1.00 ms per unit + 50 us per tensor"));
+  EXPECT_THAT(hw->Label(),
+              ::testing::HasSubstr("FSDP 1.00 ms per unit + 50 us per tensor on 1 rank"));
+
+  // Passes on two ranks, as training runs them, outweigh one rank's: here
+  // twice the cost; the host's per-kernel and DDP figures stay one process's.
+  auto on_ranks = [](std::string entry, int ranks) {
+    entry.insert(entry.size() - 1, absl::StrCat(R"(, "ranks": )", ranks));
+    return entry;
+  };
+  std::string two_rank_gpt = FrameworkEntry(0.009, 0.1);
+  two_rank_gpt.insert(two_rank_gpt.size() - 1, R"(, "ddp_median_s": 0.012)");
+  auto both = HardwareProfileFromProbeReport(
+      WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
+                    with_fsdp(resnet, 0.016 + cnn_added) + "," +
+                    on_ranks(with_fsdp(two_rank_gpt, 0.009 + 2 * gpt_added), 2) + "," +
+                    on_ranks(with_fsdp(resnet, 0.016 + 2 * cnn_added), 2)),
+      "probe.json");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_NEAR(both->fsdp_host_per_unit_s, 2e-3, 1e-12);
+  EXPECT_NEAR(both->fsdp_host_per_tensor_s, 100e-6, 1e-12);
+  EXPECT_THAT(both->Label(), ::testing::HasSubstr("on 2 ranks"));
+  EXPECT_DOUBLE_EQ(both->host_overhead_per_kernel_s, hw->host_overhead_per_kernel_s);
+  EXPECT_DOUBLE_EQ(both->ddp_host_per_launch_s, hw->ddp_host_per_launch_s);
 
   // The GPT alone cannot split the two: the built-in ratio between them holds.
   auto gpt_only = HardwareProfileFromProbeReport(

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# framework_probe.py on the CPU, with one rank and with two (Gloo), as the daemon and
+# bench/validate/run_device.sh run it on GPUs: its reports must pass `xdeep-probe
+# merge` (the C++ reader) keeping what the tuner reads. Debian's PyTorch has no FSDP2:
+# its passes are skipped with a message, which is checked too.
+#   framework_probe_smoke.sh XDEEP_PROBE
+set -euo pipefail
+xdeep_probe=$1
+here=$(cd "$(dirname "$0")" && pwd)
+probe=$here/../../profiler/framework_probe.py
+# The first Python with PyTorch (a pyenv python3 may shadow Debian's).
+py=
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c "import torch" 2> /dev/null; then py=$candidate; break; fi
+done
+[ -n "$py" ] || { echo "no Python with PyTorch here: skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export PYTHONPATH=$here/torch_sdpa_shim
+"$py" "$probe" --cpu --steps 3 --warmup 1 --out "$tmp/one.json" 2> "$tmp/one.err"
+"$py" "$probe" --cpu --steps 3 --warmup 1 --ranks 2 --out "$tmp/two.json" 2> "$tmp/two.err"
+if ! "$py" -c "import torch.distributed.fsdp as f; f.fully_shard" 2> /dev/null; then
+  grep -q "no FSDP pass" "$tmp/one.err" || { echo "FAIL: no word of the skipped FSDP pass"; exit 1; }
+fi
+"$xdeep_probe" merge "$tmp/one.json" "$tmp/two.json" --out "$tmp/merged.json"
+python3 - "$tmp/merged.json" <<'PY'
+import json
+import sys
+entries = json.load(open(sys.argv[1]))["framework"]
+def fail(what):
+    sys.exit(f"FAIL: {what}: {json.dumps(entries)[:2000]}")
+for ranks in (1, 2):
+    mine = [e for e in entries if e.get("ranks") == ranks and e["hidden" if e["model"] == "gpt" else "depth"] in (128, 50)]
+    if sorted(e["model"] for e in mine) != ["gpt", "resnet"]:
+        fail(f"the tiny GPT and ResNet-50 on {ranks} rank(s)")
+    for e in mine:
+        if not (e["median_s"] > 0 and e["kernels"] > 0 and e.get("ddp_median_s", 0) > 0):
+            fail(f"{e['model']} on {ranks} rank(s) without its times, kernels or DDP pass")
+wide = [e for e in entries if e["model"] == "gpt" and e["hidden"] > 128]
+if len(wide) != 1 or wide[0]["ranks"] != 1:
+    fail("one memory-bound GPT, on one rank")
+print(f"framework probe smoke: {len(entries)} entries merged")
+PY
