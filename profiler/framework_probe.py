@@ -188,7 +188,8 @@ def kernel_count_and_busy_s(torch, fn, device):
 
 
 def timing_fields(times):
-    """A sorted list of pass times as a report's timing fields."""
+    """Pass times as a report's timing fields."""
+    times = sorted(times)
     median = statistics.median(times)
     return dict(median_s=median, min_s=times[0], p95_s=times[min(len(times) - 1, int(0.95 * len(times)))],
                 spread=(times[-1] - times[0]) / median, iterations=len(times))
@@ -271,18 +272,22 @@ def measure(args, rank, world, folder):
                                    inputs, target)
                 if tried:
                     passes[kind] = tried
-            timed.append((name, shape, passes, alternating_times(torch, args, device, passes)))
+            times = alternating_times(torch, args, device, passes)
+            straggle = ranks_straggle(torch, times["plain"]) if world > 1 else None
+            timed.append((name, shape, passes, times, straggle))
     if rank > 0:
         return None
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
-    for name, shape, passes, times in timed:
+    for name, shape, passes, times, straggle in timed:
         kernels, busy_s = kernel_count_and_busy_s(torch, passes["plain"][0], device)
         entries.append(dict(name="torch", version=torch.__version__, device=device.type, ranks=world,
                             model=name, **shape, **timing_fields(times["plain"]), kernels=kernels,
                             gpu_busy_fraction=min(1.0, busy_s / statistics.median(times["plain"]))))
         for kind in passes.keys() - {"plain"}:
             entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
+        if straggle:
+            entries[-1]["straggle"] = straggle
     del networks, timed
     if world == 1:
         entries.append(elementwise_entry(torch, args, device, gpt))
@@ -334,6 +339,15 @@ def process_group(torch, device, rank, world, folder):
         dist.destroy_process_group()
 
 
+def ranks_straggle(torch, plain):
+    """How far the slowest rank's plain pass trails the ranks' mean, over the passes all
+    ranks ran in the same turn (the wrapped passes between turns keep them in step): the
+    wait a synchronous step sees from its hosts' pass-to-pass spread."""
+    everyone = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(everyone, plain)
+    return statistics.mean(max(turn) / statistics.mean(turn) for turn in zip(*everyone))
+
+
 def wrappers(torch, device):
     """{"ddp": wrap, "fsdp": wrap} (FSDP2 where this PyTorch has it), each wrap(network
     name, model) returning the wrapped model, for a process group already formed."""
@@ -382,7 +396,7 @@ def training_pass(torch, device, model, inputs, target):
 
 
 def alternating_times(torch, args, device, passes):
-    """Each pass's forward + backward wall times, sorted, by kind, the passes taking turns:
+    """Each pass's forward + backward wall times, in order, by kind, the passes taking turns:
     the host's speed switches between levels within seconds (bench/validate/data/
     2026-11-26_h100x1_host_check_pinned), so passes timed one after the other could see
     different levels and their difference would be the host's, not the wrapper's."""
@@ -397,7 +411,7 @@ def alternating_times(torch, args, device, passes):
             if i >= args.warmup:
                 out.append(time.perf_counter() - t0)
             step()
-    return {kind: sorted(t) for kind, t in times.items()}
+    return times
 
 
 def main():
@@ -473,7 +487,8 @@ def run_rank(rank, args, folder):
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
               f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
               + "".join(f"; {e[f'{kind}_median_s'] * 1e3:.2f} ms under {kind.upper()}"
-                        for kind in ("ddp", "fsdp") if f"{kind}_median_s" in e))
+                        for kind in ("ddp", "fsdp") if f"{kind}_median_s" in e)
+              + (f"; slowest rank {e['straggle']:.3f}x the mean" if "straggle" in e else ""))
 
 
 if __name__ == "__main__":

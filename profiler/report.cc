@@ -223,6 +223,7 @@ nlohmann::json ToJson(const Report& r) {
     for (auto [key, field] : OptionalTimes(e)) {
       if (*field > 0) o[key] = *field;
     }
+    if (e.straggle > 0) o["straggle"] = e.straggle;
     j["framework"].push_back(o);
   }
   j["errors"] = json::array();
@@ -355,6 +356,10 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
         if (!o.contains(key)) continue;
         *field = Num(o, key, w);
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
+      }
+      if (o.contains("straggle")) {
+        e.straggle = Num(o, "straggle", w);
+        if (!(e.straggle >= 1)) throw FieldError{absl::StrCat(w, ".straggle: must be at least 1")};
       }
       r.framework.push_back(e);
     }

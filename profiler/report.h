@@ -102,6 +102,9 @@ struct FrameworkEntry {
   // loss), for the GPT the probe runs at a training size, memory-bound. 0: not
   // measured (the launch-bound entries).
   double elementwise_s = 0;
+  // Entries of several ranks: the slowest rank's plain pass over the ranks'
+  // mean, averaged over the turns they ran together. 0: one rank.
+  double straggle = 0;
 };
 
 struct ErrorEntry {

@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "tuner/modeling/model.h"
 #include "tuner/modeling/pmnf.h"
+#include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
 namespace xdeep::tuner {
@@ -534,7 +535,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
-  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, elementwise_gbps;
+  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, rank_cv,
+      elementwise_gbps;
   FsdpProbe fsdp_gpt, fsdp_cnn;
   i = 0;
   for (const json& f : section("framework")) {
@@ -606,6 +608,12 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       fsdp.tensors = tensors;
       fsdp.added_s.push_back(std::max(0.0, fsdp_s - wall_s));
     }
+    // Ranks in step: the host's spread from how far the slowest trails, as
+    // the model's straggler term has it (StragglerFactor).
+    const double straggle = f.value("straggle", 0.0);
+    if (ranks > 1 && straggle >= 1) {
+      rank_cv.push_back((straggle - 1) / (StragglerFactor(ranks, 1.0) - 1));
+    }
     // The other figures are one process's: single-GPU training's host, and the
     // DDP reducer's work apart from the all-reduce the model times itself.
     if (ranks > 1) continue;
@@ -644,7 +652,12 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         hw.fsdp_host_per_tensor_s * 1e6, std::max(fsdp_gpt.ranks, fsdp_cnn.ranks),
         std::max(fsdp_gpt.ranks, fsdp_cnn.ranks) > 1 ? "s" : ""));
   }
-  if (!step_cv.empty()) {
+  if (!rank_cv.empty()) {
+    // Measured where it acts; one process's 95th percentile is a stand-in.
+    hw.host_step_cv = modeling::Median(rank_cv);
+    host_parts.push_back(
+        absl::StrFormat("rank-to-rank spread %.0f %% of ranks in step", 100 * hw.host_step_cv));
+  } else if (!step_cv.empty()) {
     hw.host_step_cv = modeling::Median(step_cv);
     host_parts.push_back(absl::StrFormat("pass-to-pass spread %.0f %%", 100 * hw.host_step_cv));
   }

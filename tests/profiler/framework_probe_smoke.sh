@@ -36,6 +36,8 @@ for ranks in (1, 2):
     for e in mine:
         if not (e["median_s"] > 0 and e["kernels"] > 0 and e.get("ddp_median_s", 0) > 0):
             fail(f"{e['model']} on {ranks} rank(s) without its times, kernels or DDP pass")
+        if (e.get("straggle", 0) >= 1) != (ranks > 1):
+            fail(f"{e['model']} on {ranks} rank(s): the ranks' straggle only where several ran")
 wide = [e for e in entries if e["model"] == "gpt" and e["hidden"] > 128]
 if len(wide) != 1 or wide[0]["ranks"] != 1:
     fail("one memory-bound GPT, on one rank")

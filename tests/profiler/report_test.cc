@@ -47,6 +47,7 @@ Report Sample() {
   cnn.ddp_median_s = 0.021;
   cnn.fsdp_median_s = 0.045;
   cnn.ranks = 2;
+  cnn.straggle = 1.06;
   r.framework.push_back(cnn);
   FrameworkEntry wide = f;
   wide.hidden = 1024, wide.heads = 16, wide.ffn = 4096, wide.seq = 1024, wide.vocab = 50257;
@@ -92,6 +93,8 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(out->framework[1].ddp_median_s, 0.021);
   EXPECT_DOUBLE_EQ(out->framework[1].fsdp_median_s, 0.045);
   EXPECT_EQ(out->framework[1].ranks, 2);
+  EXPECT_DOUBLE_EQ(out->framework[1].straggle, 1.06);
+  EXPECT_DOUBLE_EQ(out->framework[0].straggle, 0);
   EXPECT_EQ(out->framework[0].ranks, 1);
   EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
   EXPECT_DOUBLE_EQ(out->framework[0].elementwise_s, 0);
@@ -153,6 +156,7 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "fsdp_median_s", 0.0},
       {"framework", "elementwise_s", -1.0},
       {"framework", "ranks", 0},
+      {"framework", "straggle", 0.9},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());

@@ -357,6 +357,16 @@ TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
   auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
   ASSERT_TRUE(without.ok());
   EXPECT_DOUBLE_EQ(without->host_step_cv, HardwareProfile().host_step_cv);
+
+  // Ranks in step measure it where it acts: the slowest of two trailing the
+  // mean by 5 % is a spread of 0.05 / E[max of 2 standard normals] (0.564).
+  std::string two = FrameworkEntry(0.006, 0.1);
+  two.insert(two.size() - 1, R"(, "ranks": 2, "straggle": 1.05, "p95_s": 0.009)");
+  auto ranked = HardwareProfileFromProbeReport(WithFramework(a + "," + two), "probe.json");
+  ASSERT_TRUE(ranked.ok()) << ranked.status();
+  EXPECT_NEAR(ranked->host_step_cv, 0.05 / (1 / std::sqrt(M_PI)), 1e-3);
+  EXPECT_NEAR(StragglerFactor(2, ranked->host_step_cv), 1.05, 1e-12);
+  EXPECT_THAT(ranked->Label(), ::testing::HasSubstr("rank-to-rank spread 9 % of ranks in step"));
 }
 
 TEST(ProbeReportTest, ErrorsNameTheSourceAndPath) {
