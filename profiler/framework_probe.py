@@ -224,7 +224,7 @@ def elementwise_entry(torch, args, device, gpt):
             if kernel_category(evt.key) == "elementwise":
                 elementwise_s += s
     entry = dict(name="torch", version=torch.__version__, device=device.type, ranks=1, model="gpt",
-                 **shape, **timing_fields(times), kernels=max(kernels, 1),
+                 **shape, **timing_fields(times), kernels=max(kernels, 1),  # CPU runs: none
                  gpu_busy_fraction=min(1.0, busy_s / statistics.median(times)))
     if elementwise_s > 0:
         entry["elementwise_s"] = elementwise_s

@@ -211,12 +211,8 @@ nlohmann::json ToJson(const Report& r) {
   }
   j["framework"] = json::array();
   for (const FrameworkEntry& e : r.framework) {
-    json o = {{"name", e.name},
-              {"version", e.version},
-              {"device", e.device},
-              {"model", e.model},
-              {"ranks", e.ranks},
-              {"kernels", e.kernels}};
+    json o = {{"name", e.name},   {"version", e.version}, {"device", e.device},
+              {"model", e.model}, {"ranks", e.ranks},     {"kernels", e.kernels}};
     for (auto [key, field] : ShapeFields(e)) o[key] = *field;
     PutTiming(o, e.timing);
     o["gpu_busy_fraction"] = e.gpu_busy_fraction;

@@ -86,7 +86,7 @@ struct FrameworkEntry {
   std::string version;
   std::string device = "cuda";  // cpu: a smoke run, no launch cost of a GPU
   std::string model;            // gpt or resnet: the shape below
-  int ranks = 1;  // processes (one per GPU) that ran the passes side by side
+  int ranks = 1;                // processes (one per GPU) that ran the passes side by side
   int batch = 0;
   int layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0;  // gpt
   int depth = 0, image = 0, classes = 0;                               // resnet

@@ -411,9 +411,9 @@ struct FsdpProbe {
 
 // FSDP2's host seconds per unit and per parameter tensor from the probe's
 // GPT and ResNet-50 (median added time of each, on the most ranks timed):
-// two equations in two unknowns. With one network, or where the two disagree so that one cost
-// would come out negative, the built-in split between the two
-// (fsdp_tensor_host_kernels / fsdp_unit_host_kernels) scales to what was
+// two equations in two unknowns. With one network, or where the two disagree
+// so that one cost would come out negative, the built-in split between the
+// two (fsdp_tensor_host_kernels / fsdp_unit_host_kernels) scales to what was
 // measured. None where nothing was.
 std::optional<std::pair<double, double>> FsdpHostCosts(const FsdpProbe& gpt, const FsdpProbe& cnn,
                                                        const HardwareProfile& hw) {
@@ -544,8 +544,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     if (!f.is_object()) return ReportError(source_name, path, "not an object");
     const std::string model = f.value("model", std::string());
     const double elementwise_s = f.value("elementwise_s", 0.0);
-    if ((model != "gpt" && model != "resnet") ||
-        f.value("device", std::string("cuda")) != "cuda" ||
+    if ((model != "gpt" && model != "resnet") || f.value("device", std::string("cuda")) != "cuda" ||
         (elementwise_s <= 0 && f.value("gpu_busy_fraction", 1.0) >= 0.5)) {
       continue;
     }

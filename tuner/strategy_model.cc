@@ -683,12 +683,11 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // copy-out, reduce-scatter staging) and per parameter tensor (its views
       // into the gathered storage, its sharded gradient): a third in forward.
       const bool measured = hw.fsdp_host_per_unit_s > 0 || hw.fsdp_host_per_tensor_s > 0;
-      const double s =
-          measured ? d.fsdp_units * hw.fsdp_host_per_unit_s +
-                         d.param_tensors * hw.fsdp_host_per_tensor_s
-                   : (d.fsdp_units * hw.fsdp_unit_host_kernels +
-                      d.param_tensors * hw.fsdp_tensor_host_kernels) *
-                         hw.host_overhead_per_kernel_s;
+      const double s = measured ? d.fsdp_units * hw.fsdp_host_per_unit_s +
+                                      d.param_tensors * hw.fsdp_host_per_tensor_s
+                                : (d.fsdp_units * hw.fsdp_unit_host_kernels +
+                                   d.param_tensors * hw.fsdp_tensor_host_kernels) *
+                                      hw.host_overhead_per_kernel_s;
       launch_f += s / 3;
       launch_b += s * 2 / 3;
     }

@@ -109,8 +109,8 @@ struct ElementwiseTraffic {
   double fwd = 0, bwd = 0;
 };
 inline ElementwiseTraffic ElementwiseBytes(const LayerCost& l, int tp = 1) {
-  const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
-                     l.tp_split_activation_bytes / tp;
+  const double act =
+      (l.saved_activation_bytes - l.tp_split_activation_bytes) + l.tp_split_activation_bytes / tp;
   return {4 * act + l.extra_traffic_fwd_bytes / tp, 8 * act + l.extra_traffic_bwd_bytes / tp};
 }
 

@@ -184,10 +184,10 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
     for (const auto& r : doc["runs"]) {
       if ((r.contains("error") || r.contains("skipped")) && r.contains("model")) {
         // Not compared, but said: a configuration missing from the set.
-        *meta_summary += fmt::format(
-            "  {}: {} {} mb{} not measured: {}\n", file, r["model"].get<std::string>(),
-            r.value("mode", "single"), r.value("micro_batch", 0),
-            r.contains("skipped") ? r.value("skipped", "") : r.value("error", ""));
+        *meta_summary +=
+            fmt::format("  {}: {} {} mb{} not measured: {}\n", file, r["model"].get<std::string>(),
+                        r.value("mode", "single"), r.value("micro_batch", 0),
+                        r.contains("skipped") ? r.value("skipped", "") : r.value("error", ""));
       }
       if (r.contains("error") || r.contains("skipped") || !r.contains("model")) continue;
       Run run;

@@ -288,11 +288,12 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   const HardwareProfile builtin;
   EXPECT_NEAR(gpt_only->fsdp_host_per_tensor_s / gpt_only->fsdp_host_per_unit_s,
               builtin.fsdp_tensor_host_kernels / builtin.fsdp_unit_host_kernels, 1e-12);
-  EXPECT_NEAR(5 * gpt_only->fsdp_host_per_unit_s + 36 * gpt_only->fsdp_host_per_tensor_s,
-              gpt_added, 1e-12);
+  EXPECT_NEAR(5 * gpt_only->fsdp_host_per_unit_s + 36 * gpt_only->fsdp_host_per_tensor_s, gpt_added,
+              1e-12);
 
   // Without FSDP passes nothing is measured: the model keeps its launch counts.
-  auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  auto without =
+      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
   ASSERT_TRUE(without.ok());
   EXPECT_EQ(without->fsdp_host_per_unit_s, 0);
   EXPECT_EQ(without->fsdp_host_per_tensor_s, 0);
@@ -315,16 +316,18 @@ TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) 
         "median_s": 0.03, "gpu_busy_fraction": 0.95, "elementwise_s": )",
                         elementwise_s, "}");
   };
-  auto hw = HardwareProfileFromProbeReport(
-      WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry(0.010) + "," + entry(0.012) + "," +
-                    entry(0.011)),
-      "probe.json");
+  auto hw =
+      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry(0.010) +
+                                                   "," + entry(0.012) + "," + entry(0.011)),
+                                     "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_NEAR(hw->elementwise_bandwidth_gbps, 4 * bytes / 0.011 / 1e9, 1e-6);
-  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
-                               "(elementwise kernels at %.0f GB/s)", hw->elementwise_bandwidth_gbps)));
+  EXPECT_THAT(hw->Label(),
+              ::testing::HasSubstr(absl::StrFormat("(elementwise kernels at %.0f GB/s)",
+                                                   hw->elementwise_bandwidth_gbps)));
   // Not a launch-bound entry: the host's figure is the tiny GPT's alone.
-  auto tiny_only = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  auto tiny_only =
+      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
   ASSERT_TRUE(tiny_only.ok());
   EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, tiny_only->host_overhead_per_kernel_s);
   EXPECT_EQ(tiny_only->elementwise_bandwidth_gbps, 0);
