@@ -241,9 +241,6 @@ def measure(args, rank, world, folder):
     if not args.cpu and not torch.cuda.is_available():
         sys.exit("framework_probe: PyTorch sees no CUDA GPU here (CPU-only build, or no GPU "
                  "allocated); run it in a GPU job, or pass --cpu for a smoke run")
-    if not args.cpu and args.device + world > torch.cuda.device_count():
-        sys.exit(f"framework_probe: --ranks {world} from --device {args.device} needs "
-                 f"{args.device + world} GPUs; PyTorch sees {torch.cuda.device_count()}")
     device = torch.device("cpu") if args.cpu else torch.device("cuda", args.device + rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -445,11 +442,27 @@ def main():
             if args.ranks == 1:
                 run_rank(0, args, folder)
             else:
-                import torch.multiprocessing
-                torch.multiprocessing.spawn(run_rank, args=(args, folder), nprocs=args.ranks)
+                spawn_ranks(args, folder)
         except ImportError as e:
             sys.exit(f"framework_probe: PyTorch is not importable here ({e}); run it with the "
                      "Python environment the jobs use")
+
+
+def spawn_ranks(args, folder):
+    """--ranks N: N fresh processes (CUDA cannot be forked), rank 0 writing the report;
+    one line on what failed, where one rank did."""
+    import torch
+    import torch.multiprocessing as mp
+    if not args.cpu and args.device + args.ranks > torch.cuda.device_count():
+        sys.exit(f"framework_probe: --ranks {args.ranks} from --device {args.device} needs "
+                 f"{args.device + args.ranks} GPUs; PyTorch sees {torch.cuda.device_count()}")
+    try:
+        mp.spawn(run_rank, args=(args, folder), nprocs=args.ranks)
+    except mp.ProcessRaisedException as e:
+        last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        sys.exit(f"framework_probe: a rank failed ({last}); no report written")
+    except mp.ProcessExitedException as e:
+        sys.exit(f"framework_probe: a rank exited ({e}); no report written")
 
 
 def run_rank(rank, args, folder):
