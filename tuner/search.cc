@@ -194,8 +194,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
             "unknown strategy '", s, "'; use dp, tp, pp, zero1, zero2, zero3 (or fsdp)"));
     }
   }
-  int max_g = hw.gpus_per_node;
-  if (limits.max_gpus_per_node > 0) max_g = std::min(max_g, limits.max_gpus_per_node);
+  const int max_g = limits.max_gpus_per_node > 0 ? limits.max_gpus_per_node : hw.gpus_per_node;
   // GPUs per node: powers of two below the node size and the node size itself
   // (the shapes NCCL and tensor parallelism use).
   std::vector<int> gpn;

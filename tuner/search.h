@@ -21,7 +21,10 @@ namespace xdeep::tuner {
 
 struct SearchLimits {
   int max_nodes = 1;  // nodes available (min of policy, partition, user's -N, enclosing allocation)
-  int max_gpus_per_node = 0;  // 0 = the profile's node shape
+  // GPUs per node the caller's nodes hold (partition, user's bound, enclosing
+  // allocation); 0 = the profile's node shape. Given, it is the node size: a
+  // measured profile counts the GPUs its probe job held, not the node's.
+  int max_gpus_per_node = 0;
   int max_total_gpus = 0;     // 0 = no limit (user's --gpus / -n)
   // Price: cost = GPUs used x hours x price_per_gpu_hour, unless
   // price_per_node_hour > 0, then cost = nodes x hours x price_per_node_hour

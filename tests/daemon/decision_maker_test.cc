@@ -101,6 +101,25 @@ TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
             d->prediction().step_time_s() * d->config().grad_accumulation() * 1.0001);
 }
 
+TEST_F(DecisionMakerTest, MeasuredProfileFromAOneGpuProbeJobStillSizesNodesByThePartition) {
+  // The compute probe job held one GPU, so its report says one per node; the
+  // partition's nodes hold four, and the fastest gpt-125m on one node uses more.
+  auto hw = tuner::BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  hw->gpus_per_node = 1;
+  hw->builtin = false;
+  maker_->SetHardware(*hw);
+  v1::TuneRequest req;
+  req.set_mode(v1::TUNE_MODE_AUTO);
+  req.set_objective(v1::OBJECTIVE_TIME);
+  req.mutable_workload()->set_preset("gpt-125m");
+  req.mutable_bounds()->set_nodes(1);
+  auto d = Decide(req);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_GT(d->config().gpus_per_node(), 1);
+  EXPECT_LE(d->config().gpus_per_node(), 4);
+}
+
 TEST_F(DecisionMakerTest, BrokenWorkloadNamesTheFile) {
   v1::TuneRequest req;
   req.mutable_workload()->set_toml("[model]\nlayers = \"many\"\n");
