@@ -129,7 +129,16 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
                                    options_.job_name,
                                    "-o",
                                    log_path};
-  if (gpus) argv.push_back(fmt::format("--gpus-per-node={}", tasks_per_node));
+  // The framework probe also times FSDP and the ranks' spread as two-GPU
+  // training runs them, where the node has two GPUs: the compute job holds two
+  // then (the probe budget charges the node's GPUs either way); the GPU probes
+  // use the first.
+  const bool framework =
+      r.set == ProbeSet::kCompute && gpus && !options_.framework_probe.empty();
+  const int framework_ranks = framework ? std::min(2, r.gpus_per_node) : 0;
+  if (gpus) {
+    argv.push_back(fmt::format("--gpus-per-node={}", std::max(tasks_per_node, framework_ranks)));
+  }
 
   std::vector<std::string> step = {"srun", options_.probe_path};
   if (r.set == ProbeSet::kCollectives) {
@@ -146,18 +155,25 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
     return line;
   };
   std::string wrap = words(step);
-  if (r.set == ProbeSet::kCompute && gpus && !options_.framework_probe.empty()) {
-    // The framework's host time per kernel, measured after the GPU set and merged
-    // into its report; the job's exit status stays the compute set's, and a
-    // framework probe that fails (no PyTorch there) leaves the report as it was.
-    const std::string framework = report_path + ".framework.json";
-    std::vector<std::string> fw = {"srun", "timeout", "120"};
-    fw.insert(fw.end(), options_.framework_probe.begin(), options_.framework_probe.end());
-    fw.insert(fw.end(), {"--out", framework});
-    wrap = fmt::format(
-        "{}; rc=$?; if [ -e {} ]; then {} && {}; fi; exit $rc", wrap, ShellQuote(report_path),
-        words(fw),
-        words({options_.probe_path, "merge", report_path, framework, "--out", report_path}));
+  if (framework) {
+    // The framework's figures, measured after the GPU set and merged into its
+    // report: one rank, then two where the job holds two GPUs. The job's exit
+    // status stays the compute set's, and a framework probe that fails (no
+    // PyTorch there) leaves the report as it was.
+    std::string steps;
+    for (int ranks = 1; ranks <= framework_ranks; ++ranks) {
+      const std::string out =
+          report_path + (ranks == 1 ? ".framework.json" : ".framework2.json");
+      std::vector<std::string> fw = {"srun", "timeout", "120"};
+      fw.insert(fw.end(), options_.framework_probe.begin(), options_.framework_probe.end());
+      if (ranks > 1) fw.insert(fw.end(), {"--ranks", std::to_string(ranks)});
+      fw.insert(fw.end(), {"--out", out});
+      steps += fmt::format(
+          " {} && {};", words(fw),
+          words({options_.probe_path, "merge", report_path, out, "--out", report_path}));
+    }
+    wrap = fmt::format("{}; rc=$?; if [ -e {} ]; then{} fi; exit $rc", wrap,
+                       ShellQuote(report_path), steps);
   }
   argv.insert(argv.end(), {"--wrap", wrap});
   return argv;

@@ -177,12 +177,24 @@ TEST_F(ProbeSchedulerTest, FrameworkProbeFollowsTheGpuComputeSetAndJoinsItsRepor
   r.partition = "gpu";
   r.time_limit = absl::Minutes(5);
   r.gpus_per_node = 4;
-  EXPECT_EQ(s.SubmitCommand(r, "/r/c.json", "/r/c.out").back(),
+  // Two GPUs held: one rank, then two, each merged into the report.
+  std::vector<std::string> argv = s.SubmitCommand(r, "/r/c.json", "/r/c.out");
+  EXPECT_THAT(argv, Contains("--gpus-per-node=2"));
+  EXPECT_EQ(argv.back(),
             "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gpu' '--time-limit' '240' "
             "'--out' '/r/c.json'; rc=$?; if [ -e '/r/c.json' ]; then 'srun' 'timeout' '120' "
             "'python3' '/opt/xdeep/share/framework_probe.py' '--out' '/r/c.json.framework.json' && "
             "'/opt/xdeep/bin/xdeep-probe' 'merge' '/r/c.json' '/r/c.json.framework.json' '--out' "
-            "'/r/c.json'; fi; exit $rc");
+            "'/r/c.json'; 'srun' 'timeout' '120' 'python3' '/opt/xdeep/share/framework_probe.py' "
+            "'--ranks' '2' '--out' '/r/c.json.framework2.json' && '/opt/xdeep/bin/xdeep-probe' "
+            "'merge' '/r/c.json' '/r/c.json.framework2.json' '--out' '/r/c.json'; fi; exit $rc");
+  // A node of one GPU: one rank only, one GPU held.
+  r.gpus_per_node = 1;
+  argv = s.SubmitCommand(r, "/r/c.json", "/r/c.out");
+  EXPECT_THAT(argv, Contains("--gpus-per-node=1"));
+  EXPECT_THAT(argv.back(), HasSubstr("framework.json"));
+  EXPECT_THAT(argv.back(), Not(HasSubstr("--ranks")));
+  r.gpus_per_node = 4;
   // Not for the CPU set or collectives: no GPU framework runs there.
   EXPECT_THAT(s.SubmitCommand(CpuRequest(), "/r/a.json", "/r/a.out").back(),
               Not(HasSubstr("framework")));
