@@ -432,6 +432,8 @@ def main():
     args = ap.parse_args()
     if args.ranks < 1:
         ap.error("--ranks must be at least 1")
+    if args.ranks > 1 and args.main_cpu is not None:
+        ap.error("--main-cpu pins one process's main thread; it does not go with --ranks")
     if args.steps < 3 or args.warmup < 1:
         ap.error("--steps must be at least 3 and --warmup at least 1")
     if args.main_cpu is not None and args.main_cpu not in os.sched_getaffinity(0):
