@@ -595,23 +595,23 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       tensors += ParamTensors(l);
       if (l.params > 0) units.insert(l.unit);
     }
+    // Ranks in step: the host's spread from how far the slowest trails, as
+    // the model's straggler term has it (StragglerFactor).
+    const int ranks = f.value("ranks", 1);
+    const double straggle = ranks > 1 ? std::max(1.0, f.value("straggle", 1.0)) : 1.0;
+    if (straggle > 1) rank_cv.push_back((straggle - 1) / (StragglerFactor(ranks, 1.0) - 1));
     // The FSDP2-wrapped pass: what FSDP adds on the host, for this network's
     // units and tensors; where passes ran on several ranks, those alone (each
-    // unit's collectives wait for the other ranks, as in training).
+    // unit's collectives wait for the other ranks, as in training). The model
+    // times a synchronous pass as (plain + FSDP's work) x the straggle, so the
+    // straggle comes out before the plain pass does.
     const double fsdp_s = f.value("fsdp_median_s", 0.0);
-    const int ranks = f.value("ranks", 1);
     FsdpProbe& fsdp = model == "resnet" ? fsdp_cnn : fsdp_gpt;
     if (fsdp_s > 0 && ranks >= fsdp.ranks) {
       if (ranks > fsdp.ranks) fsdp = FsdpProbe{.ranks = ranks};
       fsdp.units = static_cast<double>(units.size());
       fsdp.tensors = tensors;
-      fsdp.added_s.push_back(std::max(0.0, fsdp_s - wall_s));
-    }
-    // Ranks in step: the host's spread from how far the slowest trails, as
-    // the model's straggler term has it (StragglerFactor).
-    const double straggle = f.value("straggle", 0.0);
-    if (ranks > 1 && straggle >= 1) {
-      rank_cv.push_back((straggle - 1) / (StragglerFactor(ranks, 1.0) - 1));
+      fsdp.added_s.push_back(std::max(0.0, fsdp_s / straggle - wall_s));
     }
     // The other figures are one process's: single-GPU training's host, and the
     // DDP reducer's work apart from the all-reduce the model times itself.

@@ -261,18 +261,22 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
               ::testing::HasSubstr("FSDP 1.00 ms per unit + 50 us per tensor on 1 rank"));
 
   // Passes on two ranks, as training runs them, outweigh one rank's: here
-  // twice the cost; the host's per-kernel and DDP figures stay one process's.
+  // twice the cost, the FSDP passes waiting 4 % for the slower rank (which
+  // the model's straggler term adds back); the host's per-kernel and DDP
+  // figures stay one process's.
   auto on_ranks = [](std::string entry, int ranks) {
     entry.insert(entry.size() - 1, absl::StrCat(R"(, "ranks": )", ranks));
     return entry;
   };
   std::string two_rank_gpt = FrameworkEntry(0.009, 0.1);
-  two_rank_gpt.insert(two_rank_gpt.size() - 1, R"(, "ddp_median_s": 0.012)");
+  two_rank_gpt.insert(two_rank_gpt.size() - 1, R"(, "ddp_median_s": 0.012, "straggle": 1.04)");
+  std::string two_rank_cnn = resnet;
+  two_rank_cnn.insert(two_rank_cnn.size() - 1, R"(, "straggle": 1.04)");
   auto both = HardwareProfileFromProbeReport(
       WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
                     with_fsdp(resnet, 0.016 + cnn_added) + "," +
-                    on_ranks(with_fsdp(two_rank_gpt, 0.009 + 2 * gpt_added), 2) + "," +
-                    on_ranks(with_fsdp(resnet, 0.016 + 2 * cnn_added), 2)),
+                    on_ranks(with_fsdp(two_rank_gpt, (0.009 + 2 * gpt_added) * 1.04), 2) + "," +
+                    on_ranks(with_fsdp(two_rank_cnn, (0.016 + 2 * cnn_added) * 1.04), 2)),
       "probe.json");
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_NEAR(both->fsdp_host_per_unit_s, 2e-3, 1e-12);
