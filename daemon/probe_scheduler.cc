@@ -133,8 +133,7 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   // training runs them, where the node has two GPUs: the compute job holds two
   // then (the probe budget charges the node's GPUs either way); the GPU probes
   // use the first.
-  const bool framework =
-      r.set == ProbeSet::kCompute && gpus && !options_.framework_probe.empty();
+  const bool framework = r.set == ProbeSet::kCompute && gpus && !options_.framework_probe.empty();
   const int framework_ranks = framework ? std::min(2, r.gpus_per_node) : 0;
   if (gpus) {
     argv.push_back(fmt::format("--gpus-per-node={}", std::max(tasks_per_node, framework_ranks)));
@@ -162,8 +161,7 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
     // PyTorch there) leaves the report as it was.
     std::string steps;
     for (int ranks = 1; ranks <= framework_ranks; ++ranks) {
-      const std::string out =
-          report_path + (ranks == 1 ? ".framework.json" : ".framework2.json");
+      const std::string out = report_path + (ranks == 1 ? ".framework.json" : ".framework2.json");
       std::vector<std::string> fw = {"srun", "timeout", "120"};
       fw.insert(fw.end(), options_.framework_probe.begin(), options_.framework_probe.end());
       if (ranks > 1) fw.insert(fw.end(), {"--ranks", std::to_string(ranks)});
