@@ -166,25 +166,36 @@ def resnet50_class(torch):
     return ResNet50
 
 
-def kernel_count_and_busy_s(torch, fn, device):
-    """Kernels (memory copies and sets included: each costs a launch) and their GPU time
-    in one call of fn, from torch.profiler."""
+def kernel_profile(torch, fn, device):
+    """Kernels (memory copies and sets included: each costs a launch), their GPU time and
+    that of the elementwise ones, in one call of fn, from torch.profiler."""
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         fn()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-    count, busy_us = 0, 0.0
+    count, busy_s, elementwise_s = 0, 0.0, 0.0
     for evt in prof.key_averages():
         if device.type == "cuda":
             if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
                 continue
-            busy_us += getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0)
+            s = (getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0)) * 1e-6
+            busy_s += s
+            if kernel_category(evt.key) == "elementwise":
+                elementwise_s += s
         elif not evt.key.startswith("aten::") or evt.self_cpu_time_total <= 0:
             continue  # CPU smoke run: ops that did work stand in for kernels
         count += evt.count
-    return count, busy_us * 1e-6
+    return count, busy_s, elementwise_s
+
+
+def gpt_and_batch(torch, gpt, shape, device, gen):
+    """A GPT of `shape` and a batch of random tokens and targets for it."""
+    tokens = (shape["batch"], shape["seq"])
+    return (gpt(*(shape[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))),
+            torch.randint(0, shape["vocab"], tokens, device=device, generator=gen),
+            torch.randint(0, shape["vocab"], tokens, device=device, generator=gen))
 
 
 def timing_fields(times):
@@ -198,33 +209,15 @@ def timing_fields(times):
 def elementwise_entry(torch, args, device, gpt):
     """The memory-bound GPT's forward + backward: wall times of a few passes, then one
     under torch.profiler for its kernels and the GPU time of the elementwise ones."""
-    from torch.profiler import ProfilerActivity, profile
     shape = ELEMENTWISE_SHAPE if device.type == "cuda" else ELEMENTWISE_SHAPE_CPU
     gen = torch.Generator(device=device)
     gen.manual_seed(4321)
-    tokens = (shape["batch"], shape["seq"])
-    model = gpt(*(shape[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab")))
-    passes = {"plain": training_pass(
-        torch, device, model, torch.randint(0, shape["vocab"], tokens, device=device, generator=gen),
-        torch.randint(0, shape["vocab"], tokens, device=device, generator=gen))}
-    timed = argparse.Namespace(warmup=3, steps=5)
-    times = alternating_times(torch, timed, device, passes)["plain"]
-    forward_backward = passes["plain"][0]
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        forward_backward()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    kernels, busy_s, elementwise_s = 0, 0.0, 0.0
-    for evt in prof.key_averages():
-        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
-            s = (getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0)) * 1e-6
-            kernels += evt.count
-            busy_s += s
-            if kernel_category(evt.key) == "elementwise":
-                elementwise_s += s
+    forward_backward, step = training_pass(torch, device, *gpt_and_batch(torch, gpt, shape, device, gen))
+    times = alternating_times(torch, argparse.Namespace(warmup=3, steps=5), device,
+                              {"plain": (forward_backward, step)})["plain"]
+    kernels, busy_s, elementwise_s = kernel_profile(torch, forward_backward, device)
     entry = dict(name="torch", version=torch.__version__, device=device.type, ranks=1, model="gpt",
-                 **shape, **timing_fields(times), kernels=max(kernels, 1),  # CPU runs: none
+                 **shape, **timing_fields(times), kernels=kernels,
                  gpu_busy_fraction=min(1.0, busy_s / statistics.median(times)))
     if elementwise_s > 0:
         entry["elementwise_s"] = elementwise_s
@@ -247,12 +240,9 @@ def measure(args, rank, world, folder):
     gen = torch.Generator(device=device)
     gen.manual_seed(1234)
     _, gpt = gpt_classes(torch)
-    g, r = GPT_SHAPE, RESNET_SHAPE
-    tokens = (g["batch"], g["seq"])
+    r = RESNET_SHAPE
     networks = [
-        ("gpt", g, gpt(*(g[k] for k in ("layers", "hidden", "heads", "ffn", "seq", "vocab"))),
-         torch.randint(0, g["vocab"], tokens, device=device, generator=gen),
-         torch.randint(0, g["vocab"], tokens, device=device, generator=gen)),
+        ("gpt", GPT_SHAPE, *gpt_and_batch(torch, gpt, GPT_SHAPE, device, gen)),
         ("resnet", r, resnet50_class(torch)(r["classes"]),
          torch.randn(r["batch"], 3, r["image"], r["image"], device=device, generator=gen),
          torch.randint(0, r["classes"], (r["batch"],), device=device, generator=gen)),
@@ -277,7 +267,7 @@ def measure(args, rank, world, folder):
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
     for name, shape, passes, times, straggle in timed:
-        kernels, busy_s = kernel_count_and_busy_s(torch, passes["plain"][0], device)
+        kernels, busy_s, _ = kernel_profile(torch, passes["plain"][0], device)
         entries.append(dict(name="torch", version=torch.__version__, device=device.type, ranks=world,
                             model=name, **shape, **timing_fields(times["plain"]), kernels=kernels,
                             gpu_busy_fraction=min(1.0, busy_s / statistics.median(times["plain"]))))
@@ -339,10 +329,12 @@ def process_group(torch, device, rank, world, folder):
 def ranks_straggle(torch, plain):
     """How far the slowest rank's plain pass trails the ranks' mean, over the passes all
     ranks ran in the same turn (the wrapped passes between turns keep them in step): the
-    wait a synchronous step sees from its hosts' pass-to-pass spread."""
+    wait a synchronous step sees from its hosts' pass-to-pass spread. Summed over the
+    turns as `xdeep_validate compare` measures training's."""
     everyone = [None] * torch.distributed.get_world_size()
     torch.distributed.all_gather_object(everyone, plain)
-    return statistics.mean(max(turn) / statistics.mean(turn) for turn in zip(*everyone))
+    turns = list(zip(*everyone))
+    return sum(max(t) for t in turns) / sum(statistics.mean(t) for t in turns)
 
 
 def wrappers(torch, device):

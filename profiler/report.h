@@ -94,7 +94,7 @@ struct FrameworkEntry {
   Timing timing;                 // forward + backward, wall time
   double gpu_busy_fraction = 0;  // kernel time over wall time: near 0 when launch bound
   // The same pass with the model wrapped in DistributedDataParallel and in
-  // FSDP2 (one rank, same process, in turns with the plain pass): what DDP's
+  // FSDP2 (on this entry's ranks, in turns with the plain pass): what DDP's
   // reducer and FSDP's hooks add on the host. 0: not measured.
   double ddp_median_s = 0;
   double fsdp_median_s = 0;

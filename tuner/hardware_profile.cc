@@ -401,6 +401,37 @@ std::optional<DType> ParseDType(const std::string& s) {
   return std::nullopt;
 }
 
+// The network a framework entry ran (model gpt or resnet), as the model
+// builds its layers.
+absl::StatusOr<Workload> ProbedNetwork(const json& f, const std::string& model) {
+  Workload w;
+  if (model == "resnet") {
+    auto layers = CnnLayerTable(absl::StrCat("resnet", f.value("depth", 0)), f.value("image", 0),
+                                f.value("classes", 0), w.precision);
+    if (!layers.ok()) {
+      return absl::InvalidArgumentError(
+          "needs a ResNet shape (depth 18, 34, 50, 101 or 152, image >= 32, classes)");
+    }
+    w.layers = *std::move(layers);
+    return w;
+  }
+  TransformerShape& t = w.transformer;
+  t.layers = f.value("layers", 0);
+  t.hidden = f.value("hidden", 0);
+  t.heads = t.kv_heads = f.value("heads", 0);
+  t.ffn = f.value("ffn", 0);
+  t.seq_len = f.value("seq", 0);
+  t.vocab = f.value("vocab", 0);
+  t.tied_embeddings = true;
+  if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 || t.seq_len <= 0 ||
+      t.vocab <= 0) {
+    return absl::InvalidArgumentError(
+        "needs a GPT shape (layers, hidden divisible by heads, ffn, seq, vocab)");
+  }
+  BuildTransformerLayers(w);
+  return w;
+}
+
 // One network's FSDP2-wrapped probe passes on `ranks` ranks: its unit and
 // tensor counts, and what FSDP added to each plain pass.
 struct FsdpProbe {
@@ -550,33 +581,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
     const double wall_s = f.value("median_s", 0.0);
     const double busy = f.value("gpu_busy_fraction", 0.0);
-    Workload probed;
-    if (model == "resnet") {
-      auto layers = CnnLayerTable(absl::StrCat("resnet", f.value("depth", 0)), f.value("image", 0),
-                                  f.value("classes", 0), probed.precision);
-      if (!layers.ok() || wall_s <= 0) {
-        return ReportError(source_name, path,
-                           "needs a ResNet shape (depth 18, 34, 50, 101 or 152, image >= 32, "
-                           "classes) and median_s > 0");
-      }
-      probed.layers = *std::move(layers);
-    } else {
-      TransformerShape& t = probed.transformer;
-      t.layers = f.value("layers", 0);
-      t.hidden = f.value("hidden", 0);
-      t.heads = t.kv_heads = f.value("heads", 0);
-      t.ffn = f.value("ffn", 0);
-      t.seq_len = f.value("seq", 0);
-      t.vocab = f.value("vocab", 0);
-      t.tied_embeddings = true;
-      if (t.layers <= 0 || t.heads <= 0 || t.hidden % t.heads != 0 || t.ffn <= 0 ||
-          t.seq_len <= 0 || t.vocab <= 0 || wall_s <= 0) {
-        return ReportError(source_name, path,
-                           "needs a GPT shape (layers, hidden divisible by heads, ffn, seq, vocab) "
-                           "and median_s > 0");
-      }
-      BuildTransformerLayers(probed);
-    }
+    if (wall_s <= 0) return ReportError(source_name, path, "needs median_s > 0");
+    auto probed_or = ProbedNetwork(f, model);
+    if (!probed_or.ok()) return ReportError(source_name, path, probed_or.status().message());
+    const Workload& probed = *probed_or;
     if (elementwise_s > 0) {
       // The memory-bound GPT: the model's elementwise bytes over their GPU time.
       double bytes = 0;
@@ -646,10 +654,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   if (const auto fsdp = FsdpHostCosts(fsdp_gpt, fsdp_cnn, hw)) {
     std::tie(hw.fsdp_host_per_unit_s, hw.fsdp_host_per_tensor_s) = *fsdp;
+    const int ranks = std::max(fsdp_gpt.ranks, fsdp_cnn.ranks);
     host_parts.push_back(absl::StrFormat(
         "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
-        hw.fsdp_host_per_tensor_s * 1e6, std::max(fsdp_gpt.ranks, fsdp_cnn.ranks),
-        std::max(fsdp_gpt.ranks, fsdp_cnn.ranks) > 1 ? "s" : ""));
+        hw.fsdp_host_per_tensor_s * 1e6, ranks, ranks > 1 ? "s" : ""));
   }
   if (!rank_cv.empty()) {
     // Measured where it acts; one process's 95th percentile is a stand-in.

@@ -118,8 +118,9 @@ struct HardwareProfile {
   double ddp_host_per_launch_s = 11e-6;
   // The host's pass-to-pass spread (coefficient of variation of one launch-
   // bound forward + backward): synchronous ranks wait for the slowest. From
-  // the framework probe's p95 where measured; else this, the median of its
-  // entries on 2x H200 (0.11-0.19, bench/validate/data/2026-11-26_h200x2_heldout{2,3}).
+  // the framework probe's ranks' straggle where it ran several, else its p95;
+  // else this, the median of its p95 entries on 2x H200 (0.11-0.19,
+  // bench/validate/data/2026-11-26_h200x2_heldout{2,3}).
   double host_step_cv = 0.13;
   std::string host;  // measured profiles: where and when
   std::string date;

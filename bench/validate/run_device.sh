@@ -29,6 +29,7 @@ STAGES=,${STAGES:-probes,single,ddp,fsdp,compare},
 PRIOR=${PRIOR:-}
 here=$(cd "$(dirname "$0")" && pwd)
 measure=$here/../memory_validation/measure_pytorch.py
+framework_probe=$here/../../profiler/framework_probe.py
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT  # per-configuration files: merged into $OUT
 mkdir -p "$OUT"
@@ -70,7 +71,7 @@ echo "rc=$?"
 # next by up to 30 %, and the tuner takes the median of the reports' entries.
 for ((rep = 1; rep <= ${FRAMEWORK_REPEATS:-3}; rep++)); do
   stamp "framework probe $rep"
-  on_gpu 0 timeout 120 python3 "$here/../../profiler/framework_probe.py" --out "$work/framework_r$rep.json"
+  on_gpu 0 timeout 120 python3 "$framework_probe" --out "$work/framework_r$rep.json"
   echo "rc=$?"
 done
 # FSDP's per-unit collectives wait for the other ranks, and each rank's host issues its
@@ -78,7 +79,7 @@ done
 # figure did not carry from one H100 machine to the next, data/2026-11-26_h100x2_heldout5).
 if (( gpus >= 2 )); then
   stamp "framework probe, 2 ranks"
-  timeout 120 python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$work/framework_2ranks.json"
+  timeout 120 python3 "$framework_probe" --ranks 2 --out "$work/framework_2ranks.json"
   echo "rc=$?"
 fi
 fi

@@ -182,14 +182,15 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
           m.value("cuda", "?"), m.value("nccl", "?"), m.value("mode", "?"));
     }
     for (const auto& r : doc["runs"]) {
-      if ((r.contains("error") || r.contains("skipped")) && r.contains("model")) {
+      if (!r.contains("model")) continue;
+      if (r.contains("error") || r.contains("skipped")) {
         // Not compared, but said: a configuration missing from the set.
         *meta_summary +=
             fmt::format("  {}: {} {} mb{} not measured: {}\n", file, r["model"].get<std::string>(),
                         r.value("mode", "single"), r.value("micro_batch", 0),
                         r.contains("skipped") ? r.value("skipped", "") : r.value("error", ""));
+        continue;
       }
-      if (r.contains("error") || r.contains("skipped") || !r.contains("model")) continue;
       Run run;
       run.model = r["model"].get<std::string>();
       run.mode = r.value("mode", "single");

@@ -73,11 +73,16 @@ class DecisionMakerTest : public ::testing::Test {
   std::vector<std::string> stages_;
 };
 
-TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
+v1::TuneRequest AutoRequest() {
   v1::TuneRequest req;
   req.set_mode(v1::TUNE_MODE_AUTO);
-  req.set_objective(v1::OBJECTIVE_TIME);
   req.mutable_workload()->set_preset("gpt-125m");
+  return req;
+}
+
+TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
+  v1::TuneRequest req = AutoRequest();
+  req.set_objective(v1::OBJECTIVE_TIME);
   req.mutable_bounds()->set_nodes(2);
   auto d = Decide(req);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -109,10 +114,8 @@ TEST_F(DecisionMakerTest, MeasuredProfileFromAOneGpuProbeJobStillSizesNodesByThe
   hw->gpus_per_node = 1;
   hw->builtin = false;
   maker_->SetHardware(*hw);
-  v1::TuneRequest req;
-  req.set_mode(v1::TUNE_MODE_AUTO);
+  v1::TuneRequest req = AutoRequest();
   req.set_objective(v1::OBJECTIVE_TIME);
-  req.mutable_workload()->set_preset("gpt-125m");
   req.mutable_bounds()->set_nodes(1);
   auto d = Decide(req);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -151,13 +154,6 @@ TEST_F(DecisionMakerTest, SlurmUnreachable) {
   v1::TuneRequest req;
   req.mutable_workload()->set_preset("gpt-125m");
   EXPECT_EQ(Decide(req).status().code(), absl::StatusCode::kUnavailable);
-}
-
-v1::TuneRequest AutoRequest() {
-  v1::TuneRequest req;
-  req.set_mode(v1::TUNE_MODE_AUTO);
-  req.mutable_workload()->set_preset("gpt-125m");
-  return req;
 }
 
 TEST_F(DecisionMakerTest, ReservesThePredictedCost) {

@@ -139,6 +139,16 @@ std::string FrameworkEntry(double median_s, double gpu_busy, int layers = 4) {
                       median_s, R"(, "gpu_busy_fraction": )", gpu_busy, "}");
 }
 
+// The probe's ResNet-50 entry at 224 pixels, launch-bound.
+const std::string kResNet50Entry = R"({"name": "torch", "model": "resnet", "depth": 50,
+    "image": 224, "classes": 1000, "batch": 1, "kernels": 941, "median_s": 0.016,
+    "gpu_busy_fraction": 0.2})";
+// An entry with more fields (a JSON fragment).
+std::string With(std::string entry, const std::string& fields) {
+  entry.insert(entry.size() - 1, ", " + fields);
+  return entry;
+}
+
 TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
   // The model's own kernel count for the probe's tiny GPT.
   Workload tiny;
@@ -219,13 +229,9 @@ TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   // The probe's tiny GPT: 36 parameter tensors (embeddings 2, 4 blocks of 8,
   // final LayerNorm 2), no buffers; ResNet-50: 161 tensors and 159 BatchNorm
   // buffers. DDP adds two launches per tensor and one per buffer.
-  std::string gpt = FrameworkEntry(0.006, 0.1);
-  gpt.insert(gpt.size() - 1, R"(, "ddp_median_s": 0.0066)");
-  const std::string resnet = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 224,
-      "classes": 1000, "batch": 1, "kernels": 941, "median_s": 0.016, "gpu_busy_fraction": 0.2,
-      "ddp_median_s": 0.021})";
-  std::string slower = FrameworkEntry(0.006, 0.1);
-  slower.insert(slower.size() - 1, R"(, "ddp_median_s": 0.0075)");
+  const std::string gpt = With(FrameworkEntry(0.006, 0.1), R"("ddp_median_s": 0.0066)");
+  const std::string resnet = With(kResNet50Entry, R"("ddp_median_s": 0.021)");
+  const std::string slower = With(FrameworkEntry(0.006, 0.1), R"("ddp_median_s": 0.0075)");
   auto hw = HardwareProfileFromProbeReport(WithFramework(gpt + "," + resnet + "," + slower),
                                            "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
@@ -243,12 +249,10 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   // The tiny GPT: 5 units (4 blocks, the root), 36 tensors; ResNet-50: 5 units
   // (4 stages, the root), 161 tensors. Chosen costs: 1 ms per unit, 50 us per
   // tensor, added to the plain passes.
-  auto with_fsdp = [](std::string entry, double fsdp_s) {
-    entry.insert(entry.size() - 1, absl::StrCat(R"(, "fsdp_median_s": )", fsdp_s));
-    return entry;
+  auto with_fsdp = [](const std::string& entry, double fsdp_s) {
+    return With(entry, absl::StrCat(R"("fsdp_median_s": )", fsdp_s));
   };
-  const std::string resnet = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 224,
-      "classes": 1000, "batch": 1, "kernels": 941, "median_s": 0.016, "gpu_busy_fraction": 0.2})";
+  const std::string& resnet = kResNet50Entry;
   const double gpt_added = 5 * 1e-3 + 36 * 50e-6, cnn_added = 5 * 1e-3 + 161 * 50e-6;
   auto hw = HardwareProfileFromProbeReport(
       WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
@@ -264,14 +268,12 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   // twice the cost, the FSDP passes waiting 4 % for the slower rank (which
   // the model's straggler term adds back); the host's per-kernel and DDP
   // figures stay one process's.
-  auto on_ranks = [](std::string entry, int ranks) {
-    entry.insert(entry.size() - 1, absl::StrCat(R"(, "ranks": )", ranks));
-    return entry;
+  auto on_ranks = [](const std::string& entry, int ranks) {
+    return With(entry, absl::StrCat(R"("ranks": )", ranks));
   };
-  std::string two_rank_gpt = FrameworkEntry(0.009, 0.1);
-  two_rank_gpt.insert(two_rank_gpt.size() - 1, R"(, "ddp_median_s": 0.012, "straggle": 1.04)");
-  std::string two_rank_cnn = resnet;
-  two_rank_cnn.insert(two_rank_cnn.size() - 1, R"(, "straggle": 1.04)");
+  const std::string two_rank_gpt =
+      With(FrameworkEntry(0.009, 0.1), R"("ddp_median_s": 0.012, "straggle": 1.04)");
+  const std::string two_rank_cnn = With(resnet, R"("straggle": 1.04)");
   auto both = HardwareProfileFromProbeReport(
       WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
                     with_fsdp(resnet, 0.016 + cnn_added) + "," +
@@ -353,11 +355,9 @@ TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) 
 
 TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
   // (p95 - median) / (1.645 median) per entry, as if normal; their median.
-  std::string a = FrameworkEntry(0.006, 0.1), b = FrameworkEntry(0.005, 0.1),
-              c = FrameworkEntry(0.004, 0.1);
-  a.insert(a.size() - 1, R"(, "p95_s": 0.0075)");
-  b.insert(b.size() - 1, R"(, "p95_s": 0.0055)");
-  c.insert(c.size() - 1, R"(, "p95_s": 0.0052)");
+  const std::string a = With(FrameworkEntry(0.006, 0.1), R"("p95_s": 0.0075)"),
+                    b = With(FrameworkEntry(0.005, 0.1), R"("p95_s": 0.0055)"),
+                    c = With(FrameworkEntry(0.004, 0.1), R"("p95_s": 0.0052)");
   auto hw = HardwareProfileFromProbeReport(WithFramework(a + "," + b + "," + c), "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_DOUBLE_EQ(hw->host_step_cv, 0.0015 / (1.645 * 0.006));
@@ -367,8 +367,8 @@ TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
 
   // Ranks in step measure it where it acts: the slowest of two trailing the
   // mean by 5 % is a spread of 0.05 / E[max of 2 standard normals] (0.564).
-  std::string two = FrameworkEntry(0.006, 0.1);
-  two.insert(two.size() - 1, R"(, "ranks": 2, "straggle": 1.05, "p95_s": 0.009)");
+  const std::string two =
+      With(FrameworkEntry(0.006, 0.1), R"("ranks": 2, "straggle": 1.05, "p95_s": 0.009)");
   auto ranked = HardwareProfileFromProbeReport(WithFramework(a + "," + two), "probe.json");
   ASSERT_TRUE(ranked.ok()) << ranked.status();
   EXPECT_NEAR(ranked->host_step_cv, 0.05 / (1 / std::sqrt(M_PI)), 1e-3);
