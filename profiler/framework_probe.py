@@ -451,12 +451,22 @@ def spawn_ranks(args, folder):
         sys.exit(f"framework_probe: --ranks {args.ranks} from --device {args.device} needs "
                  f"{args.device + args.ranks} GPUs; PyTorch sees {torch.cuda.device_count()}")
     try:
-        mp.spawn(run_rank, args=(args, folder), nprocs=args.ranks)
+        mp.spawn(spawned_rank, args=(args, folder), nprocs=args.ranks)
     except mp.ProcessRaisedException as e:
         last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         sys.exit(f"framework_probe: a rank failed ({last}); no report written")
     except mp.ProcessExitedException as e:
         sys.exit(f"framework_probe: a rank exited ({e}); no report written")
+
+
+def spawned_rank(rank, args, folder):
+    """A spawned rank: its measurement, then an immediate exit. Its report is written and
+    its process group destroyed by then; an interpreter shutdown of a Gloo rank once hung
+    past ctest's 300 s (PyTorch 1.13, the CPU smoke test), with nothing left to do."""
+    run_rank(rank, args, folder)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_rank(rank, args, folder):

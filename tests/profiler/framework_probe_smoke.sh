@@ -17,8 +17,14 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export PYTHONPATH=$here/torch_sdpa_shim
-"$py" "$probe" --cpu --steps 3 --warmup 1 --out "$tmp/one.json" 2> "$tmp/one.err"
-"$py" "$probe" --cpu --steps 3 --warmup 1 --ranks 2 --out "$tmp/two.json" 2> "$tmp/two.err"
+# A rank that hangs fails here in 2 minutes, with its stderr, not at ctest's timeout.
+probe_run() {
+  local name=$1; shift
+  timeout 120 "$py" "$probe" --cpu --steps 3 --warmup 1 "$@" --out "$tmp/$name.json" 2> "$tmp/$name.err" || {
+    echo "FAIL: framework_probe.py $* exited $? (124: timed out); its stderr:"; cat "$tmp/$name.err"; exit 1; }
+}
+probe_run one
+probe_run two --ranks 2
 if ! "$py" -c "import torch.distributed.fsdp as f; f.fully_shard" 2> /dev/null; then
   grep -q "no FSDP pass" "$tmp/one.err" || { echo "FAIL: no word of the skipped FSDP pass"; exit 1; }
 fi
