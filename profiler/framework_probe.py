@@ -214,7 +214,7 @@ def elementwise_entry(torch, args, device, gpt):
     gen.manual_seed(4321)
     forward_backward, step = training_pass(torch, device, *gpt_and_batch(torch, gpt, shape, device, gen))
     times = alternating_times(torch, argparse.Namespace(warmup=3, steps=5), device,
-                              {"plain": (forward_backward, step)})["plain"]
+                              {"plain": (forward_backward, step)})[0]["plain"]
     kernels, busy_s, elementwise_s = kernel_profile(torch, forward_backward, device)
     entry = dict(name="torch", version=torch.__version__, device=device.type, ranks=1, model="gpt",
                  **shape, **timing_fields(times), kernels=kernels,
@@ -259,20 +259,22 @@ def measure(args, rank, world, folder):
                                    inputs, target)
                 if tried:
                     passes[kind] = tried
-            times = alternating_times(torch, args, device, passes)
+            times, step_host = alternating_times(torch, args, device, passes)
             straggle = ranks_straggle(torch, times["plain"]) if world > 1 else None
-            timed.append((name, shape, passes, times, straggle))
+            timed.append((name, shape, passes, times, step_host, straggle))
     if rank > 0:
         return None
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
-    for name, shape, passes, times, straggle in timed:
+    for name, shape, passes, times, step_host, straggle in timed:
         kernels, busy_s, _ = kernel_profile(torch, passes["plain"][0], device)
         entries.append(dict(name="torch", version=torch.__version__, device=device.type, ranks=world,
                             model=name, **shape, **timing_fields(times["plain"]), kernels=kernels,
-                            gpu_busy_fraction=min(1.0, busy_s / statistics.median(times["plain"]))))
+                            gpu_busy_fraction=min(1.0, busy_s / statistics.median(times["plain"])),
+                            step_host_s=statistics.median(step_host["plain"])))
         for kind in passes.keys() - {"plain"}:
             entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
+            entries[-1][f"{kind}_step_host_s"] = statistics.median(step_host[kind])
         if straggle:
             entries[-1]["straggle"] = straggle
     del networks, timed
@@ -388,19 +390,25 @@ def alternating_times(torch, args, device, passes):
     """Each pass's forward + backward wall times, in order, by kind, the passes taking turns:
     the host's speed switches between levels within seconds (bench/validate/data/
     2026-11-26_h100x1_host_check_pinned), so passes timed one after the other could see
-    different levels and their difference would be the host's, not the wrapper's."""
+    different levels and their difference would be the host's, not the wrapper's. Also,
+    by kind, the host time of each optimizer step (AdamW's step and zero_grad, from an
+    idle GPU to the call's return, not waiting for its kernels): a launch-bound step
+    pays it in full, and over FSDP's sharded parameters it is several times a plain one."""
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     times = {kind: [] for kind in passes}
+    step_host = {kind: [] for kind in passes}
     for i in range(args.warmup + args.steps):
-        for (forward_backward, step), out in zip(passes.values(), times.values()):
+        for kind, (forward_backward, step) in passes.items():
             sync()
             t0 = time.perf_counter()
             forward_backward()
             sync()
-            if i >= args.warmup:
-                out.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
             step()
-    return times
+            if i >= args.warmup:
+                times[kind].append(t1 - t0)
+                step_host[kind].append(time.perf_counter() - t1)
+    return times, step_host
 
 
 def main():
@@ -505,7 +513,11 @@ def run_rank(rank, args, folder):
               f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
               + "".join(f"; {e[f'{kind}_median_s'] * 1e3:.2f} ms under {kind.upper()}"
                         for kind in ("ddp", "fsdp") if f"{kind}_median_s" in e)
-              + (f"; slowest rank {e['straggle']:.3f}x the mean" if "straggle" in e else ""))
+              + (f"; slowest rank {e['straggle']:.3f}x the mean" if "straggle" in e else "")
+              + "; optimizer step's host time " + ", ".join(
+                  f"{e[f'{kind}step_host_s'] * 1e3:.2f} ms{label}"
+                  for kind, label in (("", ""), ("ddp_", " under DDP"), ("fsdp_", " under FSDP"))
+                  if f"{kind}step_host_s" in e))
 
 
 if __name__ == "__main__":

@@ -98,6 +98,10 @@ struct FrameworkEntry {
   // reducer and FSDP's hooks add on the host. 0: not measured.
   double ddp_median_s = 0;
   double fsdp_median_s = 0;
+  // Host time of the AdamW step after the pass (its calls, not its kernels),
+  // plain and over FSDP2's sharded parameters. 0: not measured.
+  double step_host_s = 0;
+  double fsdp_step_host_s = 0;
   // GPU time of the pass's elementwise kernels (norms, activations, casts, the
   // loss), for the GPT the probe runs at a training size, memory-bound. 0: not
   // measured (the launch-bound entries).

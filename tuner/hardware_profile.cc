@@ -438,6 +438,7 @@ struct FsdpProbe {
   int ranks = 0;
   double units = 0, tensors = 0;
   std::vector<double> added_s;
+  std::vector<double> step_host_per_tensor_s;  // the AdamW step over its DTensors
 };
 
 // FSDP2's host seconds per unit and per parameter tensor from the probe's
@@ -567,7 +568,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
   std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, rank_cv,
-      elementwise_gbps;
+      elementwise_gbps, optimizer_per_tensor;
   FsdpProbe fsdp_gpt, fsdp_cnn;
   i = 0;
   for (const json& f : section("framework")) {
@@ -620,10 +621,14 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       fsdp.units = static_cast<double>(units.size());
       fsdp.tensors = tensors;
       fsdp.added_s.push_back(std::max(0.0, fsdp_s / straggle - wall_s));
+      const double step_s = f.value("fsdp_step_host_s", 0.0);
+      if (step_s > 0 && tensors > 0) fsdp.step_host_per_tensor_s.push_back(step_s / tensors);
     }
     // The other figures are one process's: single-GPU training's host, and the
     // DDP reducer's work apart from the all-reduce the model times itself.
     if (ranks > 1) continue;
+    const double step_host_s = f.value("step_host_s", 0.0);
+    if (step_host_s > 0 && tensors > 0) optimizer_per_tensor.push_back(step_host_s / tensors);
     (model == "resnet" ? per_kernel_cnn : per_kernel)
         .push_back(wall_s * std::sqrt(1.0 - busy * busy) / (3.0 * forward_kernels));
     // Pass-to-pass spread, from the 95th percentile as if normal.
@@ -658,6 +663,23 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     host_parts.push_back(absl::StrFormat(
         "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
         hw.fsdp_host_per_tensor_s * 1e6, ranks, ranks > 1 ? "s" : ""));
+  }
+  if (!optimizer_per_tensor.empty()) {
+    hw.optimizer_host_per_tensor_s = modeling::Median(optimizer_per_tensor);
+    host_parts.push_back(absl::StrFormat("optimizer step %.1f us per tensor",
+                                         hw.optimizer_host_per_tensor_s * 1e6));
+  }
+  std::vector<double> fsdp_step;  // both networks' on the most ranks timed
+  for (const FsdpProbe* p : {&fsdp_gpt, &fsdp_cnn}) {
+    if (p->ranks == std::max(fsdp_gpt.ranks, fsdp_cnn.ranks)) {
+      fsdp_step.insert(fsdp_step.end(), p->step_host_per_tensor_s.begin(),
+                       p->step_host_per_tensor_s.end());
+    }
+  }
+  if (!fsdp_step.empty()) {
+    hw.fsdp_optimizer_host_per_tensor_s = modeling::Median(fsdp_step);
+    host_parts.push_back(absl::StrFormat("%.1f us under FSDP",
+                                         hw.fsdp_optimizer_host_per_tensor_s * 1e6));
   }
   if (!rank_cv.empty()) {
     // Measured where it acts; one process's 95th percentile is a stand-in.

@@ -116,6 +116,17 @@ struct HardwareProfile {
   // H200 ResNet-50's DDP minus single-GPU step time averaged ~5.3 ms over its
   // 481 such launches (bench/validate/data/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;
+  // The optimizer step's host time per parameter tensor (AdamW's Python loop
+  // over the parameters, its foreach launches, zero_grad; over FSDP2's DTensors
+  // a dispatch per tensor and op), which a launch-bound step pays after its
+  // backward: on three 2x H100 hosts ResNet-50 (161 tensors, 0.9 ms of
+  // optimizer kernels) spent 2.9-4.2 ms from its last backward launch to the
+  // step's end, 8-15 ms under FSDP2 (bench/validate/data/
+  // 2026-11-26_h100x2_heldout{4,5,6}). Measured by the framework probe (its
+  // passes' AdamW step, plain and under FSDP2). 0: not measured, and then part
+  // of the figures above, which were fitted to whole steps.
+  double optimizer_host_per_tensor_s = 0;
+  double fsdp_optimizer_host_per_tensor_s = 0;
   // The host's pass-to-pass spread (coefficient of variation of one launch-
   // bound forward + backward): synchronous ranks wait for the slowest. From
   // the framework probe's ranks' straggle where it ran several, else its p95;

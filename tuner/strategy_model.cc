@@ -669,7 +669,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
   const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
   const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
-  double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, dp_exposed = 0;
+  double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0, dp_exposed = 0;
   const double straggle = StragglerFactor(c.dp * c.tp * c.pp, hw.host_step_cv);
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
@@ -750,6 +750,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
       t_b_last = b;
       t_b_idle = b_launched - b_device;
       grad_params = d.params;
+      grad_tensors = d.param_tensors;
     }
   }
   st.per_micro_batch_s = t_mb;
@@ -786,8 +787,13 @@ StepTime StrategyModel::Time(const Configuration& c) {
   }
   st.exposed_comm_s = dp_exposed;
   const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
-  st.optimizer_s =
-      local * OptimizerTrafficBytes(w_) / (std::max(1.0, hw.memory_bandwidth_gbps) * 1e9);
+  // The step's kernels are memory-bound; its host work (a loop over the
+  // parameter tensors, and over FSDP's DTensors a dispatch per tensor and op)
+  // shows where it outlasts them, as in a pass (HostAndDevice).
+  const double per_tensor = c.sharding == Sharding::kZero3 && c.dp > 1
+                                ? hw.fsdp_optimizer_host_per_tensor_s
+                                : hw.optimizer_host_per_tensor_s;
+  st.optimizer_s = HostAndDevice(local * OptimizerTrafficBytes(w_) / bw, grad_tensors * per_tensor);
   return WithAccumulation(st, c.grad_accum);
 }
 
