@@ -263,6 +263,7 @@ def measure(args, rank, world, folder):
             straggle = ranks_straggle(torch, times["plain"]) if world > 1 else None
             timed.append((name, shape, passes, times, step_host, straggle))
     if rank > 0:
+        UNTIL_EXIT.append(timed)
         return None
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
@@ -467,10 +468,16 @@ def spawn_ranks(args, folder):
         sys.exit(f"framework_probe: a rank exited ({e}); no report written")
 
 
+# A rank's wrapped models, kept until its process ends: freeing the last holder of a Gloo
+# process group (DDP's reducer) just after a collective deadlocked PyTorch 1.13 (the
+# group's destructor waits for its worker, which waits for the GIL to free the
+# collective's tensors), and the rank only has to exit.
+UNTIL_EXIT = []
+
+
 def spawned_rank(rank, args, folder):
-    """A spawned rank: its measurement, then an immediate exit. Its report is written and
-    its process group destroyed by then; an interpreter shutdown of a Gloo rank once hung
-    past ctest's 300 s (PyTorch 1.13, the CPU smoke test), with nothing left to do."""
+    """A spawned rank: its measurement, then an immediate exit (nothing it holds is freed
+    one by one: UNTIL_EXIT)."""
     run_rank(rank, args, folder)
     sys.stdout.flush()
     sys.stderr.flush()

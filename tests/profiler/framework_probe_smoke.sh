@@ -40,8 +40,9 @@ for ranks in (1, 2):
     if sorted(e["model"] for e in mine) != ["gpt", "resnet"]:
         fail(f"the tiny GPT and ResNet-50 on {ranks} rank(s)")
     for e in mine:
-        if not (e["median_s"] > 0 and e["kernels"] > 0 and e.get("ddp_median_s", 0) > 0):
-            fail(f"{e['model']} on {ranks} rank(s) without its times, kernels or DDP pass")
+        if not (e["median_s"] > 0 and e["kernels"] > 0 and e.get("ddp_median_s", 0) > 0
+                and e.get("step_host_s", 0) > 0):
+            fail(f"{e['model']} on {ranks} rank(s) without its times, kernels, DDP pass or optimizer step")
         if (e.get("straggle", 0) >= 1) != (ranks > 1):
             fail(f"{e['model']} on {ranks} rank(s): the ranks' straggle only where several ran")
 wide = [e for e in entries if e["model"] == "gpt" and e["hidden"] > 128]

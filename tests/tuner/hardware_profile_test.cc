@@ -305,6 +305,40 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   EXPECT_EQ(without->fsdp_host_per_tensor_s, 0);
 }
 
+TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
+  // The tiny GPT's 36 parameter tensors, ResNet-50's 161: the median of each
+  // network's step over its tensors, plain from one rank's entries; FSDP's
+  // from the entries of the most ranks (its DTensors on 2 ranks here).
+  const std::string gpt = With(FrameworkEntry(0.006, 0.1),
+                               R"("step_host_s": 0.00072, "fsdp_step_host_s": 0.0018)");
+  const std::string resnet =
+      With(kResNet50Entry, R"("step_host_s": 0.00483, "fsdp_median_s": 0.04, "fsdp_step_host_s": 0.008)");
+  const std::string slow = With(FrameworkEntry(0.006, 0.1), R"("step_host_s": 0.0036)");
+  const std::string two_ranks =
+      With(FrameworkEntry(0.006, 0.1), R"("ranks": 2, "straggle": 1.05, "step_host_s": 0.01,
+                                          "fsdp_median_s": 0.02, "fsdp_step_host_s": 0.00252)");
+  auto with_fsdp = [](const std::string& entry) { return With(entry, R"("fsdp_median_s": 0.015)"); };
+  auto hw = HardwareProfileFromProbeReport(
+      WithFramework(with_fsdp(gpt) + "," + resnet + "," + slow + "," + two_ranks), "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  // Median of 20, 30 and 100 us; the two-rank entry's plain step is not one process's.
+  EXPECT_NEAR(hw->optimizer_host_per_tensor_s, 30e-6, 1e-12);
+  EXPECT_NEAR(hw->fsdp_optimizer_host_per_tensor_s, 70e-6, 1e-12);
+  EXPECT_THAT(hw->Label(),
+              ::testing::HasSubstr("optimizer step 30.0 us per tensor, 70.0 us under FSDP"));
+  // One rank's FSDP steps where no more ranks ran: the median of 50 and ~49.7 us.
+  auto one_rank = HardwareProfileFromProbeReport(WithFramework(with_fsdp(gpt) + "," + resnet),
+                                                 "probe.json");
+  ASSERT_TRUE(one_rank.ok()) << one_rank.status();
+  EXPECT_NEAR(one_rank->fsdp_optimizer_host_per_tensor_s, (0.0018 / 36 + 0.008 / 161) / 2, 1e-12);
+  // Unmeasured: 0, the built-in figures having been fitted to whole steps.
+  auto without =
+      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->optimizer_host_per_tensor_s, 0);
+  EXPECT_EQ(without->fsdp_optimizer_host_per_tensor_s, 0);
+}
+
 TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) {
   // The model's elementwise bytes for the probe's GPT at its training size.
   Workload wide;

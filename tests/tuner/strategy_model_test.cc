@@ -205,6 +205,34 @@ TEST(StrategyTimeTest, DdpReducerLaunchesAddToALaunchBoundStep) {
                    EstimateStepTime(*w, SimpleProfile(10000), Single(1)).per_micro_batch_s);
 }
 
+TEST(StrategyTimeTest, OptimizerHostTimeShowsWhereItOutlastsTheStepsKernels) {
+  // The step's kernels: 80 bytes per parameter at 1000 GB/s, 80 ms for P; 10
+  // parameter tensors. Its host time combines with them as a pass's does.
+  const Workload w = SimpleGeneric();
+  HardwareProfile hw = SimpleProfile();
+  hw.optimizer_host_per_tensor_s = 1e-3;
+  EXPECT_NEAR(EstimateStepTime(w, hw, Single(1)).optimizer_s, std::hypot(0.080, 10 * 1e-3), 1e-12);
+  // ResNet-50 (161 tensors, 25.6 M parameters: 2 ms of kernels here) is bound
+  // by it: 161 x 20 us.
+  auto resnet = PresetWorkload("resnet50");
+  ASSERT_TRUE(resnet.ok());
+  hw.optimizer_host_per_tensor_s = 20e-6;
+  const double kernels = EstimateStepTime(*resnet, SimpleProfile(), Single(1)).optimizer_s;
+  EXPECT_NEAR(EstimateStepTime(*resnet, hw, Single(1)).optimizer_s,
+              std::hypot(kernels, 161 * 20e-6), 1e-12);
+  // FSDP's sharded parameters take their own figure (each rank steps every
+  // tensor's shard); unmeasured, the step is its kernels.
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  c.sharding = Sharding::kZero3;
+  hw.fsdp_optimizer_host_per_tensor_s = 70e-6;
+  const double shard_kernels = EstimateStepTime(*resnet, SimpleProfile(), c).optimizer_s;
+  EXPECT_NEAR(EstimateStepTime(*resnet, hw, c).optimizer_s, std::hypot(shard_kernels, 161 * 70e-6),
+              1e-12);
+  EXPECT_NEAR(shard_kernels, kernels / 2, 1e-12);
+}
+
 TEST(StrategyTimeTest, StragglerFactorIsTheExpectedMaximumOfNormalDraws) {
   // E[max] of 2, 4, 8 standard normals: 1/sqrt(pi), 1.0294, 1.4236 (order
   // statistics tables); 3 ranks between 2 and 4; one rank or no spread: 1.
