@@ -120,8 +120,8 @@ struct HardwareProfile {
   // over the parameters, its foreach launches, zero_grad; over FSDP2's DTensors
   // a dispatch per tensor and op), which a launch-bound step pays after its
   // backward: on three 2x H100 hosts ResNet-50 (161 tensors, 0.9 ms of
-  // optimizer kernels) spent 2.9-4.2 ms from its last backward launch to the
-  // step's end, 8-15 ms under FSDP2 (bench/validate/data/
+  // optimizer kernels) spent 2.8-5.6 ms from its last backward launch to the
+  // step's end, 7-15 ms under FSDP2 (bench/validate/data/
   // 2026-11-26_h100x2_heldout{4,5,6}). Measured by the framework probe (its
   // passes' AdamW step, plain and under FSDP2). 0: not measured, and then part
   // of the figures above, which were fitted to whole steps.
