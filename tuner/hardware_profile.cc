@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -477,6 +478,22 @@ std::optional<std::pair<double, double>> FsdpHostCosts(const FsdpProbe& gpt, con
   return std::pair(unit, ratio * unit);
 }
 
+// The plain pass's wall time on several ranks over one rank's, per network
+// (medians), the median over networks; none without both.
+std::optional<double> SideBySideHostFactor(
+    const std::map<std::string, std::map<int, std::vector<double>>>& plain_by_ranks) {
+  std::vector<double> ratios;
+  for (const auto& [network, by_ranks] : plain_by_ranks) {
+    const auto one = by_ranks.find(1);
+    const auto most = std::prev(by_ranks.end());
+    if (one != by_ranks.end() && most->first > 1) {
+      ratios.push_back(modeling::Median(most->second) / modeling::Median(one->second));
+    }
+  }
+  if (ratios.empty()) return std::nullopt;
+  return modeling::Median(ratios);
+}
+
 }  // namespace
 
 absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
@@ -570,6 +587,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, rank_cv,
       elementwise_gbps, optimizer_per_tensor;
   FsdpProbe fsdp_gpt, fsdp_cnn;
+  std::map<std::string, std::map<int, std::vector<double>>> plain_by_ranks;
   i = 0;
   for (const json& f : section("framework")) {
     const std::string path = absl::StrCat("$.framework[", i++, "]");
@@ -607,6 +625,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     // Ranks in step: the host's spread from how far the slowest trails, as
     // the model's straggler term has it (StragglerFactor).
     const int ranks = f.value("ranks", 1);
+    plain_by_ranks[model][ranks].push_back(wall_s);
     const double straggle = ranks > 1 ? std::max(1.0, f.value("straggle", 1.0)) : 1.0;
     if (straggle > 1) rank_cv.push_back((straggle - 1) / (StragglerFactor(ranks, 1.0) - 1));
     // The FSDP2-wrapped pass: what FSDP adds on the host, for this network's
@@ -680,6 +699,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     hw.fsdp_optimizer_host_per_tensor_s = modeling::Median(fsdp_step);
     host_parts.push_back(absl::StrFormat("%.1f us under FSDP",
                                          hw.fsdp_optimizer_host_per_tensor_s * 1e6));
+  }
+  if (const auto factor = SideBySideHostFactor(plain_by_ranks)) {
+    hw.side_by_side_host_factor = *factor;
+    host_parts.push_back(absl::StrFormat("%.2fx per rank side by side", *factor));
   }
   if (!rank_cv.empty()) {
     // Measured where it acts; one process's 95th percentile is a stand-in.

@@ -339,6 +339,31 @@ TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
   EXPECT_EQ(without->fsdp_optimizer_host_per_tensor_s, 0);
 }
 
+TEST(ProbeReportTest, FrameworkProbesRanksSideBySideSetTheirHostFactor) {
+  // Plain passes of each network on one rank (median 6 ms GPT, 16 ms ResNet-50)
+  // and on two (7.2 and 17.6 ms): 1.2x and 1.1x, the median 1.15x.
+  auto on_two = [](const std::string& entry) {
+    return With(entry, R"("ranks": 2, "straggle": 1.05)");
+  };
+  std::string resnet_two = kResNet50Entry;
+  resnet_two.replace(resnet_two.find("0.016"), 5, "0.0176");
+  auto hw = HardwareProfileFromProbeReport(
+      WithFramework(FrameworkEntry(0.005, 0.1) + "," + FrameworkEntry(0.006, 0.1) + "," +
+                    FrameworkEntry(0.007, 0.1) + "," + on_two(FrameworkEntry(0.0072, 0.1)) + "," +
+                    kResNet50Entry + "," + on_two(resnet_two)),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->side_by_side_host_factor, (1.2 + 1.1) / 2, 1e-12);
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("1.15x per rank side by side"));
+  // One rank only, or several ranks only: nothing to compare, 1.
+  for (const std::string& entries :
+       {FrameworkEntry(0.006, 0.1), on_two(FrameworkEntry(0.0072, 0.1))}) {
+    auto one = HardwareProfileFromProbeReport(WithFramework(entries), "probe.json");
+    ASSERT_TRUE(one.ok()) << one.status();
+    EXPECT_EQ(one->side_by_side_host_factor, 1);
+  }
+}
+
 TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) {
   // The model's elementwise bytes for the probe's GPT at its training size.
   Workload wide;

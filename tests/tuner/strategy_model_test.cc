@@ -233,6 +233,31 @@ TEST(StrategyTimeTest, OptimizerHostTimeShowsWhereItOutlastsTheStepsKernels) {
   EXPECT_NEAR(shard_kernels, kernels / 2, 1e-12);
 }
 
+TEST(StrategyTimeTest, RanksSideBySideOnANodeLaunchSlower) {
+  // ResNet-50 at micro-batch 1, launch-bound: two ranks on one node launch
+  // (and run DDP's reducer) at the probe's side-by-side factor; one rank, or
+  // two ranks on two nodes, at one process's speed.
+  auto w = PresetWorkload("resnet50");
+  ASSERT_TRUE(w.ok());
+  HardwareProfile hw = SimpleProfile(10000);
+  hw.host_step_cv = 0;
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  const double apart = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  hw.side_by_side_host_factor = 1.2;
+  EXPECT_NEAR(EstimateStepTime(*w, hw, c).per_micro_batch_s, 1.2 * apart, 0.01 * apart);
+  EXPECT_GT(EstimateStepTime(*w, hw, c).per_micro_batch_s, 1.15 * apart);
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, Single(1)).per_micro_batch_s,
+                   EstimateStepTime(*w, SimpleProfile(10000), Single(1)).per_micro_batch_s);
+  c.gpus_per_node = 1;
+  c.nodes = 2;
+  HardwareProfile one = hw;
+  one.side_by_side_host_factor = 1;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, c).per_micro_batch_s,
+                   EstimateStepTime(*w, one, c).per_micro_batch_s);
+}
+
 TEST(StrategyTimeTest, StragglerFactorIsTheExpectedMaximumOfNormalDraws) {
   // E[max] of 2, 4, 8 standard normals: 1/sqrt(pi), 1.0294, 1.4236 (order
   // statistics tables); 3 ranks between 2 and 4; one rank or no spread: 1.
