@@ -38,11 +38,10 @@ auto ShapeFields(Entry& e) {
 // A framework entry's optional times, by JSON key (0: not measured).
 template <typename Entry>
 auto OptionalTimes(Entry& e) {
-  return std::array{std::pair{"ddp_median_s", &e.ddp_median_s},
-                    std::pair{"fsdp_median_s", &e.fsdp_median_s},
-                    std::pair{"step_host_s", &e.step_host_s},
-                    std::pair{"fsdp_step_host_s", &e.fsdp_step_host_s},
-                    std::pair{"elementwise_s", &e.elementwise_s}};
+  return std::array{
+      std::pair{"ddp_median_s", &e.ddp_median_s}, std::pair{"fsdp_median_s", &e.fsdp_median_s},
+      std::pair{"step_host_s", &e.step_host_s}, std::pair{"fsdp_step_host_s", &e.fsdp_step_host_s},
+      std::pair{"elementwise_s", &e.elementwise_s}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.

@@ -685,8 +685,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   if (!optimizer_per_tensor.empty()) {
     hw.optimizer_host_per_tensor_s = modeling::Median(optimizer_per_tensor);
-    host_parts.push_back(absl::StrFormat("optimizer step %.1f us per tensor",
-                                         hw.optimizer_host_per_tensor_s * 1e6));
+    host_parts.push_back(
+        absl::StrFormat("optimizer step %.1f us per tensor", hw.optimizer_host_per_tensor_s * 1e6));
   }
   std::vector<double> fsdp_step;  // both networks' on the most ranks timed
   for (const FsdpProbe* p : {&fsdp_gpt, &fsdp_cnn}) {
@@ -697,8 +697,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   }
   if (!fsdp_step.empty()) {
     hw.fsdp_optimizer_host_per_tensor_s = modeling::Median(fsdp_step);
-    host_parts.push_back(absl::StrFormat("%.1f us under FSDP",
-                                         hw.fsdp_optimizer_host_per_tensor_s * 1e6));
+    host_parts.push_back(
+        absl::StrFormat("%.1f us under FSDP", hw.fsdp_optimizer_host_per_tensor_s * 1e6));
   }
   if (const auto factor = SideBySideHostFactor(plain_by_ranks)) {
     hw.side_by_side_host_factor = *factor;

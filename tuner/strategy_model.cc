@@ -466,7 +466,7 @@ double ExpectedMaxOfNormals(int n) {
 // of variation cv) -- the straggler effect of synchronous SGD (Chen et al.,
 // "Revisiting Distributed Synchronous SGD", 2016).
 double StragglerFactor(int ranks, double cv) {
-  constexpr int kMaxLog2 = 12;  // 4096 ranks; beyond, the maximum grows slowly
+  constexpr int kMaxLog2 = 12;                     // 4096 ranks; beyond, the maximum grows slowly
   static const std::vector<double> kByLog2 = [] {  // E[max of 2^k draws]
     std::vector<double> t;
     for (int k = 0; k <= kMaxLog2; ++k) t.push_back(ExpectedMaxOfNormals(1 << k));
@@ -719,7 +719,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
     const double b_device = r.bwd + cast_b;
     const double b_launched = HostAndDevice(b_device, launch_b);
     double b = b_launched + r.tp_comm_fwd;  // [MLM19] as many all-reduces
-    if (c.recompute) b += f;  // [ACT] full recomputation: forward again
+    if (c.recompute) b += f;                // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.

@@ -149,6 +149,14 @@ std::string With(std::string entry, const std::string& fields) {
   return entry;
 }
 
+// The profile of a report whose only framework entry is the tiny GPT's plain
+// pass: what stays built-in without the other passes.
+HardwareProfile PlainGptOnly() {
+  auto hw = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
+  EXPECT_TRUE(hw.ok()) << hw.status();
+  return hw.ok() ? *hw : HardwareProfile();
+}
+
 TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
   // The model's own kernel count for the probe's tiny GPT.
   Workload tiny;
@@ -237,12 +245,11 @@ TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   ASSERT_TRUE(hw.ok()) << hw.status();
   // Median of 0.6 ms / 72, 5 ms / 481 and 1.5 ms / 72.
   EXPECT_DOUBLE_EQ(hw->ddp_host_per_launch_s, 0.005 / 481);
-  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
-                               "%.1f us per DDP reducer launch", hw->ddp_host_per_launch_s * 1e6)));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat("%.1f us per DDP reducer launch",
+                                                                hw->ddp_host_per_launch_s * 1e6)));
   // Without the DDP pass the built-in figure stays.
-  auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
-  ASSERT_TRUE(without.ok());
-  EXPECT_DOUBLE_EQ(without->ddp_host_per_launch_s, HardwareProfile().ddp_host_per_launch_s);
+  const HardwareProfile without = PlainGptOnly();
+  EXPECT_DOUBLE_EQ(without.ddp_host_per_launch_s, HardwareProfile().ddp_host_per_launch_s);
 }
 
 TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor) {
@@ -298,26 +305,27 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
               1e-12);
 
   // Without FSDP passes nothing is measured: the model keeps its launch counts.
-  auto without =
-      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
-  ASSERT_TRUE(without.ok());
-  EXPECT_EQ(without->fsdp_host_per_unit_s, 0);
-  EXPECT_EQ(without->fsdp_host_per_tensor_s, 0);
+  const HardwareProfile without = PlainGptOnly();
+  EXPECT_EQ(without.fsdp_host_per_unit_s, 0);
+  EXPECT_EQ(without.fsdp_host_per_tensor_s, 0);
 }
 
 TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
   // The tiny GPT's 36 parameter tensors, ResNet-50's 161: the median of each
   // network's step over its tensors, plain from one rank's entries; FSDP's
   // from the entries of the most ranks (its DTensors on 2 ranks here).
-  const std::string gpt = With(FrameworkEntry(0.006, 0.1),
-                               R"("step_host_s": 0.00072, "fsdp_step_host_s": 0.0018)");
+  const std::string gpt =
+      With(FrameworkEntry(0.006, 0.1), R"("step_host_s": 0.00072, "fsdp_step_host_s": 0.0018)");
   const std::string resnet =
-      With(kResNet50Entry, R"("step_host_s": 0.00483, "fsdp_median_s": 0.04, "fsdp_step_host_s": 0.008)");
+      With(kResNet50Entry,
+           R"("step_host_s": 0.00483, "fsdp_median_s": 0.04, "fsdp_step_host_s": 0.008)");
   const std::string slow = With(FrameworkEntry(0.006, 0.1), R"("step_host_s": 0.0036)");
   const std::string two_ranks =
       With(FrameworkEntry(0.006, 0.1), R"("ranks": 2, "straggle": 1.05, "step_host_s": 0.01,
                                           "fsdp_median_s": 0.02, "fsdp_step_host_s": 0.00252)");
-  auto with_fsdp = [](const std::string& entry) { return With(entry, R"("fsdp_median_s": 0.015)"); };
+  auto with_fsdp = [](const std::string& entry) {
+    return With(entry, R"("fsdp_median_s": 0.015)");
+  };
   auto hw = HardwareProfileFromProbeReport(
       WithFramework(with_fsdp(gpt) + "," + resnet + "," + slow + "," + two_ranks), "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
@@ -327,16 +335,14 @@ TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
   EXPECT_THAT(hw->Label(),
               ::testing::HasSubstr("optimizer step 30.0 us per tensor, 70.0 us under FSDP"));
   // One rank's FSDP steps where no more ranks ran: the median of 50 and ~49.7 us.
-  auto one_rank = HardwareProfileFromProbeReport(WithFramework(with_fsdp(gpt) + "," + resnet),
-                                                 "probe.json");
+  auto one_rank =
+      HardwareProfileFromProbeReport(WithFramework(with_fsdp(gpt) + "," + resnet), "probe.json");
   ASSERT_TRUE(one_rank.ok()) << one_rank.status();
   EXPECT_NEAR(one_rank->fsdp_optimizer_host_per_tensor_s, (0.0018 / 36 + 0.008 / 161) / 2, 1e-12);
   // Unmeasured: 0, the built-in figures having been fitted to whole steps.
-  auto without =
-      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
-  ASSERT_TRUE(without.ok());
-  EXPECT_EQ(without->optimizer_host_per_tensor_s, 0);
-  EXPECT_EQ(without->fsdp_optimizer_host_per_tensor_s, 0);
+  const HardwareProfile without = PlainGptOnly();
+  EXPECT_EQ(without.optimizer_host_per_tensor_s, 0);
+  EXPECT_EQ(without.fsdp_optimizer_host_per_tensor_s, 0);
 }
 
 TEST(ProbeReportTest, FrameworkProbesRanksSideBySideSetTheirHostFactor) {
@@ -391,11 +397,9 @@ TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) 
               ::testing::HasSubstr(absl::StrFormat("(elementwise kernels at %.0f GB/s)",
                                                    hw->elementwise_bandwidth_gbps)));
   // Not a launch-bound entry: the host's figure is the tiny GPT's alone.
-  auto tiny_only =
-      HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
-  ASSERT_TRUE(tiny_only.ok());
-  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, tiny_only->host_overhead_per_kernel_s);
-  EXPECT_EQ(tiny_only->elementwise_bandwidth_gbps, 0);
+  const HardwareProfile tiny_only = PlainGptOnly();
+  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, tiny_only.host_overhead_per_kernel_s);
+  EXPECT_EQ(tiny_only.elementwise_bandwidth_gbps, 0);
 
   // A memory-bound step follows it, a launch-bound one does not.
   auto gpt = PresetWorkload("gpt-350m");
@@ -420,9 +424,8 @@ TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
   auto hw = HardwareProfileFromProbeReport(WithFramework(a + "," + b + "," + c), "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_DOUBLE_EQ(hw->host_step_cv, 0.0015 / (1.645 * 0.006));
-  auto without = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1)), "p.json");
-  ASSERT_TRUE(without.ok());
-  EXPECT_DOUBLE_EQ(without->host_step_cv, HardwareProfile().host_step_cv);
+  const HardwareProfile without = PlainGptOnly();
+  EXPECT_DOUBLE_EQ(without.host_step_cv, HardwareProfile().host_step_cv);
 
   // Ranks in step measure it where it acts: the slowest of two trailing the
   // mean by 5 % is a spread of 0.05 / E[max of 2 standard normals] (0.564).
