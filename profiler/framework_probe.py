@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Host time an eager framework (PyTorch) spends per kernel, for xdeep's step-time model.
 
-  python3 framework_probe.py --out framework.json [--steps 100] [--warmup 10] [--device 0] [--cpu]
+  python3 framework_probe.py --out framework.json [--steps 100] [--warmup 10] [--device 0]
+                             [--ranks N] [--cpu]
 
 At small micro-batches a model trains only as fast as the host issues its kernels
 (Python, dispatcher, autograd, the launch), and that speed differs from machine to
@@ -13,10 +14,12 @@ adds, a tied output head, cross-entropy) and ResNet-50 on 224-pixel images (bf16
 autocast, AdamW), and times forward + backward of each. It writes an
 xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
 wall time, the kernels launched (torch.profiler, one more pass) and the median wall time
-of the same pass under DistributedDataParallel and under FSDP2 (one rank: DDP's
-reducer copies gradients and broadcasts buffers, FSDP2 gathers and reshards, at any
-world size), the passes taking turns; and one entry of a GPT at a training size with the
-GPU time of its elementwise kernels (memory-bound, where the others are host-bound). The tuner divides
+of the same pass under DistributedDataParallel and under FSDP2 (DDP's reducer copies
+gradients and broadcasts buffers, FSDP2 gathers and reshards), the passes taking turns,
+and the host time of the AdamW step after each; and one entry of a GPT at a training
+size with the GPU time of its elementwise kernels (memory-bound, where the others are
+host-bound). `--ranks N` runs the passes on N GPUs at once, as multi-GPU training does
+(entries with `ranks` and the ranks' `straggle`). The tuner divides
 the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
 GPU's other reports.

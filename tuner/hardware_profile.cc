@@ -442,18 +442,26 @@ struct FsdpProbe {
   std::vector<double> step_host_per_tensor_s;  // the AdamW step over its DTensors
 };
 
+// The networks' FSDP probes on the most ranks timed: as training runs them.
+std::vector<const FsdpProbe*> OnMostRanks(const FsdpProbe& gpt, const FsdpProbe& cnn) {
+  std::vector<const FsdpProbe*> out;
+  for (const FsdpProbe* p : {&gpt, &cnn}) {
+    if (p->ranks == std::max(gpt.ranks, cnn.ranks)) out.push_back(p);
+  }
+  return out;
+}
+
 // FSDP2's host seconds per unit and per parameter tensor from the probe's
-// GPT and ResNet-50 (median added time of each, on the most ranks timed):
-// two equations in two unknowns. With one network, or where the two disagree
-// so that one cost would come out negative, the built-in split between the
-// two (fsdp_tensor_host_kernels / fsdp_unit_host_kernels) scales to what was
+// GPT and ResNet-50 (median added time of each): two equations in two
+// unknowns. With one network, or where the two disagree so that one cost
+// would come out negative, the built-in split between the two
+// (fsdp_tensor_host_kernels / fsdp_unit_host_kernels) scales to what was
 // measured. None where nothing was.
-std::optional<std::pair<double, double>> FsdpHostCosts(const FsdpProbe& gpt, const FsdpProbe& cnn,
+std::optional<std::pair<double, double>> FsdpHostCosts(const std::vector<const FsdpProbe*>& probes,
                                                        const HardwareProfile& hw) {
   std::vector<std::pair<const FsdpProbe*, double>> seen;
-  const int ranks = std::max(gpt.ranks, cnn.ranks);  // the networks timed as training runs
-  for (const FsdpProbe* p : {&gpt, &cnn}) {
-    if (p->ranks == ranks && !p->added_s.empty() && p->units + p->tensors > 0) {
+  for (const FsdpProbe* p : probes) {
+    if (!p->added_s.empty() && p->units + p->tensors > 0) {
       seen.emplace_back(p, modeling::Median(p->added_s));
     }
   }
@@ -676,9 +684,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     host_parts.push_back(
         absl::StrFormat("%.1f us per DDP reducer launch", hw.ddp_host_per_launch_s * 1e6));
   }
-  if (const auto fsdp = FsdpHostCosts(fsdp_gpt, fsdp_cnn, hw)) {
+  const std::vector<const FsdpProbe*> fsdp_probes = OnMostRanks(fsdp_gpt, fsdp_cnn);
+  if (const auto fsdp = FsdpHostCosts(fsdp_probes, hw)) {
     std::tie(hw.fsdp_host_per_unit_s, hw.fsdp_host_per_tensor_s) = *fsdp;
-    const int ranks = std::max(fsdp_gpt.ranks, fsdp_cnn.ranks);
+    const int ranks = fsdp_probes.front()->ranks;
     host_parts.push_back(absl::StrFormat(
         "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
         hw.fsdp_host_per_tensor_s * 1e6, ranks, ranks > 1 ? "s" : ""));
@@ -688,12 +697,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     host_parts.push_back(
         absl::StrFormat("optimizer step %.1f us per tensor", hw.optimizer_host_per_tensor_s * 1e6));
   }
-  std::vector<double> fsdp_step;  // both networks' on the most ranks timed
-  for (const FsdpProbe* p : {&fsdp_gpt, &fsdp_cnn}) {
-    if (p->ranks == std::max(fsdp_gpt.ranks, fsdp_cnn.ranks)) {
-      fsdp_step.insert(fsdp_step.end(), p->step_host_per_tensor_s.begin(),
-                       p->step_host_per_tensor_s.end());
-    }
+  std::vector<double> fsdp_step;
+  for (const FsdpProbe* p : fsdp_probes) {
+    fsdp_step.insert(fsdp_step.end(), p->step_host_per_tensor_s.begin(),
+                     p->step_host_per_tensor_s.end());
   }
   if (!fsdp_step.empty()) {
     hw.fsdp_optimizer_host_per_tensor_s = modeling::Median(fsdp_step);

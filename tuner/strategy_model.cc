@@ -670,18 +670,30 @@ StepTime StrategyModel::Time(const Configuration& c) {
   const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
   double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0, dp_exposed = 0;
-  const double straggle = StragglerFactor(c.dp * c.tp * c.pp, hw.host_step_cv);
-  // Ranks sharing a node's host issue their kernels slower than one process
-  // (the probe's one-rank figures); FSDP's measured cost is already theirs.
+  const int world = c.dp * c.tp * c.pp;
+  const double straggle = StragglerFactor(world, hw.host_step_cv);
+  // Ranks sharing a node's host issue their kernels slower than one process.
   const double side_by_side =
-      std::min(c.dp * c.tp * c.pp, c.gpus_per_node) > 1 ? hw.side_by_side_host_factor : 1.0;
+      std::min(world, c.gpus_per_node) > 1 ? hw.side_by_side_host_factor : 1.0;
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
     // The GPU cannot run ahead of the host launching its kernels: a pass
     // takes at least its launch time (backward launches about twice the
     // forward's kernels) -- what bounds small micro-batches in eager mode.
-    double launch_f = r.launch_fwd * side_by_side, launch_b = 2 * r.launch_fwd * side_by_side;
+    double launch_f = r.launch_fwd, launch_b = 2 * r.launch_fwd;
+    if (c.sharding == Sharding::kNone && c.dp > 1) {
+      // DDP's reducer copies each gradient into its bucket and scales it as
+      // backward produces it, and copies each buffer out of the broadcast that
+      // starts every forward (PyTorch's profile: 2 launches per parameter
+      // tensor and 1 per buffer more than single-GPU training, on 2x H200).
+      launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
+      launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
+    }
+    // The figures so far are one process's; FSDP's below were measured on
+    // ranks side by side already.
+    launch_f *= side_by_side;
+    launch_b *= side_by_side;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
       // FSDP2's host work per unit (pre/post hooks, all-gather copy-in and
       // copy-out, reduce-scatter staging) and per parameter tensor (its views
@@ -694,14 +706,6 @@ StepTime StrategyModel::Time(const Configuration& c) {
                                       hw.host_overhead_per_kernel_s;
       launch_f += s / 3;
       launch_b += s * 2 / 3;
-    }
-    if (c.sharding == Sharding::kNone && c.dp > 1) {
-      // DDP's reducer copies each gradient into its bucket and scales it as
-      // backward produces it, and copies each buffer out of the broadcast that
-      // starts every forward (PyTorch's profile: 2 launches per parameter
-      // tensor and 1 per buffer more than single-GPU training, on 2x H200).
-      launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s * side_by_side;
-      launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s * side_by_side;
     }
     launch_f *= straggle;
     launch_b *= straggle;

@@ -80,10 +80,16 @@ v1::TuneRequest AutoRequest() {
   return req;
 }
 
-TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
+// AutoRequest for the least time on at most `nodes` nodes.
+v1::TuneRequest FastestOn(int nodes) {
   v1::TuneRequest req = AutoRequest();
   req.set_objective(v1::OBJECTIVE_TIME);
-  req.mutable_bounds()->set_nodes(2);
+  req.mutable_bounds()->set_nodes(nodes);
+  return req;
+}
+
+TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
+  v1::TuneRequest req = FastestOn(2);
   auto d = Decide(req);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_LE(d->config().nodes(), 2);
@@ -114,9 +120,7 @@ TEST_F(DecisionMakerTest, MeasuredProfileFromAOneGpuProbeJobStillSizesNodesByThe
   hw->gpus_per_node = 1;
   hw->builtin = false;
   maker_->SetHardware(*hw);
-  v1::TuneRequest req = AutoRequest();
-  req.set_objective(v1::OBJECTIVE_TIME);
-  req.mutable_bounds()->set_nodes(1);
+  v1::TuneRequest req = FastestOn(1);
   auto d = Decide(req);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_GT(d->config().gpus_per_node(), 1);
