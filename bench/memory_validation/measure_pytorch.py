@@ -108,9 +108,10 @@ def batch(name, mb, device, gen):
     return x, y
 
 
-def profile_step(step_fn, device):
+def profile_step(step_fn, device, top=12):
     """One more step under torch.profiler: kernel count and GPU time per
-    category, to tell launch-bound steps from compute-bound ones."""
+    category, to tell launch-bound steps from compute-bound ones, and the `top`
+    kernels by GPU time (name, seconds, launches)."""
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize(device)
     t0 = time.perf_counter()
@@ -118,7 +119,7 @@ def profile_step(step_fn, device):
         step_fn()
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - t0
-    busy, count = {}, {}
+    busy, count, kernels = {}, {}, []
     for evt in prof.key_averages():
         if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
             continue
@@ -128,7 +129,9 @@ def profile_step(step_fn, device):
         cat = kernel_category(evt.key)
         busy[cat] = busy.get(cat, 0.0) + us * 1e-6
         count[cat] = count.get(cat, 0) + evt.count
-    return {"wall_s": wall, "gpu_s": busy, "kernels": count}
+        kernels.append((evt.key[:120], us * 1e-6, evt.count))
+    kernels.sort(key=lambda k: -k[1])
+    return {"wall_s": wall, "gpu_s": busy, "kernels": count, "top": kernels[:top]}
 
 
 def extra_steps(times, min_seconds, world, device, cap=500):
