@@ -63,7 +63,8 @@ VOCAB = 50257
 
 # The model the framework probe runs too (profiler/framework_probe.py): one definition.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "profiler"))
-from framework_probe import fully_shard_as_trained, gpt_classes, kernel_category  # noqa: E402
+from framework_probe import (device_kernels, device_seconds, fully_shard_as_trained,  # noqa: E402
+                             gpt_classes, kernel_category)
 
 _, _Gpt = gpt_classes(torch)
 
@@ -120,16 +121,12 @@ def profile_step(step_fn, device, top=12):
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - t0
     busy, count, kernels = {}, {}, []
-    for evt in prof.key_averages():
-        if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
-            continue
-        us = getattr(evt, "self_device_time_total", None)
-        if us is None:
-            us = getattr(evt, "self_cuda_time_total", 0)
+    for evt in device_kernels(torch, prof.key_averages()):
+        s = device_seconds(evt)
         cat = kernel_category(evt.key)
-        busy[cat] = busy.get(cat, 0.0) + us * 1e-6
+        busy[cat] = busy.get(cat, 0.0) + s
         count[cat] = count.get(cat, 0) + evt.count
-        kernels.append((evt.key[:120], us * 1e-6, evt.count))
+        kernels.append((evt.key[:120], s, evt.count))
     kernels.sort(key=lambda k: -k[1])
     return {"wall_s": wall, "gpu_s": busy, "kernels": count, "top": kernels[:top]}
 
