@@ -20,7 +20,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$OUT"
 exec > >(tee "$OUT/log.txt") 2>&1
 T0=$SECONDS
-echo "$(date -u +%FT%TZ) $(hostname) $(nproc) CPUs"
+# (nproc would print OMP_NUM_THREADS)
+echo "$(date -u +%FT%TZ) $(hostname) $(python3 -c 'import os; print(len(os.sched_getaffinity(0)))') CPUs"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
 run() {  # run MODE MODEL MB TAG [GPU]
