@@ -133,13 +133,14 @@ struct HardwareProfile {
   // else this, the median of its p95 entries on 2x H200 (0.11-0.19,
   // bench/validate/data/2026-11-26_h200x2_heldout{2,3}).
   double host_step_cv = 0.13;
-  // Each rank's host time when ranks run side by side on a node, over one
-  // process's: the framework probe's plain passes on the most ranks over its
-  // one-rank passes (median per network, then over networks). The ranks
-  // share the host's caches, memory and power: on two 2x H100 hosts
-  // ResNet-50's two-rank pass took 1.20x, the GPT's 1.13x and 0.97x
-  // (bench/validate/data/2026-11-26_h100x2_heldout6, _heldout7_subset).
-  // 1: not measured.
+  // Each rank's host time when the ranks of one job run side by side on a
+  // node, over one process's: the framework probe's plain passes on the most
+  // ranks over its one-rank passes (median per network, then over networks).
+  // On two 2x H100 hosts ResNet-50's two-rank pass took 1.20x, the GPT's
+  // 1.13x and 0.97x (bench/validate/data/2026-11-26_h100x2_heldout6,
+  // _heldout7_subset); two independent single-GPU processes did not slow each
+  // other (_lanes_check), so it is the job's ranks (their NCCL threads beside
+  // the main ones), not any neighbour. 1: not measured.
   double side_by_side_host_factor = 1;
   std::string host;  // measured profiles: where and when
   std::string date;

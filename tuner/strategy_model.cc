@@ -672,7 +672,8 @@ StepTime StrategyModel::Time(const Configuration& c) {
   double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0, dp_exposed = 0;
   const int world = c.dp * c.tp * c.pp;
   const double straggle = StragglerFactor(world, hw.host_step_cv);
-  // Ranks sharing a node's host issue their kernels slower than one process.
+  // A job's ranks sharing a node's host issue their kernels slower than one
+  // process (HardwareProfile::side_by_side_host_factor).
   const double side_by_side =
       std::min(world, c.gpus_per_node) > 1 ? hw.side_by_side_host_factor : 1.0;
   for (int i : timed.time_ranks) {

@@ -149,6 +149,11 @@ std::string With(std::string entry, const std::string& fields) {
   return entry;
 }
 
+// An entry whose passes ran on `ranks` ranks, the slowest trailing the mean by `straggle`.
+std::string OnRanks(const std::string& entry, int ranks, double straggle) {
+  return With(entry, absl::StrCat(R"("ranks": )", ranks, R"(, "straggle": )", straggle));
+}
+
 // The profile of a report whose only framework entry is the tiny GPT's plain
 // pass: what stays built-in without the other passes.
 HardwareProfile PlainGptOnly() {
@@ -275,17 +280,12 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   // twice the cost, the FSDP passes waiting 4 % for the slower rank (which
   // the model's straggler term adds back); the host's per-kernel and DDP
   // figures stay one process's.
-  auto on_ranks = [](const std::string& entry, int ranks) {
-    return With(entry, absl::StrCat(R"("ranks": )", ranks));
-  };
-  const std::string two_rank_gpt =
-      With(FrameworkEntry(0.009, 0.1), R"("ddp_median_s": 0.012, "straggle": 1.04)");
-  const std::string two_rank_cnn = With(resnet, R"("straggle": 1.04)");
+  const std::string two_rank_gpt = With(FrameworkEntry(0.009, 0.1), R"("ddp_median_s": 0.012)");
   auto both = HardwareProfileFromProbeReport(
       WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
                     with_fsdp(resnet, 0.016 + cnn_added) + "," +
-                    on_ranks(with_fsdp(two_rank_gpt, (0.009 + 2 * gpt_added) * 1.04), 2) + "," +
-                    on_ranks(with_fsdp(two_rank_cnn, (0.016 + 2 * cnn_added) * 1.04), 2)),
+                    OnRanks(with_fsdp(two_rank_gpt, (0.009 + 2 * gpt_added) * 1.04), 2, 1.04) +
+                    "," + OnRanks(with_fsdp(resnet, (0.016 + 2 * cnn_added) * 1.04), 2, 1.04)),
       "probe.json");
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_NEAR(both->fsdp_host_per_unit_s, 2e-3, 1e-12);
@@ -321,8 +321,9 @@ TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
            R"("step_host_s": 0.00483, "fsdp_median_s": 0.04, "fsdp_step_host_s": 0.008)");
   const std::string slow = With(FrameworkEntry(0.006, 0.1), R"("step_host_s": 0.0036)");
   const std::string two_ranks =
-      With(FrameworkEntry(0.006, 0.1), R"("ranks": 2, "straggle": 1.05, "step_host_s": 0.01,
-                                          "fsdp_median_s": 0.02, "fsdp_step_host_s": 0.00252)");
+      OnRanks(With(FrameworkEntry(0.006, 0.1), R"("step_host_s": 0.01, "fsdp_median_s": 0.02,
+                                                  "fsdp_step_host_s": 0.00252)"),
+              2, 1.05);
   auto with_fsdp = [](const std::string& entry) {
     return With(entry, R"("fsdp_median_s": 0.015)");
   };
@@ -348,9 +349,7 @@ TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
 TEST(ProbeReportTest, FrameworkProbesRanksSideBySideSetTheirHostFactor) {
   // Plain passes of each network on one rank (median 6 ms GPT, 16 ms ResNet-50)
   // and on two (7.2 and 17.6 ms): 1.2x and 1.1x, the median 1.15x.
-  auto on_two = [](const std::string& entry) {
-    return With(entry, R"("ranks": 2, "straggle": 1.05)");
-  };
+  auto on_two = [](const std::string& entry) { return OnRanks(entry, 2, 1.05); };
   std::string resnet_two = kResNet50Entry;
   resnet_two.replace(resnet_two.find("0.016"), 5, "0.0176");
   auto hw = HardwareProfileFromProbeReport(
@@ -429,8 +428,7 @@ TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
 
   // Ranks in step measure it where it acts: the slowest of two trailing the
   // mean by 5 % is a spread of 0.05 / E[max of 2 standard normals] (0.564).
-  const std::string two =
-      With(FrameworkEntry(0.006, 0.1), R"("ranks": 2, "straggle": 1.05, "p95_s": 0.009)");
+  const std::string two = OnRanks(With(FrameworkEntry(0.006, 0.1), R"("p95_s": 0.009)"), 2, 1.05);
   auto ranked = HardwareProfileFromProbeReport(WithFramework(a + "," + two), "probe.json");
   ASSERT_TRUE(ranked.ok()) << ranked.status();
   EXPECT_NEAR(ranked->host_step_cv, 0.05 / (1 / std::sqrt(M_PI)), 1e-3);
