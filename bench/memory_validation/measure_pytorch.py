@@ -16,12 +16,14 @@ the tuner predicts; the CUDA context and NCCL buffers are outside it and are
 recorded separately), max_memory_reserved, and the median step time. Results
 are written after every configuration, so a run cut short keeps what it had.
 
-Several configurations in one process leak into each other (DDP's Reducer and
-its buckets outlive the model until the garbage collector runs, and the
-baseline subtracted then moves). run_device_fresh.sh therefore starts one
-process (torchrun pair for DDP) per configuration; there, DDP records every
-rank's figures and the peak of each phase (setup, forward+backward, optimizer
-step).
+Several configurations in one process could leak into each other: DDP's Reducer
+and its buckets outlive the model until ProcessGroupNCCL lets go of its last
+all-reduces, and the baseline subtracted would then move. Each configuration
+therefore starts once the memory of the one before is gone (`settle`), and with
+--kernels the profiled steps run after every configuration was timed (CUPTI,
+once started, slows the launches of what is timed after it). DDP and FSDP
+record every rank's figures and the peak of each phase (setup,
+forward+backward, optimizer step).
 """
 import argparse
 import contextlib
@@ -147,44 +149,43 @@ def extra_steps(times, min_seconds, world, device, cap=500):
     return n
 
 
-def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recompute=False,
-            kernels=False, min_seconds=0.0):
-    gc.collect()
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats(device)
-    base = torch.cuda.memory_allocated(device)
-    # Peaks per phase (reset_peak_memory_stats between phases; their maximum is
-    # the run's max_memory_allocated) to attribute DDP's extra memory.
-    phase_peaks = {}
-    reserved_peak = [0]
+def settle(device, idle_bytes, timeout_s=5.0):
+    """Waits until the memory allocated returns to `idle_bytes` (the process's before any
+    configuration), at most timeout_s; returns the bytes still held above it. cuBLAS's
+    workspaces go too: a fresh process allocates them in its first step, inside the peak."""
+    clear_cublas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        gc.collect()
+        torch.cuda.synchronize(device)
+        clear_cublas()
+        torch.cuda.empty_cache()
+        held = torch.cuda.memory_allocated(device) - idle_bytes
+        if held <= 0 or time.perf_counter() > deadline:
+            return max(0, held)
+        time.sleep(0.05)
 
-    def mark(phase):
-        phase_peaks[phase] = max(phase_peaks.get(phase, 0),
-                                 torch.cuda.max_memory_allocated(device) - base)
-        reserved_peak[0] = max(reserved_peak[0], torch.cuda.max_memory_reserved(device))
-        torch.cuda.reset_peak_memory_stats(device)
 
+def wrapped(name, mode, device, recompute, built=lambda: None):
+    """The model of `name` on `device`, wrapped for `mode` (built() called before), and its
+    optimizer."""
     model = build(name, device)
-    after_build = torch.cuda.memory_allocated(device) - base
+    built()
     if recompute and name != "resnet50":
         model.recompute = True
-    params = sum(p.numel() for p in model.parameters())
     if mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model, device_ids=[device.index])
     elif mode == "fsdp":
         fully_shard_as_trained(torch, model, name == "resnet50")
-    after_wrap = torch.cuda.memory_allocated(device) - base  # DDP: + Reducer buckets
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    mark("setup")
-    after_step = []  # allocated after each step (DDP rebuilds its buckets in step 2)
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def training_step(name, mode, mb, device, model, opt, world, grad_accum, after_backward=None):
+    """One optimizer step's function: grad_accum micro-batches, then AdamW;
+    after_backward() (if given) runs once the host has issued the last backward."""
     gen = torch.Generator(device=device)
     gen.manual_seed(1234 + (torch.distributed.get_rank() if world > 1 else 0))
-    # Per timed step: seconds, the seconds until the host had issued the last
-    # backward (its own speed, whatever the other ranks do), the main thread's CPU.
-    times, issued, cpus = [], [], []
-    issued_at = [0.0]
-    pin_main_thread()
 
     def step():
         for a in range(grad_accum):
@@ -198,11 +199,62 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
                     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
                 (loss / grad_accum).backward()
             del out, loss, x, y
+        if after_backward:
+            after_backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def profile_one(name, mode, mb, device, world, grad_accum=1, recompute=False):
+    """torch.profiler's view of one step of a configuration timed before (profile_step),
+    after two warm-up steps."""
+    model, opt = wrapped(name, mode, device, recompute)
+    step = training_step(name, mode, mb, device, model, opt, world, grad_accum)
+    for _ in range(2):
+        step()
+    breakdown = profile_step(step, device)
+    del model, opt, step
+    return breakdown
+
+
+def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recompute=False,
+            min_seconds=0.0):
+    torch.cuda.reset_peak_memory_stats(device)
+    base = torch.cuda.memory_allocated(device)
+    # Peaks per phase (reset_peak_memory_stats between phases; their maximum is
+    # the run's max_memory_allocated) to attribute DDP's extra memory.
+    phase_peaks = {}
+    reserved_peak = [0]
+
+    def mark(phase):
+        phase_peaks[phase] = max(phase_peaks.get(phase, 0),
+                                 torch.cuda.max_memory_allocated(device) - base)
+        reserved_peak[0] = max(reserved_peak[0], torch.cuda.max_memory_reserved(device))
+        torch.cuda.reset_peak_memory_stats(device)
+
+    after_build = [0]
+
+    def built():
+        after_build[0] = torch.cuda.memory_allocated(device) - base
+
+    model, opt = wrapped(name, mode, device, recompute, built)
+    params = sum(p.numel() for p in model.parameters())
+    after_wrap = torch.cuda.memory_allocated(device) - base  # DDP: + Reducer buckets
+    mark("setup")
+    after_step = []  # allocated after each step (DDP rebuilds its buckets in step 2)
+    # Per timed step: seconds, the seconds until the host had issued the last
+    # backward (its own speed, whatever the other ranks do), the main thread's CPU.
+    times, issued, cpus = [], [], []
+    issued_at = [0.0]
+    pin_main_thread()
+
+    def after_backward():
         issued_at[0] = time.perf_counter()
         torch.cuda.synchronize(device)
         mark("forward_backward")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+
+    step = training_step(name, mode, mb, device, model, opt, world, grad_accum, after_backward)
 
     def timed_step(keep):
         torch.cuda.synchronize(device)
@@ -220,7 +272,6 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         timed_step(i >= warmup)
     for _ in range(extra_steps(times, min_seconds, world, device)):
         timed_step(True)
-    breakdown = profile_step(step, device) if kernels else None
     loss_ok = True
     steady = torch.cuda.memory_allocated(device) - base  # weights, optimizer state, DDP buckets
     mark("end")
@@ -228,16 +279,14 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
     peak_reserved = reserved_peak[0]
     free, total = torch.cuda.mem_get_info(device)
     outside = total - free - torch.cuda.memory_reserved(device)
-    del model, opt
-    gc.collect()
-    torch.cuda.empty_cache()
+    del model, opt, step
     return {
         "params": params,
         "peak_allocated_bytes": int(peak),
         "peak_reserved_bytes": int(peak_reserved),
         "steady_allocated_bytes": int(steady),
         "outside_allocator_bytes": int(outside),
-        "after_build_bytes": int(after_build),
+        "after_build_bytes": int(after_build[0]),
         "after_wrap_bytes": int(after_wrap),
         "after_step_bytes": after_step,
         "phase_peak_bytes": {k: int(v) for k, v in phase_peaks.items()},
@@ -246,7 +295,6 @@ def run_one(name, mode, mb, device, steps, warmup, world, grad_accum=1, recomput
         "host_issue_s": issued,
         "step_cpus": cpus,
         "ok": loss_ok,
-        **({"kernel_profile": breakdown} if breakdown else {}),
     }
 
 
@@ -306,9 +354,12 @@ def main():
     ap.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step")
     ap.add_argument("--recompute", action="store_true", help="checkpoint every transformer block")
     ap.add_argument("--kernels", action="store_true",
-                    help="profile one extra step: kernel count and GPU time per kind")
+                    help="profile one more step of each configuration once all are timed: "
+                         "kernel count and GPU time per kind")
     ap.add_argument("--min-seconds", type=float, default=0.0,
                     help="time more than --steps steps until they span this many seconds")
+    ap.add_argument("--window-mb", type=int, default=None,
+                    help="--min-seconds only for micro-batches up to this (default: all)")
     args = ap.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -353,6 +404,7 @@ def main():
                 json.dump({"meta": meta, "runs": runs}, f, indent=1)
 
     save()
+    idle_bytes = torch.cuda.memory_allocated(device)
     for name in args.models.split(","):
         mbs = args.resnet_micro_batches if name == "resnet50" else args.micro_batches
         for mb in [int(m) for m in mbs.split(",")]:
@@ -370,8 +422,12 @@ def main():
                     print(f"{args.mode} {name} mb={mb} skipped: {rec['skipped']}", flush=True)
                 continue
             try:
+                # The configuration before must be gone from memory, or the baseline moves.
+                rec["held_before_bytes"] = settle(device, idle_bytes)
+                windowed = args.window_mb is None or mb <= args.window_mb
                 res = run_one(name, args.mode, mb, device, args.steps, args.warmup, world,
-                              args.grad_accum, args.recompute, args.kernels, args.min_seconds)
+                              args.grad_accum, args.recompute,
+                              args.min_seconds if windowed else 0.0)
                 if world > 1:
                     # Every rank's figures; the tuner predicts the worst rank. Host issue
                     # times too: where launch-bound, a synchronous step waits for the
@@ -402,6 +458,17 @@ def main():
                       f"step={rec.get('step_time_median_s', float('nan'))*1e3:.1f} ms "
                       f"{'OOM' if rec.get('oom') else ''}", flush=True)
             save()
+    # Profiled last: CUPTI, once started, slows the launches of anything timed after it.
+    for rec in runs if args.kernels else []:
+        if "step_time_median_s" not in rec:
+            continue
+        settle(device, idle_bytes)
+        try:
+            rec["kernel_profile"] = profile_one(rec["model"], args.mode, rec["micro_batch"], device,
+                                                world, args.grad_accum, rec["recompute"])
+        except Exception as e:  # noqa: BLE001 - the timing stands without its profile
+            rec["kernel_profile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        save()
     if world > 1:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()

@@ -3,8 +3,8 @@
 # training and framework probe replaced by stand-ins that record how they were
 # called and write a result in measure_pytorch.py's format; the real
 # xdeep_validate compares. Checks the harness's plan: every configuration
-# once, single-GPU lanes balanced across the two GPUs, launch-bound ones timed
-# over a window, the files merged and compared.
+# once in round 1, single-GPU lanes balanced across the two GPUs, launch-bound
+# ones timed over a window and again in round 2, the files merged and compared.
 #
 #   dry_run_test.sh XDEEP_PROBE XDEEP_VALIDATE
 set -u
@@ -38,20 +38,40 @@ case "\$*" in
 esac
 SH
 chmod +x "$tmp/bin/"*
-PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=$tmp/carry STAGES=single,ddp,fsdp,compare \
+PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=$tmp/carry STAGES=single,ddp,fsdp,single2,ddp2,fsdp2,compare \
   PRIOR=$here/data/2026-11-26_h200x2_heldout3 \
   bash "$here/run_device.sh" > "$tmp/log.txt" 2>&1 || { cat "$tmp/log.txt"; echo "run_device.sh failed"; exit 1; }
 fail() { echo "dry run: $*"; cat "$tmp/log.txt"; exit 1; }
-count() { grep -c -- "$1" "$calls"; }
-# 5 models x 5 micro-batches single, x 3 for DDP and for FSDP: each once.
-[ "$(wc -l < "$calls")" = 55 ] || fail "$(wc -l < "$calls") training processes, expected 55"
-[ "$(count "GPU=0 ")" = 13 ] && [ "$(count "GPU=1 ")" = 12 ] || fail "lanes unbalanced"
-# Launch-bound: GPT micro-batch <= 2 (FSDP <= 4) and every ResNet-50 run.
-[ "$(count "min-seconds 6")" = 31 ] || fail "$(count "min-seconds 6") windowed runs, expected 31"
-grep -- "--mode fsdp" "$calls" | grep -- "--micro-batches 4 " | grep -qv -- "min-seconds 6" &&
-  fail "an FSDP micro-batch-4 run without a window"
-for f in single ddp fsdp validation; do [ -s "$tmp/out/$f.json" ] || fail "no $f.json"; done
+# Every call as "GPU=g round mode model mb window" per configuration: round 1 profiles
+# its kernels, round 2 does not.
+"$real_python" - "$calls" > "$tmp/configs.txt" <<'PY' || fail "unreadable calls"
+import sys
+for line in open(sys.argv[1]):
+    words = line.split()
+    arg = {k: v for k, v in zip(words, words[1:]) if k.startswith("--")}
+    rnd = 1 if "--kernels" in words else 2
+    for mb in arg["--micro-batches"].split(","):
+        window = "window" if int(mb) <= float(arg["--window-mb"]) else "-"
+        print(words[0], rnd, arg["--mode"], arg["--models"], mb, window)
+PY
+count() { grep -c -- "^$1" "$tmp/configs.txt"; }  # count REGEX: configurations from the start
+# Round 1: 5 models x 5 micro-batches single, x 3 for DDP and for FSDP, each once, in
+# one process per model (and lane).
+[ "$(count "[^ ]* 1 ")" = 55 ] || fail "$(count "[^ ]* 1 ") configurations in round 1, expected 55"
+[ "$(sort "$tmp/configs.txt" | cut -d' ' -f2- | grep '^1 ' | uniq -d | wc -l)" = 0 ] ||
+  fail "a configuration twice in round 1"
+[ "$(wc -l < "$calls")" = 40 ] || fail "$(wc -l < "$calls") training processes, expected 40"
+[ "$(count "GPU=0 1 single")" = 13 ] && [ "$(count "GPU=1 1 single")" = 12 ] || fail "lanes unbalanced"
+# Launch-bound: GPT micro-batch <= 2 (FSDP <= 4) and every ResNet-50 run, timed over a
+# window in round 1 and again in round 2, nothing else in round 2.
+[ "$(count "[^ ]* 1 .* window")" = 31 ] || fail "$(count "[^ ]* 1 .* window") windowed runs in round 1, expected 31"
+grep -q "fsdp gpt-350m 4 -" "$tmp/configs.txt" && fail "an FSDP micro-batch-4 run without a window"
+[ "$(count "[^ ]* 2 .* window")" = 31 ] && [ "$(count "[^ ]* 2 ")" = 31 ] || fail "round 2 is not the 31 launch-bound runs"
+for f in single_r1 ddp_r1 fsdp_r1 single_r2 ddp_r2 fsdp_r2 validation; do
+  [ -s "$tmp/out/$f.json" ] || fail "no $f.json"
+done
 grep -q "STEP TIME   MAPE" "$tmp/out/log.txt" || fail "no comparison"
+grep -q "heldout3/single.json" "$tmp/out/log.txt" && fail "compared PRIOR's training beside this run's"
 grep -q "gpt-1.3b ddp mb16 not measured: estimated out of memory" "$tmp/out/log.txt" ||
   fail "the comparison does not say which configuration was not measured"
-echo "dry run: 55 processes planned and compared"
+echo "dry run: 40 processes, 55 configurations and 31 launch-bound ones again, compared"

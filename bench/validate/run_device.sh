@@ -6,14 +6,15 @@
 #   XDEEP_CARRY=build/carry OUT=/tmp/out bench/validate/run_device.sh
 #
 # XDEEP_CARRY holds xdeep-probe, xdeep_validate and the Debian libraries they
-# need (bench/profiler/pack_carry.sh BUILD_DIR). Writes to $OUT: log.txt,
-# profile.json (the merged probe report), single.json, ddp.json, fsdp.json
-# (measure_pytorch.py, one process per configuration), validation.json.
+# need (bench/profiler/pack_carry.sh BUILD_DIR). Writes to $OUT: log.txt, the
+# probe reports (compute.json, coll_*gpu.json, framework_*.json) and
+# profile.json (merged), single_rN.json, ddp_rN.json, fsdp_rN.json
+# (measure_pytorch.py, round N), validation.json.
 # Every step has a timeout, so the call ends; MODELS, MBS, MBS_2GPU narrow it.
-# STAGES picks stages (default all: probes,single,ddp,fsdp,compare; also
-# `collectives`, the collective probes alone) so that a
-# run can span several device calls (10 minutes each); a later call finds the
-# earlier one's files in PRIOR (a folder of the working tree).
+# STAGES picks stages (default all: probes,single,ddp,fsdp,single2,ddp2,fsdp2,
+# compare; also `framework`, the framework probe alone, and `collectives`) so
+# that a run can span several device calls (10 minutes each); a later call
+# finds the earlier ones' files in PRIOR (a folder of the working tree).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
@@ -25,7 +26,7 @@ MBS_2GPU=${MBS_2GPU:-1,4,16}  # DDP and FSDP
 NPROC=${NPROC:-2}            # GPUs of the DDP and FSDP runs
 STEPS=${STEPS:-6}
 WARMUP=${WARMUP:-3}
-STAGES=,${STAGES:-probes,single,ddp,fsdp,compare},
+STAGES=,${STAGES:-probes,single,ddp,fsdp,single2,ddp2,fsdp2,compare},
 PRIOR=${PRIOR:-}
 here=$(cd "$(dirname "$0")" && pwd)
 measure=$here/../memory_validation/measure_pytorch.py
@@ -58,35 +59,33 @@ on_gpu() {  # on_gpu GPU COMMAND...: COMMAND bound to GPU's CPUs
 all_cpus=$(IFS=';'; echo "${gpu_cpus[*]:-}")  # torchrun: measure_pytorch.py binds each rank
 
 stage() { [[ $STAGES == *,$1,* ]]; }
-# 1. Probes: the workloads' GEMMs, bandwidth, the framework's launch cost, collectives
-# on every GPU here.
+# 1. Probes: the workloads' GEMMs, bandwidth and collectives on every GPU here
+# (`probes`), and the framework's host costs (`framework`, also part of `probes`).
+# The reports land in $OUT; `compare` merges every one found there and in PRIOR.
 if stage probes; then
 "$carry/xdeep_validate" shapes --models "$MODELS" --micro-batches "$MBS" --out "$work/shapes.json" || exit 1
 stamp "compute probes"
 on_gpu 0 timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/shapes.json" --dtypes bf16 \
-  --time-limit 280 --out "$work/compute.json"
+  --time-limit 280 --out "$OUT/compute.json"
 echo "rc=$?"
-# The framework's host time per kernel (launch-bound steps), with this node's PyTorch,
-# in FRAMEWORK_REPEATS processes: the host's speed differs from one process to the
-# next by up to 30 %, and the tuner takes the median of the reports' entries.
-for ((rep = 1; rep <= ${FRAMEWORK_REPEATS:-3}; rep++)); do
-  stamp "framework probe $rep"
-  on_gpu 0 timeout 120 python3 "$framework_probe" --out "$work/framework_r$rep.json"
-  echo "rc=$?"
-done
-# FSDP's per-unit collectives wait for the other ranks, and each rank's host issues its
-# own kernels: its host cost timed on two ranks, as training runs it (the one-rank
-# figure did not carry from one H100 machine to the next, data/2026-11-26_h100x2_heldout5).
-if (( gpus >= 2 )); then
-  stamp "framework probe, 2 ranks"
-  timeout 120 python3 "$framework_probe" --ranks 2 --out "$work/framework_2ranks.json"
-  echo "rc=$?"
 fi
+# The framework's host costs drift with the host's speed over minutes
+# (data/2026-11-26_h200x2_heldout8): each call of a run times them once, one
+# process on one GPU and one on two ranks (FSDP's per-unit collectives wait for
+# the other ranks, as in training), so the tuner's medians span the run as the
+# training does. Each report is named by the call's start time.
+if stage probes || stage framework; then
+  tag=$(date -u +%H%M%S)
+  stamp "framework probe"
+  on_gpu 0 timeout 120 python3 "$framework_probe" --out "$OUT/framework_${tag}.json"
+  echo "rc=$?"
+  if (( gpus >= 2 )); then
+    stamp "framework probe, 2 ranks"
+    timeout 120 python3 "$framework_probe" --ranks 2 --out "$OUT/framework_2ranks_${tag}.json"
+    echo "rc=$?"
+  fi
 fi
-# Collectives at 2, 4, 8 ranks, as many as this machine has GPUs (stage
-# `collectives` alone: the reports land in $OUT, for a profile merged later).
-reports=("$work/compute.json")
-for f in "$work"/framework_*.json; do [ -e "$f" ] && reports+=("$f"); done
+# Collectives at 2, 4, 8 ranks, as many as this machine has GPUs.
 if stage probes || stage collectives; then
 for ranks in 2 4 8; do
   (( ranks <= gpus )) || break
@@ -98,95 +97,118 @@ for ranks in 2 4 8; do
     pids+=($!)
   done
   RANK=0 WORLD_SIZE=$ranks LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29600 + ranks)) \
-    on_gpu 0 timeout 120 "$carry/xdeep-probe" collectives --out "$work/coll_${ranks}gpu.json"
+    on_gpu 0 timeout 120 "$carry/xdeep-probe" collectives --out "$OUT/coll_${ranks}gpu.json"
   echo "rank0 rc=$?"
   wait "${pids[@]}"  # (never a bare `wait`: it would wait for the log's tee too)
-  reports+=("$work/coll_${ranks}gpu.json")
-  stage probes || cp "$work/coll_${ranks}gpu.json" "$OUT/"
 done
 fi
-if stage probes; then
-"$carry/xdeep-probe" merge "${reports[@]}" --multi-rank-collectives --out "$OUT/profile.json" || exit 1
-fi
 
-# 2. Real training, one process per configuration (DDP's Reducer buckets of
-# one configuration would otherwise move the next one's memory baseline).
-# Single-GPU lanes run side by side, one per GPU; 2-GPU runs one at a time.
+# 2. Real training: one process (torchrun pair) per mode and model, its micro-batches
+# one after the other, each once the one before has left the GPU's memory, and their
+# kernel profiles last (measure_pytorch.py). Single-GPU lanes run side by side, one
+# per GPU (they do not slow each other, data/2026-11-26_h100x2_lanes_check); 2-GPU
+# runs one at a time.
 # Launch-bound configurations (micro-batch <= LAUNCH_BOUND_MB, FSDP's up to
 # FSDP_LAUNCH_BOUND_MB: its hooks keep it host-bound longer, and ResNet-50) follow
-# the host's speed, which switches between two levels ~1.5x apart every few
-# seconds, whatever the core (data/2026-11-26_h100x1_host_check_pinned): their
-# timed steps span LAUNCH_BOUND_SECONDS, which samples the levels as training
-# does. REPEATS > 1 runs each of them again in a new process (xdeep_validate
-# averages the repeats' medians).
-REPEATS=${REPEATS:-1}
+# the host's speed, which switches between levels ~1.5x apart within seconds and
+# drifts over minutes (data/2026-11-26_h100x1_host_check_pinned, _h200x2_heldout8):
+# their timed steps span LAUNCH_BOUND_SECONDS, and round 2 (stages single2, ddp2,
+# fsdp2) times them again in new processes minutes later; xdeep_validate averages
+# the two.
 LAUNCH_BOUND_MB=${LAUNCH_BOUND_MB:-2}
 FSDP_LAUNCH_BOUND_MB=${FSDP_LAUNCH_BOUND_MB:-4}
-LAUNCH_BOUND_SECONDS=${LAUNCH_BOUND_SECONDS:-6}
-one() {  # one MODE MODEL MB GPU PORT
-  local mode=$1 model=$2 mb=$3 gpu=$4 port=$5 times=1 seconds=0
-  local bound_mb=$LAUNCH_BOUND_MB
-  [ "$mode" = fsdp ] && bound_mb=$FSDP_LAUNCH_BOUND_MB
-  if (( mb <= bound_mb )) || [ "$model" = resnet50 ]; then
-    times=$REPEATS seconds=$LAUNCH_BOUND_SECONDS
-  fi
-  for ((rep = 1; rep <= times; rep++)); do
-    local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mb"
-                --resnet-micro-batches "$mb" --steps "$STEPS" --warmup "$WARMUP" --kernels
-                --min-seconds "$seconds" --out "$work/${mode}_${model}_mb${mb}_r${rep}.json")
-    if [ "$mode" = single ]; then
-      CUDA_VISIBLE_DEVICES=$gpu XDEEP_GPU_CPUS=${gpu_cpus[$gpu]:-} timeout -k 5 90 python3 "${args[@]}"
-    else
-      XDEEP_GPU_CPUS=$all_cpus timeout -k 5 120 torchrun --nproc_per_node="$NPROC" --master_port=$((port + 100 * rep)) "${args[@]}"
-    fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" -e "_warn_once(" | sed "s/^/[t=$((SECONDS - T0))] /"
-  done
+LAUNCH_BOUND_SECONDS=${LAUNCH_BOUND_SECONDS:-4}
+bound_mb() {  # bound_mb MODE MODEL: the largest launch-bound micro-batch
+  if [ "$2" = resnet50 ]; then echo 1024
+  elif [ "$1" = fsdp ]; then echo "$FSDP_LAUNCH_BOUND_MB"
+  else echo "$LAUNCH_BOUND_MB"; fi
 }
-# Single-GPU lanes, one per GPU: configurations dealt out in turn, so that
-# the lanes take about as long (ResNet-50's are all launch-bound).
-lane() {  # lane GPU LANES: this GPU's share of every model x micro-batch
-  local gpu=$1 lanes=$2 k=0 model mb
+train() {  # train MODE MODEL MBS GPU PORT ROUND: MBS (comma-separated) in one process
+  local mode=$1 model=$2 mbs=$3 gpu=$4 port=$5 round=$6
+  local args=("$measure" --mode "$mode" --models "$model" --micro-batches "$mbs"
+              --resnet-micro-batches "$mbs" --steps "$STEPS" --warmup "$WARMUP"
+              --min-seconds "$LAUNCH_BOUND_SECONDS" --window-mb "$(bound_mb "$mode" "$model")"
+              --out "$work/${mode}_${model}_g${gpu/,/}_r${round}.json")
+  (( round == 1 )) && args+=(--kernels)  # round 2 only times
+  if [ "$mode" = single ]; then
+    CUDA_VISIBLE_DEVICES=$gpu XDEEP_GPU_CPUS=${gpu_cpus[$gpu]:-} timeout -k 5 150 python3 "${args[@]}"
+  else
+    XDEEP_GPU_CPUS=$all_cpus timeout -k 5 200 torchrun --nproc_per_node="$NPROC" --master_port="$port" "${args[@]}"
+  fi 2>&1 | grep -v -e "^W1" -e Warning -e "warnings.warn" -e "_warn_once(" | sed "s/^/[t=$((SECONDS - T0))] /"
+}
+round_mbs() {  # round_mbs MODE MODEL MBS ROUND: MBS, or in round 2 the launch-bound ones
+  local mb out=() bound
+  bound=$(bound_mb "$1" "$2")
+  for mb in ${3//,/ }; do (( $4 == 1 || mb <= bound )) && out+=("$mb"); done
+  (IFS=,; echo "${out[*]}")
+}
+# Single-GPU lanes, one per GPU: each model's micro-batches dealt out in turn, so
+# that the lanes take about as long; round 2 swaps the lanes.
+lane() {  # lane GPU LANES ROUND: this GPU's share of every model's micro-batches
+  local gpu=$1 lanes=$2 round=$3 k=0 model mb mine
   for model in "${models[@]}"; do
-    for mb in ${MBS//,/ }; do
-      (( k++ % lanes == gpu )) && one single "$model" "$mb" "$gpu" 0
+    mine=()
+    for mb in $(round_mbs single "$model" "$MBS" "$round" | tr , ' '); do
+      (( (k++ + round - 1) % lanes == gpu )) && mine+=("$mb")
     done
+    (( ${#mine[@]} )) && train single "$model" "$(IFS=,; echo "${mine[*]}")" "$gpu" 0 "$round"
   done
 }
 IFS=, read -r -a models <<< "$MODELS"
-if stage single; then
-stamp "single GPU"
-lanes=$(( gpus >= 2 ? 2 : 1 )) pids=()
-for ((g = 1; g < lanes; g++)); do lane $g $lanes & pids+=($!); done
-lane 0 $lanes
-# (never a bare `wait`: it would wait for the log's tee too)
-(( ${#pids[@]} == 0 )) || wait "${pids[@]}"
-python3 "$here/../memory_validation/merge_fresh.py" "$OUT/single.json" \
-  "run_device.sh: one process per configuration, one lane per GPU" "$work"/single_*.json
-fi
-if (( gpus >= 2 )); then
-  port=29700
+port=$((29700 + RANDOM % 200))
+for round in 1 2; do
+  suffix=$([ "$round" = 2 ] && echo 2)
+  if stage "single$suffix"; then
+    stamp "single GPU, round $round"
+    lanes=$(( gpus >= 2 ? 2 : 1 )) pids=()
+    for ((g = 1; g < lanes; g++)); do lane $g $lanes "$round" & pids+=($!); done
+    lane 0 $lanes "$round"
+    # (never a bare `wait`: it would wait for the log's tee too)
+    (( ${#pids[@]} == 0 )) || wait "${pids[@]}"
+    python3 "$here/../memory_validation/merge_fresh.py" "$OUT/single_r$round.json" \
+      "run_device.sh: one process per model and lane, round $round" "$work"/single_*_r"$round".json
+  fi
+  (( gpus >= 2 )) || continue
   for mode in ddp fsdp; do
-    stage $mode || continue
-    stamp "$mode, $NPROC GPUs"
+    stage "$mode$suffix" || continue
+    stamp "$mode, $NPROC GPUs, round $round"
     for model in "${models[@]}"; do
-      for mb in ${MBS_2GPU//,/ }; do one "$mode" "$model" "$mb" 0,1 $((port++)); done
+      mbs=$(round_mbs "$mode" "$model" "$MBS_2GPU" "$round")
+      [ -n "$mbs" ] && train "$mode" "$model" "$mbs" 0,1 $((port++)) "$round"
     done
-    python3 "$here/../memory_validation/merge_fresh.py" "$OUT/$mode.json" \
-      "run_device.sh: one torchrun ($NPROC GPUs) per configuration" "$work"/${mode}_*.json
+    python3 "$here/../memory_validation/merge_fresh.py" "$OUT/${mode}_r$round.json" \
+      "run_device.sh: one torchrun ($NPROC GPUs) per model, round $round" "$work"/${mode}_*_r"$round".json
   done
-fi
+done
 
-# 3. Predictions against the measurements (this call's files, else PRIOR's).
+# 3. Predictions against the measurements: the probe reports merged into one
+# profile (this call's and PRIOR's; a PRIOR of an earlier protocol has its
+# profile.json merged already), then compared with every round's training.
 if stage compare; then
   stamp "compare"
-  pick() { if [ -e "$OUT/$1" ]; then echo "$OUT/$1"; elif [ -n "$PRIOR" ] && [ -e "$PRIOR/$1" ]; then echo "$PRIOR/$1"; fi; }
-  runs=()
-  for f in single.json ddp.json fsdp.json; do [ -n "$(pick $f)" ] && runs+=("$(pick $f)"); done
-  if [ -z "$(pick profile.json)" ] || (( ${#runs[@]} == 0 )); then
-    echo "compare: no profile.json or no training results here or in PRIOR (${PRIOR:-unset});" \
+  found() {  # found PATTERN: the files matching PATTERN in $OUT, and in PRIOR where $OUT has none
+    local f name
+    for f in "$OUT"/$1 ${PRIOR:+"$PRIOR"/$1}; do
+      [ -e "$f" ] || continue
+      name=$(basename "$f")
+      [[ $f != "$OUT"/* && -e "$OUT/$name" ]] || echo "$f"
+    done
+  }
+  mapfile -t reports < <(found compute.json; found 'coll_*gpu.json'; found 'framework_*.json')
+  if [ -n "$(found compute.json)" ]; then
+    "$carry/xdeep-probe" merge "${reports[@]}" --multi-rank-collectives --out "$OUT/profile.json" || exit 1
+  fi
+  # Each mode's rounds; a PRIOR of the earlier protocol has one file per mode.
+  mapfile -t runs < <(for m in single ddp fsdp; do
+    rounds=$(found "${m}_r[0-9].json")
+    if [ -n "$rounds" ]; then echo "$rounds"; else found "${m}.json"; fi
+  done)
+  profile=$(found profile.json | head -1)
+  if [ -z "$profile" ] || (( ${#runs[@]} == 0 )); then
+    echo "compare: no probe reports or no training results here or in PRIOR (${PRIOR:-unset});" \
       "run the probes and training stages first"
   else
-    "$carry/xdeep_validate" compare --profile "$(pick profile.json)" --runs "${runs[@]}" \
-      --json "$OUT/validation.json"
+    "$carry/xdeep_validate" compare --profile "$profile" --runs "${runs[@]}" --json "$OUT/validation.json"
   fi
 fi
 stamp "done"
