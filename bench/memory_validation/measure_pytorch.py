@@ -37,6 +37,8 @@ import statistics
 import sys
 import time
 
+PROCESS_START = time.time()  # before torch's import: what a process spends besides timing
+
 
 def bind_to_gpu_cpus():
     """XDEEP_GPU_CPUS ("0,1,2,3;16,17,18,19": CPUs per local rank, bench/validate/gpu_cpus.py)
@@ -149,10 +151,12 @@ def extra_steps(times, min_seconds, world, device, cap=500):
     return n
 
 
-def settle(device, idle_bytes, timeout_s=5.0):
+def settle(device, idle_bytes, timeout_s=2.0):
     """Waits until the memory allocated returns to `idle_bytes` (the process's before any
     configuration), at most timeout_s; returns the bytes still held above it. cuBLAS's
-    workspaces go too: a fresh process allocates them in its first step, inside the peak."""
+    workspaces go too: a fresh process allocates them in its first step, inside the peak.
+    (DDP's ResNet-50 buckets stay until the process ends, and its peaks still equal a
+    fresh process's: data/2026-11-26_h100x2_grouped_check.)"""
     clear_cublas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     deadline = time.perf_counter() + timeout_s
     while True:
@@ -456,7 +460,8 @@ def main():
             if rank == 0:
                 print(f"{args.mode} {name} mb={mb} peak={rec.get('peak_allocated_bytes', 0)/2**30:.2f} GiB "
                       f"step={rec.get('step_time_median_s', float('nan'))*1e3:.1f} ms "
-                      f"{'OOM' if rec.get('oom') else ''}", flush=True)
+                      f"{'OOM' if rec.get('oom') else ''}(done {time.time() - PROCESS_START:.1f} s in)",
+                      flush=True)
             save()
     # Profiled last: CUPTI, once started, slows the launches of anything timed after it.
     for rec in runs if args.kernels else []:
@@ -469,6 +474,8 @@ def main():
         except Exception as e:  # noqa: BLE001 - the timing stands without its profile
             rec["kernel_profile_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         save()
+    if rank == 0:
+        print(f"{args.mode} {args.models}: done {time.time() - PROCESS_START:.1f} s in", flush=True)
     if world > 1:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()

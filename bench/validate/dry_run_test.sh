@@ -42,17 +42,17 @@ PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=$tmp/carry STAGES=single,ddp,fsdp,s
   PRIOR=$here/data/2026-11-26_h200x2_heldout3 \
   bash "$here/run_device.sh" > "$tmp/log.txt" 2>&1 || { cat "$tmp/log.txt"; echo "run_device.sh failed"; exit 1; }
 fail() { echo "dry run: $*"; cat "$tmp/log.txt"; exit 1; }
-# Every call as "GPU=g round mode model mb window" per configuration: round 1 profiles
-# its kernels, round 2 does not.
+# Every call as "GPU=g round mode model mb window kernels" per configuration.
 "$real_python" - "$calls" > "$tmp/configs.txt" <<'PY' || fail "unreadable calls"
 import sys
 for line in open(sys.argv[1]):
     words = line.split()
     arg = {k: v for k, v in zip(words, words[1:]) if k.startswith("--")}
-    rnd = 1 if "--kernels" in words else 2
+    rnd = arg["--out"].rsplit("_r", 1)[1].split(".")[0]
     for mb in arg["--micro-batches"].split(","):
         window = "window" if int(mb) <= float(arg["--window-mb"]) else "-"
-        print(words[0], rnd, arg["--mode"], arg["--models"], mb, window)
+        print(words[0], rnd, arg["--mode"], arg["--models"], mb, window,
+              "kernels" if "--kernels" in words else "-")
 PY
 count() { grep -c -- "^$1" "$tmp/configs.txt"; }  # count REGEX: configurations from the start
 # Round 1: 5 models x 5 micro-batches single, x 3 for DDP and for FSDP, each once, in
@@ -60,13 +60,18 @@ count() { grep -c -- "^$1" "$tmp/configs.txt"; }  # count REGEX: configurations 
 [ "$(count "[^ ]* 1 ")" = 55 ] || fail "$(count "[^ ]* 1 ") configurations in round 1, expected 55"
 [ "$(sort "$tmp/configs.txt" | cut -d' ' -f2- | grep '^1 ' | uniq -d | wc -l)" = 0 ] ||
   fail "a configuration twice in round 1"
-[ "$(wc -l < "$calls")" = 40 ] || fail "$(wc -l < "$calls") training processes, expected 40"
+[ "$(wc -l < "$calls")" = 35 ] || fail "$(wc -l < "$calls") training processes, expected 35"
 [ "$(count "GPU=0 1 single")" = 13 ] && [ "$(count "GPU=1 1 single")" = 12 ] || fail "lanes unbalanced"
 # Launch-bound: GPT micro-batch <= 2 (FSDP <= 4) and every ResNet-50 run, timed over a
 # window in round 1 and again in round 2, nothing else in round 2.
 [ "$(count "[^ ]* 1 .* window")" = 31 ] || fail "$(count "[^ ]* 1 .* window") windowed runs in round 1, expected 31"
 grep -q "fsdp gpt-350m 4 -" "$tmp/configs.txt" && fail "an FSDP micro-batch-4 run without a window"
 [ "$(count "[^ ]* 2 .* window")" = 31 ] && [ "$(count "[^ ]* 2 ")" = 31 ] || fail "round 2 is not the 31 launch-bound runs"
+# Round 2's single-GPU lanes: whole models, 7 and 6 configurations.
+[ "$(count "GPU=0 2 single")" = 7 ] && [ "$(count "GPU=1 2 single")" = 6 ] || fail "round 2's lanes unbalanced"
+# Kernel profiles: single GPU's round 1 only (KERNEL_MODES).
+[ "$(count ".* kernels$")" = 25 ] && [ "$(count "[^ ]* 1 single .* kernels$")" = 25 ] ||
+  fail "kernel profiles other than single GPU's round 1"
 for f in single_r1 ddp_r1 fsdp_r1 single_r2 ddp_r2 fsdp_r2 validation; do
   [ -s "$tmp/out/$f.json" ] || fail "no $f.json"
 done
@@ -74,4 +79,4 @@ grep -q "STEP TIME   MAPE" "$tmp/out/log.txt" || fail "no comparison"
 grep -q "heldout3/single.json" "$tmp/out/log.txt" && fail "compared PRIOR's training beside this run's"
 grep -q "gpt-1.3b ddp mb16 not measured: estimated out of memory" "$tmp/out/log.txt" ||
   fail "the comparison does not say which configuration was not measured"
-echo "dry run: 40 processes, 55 configurations and 31 launch-bound ones again, compared"
+echo "dry run: 35 processes, 55 configurations and 31 launch-bound ones again, compared"

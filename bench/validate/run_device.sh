@@ -117,7 +117,10 @@ fi
 # the two.
 LAUNCH_BOUND_MB=${LAUNCH_BOUND_MB:-2}
 FSDP_LAUNCH_BOUND_MB=${FSDP_LAUNCH_BOUND_MB:-4}
-LAUNCH_BOUND_SECONDS=${LAUNCH_BOUND_SECONDS:-4}
+LAUNCH_BOUND_SECONDS=${LAUNCH_BOUND_SECONDS:-3}
+# Modes whose round 1 also profiles each configuration's kernels (compare
+# --breakdown); under DDP a profile costs ~6 s, more than the run can spare.
+KERNEL_MODES=,${KERNEL_MODES:-single},
 bound_mb() {  # bound_mb MODE MODEL: the largest launch-bound micro-batch
   if [ "$2" = resnet50 ]; then echo 1024
   elif [ "$1" = fsdp ]; then echo "$FSDP_LAUNCH_BOUND_MB"
@@ -129,7 +132,7 @@ train() {  # train MODE MODEL MBS GPU PORT ROUND: MBS (comma-separated) in one p
               --resnet-micro-batches "$mbs" --steps "$STEPS" --warmup "$WARMUP"
               --min-seconds "$LAUNCH_BOUND_SECONDS" --window-mb "$(bound_mb "$mode" "$model")"
               --out "$work/${mode}_${model}_g${gpu/,/}_r${round}.json")
-  (( round == 1 )) && args+=(--kernels)  # round 2 only times
+  (( round == 1 )) && [[ $KERNEL_MODES == *,$mode,* ]] && args+=(--kernels)
   if [ "$mode" = single ]; then
     CUDA_VISIBLE_DEVICES=$gpu XDEEP_GPU_CPUS=${gpu_cpus[$gpu]:-} timeout -k 5 150 python3 "${args[@]}"
   else
@@ -142,16 +145,38 @@ round_mbs() {  # round_mbs MODE MODEL MBS ROUND: MBS, or in round 2 the launch-b
   for mb in ${3//,/ }; do (( $4 == 1 || mb <= bound )) && out+=("$mb"); done
   (IFS=,; echo "${out[*]}")
 }
-# Single-GPU lanes, one per GPU: each model's micro-batches dealt out in turn, so
-# that the lanes take about as long; round 2 swaps the lanes.
-lane() {  # lane GPU LANES ROUND: this GPU's share of every model's micro-batches
+# Single-GPU lanes, one per GPU, so that they take about as long: in round 1
+# each model's micro-batches dealt out in turn; in round 2 (few configurations
+# a model, a process's start-up counts) whole models, each to the lane with the
+# fewest configurations so far, ResNet-50 (all launch-bound) first.
+lane() {  # lane GPU LANES ROUND: this GPU's share
   local gpu=$1 lanes=$2 round=$3 k=0 model mb mine
   for model in "${models[@]}"; do
     mine=()
     for mb in $(round_mbs single "$model" "$MBS" "$round" | tr , ' '); do
-      (( (k++ + round - 1) % lanes == gpu )) && mine+=("$mb")
+      (( k++ % lanes == gpu )) && mine+=("$mb")
     done
     (( ${#mine[@]} )) && train single "$model" "$(IFS=,; echo "${mine[*]}")" "$gpu" 0 "$round"
+  done
+}
+lane_models() {  # lane_models GPU LANES: round 2's models for this GPU
+  local gpu=$1 lanes=$2 model g best n load=() out=()
+  for ((g = 0; g < lanes; g++)); do load[g]=0; done
+  for model in resnet50 "${models[@]}"; do
+    [[ $model == resnet50 && " ${out[*]} " == *" resnet50 "* ]] && continue
+    [[ ,$MODELS, == *,$model,* ]] || continue
+    n=$(round_mbs single "$model" "$MBS" 2 | tr , '\n' | grep -c .)
+    best=0
+    for ((g = 1; g < lanes; g++)); do (( load[g] < load[best] )) && best=$g; done
+    load[best]=$(( load[best] + n ))
+    (( best == gpu )) && echo "$model"
+    out+=("$model")
+  done
+}
+lane2() {  # lane2 GPU LANES: round 2 on this GPU
+  local model
+  for model in $(lane_models "$1" "$2"); do
+    train single "$model" "$(round_mbs single "$model" "$MBS" 2)" "$1" 0 2
   done
 }
 IFS=, read -r -a models <<< "$MODELS"
@@ -161,8 +186,9 @@ for round in 1 2; do
   if stage "single$suffix"; then
     stamp "single GPU, round $round"
     lanes=$(( gpus >= 2 ? 2 : 1 )) pids=()
-    for ((g = 1; g < lanes; g++)); do lane $g $lanes "$round" & pids+=($!); done
-    lane 0 $lanes "$round"
+    run_lane=lane; (( round == 1 )) || run_lane=lane2
+    for ((g = 1; g < lanes; g++)); do $run_lane $g $lanes "$round" & pids+=($!); done
+    $run_lane 0 $lanes "$round"
     # (never a bare `wait`: it would wait for the log's tee too)
     (( ${#pids[@]} == 0 )) || wait "${pids[@]}"
     python3 "$here/../memory_validation/merge_fresh.py" "$OUT/single_r$round.json" \
