@@ -80,7 +80,8 @@ struct Run {
   Configuration config;
   bool has_time = false, has_memory = false;
   double measured_s = 0, predicted_s = 0;
-  int repeats = 0;  // measurements of this configuration (files given together)
+  int repeats = 0;         // measurements of this configuration (files given together)
+  int memory_repeats = 0;  // those of them on a clean baseline
   double measured_bytes = 0, predicted_bytes = 0;
   double predicted_total_bytes = 0;  // what the search checks against the card
   double predicted_cost = 0;         // the search's cost of this configuration
@@ -213,9 +214,18 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
         run.predicted_parts = model.Time(run.config);
         run.predicted_s = run.predicted_parts.total_s;
       }
-      // A negative steady state marks a baseline that still held the previous
-      // configuration's memory (measure_pytorch.py's multi-configuration runs).
-      if (r.contains("peak_allocated_bytes") && r.value("steady_allocated_bytes", 0.0) > 0) {
+      // A baseline that still held the previous configuration's memory (a process
+      // of several, measure_pytorch.py's held_before_bytes; before it recorded that,
+      // a negative steady state) measures no peak: another file's may.
+      const double held = r.value("held_before_bytes", 0.0);
+      if (held > 0) {
+        *meta_summary += fmt::format(
+            "  {}: {} {} mb{} peak memory not compared: its baseline held {:.0f} MB of the "
+            "configuration before\n",
+            file, run.model, run.mode, run.config.micro_batch, held / 1e6);
+      }
+      if (r.contains("peak_allocated_bytes") && r.value("steady_allocated_bytes", 0.0) > 0 &&
+          held <= 0) {
         run.has_memory = true;
         run.measured_bytes = r["peak_allocated_bytes"].get<double>();
         run.predicted_bytes = model.Memory(run.config).PeakAllocated();
@@ -232,7 +242,8 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       run.predicted_cost = tuner::Evaluate(*w, hw, limits, run.config).cost;
       // The same configuration measured again (another run's file): its step
       // time is the mean of the runs, which evens out the host's run-to-run
-      // speed; memory is deterministic, the first clean one stands.
+      // speed; its peak the mean of the clean ones (DDP's rebuilt buckets add a
+      // set at random, StrategyModel's ddp_rebuild).
       auto same = std::find_if(runs->begin(), runs->end(), [&](const Run& o) {
         return o.model == run.model && o.mode == run.mode &&
                o.config.TotalGpus() == run.config.TotalGpus() &&
@@ -242,6 +253,7 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       });
       if (same == runs->end()) {
         run.repeats = run.has_time ? 1 : 0;
+        run.memory_repeats = run.has_memory ? 1 : 0;
         runs->push_back(run);
         continue;
       }
@@ -253,10 +265,13 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
         same->has_time = true;
         ++same->repeats;
       }
-      if (run.has_memory && !same->has_memory) {
-        same->has_memory = true;
-        same->measured_bytes = run.measured_bytes;
+      if (run.has_memory) {
+        same->measured_bytes =
+            (same->measured_bytes * same->memory_repeats + run.measured_bytes) /
+            (same->memory_repeats + 1);
         same->predicted_bytes = run.predicted_bytes;
+        same->has_memory = true;
+        ++same->memory_repeats;
       }
     }
   }
