@@ -16,12 +16,13 @@ the tuner predicts; the CUDA context and NCCL buffers are outside it and are
 recorded separately), max_memory_reserved, and the median step time. Results
 are written after every configuration, so a run cut short keeps what it had.
 
-Several configurations in one process could leak into each other: DDP's Reducer
-and its buckets outlive the model until ProcessGroupNCCL lets go of its last
-all-reduces, and the baseline subtracted would then move. Each configuration
-therefore starts once the memory of the one before is gone (`settle`), and with
---kernels the profiled steps run after every configuration was timed (CUPTI,
-once started, slows the launches of what is timed after it). DDP and FSDP
+Several configurations in one process can leak into each other: DDP's Reducer
+buckets may outlive their model, at times for the rest of the process, and the
+baseline subtracted then moves. Each configuration therefore starts once the
+memory of the one before is gone, or records what was still held
+(`held_before_bytes`: xdeep_validate leaves such a peak out); and with --kernels
+the profiled steps run after every configuration was timed (CUPTI, once
+started, slows the launches of what is timed after it). DDP and FSDP
 record every rank's figures and the peak of each phase (setup,
 forward+backward, optimizer step).
 """
@@ -155,8 +156,7 @@ def settle(device, idle_bytes, timeout_s=2.0):
     """Waits until the memory allocated returns to `idle_bytes` (the process's before any
     configuration), at most timeout_s; returns the bytes still held above it. cuBLAS's
     workspaces go too: a fresh process allocates them in its first step, inside the peak.
-    (DDP's ResNet-50 buckets stay until the process ends, and its peaks still equal a
-    fresh process's: data/2026-11-26_h100x2_grouped_check.)"""
+    DDP's buckets may not go (bench/validate/data/2026-11-26_h100x2_grouped_check)."""
     clear_cublas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     deadline = time.perf_counter() + timeout_s
     while True:

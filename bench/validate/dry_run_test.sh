@@ -79,4 +79,8 @@ grep -q "STEP TIME   MAPE" "$tmp/out/log.txt" || fail "no comparison"
 grep -q "heldout3/single.json" "$tmp/out/log.txt" && fail "compared PRIOR's training beside this run's"
 grep -q "gpt-1.3b ddp mb16 not measured: estimated out of memory" "$tmp/out/log.txt" ||
   fail "the comparison does not say which configuration was not measured"
+# A peak measured over the configuration before's memory is left out, and said.
+grep -q "gpt-125m ddp mb4 peak memory not compared: its baseline held 496 MB" "$tmp/out/log.txt" &&
+  grep -q "peak memory MAPE ddp .* over 13 runs" "$tmp/out/log.txt" ||
+  fail "a peak over a moved baseline was compared"
 echo "dry run: 35 processes, 55 configurations and 31 launch-bound ones again, compared"
