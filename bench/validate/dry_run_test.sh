@@ -2,9 +2,10 @@
 # run_device.sh without a GPU: nvidia-smi, torchrun and the Python of the
 # training and framework probe replaced by stand-ins that record how they were
 # called and write a result in measure_pytorch.py's format; the real
-# xdeep_validate compares. Checks the harness's plan: every configuration
-# once in round 1, single-GPU lanes balanced across the two GPUs, launch-bound
-# ones timed over a window and again in round 2, the files merged and compared.
+# xdeep-probe merges and xdeep_validate compares. Checks the harness's plan:
+# every configuration once in round 1, single-GPU lanes balanced across the two
+# GPUs, launch-bound ones timed over a window and again in round 2, an earlier
+# call's probe reports (PRIOR) merged, the files merged and compared.
 #
 #   dry_run_test.sh XDEEP_PROBE XDEEP_VALIDATE
 set -u
@@ -39,7 +40,7 @@ esac
 SH
 chmod +x "$tmp/bin/"*
 PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=$tmp/carry STAGES=single,ddp,fsdp,single2,ddp2,fsdp2,compare \
-  PRIOR=$here/data/2026-11-26_h200x2_heldout3 \
+  PRIOR=$here/data/2026-11-26_h100x2_heldout9 \
   bash "$here/run_device.sh" > "$tmp/log.txt" 2>&1 || { cat "$tmp/log.txt"; echo "run_device.sh failed"; exit 1; }
 fail() { echo "dry run: $*"; cat "$tmp/log.txt"; exit 1; }
 # Every call as "GPU=g round mode model mb window kernels" per configuration.
@@ -76,7 +77,10 @@ for f in single_r1 ddp_r1 fsdp_r1 single_r2 ddp_r2 fsdp_r2 validation; do
   [ -s "$tmp/out/$f.json" ] || fail "no $f.json"
 done
 grep -q "STEP TIME   MAPE" "$tmp/out/log.txt" || fail "no comparison"
-grep -q "heldout3/single.json" "$tmp/out/log.txt" && fail "compared PRIOR's training beside this run's"
+# PRIOR's probe reports merged into this run's profile; its training files not compared.
+[ -s "$tmp/out/profile.json" ] && grep -q "^profile: measured .*NVIDIA H100" "$tmp/out/log.txt" ||
+  fail "PRIOR's probe reports not merged into profile.json"
+grep -q "heldout9/[a-z]*_r[12].json" "$tmp/out/log.txt" && fail "compared PRIOR's training beside this run's"
 grep -q "gpt-1.3b ddp mb16 not measured: estimated out of memory" "$tmp/out/log.txt" ||
   fail "the comparison does not say which configuration was not measured"
 # A peak measured over the configuration before's memory is left out, and said.
