@@ -149,28 +149,27 @@ round_mbs() {  # round_mbs MODE MODEL MBS ROUND: MBS, or in round 2 the launch-b
 # each model's micro-batches dealt out in turn; in round 2 (few configurations
 # a model, a process's start-up counts) whole models, each to the lane with the
 # fewest configurations so far, ResNet-50 (all launch-bound) first.
-lane() {  # lane GPU LANES ROUND: this GPU's share
-  local gpu=$1 lanes=$2 round=$3 k=0 model mb mine
+lane1() {  # lane1 GPU LANES: round 1 on this GPU
+  local gpu=$1 lanes=$2 k=0 model mb mine
   for model in "${models[@]}"; do
     mine=()
-    for mb in $(round_mbs single "$model" "$MBS" "$round" | tr , ' '); do
+    for mb in ${MBS//,/ }; do
       (( k++ % lanes == gpu )) && mine+=("$mb")
     done
-    (( ${#mine[@]} )) && train single "$model" "$(IFS=,; echo "${mine[*]}")" "$gpu" 0 "$round"
+    (( ${#mine[@]} )) && train single "$model" "$(IFS=,; echo "${mine[*]}")" "$gpu" 0 1
   done
 }
 lane_models() {  # lane_models GPU LANES: round 2's models for this GPU
-  local gpu=$1 lanes=$2 model g best n load=() out=()
+  local gpu=$1 lanes=$2 model g best n load=() order=()
   for ((g = 0; g < lanes; g++)); do load[g]=0; done
-  for model in resnet50 "${models[@]}"; do
-    [[ $model == resnet50 && " ${out[*]} " == *" resnet50 "* ]] && continue
-    [[ ,$MODELS, == *,$model,* ]] || continue
+  [[ ,$MODELS, == *,resnet50,* ]] && order+=(resnet50)
+  for model in "${models[@]}"; do [ "$model" = resnet50 ] || order+=("$model"); done
+  for model in "${order[@]}"; do
     n=$(round_mbs single "$model" "$MBS" 2 | tr , '\n' | grep -c .)
     best=0
     for ((g = 1; g < lanes; g++)); do (( load[g] < load[best] )) && best=$g; done
     load[best]=$(( load[best] + n ))
     (( best == gpu )) && echo "$model"
-    out+=("$model")
   done
 }
 lane2() {  # lane2 GPU LANES: round 2 on this GPU
@@ -186,9 +185,8 @@ for round in 1 2; do
   if stage "single$suffix"; then
     stamp "single GPU, round $round"
     lanes=$(( gpus >= 2 ? 2 : 1 )) pids=()
-    run_lane=lane; (( round == 1 )) || run_lane=lane2
-    for ((g = 1; g < lanes; g++)); do $run_lane $g $lanes "$round" & pids+=($!); done
-    $run_lane 0 $lanes "$round"
+    for ((g = 1; g < lanes; g++)); do "lane$round" $g $lanes & pids+=($!); done
+    "lane$round" 0 $lanes
     # (never a bare `wait`: it would wait for the log's tee too)
     (( ${#pids[@]} == 0 )) || wait "${pids[@]}"
     python3 "$here/../memory_validation/merge_fresh.py" "$OUT/single_r$round.json" \
