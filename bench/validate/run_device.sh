@@ -122,7 +122,7 @@ LAUNCH_BOUND_SECONDS=${LAUNCH_BOUND_SECONDS:-3}
 # --breakdown); under DDP a profile costs ~6 s, more than the run can spare.
 KERNEL_MODES=,${KERNEL_MODES:-single},
 bound_mb() {  # bound_mb MODE MODEL: the largest launch-bound micro-batch
-  if [ "$2" = resnet50 ]; then echo 1024
+  if [ "$2" = resnet50 ]; then echo 1024  # every one: any micro-batch measured here
   elif [ "$1" = fsdp ]; then echo "$FSDP_LAUNCH_BOUND_MB"
   else echo "$LAUNCH_BOUND_MB"; fi
 }

@@ -78,10 +78,12 @@ absl::StatusOr<Workload> ScriptWorkload(const std::string& model) {
 struct Run {
   std::string model, mode;
   Configuration config;
-  bool has_time = false, has_memory = false;
+  // Measurements of this configuration (files given together): of its step
+  // time, and of its peak on a clean baseline; the measured values their mean.
+  int time_samples = 0, memory_samples = 0;
+  bool has_time() const { return time_samples > 0; }
+  bool has_memory() const { return memory_samples > 0; }
   double measured_s = 0, predicted_s = 0;
-  int repeats = 0;         // measurements of this configuration (files given together)
-  int memory_repeats = 0;  // those of them on a clean baseline
   double measured_bytes = 0, predicted_bytes = 0;
   double predicted_total_bytes = 0;  // what the search checks against the card
   double predicted_cost = 0;         // the search's cost of this configuration
@@ -93,6 +95,12 @@ struct Run {
   // none), and the model's factor for as many ranks.
   double straggle = 0, predicted_straggle = 1;
 };
+
+// `x` into the mean of `*n` values.
+void AddToMean(double x, double* mean, int* n) {
+  *mean = (*mean * *n + x) / (*n + 1);
+  ++*n;
+}
 
 // Mean over steps of the ranks' largest host issue time, over the mean of
 // their mean: how much a synchronous step waits for its slowest host.
@@ -209,7 +217,7 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       }
       tuner::StrategyModel model(*w, hw);
       if (r.contains("step_time_median_s")) {
-        run.has_time = true;
+        run.time_samples = 1;
         run.measured_s = r["step_time_median_s"].get<double>();
         run.predicted_parts = model.Time(run.config);
         run.predicted_s = run.predicted_parts.total_s;
@@ -226,7 +234,7 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
       }
       if (r.contains("peak_allocated_bytes") && r.value("steady_allocated_bytes", 0.0) > 0 &&
           held <= 0) {
-        run.has_memory = true;
+        run.memory_samples = 1;
         run.measured_bytes = r["peak_allocated_bytes"].get<double>();
         run.predicted_bytes = model.Memory(run.config).PeakAllocated();
       }
@@ -252,26 +260,17 @@ bool LoadRuns(const std::vector<std::string>& files, const tuner::HardwareProfil
                o.config.recompute == run.config.recompute;
       });
       if (same == runs->end()) {
-        run.repeats = run.has_time ? 1 : 0;
-        run.memory_repeats = run.has_memory ? 1 : 0;
         runs->push_back(run);
         continue;
       }
-      if (run.has_time) {
-        same->measured_s =
-            (same->measured_s * same->repeats + run.measured_s) / (same->repeats + 1);
+      if (run.has_time()) {
+        AddToMean(run.measured_s, &same->measured_s, &same->time_samples);
         same->predicted_s = run.predicted_s;
         same->predicted_parts = run.predicted_parts;
-        same->has_time = true;
-        ++same->repeats;
       }
-      if (run.has_memory) {
-        same->measured_bytes =
-            (same->measured_bytes * same->memory_repeats + run.measured_bytes) /
-            (same->memory_repeats + 1);
+      if (run.has_memory()) {
+        AddToMean(run.measured_bytes, &same->measured_bytes, &same->memory_samples);
         same->predicted_bytes = run.predicted_bytes;
-        same->has_memory = true;
-        ++same->memory_repeats;
       }
     }
   }
@@ -302,7 +301,7 @@ void PrintBreakdown(const std::vector<Run>& runs) {
       "run", "compute", "comm", "optim", "total", "gemm", "attn", "elemwise", "optim", "nccl",
       "straggle (measured / model)");
   for (const Run& r : runs) {
-    if (!r.has_time) continue;
+    if (!r.has_time()) continue;
     auto k = [&](const char* kind) {
       auto it = r.kernel_s.find(kind);
       return it == r.kernel_s.end() ? 0.0 : it->second * 1e3;
@@ -367,13 +366,13 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
   for (const Run& r : runs) {
     std::string t = fmt::format("{:>10} {:>10} {:>7}", "-", "-", "");
     std::string m = t;
-    if (r.has_time) {
+    if (r.has_time()) {
       t = fmt::format("{:10.1f} {:10.1f} {:+6.1f}%", r.measured_s * 1e3, r.predicted_s * 1e3,
                       100 * (r.predicted_s / r.measured_s - 1));
       time_pairs.push_back({r.measured_s, r.predicted_s});
       time_by_mode[r.mode].push_back({r.measured_s, r.predicted_s});
     }
-    if (r.has_memory) {
+    if (r.has_memory()) {
       m = fmt::format("{:10.2f} {:10.2f} {:+6.1f}%", r.measured_bytes / (1 << 30),
                       r.predicted_bytes / (1 << 30),
                       100 * (r.predicted_bytes / r.measured_bytes - 1));
@@ -385,8 +384,8 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
                           {"mode", r.mode},
                           {"gpus", r.config.TotalGpus()},
                           {"micro_batch", r.config.micro_batch}};
-    if (r.has_time) row.update({{"step_s", r.measured_s}, {"predicted_step_s", r.predicted_s}});
-    if (r.has_memory) {
+    if (r.has_time()) row.update({{"step_s", r.measured_s}, {"predicted_step_s", r.predicted_s}});
+    if (r.has_memory()) {
       row.update({{"peak_bytes", r.measured_bytes}, {"predicted_peak_bytes", r.predicted_bytes}});
     }
     rows.push_back(row);
@@ -414,7 +413,7 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
   // measured cost (GPU-seconds per sample).
   std::map<std::string, std::vector<const Run*>> by_model;
   for (const Run& r : runs) {
-    if (r.has_time) by_model[r.model].push_back(&r);
+    if (r.has_time()) by_model[r.model].push_back(&r);
   }
   bool picks_ok = true;
   nlohmann::json picks = nlohmann::json::array();
