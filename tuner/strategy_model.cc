@@ -309,22 +309,22 @@ struct StrategyModel::Impl {
     return partitions.emplace(key, std::move(out)).first->second;
   }
 
-  // GEMM time; shapes repeat across layers and configurations, and the
-  // interpolation scans the whole profile, so results are memoised.
+  // GEMM time; shapes repeat across layers and configurations, so results
+  // are memoised (the model itself is cheap, the hash cheaper).
   struct ShapeHash {
-    size_t operator()(const std::array<double, 3>& a) const {
+    size_t operator()(const std::array<double, 4>& a) const {
       uint64_t h = 0;
       for (double x : a) h = (h ^ std::bit_cast<uint64_t>(x)) * 0x9E3779B97F4A7C15ull;
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
-  std::unordered_map<std::array<double, 3>, double, ShapeHash> gemm_cache;
-  GemmInterpolator gemm_rate{hw, pb.dtype};
-  double Gemm(double m, double n, double k) {
-    const std::array<double, 3> key{m, n, k};
+  std::unordered_map<std::array<double, 4>, double, ShapeHash> gemm_cache;
+  GemmModel gemm_model{hw, pb.dtype};
+  double Gemm(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) {
+    const std::array<double, 4> key{m, n, k, static_cast<double>(layout)};
     auto it = gemm_cache.find(key);
     if (it != gemm_cache.end()) return it->second;
-    const double t = 2.0 * m * n * k / (gemm_rate.Tflops(m, n, k) * 1e12);
+    const double t = gemm_model.Seconds(m, n, k, layout);
     gemm_cache.emplace(key, t);
     return t;
   }
@@ -384,10 +384,11 @@ struct StrategyModel::Impl {
           const double m = s.m_per_sample * mb;
           const double n = split_n ? double(s.n) / t : double(s.n);
           const double k = split_n ? double(s.k) : double(s.k) / t;
-          fwd += Gemm(m, n, k);
-          // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented as
-          // xdeep-probe measures a layer (profiler/shapes.cc LayerGemms).
-          bwd += Gemm(m, k, n) + Gemm(n, k, m);
+          fwd += Gemm(m, n, k, GemmLayout::kForward);
+          // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
+          // and stored as xdeep-probe measures a layer (profiler/shapes.cc
+          // LayerGemms): which dimensions lead decides their alignment.
+          bwd += Gemm(m, k, n, GemmLayout::kDgrad) + Gemm(n, k, m, GemmLayout::kWgrad);
         }
         if (l.attention_flops > 0) {
           double ref = 100.0;  // TFLOP/s; only for a table row with attention but no GEMM

@@ -14,8 +14,8 @@
       of ~2 ms between CUDA events behind a hold, the median of the samples).
   gemm_shapes.py fitset --out fit_shapes.json
       The probe's shapes file (xdeep.gemm_shapes/1) of the fit: the validation
-      workloads' layers (GPT-style 125M-1.3B at micro-batch 1, 4, 16) and the anchors the
-      probe adds (ANCHORS), at bf16, fp16 and tf32.
+      workloads' layers (GPT-style 125M-1.3B at micro-batch 1, 4, 16), at bf16, fp16 and
+      tf32; xdeep-probe adds its anchor layers (profiler/suites.cc ModelAnchorGemms).
 
 The model (tuner/gemm_model.cc) is fitted to the probe's report only; the timed
 shapes are its check (`xdeep_validate gemm-check`).
@@ -37,12 +37,6 @@ SEQ = [128, 256, 512, 1024, 2048, 4096]
 CNN_CH = [32, 48, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024, 1280, 2048, 72, 120,
           200, 40, 24]
 CNN_HW = [7, 14, 28, 56, 112, 8, 16, 32, 64, 13, 27, 55]
-# Anchors (name, tokens, in, out): what a workload's own layers may lack for the model's
-# fit; xdeep-probe runs the same set beside every workload (profiler/suites.cc).
-ANCHORS = [("align2", 4096, 1024, 4097), ("align4", 4096, 1024, 4098),
-           ("align8", 4096, 1024, 4100), ("small1", 64, 1024, 1024), ("small2", 256, 4096, 4096),
-           ("small3", 128, 512, 2048), ("tall1", 50176, 64, 64), ("tall2", 12544, 576, 128),
-           ("tall3", 3136, 1152, 256), ("tall4", 784, 4608, 512), ("big", 16384, 4096, 4096)]
 DTYPES = ["bf16"] * 2 + ["fp16", "tf32"]
 
 
@@ -122,8 +116,6 @@ def cmd_fitset(args):
             for lname, i, o in [("qkv", h, 3 * h), ("proj", h, h), ("fc1", h, 4 * h),
                                 ("fc2", 4 * h, h), ("head", h, 50257)]:
                 layers.append({"name": f"{name}.{lname}.mb{mb}", "tokens": t, "in": i, "out": o})
-    for name, t, i, o in ANCHORS:
-        layers.append({"name": f"anchor.{name}", "tokens": t, "in": i, "out": o})
     json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": args.dtypes.split(","), "layers": layers},
               open(args.out, "w"), indent=1)
     print(f"{len(layers)} layers -> {args.out}")

@@ -78,6 +78,26 @@ def blocks(model):
     return [m for layer in (model.layer1, model.layer2, model.layer3, model.layer4) for m in layer]
 
 
+class Optimizers:
+    """One optimizer per kind of parameter: fused AdamW takes plain tensors or DTensors
+    (tensor parallelism's sharded weights), not both in one call."""
+
+    def __init__(self, name, params):
+        from torch.distributed.tensor import DTensor
+        params = list(params)
+        groups = [[p for p in params if isinstance(p, DTensor)],
+                  [p for p in params if not isinstance(p, DTensor)]]
+        self.opts = [optimizer_for(name, g) for g in groups if g]
+
+    def step(self):
+        for o in self.opts:
+            o.step()
+
+    def zero_grad(self, set_to_none=True):
+        for o in self.opts:
+            o.zero_grad(set_to_none=set_to_none)
+
+
 def optimizer_for(name, params):
     if name == "tv-resnet50":
         return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4)
@@ -196,13 +216,16 @@ def run_model(name, args, rank, world, device):
         part = PipelinePart(full, rank == 0).to(device)
         del full
         model = part
-        stage = PipelineStage(part, rank, world, device)
         loss_fn = lambda logits, y: torch.nn.functional.cross_entropy(
             logits.float().flatten(0, 1), y.flatten())
-        sched = Schedule1F1B(stage, n_microbatches=pp_chunks, loss_fn=loss_fn)
+        scheds = {}  # a stage learns its micro-batch's shapes on first use: one per size
         opt = optimizer_for(name, part.parameters())
 
         def step(mb):
+            if mb not in scheds:
+                stage = PipelineStage(part, rank, world, device)
+                scheds[mb] = Schedule1F1B(stage, n_microbatches=pp_chunks, loss_fn=loss_fn)
+            sched = scheds[mb]
             x, y = batch_for(name, mb * pp_chunks, device)
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 if rank == 0:
@@ -214,7 +237,7 @@ def run_model(name, args, rank, world, device):
     else:
         model = wrap(name, build(name, device), args.mode, rank, world)
         model.train()
-        opt = optimizer_for(name, model.parameters())
+        opt = Optimizers(name, model.parameters())
 
         def step(mb):
             x, y = batch_for(name, mb, device)
