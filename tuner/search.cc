@@ -105,21 +105,20 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
   std::vector<std::string> notes;
   // GEMMs: measured at this workload's shapes, or modelled from other points.
   if (hw.builtin) {
-    notes.push_back(absl::StrCat("GEMM, bandwidth and collective figures from the ", hw.Label(),
-                                 ", not measured on this cluster"));
+    notes.push_back(absl::StrCat("every figure from the ", hw.Label(), ", none measured here"));
   } else {
     const int probed = LargestProbedMicroBatch(w, hw);
     if (probed == 0) {
-      notes.push_back("GEMM times modelled: the profile did not measure this workload's shapes");
+      notes.push_back("GEMM times modelled, this workload's shapes not probed");
     } else if (c.micro_batch > probed) {
       notes.push_back(absl::StrCat("GEMM times at micro-batch ", c.micro_batch,
                                    " modelled beyond the largest probed (", probed, ")"));
     }
     if (c.tp > 1) {
-      notes.push_back(absl::StrCat("GEMM shapes split ", c.tp, " ways (tensor parallel) not probed"));
+      notes.push_back(absl::StrCat("GEMMs split ", c.tp, " ways (tensor parallel) not probed"));
     }
     if (hw.optimizer_host_per_tensor_s <= 0) {
-      notes.push_back("host launch times not measured (no framework probe): 25 us per kernel");
+      notes.push_back("host times not measured (no framework probe): 25 us a kernel");
     }
     // Collectives: fitted at some rank counts per scope; beyond the largest,
     // extrapolated over ranks.
@@ -136,10 +135,10 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
       const int measured = largest(inter ? FabricScope::kInterNode : FabricScope::kIntraNode);
       if (measured == 0) {
         notes.push_back(absl::StrCat(inter ? "inter" : "intra",
-                                     "-node collectives not measured: built-in figures"));
+                                     "-node collectives not measured, built-in figures"));
       } else if (group > measured) {
-        notes.push_back(absl::StrCat("collectives over ", group,
-                                     " ranks extrapolated from fits up to ", measured));
+        notes.push_back(absl::StrCat("collectives over ", group, " ranks from fits up to ",
+                                     measured));
       }
     }
   }
@@ -156,7 +155,7 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
         absl::StrCat("optimizer_impl=", std::string(OptimizerImplName(w.settings.optimizer_impl))));
   }
   if (!settings.empty()) {
-    notes.push_back(absl::StrCat("not probed, modelled: ", absl::StrJoin(settings, ", ")));
+    notes.push_back(absl::StrCat("modelled, not probed: ", absl::StrJoin(settings, ", ")));
   }
   return absl::StrJoin(notes, "; ");
 }
