@@ -336,8 +336,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     progress(Step("probe", fmt::format("no measurements for partition {}: probing (waiting at most "
                                        "{} s)",
                                        shape->partition, policy->probes.max_wait_s)));
-    // The workload's own GEMM shapes: the profile then holds exactly what
-    // the model looks up (interpolating between far shapes costs accuracy).
+    // The workload's own GEMM shapes up to the largest micro-batch the
+    // search tries: the profile then holds exactly what the model looks up,
+    // and the search does not go past twice what was measured.
     const std::string shapes =
         tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
     absl::Status probed =

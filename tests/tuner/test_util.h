@@ -63,6 +63,8 @@ inline Workload SimpleGeneric(int layers = 10) {
       "\n"
       "[training]\n"
       "samples = 1e6\n"
+      "fsdp_param_dtype = \"bf16\"\n"  // FSDP units gathered in bf16, reduced in fp32
+      "fsdp_reduce_dtype = \"fp32\"\n"
       "[batch]\n"
       "global = 64\n";
   return *ParseWorkloadToml(text, "simple.toml");
