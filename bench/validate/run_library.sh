@@ -64,6 +64,11 @@ fi
 # 2. The suite's probes, as the daemon runs them: compute at the workloads' GEMM shapes,
 # the framework probe (one GPU, two ranks), the collectives on both GPUs.
 if stage probes; then
+  # Another helper's measurement (SETTINGS_EFFECTS: a script), on GPU 1 while GPU 0 probes.
+  if [ -n "${SETTINGS_EFFECTS:-}" ]; then
+    CUDA_VISIBLE_DEVICES=1 timeout 70 python3 "$SETTINGS_EFFECTS" > "$res/settings_effects.json" 2> "$res/settings_effects.log" &
+    effects_pid=$!
+  fi
   stamp "compute probe at the suite's shapes"
   if "$carry/xdeep_validate" shapes --workloads "$here/workloads" --models "$LM,$VISION" \
     --micro-batches "$MBS" --out /tmp/suite_shapes.json; then
@@ -74,6 +79,7 @@ if stage probes; then
   stamp "framework probe"
   CUDA_VISIBLE_DEVICES=0 timeout 100 python3 "$here/../../profiler/framework_probe.py" --out "$res/framework.json"
   [ "$RANKS2" = 1 ] && timeout 100 python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$res/framework_2ranks.json"
+  [ -n "${effects_pid:-}" ] && wait $effects_pid
   stamp "collectives"
   RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
     timeout 100 "$carry/xdeep-probe" collectives --out /tmp/unused.json > /tmp/rank1.txt 2>&1 &
