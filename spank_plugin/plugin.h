@@ -4,7 +4,10 @@
 //   srun (local):        Init -> option callbacks -> InitPostOpt (ask, re-exec)
 //                        -> LocalUserInit (bind job) -> LocalExit (report)
 //   sbatch/salloc:       Init -> option callbacks -> InitPostOpt (ask, re-exec)
-//   slurmstepd (remote): Init -> option callbacks (the environment passes on)
+//   slurmstepd (remote): Init -> option callbacks (the environment passes on);
+//                        nothing that could fail a step (a failed batch step
+//                        drains its node): strict partitions are enforced at
+//                        submission by slurmctld's job_submit.lua instead.
 #pragma once
 
 #include <chrono>
@@ -20,11 +23,6 @@
 namespace xdeep::spank {
 
 // What the plugin needs from its host process.
-// Spawns xdeep-step-check (beside the plugin) with the step and waits for it
-// at most config.timeout_ms; a separate process keeps gRPC's threads out of
-// slurmstepd, which forks the tasks.
-int RunStepCheck(const StepQuery& step, const PluginConfig& config, std::string* output);
-
 struct Host {
   std::function<void(const std::string&)> info;   // a line for the user
   std::function<void(const std::string&)> error;  // a line for the user, as an error
@@ -32,9 +30,9 @@ struct Host {
   std::function<void(const std::vector<std::string>&)> reexec;
   // Ends the process without launching (explain mode).
   std::function<void()> exit_without_launch;
-  // Runs xdeep-step-check for a step; returns its exit status (0 allowed,
-  // 1 refused, other: the daemon could not answer) and its one-line output.
-  std::function<int(const StepQuery&, const PluginConfig&, std::string*)> check_step = RunStepCheck;
+  // Puts NAME=value in the job's SPANK environment, which slurmctld's
+  // job_submit.lua reads (spank_job_control_setenv); false on failure.
+  std::function<bool(const std::string& name, const std::string& value)> set_job_env;
   // Loads the gRPC client (dlopen); replaced in tests.
   std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
       LoadDaemonClient;
@@ -59,9 +57,6 @@ class Plugin {
   void LocalUserInit(uint32_t job_id, uint32_t step_id);
   // srun, at the end.
   void LocalExit(uint32_t job_id);
-  // slurmstepd (root), before the step's tasks start: 0 to run, -1 to refuse.
-  int RemoteVerifyStep(const StepQuery& step);
-
   const PluginConfig& config() const { return config_; }
   // This process re-executed itself with a decision it must bind and settle.
   bool owns_launch() const { return owns_launch_; }
