@@ -16,16 +16,6 @@ namespace {
 
 constexpr std::string_view kDecisionPrefix = "xdeep:";
 
-// "cpu=2,mem=8000M,node=2,billing=2,gres/gpu=6" -> 6 (0 when absent).
-int GpusFromTres(std::string_view tres) {
-  for (std::string_view item : Split(tres, ',', true)) {
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos) continue;
-    if (item.substr(0, eq) == "gres/gpu") return ParseNumber<int>(item.substr(eq + 1)).value_or(0);
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::optional<int> CountArrayTasks(std::string_view indices) {
@@ -46,6 +36,25 @@ std::optional<int> CountArrayTasks(std::string_view indices) {
     if (tasks > 10'000'000) return std::nullopt;
   }
   return static_cast<int>(tasks);
+}
+
+std::optional<int> GpusInTres(std::string_view tres) {
+  int gpus = 0;
+  for (std::string_view item : Split(tres, ',', true)) {
+    if (!item.starts_with("gres:gpu") && !item.starts_with("gres/gpu")) continue;
+    std::string_view rest = item.substr(8);
+    if (!rest.empty() && rest[0] != ':' && rest[0] != '=') continue;  // another gres ("gpumem")
+    // "gres:gpu" and "gres:gpu:a100" name one GPU; otherwise the count ends the item.
+    auto count = rest.empty() ? std::optional<int>(1)
+                              : ParseNumber<int>(item.substr(item.find_last_of(":=") + 1));
+    if (!count) {
+      if (rest.find_first_of("0123456789") != std::string_view::npos) return std::nullopt;
+      count = 1;
+    }
+    if (*count < 0) return std::nullopt;
+    gpus += *count;
+  }
+  return gpus;
 }
 
 absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
@@ -82,7 +91,6 @@ absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
   u.account = text_of("ACCOUNT");
   u.partition = text_of("PARTITION");
   u.state = text_of("JOBSTATE");
-  u.gpus = GpusFromTres(text_of("TRES"));
   std::string comment = text_of("ADMINCOMMENT");
   if (comment.starts_with(kDecisionPrefix)) u.decision_id = comment.substr(kDecisionPrefix.size());
   return u;
@@ -112,9 +120,9 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
       fs::remove(path, ec);  // neither tuned nor enforced: not xdeep's to charge
       continue;
     }
-    if (usage->gpus <= 0 && usage->decision_id.empty() && gpus_per_node) {
-      usage->gpus = usage->nodes * gpus_per_node(usage->partition);
-    }
+    // A job with no reservation is billed for whole nodes; one with a
+    // reservation for the GPUs per node it reserved (Admit refused asking more).
+    if (gpus_per_node) usage->gpus = usage->nodes * gpus_per_node(usage->partition);
     usage->price_per_gpu_hour = policy.PricePerGpuHour(usage->partition);
     usage->price_per_node_hour = policy.PricePerNodeHour(usage->partition);
     auto cost = ledger.ChargeJob(*usage, now);
@@ -125,10 +133,10 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
       continue;
     }
     spdlog::info(
-        "event=ledger.charged job={} decision={} user={} partition={} state={} nodes={} gpus={} "
+        "event=ledger.charged job={} decision={} user={} partition={} state={} nodes={} "
         "run_s={} cost={:.4f}",
         usage->job_id, usage->decision_id.empty() ? "-" : usage->decision_id, usage->user,
-        usage->partition, usage->state, usage->nodes, usage->gpus,
+        usage->partition, usage->state, usage->nodes,
         usage->end_unix - usage->start_unix, *cost);
     ++charged;
     fs::remove(path, ec);

@@ -17,13 +17,16 @@
 namespace xdeep::daemon {
 
 // One spooled record: KEY=value lines; the first occurrence of a key wins.
-// The decision is the AdminComment "xdeep:<id>" job_submit.lua set; GPUs come
-// from the allocated TRES (gres/gpu=N).
+// The decision is the AdminComment "xdeep:<id>" job_submit.lua set.
 absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text);
 
 // Tasks in a job array's index expression ("0-9:2,15%4" -> 6); nullopt when
 // it cannot be read.
 std::optional<int> CountArrayTasks(std::string_view indices);
+
+// GPUs in a job's TRES request ("gres:gpu:4", "gres:gpu:a100:2,gres:fpga:1",
+// "gres/gpu=4"): 0 when it asks none, nullopt when it cannot be read.
+std::optional<int> GpusInTres(std::string_view tres);
 
 // GPUs per node of a partition, for records whose TRES names no GPUs.
 using GpusPerNodeFn = std::function<int(const std::string& partition)>;

@@ -218,15 +218,14 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
 }
 
 absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid,
-                                        const std::string& partition, int nodes, int array_tasks,
-                                        const ScopesFn& scopes_for, int64_t period_start,
-                                        int64_t now, int64_t ttl_s) {
+                                        const AdmitAsk& ask, const ScopesFn& scopes_for,
+                                        int64_t period_start, int64_t now, int64_t ttl_s) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   Statement get(db_,
-                "SELECT decision_id, uid, partition, state, amount, nodes, user, account FROM "
-                "reservations WHERE admission_token=?");
+                "SELECT decision_id, uid, partition, state, amount, nodes, user, account, gpus "
+                "FROM reservations WHERE admission_token=?");
   if (!get.ok()) return SqlError(db_, "ledger", "prepare admit");
   get.Text(1, token);
   if (sqlite3_step(get.get()) != SQLITE_ROW) {
@@ -244,21 +243,30 @@ absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid,
   const int reserved_nodes = sqlite3_column_int(get.get(), 5);
   const std::string user = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 6));
   const std::string account = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 7));
+  const int reserved_gpus = sqlite3_column_int(get.get(), 8);
+  const int reserved_per_node = (reserved_gpus + std::max(1, reserved_nodes) - 1) /
+                                std::max(1, reserved_nodes);
   if (owner != uid) {
     return absl::PermissionDeniedError("the xdeep reservation belongs to another user");
   }
   if (state != "reserved") {
     return absl::PermissionDeniedError(fmt::format("the xdeep reservation is {}", state));
   }
-  if (reserved_partition != partition) {
+  if (reserved_partition != ask.partition) {
     return absl::PermissionDeniedError(fmt::format(
-        "the xdeep reservation is for partition {}, not {}", reserved_partition, partition));
+        "the xdeep reservation is for partition {}, not {}", reserved_partition, ask.partition));
   }
-  if (nodes > reserved_nodes) {
+  if (ask.nodes > reserved_nodes) {
+    return absl::PermissionDeniedError(
+        fmt::format("the job asks for {} nodes but its xdeep reservation covers {}", ask.nodes,
+                    reserved_nodes));
+  }
+  if (ask.gpus_per_node > reserved_per_node || ask.gpus > reserved_gpus) {
     return absl::PermissionDeniedError(fmt::format(
-        "the job asks for {} nodes but its xdeep reservation covers {}", nodes, reserved_nodes));
+        "the job asks for more GPUs than its xdeep reservation covers ({} per node, {} in all)",
+        reserved_per_node, reserved_gpus));
   }
-  const int tasks = std::max(1, array_tasks);
+  const int tasks = std::max(1, ask.array_tasks);
   a.amount = amount * tasks;
   if (tasks > 1 && scopes_for) {
     for (const BudgetScope& scope : scopes_for(user, account)) {
@@ -304,8 +312,8 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
   double gpu_price = u.price_per_gpu_hour, node_price = u.price_per_node_hour;
   if (!u.decision_id.empty()) {
     Statement get(db_,
-                  "SELECT uid, user, account, gpus, price_per_gpu_hour, price_per_node_hour "
-                  "FROM reservations WHERE decision_id=?");
+                  "SELECT uid, user, account, gpus, price_per_gpu_hour, price_per_node_hour, "
+                  "nodes FROM reservations WHERE decision_id=?");
     if (!get.ok()) return SqlError(db_, "ledger", "prepare charge lookup");
     get.Text(1, u.decision_id);
     if (sqlite3_step(get.get()) == SQLITE_ROW &&
@@ -313,7 +321,9 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
       linked = true;
       user = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 1));
       account = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 2));
-      if (gpus <= 0) gpus = sqlite3_column_int(get.get(), 3);
+      // Admit let no job ask more GPUs per node than it reserved.
+      const int reserved_nodes = std::max(1, sqlite3_column_int(get.get(), 6));
+      gpus = u.nodes * ((sqlite3_column_int(get.get(), 3) + reserved_nodes - 1) / reserved_nodes);
       gpu_price = sqlite3_column_double(get.get(), 4);
       node_price = sqlite3_column_double(get.get(), 5);
     }

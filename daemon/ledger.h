@@ -53,9 +53,18 @@ struct JobUsage {
   uint32_t uid = 0;
   std::string user, account, partition, state;
   int nodes = 0;
-  int gpus = 0;             // allocated GPUs, 0 = unknown (the reservation's count then)
+  int gpus = 0;             // GPUs of whole nodes: billed when the job held no reservation
   std::string decision_id;  // from the job's AdminComment, set by the controller only
   double price_per_gpu_hour = 0, price_per_node_hour = 0;  // for jobs with no reservation
+};
+
+// What a submitted job asks for, as slurmctld's job_submit.lua sees it.
+struct AdmitAsk {
+  std::string partition;
+  int nodes = 0;          // minimum node count, 0 = unknown
+  int gpus_per_node = 0;  // --gpus-per-node / --gres=gpu:N, 0 = none asked
+  int gpus = 0;           // --gpus (whole job), 0 = none asked
+  int array_tasks = 1;
 };
 
 // What Admit found: the reservation now bound to the job.
@@ -92,16 +101,15 @@ class Ledger {
   // exceeded; AlreadyExists for a decision id reserved before.
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
                        int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
-  // Consumes `token` for a job of `uid` on `partition`: the reservation must
-  // be open and unused, the user's, for this partition, and at least `nodes`
-  // large. An array of `array_tasks` holds amount x tasks, checked against
+  // Consumes `token` for a job of `uid`: the reservation must be open and
+  // unused, the user's, for the job's partition, and no smaller than what the
+  // job asks (nodes, GPUs per node, GPUs). An array holds amount x tasks, checked against
   // the budgets `scopes_for(user, account)` names (limit 0: not enforced).
   // PermissionDenied (message for the user) when refused; the token stays
   // unused then.
   using ScopesFn =
       std::function<std::vector<BudgetScope>(const std::string& user, const std::string& account)>;
-  absl::StatusOr<Admission> Admit(const std::string& token, uint32_t uid,
-                                  const std::string& partition, int nodes, int array_tasks,
+  absl::StatusOr<Admission> Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,
                                   const ScopesFn& scopes_for, int64_t period_start_unix,
                                   int64_t now_unix, int64_t ttl_s);
   // Charges one finished job run from Slurm's record, against the decision

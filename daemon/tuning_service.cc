@@ -364,8 +364,21 @@ grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* cont
       }
       return out;
     };
-    auto admitted = p_.ledger->Admit(request->token(), request->job_uid(), request->partition(),
-                                     request->nodes(), tasks, scopes_for,
+    AdmitAsk ask;
+    ask.partition = request->partition();
+    ask.nodes = request->nodes();
+    ask.array_tasks = tasks;
+    auto per_node = GpusInTres(request->tres_per_node());
+    auto per_job = GpusInTres(request->tres_per_job());
+    auto per_task = GpusInTres(request->tres_per_task());
+    if (!per_node || !per_job || !per_task) return answer(false, "cannot read the job's GPU request");
+    if (*per_task > 0) {
+      return answer(false, "ask for GPUs per node (--gpus-per-node), as the decision does, not "
+                           "per task");
+    }
+    ask.gpus_per_node = *per_node;
+    ask.gpus = *per_job;
+    auto admitted = p_.ledger->Admit(request->token(), request->job_uid(), ask, scopes_for,
                                      PeriodStart(policy->budget_period, now), now,
                                      policy->reservation_ttl_s);
     if (!admitted.ok()) {

@@ -108,7 +108,6 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 MailProg=/bin/true
 GresTypes=gpu
-AccountingStorageTRES=gres/gpu
 PlugStackConfig=$plugstack
 SlurmctldTimeout=30
 SlurmdTimeout=30

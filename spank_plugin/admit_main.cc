@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", q.nodes);
   app.add_option("--token", q.token);
   app.add_option("--array", q.array);
+  app.add_option("--tres-per-node", q.tres_per_node);
+  app.add_option("--tres-per-job", q.tres_per_job);
+  app.add_option("--tres-per-task", q.tres_per_task);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

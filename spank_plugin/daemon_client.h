@@ -72,6 +72,7 @@ struct AdmitQuery {
   std::string partition;
   int nodes = 0;
   std::string array;  // job array indices, empty = none
+  std::string tres_per_node, tres_per_job, tres_per_task;  // GPU request ("gres:gpu:4")
 };
 
 struct AdmitAnswer {

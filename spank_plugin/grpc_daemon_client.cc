@@ -195,6 +195,9 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_partition(q.partition);
     req.set_nodes(q.nodes);
     req.set_array(q.array);
+    req.set_tres_per_node(q.tres_per_node);
+    req.set_tres_per_job(q.tres_per_job);
+    req.set_tres_per_task(q.tres_per_task);
     v1::AdmitResponse resp;
     if (!Unary(&v1::Tuning::Stub::Admit, req, &resp, deadline, error)) return false;
     answer->admitted = resp.admitted();

@@ -38,18 +38,39 @@ local function admission_token(job_desc)
   return nil
 end
 
+-- Only plain values reach the shell: anything else is passed as `unreadable`,
+-- which the daemon refuses.
+local function plain(value, pattern, unreadable)
+  if value == nil then return nil end
+  if string.match(value, pattern) then return value end
+  return unreadable
+end
+
 -- Runs xdeep-admit; returns "admitted", "refused" or "unavailable", and its line.
-local function admit(token, uid, partition, nodes, array)
+local function admit(job_desc, token, uid, partition, nodes)
   local cmd = string.format("%s --daemon=%s --timeout-ms=%d --uid=%d --partition=%s --nodes=%d",
                             ADMIT, DAEMON, TIMEOUT_MS, uid, partition, nodes)
   if token ~= nil then cmd = cmd .. " --token=" .. token end
-  if array ~= nil then cmd = cmd .. " --array=" .. array end
-  local pipe = io.popen(cmd .. " 2>&1")
+  local optional = {
+    array = plain(job_desc.array_inx, "^[%d,:%%-]+$", "x"),
+    ["tres-per-node"] = plain(job_desc.tres_per_node, "^[%w:/=,_.-]+$", "gres:gpu:0x"),
+    ["tres-per-job"] = plain(job_desc.tres_per_job, "^[%w:/=,_.-]+$", "gres:gpu:0x"),
+    ["tres-per-task"] = plain(job_desc.tres_per_task, "^[%w:/=,_.-]+$", "gres:gpu:0x"),
+  }
+  for name, value in pairs(optional) do cmd = cmd .. " --" .. name .. "=" .. value end
+  -- Lua 5.1's pipe:close() gives no exit status: the shell prints it last.
+  local pipe = io.popen(cmd .. " 2>&1; echo \"exit=$?\"")
   if pipe == nil then return "unavailable", "cannot run " .. ADMIT end
   local line = pipe:read("*l") or ""
-  local _, _, code = pipe:close()
-  if code == 0 then return "admitted", line end
-  if code == 1 then return "refused", line end
+  local rest = pipe:read("*a") or ""
+  pipe:close()
+  local code = string.match(rest, "exit=(%d+)")
+  if code == nil then
+    code = string.match(line, "^exit=(%d+)")  -- it printed nothing
+    line = ""
+  end
+  if code == "0" then return "admitted", line end
+  if code == "1" then return "refused", line end
   return "unavailable", line
 end
 
@@ -69,8 +90,6 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     return slurm.ERROR
   end
   if token ~= nil and not string.match(token, "^%x+$") then token = "0" end
-  local array = job_desc.array_inx
-  if array ~= nil and not string.match(array, "^[%d,:%%-]+$") then array = "invalid" end
   if job_desc.het_job_offset ~= nil and job_desc.het_job_offset ~= NO_VAL then
     -- One token cannot prove each component; tuned launches are never heterogeneous.
     if not strict then return slurm.SUCCESS end
@@ -79,7 +98,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   local nodes = job_desc.min_nodes
   if nodes == nil or nodes == NO_VAL then nodes = 0 end
-  local outcome, line = admit(token, submit_uid, partition, nodes, array)
+  local outcome, line = admit(job_desc, token, submit_uid, partition, nodes)
   if outcome == "admitted" then
     if line ~= "" then job_desc.admin_comment = "xdeep:" .. line end
     return slurm.SUCCESS

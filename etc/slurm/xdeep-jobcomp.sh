@@ -19,8 +19,6 @@ tmp="$spool/.$name.$$"
     eval "value=\${$key-}"
     printf '%s=%s\n' "$key" "$(printf '%s' "$value" | tr '\n\r' '  ')"
   done
-  # Allocated TRES (GPUs with AccountingStorageTRES=gres/gpu): no user text in it.
-  printf 'TRES=%s\n' "$(squeue -t all -h -j "$JOBID" -O tres-alloc:1000 2>/dev/null | tr -d ' \n')"
   # The AdminComment job_submit.lua set (users cannot change it).
   scontrol show job "$JOBID" 2>/dev/null | sed -n 's/^   AdminComment=\([^ ]*\).*/ADMINCOMMENT=\1/p' | head -n 1
 } > "$tmp" && mv -f "$tmp" "$spool/$name.job"

@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kRecord =
     "JOBID=42\nUID=1001\nSTART=1000\nEND=1600\nNODECNT=2\nPARTITION=gpu\nJOBSTATE=COMPLETED\n"
     "BATCH=yes\nARRAYJOBID=0\nARRAYTASKID=4294967294\nUSERNAME=alice\nACCOUNT=phys\n"
-    "TRES=cpu=2,mem=8000M,node=2,billing=2,gres/gpu=6\nADMINCOMMENT=xdeep:abc\n";
+    "ADMINCOMMENT=xdeep:abc\n";
 
 TEST(JobRecordTest, ParsesWhatSlurmRecorded) {
   auto u = ParseJobRecord(kRecord);
@@ -22,7 +22,6 @@ TEST(JobRecordTest, ParsesWhatSlurmRecorded) {
   EXPECT_EQ(u->uid, 1001u);
   EXPECT_EQ(u->end_unix - u->start_unix, 600);
   EXPECT_EQ(u->nodes, 2);
-  EXPECT_EQ(u->gpus, 6);
   EXPECT_EQ(u->partition, "gpu");
   EXPECT_EQ(u->user, "alice");
   EXPECT_EQ(u->decision_id, "abc");
@@ -53,6 +52,16 @@ TEST(JobRecordTest, ArrayTaskCounts) {
   EXPECT_FALSE(CountArrayTasks("0-99999999999").has_value());
 }
 
+TEST(JobRecordTest, GpusAJobAsksFor) {
+  EXPECT_EQ(GpusInTres(""), 0);
+  EXPECT_EQ(GpusInTres("gres:gpu:4"), 4);
+  EXPECT_EQ(GpusInTres("gres:gpu:a100:2,gres:fpga:1"), 2);
+  EXPECT_EQ(GpusInTres("gres:gpu"), 1);
+  EXPECT_EQ(GpusInTres("gres/gpu=3"), 3);
+  EXPECT_EQ(GpusInTres("gres:gpumem:100"), 0);
+  EXPECT_FALSE(GpusInTres("gres:gpu:4x").has_value());
+}
+
 TEST(JobRecordTest, DrainChargesOnceAndDeletes) {
   const std::string spool = ::testing::TempDir() + "/spool_" + std::to_string(getpid());
   std::filesystem::create_directories(spool);
@@ -73,8 +82,8 @@ TEST(JobRecordTest, DrainChargesOnceAndDeletes) {
   ASSERT_TRUE((*ledger)->Reserve(c, {}, 0, 900, 600).ok());
   PolicyConfig policy;
   EXPECT_EQ(DrainJobRecords(spool, policy, **ledger, nullptr, 1700), 1);
-  // 6 allocated GPUs (Slurm's TRES, not the 8 reserved) x 600 s x 2.0 / h.
-  EXPECT_DOUBLE_EQ((*ledger)->Get("abc")->settled_amount, 6 * 600 / 3600.0 * 2.0);
+  // Slurm's 2 nodes x the 4 GPUs per node reserved x 600 s x 2.0 / h.
+  EXPECT_DOUBLE_EQ((*ledger)->Get("abc")->settled_amount, 8 * 600 / 3600.0 * 2.0);
   EXPECT_FALSE(std::filesystem::exists(spool + "/42.1000.job"));
   EXPECT_FALSE(std::filesystem::exists(spool + "/44.1000.job")) << "neither tuned nor strict";
   EXPECT_TRUE(std::filesystem::exists(spool + "/.43.1000.123"));

@@ -45,8 +45,12 @@ JobUsage RunOf(uint32_t job, int64_t start, int64_t end, const std::string& deci
 
 absl::StatusOr<Admission> AdmitOf(Ledger& l, const std::string& token, uint32_t uid = 1000,
                                   int nodes = 1, int tasks = 1, double limit = 0) {
+  AdmitAsk ask;
+  ask.partition = "gpu";
+  ask.nodes = nodes;
+  ask.array_tasks = tasks;
   return l.Admit(
-      token, uid, "gpu", nodes, tasks,
+      token, uid, ask,
       [limit](const std::string& user, const std::string&) {
         return std::vector<BudgetScope>{{"user", user, limit}};
       },
@@ -64,6 +68,17 @@ TEST(LedgerTest, LifecycleAndIdempotentCharges) {
       << "another user's token";
   EXPECT_EQ(AdmitOf(l, "tok-d1", 1000, 2).status().code(), absl::StatusCode::kPermissionDenied)
       << "more nodes than reserved";
+  AdmitAsk greedy;
+  greedy.partition = "gpu";
+  greedy.gpus_per_node = 8;
+  EXPECT_EQ(l.Admit("tok-d1", 1000, greedy, nullptr, 0, 1001, 60).status().code(),
+            absl::StatusCode::kPermissionDenied)
+      << "more GPUs per node than reserved";
+  greedy.gpus_per_node = 0;
+  greedy.partition = "debug";
+  EXPECT_EQ(l.Admit("tok-d1", 1000, greedy, nullptr, 0, 1001, 60).status().code(),
+            absl::StatusCode::kPermissionDenied)
+      << "another partition";
   auto admitted = AdmitOf(l, "tok-d1");
   ASSERT_TRUE(admitted.ok()) << admitted.status();
   EXPECT_EQ(admitted->decision_id, "d1");

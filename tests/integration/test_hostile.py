@@ -8,6 +8,7 @@ non-zero exit; charges come from slurmctld's record of each job; no node ever
 changes state (sinfo -R stays empty)."""
 import os
 import re
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -40,6 +41,12 @@ def reservation(decision):
                             "WHERE decision_id = ?", (decision,)).fetchone()
 
 
+def full_decision_id(prefix):
+    row = ledger().execute("SELECT decision_id FROM reservations WHERE decision_id LIKE ?",
+                           (prefix + "%",)).fetchone()
+    return row[0] if row else None
+
+
 def charges_of(job_ids):
     marks = ",".join("?" * len(job_ids))
     return ledger().execute(f"SELECT job_id, decision_id, uid, gpus, end_unix - start_unix, amount "
@@ -57,24 +64,28 @@ def wait_for_charges(job_ids, timeout_s=40):
 
 
 def slurm_record(job_id):
-    """StartTime/EndTime (epoch s) and allocated GPUs from scontrol, while Slurm remembers."""
-    out = run(["scontrol", "-o", "show", "job", str(job_id)]).out
-    tres = re.search(r" TRES=(\S+)", out)
-    gpus = re.search(r"gres/gpu=(\d+)", tres.group(1)) if tres else None
-    return out, int(gpus.group(1)) if gpus else 0
+    """scontrol's record of a job and the GPUs it was allocated (its per-node
+    detail lines: "Nodes=n[1-2] ... GRES=gpu:4(IDX:0-3)"), while Slurm remembers it."""
+    out = run(["scontrol", "-d", "show", "job", str(job_id)]).out
+    gpus = 0
+    for nodes, count in re.findall(r"^\s+Nodes=(\S+) .*GRES=gpu(?::[^:(]+)?:(\d+)\(", out, re.M):
+        hosts = run(["scontrol", "show", "hostnames", nodes]).out.split()
+        gpus += len(hosts) * int(count)
+    return out, gpus
 
 
 def decision_of(result):
+    """The decision the plugin printed (its first 12 characters), in full."""
     match = re.search(r"decision (\w+)\)", result.err)
-    return match.group(1) if match else None
+    return full_decision_id(match.group(1)) if match else None
 
 
 def forged_env_launch(user, argv, decision="forged", token=None):
     """The launch as the plugin sees a re-executed tuned launch: the hostile
     user sets the guard variables by hand (exec keeps the pid)."""
-    exports = f"export XDEEP_TUNED={decision} XDEEP_REEXEC_PID=$$"
+    exports = f"export XDEEP_TUNED={shlex.quote(decision)} XDEEP_REEXEC_PID=$$"
     if token is not None:
-        exports += f" XDEEP_ADMISSION={token}"
+        exports += f" XDEEP_ADMISSION={shlex.quote(token)}"
     return as_user(user, ["bash", "-c", f'{exports}; exec "$@"', "forged", *argv])
 
 
@@ -134,7 +145,9 @@ class HostileUserTest(StackTest):
         r = run(forged_env_launch(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"],
                                   token="00" * 32))
         self.assert_refused_at_submission(r, "unknown or was already used")
-        # Not hex: never reaches a shell, still refused.
+        # Not hex: never reaches slurmctld's shell, still refused.
+        if os.path.exists("/tmp/xdeep-pwned"):
+            os.unlink("/tmp/xdeep-pwned")
         r = run(forged_env_launch(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"],
                                   token="x;touch${IFS}/tmp/xdeep-pwned"))
         self.assert_refused_at_submission(r, "unknown or was already used")
@@ -194,14 +207,15 @@ class HostileUserTest(StackTest):
         job = int(r.out.strip().splitlines()[-1].split(";")[0])
         decision = decision_of(r)
         self.assertEqual(reservation(decision)[0], "bound")
-        record = ""
-        for _ in range(60):  # read Slurm's own record while it still has it
-            record, gpus = slurm_record(job)
+        record, gpus = "", 0
+        for _ in range(80):  # Slurm's own record: GPUs while it runs, then its end
+            record, allocated = slurm_record(job)
+            gpus = max(gpus, allocated)
             if "JobState=COMPLETED" in record:
                 break
-            time.sleep(0.25)
+            time.sleep(0.1)
         self.assertIn("JobState=COMPLETED", record)
-        self.assertNotIn("gres/gpu=0", record)
+        self.assertGreater(gpus, 0, record)
         rows = wait_for_charges([job])
         self.assertEqual(len(rows), 1, rows)
         _, charged_decision, uid, charged_gpus, run_s, amount = rows[0]
@@ -321,13 +335,14 @@ class FullDiskTest(StackTest):
         super().tearDown()
 
     def test_full_ledger_disk_has_its_own_message(self):
-        with open(os.path.join(self.mnt, "filler"), "wb") as f:
-            try:
-                while True:
-                    f.write(b"\0" * 4096)
-                    f.flush()
-            except OSError:
+        fd = os.open(os.path.join(self.mnt, "filler"), os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096) > 0:
                 pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
         conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} timeout_ms=5000")
         r = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", "true"], conf=conf)
         lines = [l for l in r.err.splitlines() if "xdeep:" in l]
