@@ -7,6 +7,7 @@ daemon, a full ledger disk. Refusals come at submission with one line and a
 non-zero exit; charges come from slurmctld's record of each job; no node ever
 changes state (sinfo -R stays empty)."""
 import os
+import random
 import re
 import shlex
 import signal
@@ -303,6 +304,82 @@ class HostileUserTest(StackTest):
         r = run(as_user(MALLORY, ["sqlite3", os.path.join(STACK, "xdeep.db"),
                                   "SELECT COUNT(*) FROM reservations"]))
         self.assertNotEqual(r.rc, 0, r)
+
+
+def restart_stack_daemon(kill_signal):
+    """Kills the stack's xdeepd with `kill_signal` and starts it again as
+    local-stack.sh does (its own user, the pid recorded for the stop)."""
+    pid_file = os.path.join(STACK, "run", "xdeepd.fgpid")
+    with open(pid_file) as f:
+        pid = int(f.read())
+    os.kill(pid, kill_signal)
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.05)
+    owner = os.stat(os.path.join(STACK, "xdeep.db")).st_uid
+    out = open(os.path.join(STACK, "xdeepd.out"), "ab")
+    proc = subprocess.Popen(["setpriv", f"--reuid={owner}", f"--regid={owner}", "--clear-groups",
+                             XDEEPD, "--config", os.path.join(STACK, "xdeepd.toml")],
+                            env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")),
+                            stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    with open(pid_file, "w") as f:
+        f.write(str(proc.pid))
+    sock = os.path.join(STACK, "xdeepd.sock")
+    for _ in range(200):
+        if os.path.exists(sock) and f"pid={proc.pid}" in open(os.path.join(STACK, "xdeepd.log")).read():
+            return proc
+        time.sleep(0.05)
+    raise AssertionError("xdeepd did not come back")
+
+
+class CrashTest(StackTest):
+    """Concurrent tuned launches on the strict partition while xdeepd is
+    SIGKILLed at random points: every job Slurm ran is charged exactly once
+    (to its decision, or unreserved where it ran under fail=open), and no
+    node changes state. bench/budget_crash.sh runs the large version."""
+
+    LAUNCHES = int(os.environ.get("XDEEP_CRASH_LAUNCHES", "16"))
+    KILLS = int(os.environ.get("XDEEP_CRASH_KILLS", "2"))
+
+    def test_sigkill_under_concurrent_strict_launches(self):
+        os.chmod(self.tmp, 0o777)
+        rng = random.Random(int(os.environ.get("XDEEP_CRASH_SEED", "23")))
+        launches = [subprocess.Popen(
+            as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                            "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 1"]),
+            env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")), cwd=self.tmp,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(self.LAUNCHES)]
+        for _ in range(self.KILLS):
+            time.sleep(rng.uniform(0.05, 0.6))
+            restart_stack_daemon(signal.SIGKILL)
+        jobs = []
+        for p in launches:
+            out, err = p.communicate(timeout=600)
+            if p.returncode == 0:
+                jobs.append(int(out.strip().splitlines()[-1].split(";")[0]))
+            else:  # refused (the daemon died between decision and admission): it says why
+                self.assertRegex(err, r"error: xdeep: ", err)
+        self.assertTrue(jobs, "no launch got through")
+        rows = wait_for_charges(jobs, timeout_s=90 + 2 * len(jobs))
+        self.assertEqual(sorted(r[0] for r in rows), sorted(jobs), "a job went uncharged")
+        self.assertEqual(len(charges_of(jobs)), len(jobs))
+        for job, decision, _, _, run_s, amount in rows:
+            self.assertGreaterEqual(run_s, 1, job)
+            self.assertGreater(amount, 0, job)
+            if decision is not None:
+                self.assertEqual(reservation(decision)[0], "settled", decision)
+        self.assertEqual([f for f in os.listdir(os.path.join(STACK, "jobcomp"))
+                          if f.endswith(".job")], [])
+        print(f"\n{len(jobs)} of {self.LAUNCHES} launches ran, each charged once; "
+              f"{sum(1 for r in rows if r[1] is None)} unreserved (fail=open)")
+
+    def tearDown(self):
+        reasons = run(["sinfo", "-R", "-h"]).out.strip()
+        super().tearDown()
+        self.assertEqual(reasons, "", "a node was drained or downed")
 
 
 class FullDiskTest(StackTest):
