@@ -29,7 +29,8 @@ std::optional<int> CountArrayTasks(std::string_view indices) {
     }
     size_t dash = range.find('-');
     auto first = ParseNumber<int64_t>(range.substr(0, dash));
-    auto last = dash == std::string_view::npos ? first : ParseNumber<int64_t>(range.substr(dash + 1));
+    auto last =
+        dash == std::string_view::npos ? first : ParseNumber<int64_t>(range.substr(dash + 1));
     auto step = ParseNumber<int64_t>(step_text);
     if (!first || !last || !step || *step <= 0 || *first < 0 || *last < *first) return std::nullopt;
     tasks += (*last - *first) / *step + 1;
@@ -136,8 +137,7 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
         "event=ledger.charged job={} decision={} user={} partition={} state={} nodes={} "
         "run_s={} cost={:.4f}",
         usage->job_id, usage->decision_id.empty() ? "-" : usage->decision_id, usage->user,
-        usage->partition, usage->state, usage->nodes,
-        usage->end_unix - usage->start_unix, *cost);
+        usage->partition, usage->state, usage->nodes, usage->end_unix - usage->start_unix, *cost);
     ++charged;
     fs::remove(path, ec);
   }

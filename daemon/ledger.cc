@@ -217,9 +217,9 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   return tx.Commit();
 }
 
-absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid,
-                                        const AdmitAsk& ask, const ScopesFn& scopes_for,
-                                        int64_t period_start, int64_t now, int64_t ttl_s) {
+absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,
+                                        const ScopesFn& scopes_for, int64_t period_start,
+                                        int64_t now, int64_t ttl_s) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
@@ -244,8 +244,8 @@ absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid,
   const std::string user = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 6));
   const std::string account = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 7));
   const int reserved_gpus = sqlite3_column_int(get.get(), 8);
-  const int reserved_per_node = (reserved_gpus + std::max(1, reserved_nodes) - 1) /
-                                std::max(1, reserved_nodes);
+  const int reserved_per_node =
+      (reserved_gpus + std::max(1, reserved_nodes) - 1) / std::max(1, reserved_nodes);
   if (owner != uid) {
     return absl::PermissionDeniedError("the xdeep reservation belongs to another user");
   }

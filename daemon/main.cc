@@ -1,9 +1,9 @@
 // xdeepd: the xdeep tuning daemon. Flags live here only; everything else is
 // in the daemon library.
 #include <signal.h>
-#include <sys/stat.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>

@@ -226,8 +226,7 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
         "event=report user={} decision={} job={} exit={} elapsed_s={:.2f} steps={} "
         "launch_failed={} ok={}",
         caller.user, request->decision_id(), request->job_id(), request->exit_code(),
-        request->elapsed_s(), request->step_times_s_size(), request->launch_failed(),
-        status.ok());
+        request->elapsed_s(), request->step_times_s_size(), request->launch_failed(), status.ok());
     return status;
   });
 }
@@ -328,18 +327,18 @@ grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* cont
     const auto& users = p_.controller_users;
     if (std::find(users.begin(), users.end(), caller.user) == users.end() &&
         std::find(users.begin(), users.end(), std::to_string(caller.uid)) == users.end()) {
-      return absl::PermissionDeniedError(fmt::format(
-          "Admit is for slurmctld ([identity] controller_users), not {}", caller.user));
+      return absl::PermissionDeniedError(
+          fmt::format("Admit is for slurmctld ([identity] controller_users), not {}", caller.user));
     }
     auto policy = p_.maker->policy();
     const bool strict = policy->Strict(request->partition());
     auto answer = [&](bool admitted, std::string reason) {
       response->set_admitted(admitted);
       response->set_reason(std::move(reason));
-      spdlog::info("event=admit uid={} partition={} strict={} admitted={} decision={} reason=\"{}\"",
-                   request->job_uid(), request->partition(), strict, admitted,
-                   response->decision_id().empty() ? "-" : response->decision_id(),
-                   response->reason());
+      spdlog::info(
+          "event=admit uid={} partition={} strict={} admitted={} decision={} reason=\"{}\"",
+          request->job_uid(), request->partition(), strict, admitted,
+          response->decision_id().empty() ? "-" : response->decision_id(), response->reason());
       return absl::OkStatus();
     };
     if (request->token().empty()) {
@@ -371,16 +370,18 @@ grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* cont
     auto per_node = GpusInTres(request->tres_per_node());
     auto per_job = GpusInTres(request->tres_per_job());
     auto per_task = GpusInTres(request->tres_per_task());
-    if (!per_node || !per_job || !per_task) return answer(false, "cannot read the job's GPU request");
+    if (!per_node || !per_job || !per_task)
+      return answer(false, "cannot read the job's GPU request");
     if (*per_task > 0) {
-      return answer(false, "ask for GPUs per node (--gpus-per-node), as the decision does, not "
-                           "per task");
+      return answer(false,
+                    "ask for GPUs per node (--gpus-per-node), as the decision does, not "
+                    "per task");
     }
     ask.gpus_per_node = *per_node;
     ask.gpus = *per_job;
-    auto admitted = p_.ledger->Admit(request->token(), request->job_uid(), ask, scopes_for,
-                                     PeriodStart(policy->budget_period, now), now,
-                                     policy->reservation_ttl_s);
+    auto admitted =
+        p_.ledger->Admit(request->token(), request->job_uid(), ask, scopes_for,
+                         PeriodStart(policy->budget_period, now), now, policy->reservation_ttl_s);
     if (!admitted.ok()) {
       if (admitted.status().code() != absl::StatusCode::kPermissionDenied) {
         return admitted.status();

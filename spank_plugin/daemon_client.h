@@ -71,7 +71,7 @@ struct AdmitQuery {
   uint32_t job_uid = 0;
   std::string partition;
   int nodes = 0;
-  std::string array;  // job array indices, empty = none
+  std::string array;                                       // job array indices, empty = none
   std::string tres_per_node, tres_per_job, tres_per_task;  // GPU request ("gres:gpu:4")
 };
 

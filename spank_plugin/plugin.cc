@@ -24,6 +24,9 @@ constexpr const char* kGuardPidVar = "XDEEP_REEXEC_PID";
 // Carries the decision's admission token across the re-exec into the job's
 // SPANK environment, where job_submit.lua finds it; never left in the job.
 constexpr const char* kAdmissionVar = "XDEEP_ADMISSION";
+// What is left of the launch's timeout_ms after the decision, for Bind and
+// Report together: a hung daemon delays a tuned launch by timeout_ms at most.
+constexpr const char* kWaitLeftVar = "XDEEP_WAIT_LEFT_MS";
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -179,9 +182,15 @@ int Plugin::InitPostOpt(Launcher launcher,
     if (!owns_launch_ && launcher != Launcher::kSrun) decision_id_.clear();
     const std::string token = Env(kAdmissionVar);
     unsetenv(kAdmissionVar);
-    if (owns_launch_ && !token.empty() && !(host_.set_job_env && host_.set_job_env(kAdmissionVar, token))) {
-      host_.info("xdeep: warning: cannot pass the admission token to slurmctld; a strict "
-                 "partition will refuse the job");
+    if (owns_launch_ && !Env(kWaitLeftVar).empty()) {
+      wait_left_ = std::chrono::milliseconds(std::max(0, EnvInt(kWaitLeftVar)));
+    }
+    unsetenv(kWaitLeftVar);
+    if (owns_launch_ && !token.empty() &&
+        !(host_.set_job_env && host_.set_job_env(kAdmissionVar, token))) {
+      host_.info(
+          "xdeep: warning: cannot pass the admission token to slurmctld; a strict "
+          "partition will refuse the job");
     }
     return 0;
   }
@@ -257,13 +266,30 @@ int Plugin::InitPostOpt(Launcher launcher,
   setenv(kGuardVar, answer.decision_id.c_str(), 1);
   setenv(kGuardPidVar, std::to_string(getpid()).c_str(), 1);
   if (!answer.admission_token.empty()) setenv(kAdmissionVar, answer.admission_token.c_str(), 1);
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started_);
+  const int64_t left = std::max<int64_t>(0, config_.timeout_ms - spent.count());
+  setenv(kWaitLeftVar, std::to_string(left).c_str(), 1);
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
   host_.reexec(RewriteLaunch(argv, first_command, shape));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
   unsetenv(kAdmissionVar);
+  unsetenv(kWaitLeftVar);
   host_.info("xdeep: warning: could not re-execute the launch; running it unchanged");
   return 0;
+}
+
+std::chrono::steady_clock::time_point Plugin::WaitDeadline() const {
+  return std::chrono::steady_clock::now() +
+         wait_left_.value_or(std::chrono::milliseconds(config_.timeout_ms));
+}
+
+void Plugin::WaitSpent(std::chrono::steady_clock::time_point since) {
+  if (!wait_left_) return;
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - since);
+  wait_left_ = std::max(std::chrono::milliseconds(0), *wait_left_ - spent);
 }
 
 void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
@@ -272,9 +298,10 @@ void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
   DaemonClient* client = Client(&error);
   if (client == nullptr) return;
   ClientError client_error;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-  if (!client->Bind(decision_id_, job_id, step_id, deadline, &client_error)) {
+  const auto asked = std::chrono::steady_clock::now();
+  const bool bound = client->Bind(decision_id_, job_id, step_id, WaitDeadline(), &client_error);
+  WaitSpent(asked);
+  if (!bound) {
     host_.info("xdeep: warning: could not bind job " + std::to_string(job_id) +
                " to its decision: " + client_error.message);
   }
@@ -305,9 +332,7 @@ void Plugin::LocalExit(uint32_t job_id) {
     while (in >> t) report.step_times_s.push_back(t);
   }
   ClientError client_error;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-  if (!client->Report(report, deadline, &client_error)) {
+  if (!client->Report(report, WaitDeadline(), &client_error)) {
     host_.info("xdeep: warning: could not report the outcome: " + client_error.message);
   }
 }

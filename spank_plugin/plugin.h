@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ class Plugin {
  private:
   int Refuse(const std::string& message);
   DaemonClient* Client(std::string* error);
+  // Deadline of the next daemon call: the launch's leftover budget (the
+  // re-executed launch) or a fresh timeout_ms.
+  std::chrono::steady_clock::time_point WaitDeadline() const;
+  void WaitSpent(std::chrono::steady_clock::time_point since);
   bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
                   int first_command, TuneQuery* query, std::string* error, bool* skip);
 
@@ -75,6 +80,7 @@ class Plugin {
   bool owns_launch_ = false;
   bool reported_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::optional<std::chrono::milliseconds> wait_left_;
 };
 
 }  // namespace xdeep::spank

@@ -39,14 +39,18 @@ class FakeClient final : public DaemonClient {
     a->admission_token = "0123abcd";
     return true;
   }
-  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point,
+  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point deadline,
             ClientError*) override {
+    deadlines.push_back(deadline);
     return true;
   }
-  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point, ClientError*) override {
+  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
+              ClientError*) override {
+    deadlines.push_back(deadline);
     reports.push_back(q);
     return true;
   }
+  std::vector<std::chrono::steady_clock::time_point> deadlines;
   bool Admit(const AdmitQuery&, std::chrono::steady_clock::time_point, AdmitAnswer* answer,
              ClientError*) override {
     answer->admitted = true;
@@ -58,8 +62,9 @@ class FakeClient final : public DaemonClient {
 class PluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID",
-                          "XDEEP_TUNE", "XDEEP_WORKLOAD", "XDEEP_ADMISSION"}) {
+    for (const char* v :
+         {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID", "XDEEP_TUNE",
+          "XDEEP_WORKLOAD", "XDEEP_ADMISSION", "XDEEP_WAIT_LEFT_MS"}) {
       unsetenv(v);
     }
     setenv("XDEEP_REPORT_DIR", ::testing::TempDir().c_str(), 1);
@@ -237,6 +242,21 @@ TEST_F(PluginTest, AdmissionTokenReachesTheJobsSpankEnvironmentOnly) {
   setenv("XDEEP_ADMISSION", "0123abcd", 1);
   ASSERT_EQ(Launch({}, {}), 0);
   EXPECT_TRUE(job_env_.empty());
+}
+
+TEST_F(PluginTest, BindAndReportShareWhatTheDecisionLeftOfTimeout) {
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
+  setenv("XDEEP_WAIT_LEFT_MS", "40", 1);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(Launch({"timeout_ms=3000"}, {}), 0);
+  EXPECT_EQ(getenv("XDEEP_WAIT_LEFT_MS"), nullptr);
+  plugin_->LocalUserInit(7, 0);
+  plugin_->LocalExit(7);
+  ASSERT_EQ(client_->deadlines.size(), 2u);
+  for (const auto& d : client_->deadlines) {
+    EXPECT_LE(d - start, std::chrono::milliseconds(1000)) << "not a fresh timeout_ms";
+  }
 }
 
 TEST_F(PluginTest, UserBoundsAndAllocationReachTheDaemon) {
