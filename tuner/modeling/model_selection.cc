@@ -1,0 +1,85 @@
+// Default model selection: Extra-P's rules or the robust ones, by the error of
+// predicting each parameter's largest value from the others.
+#include "tuner/modeling/model_selection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "tuner/modeling/pmnf.h"
+
+namespace xdeep::modeling {
+namespace {
+
+constexpr size_t kMinValuesForFold = 4;
+
+// Mean relative error (%) of `options`' model refitted without each
+// parameter's largest value, at those points; NaN without any fold.
+double ExtrapolationError(std::span<const Measurement> points, const ModelerOptions& options) {
+  const size_t dims = points[0].coordinate.size();
+  double sum = 0.0;
+  int folds = 0;
+  for (size_t p = 0; p < dims; ++p) {
+    std::set<double> values;
+    for (const Measurement& m : points) values.insert(m.coordinate[p]);
+    if (values.size() < kMinValuesForFold) continue;
+    const double largest = *values.rbegin();
+    std::vector<Measurement> train, test;
+    for (const Measurement& m : points) (m.coordinate[p] == largest ? test : train).push_back(m);
+    absl::StatusOr<Model> model = Fit(train, options);
+    double error = 0.0;
+    for (const Measurement& m : test) {
+      const double y = m.Mean();
+      const double predicted = model.ok() ? model->Evaluate(m.coordinate) : kNaN;
+      error += std::isfinite(predicted) && y != 0 ? std::abs(predicted - y) / std::abs(y) : 1.0;
+    }
+    sum += 100.0 * error / static_cast<double>(test.size());
+    ++folds;
+  }
+  return folds > 0 ? sum / folds : kNaN;
+}
+
+}  // namespace
+
+std::string SelectedModel::Explain(std::span<const std::string> names) const {
+  const std::string other = modeler == "robust" ? "Extra-P" : "robust";
+  if (std::isnan(cv_error)) {
+    return absl::StrFormat("%s (modeler %s; too few values to cross-validate)",
+                           model.ToString(names), modeler);
+  }
+  return absl::StrFormat("%s (modeler %s, cross-validated error %.2g %% vs %s %.2g %%)",
+                         model.ToString(names), modeler, cv_error, other, other_cv_error);
+}
+
+absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
+                                          const SelectionOptions& options) {
+  absl::StatusOr<Model> extrap = Fit(points, ModelerOptions::ExtraP());
+  if (!extrap.ok()) return extrap.status();
+  SelectedModel out{*std::move(extrap), "Extra-P", kNaN, kNaN};
+  absl::StatusOr<Model> robust = Fit(points, ModelerOptions::Robust());
+  if (!robust.ok()) return out;
+  const double extrap_error = ExtrapolationError(points, ModelerOptions::ExtraP());
+  if (std::isnan(extrap_error)) return out;
+  const double robust_error = ExtrapolationError(points, ModelerOptions::Robust());
+  out.cv_error = extrap_error;
+  out.other_cv_error = robust_error;
+  if (robust_error < extrap_error * (1.0 - options.margin)) {
+    out.model = *std::move(robust);
+    out.modeler = "robust";
+    std::swap(out.cv_error, out.other_cv_error);
+  }
+  return out;
+}
+
+absl::StatusOr<SelectedModel> FitCurveSelected(std::span<const double> x,
+                                               std::span<const double> y,
+                                               const SelectionOptions& options) {
+  if (x.size() != y.size()) return absl::InvalidArgumentError("x and y differ in length");
+  std::vector<Measurement> points;
+  for (size_t i = 0; i < x.size(); ++i) points.push_back({{x[i]}, {y[i]}});
+  return FitSelected(points, options);
+}
+
+}  // namespace xdeep::modeling
