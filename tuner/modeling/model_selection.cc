@@ -15,6 +15,36 @@ namespace {
 
 constexpr size_t kMinValuesForFold = 4;
 
+// Whether the repetitions' spread grows with the value (slope of log σ over
+// log mean >= 0.5 across the points): run-time noise proportional to the
+// value, for which relative least squares is right. Unknown (no repetitions,
+// or values spanning less than 2x) counts as proportional.
+bool ProportionalNoise(std::span<const Measurement> points) {
+  std::vector<double> lm, ls;
+  for (const Measurement& m : points) {
+    if (m.values.size() < 2) continue;
+    const double mean = m.Mean();
+    double ss = 0.0;
+    for (double v : m.values) ss += (v - mean) * (v - mean);
+    const double sd = std::sqrt(ss / static_cast<double>(m.values.size() - 1));
+    if (!(mean > 0) || !(sd > 0)) continue;
+    lm.push_back(std::log(mean));
+    ls.push_back(std::log(sd));
+  }
+  if (lm.size() < 3) return true;
+  const auto [lo, hi] = std::minmax_element(lm.begin(), lm.end());
+  if (*hi - *lo < std::log(2.0)) return true;
+  const double n = static_cast<double>(lm.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < lm.size(); ++i) mx += lm[i] / n, my += ls[i] / n;
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < lm.size(); ++i) {
+    sxy += (lm[i] - mx) * (ls[i] - my);
+    sxx += (lm[i] - mx) * (lm[i] - mx);
+  }
+  return sxy / sxx >= 0.5;
+}
+
 // Mean relative error (%) of `options`' model refitted without each
 // parameter's largest value, at those points; NaN without any fold.
 double ExtrapolationError(std::span<const Measurement> points, const ModelerOptions& options) {
@@ -65,7 +95,8 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   const double robust_error = ExtrapolationError(points, ModelerOptions::Robust());
   out.cv_error = extrap_error;
   out.other_cv_error = robust_error;
-  if (robust_error < extrap_error * (1.0 - options.margin)) {
+  if (robust_error < extrap_error * (1.0 - options.margin) &&
+      robust_error < options.max_cv_error && ProportionalNoise(points)) {
     out.model = *std::move(robust);
     out.modeler = "robust";
     std::swap(out.cv_error, out.other_cv_error);

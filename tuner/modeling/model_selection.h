@@ -6,10 +6,18 @@
 // 4 distinct values, the points at its largest value are left out, both
 // modelers are refitted on the rest and predict them. The cross-validated
 // error is the mean relative error of those predictions (%), averaged over
-// the parameters. The robust model replaces Extra-P's only where its error is
-// lower by more than `margin` (relative) — Extra-P's selection is the
-// default, the robust one has to earn its place. Where no parameter has 4
-// values, Extra-P's model is kept and the error is NaN.
+// the parameters. Extra-P's selection is the default; the robust one has to
+// earn its place (decided on bench/modeling's synthetic cases, see README):
+//   * its cross-validated error is below (1 - margin) times Extra-P's: one
+//     doubling ahead is a noisy preview of 8-64x, near-ties went either way;
+//   * it is below max_cv_error: where both miss one doubling by tens of
+//     percent (data outside the PMNF space), neither is trusted and Extra-P's
+//     reference choice stays;
+//   * the repetitions' spread grows with the value (proportional noise, for
+//     which its relative least squares is right; under additive noise
+//     Extra-P's absolute fit extrapolated better on the bench).
+// Where no parameter has 4 values, Extra-P's model is kept and the error is
+// NaN.
 #ifndef XDEEP_TUNER_MODELING_MODEL_SELECTION_H_
 #define XDEEP_TUNER_MODELING_MODEL_SELECTION_H_
 
@@ -23,7 +31,8 @@
 namespace xdeep::modeling {
 
 struct SelectionOptions {
-  double margin = 0.0;
+  double margin = 0.5;
+  double max_cv_error = 10.0;  // %
 };
 
 struct SelectedModel {
