@@ -26,6 +26,7 @@ namespace {
 // that exact fits tie and the fewer coefficients and smaller exponents win.
 constexpr double kMisfitFloor = 1e-13;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr size_t kDescentStarts = 3;  // best seeds refined besides DE's champion
 
 // One parameter's factor of a term: grid index of the power, log exponent.
 struct FactorKey {
@@ -186,7 +187,7 @@ struct ExponentProblem {
 // mixed forms like a + a·b, two terms of one parameter. Sorted best first.
 std::vector<std::pair<double, std::vector<TermKey>>> Seeds(const Data& d, int num_terms,
                                                            unsigned* evaluations) {
-  const size_t per_param = d.dims == 1 ? 6 : 3;
+  const size_t per_param = d.dims == 1 ? 6 : 4;
   std::vector<std::vector<TermKey>> best(static_cast<size_t>(d.dims));
   for (int p = 0; p < d.dims; ++p) {
     std::vector<std::pair<double, TermKey>> ranked;
@@ -373,13 +374,19 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("differential evolution failed: ", e.what()));
   }
+  // Coordinate descent from DE's champion and from the best seeds (a start
+  // where one factor is off by one step on the grid converges in a sweep).
   std::vector<TermKey> champion = Decode(d, num_terms, theta);
   double champion_cost = Score(d, champion).cost;
-  if (!seeds.empty() && seeds.front().first < champion_cost) {
-    champion = seeds.front().second;
-    champion_cost = seeds.front().first;
-  }
   champion = Descend(d, num_terms, champion, &champion_cost, &evaluations);
+  for (size_t i = 0; i < seeds.size() && i < kDescentStarts; ++i) {
+    double cost = seeds[i].first;
+    std::vector<TermKey> local = Descend(d, num_terms, seeds[i].second, &cost, &evaluations);
+    if (cost < champion_cost) {
+      champion = std::move(local);
+      champion_cost = cost;
+    }
+  }
 
   // Weighted least squares by dgelsd for the returned coefficients.
   auto refit = [&](std::vector<ProductTerm>* ts) {
