@@ -136,6 +136,12 @@ int main(int argc, char** argv) {
        [](const SyntheticCase& c, std::string*) { return Fit(c.points, ModelerOptions::ExtraP()); }},
       {"xdeep robust",
        [](const SyntheticCase& c, std::string*) { return Fit(c.points, ModelerOptions::Robust()); }},
+      {"xdeep robust absolute-LS",
+       [](const SyntheticCase& c, std::string*) {
+         ModelerOptions o = ModelerOptions::Robust();
+         o.relative_least_squares = false;
+         return Fit(c.points, o);
+       }},
       {"xdeep averaged",
        [](const SyntheticCase& c, std::string*) {
          return c.params.size() == 1 ? Fit(c.points, ModelerOptions::Robust())
@@ -265,7 +271,7 @@ int main(int argc, char** argv) {
       for (size_t col = 0; col < columns.size(); ++col) {
         const Result& r = results[i][col];
         csv << selected[i]->id << ",\"" << selected[i]->function << "\"," << selected[i]->NoiseLabel()
-            << "," << columns[col] << "," << r.error << "," << r.recovered << ",\"" << r.model
+            << ",\"" << columns[col] << "\"," << r.error << "," << r.recovered << ",\"" << r.model
             << "\",\"" << r.detail << "\"\n";
       }
     }

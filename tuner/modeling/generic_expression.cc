@@ -378,8 +378,10 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   // where one factor is off by one step on the grid converges in a sweep).
   std::vector<TermKey> champion = Decode(d, num_terms, theta);
   double champion_cost = Score(d, champion).cost;
+  const std::vector<TermKey> de_champion = champion;
   champion = Descend(d, num_terms, champion, &champion_cost, &evaluations);
   for (size_t i = 0; i < seeds.size() && i < kDescentStarts; ++i) {
+    if (seeds[i].second == de_champion) continue;  // descended already
     double cost = seeds[i].first;
     std::vector<TermKey> local = Descend(d, num_terms, seeds[i].second, &cost, &evaluations);
     if (cost < champion_cost) {

@@ -45,7 +45,7 @@ struct GenericExpressionOptions {
   double max_exponent = 3.0;
   int max_log_exponent = 2;
   double regularization = 1e-3;  // tie-break weight on Σ(|b| + c)
-  unsigned generations = 150;
+  unsigned generations = 100;
   unsigned population = 40;
   unsigned seed = 1;  // deterministic by default
   int max_denominator = 12;

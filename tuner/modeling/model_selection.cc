@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 #include "absl/status/status.h"
@@ -46,27 +47,33 @@ bool ProportionalNoise(std::span<const Measurement> points) {
 }
 
 // Mean relative error (%) of `options`' model refitted without each
-// parameter's largest value, at those points; NaN without any fold.
-double ExtrapolationError(std::span<const Measurement> points, const ModelerOptions& options) {
+// parameter's largest value (and, with `held_out` = 2 and 5 or more values,
+// without its two largest), at the points left out; NaN without any fold.
+double ExtrapolationError(std::span<const Measurement> points, const ModelerOptions& options,
+                          int held_out) {
   const size_t dims = points[0].coordinate.size();
   double sum = 0.0;
   int folds = 0;
   for (size_t p = 0; p < dims; ++p) {
     std::set<double> values;
     for (const Measurement& m : points) values.insert(m.coordinate[p]);
-    if (values.size() < kMinValuesForFold) continue;
-    const double largest = *values.rbegin();
-    std::vector<Measurement> train, test;
-    for (const Measurement& m : points) (m.coordinate[p] == largest ? test : train).push_back(m);
-    absl::StatusOr<Model> model = Fit(train, options);
-    double error = 0.0;
-    for (const Measurement& m : test) {
-      const double y = m.Mean();
-      const double predicted = model.ok() ? model->Evaluate(m.coordinate) : kNaN;
-      error += std::isfinite(predicted) && y != 0 ? std::abs(predicted - y) / std::abs(y) : 1.0;
+    for (int k = 1; k <= held_out; ++k) {
+      if (values.size() < kMinValuesForFold + static_cast<size_t>(k) - 1) continue;
+      const double first_out = *std::next(values.rbegin(), k - 1);
+      std::vector<Measurement> train, test;
+      for (const Measurement& m : points) {
+        (m.coordinate[p] >= first_out ? test : train).push_back(m);
+      }
+      absl::StatusOr<Model> model = Fit(train, options);
+      double error = 0.0;
+      for (const Measurement& m : test) {
+        const double y = m.Mean();
+        const double predicted = model.ok() ? model->Evaluate(m.coordinate) : kNaN;
+        error += std::isfinite(predicted) && y != 0 ? std::abs(predicted - y) / std::abs(y) : 1.0;
+      }
+      sum += 100.0 * error / static_cast<double>(test.size());
+      ++folds;
     }
-    sum += 100.0 * error / static_cast<double>(test.size());
-    ++folds;
   }
   return folds > 0 ? sum / folds : kNaN;
 }
@@ -74,31 +81,38 @@ double ExtrapolationError(std::span<const Measurement> points, const ModelerOpti
 }  // namespace
 
 std::string SelectedModel::Explain(std::span<const std::string> names) const {
-  const std::string other = modeler == "robust" ? "Extra-P" : "robust";
   if (std::isnan(cv_error)) {
     return absl::StrFormat("%s (modeler %s; too few values to cross-validate)",
                            model.ToString(names), modeler);
   }
   return absl::StrFormat("%s (modeler %s, cross-validated error %.2g %% vs %s %.2g %%)",
-                         model.ToString(names), modeler, cv_error, other, other_cv_error);
+                         model.ToString(names), modeler, cv_error, other_modeler,
+                         other_cv_error);
 }
 
 absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
                                           const SelectionOptions& options) {
   absl::StatusOr<Model> extrap = Fit(points, ModelerOptions::ExtraP());
   if (!extrap.ok()) return extrap.status();
-  SelectedModel out{*std::move(extrap), "Extra-P", kNaN, kNaN};
-  absl::StatusOr<Model> robust = Fit(points, ModelerOptions::Robust());
-  if (!robust.ok()) return out;
-  const double extrap_error = ExtrapolationError(points, ModelerOptions::ExtraP());
+  SelectedModel out{*std::move(extrap), "Extra-P", kNaN, "", kNaN};
+  // The challenger weights residuals as the noise does: relative where the
+  // spread grows with the value, absolute (as Extra-P) where it does not.
+  const bool proportional = ProportionalNoise(points);
+  if (!proportional && !options.absolute_challenger) return out;
+  ModelerOptions challenger_options = ModelerOptions::Robust();
+  challenger_options.relative_least_squares = proportional;
+  out.other_modeler = proportional ? "robust" : "robust absolute-LS";
+  absl::StatusOr<Model> challenger = Fit(points, challenger_options);
+  if (!challenger.ok()) return out;
+  const double extrap_error = ExtrapolationError(points, ModelerOptions::ExtraP(), options.held_out_values);
   if (std::isnan(extrap_error)) return out;
-  const double robust_error = ExtrapolationError(points, ModelerOptions::Robust());
+  const double challenger_error = ExtrapolationError(points, challenger_options, options.held_out_values);
   out.cv_error = extrap_error;
-  out.other_cv_error = robust_error;
-  if (robust_error < extrap_error * (1.0 - options.margin) &&
-      robust_error < options.max_cv_error && ProportionalNoise(points)) {
-    out.model = *std::move(robust);
-    out.modeler = "robust";
+  out.other_cv_error = challenger_error;
+  if (challenger_error < extrap_error * (1.0 - options.margin) &&
+      challenger_error < options.max_cv_error) {
+    out.model = *std::move(challenger);
+    std::swap(out.modeler, out.other_modeler);
     std::swap(out.cv_error, out.other_cv_error);
   }
   return out;
