@@ -271,15 +271,17 @@ GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
 double GemmInterpolator::Tflops(double m, double n, double k) const {
   if (points_.empty()) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
   // Outside the m measured for this very layer: its time over m, extrapolated
-  // by a PMNF model of the probed micro-batches (Extra-P's rules; typically
-  // c0 + c1·m, a fixed cost plus a saturated rate).
+  // by a PMNF model of the probed micro-batches (xdeep's default modeler:
+  // Extra-P's rules unless the challenger extrapolates clearly better;
+  // typically c0 + c1·m, a fixed cost plus a saturated rate).
   if (auto it = layers_.find(LayerKey(n, k)); it != layers_.end()) {
     Layer& layer = it->second;  // m ascending
     if (m > layer.m.back() * (1 + 1e-9) || m < layer.m.front() * (1 - 1e-9)) {
       if (!layer.fitted && layer.m.size() >= 3) {
-        if (absl::StatusOr<modeling::Model> fit = modeling::FitCurve(layer.m, layer.seconds);
+        if (absl::StatusOr<modeling::SelectedModel> fit =
+                modeling::FitCurveSelected(layer.m, layer.seconds);
             fit.ok()) {
-          layer.curve = std::make_shared<const modeling::Model>(*std::move(fit));
+          layer.curve = std::make_shared<const modeling::Model>(std::move(fit->model));
         }
       }
       layer.fitted = true;

@@ -154,7 +154,7 @@ struct HardwareProfile {
 // exact hit returns the measurement). Where the profile measured the layer
 // (n, k) at three or more m (tokens: the micro-batch times the sequence) and
 // m lies outside them, the time of that layer is extrapolated over m by a PMNF
-// model (xdeep::modeling::FitCurve) instead. Falls back to bf16 points scaled
+// model (xdeep::modeling::FitCurveSelected) instead. Falls back to bf16 points scaled
 // by the usual peak ratio when the dtype was not measured.
 double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k);
 
