@@ -26,7 +26,7 @@ namespace {
 // that exact fits tie and the fewer coefficients and smaller exponents win.
 constexpr double kMisfitFloor = 1e-13;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-constexpr size_t kDescentStarts = 3;  // best seeds refined besides DE's champion
+constexpr size_t kDescentStarts = 2;  // best seeds refined besides DE's champion
 
 // One parameter's factor of a term: grid index of the power, log exponent.
 struct FactorKey {
