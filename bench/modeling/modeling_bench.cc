@@ -2,8 +2,10 @@
 // with Extra-P's defaults and with xdeep's robust options, next to a baseline
 // measured in the same run: one plain Eigen least-squares solve of the same
 // size (25 points, constant + 3 terms), so that the ratio says how many
-// solves' worth of work the model search costs. Also times the generic
-// expression (differential evolution) fit. Runs pinned to one core.
+// solves' worth of work the model search costs. Also times the default
+// modeler (FitSelected: both fits plus their cross-validation) and the generic
+// expression (differential evolution) fit with 1 and 2 terms. Runs pinned to
+// one core.
 #include <sched.h>
 
 #include <Eigen/Dense>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "tuner/modeling/generic_expression.h"
+#include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
 
 namespace {
@@ -90,6 +93,14 @@ int main() {
         [&] { model = xdeep::modeling::FitMultiParameter(points, v.options)->ToString(); }, v.reps);
     std::printf("%-44s %10.3f us  = %7.4f of the 50 ms target, %8.1f x baseline\n    %s\n", v.name,
                 t * 1e6, t / kTarget, t / baseline, model.c_str());
+  }
+  {
+    std::string model;
+    const double t = MedianSeconds(
+        [&] { model = xdeep::modeling::FitSelected(points)->Explain(); }, 21);
+    std::printf("%-44s %10.3f us  = %7.4f of the 50 ms target, %8.1f x baseline\n    %s\n",
+                "default modeler (FitSelected) 5x5", t * 1e6, t / kTarget, t / baseline,
+                model.c_str());
   }
   for (int terms : {1, 2}) {
     xdeep::modeling::GenericExpressionOptions ge;
