@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
           std::printf(" %17d / %4d", recovered, pmnf);
         } else {
           const double q = metric == 1 ? 0.5 : metric == 2 ? 0.95 : 1.0;
-          std::printf(" %24.2f", Percentile(errors, q));
+          std::printf(metric == 1 ? " %24.3f" : " %24.2f", Percentile(errors, q));
         }
       }
       std::printf("\n");
