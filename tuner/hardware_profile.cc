@@ -862,7 +862,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
   }
   if (!extrapolated.empty()) {
-    extrapolated = absl::StrCat(" (collective latency extrapolated by a PMNF fit: ", extrapolated, ")");
+    extrapolated =
+        absl::StrCat(" (collective latency extrapolated by a PMNF fit: ", extrapolated, ")");
   }
   hw.date += filled + extrapolated + framework_note;
   return hw;

@@ -10,10 +10,10 @@
 // (which selects Extra-P 4.2.5's model on all 791 conformance cases) stands
 // in as the reference for the per-case comparison.
 #include <algorithm>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -78,7 +78,8 @@ void WriteCases(const std::vector<SyntheticCase>& cases, const char* path) {
     j["id"] = c.id;
     j["params"] = c.params;
     j["points"] = nlohmann::json::array();
-    for (const Measurement& m : c.points) j["points"].push_back({{"x", m.coordinate}, {"v", m.values}});
+    for (const Measurement& m : c.points)
+      j["points"].push_back({{"x", m.coordinate}, {"v", m.values}});
     j["held_out"] = c.held_out;
     out["cases"].push_back(std::move(j));
   }
@@ -138,10 +139,10 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Modeler> modelers = {
-      {"xdeep Extra-P mode",
-       [](const SyntheticCase& c, std::string*) { return Fit(c.points, ModelerOptions::ExtraP()); }},
-      {"xdeep robust",
-       [](const SyntheticCase& c, std::string*) { return Fit(c.points, ModelerOptions::Robust()); }},
+      {"xdeep Extra-P mode", [](const SyntheticCase& c,
+                                std::string*) { return Fit(c.points, ModelerOptions::ExtraP()); }},
+      {"xdeep robust", [](const SyntheticCase& c,
+                          std::string*) { return Fit(c.points, ModelerOptions::Robust()); }},
       {"xdeep robust absolute-LS",
        [](const SyntheticCase& c, std::string*) {
          ModelerOptions o = ModelerOptions::Robust();
@@ -205,9 +206,10 @@ int main(int argc, char** argv) {
     results.push_back(std::move(row));
   }
 
-  std::printf("xdeep modeling accuracy: %zu synthetic cases (%s), held-out error = mean relative "
-              "error at 8-64x the largest measured values\n",
-              selected.size(), only_dims ? "one dimension" : "1-3 parameters");
+  std::printf(
+      "xdeep modeling accuracy: %zu synthetic cases (%s), held-out error = mean relative "
+      "error at 8-64x the largest measured values\n",
+      selected.size(), only_dims ? "one dimension" : "1-3 parameters");
   // Noise conditions in first-seen order.
   std::vector<std::string> labels;
   for (const SyntheticCase* c : selected) {
@@ -277,9 +279,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < selected.size(); ++i) {
       for (size_t col = 0; col < columns.size(); ++col) {
         const Result& r = results[i][col];
-        csv << selected[i]->id << ",\"" << selected[i]->function << "\"," << selected[i]->NoiseLabel()
-            << ",\"" << columns[col] << "\"," << r.error << "," << r.recovered << ",\"" << r.model
-            << "\",\"" << r.detail << "\"\n";
+        csv << selected[i]->id << ",\"" << selected[i]->function << "\","
+            << selected[i]->NoiseLabel() << ",\"" << columns[col] << "\"," << r.error << ","
+            << r.recovered << ",\"" << r.model << "\",\"" << r.detail << "\"\n";
       }
     }
   }

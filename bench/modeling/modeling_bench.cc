@@ -96,8 +96,8 @@ int main() {
   }
   {
     std::string model;
-    const double t = MedianSeconds(
-        [&] { model = xdeep::modeling::FitSelected(points)->Explain(); }, 21);
+    const double t =
+        MedianSeconds([&] { model = xdeep::modeling::FitSelected(points)->Explain(); }, 21);
     std::printf("%-44s %10.3f us  = %7.4f of the 50 ms target, %8.1f x baseline\n    %s\n",
                 "default modeler (FitSelected) 5x5", t * 1e6, t / kTarget, t / baseline,
                 model.c_str());

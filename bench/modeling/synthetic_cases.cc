@@ -67,8 +67,8 @@ std::vector<Truth> Functions() {
   t.push_back(Pmnf("3 + 0.5*p*log2(p)*q^(1/2)", a5, 3, {{0.5, {F(0, 1, 1, 1), F(1, 1, 2, 0)}}}));
   t.push_back(Pmnf("2 + 0.05*p^(1/2)*q", a6, 2, {{0.05, {F(0, 1, 2, 0), F(1, 1, 1, 0)}}}));
   t.push_back(Pmnf("1 + 0.3*log2(p)*q^(1/2)", a5, 1, {{0.3, {F(0, 0, 1, 1), F(1, 1, 2, 0)}}}));
-  t.push_back(Pmnf("5 + 0.01*p*log2(p) + 0.2*q", a6, 5,
-                   {{0.01, {F(0, 1, 1, 1)}}, {0.2, {F(1, 1, 1, 0)}}}));
+  t.push_back(
+      Pmnf("5 + 0.01*p*log2(p) + 0.2*q", a6, 5, {{0.01, {F(0, 1, 1, 1)}}, {0.2, {F(1, 1, 1, 0)}}}));
   t.push_back(Pmnf("0.5 + 0.02*p*q^(3/4)", a5, 0.5, {{0.02, {F(0, 1, 1, 0), F(1, 3, 4, 0)}}}));
   t.push_back(Pmnf("10 + 2*p + 0.5*q^2", a6, 10, {{2, {F(0, 1, 1, 0)}}, {0.5, {F(1, 2, 1, 0)}}}));
   t.push_back(Pmnf("1 + 0.1*p + 0.05*p*q", a5, 1,
@@ -80,8 +80,8 @@ std::vector<Truth> Functions() {
                    {{0.4, {F(0, 1, 3, 0)}}, {0.02, {F(1, 1, 1, 1)}}}));
   // Three parameters, 5 values each.
   const std::vector<std::vector<double>> a3 = {kP5, kQ5, {2, 4, 8, 16, 32}};
-  t.push_back(Pmnf("2 + 0.01*p*q*r^(1/2)", a3, 2,
-                   {{0.01, {F(0, 1, 1, 0), F(1, 1, 1, 0), F(2, 1, 2, 0)}}}));
+  t.push_back(
+      Pmnf("2 + 0.01*p*q*r^(1/2)", a3, 2, {{0.01, {F(0, 1, 1, 0), F(1, 1, 1, 0), F(2, 1, 2, 0)}}}));
   t.push_back(Pmnf("1 + 0.1*p*log2(q) + 0.5*r", a3, 1,
                    {{0.1, {F(0, 1, 1, 0), F(1, 0, 1, 1)}}, {0.5, {F(2, 1, 1, 0)}}}));
   t.push_back(Pmnf("3 + 0.2*p^(1/2) + 0.05*q*r", a3, 3,
@@ -89,21 +89,30 @@ std::vector<Truth> Functions() {
   t.push_back(Pmnf("5 + 0.001*p^2*q*log2(r)", a3, 5,
                    {{0.001, {F(0, 2, 1, 0), F(1, 1, 1, 0), F(2, 0, 1, 1)}}}));
   // Outside the PMNF space.
-  t.push_back({"1 + 10*p/(p + 16) (saturation)", {kP6}, std::nullopt,
-               [](std::span<const double> x) { return 1 + 10 * x[0] / (x[0] + 16); }});
-  t.push_back({"2 + 0.1*p, slope 0.4 past p = 16 (piecewise)", {kP7}, std::nullopt,
+  t.push_back(
+      {"1 + 10*p/(p + 16) (saturation)", {kP6}, std::nullopt, [](std::span<const double> x) {
+         return 1 + 10 * x[0] / (x[0] + 16);
+       }});
+  t.push_back({"2 + 0.1*p, slope 0.4 past p = 16 (piecewise)",
+               {kP7},
+               std::nullopt,
                [](std::span<const double> x) {
                  return x[0] <= 16 ? 2 + 0.1 * x[0] : 3.6 + 0.4 * (x[0] - 16);
                }});
-  t.push_back({"2 + exp(0.15*log2(p)^2) (exponential in log)", {kP6}, std::nullopt,
+  t.push_back({"2 + exp(0.15*log2(p)^2) (exponential in log)",
+               {kP6},
+               std::nullopt,
                [](std::span<const double> x) {
                  const double l = std::log2(x[0]);
                  return 2 + std::exp(0.15 * l * l);
                }});
-  t.push_back({"1 + 0.5*log2(p) + 0.01*p (two terms)", {kP7}, std::nullopt,
-               [](std::span<const double> x) { return 1 + 0.5 * std::log2(x[0]) + 0.01 * x[0]; }});
-  t.push_back({"1 + 5*p/(p + 8)*q^(1/2) (saturation in p)", a5, std::nullopt,
-               [](std::span<const double> x) { return 1 + 5 * x[0] / (x[0] + 8) * std::sqrt(x[1]); }});
+  t.push_back(
+      {"1 + 0.5*log2(p) + 0.01*p (two terms)", {kP7}, std::nullopt, [](std::span<const double> x) {
+         return 1 + 0.5 * std::log2(x[0]) + 0.01 * x[0];
+       }});
+  t.push_back(
+      {"1 + 5*p/(p + 8)*q^(1/2) (saturation in p)", a5, std::nullopt,
+       [](std::span<const double> x) { return 1 + 5 * x[0] / (x[0] + 8) * std::sqrt(x[1]); }});
   t.push_back({"(2 + 0.05*p)*(q, slope 4x past q = 16) (piecewise in q)", a6, std::nullopt,
                [](std::span<const double> x) {
                  const double q = x[1] <= 16 ? x[1] : 16 + 4 * (x[1] - 16);
@@ -133,8 +142,8 @@ std::vector<SyntheticCase> SyntheticCases() {
   const std::vector<std::string> names = {"p", "q", "r"};
   std::vector<SyntheticCase> out;
   for (const Truth& t : Functions()) {
-    const Fn f = t.pmnf ? Fn([m = *t.pmnf](std::span<const double> x) { return m.Evaluate(x); })
-                        : t.outside;
+    const Fn f =
+        t.pmnf ? Fn([m = *t.pmnf](std::span<const double> x) { return m.Evaluate(x); }) : t.outside;
     const size_t dims = t.axes.size();
     // Grid points, every combination of the axes' values.
     std::vector<std::vector<double>> grid = {{}};
@@ -180,9 +189,15 @@ std::vector<SyntheticCase> SyntheticCases() {
         const double v = f(x);
         for (int r = 0; r < 5; ++r) {
           switch (cond.kind) {
-            case NoiseKind::kNone: m.values.push_back(v); break;
-            case NoiseKind::kMultiplicative: m.values.push_back(v * (1 + u(rng))); break;
-            case NoiseKind::kAdditive: m.values.push_back(v + u(rng) * f_min); break;
+            case NoiseKind::kNone:
+              m.values.push_back(v);
+              break;
+            case NoiseKind::kMultiplicative:
+              m.values.push_back(v * (1 + u(rng)));
+              break;
+            case NoiseKind::kAdditive:
+              m.values.push_back(v + u(rng) * f_min);
+              break;
           }
         }
         c.points.push_back(std::move(m));

@@ -41,11 +41,11 @@ struct Data {
   int max_log = 0;
   double lambda = 0.0;
   Eigen::Index n = 0;
-  Eigen::VectorXd w;   // 1 / |y|: relative residuals
-  Eigen::VectorXd yw;  // y · w
-  std::vector<Fraction> grid;  // exponents, ascending; 0 always included
-  std::vector<double> mids;    // midpoints between neighbours, for snapping
-  int zero = 0;                // grid index of exponent 0
+  Eigen::VectorXd w;                     // 1 / |y|: relative residuals
+  Eigen::VectorXd yw;                    // y · w
+  std::vector<Fraction> grid;            // exponents, ascending; 0 always included
+  std::vector<double> mids;              // midpoints between neighbours, for snapping
+  int zero = 0;                          // grid index of exponent 0
   std::vector<Eigen::VectorXd> columns;  // x_p^b · log2(x_p)^c at the points
 
   int G() const { return static_cast<int>(grid.size()); }
@@ -67,8 +67,8 @@ struct Data {
 std::vector<Fraction> ExponentGrid(double lo, double hi, int max_den) {
   std::vector<Fraction> out = {Fraction::Make(0, 1)};
   for (int den = 1; den <= max_den; ++den) {
-    for (int num = static_cast<int>(std::ceil(lo * den)); num <= static_cast<int>(std::floor(hi * den));
-         ++num) {
+    for (int num = static_cast<int>(std::ceil(lo * den));
+         num <= static_cast<int>(std::floor(hi * den)); ++num) {
       const Fraction f = Fraction::Make(num, den);
       if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
     }
@@ -217,7 +217,8 @@ std::vector<std::pair<double, std::vector<TermKey>>> Seeds(const Data& d, int nu
       }
       pool.push_back(product);
       int p = 0;
-      while (p < d.dims && (!(subset >> p & 1) || ++pick[p] >= std::min<size_t>(2, best[p].size()))) {
+      while (p < d.dims &&
+             (!(subset >> p & 1) || ++pick[p] >= std::min<size_t>(2, best[p].size()))) {
         pick[p++] = 0;
       }
       if (p == d.dims) break;
@@ -243,8 +244,8 @@ std::vector<std::pair<double, std::vector<TermKey>>> Seeds(const Data& d, int nu
 
 // Replaces one factor at a time by every exponent on the grid while the score
 // drops (at most `sweeps` passes over all factors).
-std::vector<TermKey> Descend(const Data& d, int num_terms, std::vector<TermKey> terms,
-                             double* cost, unsigned* evaluations, int sweeps = 4) {
+std::vector<TermKey> Descend(const Data& d, int num_terms, std::vector<TermKey> terms, double* cost,
+                             unsigned* evaluations, int sweeps = 4) {
   std::vector<TermKey> slots = terms;
   slots.resize(static_cast<size_t>(num_terms), d.AbsentTerm());
   for (int sweep = 0; sweep < sweeps; ++sweep) {
@@ -410,7 +411,8 @@ absl::StatusOr<GenericFit> FitGenericExpression(std::span<const Measurement> poi
   for (size_t j = 0; j < terms.size(); ++j) {
     double contribution = 0.0;
     for (Eigen::Index i = 0; i < d.n; ++i) {
-      contribution = std::max(contribution, std::abs(terms[j].Evaluate(points[i].coordinate) / y(i)));
+      contribution =
+          std::max(contribution, std::abs(terms[j].Evaluate(points[i].coordinate) / y(i)));
     }
     if (contribution >= options.epsilon) {
       kept.push_back(terms[j]);

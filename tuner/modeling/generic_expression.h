@@ -23,7 +23,7 @@
 // The population starts from the best single terms per parameter (every
 // exponent on the grid, fitted alone), their products, sums and pairs, so that
 // the PMNF building blocks are always among the candidates; after DE, starting
-// from DE's champion and from the three best seeds, each factor in turn is
+// from DE's champion and from the two best seeds, each factor in turn is
 // replaced by every exponent on the grid while that lowers the score
 // (coordinate descent), and the best result is kept. Terms contributing less than `epsilon` of
 // every value are then dropped and the rest refitted; that model is returned

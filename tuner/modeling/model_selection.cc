@@ -86,8 +86,7 @@ std::string SelectedModel::Explain(std::span<const std::string> names) const {
                            model.ToString(names), modeler);
   }
   return absl::StrFormat("%s (modeler %s, cross-validated error %.2g %% vs %s %.2g %%)",
-                         model.ToString(names), modeler, cv_error, other_modeler,
-                         other_cv_error);
+                         model.ToString(names), modeler, cv_error, other_modeler, other_cv_error);
 }
 
 absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
@@ -104,9 +103,11 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   out.other_modeler = proportional ? "robust" : "robust absolute-LS";
   absl::StatusOr<Model> challenger = Fit(points, challenger_options);
   if (!challenger.ok()) return out;
-  const double extrap_error = ExtrapolationError(points, ModelerOptions::ExtraP(), options.held_out_values);
+  const double extrap_error =
+      ExtrapolationError(points, ModelerOptions::ExtraP(), options.held_out_values);
   if (std::isnan(extrap_error)) return out;
-  const double challenger_error = ExtrapolationError(points, challenger_options, options.held_out_values);
+  const double challenger_error =
+      ExtrapolationError(points, challenger_options, options.held_out_values);
   out.cv_error = extrap_error;
   out.other_cv_error = challenger_error;
   if (challenger_error < extrap_error * (1.0 - options.margin) &&
@@ -118,8 +119,7 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   return out;
 }
 
-absl::StatusOr<SelectedModel> FitCurveSelected(std::span<const double> x,
-                                               std::span<const double> y,
+absl::StatusOr<SelectedModel> FitCurveSelected(std::span<const double> x, std::span<const double> y,
                                                const SelectionOptions& options) {
   if (x.size() != y.size()) return absl::InvalidArgumentError("x and y differ in length");
   std::vector<Measurement> points;

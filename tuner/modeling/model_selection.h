@@ -61,8 +61,7 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
                                           const SelectionOptions& options = {});
 
 // One parameter, one value per x (FitCurve's input).
-absl::StatusOr<SelectedModel> FitCurveSelected(std::span<const double> x,
-                                               std::span<const double> y,
+absl::StatusOr<SelectedModel> FitCurveSelected(std::span<const double> x, std::span<const double> y,
                                                const SelectionOptions& options = {});
 
 }  // namespace xdeep::modeling
