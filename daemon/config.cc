@@ -237,6 +237,14 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("admins", p.admins);
          r.Get("reservation_ttl_s", p.reservation_ttl_s);
          r.Get("budget_period", p.budget_period);
+         r.Get("cost_tolerance_pct", p.cost_tolerance_pct);
+         r.Get("time_value_per_hour", p.time_value_per_hour);
+         r.Range("cost_tolerance_pct", p.cost_tolerance_pct, 0.0, 1000.0);
+         r.Range("time_value_per_hour", p.time_value_per_hour, 0.0, 1e7);
+         r.Get("learning_scope", p.learning_scope);
+         r.Get("learning_max_ratio", p.learning_max_ratio);
+         r.OneOf("learning_scope", p.learning_scope, {"user", "account", "site"});
+         r.Range("learning_max_ratio", p.learning_max_ratio, 1.5, 1000.0);
          r.OneOf("enforcement", p.enforcement, {"advisory", "strict"});
          r.OneOf("billing", p.billing, {"policy", "slurm"});
          r.OneOf("budget_period", p.budget_period, {"daily", "weekly", "monthly", "total"});

@@ -80,6 +80,11 @@ struct PolicyConfig {
   int max_gpus = 0;                             // per job, 0 = no limit
   std::vector<std::string> allowed_strategies;  // empty = all
   double min_parallel_efficiency = 0;           // configurations below it are never chosen
+  // The default objective: the fastest configuration whose cost (plus
+  // time_value_per_hour per hour of time to solution) is within this many
+  // percent of the least (docs/objectives.md).
+  double cost_tolerance_pct = 5;
+  double time_value_per_hour = 0;  // in `currency`; 0: time is worth nothing
   double price_per_gpu_hour = 1.0;              // in `currency`
   double price_per_node_hour = 0;               // > 0: whole nodes are billed instead
   // "policy": the prices above; "slurm": the partition's TRESBillingWeights
@@ -91,6 +96,13 @@ struct PolicyConfig {
   std::vector<std::string> admins;        // user names or numeric uids
   int reservation_ttl_s = 86400;          // unbound / unsettled reservations expire
   std::string budget_period = "monthly";  // daily, weekly, monthly, total
+  // Whose measured runs correct a user's predictions (docs/learning.md):
+  // "user" their own only, "account" also those of the Slurm account they
+  // launch under, "site" everyone's.
+  std::string learning_scope = "user";
+  // A run whose median step time is more than this factor away from the
+  // model's prediction is kept, flagged and never learned from.
+  double learning_max_ratio = 10;
   std::map<std::string, PartitionPolicy> partitions;
   std::map<std::string, BudgetLimit> user_budgets;     // by user name
   std::map<std::string, BudgetLimit> account_budgets;  // by Slurm account

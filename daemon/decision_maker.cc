@@ -10,6 +10,7 @@
 #include <random>
 
 #include "absl/status/status.h"
+#include "tuner/fingerprint.h"
 #include "tuner/probe_shapes.h"
 #include "tuner/workload.h"
 
@@ -118,37 +119,6 @@ absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
   }
 }
 
-std::vector<double> CorrectionParameters(const tuner::Configuration& c) {
-  return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};
-}
-
-absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const std::string& workload) {
-  auto runs = store.MeasuredRuns(workload, 64);
-  if (!runs.ok()) return runs.status();
-  std::vector<modeling::Outcome> outcomes;
-  for (const auto& [record, measured] : *runs) {
-    v1::Decision d;
-    if (!d.ParseFromString(record.decision_blob) || d.prediction().step_time_s() <= 0) continue;
-    tuner::Configuration c;
-    c.nodes = d.config().nodes();
-    c.gpus_per_node = d.config().gpus_per_node();
-    c.micro_batch = d.config().micro_batch();
-    // The stored prediction may itself have been corrected; the correction
-    // is fitted against it and multiplies what the search computes now, so
-    // only uncorrected predictions are comparable: decisions keep both.
-    const double predicted =
-        d.analytical_step_time_s() > 0 ? d.analytical_step_time_s() : d.prediction().step_time_s();
-    outcomes.push_back({CorrectionParameters(c), predicted, measured});
-  }
-  FittedCorrection out;
-  out.runs = static_cast<int>(outcomes.size());
-  if (outcomes.empty()) return out;
-  auto fitted = modeling::ScalingCorrection::Fit(outcomes);
-  if (!fitted.ok()) return fitted.status();
-  out.correction = *fitted;
-  return out;
-}
-
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
                                 const v1::TuneRequest& request) {
   const v1::UserBounds& b = request.bounds();
@@ -177,6 +147,10 @@ tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape
     limits.price_per_node_hour = policy.PricePerNodeHour(shape.partition);
   }
   limits.objective = ToObjective(request.objective());
+  limits.cost_tolerance = (request.has_cost_tolerance_pct() ? request.cost_tolerance_pct()
+                                                            : policy.cost_tolerance_pct) /
+                          100;
+  limits.time_value_per_hour = policy.time_value_per_hour;
   limits.budget = request.budget();  // --xdeep-budget caps this one job
   limits.deadline_s = request.deadline_s();
   limits.min_parallel_efficiency = policy.min_parallel_efficiency;
@@ -303,6 +277,8 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   }
   tuner::SearchLimits cheapest = limits;
   cheapest.objective = tuner::Objective::kCost;
+  cheapest.cost_tolerance = 0;
+  cheapest.time_value_per_hour = 0;
   cheapest.budget = limits.budget > 0 ? std::min(limits.budget, remaining) : remaining;
   cheapest.deadline_s = 0;
   if (remaining > 0) {
@@ -331,6 +307,13 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       request.partition().empty() ? policy->default_partition : request.partition();
   if (request.implicit() && !policy->TuningDefault(partition)) {
     return DecideResult{std::nullopt, "tuning is off by default on this partition"};
+  }
+  if (request.has_cost_tolerance_pct() &&
+      !(request.cost_tolerance_pct() >= 0 && request.cost_tolerance_pct() <= 1000)) {
+    return absl::InvalidArgumentError(
+        fmt::format("cost tolerance {} % is out of range; give a percentage from 0 to 1000 "
+                    "(--xdeep-cost-tolerance=5)",
+                    request.cost_tolerance_pct()));
   }
   auto workload = LoadWorkload(request.workload());
   if (!workload.ok()) return workload.status();
@@ -377,8 +360,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node");
   }
   std::string correction_note;  // the fitted correction model, for the explanation
+  const std::string fingerprint = tuner::ModelFingerprint(*workload);
   if (store_ != nullptr) {
-    auto correction = FitCorrection(*store_, workload->name);
+    auto correction =
+        FitCorrection(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
+                                        hardware.Label(), shape->partition));
     if (correction.ok() && correction->runs > 0) {
       auto fitted = std::make_shared<const modeling::ScalingCorrection>(correction->correction);
       // The factor depends only on (GPUs, micro-batch); the search asks once
@@ -392,8 +378,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
       correction_note = fmt::format("; step time corrected from {} real run(s): {}",
                                     correction->runs, fitted->Describe(kNames));
-      progress(Step("fit", fmt::format("step times corrected from {} real run(s) of {}",
-                                       correction->runs, workload->name)));
+      progress(Step("fit", fmt::format("step times corrected from {} real run(s) of model {} "
+                                       "on {} ({} scope)",
+                                       correction->runs, fingerprint, shape->partition,
+                                       policy->learning_scope)));
     }
   }
   auto result = tuner::Search(*workload, hardware, limits);
@@ -444,6 +432,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     record.predicted_step_time_s = decision.prediction().step_time_s();
     record.predicted_cost = decision.prediction().cost();
     record.decision_blob = decision.SerializeAsString();
+    record.fingerprint = fingerprint;
+    record.hardware = hardware.Label();
+    record.partition = shape->partition;
+    record.account = request.account();
     if (absl::Status s = store_->SaveDecision(record); !s.ok()) {
       if (ledger_ != nullptr) (void)ledger_->Release(decision.decision_id(), caller.uid, clock_());
       return s;

@@ -14,11 +14,11 @@
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
 #include "daemon/identity.h"
+#include "daemon/learning.h"
 #include "daemon/ledger.h"
 #include "daemon/slurm_inventory.h"
 #include "daemon/store.h"
 #include "tuner/hardware_profile.h"
-#include "tuner/modeling/scaling_correction.h"
 #include "tuner/search.h"
 #include "xdeep/v1/tuning.pb.h"
 
@@ -79,15 +79,6 @@ class DecisionMaker {
   LaunchProbeFn launch_probe_;
   mutable std::set<std::string> probed_partitions_;  // guarded by mu_
 };
-
-// Real runs of a workload, fitted into a step-time correction (measured /
-// predicted over total GPUs and micro-batch) with xdeep::modeling.
-struct FittedCorrection {
-  int runs = 0;
-  modeling::ScalingCorrection correction;  // identity when runs == 0
-};
-absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const std::string& workload);
-std::vector<double> CorrectionParameters(const tuner::Configuration& c);
 
 // The workload a request names (TOML text or preset); errors say how to fix it.
 absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w);

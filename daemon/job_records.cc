@@ -98,7 +98,8 @@ absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
 }
 
 int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger& ledger,
-                    const GpusPerNodeFn& gpus_per_node, int64_t now) {
+                    const GpusPerNodeFn& gpus_per_node, int64_t now,
+                    const std::function<void(const JobUsage&)>& charged_hook) {
   namespace fs = std::filesystem;
   std::error_code ec;
   int charged = 0;
@@ -138,6 +139,7 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
         "run_s={} cost={:.4f}",
         usage->job_id, usage->decision_id.empty() ? "-" : usage->decision_id, usage->user,
         usage->partition, usage->state, usage->nodes, usage->end_unix - usage->start_unix, *cost);
+    if (charged_hook) charged_hook(*usage);
     ++charged;
     fs::remove(path, ec);
   }

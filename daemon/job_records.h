@@ -34,7 +34,10 @@ using GpusPerNodeFn = std::function<int(const std::string& partition)>;
 // Charges every record in `spool` that concerns xdeep (a decision named by
 // the controller, or any job on a strictly enforced partition); deletes the
 // records it charged or that concern nobody. Returns records charged.
+// `charged` (optional) sees each charged record: learning takes the job's
+// final state from it.
 int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger& ledger,
-                    const GpusPerNodeFn& gpus_per_node, int64_t now_unix);
+                    const GpusPerNodeFn& gpus_per_node, int64_t now_unix,
+                    const std::function<void(const JobUsage&)>& charged = nullptr);
 
 }  // namespace xdeep::daemon

@@ -254,8 +254,17 @@ void Daemon::SettleFinishedJobs() {
     auto shape = inventory->Shape(partition);
     return shape.ok() ? shape->gpus_per_node : 0;
   };
+  Store* store = store_.get();
+  // Slurm's final state decides whether a tuned run may teach the model.
+  auto job_ended = [store](const JobUsage& job) {
+    if (job.decision_id.empty()) return;
+    if (absl::Status s = store->RecordJobEnd(job.decision_id, job.job_id, job.state); !s.ok()) {
+      spdlog::error("event=learning.job_end_failed job={} reason=\"{}\"", job.job_id,
+                    std::string(s.message()));
+    }
+  };
   DrainJobRecords(config_.store.jobcomp_spool, *maker_->policy(), *ledger_, gpus_per_node,
-                  maker_->Now());
+                  maker_->Now(), job_ended);
 }
 
 absl::Status Daemon::ReloadPolicy() {

@@ -45,7 +45,39 @@ CREATE TABLE IF NOT EXISTS probe_reports (
   ingested INTEGER NOT NULL,
   created_unix INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS job_ends (
+  decision_id TEXT NOT NULL,
+  job_id INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY (decision_id, job_id)
+);
 )sql";
+
+// Columns added after the first release: added in place on older databases,
+// whose rows then match no learning scope (their model is unknown).
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* definition;
+};
+constexpr AddedColumn kAddedColumns[] = {
+    {"decisions", "fingerprint", "TEXT NOT NULL DEFAULT ''"},
+    {"decisions", "hardware", "TEXT NOT NULL DEFAULT ''"},
+    {"decisions", "partition", "TEXT NOT NULL DEFAULT ''"},
+    {"decisions", "account", "TEXT NOT NULL DEFAULT ''"},
+    {"outcomes", "flag", "TEXT NOT NULL DEFAULT ''"},
+    {"outcomes", "forgotten", "INTEGER NOT NULL DEFAULT 0"},
+};
+
+// A run teaches the model only when it is known to have succeeded: the
+// client said exit code 0 or Slurm recorded COMPLETED, and Slurm recorded no
+// failure (a client's word never outweighs Slurm's record).
+constexpr const char* kUsableRun =
+    "o.step_times != '' AND o.flag = '' AND o.forgotten = 0 "
+    "AND NOT EXISTS (SELECT 1 FROM job_ends e WHERE e.decision_id = o.decision_id "
+    "AND e.state != 'COMPLETED') "
+    "AND (o.exit_code = 0 OR EXISTS (SELECT 1 FROM job_ends e WHERE e.decision_id = "
+    "o.decision_id AND e.state = 'COMPLETED'))";
 
 int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -79,6 +111,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
                           "PRAGMA foreign_keys=ON;", kSchema}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
+  for (const AddedColumn& c : kAddedColumns) {
+    if (absl::Status s = store->AddColumnIfMissing(c.table, c.column, c.definition); !s.ok()) {
+      return s;
+    }
+  }
   return store;
 }
 
@@ -94,12 +131,22 @@ absl::Status Store::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
+absl::Status Store::AddColumnIfMissing(const char* table, const char* column,
+                                       const char* definition) {
+  const std::string sql = fmt::format("SELECT 1 FROM pragma_table_info('{}') WHERE name = ?", table);
+  Statement info(db_, sql.c_str());
+  if (!info.ok()) return SqlError(db_, "store", "prepare table info");
+  info.Text(1, column);
+  if (sqlite3_step(info.get()) == SQLITE_ROW) return absl::OkStatus();
+  return Exec(fmt::format("ALTER TABLE {} ADD COLUMN {} {};", table, column, definition).c_str());
+}
+
 absl::Status Store::SaveDecision(const DecisionRecord& r) {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "INSERT INTO decisions (id, uid, workload, strategy, nodes, gpus_per_node, "
-               "predicted_step_time_s, predicted_cost, decision, created_unix) "
-               "VALUES (?,?,?,?,?,?,?,?,?,?)");
+               "predicted_step_time_s, predicted_cost, decision, created_unix, fingerprint, "
+               "hardware, partition, account) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return SqlError(db_, "store", "prepare insert decision");
   st.Text(1, r.id);
   st.Int(2, r.uid);
@@ -111,6 +158,10 @@ absl::Status Store::SaveDecision(const DecisionRecord& r) {
   st.Real(8, r.predicted_cost);
   st.Blob(9, r.decision_blob);
   st.Int(10, r.created_unix ? r.created_unix : NowUnix());
+  st.Text(11, r.fingerprint);
+  st.Text(12, r.hardware);
+  st.Text(13, r.partition);
+  st.Text(14, r.account);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert decision");
   return absl::OkStatus();
 }
@@ -119,7 +170,8 @@ absl::StatusOr<DecisionRecord> Store::GetDecision(const std::string& id) {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "SELECT uid, workload, strategy, nodes, gpus_per_node, predicted_step_time_s, "
-               "predicted_cost, decision, created_unix, job_id FROM decisions WHERE id = ?");
+               "predicted_cost, decision, created_unix, job_id, fingerprint, hardware, partition, "
+               "account FROM decisions WHERE id = ?");
   if (!st.ok()) return SqlError(db_, "store", "prepare select decision");
   st.Text(1, id);
   if (sqlite3_step(st.get()) != SQLITE_ROW) {
@@ -140,6 +192,10 @@ absl::StatusOr<DecisionRecord> Store::GetDecision(const std::string& id) {
   if (sqlite3_column_type(st.get(), 9) != SQLITE_NULL) {
     r.job_id = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 9));
   }
+  r.fingerprint = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 10));
+  r.hardware = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 11));
+  r.partition = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 12));
+  r.account = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 13));
   return r;
 }
 
@@ -163,7 +219,7 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "INSERT OR IGNORE INTO outcomes (decision_id, job_id, exit_code, elapsed_s, "
-               "step_times, reported_unix) VALUES (?,?,?,?,?,?)");
+               "step_times, reported_unix, flag) VALUES (?,?,?,?,?,?,?)");
   if (!st.ok()) return SqlError(db_, "store", "prepare insert outcome");
   std::string times = JoinTimes(o.step_times_s);
   st.Text(1, o.decision_id);
@@ -172,6 +228,7 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
   st.Real(4, o.elapsed_s);
   st.Text(5, times);
   st.Int(6, NowUnix());
+  st.Text(7, o.flag);
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", o.decision_id));
@@ -226,21 +283,30 @@ absl::StatusOr<std::vector<DecisionRecord>> Store::Recent(std::optional<uint32_t
 }
 
 absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> Store::MeasuredRuns(
-    const std::string& workload, int limit) {
+    const LearningScope& scope, int limit) {
   std::lock_guard lock(mu_);
-  Statement st(db_,
-               "SELECT d.id, d.decision, o.step_times FROM decisions d JOIN outcomes o ON "
-               "o.decision_id = d.id WHERE d.workload = ? AND o.step_times != '' "
-               "ORDER BY o.reported_unix DESC LIMIT ?");
+  const std::string sql = fmt::format("SELECT d.id, d.decision, o.step_times, d.uid FROM decisions d "
+                                "JOIN outcomes o ON o.decision_id = d.id WHERE d.fingerprint = ?1 "
+                                "AND d.hardware = ?2 AND d.partition = ?3 AND (?4 < 0 OR d.uid = "
+                                "?4 OR (?5 != '' AND d.account = ?5)) AND {} "
+                                "ORDER BY o.reported_unix DESC, o.rowid DESC LIMIT ?6",
+                                kUsableRun);
+  Statement st(db_, sql.c_str());
   if (!st.ok()) return SqlError(db_, "store", "prepare measured runs");
-  st.Text(1, workload);
-  st.Int(2, limit);
+  if (scope.fingerprint.empty()) return std::vector<std::pair<DecisionRecord, double>>();
+  st.Text(1, scope.fingerprint);
+  st.Text(2, scope.hardware);
+  st.Text(3, scope.partition);
+  st.Int(4, scope.uid ? static_cast<int64_t>(*scope.uid) : -1);
+  st.Text(5, scope.uid ? scope.account : std::string());
+  st.Int(6, limit);
   std::vector<std::pair<DecisionRecord, double>> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW) {
     DecisionRecord r;
     r.id = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
     r.decision_blob.assign(static_cast<const char*>(sqlite3_column_blob(st.get(), 1)),
                            sqlite3_column_bytes(st.get(), 1));
+    r.uid = static_cast<uint32_t>(sqlite3_column_int64(st.get(), 3));
     std::vector<double> times;
     for (std::string_view t :
          Split(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 2)), ',', true)) {
@@ -251,6 +317,81 @@ absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> Store::MeasuredRu
     out.emplace_back(std::move(r), times[times.size() / 2]);
   }
   return out;
+}
+
+absl::Status Store::RecordJobEnd(const std::string& decision_id, uint32_t job_id,
+                                 const std::string& state) {
+  std::lock_guard lock(mu_);
+  // A requeued job ends more than once: its last record is its state.
+  Statement st(db_, "INSERT OR REPLACE INTO job_ends (decision_id, job_id, state) VALUES (?,?,?)");
+  if (!st.ok()) return SqlError(db_, "store", "prepare job end");
+  st.Text(1, decision_id);
+  st.Int(2, job_id);
+  st.Text(3, state);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert job end");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DecisionRecord> Store::FindDecision(const std::string& id_or_prefix) {
+  constexpr size_t kMinPrefix = 8;
+  if (id_or_prefix.size() < kMinPrefix) {
+    return absl::InvalidArgumentError(fmt::format(
+        "decision id '{}' is too short; give at least {} characters, as `xdeep history` prints",
+        id_or_prefix, kMinPrefix));
+  }
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    Statement st(db_, "SELECT id FROM decisions WHERE substr(id, 1, ?1) = ?2 LIMIT 2");
+    if (!st.ok()) return SqlError(db_, "store", "prepare find decision");
+    st.Int(1, static_cast<int64_t>(id_or_prefix.size()));
+    st.Text(2, id_or_prefix);
+    while (sqlite3_step(st.get()) == SQLITE_ROW) {
+      ids.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
+    }
+  }
+  if (ids.size() > 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("decision id '{}' names more than one decision; give more characters",
+                    id_or_prefix));
+  }
+  if (ids.empty()) return absl::NotFoundError(fmt::format("no decision with id '{}'", id_or_prefix));
+  return GetDecision(ids.front());
+}
+
+absl::StatusOr<int> Store::Forget(const std::string& decision_id) {
+  std::lock_guard lock(mu_);
+  Statement st(db_, "UPDATE outcomes SET forgotten = 1 WHERE decision_id = ?");
+  if (!st.ok()) return SqlError(db_, "store", "prepare forget");
+  st.Text(1, decision_id);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "forget");
+  return sqlite3_changes(db_);
+}
+
+absl::StatusOr<std::string> Store::LearningState(const std::string& decision_id) {
+  std::lock_guard lock(mu_);
+  const std::string sql = fmt::format("SELECT o.forgotten, o.flag, o.step_times, o.exit_code, "
+                                "(SELECT group_concat(state) FROM job_ends e WHERE e.decision_id "
+                                "= o.decision_id), {} FROM outcomes o WHERE o.decision_id = ? "
+                                "ORDER BY o.job_id LIMIT 1",
+                                kUsableRun);
+  Statement st(db_, sql.c_str());
+  if (!st.ok()) return SqlError(db_, "store", "prepare learning state");
+  st.Text(1, decision_id);
+  if (sqlite3_step(st.get()) != SQLITE_ROW) return std::string();
+  auto text = [&](int i) {
+    const unsigned char* v = sqlite3_column_text(st.get(), i);
+    return v ? std::string(reinterpret_cast<const char*>(v)) : std::string();
+  };
+  if (sqlite3_column_int(st.get(), 5)) return std::string("used");
+  if (sqlite3_column_int(st.get(), 0)) return std::string("forgotten");
+  if (!text(1).empty()) return "ignored: " + text(1);
+  if (text(2).empty()) return std::string("ignored: no step times reported");
+  const std::string states = text(4);
+  if (!states.empty()) return "ignored: Slurm recorded " + states;
+  const int exit_code = sqlite3_column_int(st.get(), 3);
+  if (exit_code > 0) return fmt::format("ignored: exit code {}", exit_code);
+  return std::string("waiting for Slurm's record");
 }
 
 absl::StatusOr<std::vector<OutcomeRecord>> Store::Outcomes(const std::string& decision_id) {

@@ -29,6 +29,22 @@ struct DecisionRecord {
   std::string decision_blob;  // serialized xdeep.v1.Decision
   int64_t created_unix = 0;
   std::optional<uint32_t> job_id;
+  // What a measured run of this decision may correct (docs/learning.md).
+  std::string fingerprint;  // tuner::ModelFingerprint of the workload
+  std::string hardware;     // the hardware profile's label
+  std::string partition;
+  std::string account;  // Slurm account asked for (-A), may be empty
+};
+
+// Which past runs may correct a prediction: same model, hardware and
+// partition; runs of `uid` only, or also of `account`'s members; everyone's
+// when uid is unset (the site shares learning).
+struct LearningScope {
+  std::string fingerprint;
+  std::string hardware;
+  std::string partition;
+  std::optional<uint32_t> uid;
+  std::string account;
 };
 
 struct OutcomeRecord {
@@ -37,6 +53,9 @@ struct OutcomeRecord {
   int exit_code = -1;
   double elapsed_s = 0;
   std::vector<double> step_times_s;
+  // Why this run must not correct predictions (kept for history); empty when
+  // it may.
+  std::string flag;
 };
 
 class Store {
@@ -54,10 +73,24 @@ class Store {
   // One outcome per (decision, job); a repeated report replaces nothing.
   absl::Status RecordOutcome(const OutcomeRecord& outcome);
   absl::StatusOr<std::vector<OutcomeRecord>> Outcomes(const std::string& decision_id);
-  // Decisions for `workload` that have a reported outcome with step times:
-  // (decision, its median measured step time), most recent first.
+  // Runs in `scope` that may correct predictions, as (decision, its median
+  // measured step time), most recent first: step times reported, not
+  // flagged, not forgotten, and known to have succeeded (the report said
+  // exit code 0 or Slurm recorded COMPLETED) with no failure in Slurm's record.
   absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> MeasuredRuns(
-      const std::string& workload, int limit);
+      const LearningScope& scope, int limit);
+  // Slurm's final state of a decision's job (jobcomp's JOBSTATE).
+  absl::Status RecordJobEnd(const std::string& decision_id, uint32_t job_id,
+                            const std::string& state);
+  // The decision whose id is `id_or_prefix` (a unique prefix of 8 or more
+  // characters, as `xdeep history` prints them).
+  absl::StatusOr<DecisionRecord> FindDecision(const std::string& id_or_prefix);
+  // Stops a decision's runs from correcting predictions; returns how many
+  // outcomes that concerned.
+  absl::StatusOr<int> Forget(const std::string& decision_id);
+  // Whether a decision's runs teach the model: "used", "forgotten",
+  // "ignored: <why>", "waiting for Slurm's record", or "" without an outcome.
+  absl::StatusOr<std::string> LearningState(const std::string& decision_id);
   // A probe report a probe job wrote (kept on disk; this indexes it).
   absl::Status SaveProbeReport(const std::string& job_id, const std::string& partition,
                                const std::string& path, bool ingested);
@@ -67,6 +100,8 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql);
+  // Databases written by an older daemon lack the newer columns.
+  absl::Status AddColumnIfMissing(const char* table, const char* column, const char* definition);
 
   std::mutex mu_;
   sqlite3* db_;

@@ -14,6 +14,7 @@
 
 #include "daemon/grpc_status.h"
 #include "daemon/job_records.h"
+#include "daemon/learning.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -219,6 +220,18 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
       outcome.exit_code = request->exit_code();
       outcome.elapsed_s = request->elapsed_s();
       outcome.step_times_s.assign(request->step_times_s().begin(), request->step_times_s().end());
+      v1::Decision decided;
+      if (decided.ParseFromString(record->decision_blob)) {
+        const double predicted = decided.analytical_step_time_s() > 0
+                                     ? decided.analytical_step_time_s()
+                                     : decided.prediction().step_time_s();
+        outcome.flag = OutcomeFlag(predicted, outcome.step_times_s,
+                                   p_.maker->policy()->learning_max_ratio);
+      }
+      if (!outcome.flag.empty()) {
+        spdlog::warn("event=learning.ignored user={} decision={} job={} reason=\"{}\"",
+                     caller.user, outcome.decision_id, outcome.job_id, outcome.flag);
+      }
       status = p_.store->RecordOutcome(outcome);
     }
     response->set_settled_cost(0);
@@ -315,6 +328,8 @@ grpc::ServerUnaryReactor* TuningService::ListDecisions(grpc::CallbackServerConte
         std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
         d->set_measured_step_time_s(t[t.size() / 2]);
       }
+      auto learning = p_.store->LearningState(r.id);
+      if (learning.ok()) d->set_learning(*learning);
     }
     return absl::OkStatus();
   });
@@ -429,6 +444,27 @@ grpc::ServerUnaryReactor* TuningService::ReloadPolicy(grpc::CallbackServerContex
           fmt::format("{} is not an admin in the policy ([policy] admins)", caller.user));
     }
     return p_.reload_policy ? p_.reload_policy() : absl::UnimplementedError("no reload");
+  });
+}
+
+grpc::ServerUnaryReactor* TuningService::ForgetRuns(grpc::CallbackServerContext* context,
+                                                    const v1::ForgetRunsRequest* request,
+                                                    v1::ForgetRunsResponse* response) {
+  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
+    auto record = p_.store->FindDecision(request->decision_id());
+    if (!record.ok()) return record.status();
+    if (record->uid != caller.uid && !p_.maker->policy()->IsAdmin(caller.uid, caller.user)) {
+      return absl::PermissionDeniedError(
+          fmt::format("decision {} belongs to {}; only its owner or an admin may forget its runs",
+                      record->id, UserName(record->uid)));
+    }
+    auto forgotten = p_.store->Forget(record->id);
+    if (!forgotten.ok()) return forgotten.status();
+    response->set_decision_id(record->id);
+    response->set_outcomes(*forgotten);
+    spdlog::info("event=learning.forgotten user={} decision={} owner={} outcomes={}", caller.user,
+                 record->id, UserName(record->uid), *forgotten);
+    return absl::OkStatus();
   });
 }
 

@@ -59,6 +59,9 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
   grpc::ServerUnaryReactor* ReloadPolicy(grpc::CallbackServerContext* context,
                                          const xdeep::v1::ReloadPolicyRequest* request,
                                          xdeep::v1::ReloadPolicyResponse* response) override;
+  grpc::ServerUnaryReactor* ForgetRuns(grpc::CallbackServerContext* context,
+                                       const xdeep::v1::ForgetRunsRequest* request,
+                                       xdeep::v1::ForgetRunsResponse* response) override;
 
  private:
   // The user whose data a request may read: the caller, or anyone for admins.

@@ -648,12 +648,57 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   for (Candidate& cand : pareto) {
     cand.prediction.extrapolated = ExtrapolationNote(w, hw, cand.config);
   }
+  // The least-cost objective with a tolerance or a value of time: the fastest
+  // point of the Pareto front within tolerance of the least value. The value
+  // grows with both cost and time, so its minimum and every configuration
+  // that is fastest within a bound of it lie on the front.
+  std::string chosen_why;
+  const bool tolerant = limits.objective == Objective::kCost &&
+                        (limits.cost_tolerance > 0 || limits.time_value_per_hour > 0);
+  if (tolerant && !pareto.empty()) {
+    auto value = [&](const Prediction& p) {
+      return p.cost + limits.time_value_per_hour * p.time_to_solution_s / 3600;
+    };
+    double least = value(pareto.front().prediction);
+    for (const Candidate& cand : pareto) least = std::min(least, value(cand.prediction));
+    const double bound = least * (1 + limits.cost_tolerance);
+    // Ascending time: the first within the bound is the fastest.
+    auto pick = std::find_if(pareto.begin(), pareto.end(),
+                             [&](const Candidate& k) { return value(k.prediction) <= bound; });
+    if (pick != pareto.end()) {
+      const Candidate cheapest = top.front();
+      std::erase_if(top, [&](const Candidate& k) {
+        return StrategyName(k.config) == StrategyName(pick->config) &&
+               k.config.nodes == pick->config.nodes &&
+               k.config.gpus_per_node == pick->config.gpus_per_node &&
+               k.config.micro_batch == pick->config.micro_batch &&
+               k.config.grad_accum == pick->config.grad_accum &&
+               k.config.recompute == pick->config.recompute &&
+               k.config.global_batch == pick->config.global_batch;
+      });
+      top.insert(top.begin(), *pick);
+      if (top.size() > keep) top.pop_back();
+      const std::string measure =
+          limits.time_value_per_hour > 0
+              ? absl::StrFormat("cost + %s per hour of time to solution",
+                                Money(limits.time_value_per_hour))
+              : std::string("cost");
+      chosen_why = absl::StrFormat(
+          "fastest configuration whose %s is within %.1f%% of the least (%s; the least-cost one, "
+          "%s, takes %s for %s)",
+          measure, 100 * limits.cost_tolerance, Money(least), StrategyName(cheapest.config),
+          Hours(cheapest.prediction.time_to_solution_s), Money(cheapest.prediction.cost));
+    }
+  }
   result.best = top.front();
   const bool by_time =
       limits.objective == Objective::kTime || limits.objective == Objective::kTimeUnderBudget;
   const Prediction& b = result.best.prediction;
   result.best.why = absl::StrCat(
-      by_time ? "least time to solution" : "least cost to solution", " of ", result.feasible,
+      !chosen_why.empty() ? chosen_why
+      : by_time           ? "least time to solution"
+                          : "least cost to solution",
+      " of ", result.feasible,
       " feasible configurations (", result.evaluated, " scored, ", result.pruned,
       " ruled out by a memory bound): ", StrategyName(result.best.config), " on ",
       result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",

@@ -32,6 +32,12 @@ struct SearchLimits {
   double price_per_gpu_hour = 1.0;
   double price_per_node_hour = 0;
   Objective objective = Objective::kCost;
+  // kCost picks the fastest configuration whose value is within this
+  // fraction of the least value (0.05: 5 %), where a configuration's value is
+  // its cost plus time_value_per_hour x its hours to solution; 0 and 0: the
+  // least cost, whatever it takes (docs/objectives.md).
+  double cost_tolerance = 0;
+  double time_value_per_hour = 0;
   double budget = 0;      // 0 = none; a hard limit for every objective
   double deadline_s = 0;  // 0 = none; a hard limit for every objective
   double min_parallel_efficiency = 0;

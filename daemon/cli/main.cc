@@ -3,6 +3,7 @@
 //   xdeep plan --workload FILE [...]   what xdeep would run, and the alternatives
 //   xdeep budget [--user U]            spent / reserved / remaining per period
 //   xdeep history [--user U|*]         recent decisions and their outcomes
+//   xdeep history --forget ID          stop a decision's runs from correcting predictions
 //   xdeep reload                       re-read the daemon's policy (admins)
 //   xdeep probe [-p P] [...]           run a probe job through Slurm now (admins)
 #include <grpcpp/grpcpp.h>
@@ -102,6 +103,10 @@ int main(int argc, char** argv) {
   int limit = 20;
   history->add_option("-u,--user", user, "another user, or '*' for everyone (admins only)");
   history->add_option("-l,--limit", limit)->check(CLI::Range(1, 10000));
+  std::string forget;
+  history->add_option("--forget", forget,
+                      "decision id (or its first 8+ characters): its runs stop correcting "
+                      "predictions (owner or admin)");
   auto* reload = app.add_subcommand("reload", "re-read the daemon's policy (admins only)");
   auto* probe = app.add_subcommand("probe", "run a probe job through Slurm now (admins only)");
   std::string probe_partition;
@@ -173,6 +178,20 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (*history && !forget.empty()) {
+    v1::ForgetRunsRequest req;
+    req.set_credential(MungeCredential());
+    req.set_decision_id(forget);
+    v1::ForgetRunsResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx, timeout_ms);
+    grpc::Status s = tuning->ForgetRuns(&ctx, req, &resp);
+    if (!s.ok()) return Fail(s, address);
+    std::printf("decision %s: %d reported run(s) no longer correct predictions\n",
+                resp.decision_id().c_str(), resp.outcomes());
+    return 0;
+  }
+
   if (*history) {
     v1::ListDecisionsRequest req;
     req.set_credential(MungeCredential());
@@ -183,16 +202,16 @@ int main(int argc, char** argv) {
     Deadline(&ctx, timeout_ms);
     grpc::Status s = tuning->ListDecisions(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, address);
-    std::printf("%-16s %-12s %-10s %-14s %-20s %5s %5s %8s %10s %10s %9s %9s\n", "when", "decision",
-                "user", "workload", "strategy", "nodes", "gpu/n", "job", "state", "cost", "pred s",
-                "meas s");
+    std::printf("%-16s %-12s %-10s %-14s %-20s %5s %5s %8s %10s %10s %9s %9s  %s\n", "when",
+                "decision", "user", "workload", "strategy", "nodes", "gpu/n", "job", "state", "cost",
+                "pred s", "meas s", "learning");
     for (const v1::DecisionSummary& d : resp.decisions()) {
-      std::printf("%-16s %-12s %-10s %-14s %-20s %5d %5d %8u %10s %10.2f %9.4f %9.4f\n",
+      std::printf("%-16s %-12s %-10s %-14s %-20s %5d %5d %8u %10s %10.2f %9.4f %9.4f  %s\n",
                   Day(d.created_unix()).c_str(), d.decision_id().substr(0, 12).c_str(),
                   d.user().c_str(), d.workload().c_str(), d.strategy().c_str(), d.nodes(),
                   d.gpus_per_node(), d.job_id(), d.state().c_str(),
                   d.state() == "settled" ? d.settled_cost() : d.predicted_cost(),
-                  d.predicted_step_time_s(), d.measured_step_time_s());
+                  d.predicted_step_time_s(), d.measured_step_time_s(), d.learning().c_str());
     }
     return 0;
   }

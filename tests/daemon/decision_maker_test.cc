@@ -55,8 +55,9 @@ class DecisionMakerTest : public ::testing::Test {
         [this](const std::string&) { return shape_; }, store_.get(), ledger_.get(),
         [] { return int64_t{1700000000}; });
   }
-  absl::StatusOr<v1::Decision> Decide(const v1::TuneRequest& req) {
-    auto r = maker_->Decide(req, Caller{1234, 1234, "alice"},
+  absl::StatusOr<v1::Decision> Decide(const v1::TuneRequest& req,
+                                      const Caller& caller = Caller{1234, 1234, "alice"}) {
+    auto r = maker_->Decide(req, caller,
                             [this](const v1::Progress& p) { stages_.push_back(p.stage()); });
     if (!r.ok()) return r.status();
     if (!r->decision) return absl::CancelledError(r->skip_reason);
@@ -196,6 +197,7 @@ TEST_F(DecisionMakerTest, OverBudgetNamesTheCheapestThatFits) {
   // Price the cheapest configuration first, then leave just enough for it.
   v1::TuneRequest cost = AutoRequest();
   cost.set_mode(v1::TUNE_MODE_ADVISE);
+  cost.set_cost_tolerance_pct(0);
   auto cheapest = Decide(cost);
   ASSERT_TRUE(cheapest.ok());
   policy_.enforcement = "strict";
@@ -210,7 +212,9 @@ TEST_F(DecisionMakerTest, OverBudgetNamesTheCheapestThatFits) {
             std::string::npos)
       << msg;
   // The cheapest one itself is admitted.
-  EXPECT_TRUE(Decide(AutoRequest()).ok());
+  v1::TuneRequest exact = AutoRequest();
+  exact.set_cost_tolerance_pct(0);
+  EXPECT_TRUE(Decide(exact).ok());
 }
 
 TEST_F(DecisionMakerTest, AdvisoryBudgetWarnsButAdmits) {
@@ -257,6 +261,65 @@ TEST_F(DecisionMakerTest, RealRunsCorrectLaterPredictions) {
   EXPECT_NE(second->explanation().find("step time corrected from 1 real run(s): measured/predicted"),
             std::string::npos)
       << second->explanation();
+}
+
+// The poisoning sequence of issue 20: one user's run that is far off (a CPU
+// run of a GPU workload) or failed must not move anyone else's plan, nor
+// plans of another model; a failed run moves nothing at all.
+TEST_F(DecisionMakerTest, LearningStaysWithItsUserAndModel) {
+  const Caller bob{2000, 2000, "bob"};
+  v1::TuneRequest req = AutoRequest();
+  req.set_mode(v1::TUNE_MODE_ADVISE);
+  v1::TuneRequest other_model = req;
+  other_model.mutable_workload()->set_preset("gpt-350m");
+  auto alice_before = Decide(req);
+  auto bob_before = Decide(req, bob);
+  auto other_before = Decide(other_model);
+  ASSERT_TRUE(alice_before.ok() && bob_before.ok() && other_before.ok());
+
+  // A failed run (exit code 3) teaches nothing, even to its own user.
+  auto failed = Decide(req);
+  ASSERT_TRUE(failed.ok());
+  const double slow = 3 * failed->prediction().step_time_s();
+  ASSERT_TRUE(store_->RecordOutcome({failed->decision_id(), 1, 3, 60, {slow, slow}}).ok());
+  EXPECT_DOUBLE_EQ(Decide(req)->prediction().step_time_s(),
+                   alice_before->prediction().step_time_s());
+
+  // A plausible successful run corrects alice's plan only.
+  auto good = Decide(req);
+  ASSERT_TRUE(good.ok());
+  ASSERT_TRUE(store_->RecordOutcome({good->decision_id(), 2, 0, 60, {slow, slow}}).ok());
+  auto alice_after = Decide(req);
+  ASSERT_TRUE(alice_after.ok());
+  EXPECT_GT(alice_after->prediction().step_time_s() / alice_after->analytical_step_time_s(), 1.5);
+  auto bob_after = Decide(req, bob);
+  ASSERT_TRUE(bob_after.ok());
+  EXPECT_EQ(bob_after->config().strategy(), bob_before->config().strategy());
+  EXPECT_DOUBLE_EQ(bob_after->prediction().step_time_s(), bob_before->prediction().step_time_s());
+  auto other_after = Decide(other_model);
+  ASSERT_TRUE(other_after.ok());
+  EXPECT_DOUBLE_EQ(other_after->prediction().step_time_s(),
+                   other_before->prediction().step_time_s());
+
+  // Under site-wide sharing, bob's plan learns from alice's run too.
+  policy_.learning_scope = "site";
+  ApplyPolicy();
+  auto shared = Decide(req, bob);
+  ASSERT_TRUE(shared.ok());
+  EXPECT_GT(shared->prediction().step_time_s() / shared->analytical_step_time_s(), 1.5);
+}
+
+TEST(OutcomeFlagTest, FarOffMediansAreFlagged) {
+  EXPECT_EQ(OutcomeFlag(1.0, {1.2, 0.9, 1.1}, 10), "");
+  EXPECT_EQ(OutcomeFlag(1.0, {9.5}, 10), "");
+  // The CPU run of issue 20: 0.0046 s against 1.78 s predicted.
+  const std::string flag = OutcomeFlag(1.7829, {0.0046, 0.0047, 0.0045}, 10);
+  EXPECT_NE(flag.find("median step time 0.0046 s"), std::string::npos) << flag;
+  EXPECT_NE(flag.find("learning_max_ratio"), std::string::npos) << flag;
+  EXPECT_NE(OutcomeFlag(1.0, {50, 60, 40}, 10), "");
+  // One outlier step does not flag a run whose median is fine.
+  EXPECT_EQ(OutcomeFlag(1.0, {1.0, 1.1, 500}, 10), "");
+  EXPECT_EQ(OutcomeFlag(1.0, {}, 10), "");
 }
 
 TEST_F(DecisionMakerTest, ImplicitLaunchFollowsPartitionDefault) {

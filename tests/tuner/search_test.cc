@@ -263,6 +263,106 @@ TEST(SearchTest, TimeObjectiveIsFasterCostObjectiveCheaper) {
   EXPECT_GT(mid->rejected_deadline, 0u);
 }
 
+// The default objective with a tolerance: against every feasible
+// configuration, the choice is the fastest whose value (cost, plus the time's
+// worth) is within the tolerance of the least, and it lies on the front.
+void CheckToleranceAgainstBruteForce(const Workload& w, const HardwareProfile& hw,
+                                     const SearchLimits& l) {
+  std::vector<Scored> all = FeasibleBruteForce(w, hw, l);
+  ASSERT_FALSE(all.empty());
+  auto value = [&](const Prediction& p) {
+    return p.cost + l.time_value_per_hour * p.time_to_solution_s / 3600;
+  };
+  double least = value(all[0].p);
+  for (const Scored& s : all) least = std::min(least, value(s.p));
+  double fastest = 1e300;
+  for (const Scored& s : all) {
+    if (value(s.p) <= least * (1 + l.cost_tolerance)) {
+      fastest = std::min(fastest, s.p.time_to_solution_s);
+    }
+  }
+  auto r = Search(w, hw, l);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->best.prediction.time_to_solution_s, fastest);
+  EXPECT_LE(value(r->best.prediction), least * (1 + l.cost_tolerance));
+  EXPECT_TRUE(std::any_of(r->pareto.begin(), r->pareto.end(), [&](const Candidate& k) {
+    return k.prediction.time_to_solution_s == r->best.prediction.time_to_solution_s &&
+           k.prediction.cost == r->best.prediction.cost;
+  }));
+  EXPECT_THAT(r->best.why, ::testing::HasSubstr("fastest configuration whose"));
+  // Every alternative is another configuration than the choice.
+  for (const Candidate& a : r->alternatives) {
+    EXPECT_FALSE(StrategyName(a.config) == StrategyName(r->best.config) &&
+                 a.config.TotalGpus() == r->best.config.TotalGpus() &&
+                 a.config.micro_batch == r->best.config.micro_batch &&
+                 a.config.recompute == r->best.config.recompute &&
+                 a.prediction.cost == r->best.prediction.cost);
+  }
+}
+
+TEST(SearchToleranceTest, FastestWithinToleranceOfTheLeastCost) {
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  w->reference_global_batch = w->min_global_batch = w->max_global_batch = 32;
+  w->max_micro_batch = 8;
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  SearchLimits l;
+  l.max_nodes = 2;
+  l.max_gpus_per_node = 4;
+  auto exact = Search(*w, *hw, l);
+  ASSERT_TRUE(exact.ok());
+  for (double tolerance : {0.01, 0.05, 0.25, 1.0}) {
+    SCOPED_TRACE(tolerance);
+    l.cost_tolerance = tolerance;
+    CheckToleranceAgainstBruteForce(*w, *hw, l);
+    // Never slower, never more than the tolerance dearer, than the least cost.
+    auto r = Search(*w, *hw, l);
+    ASSERT_TRUE(r.ok());
+    EXPECT_LE(r->best.prediction.time_to_solution_s, exact->best.prediction.time_to_solution_s);
+    EXPECT_LE(r->best.prediction.cost, exact->best.prediction.cost * (1 + tolerance));
+  }
+  // A large enough tolerance reaches the fastest configuration of all.
+  l.cost_tolerance = 1000;
+  auto loose = Search(*w, *hw, l);
+  l.cost_tolerance = 0;
+  l.objective = Objective::kTime;
+  auto fastest = Search(*w, *hw, l);
+  ASSERT_TRUE(loose.ok() && fastest.ok());
+  EXPECT_EQ(loose->best.prediction.time_to_solution_s,
+            fastest->best.prediction.time_to_solution_s);
+}
+
+TEST(SearchToleranceTest, TimeValueTurnsHoursIntoMoney) {
+  auto w = PresetWorkload("gpt-350m");
+  ASSERT_TRUE(w.ok());
+  w->reference_global_batch = w->min_global_batch = w->max_global_batch = 64;
+  w->max_micro_batch = 8;
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  SearchLimits l;
+  l.max_nodes = 2;
+  l.max_gpus_per_node = 8;
+  l.price_per_gpu_hour = 2.5;
+  auto cheapest = Search(*w, *hw, l);
+  ASSERT_TRUE(cheapest.ok());
+  for (double value : {1.0, 50.0, 1000.0}) {
+    SCOPED_TRACE(value);
+    l.time_value_per_hour = value;
+    for (double tolerance : {0.0, 0.05}) {
+      l.cost_tolerance = tolerance;
+      CheckToleranceAgainstBruteForce(*w, *hw, l);
+    }
+  }
+  // Time worth far more than GPUs: more GPUs than the least-cost choice.
+  l.time_value_per_hour = 1000;
+  l.cost_tolerance = 0;
+  auto valued = Search(*w, *hw, l);
+  ASSERT_TRUE(valued.ok());
+  EXPECT_GT(valued->best.config.TotalGpus(), cheapest->best.config.TotalGpus());
+  EXPECT_THAT(valued->best.why, ::testing::HasSubstr("cost + 1000.00 per hour"));
+}
+
 TEST(SearchTest, NothingFitsSaysWhy) {
   auto w = PresetWorkload("llama-70b");
   auto hw = BuiltinHardwareProfile("a100-sxm-40gb");

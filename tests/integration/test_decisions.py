@@ -1,0 +1,128 @@
+"""Decisions users can trust (issue 20), on the real stack: learning from
+reported runs is scoped to the user, the model fingerprint (architecture and
+training settings, not the workload's name), the hardware profile and the
+partition; a failed run (Slurm's record says so) and an implausible one
+(flagged, one log line) teach nothing; owners and admins can forget a run."""
+import os
+import re
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import BUILD, WORKLOADS, StackTest, daemon_log, run
+
+GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
+XDEEP = os.path.join(BUILD, "daemon", "xdeep")
+ALICE, MALLORY = "xdeep-alice", "xdeep-mallory"
+
+# Rank 0 writes $STEP three times as its step times, then the job exits $CODE.
+STEP_SCRIPT = """#!/bin/sh
+if [ "${SLURM_PROCID:-0}" = 0 ]; then
+  printf '%s\\n%s\\n%s\\n' "$STEP" "$STEP" "$STEP" >> "$XDEEP_REPORT"
+fi
+exit "$CODE"
+"""
+
+
+def as_user(user, argv):
+    return ["runuser", "-u", user, "--", *argv]
+
+
+class DecisionsTest(StackTest):
+    def setUp(self):
+        super().setUp()
+        for user in (ALICE, MALLORY):
+            if subprocess.run(["id", user], capture_output=True).returncode != 0:
+                subprocess.run(["useradd", "-M", "-s", "/bin/sh", user], check=True)
+        # Readable by the test users: the step script, the other model, reports.
+        self.shared = tempfile.mkdtemp(prefix="xdeep-decisions-")
+        os.chmod(self.shared, 0o1777)
+        self.script = os.path.join(self.shared, "steps.sh")
+        with open(self.script, "w") as f:
+            f.write(STEP_SCRIPT)
+        os.chmod(self.script, 0o755)
+        # Same name, another training setting: another model fingerprint.
+        self.other_model = os.path.join(self.shared, "gpt-125m-adam.toml")
+        with open(GPT) as src, open(self.other_model, "w") as dst:
+            dst.write(src.read().replace('optimizer = "adamw"', 'optimizer = "adam"'))
+        os.chmod(self.other_model, 0o644)
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", self.shared])
+        super().tearDown()
+
+    def plan_step_time(self, user, workload=GPT):
+        r = run(as_user(user, [XDEEP, "plan", "-w", workload, "--objective", "time"]))
+        self.assertEqual(r.rc, 0, r)
+        # The chosen row: "* " + a 28-wide strategy column, then nodes, gpu/n,
+        # mbs, accum, batch, mem GiB, step s.
+        return float(r.out.splitlines()[2][2 + 29:].split()[6])
+
+    def tuned_run(self, user, step_s, code):
+        """A tuned srun whose rank 0 reports `step_s` per step and exits `code`."""
+        env = ["env", f"STEP={step_s}", f"CODE={code}", f"XDEEP_REPORT_DIR={self.shared}"]
+        r = run(as_user(user, [*env, "srun", "--xdeep-tune", "--xdeep-objective=time",
+                               f"--xdeep-workload={GPT}", self.script]), timeout=120)
+        self.assertEqual(r.rc, code, r)
+        decided = re.findall(r"decision (\w{12})\)", r.err + r.out)
+        self.assertEqual(len(decided), 1, r)
+        return decided[0]
+
+    def learning_state(self, user, prefix, timeout_s=40):
+        """The history's learning column for a decision, once Slurm's record is in."""
+        state = ""
+        for _ in range(int(timeout_s / 0.5)):
+            r = run(as_user(user, [XDEEP, "history", "--limit", "50"]))
+            self.assertEqual(r.rc, 0, r)
+            rows = [l for l in r.out.splitlines() if l.split()[2:3] == [prefix]]
+            self.assertEqual(len(rows), 1, r)
+            state = rows[0].split("  ")[-1].strip()
+            if state and state != "waiting for Slurm's record":
+                return state
+            time.sleep(0.5)
+        return state
+
+    def test_one_users_bad_and_failed_runs_move_no_one_elses_plan(self):
+        alice = self.plan_step_time(ALICE)
+        mallory = self.plan_step_time(MALLORY)
+        other = self.plan_step_time(MALLORY, self.other_model)
+        self.assertAlmostEqual(alice, mallory, places=4)  # nothing learned yet
+
+        # A run far too fast (a CPU run of the README demo): kept, flagged, ignored.
+        absurd = self.tuned_run(MALLORY, mallory / 400, 0)
+        self.assertTrue(self.learning_state(MALLORY, absurd).startswith("ignored: median step"))
+        lines = [l for l in daemon_log().splitlines()
+                 if "event=learning.ignored" in l and f"decision={absurd}" in l]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn("learning_max_ratio", lines[0])
+
+        # A plausible but failed run (exit code 3, Slurm records FAILED).
+        failed = self.tuned_run(MALLORY, mallory * 3, 3)
+        self.assertEqual(self.learning_state(MALLORY, failed), "ignored: Slurm recorded FAILED")
+        for user, workload, before in ((ALICE, GPT, alice), (MALLORY, GPT, mallory),
+                                       (MALLORY, self.other_model, other)):
+            self.assertAlmostEqual(self.plan_step_time(user, workload), before, places=4,
+                                   msg=f"{user} {workload}")
+
+        # A plausible successful run corrects mallory's own plan only.
+        good = self.tuned_run(MALLORY, mallory * 3, 0)
+        self.assertEqual(self.learning_state(MALLORY, good), "used")
+        self.assertGreater(self.plan_step_time(MALLORY), mallory * 1.5)
+        self.assertAlmostEqual(self.plan_step_time(ALICE), alice, places=4)
+        self.assertAlmostEqual(self.plan_step_time(MALLORY, self.other_model), other, places=4)
+
+        # Only the owner (or an admin) forgets it; then the plan is as before.
+        refused = run(as_user(ALICE, [XDEEP, "history", "--forget", good]))
+        self.assertNotEqual(refused.rc, 0, refused)
+        self.assertIn("only its owner or an admin", refused.err)
+        forgot = run(as_user(MALLORY, [XDEEP, "history", "--forget", good]))
+        self.assertEqual(forgot.rc, 0, forgot)
+        self.assertIn("1 reported run(s) no longer correct predictions", forgot.out)
+        self.assertEqual(self.learning_state(MALLORY, good), "forgotten")
+        self.assertAlmostEqual(self.plan_step_time(MALLORY), mallory, places=4)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,52 @@
+// ModelFingerprint (see fingerprint.h).
+#include "tuner/fingerprint.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace xdeep::tuner {
+namespace {
+
+uint64_t Fnv1a(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string ModelFingerprint(const Workload& w) {
+  // The per-layer table is derived from the shape for transformers and CNN
+  // presets and given for generic workloads, so it covers every family; %.9g
+  // keeps doubles stable across hosts.
+  std::string text = absl::StrCat("family=", static_cast<int>(w.family), ";cnn=", w.cnn_arch,
+                                  ";image=", w.image_size, ";classes=", w.num_classes);
+  const TransformerShape& t = w.transformer;
+  absl::StrAppend(&text, ";tf=", t.layers, ",", t.hidden, ",", t.heads, ",", t.kv_heads, ",",
+                  t.ffn, ",", t.seq_len, ",", t.vocab, ",", int{t.gated_mlp}, ",", int{t.tied_embeddings},
+                  ",", int{t.learned_positions});
+  for (const LayerCost& l : w.layers) {
+    absl::StrAppend(&text, ";layer=", l.name, ",", l.params,
+                    absl::StrFormat(",%.9g,%.9g,%.9g", l.fwd_flops, l.saved_activation_bytes,
+                                    l.output_bytes),
+                    ",", l.unit);
+  }
+  absl::StrAppend(&text, absl::StrFormat(";input=%.9g", w.input_bytes_per_sample));
+  const TrainingSettings& s = w.settings;
+  absl::StrAppend(&text, absl::StrFormat(
+                             ";precision=%s;optimizer=%s;fsdp16=%d,%d;impl=%s;attention=%s;"
+                             "format=%s;bias=%d;checkpointing=%s;compile=%d",
+                             PrecisionName(w.precision), OptimizerName(w.optimizer),
+                             w.fsdp_16bit_params, w.fsdp_16bit_reduce,
+                             OptimizerImplName(s.optimizer_impl), AttentionKernelName(s.attention),
+                             MemoryFormatName(s.memory_format), s.linear_bias,
+                             CheckpointingName(s.activation_checkpointing), s.compile));
+  return absl::StrFormat("%016x", Fnv1a(text));
+}
+
+}  // namespace xdeep::tuner

@@ -1,0 +1,21 @@
+// A workload's model fingerprint: what a measured step time depends on in
+// the workload itself (architecture, precision, optimizer, training
+// settings), not its free-text name nor its training length. Runs with the
+// same fingerprint may correct each other's predictions; runs with another
+// may not (docs/learning.md).
+#ifndef XDEEP_TUNER_FINGERPRINT_H_
+#define XDEEP_TUNER_FINGERPRINT_H_
+
+#include <string>
+
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+
+// 16 hex digits (FNV-1a over a canonical text of the fields above); stable
+// across runs, hosts and builds.
+std::string ModelFingerprint(const Workload& w);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_FINGERPRINT_H_
