@@ -11,10 +11,11 @@ import tempfile
 import time
 import unittest
 
-from harness import BUILD, WORKLOADS, StackTest, daemon_log, run
+from harness import BUILD, STACK, WORKLOADS, StackTest, daemon_log, run
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
+DAEMON = ["--daemon", f"unix://{STACK}/xdeepd.sock"]
 ALICE, MALLORY = "xdeep-alice", "xdeep-mallory"
 
 # Rank 0 writes $STEP three times as its step times, then the job exits $CODE.
@@ -54,7 +55,7 @@ class DecisionsTest(StackTest):
         super().tearDown()
 
     def plan_step_time(self, user, workload=GPT):
-        r = run(as_user(user, [XDEEP, "plan", "-w", workload, "--objective", "time"]))
+        r = run(as_user(user, [XDEEP, *DAEMON, "plan", "-w", workload, "--objective", "time"]))
         self.assertEqual(r.rc, 0, r)
         # The chosen row: "* " + a 28-wide strategy column, then nodes, gpu/n,
         # mbs, accum, batch, mem GiB, step s.
@@ -74,7 +75,7 @@ class DecisionsTest(StackTest):
         """The history's learning column for a decision, once Slurm's record is in."""
         state = ""
         for _ in range(int(timeout_s / 0.5)):
-            r = run(as_user(user, [XDEEP, "history", "--limit", "50"]))
+            r = run(as_user(user, [XDEEP, *DAEMON, "history", "--limit", "50"]))
             self.assertEqual(r.rc, 0, r)
             rows = [l for l in r.out.splitlines() if l.split()[2:3] == [prefix]]
             self.assertEqual(len(rows), 1, r)
@@ -114,10 +115,10 @@ class DecisionsTest(StackTest):
         self.assertAlmostEqual(self.plan_step_time(MALLORY, self.other_model), other, places=4)
 
         # Only the owner (or an admin) forgets it; then the plan is as before.
-        refused = run(as_user(ALICE, [XDEEP, "history", "--forget", good]))
+        refused = run(as_user(ALICE, [XDEEP, *DAEMON, "history", "--forget", good]))
         self.assertNotEqual(refused.rc, 0, refused)
         self.assertIn("only its owner or an admin", refused.err)
-        forgot = run(as_user(MALLORY, [XDEEP, "history", "--forget", good]))
+        forgot = run(as_user(MALLORY, [XDEEP, *DAEMON, "history", "--forget", good]))
         self.assertEqual(forgot.rc, 0, forgot)
         self.assertIn("1 reported run(s) no longer correct predictions", forgot.out)
         self.assertEqual(self.learning_state(MALLORY, good), "forgotten")
