@@ -6,7 +6,7 @@
 // would, and a hostile Report (negative elapsed time, "launch failed") that
 // must change nothing; retries through daemon restarts. Each process writes
 // what the daemon told it to OUT/<uid>.txt:
-//   reserved <decision> <token> <gpus>   refused <reason>   lost <decision|-> <why>
+//   reserved <decision> <token> <gpus> <nodes>   refused <reason>   lost <decision|-> <why>
 // Controller (--controller, as root): plays slurmctld for every reserved
 // decision in OUT: Admit (job_submit.lua's call), then a job-completion record
 // in SPOOL as xdeep-jobcomp.sh writes it, one job per decision, some records
@@ -122,7 +122,8 @@ int RunUser(const Options& o, int index) {
       continue;
     }
     out << "reserved " << decision.decision_id() << " " << decision.admission_token() << " "
-        << decision.config().nodes() * decision.config().gpus_per_node() << "\n";
+        << decision.config().nodes() * decision.config().gpus_per_node() << " "
+        << decision.config().nodes() << "\n";
     out.flush();
   }
   return 0;
@@ -132,6 +133,7 @@ struct Reserved {
   std::string decision, token;
   uint32_t uid = 0;
   int gpus = 0;
+  int nodes = 1;
 };
 
 std::vector<Reserved> ReadReserved(const Options& o) {
@@ -144,7 +146,7 @@ std::vector<Reserved> ReadReserved(const Options& o) {
       if (kind == "reserved") {
         Reserved r;
         r.uid = uid;
-        in >> r.decision >> r.token >> r.gpus;
+        in >> r.decision >> r.token >> r.gpus >> r.nodes;
         all.push_back(r);
       }
       std::string rest;
@@ -189,10 +191,10 @@ int RunController(const Options& o, const std::vector<Reserved>& all, int first,
     const int seconds = run_s(rng);
     const std::string name = std::to_string(job) + "." + std::to_string(start);
     const std::string record = fmt::format(
-        "JOBID={}\nUID={}\nSTART={}\nEND={}\nNODECNT=1\nPARTITION={}\nJOBSTATE=COMPLETED\n"
+        "JOBID={}\nUID={}\nSTART={}\nEND={}\nNODECNT={}\nPARTITION={}\nJOBSTATE=COMPLETED\n"
         "BATCH=yes\nUSERNAME=u{}\nACCOUNT=\nTRES=cpu=1,node=1,gres/gpu={}\n"
         "ADMINCOMMENT=xdeep:{}\n",
-        job, r.uid, start, start + seconds, o.partition, r.uid, r.gpus, r.decision);
+        job, r.uid, start, start + seconds, r.nodes, o.partition, r.uid, r.gpus, r.decision);
     // Written aside and renamed, as xdeep-jobcomp.sh does; every fifth twice.
     for (int copy = 0; copy < (i % 5 == 0 ? 2 : 1); ++copy) {
       const std::string tmp = o.spool + "/." + name + "." + std::to_string(copy);
