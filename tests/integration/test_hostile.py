@@ -289,6 +289,30 @@ class HostileUserTest(StackTest):
         self.assertEqual(rows[0][2], uid_of(MALLORY))
         self.assertGreater(rows[0][5], 0)
 
+    def test_hung_daemon_fail_closed_refuses_at_submission(self):
+        lua = os.path.join(STACK, "job_submit.lua")
+        with open(lua) as f:
+            original = f.read()
+        self.assertIn('local FAIL = "open"', original)
+        with open(os.path.join(STACK, "run", "xdeepd.fgpid")) as f:
+            pid = int(f.read())
+        conf = alt_conf(self.tmp, "")
+        try:
+            # slurmctld reloads job_submit.lua when the file changes.
+            with open(lua, "w") as f:
+                f.write(original.replace('local FAIL = "open"', 'local FAIL = "closed"'))
+            os.kill(pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            r = run(as_user(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"]), conf=conf)
+            waited = time.monotonic() - t0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            with open(lua, "w") as f:
+                f.write(original)
+        self.assert_refused_at_submission(r, "needs the xdeep budget daemon, which is unavailable")
+        self.assertLess(waited, 3.0 + 1.5, "slurmctld waited past TIMEOUT_MS")
+        self.assertEqual(self.user_jobs(MALLORY), [])
+
     # --- least privilege ---------------------------------------------------
 
     def test_daemon_runs_as_its_own_user_and_keeps_its_records_private(self):
