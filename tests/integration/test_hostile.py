@@ -258,11 +258,26 @@ class HostileUserTest(StackTest):
         self.assertEqual(reservation(decision)[0], "settled")
 
     def test_failed_submission_releases_its_hold_at_once(self):
+        # srun reports the failure itself; Slurm holds no job for the decision.
         r = run(as_user(ALICE, ["srun", "-p", "strict", "-w", "nosuchnode", "--xdeep-tune",
                                 f"--xdeep-workload={GPT}", "true"]))
         self.assertNotEqual(r.rc, 0, r)
         decision = decision_of(r)
         self.assertEqual(reservation(decision)[0], "released")
+        # sbatch cannot: the daemon finds the admitted hold with no job in
+        # Slurm on its next ledger pass (2 s here) after a 10 s grace.
+        r = run(as_user(ALICE, ["sbatch", "-p", "strict", "-w", "nosuchnode", "--xdeep-tune",
+                                f"--xdeep-workload={GPT}", "--wrap=true"]))
+        self.assertNotEqual(r.rc, 0, r)
+        decision = decision_of(r)
+        self.assertEqual(reservation(decision)[0], "bound")
+        state = None
+        for _ in range(80):
+            state = reservation(decision)[0]
+            if state == "released":
+                break
+            time.sleep(0.25)
+        self.assertEqual(state, "released")
 
     # --- daemon outage ---------------------------------------------------
 
