@@ -438,8 +438,8 @@ absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
 
 absl::StatusOr<std::vector<ReservationRecord>> Ledger::BoundBefore(int64_t cutoff) {
   std::lock_guard lock(mu_);
-  Statement st(db_, (std::string(kSelectRecord) + "WHERE state='bound' AND admitted_unix < ?")
-                        .c_str());
+  Statement st(db_,
+               (std::string(kSelectRecord) + "WHERE state='bound' AND admitted_unix < ?").c_str());
   if (!st.ok()) return SqlError(db_, "ledger", "prepare bound");
   st.Int(1, cutoff);
   std::vector<ReservationRecord> out;
