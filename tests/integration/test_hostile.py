@@ -241,6 +241,36 @@ class HostileUserTest(StackTest):
         self.assertEqual(state, "settled")
         self.assertAlmostEqual(settled, sum(row[5] for row in rows), delta=1e-9)
 
+    def test_requeued_job_is_charged_for_each_run(self):
+        r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                                "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 3"]))
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        decision = decision_of(r)
+        for _ in range(40):
+            if "JobState=RUNNING" in run(["scontrol", "-o", "show", "job", str(job)]).out:
+                break
+            time.sleep(0.1)
+        time.sleep(2.2)
+        self.assertEqual(run(["scontrol", "requeue", str(job)]).rc, 0)
+        # A requeued job waits out its credentials' lifetime before it runs
+        # again (slurm-cluster.sh: AuthInfo=cred_expire=10).
+        rows = []
+        for _ in range(240):
+            rows = ledger().execute("SELECT start_unix, end_unix - start_unix, decision_id, amount "
+                                    "FROM job_charges WHERE job_id = ? ORDER BY start_unix",
+                                    (job,)).fetchall()
+            if len(rows) == 2:
+                break
+            time.sleep(0.25)
+        self.assertEqual(len(rows), 2, rows)
+        (first_start, first_s, d1, a1), (second_start, second_s, d2, a2) = rows
+        self.assertEqual((d1, d2), (decision, decision))
+        self.assertGreaterEqual(first_s, 2, "the run before the requeue is charged for its time")
+        self.assertGreaterEqual(second_s, 3)
+        self.assertGreater(second_start, first_start)
+        self.assertAlmostEqual(reservation(decision)[3], a1 + a2, delta=1e-9)
+
     def test_failure_report_while_the_job_runs_frees_nothing(self):
         r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
                                 "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 4"]))
