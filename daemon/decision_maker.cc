@@ -272,7 +272,7 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
     for (BudgetScope& s : enforced) s.limit = 0;  // advisory: track, never refuse
   }
   absl::Status reserved =
-      ledger_->Reserve(charge, enforced, period_start, now, policy.reservation_ttl_s);
+      ledger_->Reserve(charge, enforced, period_start, now, policy.admission_window_s);
   if (reserved.ok()) {
     decision.set_admission_token(charge.admission_token);
     if (!strict) {

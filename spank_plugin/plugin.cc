@@ -293,7 +293,8 @@ void Plugin::WaitSpent(std::chrono::steady_clock::time_point since) {
 }
 
 void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
-  if (decision_id_.empty() || job_id == 0) return;
+  // Steps inside a tuned job cost nothing: the controller bound the job.
+  if (decision_id_.empty() || job_id == 0 || !owns_launch_) return;
   std::string error;
   DaemonClient* client = Client(&error);
   if (client == nullptr) return;
@@ -314,9 +315,6 @@ void Plugin::LocalExit(uint32_t job_id) {
   reported_ = true;
   // A step inside a tuned job that failed to start does not end the job.
   if (job_id == 0 && !owns_launch_) return;
-  std::string error;
-  DaemonClient* client = Client(&error);
-  if (client == nullptr) return;
   ReportQuery report;
   report.decision_id = decision_id_;
   report.job_id = job_id;
@@ -331,6 +329,11 @@ void Plugin::LocalExit(uint32_t job_id) {
     double t = 0;
     while (in >> t) report.step_times_s.push_back(t);
   }
+  // A step inside a tuned job only adds step times: none, no call.
+  if (!owns_launch_ && report.step_times_s.empty()) return;
+  std::string error;
+  DaemonClient* client = Client(&error);
+  if (client == nullptr) return;
   ClientError client_error;
   if (!client->Report(report, WaitDeadline(), &client_error)) {
     host_.info("xdeep: warning: could not report the outcome: " + client_error.message);

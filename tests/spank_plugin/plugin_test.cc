@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 
 namespace xdeep::spank {
@@ -211,17 +212,28 @@ TEST_F(PluginTest, ExitWithoutJobReleasesTheReservation) {
   EXPECT_EQ(client_->reports[0].decision_id, "abc123");
 }
 
-TEST_F(PluginTest, StepsInsideATunedJobNeverSettleIt) {
+TEST_F(PluginTest, StepsInsideATunedJobOnlyAddStepTimes) {
   setenv("XDEEP_TUNED", "abc123", 1);
   setenv("XDEEP_REEXEC_PID", "1", 1);  // another process re-executed; we inherited
   ASSERT_EQ(Launch({}, {}), 0);
   plugin_->LocalExit(0);
   EXPECT_EQ(client_, nullptr) << "a failed inner step does not release the job's money";
   ASSERT_EQ(Launch({}, {}), 0);
+  plugin_->LocalUserInit(42, 1);
   plugin_->LocalExit(42);
+  EXPECT_EQ(client_, nullptr) << "a step without step times never calls the daemon";
+  const std::string steps = ::testing::TempDir() + "/inner.steps";
+  std::ofstream(steps) << "0.5\n0.25\n";
+  setenv("XDEEP_REPORT", steps.c_str(), 1);
+  ASSERT_EQ(Launch({}, {}), 0);
+  plugin_->LocalExit(42);
+  unsetenv("XDEEP_REPORT");
+  ASSERT_NE(client_, nullptr);
   ASSERT_EQ(client_->reports.size(), 1u);
   EXPECT_FALSE(client_->reports[0].final);
   EXPECT_FALSE(client_->reports[0].launch_failed);
+  EXPECT_EQ(client_->reports[0].step_times_s, (std::vector<double>{0.5, 0.25}));
+  EXPECT_TRUE(client_->deadlines.size() == 1u) << "no Bind from an inner step";
 }
 
 TEST_F(PluginTest, AdmissionTokenReachesTheJobsSpankEnvironmentOnly) {
