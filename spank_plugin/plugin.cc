@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,8 +16,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "spank_plugin/batch_script.h"
 #include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
+#include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {
 namespace {
@@ -47,15 +50,6 @@ int MinOfCompressedList(const std::string& list) {
   return best;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return true;
-}
-
 std::string ReportPath(const std::string& decision_id) {
   std::string dir = Env("XDEEP_REPORT_DIR");
   if (dir.empty()) {
@@ -63,6 +57,20 @@ std::string ReportPath(const std::string& decision_id) {
     dir = (home.empty() ? std::string("/tmp") : home) + "/.cache/xdeep";
   }
   return dir + "/" + decision_id + ".steps";
+}
+
+// Heterogeneous launches put ':' between components: srun anywhere in its
+// command line, sbatch / salloc among their options.
+bool IsHeterogeneous(Launcher launcher, const std::vector<std::string>& argv, int first_command) {
+  const size_t end = launcher == Launcher::kSrun ? argv.size()
+                                                 : std::min<size_t>(argv.size(), first_command);
+  for (size_t i = 1; i < end; ++i)
+    if (argv[i] == ":") return true;
+  return false;
+}
+
+bool IsModeName(const std::string& word) {
+  return word == "auto" || word == "advise" || word == "explain" || word == "off" || word == "on";
 }
 
 }  // namespace
@@ -95,49 +103,108 @@ DaemonClient* Plugin::Client(std::string* error) {
   return client_.get();
 }
 
-bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
-                        int first_command, TuneQuery* q, std::string* error, bool* skip) {
-  q->mode = std::string(TuneModeName(mode));
-  q->launcher = launcher == Launcher::kSrun     ? "srun"
-                : launcher == Launcher::kSbatch ? "sbatch"
-                                                : "salloc";
-  // The workload: --xdeep-workload (a file, else a preset name), else ./xdeep.toml.
+bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv,
+                        int first_command, std::string* error) {
+  if (IsHeterogeneous(launcher, argv, first_command)) {
+    *error =
+        "a heterogeneous launch (components joined by ':') cannot be tuned: xdeep decides one "
+        "layout per launch; tune each component as its own launch";
+    return false;
+  }
+  std::vector<GivenOption> given = CommandLineOptions(launcher, argv, first_command);
+  std::vector<GivenOption> env =
+      EnvironmentOptions(launcher, [](const char* n) -> const char* { return std::getenv(n); });
+  given.insert(given.end(), env.begin(), env.end());
+  bool wrap = false;
+  for (const GivenOption& g : given) wrap |= g.option != nullptr && g.option->effect == Effect::kWrap;
+  if (launcher == Launcher::kSbatch && !wrap) {
+    BatchDirectives script;
+    const bool on_stdin = first_command < 0 || static_cast<size_t>(first_command) >= argv.size();
+    const bool read = on_stdin ? ReadStdinScript(&script, error)
+                               : ReadBatchScript(argv[first_command], &script, error);
+    if (!read) return false;
+    if (script.heterogeneous) {
+      *error =
+          "a heterogeneous batch job (#SBATCH hetjob) cannot be tuned: xdeep decides one layout "
+          "per launch; tune each component as its own job";
+      return false;
+    }
+    script_on_stdin_ = on_stdin;
+    std::vector<GivenOption> lines =
+        ParseOptions(launcher, script.args, 0, script.args.size(), OptionSource::kScript);
+    given.insert(given.end(), lines.begin(), lines.end());
+  }
+  bounds_ = ReadLaunchBounds(std::move(given));
+  if (!bounds_.refusal.empty()) {
+    *error = bounds_.refusal;
+    return false;
+  }
+  return true;
+}
+
+bool Plugin::ReadWorkload(TuneQuery* q, std::string* error, bool* skip) {
+  // --xdeep-workload (a file, else a preset name), else xdeep.toml where the
+  // job runs (-D / --chdir, else the current directory).
   std::string workload = options_.workload();
-  const bool explicit_request = options_.mode().has_value();
   if (workload.empty()) {
-    if (std::filesystem::exists("xdeep.toml")) {
-      workload = "xdeep.toml";
-    } else if (!explicit_request) {
+    const std::string dir = bounds_.chdir.empty() ? "" : bounds_.chdir + "/";
+    const std::string candidate = dir + "xdeep.toml";
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0) {
+      workload = candidate;
+    } else if (!options_.mode().has_value()) {
       *skip = true;  // tuning is on by site default, but this launch describes no workload
       return true;
     } else {
-      *error =
-          "no workload to tune: pass --xdeep-workload=FILE (or a preset such as gpt-1.3b), "
-          "or put an xdeep.toml in the working directory";
+      *error = "no workload to tune: pass --xdeep-workload=FILE (or a preset such as gpt-1.3b), "
+               "or put an xdeep.toml in " +
+               (dir.empty() ? std::string("the working directory") : dir);
       return false;
     }
   }
-  if (std::filesystem::is_regular_file(workload)) {
-    if (!ReadFile(workload, &q->workload_toml)) {
-      *error = "cannot read workload file " + workload + "; check its permissions";
-      return false;
-    }
+  // A preset is a plain name; anything that looks like or is a path is a file.
+  struct stat st {};
+  if (stat(workload.c_str(), &st) == 0 || workload.find('/') != std::string::npos ||
+      workload.ends_with(".toml")) {
+    if (!ReadWorkloadFile(workload, &q->workload_toml, error)) return false;
     q->workload_source = workload;
-  } else if (workload.find('/') != std::string::npos || workload.ends_with(".toml")) {
-    *error = "workload file " + workload + " does not exist; check the path";
-    return false;
   } else {
     q->workload_preset = workload;
     q->workload_source = workload;
   }
+  return true;
+}
 
-  LaunchBounds bounds = ParseLaunchBounds(argv, first_command);
+bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
+                        int first_command, TuneQuery* q, std::string* error, bool* skip) {
+  q->mode = std::string(TuneModeName(mode));
+  q->launcher = std::string(LauncherName(launcher));
+  // The bounds first: -D says where to look for xdeep.toml. Their error is
+  // reported only when this launch has a workload to tune at all.
+  std::string bounds_error;
+  const bool bounds_ok = ReadBounds(launcher, argv, first_command, &bounds_error);
+  if (!ReadWorkload(q, error, skip)) return false;
+  if (*skip) return true;
+  if (!bounds_ok) {
+    *error = bounds_error;
+    *skip = !options_.mode().has_value();  // a site-default launch runs as written
+    return false;
+  }
+
+  const LaunchBounds& bounds = bounds_;
   q->max_nodes = bounds.nodes;
+  if (!bounds.nodelist.empty()) {
+    const int listed = static_cast<int>(bounds.nodelist.size());
+    q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, listed) : listed;
+  }
   q->max_tasks = bounds.tasks;
   q->max_gpus_per_node = bounds.gpus_per_node;
   q->max_gpus = bounds.gpus;
-  q->partition = bounds.partition.empty() ? Env("SLURM_PARTITION") : bounds.partition;
-  q->account = bounds.account.empty() ? Env("SLURM_ACCOUNT") : bounds.account;
+  q->max_tasks_per_node = bounds.tasks_per_node;
+  q->cpus_per_task = bounds.cpus_per_task;
+  q->excluded_nodes = bounds.excluded_nodes;
+  q->partition = bounds.partition;
+  q->account = bounds.account;
 
   // Inside an allocation (srun in salloc or sbatch) a step cannot grow past it.
   if (launcher == Launcher::kSrun && !Env("SLURM_JOB_ID").empty()) {
@@ -183,12 +250,29 @@ int Plugin::InitPostOpt(Launcher launcher,
     return 0;
   }
   std::string error;
-  if (!options_.ApplyEnvironment(&error)) return Refuse(error);
+  options_.ApplyTuneEnvironment(&error);
+  if (!error.empty()) host_.info("xdeep: warning: " + error);
   TuneMode mode = options_.mode().value_or(config_.default_on ? TuneMode::kAuto : TuneMode::kOff);
   if (mode == TuneMode::kOff) return 0;
   const bool implicit = !options_.mode().has_value();
 
   const std::vector<std::string> argv = read_argv();
+  // "--xdeep-tune explain prog": getopt leaves an optional argument's
+  // separate word as the program; running a program called "explain" (tuned
+  // and charged) is never what was meant.
+  if (options_.bare_tune() && first_command > 0 && static_cast<size_t>(first_command) < argv.size() &&
+      IsModeName(argv[first_command])) {
+    const std::string& word = argv[first_command];
+    return Refuse("--xdeep-tune " + word + " would run a program called '" + word +
+                  "'; did you mean --xdeep-tune=" + word + "?");
+  }
+  // The other XDEEP_* variables count only now that the launch is tuned.
+  error.clear();
+  if (!options_.ApplyEnvironment(&error)) {
+    if (!implicit) return Refuse(error);
+    host_.info("xdeep: warning: " + error + "; running the launch unchanged");
+    return 0;
+  }
   TuneQuery query;
   bool skip = false;
   if (!BuildQuery(launcher, mode, argv, first_command, &query, &error, &skip)) {
@@ -253,8 +337,12 @@ int Plugin::InitPostOpt(Launcher launcher,
   }
   setenv(kGuardVar, answer.decision_id.c_str(), 1);
   setenv(kGuardPidVar, std::to_string(getpid()).c_str(), 1);
+  std::vector<std::string> exported = {kGuardVar, kGuardPidVar};
+  for (const auto& [name, value] : DecisionEnvironment(answer, report)) exported.push_back(name);
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
-  host_.reexec(RewriteLaunch(argv, first_command, shape));
+  // sbatch has read a redirected script to its end; the new sbatch reads it again.
+  if (script_on_stdin_) RewindStdinScript();
+  host_.reexec(RewriteLaunch(argv, first_command, bounds_, shape, exported));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
   host_.info("xdeep: warning: could not re-execute the launch; running it unchanged");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "spank_plugin/daemon_client.h"
+#include "spank_plugin/launch_args.h"
 #include "spank_plugin/plugin_config.h"
 #include "spank_plugin/user_options.h"
 
@@ -39,8 +40,6 @@ struct Host {
   std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
       LoadDaemonClient;
 };
-
-enum class Launcher { kSrun, kSbatch, kSalloc };
 
 class Plugin {
  public:
@@ -71,10 +70,19 @@ class Plugin {
   DaemonClient* Client(std::string* error);
   bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
                   int first_command, TuneQuery* query, std::string* error, bool* skip);
+  // The launch's limits from #SBATCH lines, the input environment and the
+  // command line; false with `error` when they cannot be read or tuned.
+  bool ReadBounds(Launcher launcher, const std::vector<std::string>& argv, int first_command,
+                  std::string* error);
+  // The workload file or preset; false with `error`, or true with `skip` set
+  // when a site-default launch names none.
+  bool ReadWorkload(TuneQuery* q, std::string* error, bool* skip);
 
   Host host_;
   PluginConfig config_;
   UserOptions options_;
+  LaunchBounds bounds_;
+  bool script_on_stdin_ = false;  // sbatch read its script from a redirected file
   std::unique_ptr<DaemonClient> client_;
   std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
   bool owns_launch_ = false;
