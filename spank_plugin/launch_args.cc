@@ -84,12 +84,21 @@ bool Has(const LaunchBounds& b, Effect effect, bool only_unremovable) {
   return false;
 }
 
-// --export=NONE or a list without ALL: the tasks get only what it names.
+}  // namespace
+
 bool RestrictsEnvironment(const std::string& value) {
   return !value.empty() && value != "ALL" && !value.starts_with("ALL,");
 }
 
-}  // namespace
+std::string ExportAlso(Launcher launcher, std::string value, const std::vector<std::string>& names) {
+  // srun 22.05 exports nothing after NONE ("NONE,XDEEP_A" passes no
+  // XDEEP_A); NIL is its spelling of "only these". sbatch honours NONE,VAR
+  // and NONE also loads the user's login environment there, so it stays.
+  if (launcher == Launcher::kSrun && (value == "NONE" || value.starts_with("NONE,")))
+    value.replace(0, 4, "NIL");
+  for (const std::string& name : names) value += "," + name;
+  return value;
+}
 
 std::vector<GivenOption> CommandLineOptions(Launcher launcher, const std::vector<std::string>& argv,
                                             int first_command) {
@@ -184,7 +193,8 @@ LaunchBounds ReadLaunchBounds(std::vector<GivenOption> given) {
   return b;
 }
 
-std::vector<std::string> RewriteLaunch(const std::vector<std::string>& argv, int first_command,
+std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std::string>& argv,
+                                       int first_command,
                                        const LaunchBounds& bounds, const LaunchShape& shape,
                                        const std::vector<std::string>& export_names) {
   const size_t end = std::min<size_t>(argv.size(), std::max(first_command, 1));
@@ -230,11 +240,7 @@ std::vector<std::string> RewriteLaunch(const std::vector<std::string>& argv, int
     for (size_t i = 0; i < n; ++i) list += (i ? "," : "") + bounds.nodelist[i];
     out.push_back("--nodelist=" + list);
   }
-  if (restrict_env) {
-    std::string value = bounds.export_env;
-    for (const std::string& name : export_names) value += "," + name;
-    out.push_back("--export=" + value);
-  }
+  if (restrict_env) out.push_back("--export=" + ExportAlso(launcher, bounds.export_env, export_names));
   out.insert(out.end(), argv.begin() + static_cast<long>(end), argv.end());
   return out;
 }

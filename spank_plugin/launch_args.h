@@ -52,9 +52,18 @@ struct LaunchShape {
 // (plus consistent overrides of replaced options given elsewhere) inserted at
 // first_command. `export_names` are the variables a restricted --export must
 // still pass to the tasks.
-std::vector<std::string> RewriteLaunch(const std::vector<std::string>& argv, int first_command,
+std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std::string>& argv,
+                                       int first_command,
                                        const LaunchBounds& bounds, const LaunchShape& shape,
                                        const std::vector<std::string>& export_names);
+
+// True for --export=NONE or a list without ALL: the tasks get only what it names.
+bool RestrictsEnvironment(const std::string& export_value);
+
+// A restricted --export value that also passes `names`, spelled so that
+// `launcher` honours it.
+std::string ExportAlso(Launcher launcher, std::string export_value,
+                       const std::vector<std::string>& names);
 
 // argv of this process from /proc/self/cmdline.
 std::vector<std::string> ReadSelfCmdline();

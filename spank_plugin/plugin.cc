@@ -84,6 +84,20 @@ int Plugin::Init(const std::vector<std::string>& args) {
   return 0;
 }
 
+void Plugin::PrepareStepEnvironment() {
+  const std::string exported = Env("SLURM_EXPORT_ENV");
+  if (Env(kGuardVar).empty() || !RestrictsEnvironment(exported)) return;
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (!entry.starts_with("XDEEP_")) continue;
+    std::string name(entry.substr(0, entry.find('=')));
+    if (exported.find(name) == std::string::npos) names.push_back(std::move(name));
+  }
+  if (!names.empty())
+    setenv("SLURM_EXPORT_ENV", ExportAlso(Launcher::kSrun, exported, names).c_str(), 1);
+}
+
 int Plugin::OnOption(OptionId id, const char* value) {
   std::string error;
   if (!options_.Set(id, value, &error)) {
@@ -342,7 +356,7 @@ int Plugin::InitPostOpt(Launcher launcher,
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
   // sbatch has read a redirected script to its end; the new sbatch reads it again.
   if (script_on_stdin_) RewindStdinScript();
-  host_.reexec(RewriteLaunch(argv, first_command, bounds_, shape, exported));
+  host_.reexec(RewriteLaunch(launcher, argv, first_command, bounds_, shape, exported));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
   host_.info("xdeep: warning: could not re-execute the launch; running it unchanged");

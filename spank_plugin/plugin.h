@@ -47,6 +47,10 @@ class Plugin {
 
   // Plugstack arguments; 0 or -1 (after printing why).
   int Init(const std::vector<std::string>& args);
+  // srun, before it reads its input environment: an srun inside a tuned job
+  // whose --export=NONE (SLURM_EXPORT_ENV) would hide the decision from its
+  // tasks passes the XDEEP_* variables as well.
+  void PrepareStepEnvironment();
   // An --xdeep-* option callback; 0 or -1.
   int OnOption(OptionId id, const char* value);
   // After option parsing in srun / sbatch / salloc. `read_argv` gives the

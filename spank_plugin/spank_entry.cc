@@ -106,6 +106,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     const spank_context_t ctx = spank_context();
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return 0;
     if (Instance().Init(std::vector<std::string>(av, av + ac)) != 0) return -1;
+    if (ctx == S_CTX_LOCAL) Instance().PrepareStepEnvironment();
     return RegisterOptions(sp);
   });
 }

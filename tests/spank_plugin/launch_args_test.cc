@@ -88,7 +88,7 @@ TEST(LaunchArgsTest, LaterSourcesWin) {
 TEST(LaunchArgsTest, RewriteInsertsBeforeCommandAndCutsReplacedOptions) {
   Argv argv = {"srun",         "-N1",     "--gpus=2", "--ntasks-per-node", "2", "--gpus-per-node=1",
                "--xdeep-tune", "python3", "train.py", "--gpus=9"};
-  Argv out = RewriteLaunch(argv, 7, FromCommandLine(argv, 7), {2, 8, 4}, {});
+  Argv out = RewriteLaunch(Launcher::kSrun, argv, 7, FromCommandLine(argv, 7), {2, 8, 4}, {});
   Argv want = {"srun",      "--xdeep-tune", "--nodes=2", "--ntasks=8", "--gpus-per-node=4",
                "python3",   "train.py",     "--gpus=9"};
   EXPECT_EQ(out, want);
@@ -96,7 +96,7 @@ TEST(LaunchArgsTest, RewriteInsertsBeforeCommandAndCutsReplacedOptions) {
 
 TEST(LaunchArgsTest, RewriteKeepsGpuTypeAndOtherGres) {
   Argv argv = {"srun", "--gres=nic:1,gpu:h100:2", "-c2", "prog"};
-  Argv out = RewriteLaunch(argv, 3, FromCommandLine(argv, 3), {1, 4, 4}, {});
+  Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 4, 4}, {});
   Argv want = {"srun", "-c2", "--nodes=1", "--ntasks=4", "--gpus-per-node=h100:4", "--gres=nic:1",
                "prog"};
   EXPECT_EQ(out, want);
@@ -108,7 +108,7 @@ TEST(LaunchArgsTest, RewriteOverridesWhatTheScriptSays) {
   auto given = CommandLineOptions(Launcher::kSbatch, argv, 1);
   auto lines = ParseOptions(Launcher::kSbatch, script, 0, script.size(), OptionSource::kScript);
   given.insert(given.end(), lines.begin(), lines.end());
-  Argv out = RewriteLaunch(argv, 1, ReadLaunchBounds(given), {2, 6, 3}, {});
+  Argv out = RewriteLaunch(Launcher::kSbatch, argv, 1, ReadLaunchBounds(given), {2, 6, 3}, {});
   Argv want = {"sbatch",        "--nodes=2",         "--ntasks=6",      "--gpus-per-node=3",
                "--gpus=6",      "--gpus-per-task=1", "--ntasks-per-node=3", "--gres=gpu:3",
                "job.sh"};
@@ -117,26 +117,26 @@ TEST(LaunchArgsTest, RewriteOverridesWhatTheScriptSays) {
 
 TEST(LaunchArgsTest, RewriteTrimsTheNodeList) {
   Argv argv = {"srun", "-w", "n[1-3]", "prog"};
-  Argv out = RewriteLaunch(argv, 3, FromCommandLine(argv, 3), {2, 8, 4}, {});
+  Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {2, 8, 4}, {});
   EXPECT_EQ(out[4], "--nodelist=n1,n2");
   EXPECT_EQ(std::count(out.begin(), out.end(), "-w"), 0);
 }
 
 TEST(LaunchArgsTest, RestrictedExportStillPassesTheDecision) {
   Argv argv = {"srun", "--export=NONE", "-E", "prog"};
-  Argv out = RewriteLaunch(argv, 3, FromCommandLine(argv, 3), {1, 1, 1}, {"XDEEP_A", "XDEEP_B"});
+  Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 1, 1}, {"XDEEP_A", "XDEEP_B"});
   Argv want = {"srun", "--nodes=1", "--ntasks=1", "--gpus-per-node=1",
-               "--export=NONE,XDEEP_A,XDEEP_B", "prog"};
+               "--export=NIL,XDEEP_A,XDEEP_B", "prog"};
   EXPECT_EQ(out, want) << "-E is cut: it would let the environment override the decision";
   Argv all = {"srun", "--export=ALL,FOO=1", "prog"};
-  Argv kept = RewriteLaunch(all, 2, FromCommandLine(all, 2), {1, 1, 1}, {"XDEEP_A"});
+  Argv kept = RewriteLaunch(Launcher::kSrun, all, 2, FromCommandLine(all, 2), {1, 1, 1}, {"XDEEP_A"});
   EXPECT_EQ(kept[1], "--export=ALL,FOO=1");
 }
 
 TEST(LaunchArgsTest, RewriteWithoutCommand) {
   // sbatch --wrap has no positional command: flags go at the end.
   Argv argv = {"sbatch", "--wrap", "srun hostname"};
-  Argv out = RewriteLaunch(argv, 3, FromCommandLine(argv, 3, Launcher::kSbatch), {1, 2, 2}, {});
+  Argv out = RewriteLaunch(Launcher::kSbatch, argv, 3, FromCommandLine(argv, 3, Launcher::kSbatch), {1, 2, 2}, {});
   EXPECT_EQ(out.back(), "--gpus-per-node=2");
   EXPECT_EQ(out[2], "srun hostname");
 }

@@ -361,7 +361,7 @@ TEST_F(PluginTest, RestrictedExportCarriesTheDecision) {
                    {"srun", "--export=NONE", "--xdeep-tune", "prog"}, 3),
             0);
   auto it = std::find_if(reexec_.begin(), reexec_.end(),
-                         [](const std::string& a) { return a.starts_with("--export=NONE,"); });
+                         [](const std::string& a) { return a.starts_with("--export=NIL,"); });
   ASSERT_NE(it, reexec_.end());
   for (const char* name : {"XDEEP_TUNED", "XDEEP_DECISION_ID", "XDEEP_NODES", "XDEEP_REPORT"}) {
     EXPECT_NE(it->find(std::string(",") + name), std::string::npos) << name;
