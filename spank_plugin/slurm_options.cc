@@ -117,9 +117,11 @@ const std::vector<SlurmOption> kTable = {
   {"mem", 0, {R, R, R}, T::kKept, E::kNone, {}, "kept (memory per node, whatever the layout)"},
   {"mem-bind", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mem-per-cpu", 0, {R, R, R}, T::kKept, E::kNone, {},
-   "kept; Slurm refuses the launch when the decided tasks per node need more memory than a node has"},
+   "kept; not a bound: the daemon does not know the nodes' memory, so whether the decided tasks "
+   "per node fit is Slurm's check (where memory is a consumable resource)"},
   {"mem-per-gpu", 0, {R, R, R}, T::kKept, E::kNone, {},
-   "kept; Slurm refuses the launch when the decided GPUs per node need more memory than a node has"},
+   "kept; not a bound: the daemon does not know the nodes' memory, so whether the decided GPUs "
+   "per node fit is Slurm's check (where memory is a consumable resource)"},
   {"mincpus", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mpi", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"msg-timeout", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
