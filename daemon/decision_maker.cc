@@ -87,6 +87,21 @@ int MinPositive(std::initializer_list<int> values) {
   return best;
 }
 
+// Why BuildLimits left nothing to search, naming the option to change.
+std::string NoRoomReason(const PartitionShape& shape, const v1::UserBounds& b) {
+  if (b.cpus_per_task() > 0 && b.cpus_per_task() > shape.cpus_per_node) {
+    return fmt::format(
+        "-c/--cpus-per-gpu {} asks for more CPUs per task than a node of partition {} has ({}); "
+        "lower it",
+        b.cpus_per_task(), shape.partition, shape.cpus_per_node);
+  }
+  if (b.excluded_nodes() > 0 && b.excluded_nodes() >= shape.nodes) {
+    return fmt::format("-x excludes {} nodes, and partition {} has {}; exclude fewer",
+                       b.excluded_nodes(), shape.partition, shape.nodes);
+  }
+  return "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node";
+}
+
 }  // namespace
 
 absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
@@ -179,21 +194,6 @@ tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape
   limits.min_parallel_efficiency = policy.min_parallel_efficiency;
   limits.allowed_strategies = policy.allowed_strategies;
   return limits;
-}
-
-// Why BuildLimits left nothing to search, naming the option to change.
-std::string NoRoomReason(const PartitionShape& shape, const v1::UserBounds& b) {
-  if (b.cpus_per_task() > 0 && b.cpus_per_task() > shape.cpus_per_node) {
-    return fmt::format(
-        "-c/--cpus-per-gpu {} asks for more CPUs per task than a node of partition {} has ({}); "
-        "lower it",
-        b.cpus_per_task(), shape.partition, shape.cpus_per_node);
-  }
-  if (b.excluded_nodes() > 0 && b.excluded_nodes() >= shape.nodes) {
-    return fmt::format("-x excludes {} nodes, and partition {} has {}; exclude fewer",
-                       b.excluded_nodes(), shape.partition, shape.nodes);
-  }
-  return "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node";
 }
 
 absl::StatusOr<std::vector<BudgetScope>> BudgetScopes(const PolicyConfig& policy,
