@@ -194,11 +194,12 @@ LaunchBounds ReadLaunchBounds(std::vector<GivenOption> given) {
 }
 
 std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std::string>& argv,
-                                       int first_command,
-                                       const LaunchBounds& bounds, const LaunchShape& shape,
-                                       const std::vector<std::string>& export_names) {
+                                       int first_command, const LaunchBounds& bounds,
+                                       const LaunchShape& shape,
+                                       const std::vector<std::string>& exports,
+                                       bool component_only) {
   const size_t end = std::min<size_t>(argv.size(), std::max(first_command, 1));
-  const bool restrict_env = RestrictsEnvironment(bounds.export_env);
+  const bool restrict_env = RestrictsEnvironment(bounds.export_env) || component_only;
   std::vector<bool> cut(end, false);
   for (const GivenOption& g : bounds.given) {
     if (!g.removable || g.option == nullptr || g.end > end) continue;
@@ -240,8 +241,20 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
     for (size_t i = 0; i < n; ++i) list += (i ? "," : "") + bounds.nodelist[i];
     out.push_back("--nodelist=" + list);
   }
-  if (restrict_env) out.push_back("--export=" + ExportAlso(launcher, bounds.export_env, export_names));
-  out.insert(out.end(), argv.begin() + static_cast<long>(end), argv.end());
+  if (component_only) {
+    std::string value = bounds.export_env.empty() ? "ALL" : bounds.export_env;
+    for (const std::string& e : exports) value += "," + e;
+    out.push_back("--export=" + value);
+  } else if (restrict_env) {
+    out.push_back("--export=" + ExportAlso(launcher, bounds.export_env, exports));
+  }
+  for (size_t i = end; i < argv.size(); ++i) {
+    out.push_back(argv[i]);
+    // srun gives a component without --export the previous component's:
+    // reset it to what it had before, so the decision stays in component 0.
+    if (component_only && argv[i] == ":")
+      out.push_back("--export=" + (bounds.export_env.empty() ? "ALL" : bounds.export_env));
+  }
   return out;
 }
 

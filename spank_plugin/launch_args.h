@@ -50,12 +50,15 @@ struct LaunchShape {
 
 // argv with the replaced options cut from the command line and the decision
 // (plus consistent overrides of replaced options given elsewhere) inserted at
-// first_command. `export_names` are the variables a restricted --export must
-// still pass to the tasks.
+// first_command. `exports` are the variables a restricted --export must still
+// pass to the tasks; for a heterogeneous step (`component_only`) they are
+// NAME=value pairs that component 0's --export carries, so that the other
+// components never see them.
 std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std::string>& argv,
-                                       int first_command,
-                                       const LaunchBounds& bounds, const LaunchShape& shape,
-                                       const std::vector<std::string>& export_names);
+                                       int first_command, const LaunchBounds& bounds,
+                                       const LaunchShape& shape,
+                                       const std::vector<std::string>& exports,
+                                       bool component_only = false);
 
 // True for --export=NONE or a list without ALL: the tasks get only what it names.
 bool RestrictsEnvironment(const std::string& export_value);

@@ -60,10 +60,12 @@ std::string ReportPath(const std::string& decision_id) {
 }
 
 // Heterogeneous launches put ':' between components: srun anywhere in its
-// command line, sbatch / salloc among their options.
+// command line, sbatch / salloc among their options (their optind stops at
+// the first ':').
 bool IsHeterogeneous(Launcher launcher, const std::vector<std::string>& argv, int first_command) {
-  const size_t end = launcher == Launcher::kSrun ? argv.size()
-                                                 : std::min<size_t>(argv.size(), first_command);
+  const size_t end = launcher == Launcher::kSrun
+                         ? argv.size()
+                         : std::min<size_t>(argv.size(), std::max(first_command, 0) + 1);
   for (size_t i = 1; i < end; ++i)
     if (argv[i] == ":") return true;
   return false;
@@ -82,6 +84,15 @@ int Plugin::Init(const std::vector<std::string>& args) {
     return -1;
   }
   return 0;
+}
+
+void Plugin::UnsetXdeepEnvironment() {
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (entry.starts_with("XDEEP_")) names.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  for (const std::string& name : names) unsetenv(name.c_str());
 }
 
 void Plugin::PrepareStepEnvironment() {
@@ -119,10 +130,12 @@ DaemonClient* Plugin::Client(std::string* error) {
 
 bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv,
                         int first_command, std::string* error) {
-  if (IsHeterogeneous(launcher, argv, first_command)) {
+  // srun tunes component 0 of a heterogeneous step (its options end at
+  // optind); a heterogeneous allocation's components share one submission.
+  if (launcher != Launcher::kSrun && IsHeterogeneous(launcher, argv, first_command)) {
     *error =
-        "a heterogeneous launch (components joined by ':') cannot be tuned: xdeep decides one "
-        "layout per launch; tune each component as its own launch";
+        "a heterogeneous allocation (components joined by ':') cannot be tuned: xdeep decides "
+        "one layout per launch; submit each component as its own job";
     return false;
   }
   std::vector<GivenOption> given = CommandLineOptions(launcher, argv, first_command);
@@ -253,6 +266,10 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
 int Plugin::InitPostOpt(Launcher launcher,
                         const std::function<std::vector<std::string>()>& read_argv,
                         int first_command) {
+  // srun calls this once per component of a heterogeneous step; the first
+  // call decides for the launch.
+  if (post_opt_seen_) return 0;
+  post_opt_seen_ = true;
   started_ = std::chrono::steady_clock::now();
   const std::string guard = Env(kGuardVar);
   if (!guard.empty()) {
@@ -261,6 +278,10 @@ int Plugin::InitPostOpt(Launcher launcher,
     decision_id_ = guard;
     owns_launch_ = Env(kGuardPidVar) == std::to_string(getpid());
     if (!owns_launch_ && launcher != Launcher::kSrun) decision_id_.clear();
+    report_path_ = Env("XDEEP_REPORT");
+    // A tuned heterogeneous step carries the decision in component 0's
+    // --export; the other components must not inherit it from this process.
+    if (owns_launch_ && IsHeterogeneous(launcher, read_argv(), first_command)) UnsetXdeepEnvironment();
     return 0;
   }
   std::string error;
@@ -351,12 +372,26 @@ int Plugin::InitPostOpt(Launcher launcher,
   }
   setenv(kGuardVar, answer.decision_id.c_str(), 1);
   setenv(kGuardPidVar, std::to_string(getpid()).c_str(), 1);
+  const bool heterogeneous = IsHeterogeneous(launcher, argv, first_command);
   std::vector<std::string> exported = {kGuardVar, kGuardPidVar};
   for (const auto& [name, value] : DecisionEnvironment(answer, report)) exported.push_back(name);
+  if (heterogeneous) {
+    // Component 0 alone gets the decision, as NAME=value in its --export.
+    exported = {std::string(kGuardVar) + "=" + answer.decision_id};
+    for (const auto& [name, value] : DecisionEnvironment(answer, report)) {
+      if (value.find(',') != std::string::npos || RestrictsEnvironment(bounds_.export_env)) {
+        return Refuse(
+            "this heterogeneous step cannot carry the decision to component 0 alone (a "
+            "restricted --export, or a comma in " + name + "); tune the component as its own "
+            "launch");
+      }
+      exported.push_back(name + "=" + value);
+    }
+  }
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
   // sbatch has read a redirected script to its end; the new sbatch reads it again.
   if (script_on_stdin_) RewindStdinScript();
-  host_.reexec(RewriteLaunch(launcher, argv, first_command, bounds_, shape, exported));
+  host_.reexec(RewriteLaunch(launcher, argv, first_command, bounds_, shape, exported, heterogeneous));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
   host_.info("xdeep: warning: could not re-execute the launch; running it unchanged");
@@ -395,7 +430,7 @@ void Plugin::LocalExit(uint32_t job_id) {
   report.final = owns_launch_;
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const std::string path = Env("XDEEP_REPORT");
+  const std::string& path = report_path_;
   if (!path.empty()) {
     std::ifstream in(path);
     double t = 0;

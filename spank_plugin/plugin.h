@@ -81,12 +81,16 @@ class Plugin {
   // The workload file or preset; false with `error`, or true with `skip` set
   // when a site-default launch names none.
   bool ReadWorkload(TuneQuery* q, std::string* error, bool* skip);
+  // Removes every XDEEP_* variable from this process's environment.
+  static void UnsetXdeepEnvironment();
 
   Host host_;
   PluginConfig config_;
   UserOptions options_;
   LaunchBounds bounds_;
   bool script_on_stdin_ = false;  // sbatch read its script from a redirected file
+  bool post_opt_seen_ = false;    // InitPostOpt ran (srun: once per het component)
+  std::string report_path_;       // $XDEEP_REPORT of the tuned launch
   std::unique_ptr<DaemonClient> client_;
   std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
   bool owns_launch_ = false;

@@ -388,9 +388,11 @@ std::string OptionsTableMarkdown() {
         "Limits are read, in Slurm's order of precedence, from `#SBATCH` lines (sbatch; also\n"
         "from a script redirected on stdin), the launcher's input environment variables, and\n"
         "the command line. Unknown options (another SPANK plugin's) are kept.\n\n"
-        "A heterogeneous launch (components joined by `:`, or `#SBATCH hetjob`) is refused:\n"
-        "xdeep decides one layout per launch, and no component may receive another's\n"
-        "`XDEEP_*` variables; tune each component as its own launch.\n\n"
+        "A heterogeneous srun step (components joined by `:`) is tuned in component 0, the\n"
+        "options before its program: only that component receives the decision's `XDEEP_*`\n"
+        "(through its own `--export`), and every later component keeps the environment it\n"
+        "had. A heterogeneous allocation (sbatch / salloc with `:`, or `#SBATCH hetjob`) is\n"
+        "refused: submit each component as its own job.\n\n"
         "| option | srun | sbatch | salloc | tuned launch |\n"
         "| --- | --- | --- | --- | --- |\n";
   auto cell = [](const SlurmOption& o, int li) -> std::string {

@@ -206,12 +206,27 @@ class OptionsTest(StackTest):
         for argv, words in (
                 (["srun", "--multi-prog", *TUNE, conf], "--multi-prog cannot be tuned"),
                 (["srun", "--ntasks-per-core=1", *TUNE, SHOW], "one task per GPU"),
-                (["srun", "-n1", *TUNE, SHOW, ":", "-n1", SHOW], "heterogeneous")):
+                (["salloc", *TUNE, "-n1", ":", "-n1", "srun", SHOW], "heterogeneous")):
             with self.subTest(argv=argv[1]):
                 r = run(argv, timeout=60)
                 self.assertNotEqual(r.rc, 0, r)
                 self.assertEqual(r.tasks(), [], r)
                 self.assertTrue(any(words in l for l in r.xdeep_lines()), r)
+
+    def test_heterogeneous_step_tunes_component_zero_only(self):
+        r = run(["srun", "-l", *TUNE, SHOW, ":", "-n1", "-N1", SHOW], timeout=90)
+        self.assertEqual(r.rc, 0, r)
+        rows = [line.split(": ", 1) for line in r.out.splitlines() if ": {" in line]
+        import json
+        tasks = [json.loads(row) for _, row in rows]
+        tuned = [t for t in tasks if t["decision"]]
+        untuned = [t for t in tasks if not t["decision"]]
+        self.assertEqual(len(untuned), 1, r)  # component 1's one task got no XDEEP_*
+        self.assertEqual(untuned[0]["xdeep_tuned"], "", r)
+        self.assertEqual(len(tuned), int(tuned[0]["xdeep_tasks"]), r)
+        self.assertEqual(len({t["node"] for t in tuned}), int(tuned[0]["xdeep_nodes"]), r)
+        for t in tuned:
+            self.assertEqual(t["gpus_on_node"], int(t["xdeep_gpn"]), r)
 
     def test_heterogeneous_step_untuned_gets_no_decision(self):
         r = run(["srun", "-n1", SHOW, ":", "-n1", SHOW], env={"XDEEP_TUNE": ""}, timeout=60)

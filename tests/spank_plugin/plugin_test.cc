@@ -349,9 +349,32 @@ TEST_F(PluginTest, RefusedOptionStopsAnAskedLaunchAndWarnsADefaultOne) {
   EXPECT_NE(infos_.back().find("running the launch unchanged"), std::string::npos);
 }
 
-TEST_F(PluginTest, HeterogeneousLaunchIsRefused) {
-  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+TEST_F(PluginTest, HeterogeneousStepTunesComponentZeroOnly) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
                    {"srun", "--xdeep-tune", "a", ":", "-n2", "b"}, 2),
+            0);
+  const auto a = std::find(reexec_.begin(), reexec_.end(), "a");
+  ASSERT_NE(a, reexec_.end());
+  EXPECT_EQ(std::vector<std::string>(a, reexec_.end()),
+            (std::vector<std::string>{"a", ":", "--export=ALL", "-n2", "b"}))
+      << "srun would hand component 0's --export to component 1";
+  const std::string& exported = *(a - 1);
+  EXPECT_TRUE(exported.starts_with("--export=ALL,XDEEP_TUNED=abc123,")) << exported;
+  EXPECT_NE(exported.find(",XDEEP_NODES=2"), std::string::npos) << exported;
+  // The re-executed srun: the decision leaves its environment, so component 1
+  // inherits none of it; component 0 has it from --export.
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
+  setenv("XDEEP_NODES", "2", 1);
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}}, reexec_, 3), 0);
+  EXPECT_TRUE(plugin_->owns_launch());
+  EXPECT_EQ(getenv("XDEEP_NODES"), nullptr);
+  EXPECT_EQ(getenv("XDEEP_TUNED"), nullptr);
+}
+
+TEST_F(PluginTest, HeterogeneousAllocationIsRefused) {
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"salloc", "--xdeep-tune", "-n1", ":", "-n2", "bash"}, 3, Launcher::kSalloc),
             -1);
   EXPECT_NE(errors_[0].find("heterogeneous"), std::string::npos);
 }
