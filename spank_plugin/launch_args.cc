@@ -168,6 +168,9 @@ LaunchBounds ReadLaunchBounds(std::vector<GivenOption> given) {
         }
         break;
       }
+      case Effect::kConstraint:
+        b.constraint = v;
+        break;
       case Effect::kPartition:
         b.partition = v.substr(0, v.find(','));
         break;

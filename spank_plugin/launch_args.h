@@ -23,6 +23,7 @@ struct LaunchBounds {
   int cpus_per_task = 0;   // -c, or --cpus-per-gpu (one task per GPU)
   std::vector<std::string> nodelist;  // -w, expanded
   int excluded_nodes = 0;             // -x, expanded
+  std::string constraint;             // -C
   std::string gpu_type;               // "h100" from gpu:h100:4
   std::string partition;              // the first of -p's list
   std::string account;

@@ -19,6 +19,7 @@
 #include "spank_plugin/batch_script.h"
 #include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
+#include "spank_plugin/node_features.h"
 #include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {
@@ -232,6 +233,22 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
   q->excluded_nodes = bounds.excluded_nodes;
   q->partition = bounds.partition;
   q->account = bounds.account;
+  if (!bounds.constraint.empty() && Env("SLURM_JOB_ID").empty()) {
+    // -C: no more nodes than have the features. Without sinfo's answer the
+    // constraint stays Slurm's alone.
+    std::string nodes, why;
+    const int matching = ReadNodeFeatures(config_.timeout_ms, &nodes, &why)
+                             ? CountMatchingNodes(nodes, bounds.partition, bounds.constraint)
+                             : -1;
+    if (matching == 0) {
+      *error = "no node of partition " +
+               (bounds.partition.empty() ? std::string("(the default)") : bounds.partition) +
+               " has the features -C " + bounds.constraint + "; check the feature names (sinfo -o %N%f)";
+      *skip = !options_.mode().has_value();
+      return false;
+    }
+    if (matching > 0) q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, matching) : matching;
+  }
 
   // Inside an allocation (srun in salloc or sbatch) a step cannot grow past it.
   if (launcher == Launcher::kSrun && !Env("SLURM_JOB_ID").empty()) {

@@ -42,9 +42,10 @@ const std::vector<SlurmOption> kTable = {
    "refused: the daemon decides for the cluster it serves and knows no other cluster's nodes"},
   {"comment", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"compress", 0, {O, X, X}, T::kKept, E::kNone, {}, kKeep},
-  {"constraint", 'C', {R, R, R}, T::kKept, E::kNone, {},
-   "kept; Slurm places the decided nodes on nodes with these features (bound the node count "
-   "with -N when few nodes have them)"},
+  {"constraint", 'C', {R, R, R}, T::kBound, E::kConstraint,
+   {"SLURM_CONSTRAINT", "SBATCH_CONSTRAINT", "SALLOC_CONSTRAINT"},
+   "kept; bound: at most as many nodes as the partition has with these features (sinfo); "
+   "counts, brackets and parentheses in the expression are left to Slurm"},
   {"container", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"contiguous", 0, {F, F, F}, T::kKept, E::kNone, {}, kKeep},
   {"core-spec", 'S', {R, R, R}, T::kKept, E::kNone, {}, kKeep},

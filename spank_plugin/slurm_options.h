@@ -42,6 +42,7 @@ enum class Effect {
   kCpusPerGpu,
   kNodelist,
   kExclude,
+  kConstraint,
   kPartition,
   kAccount,
   kChdir,

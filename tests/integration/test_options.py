@@ -106,6 +106,24 @@ class OptionsTest(StackTest):
         tasks = self.assert_tuned(r)
         self.assertEqual({t["node"] for t in tasks}, {"n3"}, r)
 
+    def test_constraint_bounds_the_node_count(self):
+        # Only n3 has the feature: an unbounded least-time decision takes 2 nodes,
+        # which Slurm could not place ("Requested node configuration is not available").
+        def features(value):
+            r = run(["scontrol", "update", "NodeName=n3", f"AvailableFeatures={value}",
+                     f"ActiveFeatures={value}"], timeout=30)
+            self.assertEqual(r.rc, 0, r)
+        features("fast")
+        try:
+            r = run(["srun", "-C", "fast", *TUNE, SHOW], timeout=60)
+            tasks = self.assert_tuned(r)
+            self.assertEqual({t["node"] for t in tasks}, {"n3"}, r)
+            r = run(["srun", "-C", "nosuch", *TUNE, SHOW], timeout=60)
+            self.assertNotEqual(r.rc, 0, r)
+            self.assertTrue(any("has the features -C nosuch" in l for l in r.xdeep_lines()), r)
+        finally:
+            features("")
+
     def test_input_environment_is_a_bound(self):
         r = run(["srun", *TUNE, SHOW], env={"SLURM_GPUS_PER_NODE": "1", "SRUN_CPUS_PER_TASK": "1"},
                 timeout=60)
