@@ -171,6 +171,12 @@ LaunchBounds ReadLaunchBounds(std::vector<GivenOption> given) {
       case Effect::kConstraint:
         b.constraint = v;
         break;
+      case Effect::kMemPerCpu:
+        b.mem_per_cpu = v;
+        break;
+      case Effect::kMemPerGpu:
+        b.mem_per_gpu = v;
+        break;
       case Effect::kPartition:
         b.partition = v.substr(0, v.find(','));
         break;

@@ -1,4 +1,4 @@
-// Node features from sinfo (see node_features.h).
+// The partition's nodes from sinfo (see node_features.h).
 #include "spank_plugin/node_features.h"
 
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -28,30 +29,56 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return out;
 }
 
-}  // namespace
-
-int CountMatchingNodes(const std::string& sinfo_output, const std::string& partition,
-                       const std::string& constraint) {
-  if (constraint.empty() || constraint.find_first_of("[]()*:") != std::string::npos) return -1;
-  if (std::string_view("&|,").find(constraint.back()) != std::string_view::npos) return -1;
-  const bool any = constraint.find('|') != std::string::npos;
-  if (any && constraint.find_first_of("&,") != std::string::npos) return -1;
-  std::vector<std::string> wanted;
+// The feature names of a plain expression (names joined by & or , or by |);
+// false for anything richer.
+bool ParseConstraint(const std::string& constraint, std::vector<std::string>* wanted, bool* any) {
+  if (constraint.empty() || constraint.find_first_of("[]()*:") != std::string::npos) return false;
+  if (std::string_view("&|,").find(constraint.back()) != std::string_view::npos) return false;
+  *any = constraint.find('|') != std::string::npos;
+  if (*any && constraint.find_first_of("&,") != std::string::npos) return false;
   for (const std::string& part : Split(constraint, '|')) {
     for (const std::string& name : Split(part, '&')) {
       for (const std::string& n : Split(name, ',')) {
-        if (n.empty()) return -1;
-        wanted.push_back(n);
+        if (n.empty()) return false;
+        wanted->push_back(n);
       }
     }
   }
-  if (wanted.empty()) return -1;
+  return !wanted->empty();
+}
+
+}  // namespace
+
+long MemoryMb(const std::string& size) {
+  if (size.empty() || size[0] < '0' || size[0] > '9') return 0;
+  size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(size, &used);
+  } catch (...) {
+    return 0;
+  }
+  const std::string unit = size.substr(used);
+  if (unit.empty() || unit == "M" || unit == "m") return value;
+  if (unit == "G" || unit == "g") return value * 1024;
+  if (unit == "T" || unit == "t") return value * 1024 * 1024;
+  if (unit == "K" || unit == "k") return value / 1024;
+  return 0;
+}
+
+PartitionNodes ReadPartitionNodes(const std::string& sinfo_output, const std::string& partition,
+                                  const std::string& constraint) {
+  std::vector<std::string> wanted;
+  bool any = false;
+  const bool counted = !constraint.empty() && ParseConstraint(constraint, &wanted, &any);
   std::set<std::string> nodes;
+  PartitionNodes out;
   for (const std::string& line : Split(sinfo_output, '\n')) {
     const std::vector<std::string> f = Split(line, '|');
-    if (f.size() < 3) continue;
+    if (f.size() < 4) continue;
     const std::string& p = f[1];
-    const bool in_partition = partition.empty() ? p.ends_with("*") : (p == partition || p == partition + "*");
+    const bool in_partition =
+        partition.empty() ? p.ends_with("*") : (p == partition || p == partition + "*");
     if (!in_partition) continue;
     const std::vector<std::string> has = Split(f[2], ',');
     auto has_feature = [&](const std::string& w) {
@@ -61,12 +88,17 @@ int CountMatchingNodes(const std::string& sinfo_output, const std::string& parti
     };
     bool ok = !any;
     for (const std::string& w : wanted) ok = any ? (ok || has_feature(w)) : (ok && has_feature(w));
-    if (ok) nodes.insert(f[0]);
+    if (constraint.empty() || !counted || ok) {
+      nodes.insert(f[0]);
+      const long mb = std::atol(f[3].c_str());
+      if (mb > 0 && (out.memory_mb == 0 || mb < out.memory_mb)) out.memory_mb = mb;
+    }
   }
-  return static_cast<int>(nodes.size());
+  if (counted) out.matching = static_cast<int>(nodes.size());
+  return out;
 }
 
-bool ReadNodeFeatures(int timeout_ms, std::string* output, std::string* error) {
+bool RunSinfo(int timeout_ms, std::string* output, std::string* error) {
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) {
     *error = "pipe failed";
@@ -77,7 +109,7 @@ bool ReadNodeFeatures(int timeout_ms, std::string* output, std::string* error) {
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   char* argv[] = {const_cast<char*>("sinfo"), const_cast<char*>("-h"), const_cast<char*>("-N"),
-                  const_cast<char*>("-o"), const_cast<char*>("%N|%P|%f"), nullptr};
+                  const_cast<char*>("-o"), const_cast<char*>(kSinfoFormat), nullptr};
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, "sinfo", &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);

@@ -203,6 +203,40 @@ bool Plugin::ReadWorkload(TuneQuery* q, std::string* error, bool* skip) {
   return true;
 }
 
+bool Plugin::NodeBounds(TuneQuery* q, std::string* error) {
+  const LaunchBounds& b = bounds_;
+  const bool memory = !b.mem_per_cpu.empty() || !b.mem_per_gpu.empty();
+  // Inside an allocation the allocation's own size bounds the step.
+  if ((b.constraint.empty() && !memory) || !Env("SLURM_JOB_ID").empty()) return true;
+  // Without sinfo's answer these stay Slurm's checks alone.
+  std::string output, why;
+  if (!RunSinfo(config_.timeout_ms, &output, &why)) return true;
+  const PartitionNodes nodes = ReadPartitionNodes(output, b.partition, b.constraint);
+  const std::string partition =
+      b.partition.empty() ? std::string("the default partition") : "partition " + b.partition;
+  if (nodes.matching == 0) {
+    *error = "no node of " + partition + " has the features -C " + b.constraint +
+             "; check the feature names (sinfo -o %N%f)";
+    return false;
+  }
+  if (nodes.matching > 0)
+    q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, nodes.matching) : nodes.matching;
+  if (!memory || nodes.memory_mb <= 0) return true;
+  // One task per GPU: the memory each GPU's task asks for.
+  long per_gpu = MemoryMb(b.mem_per_gpu);
+  if (per_gpu <= 0) per_gpu = MemoryMb(b.mem_per_cpu) * std::max(b.cpus_per_task, 1);
+  if (per_gpu <= 0) return true;
+  const int fit = static_cast<int>(nodes.memory_mb / per_gpu);
+  if (fit == 0) {
+    *error = "--mem-per-gpu / --mem-per-cpu ask " + std::to_string(per_gpu) +
+             " MB for each GPU's task, and a node of " + partition + " has " +
+             std::to_string(nodes.memory_mb) + " MB; lower it";
+    return false;
+  }
+  q->max_gpus_per_node = q->max_gpus_per_node > 0 ? std::min(q->max_gpus_per_node, fit) : fit;
+  return true;
+}
+
 bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
                         int first_command, TuneQuery* q, std::string* error, bool* skip) {
   q->mode = std::string(TuneModeName(mode));
@@ -233,21 +267,9 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
   q->excluded_nodes = bounds.excluded_nodes;
   q->partition = bounds.partition;
   q->account = bounds.account;
-  if (!bounds.constraint.empty() && Env("SLURM_JOB_ID").empty()) {
-    // -C: no more nodes than have the features. Without sinfo's answer the
-    // constraint stays Slurm's alone.
-    std::string nodes, why;
-    const int matching = ReadNodeFeatures(config_.timeout_ms, &nodes, &why)
-                             ? CountMatchingNodes(nodes, bounds.partition, bounds.constraint)
-                             : -1;
-    if (matching == 0) {
-      *error = "no node of partition " +
-               (bounds.partition.empty() ? std::string("(the default)") : bounds.partition) +
-               " has the features -C " + bounds.constraint + "; check the feature names (sinfo -o %N%f)";
-      *skip = !options_.mode().has_value();
-      return false;
-    }
-    if (matching > 0) q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, matching) : matching;
+  if (!NodeBounds(q, error)) {
+    *skip = !options_.mode().has_value();
+    return false;
   }
 
   // Inside an allocation (srun in salloc or sbatch) a step cannot grow past it.

@@ -117,12 +117,13 @@ const std::vector<SlurmOption> kTable = {
   {"mcs-label", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mem", 0, {R, R, R}, T::kKept, E::kNone, {}, "kept (memory per node, whatever the layout)"},
   {"mem-bind", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
-  {"mem-per-cpu", 0, {R, R, R}, T::kKept, E::kNone, {},
-   "kept; not a bound: the daemon does not know the nodes' memory, so whether the decided tasks "
-   "per node fit is Slurm's check (where memory is a consumable resource)"},
-  {"mem-per-gpu", 0, {R, R, R}, T::kKept, E::kNone, {},
-   "kept; not a bound: the daemon does not know the nodes' memory, so whether the decided GPUs "
-   "per node fit is Slurm's check (where memory is a consumable resource)"},
+  {"mem-per-cpu", 0, {R, R, R}, T::kBound, E::kMemPerCpu,
+   {"SLURM_MEM_PER_CPU", "SBATCH_MEM_PER_CPU", "SALLOC_MEM_PER_CPU"},
+   "kept; bound: tasks per node (one per GPU) x CPUs per task x this fit the node's memory "
+   "(sinfo's RealMemory)"},
+  {"mem-per-gpu", 0, {R, R, R}, T::kBound, E::kMemPerGpu,
+   {"SLURM_MEM_PER_GPU", "SBATCH_MEM_PER_GPU", "SALLOC_MEM_PER_GPU"},
+   "kept; bound: GPUs per node x this fit the node's memory (sinfo's RealMemory)"},
   {"mincpus", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mpi", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"msg-timeout", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},

@@ -43,6 +43,8 @@ enum class Effect {
   kNodelist,
   kExclude,
   kConstraint,
+  kMemPerCpu,
+  kMemPerGpu,
   kPartition,
   kAccount,
   kChdir,

@@ -124,6 +124,18 @@ class OptionsTest(StackTest):
         finally:
             features("")
 
+    def test_memory_per_gpu_and_per_cpu_fit_the_node(self):
+        # RealMemory=4000 MB per node: 1500 MB per GPU leaves room for 2 GPUs' tasks.
+        for argv in (["--mem-per-gpu=1500"], ["--mem-per-cpu=1000", "-c2"],
+                     ["--mem-per-cpu", "1G", "-c", "2"]):
+            with self.subTest(argv=argv):
+                r = run(["srun", *argv, *TUNE, SHOW], timeout=60)
+                tasks = self.assert_tuned(r)
+                self.assertLessEqual(tasks[0]["gpus_on_node"], 2, r)
+        r = run(["srun", "--mem-per-gpu=5G", *TUNE, SHOW], timeout=60)
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertTrue(any("5120 MB for each GPU's task" in l for l in r.xdeep_lines()), r)
+
     def test_input_environment_is_a_bound(self):
         r = run(["srun", *TUNE, SHOW], env={"SLURM_GPUS_PER_NODE": "1", "SRUN_CPUS_PER_TASK": "1"},
                 timeout=60)
