@@ -52,8 +52,8 @@ bool ReadHeader(int fd, bool positional, std::string* text, std::string* error) 
   char buffer[65536];
   off_t offset = 0;
   while (out.size() < kMaxHeaderBytes) {
-    const ssize_t got = positional ? pread(fd, buffer, sizeof buffer, offset)
-                                   : read(fd, buffer, sizeof buffer);
+    const ssize_t got =
+        positional ? pread(fd, buffer, sizeof buffer, offset) : read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       *error = std::strerror(errno);

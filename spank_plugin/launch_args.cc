@@ -32,7 +32,7 @@ int TypedCount(std::string_view value, std::string* type) {
 }
 
 struct Gres {
-  int gpus = 0;            // 0: no gpu entry
+  int gpus = 0;  // 0: no gpu entry
   std::string gpu_type;
   std::vector<std::string> others;  // every entry that is not a GPU, as written
 };
@@ -90,7 +90,8 @@ bool RestrictsEnvironment(const std::string& value) {
   return !value.empty() && value != "ALL" && !value.starts_with("ALL,");
 }
 
-std::string ExportAlso(Launcher launcher, std::string value, const std::vector<std::string>& names) {
+std::string ExportAlso(Launcher launcher, std::string value,
+                       const std::vector<std::string>& names) {
   // srun 22.05 exports nothing after NONE ("NONE,XDEEP_A" passes no
   // XDEEP_A); NIL is its spelling of "only these". sbatch honours NONE,VAR
   // and NONE also loads the user's login environment there, so it stays.
@@ -238,7 +239,8 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
       if (g.option != nullptr && g.option->effect == Effect::kGres) gres_value = g.value;
     }
     std::string joined;
-    for (const std::string& o : ParseGres(gres_value).others) joined += (joined.empty() ? "" : ",") + o;
+    for (const std::string& o : ParseGres(gres_value).others)
+      joined += (joined.empty() ? "" : ",") + o;
     if (Has(bounds, Effect::kGres, true)) {
       joined += (joined.empty() ? "gpu:" : ",gpu:") + Typed(type, shape.gpus_per_node);
     }

@@ -15,18 +15,18 @@ namespace xdeep::spank {
 // The user's limits and scopes, from every place Slurm takes them (0 / empty:
 // not given).
 struct LaunchBounds {
-  int nodes = 0;           // -N (the larger end of a range)
-  int tasks = 0;           // -n
-  int gpus_per_node = 0;   // --gpus-per-node, the gpu entry of --gres
-  int gpus = 0;            // -G / --gpus (total)
-  int tasks_per_node = 0;  // --ntasks-per-node
-  int cpus_per_task = 0;   // -c, or --cpus-per-gpu (one task per GPU)
-  std::vector<std::string> nodelist;  // -w, expanded
-  int excluded_nodes = 0;             // -x, expanded
-  std::string constraint;             // -C
+  int nodes = 0;                         // -N (the larger end of a range)
+  int tasks = 0;                         // -n
+  int gpus_per_node = 0;                 // --gpus-per-node, the gpu entry of --gres
+  int gpus = 0;                          // -G / --gpus (total)
+  int tasks_per_node = 0;                // --ntasks-per-node
+  int cpus_per_task = 0;                 // -c, or --cpus-per-gpu (one task per GPU)
+  std::vector<std::string> nodelist;     // -w, expanded
+  int excluded_nodes = 0;                // -x, expanded
+  std::string constraint;                // -C
   std::string mem_per_cpu, mem_per_gpu;  // as written ("2G")
-  std::string gpu_type;               // "h100" from gpu:h100:4
-  std::string partition;              // the first of -p's list
+  std::string gpu_type;                  // "h100" from gpu:h100:4
+  std::string partition;                 // the first of -p's list
   std::string account;
   std::string chdir;       // -D
   std::string export_env;  // --export in effect ("" = Slurm's default, ALL)

@@ -108,8 +108,9 @@ bool RunSinfo(int timeout_ms, std::string* output, std::string* error) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  char* argv[] = {const_cast<char*>("sinfo"), const_cast<char*>("-h"), const_cast<char*>("-N"),
-                  const_cast<char*>("-o"), const_cast<char*>(kSinfoFormat), nullptr};
+  char* argv[] = {const_cast<char*>("sinfo"),      const_cast<char*>("-h"),
+                  const_cast<char*>("-N"),         const_cast<char*>("-o"),
+                  const_cast<char*>(kSinfoFormat), nullptr};
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, "sinfo", &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);

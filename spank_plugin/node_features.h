@@ -14,8 +14,8 @@ namespace xdeep::spank {
 inline constexpr const char* kSinfoFormat = "%N|%P|%f|%m";
 
 struct PartitionNodes {
-  int matching = -1;     // nodes whose features satisfy the constraint; -1: not counted
-  long memory_mb = 0;    // the smallest RealMemory among those nodes (0: unknown)
+  int matching = -1;   // nodes whose features satisfy the constraint; -1: not counted
+  long memory_mb = 0;  // the smallest RealMemory among those nodes (0: unknown)
 };
 
 // From `sinfo -h -N -o kSinfoFormat` output: the distinct nodes of

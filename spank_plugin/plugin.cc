@@ -5,8 +5,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,8 +129,8 @@ DaemonClient* Plugin::Client(std::string* error) {
   return client_.get();
 }
 
-bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv,
-                        int first_command, std::string* error) {
+bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv, int first_command,
+                        std::string* error) {
   // srun tunes component 0 of a heterogeneous step (its options end at
   // optind); a heterogeneous allocation's components share one submission.
   if (launcher != Launcher::kSrun && IsHeterogeneous(launcher, argv, first_command)) {
@@ -144,7 +144,8 @@ bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv,
       EnvironmentOptions(launcher, [](const char* n) -> const char* { return std::getenv(n); });
   given.insert(given.end(), env.begin(), env.end());
   bool wrap = false;
-  for (const GivenOption& g : given) wrap |= g.option != nullptr && g.option->effect == Effect::kWrap;
+  for (const GivenOption& g : given)
+    wrap |= g.option != nullptr && g.option->effect == Effect::kWrap;
   if (launcher == Launcher::kSbatch && !wrap) {
     BatchDirectives script;
     const bool on_stdin = first_command < 0 || static_cast<size_t>(first_command) >= argv.size();
@@ -184,9 +185,10 @@ bool Plugin::ReadWorkload(TuneQuery* q, std::string* error, bool* skip) {
       *skip = true;  // tuning is on by site default, but this launch describes no workload
       return true;
     } else {
-      *error = "no workload to tune: pass --xdeep-workload=FILE (or a preset such as gpt-1.3b), "
-               "or put an xdeep.toml in " +
-               (dir.empty() ? std::string("the working directory") : dir);
+      *error =
+          "no workload to tune: pass --xdeep-workload=FILE (or a preset such as gpt-1.3b), "
+          "or put an xdeep.toml in " +
+          (dir.empty() ? std::string("the working directory") : dir);
       return false;
     }
   }
@@ -320,7 +322,8 @@ int Plugin::InitPostOpt(Launcher launcher,
     report_path_ = Env("XDEEP_REPORT");
     // A tuned heterogeneous step carries the decision in component 0's
     // --export; the other components must not inherit it from this process.
-    if (owns_launch_ && IsHeterogeneous(launcher, read_argv(), first_command)) UnsetXdeepEnvironment();
+    if (owns_launch_ && IsHeterogeneous(launcher, read_argv(), first_command))
+      UnsetXdeepEnvironment();
     return 0;
   }
   std::string error;
@@ -334,8 +337,8 @@ int Plugin::InitPostOpt(Launcher launcher,
   // "--xdeep-tune explain prog": getopt leaves an optional argument's
   // separate word as the program; running a program called "explain" (tuned
   // and charged) is never what was meant.
-  if (options_.bare_tune() && first_command > 0 && static_cast<size_t>(first_command) < argv.size() &&
-      IsModeName(argv[first_command])) {
+  if (options_.bare_tune() && first_command > 0 &&
+      static_cast<size_t>(first_command) < argv.size() && IsModeName(argv[first_command])) {
     const std::string& word = argv[first_command];
     return Refuse("--xdeep-tune " + word + " would run a program called '" + word +
                   "'; did you mean --xdeep-tune=" + word + "?");
@@ -421,7 +424,9 @@ int Plugin::InitPostOpt(Launcher launcher,
       if (value.find(',') != std::string::npos || RestrictsEnvironment(bounds_.export_env)) {
         return Refuse(
             "this heterogeneous step cannot carry the decision to component 0 alone (a "
-            "restricted --export, or a comma in " + name + "); tune the component as its own "
+            "restricted --export, or a comma in " +
+            name +
+            "); tune the component as its own "
             "launch");
       }
       exported.push_back(name + "=" + value);
@@ -430,7 +435,8 @@ int Plugin::InitPostOpt(Launcher launcher,
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
   // sbatch has read a redirected script to its end; the new sbatch reads it again.
   if (script_on_stdin_) RewindStdinScript();
-  host_.reexec(RewriteLaunch(launcher, argv, first_command, bounds_, shape, exported, heterogeneous));
+  host_.reexec(
+      RewriteLaunch(launcher, argv, first_command, bounds_, shape, exported, heterogeneous));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
   host_.info("xdeep: warning: could not re-execute the launch; running it unchanged");

@@ -350,8 +350,7 @@ std::vector<GivenOption> ParseOptions(Launcher launcher, const std::vector<std::
   return out;
 }
 
-std::vector<GivenOption> EnvironmentOptions(Launcher launcher,
-                                            const char* (*getenv)(const char*)) {
+std::vector<GivenOption> EnvironmentOptions(Launcher launcher, const char* (*getenv)(const char*)) {
   std::vector<GivenOption> out;
   const int li = static_cast<int>(launcher);
   for (const SlurmOption& o : kTable) {

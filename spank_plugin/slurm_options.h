@@ -94,8 +94,7 @@ std::vector<GivenOption> ParseOptions(Launcher launcher, const std::vector<std::
 
 // The input environment variables the launcher reads for table options, as
 // options (source kEnvironment). `getenv` returns nullptr when unset.
-std::vector<GivenOption> EnvironmentOptions(Launcher launcher,
-                                            const char* (*getenv)(const char*));
+std::vector<GivenOption> EnvironmentOptions(Launcher launcher, const char* (*getenv)(const char*));
 
 // docs/slurm-options.md, generated from the table.
 std::string OptionsTableMarkdown();

@@ -64,8 +64,8 @@ bool ReadWorkloadFile(const std::string& path, std::string* text, std::string* e
     if (e == ENOENT) {
       *error = "workload file " + path + " does not exist; check the path";
     } else {
-      *error = "cannot read workload file " + path + ": " + std::strerror(e) +
-               "; check its permissions";
+      *error =
+          "cannot read workload file " + path + ": " + std::strerror(e) + "; check its permissions";
     }
     return false;
   }

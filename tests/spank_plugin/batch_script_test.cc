@@ -17,7 +17,8 @@ TEST(BatchScriptTest, ReadsDirectivesUntilTheFirstCommand) {
       "#SBATCHx ignored\n"
       "srun hostname\n"
       "#SBATCH -A late\n");
-  EXPECT_EQ(d.args, (std::vector<std::string>{"-N", "2", "--gpus-per-node=2", "--job-name=my job"}));
+  EXPECT_EQ(d.args,
+            (std::vector<std::string>{"-N", "2", "--gpus-per-node=2", "--job-name=my job"}));
   EXPECT_FALSE(d.heterogeneous);
 }
 

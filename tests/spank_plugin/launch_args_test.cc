@@ -13,7 +13,7 @@ LaunchBounds FromCommandLine(const Argv& argv, int first, Launcher l = Launcher:
 }
 
 TEST(LaunchArgsTest, BoundsInEveryForm) {
-  Argv argv = {"srun", "-N",    "2-4",       "--ntasks=6", "--gpus-per-node=gpu:h100:3",
+  Argv argv = {"srun", "-N",        "2-4",       "--ntasks=6", "--gpus-per-node=gpu:h100:3",
                "-G8",  "-pgpu,big", "--account", "proj",       "python3",
                "-N",   "99"};
   LaunchBounds b = FromCommandLine(argv, 9);
@@ -26,8 +26,8 @@ TEST(LaunchArgsTest, BoundsInEveryForm) {
 }
 
 TEST(LaunchArgsTest, PlacementBounds) {
-  LaunchBounds b = FromCommandLine({"srun", "-c", "2", "--ntasks-per-node=3", "-w", "n[1-3]",
-                                    "-x", "n7,n8", "-D", "/work/run", "prog"},
+  LaunchBounds b = FromCommandLine({"srun", "-c", "2", "--ntasks-per-node=3", "-w", "n[1-3]", "-x",
+                                    "n7,n8", "-D", "/work/run", "prog"},
                                    11);
   EXPECT_EQ(b.cpus_per_task, 2);
   EXPECT_EQ(b.tasks_per_node, 3);
@@ -44,9 +44,9 @@ TEST(LaunchArgsTest, GresInEverySpelling) {
     int gpus;
     const char* type;
   };
-  for (const Case& c : {Case{"gpu:2", 2, ""}, Case{"gpu:h100:3", 3, "h100"},
-                        Case{"gres/gpu:4", 4, ""}, Case{"nic:1,gpu:a100:2", 2, "a100"},
-                        Case{"gpu", 1, ""}, Case{"gpu:h100", 1, "h100"}}) {
+  for (const Case& c :
+       {Case{"gpu:2", 2, ""}, Case{"gpu:h100:3", 3, "h100"}, Case{"gres/gpu:4", 4, ""},
+        Case{"nic:1,gpu:a100:2", 2, "a100"}, Case{"gpu", 1, ""}, Case{"gpu:h100", 1, "h100"}}) {
     LaunchBounds b = FromCommandLine({"srun", std::string("--gres=") + c.gres, "prog"}, 2);
     EXPECT_EQ(b.gpus_per_node, c.gpus) << c.gres;
     EXPECT_EQ(b.gpu_type, c.type) << c.gres;
@@ -89,16 +89,16 @@ TEST(LaunchArgsTest, RewriteInsertsBeforeCommandAndCutsReplacedOptions) {
   Argv argv = {"srun",         "-N1",     "--gpus=2", "--ntasks-per-node", "2", "--gpus-per-node=1",
                "--xdeep-tune", "python3", "train.py", "--gpus=9"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 7, FromCommandLine(argv, 7), {2, 8, 4}, {});
-  Argv want = {"srun",      "--xdeep-tune", "--nodes=2", "--ntasks=8", "--gpus-per-node=4",
-               "python3",   "train.py",     "--gpus=9"};
+  Argv want = {"srun",    "--xdeep-tune", "--nodes=2", "--ntasks=8", "--gpus-per-node=4",
+               "python3", "train.py",     "--gpus=9"};
   EXPECT_EQ(out, want);
 }
 
 TEST(LaunchArgsTest, RewriteKeepsGpuTypeAndOtherGres) {
   Argv argv = {"srun", "--gres=nic:1,gpu:h100:2", "-c2", "prog"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 4, 4}, {});
-  Argv want = {"srun", "-c2", "--nodes=1", "--ntasks=4", "--gpus-per-node=h100:4", "--gres=nic:1",
-               "prog"};
+  Argv want = {"srun",         "-c2", "--nodes=1", "--ntasks=4", "--gpus-per-node=h100:4",
+               "--gres=nic:1", "prog"};
   EXPECT_EQ(out, want);
 }
 
@@ -109,8 +109,8 @@ TEST(LaunchArgsTest, RewriteOverridesWhatTheScriptSays) {
   auto lines = ParseOptions(Launcher::kSbatch, script, 0, script.size(), OptionSource::kScript);
   given.insert(given.end(), lines.begin(), lines.end());
   Argv out = RewriteLaunch(Launcher::kSbatch, argv, 1, ReadLaunchBounds(given), {2, 6, 3}, {});
-  Argv want = {"sbatch",        "--nodes=2",         "--ntasks=6",      "--gpus-per-node=3",
-               "--gpus=6",      "--gpus-per-task=1", "--ntasks-per-node=3", "--gres=gpu:3",
+  Argv want = {"sbatch",   "--nodes=2",         "--ntasks=6",          "--gpus-per-node=3",
+               "--gpus=6", "--gpus-per-task=1", "--ntasks-per-node=3", "--gres=gpu:3",
                "job.sh"};
   EXPECT_EQ(out, want);
 }
@@ -124,19 +124,23 @@ TEST(LaunchArgsTest, RewriteTrimsTheNodeList) {
 
 TEST(LaunchArgsTest, RestrictedExportStillPassesTheDecision) {
   Argv argv = {"srun", "--export=NONE", "-E", "prog"};
-  Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 1, 1}, {"XDEEP_A", "XDEEP_B"});
-  Argv want = {"srun", "--nodes=1", "--ntasks=1", "--gpus-per-node=1",
-               "--export=NIL,XDEEP_A,XDEEP_B", "prog"};
+  Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 1, 1},
+                           {"XDEEP_A", "XDEEP_B"});
+  Argv want = {
+      "srun", "--nodes=1", "--ntasks=1", "--gpus-per-node=1", "--export=NIL,XDEEP_A,XDEEP_B",
+      "prog"};
   EXPECT_EQ(out, want) << "-E is cut: it would let the environment override the decision";
   Argv all = {"srun", "--export=ALL,FOO=1", "prog"};
-  Argv kept = RewriteLaunch(Launcher::kSrun, all, 2, FromCommandLine(all, 2), {1, 1, 1}, {"XDEEP_A"});
+  Argv kept =
+      RewriteLaunch(Launcher::kSrun, all, 2, FromCommandLine(all, 2), {1, 1, 1}, {"XDEEP_A"});
   EXPECT_EQ(kept[1], "--export=ALL,FOO=1");
 }
 
 TEST(LaunchArgsTest, RewriteWithoutCommand) {
   // sbatch --wrap has no positional command: flags go at the end.
   Argv argv = {"sbatch", "--wrap", "srun hostname"};
-  Argv out = RewriteLaunch(Launcher::kSbatch, argv, 3, FromCommandLine(argv, 3, Launcher::kSbatch), {1, 2, 2}, {});
+  Argv out = RewriteLaunch(Launcher::kSbatch, argv, 3, FromCommandLine(argv, 3, Launcher::kSbatch),
+                           {1, 2, 2}, {});
   EXPECT_EQ(out.back(), "--gpus-per-node=2");
   EXPECT_EQ(out[2], "srun hostname");
 }

@@ -2,11 +2,10 @@
 // exported, printed or refused in each mode and failure.
 #include "spank_plugin/plugin.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -61,9 +60,9 @@ class FakeClient final : public DaemonClient {
 class PluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID",
-                          "XDEEP_TUNE", "XDEEP_WORKLOAD", "XDEEP_BUDGET", "XDEEP_DEADLINE",
-                          "XDEEP_OBJECTIVE"}) {
+    for (const char* v :
+         {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID", "XDEEP_TUNE",
+          "XDEEP_WORKLOAD", "XDEEP_BUDGET", "XDEEP_DEADLINE", "XDEEP_OBJECTIVE"}) {
       unsetenv(v);
     }
     setenv("XDEEP_REPORT_DIR", ::testing::TempDir().c_str(), 1);
@@ -308,7 +307,10 @@ TEST_F(PluginTest, EmptyXdeepTuneDoesNotTurnTuningOn) {
 
 TEST_F(PluginTest, BinaryWorkloadIsRefusedNotMistakenForAnOutage) {
   const std::string path = ::testing::TempDir() + "/binary.toml";
-  std::ofstream(path, std::ios::binary) << std::string("\x7f" "ELF\0\0", 6);
+  std::ofstream(path, std::ios::binary) << std::string(
+      "\x7f"
+      "ELF\0\0",
+      6);
   EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, path.c_str()}}), -1);
   EXPECT_EQ(client_, nullptr);
   ASSERT_EQ(errors_.size(), 1u);

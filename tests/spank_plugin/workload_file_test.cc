@@ -37,8 +37,8 @@ TEST(WorkloadFileTest, RefusesWhatIsNotATextFile) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_FALSE(ReadWorkloadFile(fifo, &text, &error)) << "must not wait for a writer";
   EXPECT_NE(error.find("a FIFO"), std::string::npos) << error;
-  EXPECT_FALSE(ReadWorkloadFile(Write("big.toml", std::string(kMaxWorkloadBytes + 1, 'a')), &text,
-                                &error));
+  EXPECT_FALSE(
+      ReadWorkloadFile(Write("big.toml", std::string(kMaxWorkloadBytes + 1, 'a')), &text, &error));
   EXPECT_NE(error.find("bytes, more than"), std::string::npos) << error;
   EXPECT_FALSE(ReadWorkloadFile("/nonexistent/w.toml", &text, &error));
   EXPECT_NE(error.find("does not exist"), std::string::npos) << error;
@@ -47,9 +47,9 @@ TEST(WorkloadFileTest, RefusesWhatIsNotATextFile) {
 TEST(WorkloadFileTest, Utf8Edges) {
   EXPECT_EQ(FirstInvalidUtf8("plain"), std::string::npos);
   EXPECT_EQ(FirstInvalidUtf8("\xf0\x9f\x98\x80"), std::string::npos);  // U+1F600
-  EXPECT_EQ(FirstInvalidUtf8("a\xc0\xaf"), 1u);                         // overlong '/'
-  EXPECT_EQ(FirstInvalidUtf8("\xed\xa0\x80"), 0u);                      // a surrogate
-  EXPECT_EQ(FirstInvalidUtf8("ab\xe2\x82"), 2u);                        // cut short
+  EXPECT_EQ(FirstInvalidUtf8("a\xc0\xaf"), 1u);                        // overlong '/'
+  EXPECT_EQ(FirstInvalidUtf8("\xed\xa0\x80"), 0u);                     // a surrogate
+  EXPECT_EQ(FirstInvalidUtf8("ab\xe2\x82"), 2u);                       // cut short
 }
 
 }  // namespace
