@@ -25,7 +25,8 @@ int CountOf(std::string_view value) {
 // "[type:]N" (--gpus-per-node, --gpus, --gpus-per-task) -> type, N.
 int TypedCount(std::string_view value, std::string* type) {
   if (size_t colon = value.rfind(':'); colon != std::string_view::npos) {
-    *type = std::string(value.substr(0, colon));
+    // "gpu:4" (GRES spelling, as some SLURM_GPUS_PER_NODE values read) names no type.
+    if (value.substr(0, colon) != "gpu") *type = std::string(value.substr(0, colon));
     value.remove_prefix(colon + 1);
   }
   return std::atoi(std::string(value).c_str());

@@ -53,6 +53,12 @@ TEST(LaunchArgsTest, GresInEverySpelling) {
   }
 }
 
+TEST(LaunchArgsTest, GpuIsNotAType) {
+  LaunchBounds b = FromCommandLine({"srun", "--gpus-per-node=gpu:3", "prog"}, 2);
+  EXPECT_EQ(b.gpus_per_node, 3);
+  EXPECT_EQ(b.gpu_type, "");
+}
+
 TEST(LaunchArgsTest, RefusedOptionsSayWhy) {
   LaunchBounds b = FromCommandLine({"srun", "--multi-prog", "conf"}, 2);
   EXPECT_NE(b.refusal.find("--multi-prog cannot be tuned: refused: the configuration file"),
