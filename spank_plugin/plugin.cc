@@ -168,6 +168,12 @@ bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv,
     *error = bounds_.refusal;
     return false;
   }
+  if (IsHeterogeneous(launcher, argv, first_command) && RestrictsEnvironment(bounds_.export_env)) {
+    *error = "--export=" + bounds_.export_env +
+             " on a heterogeneous step leaves no way to hand the decision to component 0 "
+             "alone; use --export=ALL there, or tune the component as its own launch";
+    return false;
+  }
   return true;
 }
 
@@ -421,13 +427,10 @@ int Plugin::InitPostOpt(Launcher launcher,
     // Component 0 alone gets the decision, as NAME=value in its --export.
     exported = {std::string(kGuardVar) + "=" + answer.decision_id};
     for (const auto& [name, value] : DecisionEnvironment(answer, report)) {
-      if (value.find(',') != std::string::npos || RestrictsEnvironment(bounds_.export_env)) {
-        return Refuse(
-            "this heterogeneous step cannot carry the decision to component 0 alone (a "
-            "restricted --export, or a comma in " +
-            name +
-            "); tune the component as its own "
-            "launch");
+      if (value.find(',') != std::string::npos) {
+        return Refuse("the decision's " + name +
+                      " holds a comma, which --export cannot carry to component 0 of this "
+                      "heterogeneous step; tune the component as its own launch");
       }
       exported.push_back(name + "=" + value);
     }

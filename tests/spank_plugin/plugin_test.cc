@@ -374,6 +374,14 @@ TEST_F(PluginTest, HeterogeneousStepTunesComponentZeroOnly) {
   EXPECT_EQ(getenv("XDEEP_TUNED"), nullptr);
 }
 
+TEST_F(PluginTest, HeterogeneousStepWithRestrictedExportIsRefusedBeforeAsking) {
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--export=NONE", "--xdeep-tune", "a", ":", "b"}, 3),
+            -1);
+  EXPECT_EQ(client_, nullptr) << "refused before a decision is reserved";
+  EXPECT_NE(errors_[0].find("component 0"), std::string::npos) << errors_[0];
+}
+
 TEST_F(PluginTest, HeterogeneousAllocationIsRefused) {
   EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
                    {"salloc", "--xdeep-tune", "-n1", ":", "-n2", "bash"}, 3, Launcher::kSalloc),
