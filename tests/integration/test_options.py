@@ -189,6 +189,17 @@ class OptionsTest(StackTest):
         self.assertLessEqual(tasks[0]["gpus_on_node"], 2, r)
         self.assertEqual(tasks[0]["account"], "chemistry", r)
 
+    def test_partition_in_the_script_scopes_the_decision(self):
+        # Partition "strict" admits at submission only jobs whose xdeep decision
+        # was made for it: the #SBATCH line must reach the daemon.
+        script = "#!/bin/bash\n#SBATCH -p strict\n#SBATCH -N 1\nsrun " + SHOW + "\n"
+        r = self.batch(TUNE, script)
+        tasks = self.assert_tuned(r)
+        self.assertEqual(tasks[0]["partition"], "strict", r)
+        r = self.batch(["--xdeep-tune", f"--xdeep-workload={GPT}"], script,
+                       env={"SBATCH_PARTITION": "strict"})
+        self.assertEqual(self.assert_tuned(r)[0]["partition"], "strict", r)
+
     def test_sbatch_script_redirected_on_stdin(self):
         r = self.batch(TUNE, self.SCRIPT, stdin_path=True)
         tasks = self.assert_tuned(r)
