@@ -16,7 +16,7 @@ constexpr const char* kKeep = "kept";
 
 // Reasons shared by several rows.
 constexpr const char* kOneTaskPerGpu =
-    "refused: xdeep runs one task per GPU spread over whole nodes, which a per-core or "
+    "xdeep runs one task per GPU spread over whole nodes, which a per-core or "
     "per-socket placement would contradict; reserve CPUs with -c instead";
 
 // clang-format off
@@ -24,7 +24,7 @@ const std::vector<SlurmOption> kTable = {
   {"accel-bind", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"account", 'A', {R, R, R}, T::kBound, E::kAccount,
    {"SLURM_ACCOUNT", "SBATCH_ACCOUNT", "SALLOC_ACCOUNT"},
-   "kept; the decision is charged to this account (from the command line, the input "
+   "the decision is charged to this account (from the command line, the input "
    "environment or #SBATCH)"},
   {"acctg-freq", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"array", 'a', {X, R, X}, T::kKept, E::kNone, {}, "kept; every array task runs the one decision"},
@@ -35,16 +35,16 @@ const std::vector<SlurmOption> kTable = {
   {"bcast-exclude", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"begin", 'b', {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"bell", 0, {X, X, F}, T::kKept, E::kNone, {}, kKeep},
-  {"chdir", 'D', {R, R, R}, T::kBound, E::kChdir, {}, 
-   "kept; without --xdeep-workload the workload is D/xdeep.toml, where the job runs"},
+  {"chdir", 'D', {R, R, R}, T::kBound, E::kChdir, {},
+   "without --xdeep-workload the workload is D/xdeep.toml, where the job runs"},
   {"cluster-constraint", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"clusters", 'M', {R, R, R}, T::kRefused, E::kNone, {},
-   "refused: the daemon decides for the cluster it serves and knows no other cluster's nodes"},
+   "the daemon decides for the cluster it serves and knows no other cluster's nodes"},
   {"comment", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"compress", 0, {O, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"constraint", 'C', {R, R, R}, T::kBound, E::kConstraint,
    {"SLURM_CONSTRAINT", "SBATCH_CONSTRAINT", "SALLOC_CONSTRAINT"},
-   "kept; bound: at most as many nodes as the partition has with these features (sinfo); "
+   "at most as many nodes as the partition has with these features (sinfo); "
    "counts, brackets and parentheses in the expression are left to Slurm"},
   {"container", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"contiguous", 0, {F, F, F}, T::kKept, E::kNone, {}, kKeep},
@@ -55,9 +55,9 @@ const std::vector<SlurmOption> kTable = {
   {"cpu_bind", 0, {R, X, X}, T::kKept, E::kNone, {}, "kept (hidden alias of --cpu-bind)"},
   {"cpus-per-gpu", 0, {R, R, R}, T::kBound, E::kCpusPerGpu,
    {"SLURM_CPUS_PER_GPU", "SBATCH_CPUS_PER_GPU", "SALLOC_CPUS_PER_GPU"},
-   "kept; bound: GPUs per node x this fit the node's CPUs"},
+   "GPUs per node x this fit the node's CPUs"},
   {"cpus-per-task", 'c', {R, R, R}, T::kBound, E::kCpusPerTask, {"SRUN_CPUS_PER_TASK", nullptr, nullptr},
-   "kept; bound: tasks per node (one per GPU) x this fit the node's CPUs"},
+   "tasks per node (one per GPU) x this fit the node's CPUs"},
   {"deadline", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"debugger-test", 0, {F, X, X}, T::kKept, E::kNone, {}, "kept (hidden)"},
   {"delay-boot", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
@@ -68,10 +68,10 @@ const std::vector<SlurmOption> kTable = {
   {"error", 'e', {R, R, X}, T::kKept, E::kNone, {}, kKeep},
   {"exact", 0, {F, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"exclude", 'x', {R, R, R}, T::kBound, E::kExclude, {},
-   "kept; bound: the excluded nodes come off the partition's node count"},
+   "the excluded nodes come off the partition's node count"},
   {"exclusive", 0, {O, O, O}, T::kKept, E::kNone, {}, kKeep},
   {"export", 0, {R, R, X}, T::kBound, E::kExport, {"SLURM_EXPORT_ENV", "SBATCH_EXPORT", nullptr},
-   "kept; when it is NONE or a list without ALL, the decision's XDEEP_* variables are added "
+   "when it is NONE or a list without ALL, the decision's XDEEP_* variables are added "
    "so the tasks still receive them"},
   {"export-file", 0, {X, R, X}, T::kKept, E::kNone, {}, kKeep},
   {"extra-node-info", 'B', {R, R, R}, T::kKept, E::kNone, {}, kKeep},
@@ -85,18 +85,18 @@ const std::vector<SlurmOption> kTable = {
    {"SLURM_GPUS_PER_NODE", "SBATCH_GPUS_PER_NODE", "SALLOC_GPUS_PER_NODE"},
    "bound on GPUs per node (its type is kept); replaced by the decision"},
   {"gpus-per-socket", 0, {R, R, R}, T::kRefused, E::kNone, {},
-   "refused: per-socket GPUs need --sockets-per-node and contradict the decided GPUs per node; "
+   "per-socket GPUs need --sockets-per-node and contradict the decided GPUs per node; "
    "bound GPUs with --gpus-per-node"},
   {"gpus-per-task", 0, {R, R, R}, T::kReplaced, E::kGpusPerTask,
    {"SLURM_GPUS_PER_TASK", "SBATCH_GPUS_PER_TASK", "SALLOC_GPUS_PER_TASK"},
-   "replaced: the decision runs one task per GPU (its type is kept)"},
+   "the decision runs one task per GPU (its type is kept)"},
   {"gres", 0, {R, R, R}, T::kReplaced, E::kGres, {"SLURM_GRES", "SBATCH_GRES", "SALLOC_GRES"},
    "the gpu entry (gpu:N, gpu:TYPE:N) bounds GPUs per node and is replaced by the decision, "
    "keeping its type; other GRES are kept"},
   {"gres-flags", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"help", 'h', {F, F, F}, T::kKept, E::kNone, {}, "kept (nothing is launched)"},
   {"het-group", 0, {R, X, X}, T::kRefused, E::kNone, {},
-   "refused: a step in chosen components of a heterogeneous job has that job's fixed layout; "
+   "a step in chosen components of a heterogeneous job has that job's fixed layout; "
    "tune the job itself"},
   {"hint", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"hold", 'H', {F, F, F}, T::kKept, E::kNone, {}, kKeep},
@@ -105,7 +105,7 @@ const std::vector<SlurmOption> kTable = {
   {"input", 'i', {R, R, X}, T::kKept, E::kNone, {}, kKeep},
   {"job-name", 'J', {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"jobid", 0, {R, X, X}, T::kRefused, E::kNone, {},
-   "refused: the step would run in another job's allocation, whose size xdeep cannot see; "
+   "the step would run in another job's allocation, whose size xdeep cannot see; "
    "run the srun inside that allocation"},
   {"kill-command", 'K', {X, X, O}, T::kKept, E::kNone, {}, kKeep},
   {"kill-on-bad-exit", 'K', {O, X, X}, T::kKept, E::kNone, {}, kKeep},
@@ -119,26 +119,26 @@ const std::vector<SlurmOption> kTable = {
   {"mem-bind", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mem-per-cpu", 0, {R, R, R}, T::kBound, E::kMemPerCpu,
    {"SLURM_MEM_PER_CPU", "SBATCH_MEM_PER_CPU", "SALLOC_MEM_PER_CPU"},
-   "kept; bound: tasks per node (one per GPU) x CPUs per task x this fit the node's memory "
+   "tasks per node (one per GPU) x CPUs per task x this fit the node's memory "
    "(sinfo's RealMemory)"},
   {"mem-per-gpu", 0, {R, R, R}, T::kBound, E::kMemPerGpu,
    {"SLURM_MEM_PER_GPU", "SBATCH_MEM_PER_GPU", "SALLOC_MEM_PER_GPU"},
-   "kept; bound: GPUs per node x this fit the node's memory (sinfo's RealMemory)"},
+   "GPUs per node x this fit the node's memory (sinfo's RealMemory)"},
   {"mincpus", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mpi", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"msg-timeout", 0, {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"multi-prog", 0, {F, X, X}, T::kRefused, E::kNone, {},
-   "refused: the configuration file fixes the task ranks, so the task count cannot change"},
+   "the configuration file fixes the task ranks, so the task count cannot change"},
   {"network", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"nice", 0, {O, O, O}, T::kKept, E::kNone, {}, kKeep},
   {"no-allocate", 'Z', {F, X, X}, T::kRefused, E::kNone, {},
-   "refused: without an allocation there is nothing to size"},
+   "without an allocation there is nothing to size"},
   {"no-bell", 0, {X, X, F}, T::kKept, E::kNone, {}, kKeep},
   {"no-kill", 'k', {O, O, O}, T::kKept, E::kNone, {}, kKeep},
   {"no-requeue", 0, {X, F, X}, T::kKept, E::kNone, {}, kKeep},
   {"no-shell", 0, {X, X, F}, T::kKept, E::kNone, {}, kKeep},
   {"nodefile", 'F', {R, R, R}, T::kRefused, E::kNone, {},
-   "refused: give the nodes with -w/--nodelist, which xdeep reads as a bound and trims to the "
+   "give the nodes with -w/--nodelist, which xdeep reads as a bound and trims to the "
    "decided count"},
   {"nodelist", 'w', {R, R, R}, T::kReplaced, E::kNodelist, {},
    "bound: at most this many nodes; replaced by the first N of the list when N nodes are "
@@ -150,7 +150,7 @@ const std::vector<SlurmOption> kTable = {
   {"ntasks-per-core", 0, {R, R, R}, T::kRefused, E::kNone, {}, kOneTaskPerGpu},
   {"ntasks-per-gpu", 0, {R, R, R}, T::kReplaced, E::kTasksPerGpu,
    {"SLURM_NTASKS_PER_GPU", nullptr, nullptr},
-   "replaced: the decision runs one task per GPU"},
+   "the decision runs one task per GPU"},
   {"ntasks-per-node", 0, {R, R, R}, T::kReplaced, E::kTasksPerNode,
    {"SLURM_NTASKS_PER_NODE", nullptr, nullptr},
    "bound on GPUs per node (one task per GPU); replaced by the decision"},
@@ -161,11 +161,11 @@ const std::vector<SlurmOption> kTable = {
   {"overlap", 0, {F, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"oversubscribe", 's', {F, F, F}, T::kKept, E::kNone, {}, kKeep},
   {"pack-group", 0, {R, X, X}, T::kRefused, E::kNone, {},
-   "refused, as --het-group (its hidden alias)"},
+   "as --het-group (its hidden alias)"},
   {"parsable", 0, {X, F, X}, T::kKept, E::kNone, {}, kKeep},
   {"partition", 'p', {R, R, R}, T::kBound, E::kPartition,
    {"SLURM_PARTITION", "SBATCH_PARTITION", "SALLOC_PARTITION"},
-   "kept; the decision is made for this partition (the first of a list), from the command "
+   "the decision is made for this partition (the first of a list), from the command "
    "line, the input environment or #SBATCH"},
   {"power", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"prefer", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},

@@ -61,7 +61,7 @@ TEST(LaunchArgsTest, GpuIsNotAType) {
 
 TEST(LaunchArgsTest, RefusedOptionsSayWhy) {
   LaunchBounds b = FromCommandLine({"srun", "--multi-prog", "conf"}, 2);
-  EXPECT_NE(b.refusal.find("--multi-prog cannot be tuned: refused: the configuration file"),
+  EXPECT_NE(b.refusal.find("--multi-prog cannot be tuned: the configuration file"),
             std::string::npos)
       << b.refusal;
   EXPECT_NE(FromCommandLine({"srun", "-w", "./nodes.txt", "p"}, 3).refusal.find("host list"),
