@@ -173,6 +173,9 @@ LaunchBounds ReadLaunchBounds(std::vector<GivenOption> given) {
       case Effect::kConstraint:
         b.constraint = v;
         break;
+      case Effect::kMemPerNode:
+        b.mem_per_node = v;
+        break;
       case Effect::kMemPerCpu:
         b.mem_per_cpu = v;
         break;

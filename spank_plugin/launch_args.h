@@ -24,7 +24,7 @@ struct LaunchBounds {
   std::vector<std::string> nodelist;     // -w, expanded
   int excluded_nodes = 0;                // -x, expanded
   std::string constraint;                // -C
-  std::string mem_per_cpu, mem_per_gpu;  // as written ("2G")
+  std::string mem_per_node, mem_per_cpu, mem_per_gpu;  // as written ("2G")
   std::string gpu_type;                  // "h100" from gpu:h100:4
   std::string partition;                 // the first of -p's list
   std::string account;

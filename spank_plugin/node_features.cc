@@ -67,7 +67,7 @@ long MemoryMb(const std::string& size) {
 }
 
 PartitionNodes ReadPartitionNodes(const std::string& sinfo_output, const std::string& partition,
-                                  const std::string& constraint) {
+                                  const std::string& constraint, long min_memory_mb) {
   std::vector<std::string> wanted;
   bool any = false;
   const bool counted = !constraint.empty() && ParseConstraint(constraint, &wanted, &any);
@@ -88,13 +88,14 @@ PartitionNodes ReadPartitionNodes(const std::string& sinfo_output, const std::st
     };
     bool ok = !any;
     for (const std::string& w : wanted) ok = any ? (ok || has_feature(w)) : (ok && has_feature(w));
+    const long mb = std::atol(f[3].c_str());
+    if (mb < min_memory_mb) continue;
     if (constraint.empty() || !counted || ok) {
       nodes.insert(f[0]);
-      const long mb = std::atol(f[3].c_str());
       if (mb > 0 && (out.memory_mb == 0 || mb < out.memory_mb)) out.memory_mb = mb;
     }
   }
-  if (counted) out.matching = static_cast<int>(nodes.size());
+  if (counted || min_memory_mb > 0) out.matching = static_cast<int>(nodes.size());
   return out;
 }
 

@@ -19,9 +19,11 @@ struct PartitionNodes {
 };
 
 // From `sinfo -h -N -o kSinfoFormat` output: the distinct nodes of
-// `partition` (empty: the default one, marked '*'); `constraint` may be empty.
+// `partition` (empty: the default one, marked '*') with at least
+// `min_memory_mb` (--mem); `constraint` may be empty. With a memory floor,
+// `matching` counts the nodes that meet it.
 PartitionNodes ReadPartitionNodes(const std::string& sinfo_output, const std::string& partition,
-                                  const std::string& constraint);
+                                  const std::string& constraint, long min_memory_mb = 0);
 
 // "1500", "1500M", "2G", "1T", "512K" -> MB; 0 when it is not a size.
 long MemoryMb(const std::string& size);

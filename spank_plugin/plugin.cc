@@ -214,17 +214,22 @@ bool Plugin::ReadWorkload(TuneQuery* q, std::string* error, bool* skip) {
 bool Plugin::NodeBounds(TuneQuery* q, std::string* error) {
   const LaunchBounds& b = bounds_;
   const bool memory = !b.mem_per_cpu.empty() || !b.mem_per_gpu.empty();
+  const long node_memory = MemoryMb(b.mem_per_node);
   // Inside an allocation the allocation's own size bounds the step.
-  if ((b.constraint.empty() && !memory) || !Env("SLURM_JOB_ID").empty()) return true;
+  if ((b.constraint.empty() && !memory && node_memory <= 0) || !Env("SLURM_JOB_ID").empty())
+    return true;
   // Without sinfo's answer these stay Slurm's checks alone.
   std::string output, why;
   if (!RunSinfo(config_.timeout_ms, &output, &why)) return true;
-  const PartitionNodes nodes = ReadPartitionNodes(output, b.partition, b.constraint);
+  const PartitionNodes nodes = ReadPartitionNodes(output, b.partition, b.constraint, node_memory);
   const std::string partition =
       b.partition.empty() ? std::string("the default partition") : "partition " + b.partition;
   if (nodes.matching == 0) {
-    *error = "no node of " + partition + " has the features -C " + b.constraint +
-             "; check the feature names (sinfo -o %N%f)";
+    *error = "no node of " + partition +
+             (b.constraint.empty() ? "" : " has the features -C " + b.constraint) +
+             (b.constraint.empty() || node_memory <= 0 ? "" : " and") +
+             (node_memory <= 0 ? "" : " has --mem " + std::to_string(node_memory) + " MB") +
+             "; check them against sinfo -N -o '%N %f %m'";
     return false;
   }
   if (nodes.matching > 0)

@@ -81,8 +81,9 @@ class Plugin {
   // The workload file or preset; false with `error`, or true with `skip` set
   // when a site-default launch names none.
   bool ReadWorkload(TuneQuery* q, std::string* error, bool* skip);
-  // Limits only sinfo knows: nodes with -C's features, GPUs whose tasks'
-  // --mem-per-gpu / --mem-per-cpu fit a node; false with `error` when none fit.
+  // Limits only sinfo knows: nodes with -C's features and --mem, GPUs whose
+  // tasks' --mem-per-gpu / --mem-per-cpu fit a node; false with `error` when
+  // none fit.
   bool NodeBounds(TuneQuery* q, std::string* error);
   // Removes every XDEEP_* variable from this process's environment.
   static void UnsetXdeepEnvironment();

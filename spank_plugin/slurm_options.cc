@@ -115,7 +115,10 @@ const std::vector<SlurmOption> kTable = {
   {"mail-type", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mail-user", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mcs-label", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
-  {"mem", 0, {R, R, R}, T::kKept, E::kNone, {}, "kept (memory per node, whatever the layout)"},
+  {"mem", 0, {R, R, R}, T::kBound, E::kMemPerNode,
+   {"SLURM_MEM_PER_NODE", "SBATCH_MEM_PER_NODE", "SALLOC_MEM_PER_NODE"},
+   "only nodes with this much memory count (sinfo's RealMemory); 0, all of a node's memory, "
+   "bounds nothing"},
   {"mem-bind", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"mem-per-cpu", 0, {R, R, R}, T::kBound, E::kMemPerCpu,
    {"SLURM_MEM_PER_CPU", "SBATCH_MEM_PER_CPU", "SALLOC_MEM_PER_CPU"},

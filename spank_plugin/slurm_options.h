@@ -43,6 +43,7 @@ enum class Effect {
   kNodelist,
   kExclude,
   kConstraint,
+  kMemPerNode,
   kMemPerCpu,
   kMemPerGpu,
   kPartition,

@@ -135,6 +135,11 @@ class OptionsTest(StackTest):
         r = run(["srun", "--mem-per-gpu=5G", *TUNE, SHOW], timeout=60)
         self.assertNotEqual(r.rc, 0, r)
         self.assertTrue(any("5120 MB for each GPU's task" in l for l in r.xdeep_lines()), r)
+        r = run(["srun", "--mem=5000", *TUNE, SHOW], timeout=60)
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertTrue(any("has --mem 5000 MB" in l for l in r.xdeep_lines()), r)
+        r = run(["srun", "--mem=2G", *TUNE, SHOW], timeout=60)
+        self.assert_tuned(r)
 
     def test_input_environment_is_a_bound(self):
         r = run(["srun", *TUNE, SHOW], env={"SLURM_GPUS_PER_NODE": "1", "SRUN_CPUS_PER_TASK": "1"},

@@ -34,6 +34,10 @@ TEST(NodeFeaturesTest, SmallestMemoryOfTheMatchingNodes) {
   EXPECT_EQ(ReadPartitionNodes(kSinfo, "", "").memory_mb, 4000);
   EXPECT_EQ(ReadPartitionNodes(kSinfo, "", "fast&ib").memory_mb, 4000);
   EXPECT_EQ(ReadPartitionNodes(kSinfo, "big", "").memory_mb, 2000);
+  PartitionNodes big = ReadPartitionNodes(kSinfo, "", "", 8000);
+  EXPECT_EQ(big.matching, 2) << "n1 and n3 have 8000 MB or more";
+  EXPECT_EQ(big.memory_mb, 8000);
+  EXPECT_EQ(ReadPartitionNodes(kSinfo, "", "fast", 8000).matching, 1);
   EXPECT_EQ(MemoryMb("1500"), 1500);
   EXPECT_EQ(MemoryMb("2G"), 2048);
   EXPECT_EQ(MemoryMb("1T"), 1048576);
