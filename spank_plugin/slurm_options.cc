@@ -147,7 +147,8 @@ const std::vector<SlurmOption> kTable = {
    "bound: at most this many nodes; replaced by the first N of the list when N nodes are "
    "decided (a file name is refused like --nodefile)"},
   {"nodes", 'N', {R, R, R}, T::kReplaced, E::kNodes, {"SLURM_JOB_NUM_NODES", nullptr, nullptr},
-   "bound (the larger end of a range); replaced by the decision"},
+   "bound: at most the larger end of a range (the decision may take fewer nodes than its "
+   "smaller end: -N, like -n and --gpus-per-node, is an upper bound); replaced by the decision"},
   {"ntasks", 'n', {R, R, R}, T::kReplaced, E::kTasks, {"SLURM_NTASKS", nullptr, nullptr},
    "bound on tasks and so on GPUs (one task per GPU); replaced by the decision"},
   {"ntasks-per-core", 0, {R, R, R}, T::kRefused, E::kNone, {}, kOneTaskPerGpu},
