@@ -402,6 +402,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   if (limits.max_gpus_per_node <= 0 || limits.max_nodes <= 0) {
     return absl::FailedPreconditionError(NoRoomReason(*shape, request.bounds()));
   }
+  std::string correction_note;  // the fitted correction model, for the explanation
   if (store_ != nullptr) {
     auto correction = FitCorrection(*store_, workload->name);
     if (correction.ok() && correction->runs > 0) {
@@ -414,6 +415,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         if (fresh) it->second = fitted->Factor(CorrectionParameters(c));
         return it->second;
       };
+      static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
+      correction_note = fmt::format("; step time corrected from {} real run(s): {}",
+                                    correction->runs, fitted->Describe(kNames));
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of {}",
                                        correction->runs, workload->name)));
     }
@@ -441,7 +445,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       alt->set_why(c.why);
     }
   }
-  decision.set_explanation(result->best.why);
+  decision.set_explanation(result->best.why + correction_note);
   decision.set_hardware_label(result->hardware_label);
   decision.set_workload_name(workload->name);
   decision.set_currency(policy->currency);
