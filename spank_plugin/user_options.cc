@@ -21,6 +21,10 @@ const UserOption kUserOptions[kOptCount] = {
      1, "XDEEP_OBJECTIVE"},
     {"xdeep-deadline", "HOURS", "Time to solution the job must meet (with objective=deadline)", 1,
      "XDEEP_DEADLINE"},
+    {"xdeep-cost-tolerance", "PCT",
+     "With objective=cost: the fastest configuration that costs at most PCT % more than the "
+     "cheapest (default: the site's, usually 5; 0: the cheapest, however slow)",
+     1, "XDEEP_COST_TOLERANCE"},
 };
 
 std::string_view TuneModeName(TuneMode mode) {
@@ -44,6 +48,15 @@ bool ParsePositive(const char* text, double max, double* out) {
   char* end = nullptr;
   double v = std::strtod(text, &end);
   if (*end != '\0' || !std::isfinite(v) || v <= 0 || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseInRange(const char* text, double min, double max, double* out) {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (*end != '\0' || !std::isfinite(v) || v < min || v > max) return false;
   *out = v;
   return true;
 }
@@ -109,6 +122,16 @@ bool UserOptions::SetFrom(OptionId id, const char* value, const std::string& nam
         return false;
       }
       deadline_s_ = hours * 3600;
+      break;
+    }
+    case kOptCostTolerance: {
+      double pct = 0;
+      if (!ParseInRange(value, 0, 1000, &pct)) {
+        *error = name + "=" + (value ? value : "") +
+                 " is not a valid percentage; give a number from 0 to 1000 such as 5";
+        return false;
+      }
+      cost_tolerance_pct_ = pct;
       break;
     }
     case kOptCount:

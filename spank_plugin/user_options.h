@@ -23,7 +23,15 @@ struct UserOption {
   const char* env;  // environment fallback
 };
 
-enum OptionId { kOptTune = 0, kOptWorkload, kOptBudget, kOptObjective, kOptDeadline, kOptCount };
+enum OptionId {
+  kOptTune = 0,
+  kOptWorkload,
+  kOptBudget,
+  kOptObjective,
+  kOptDeadline,
+  kOptCostTolerance,
+  kOptCount
+};
 
 // Indexed by OptionId.
 extern const UserOption kUserOptions[kOptCount];
@@ -48,6 +56,9 @@ class UserOptions {
   double budget() const { return budget_; }
   const std::string& objective() const { return objective_; }
   double deadline_s() const { return deadline_s_; }
+  // Percent over the least cost the default objective may spend for time;
+  // unset: the site's [policy] cost_tolerance_pct.
+  std::optional<double> cost_tolerance_pct() const { return cost_tolerance_pct_; }
 
  private:
   bool SetFrom(OptionId id, const char* value, const std::string& label, std::string* error);
@@ -59,6 +70,7 @@ class UserOptions {
   double budget_ = 0;
   std::string objective_;
   double deadline_s_ = 0;
+  std::optional<double> cost_tolerance_pct_;
 };
 
 }  // namespace xdeep::spank

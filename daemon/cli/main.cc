@@ -95,6 +95,11 @@ int main(int argc, char** argv) {
   plan->add_option("--objective", objective)
       ->check(CLI::IsMember({"cost", "time", "deadline", "budget"}));
   plan->add_option("--budget", budget)->check(CLI::PositiveNumber);
+  double cost_tolerance = -1;
+  plan->add_option("--cost-tolerance", cost_tolerance,
+                   "percent over the least cost the default objective may spend for time "
+                   "(default: the site's)")
+      ->check(CLI::Range(0.0, 1000.0));
 
   std::string user;
   auto* budget_cmd = app.add_subcommand("budget", "spent, reserved and remaining budget");
@@ -140,6 +145,7 @@ int main(int argc, char** argv) {
     q.partition = partition;
     q.objective = objective;
     q.budget = budget;
+    q.cost_tolerance_pct = cost_tolerance;
     std::unique_ptr<xdeep::spank::DaemonClient> client(xdeep_spank_client_create(address.c_str()));
     xdeep::spank::TuneAnswer answer;
     xdeep::spank::ClientError error;

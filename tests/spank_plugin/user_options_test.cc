@@ -49,6 +49,32 @@ TEST(UserOptionsTest, RefusesAbsurdNumbers) {
   EXPECT_FALSE(o.Set(kOptObjective, "speed", &error));
 }
 
+TEST(UserOptionsTest, CostTolerance) {
+  std::string error;
+  UserOptions unset;
+  EXPECT_FALSE(unset.cost_tolerance_pct().has_value());  // the site's default
+  for (const char* bad : {"-1", "1001", "five", "", "5%", "nan"}) {
+    UserOptions o;
+    EXPECT_FALSE(o.Set(kOptCostTolerance, bad, &error)) << bad;
+    EXPECT_NE(error.find("--xdeep-cost-tolerance"), std::string::npos) << error;
+    EXPECT_NE(error.find("from 0 to 1000"), std::string::npos) << error;
+  }
+  for (auto [text, pct] : {std::pair{"0", 0.0}, {"5", 5.0}, {"12.5", 12.5}, {"1000", 1000.0}}) {
+    UserOptions o;
+    ASSERT_TRUE(o.Set(kOptCostTolerance, text, &error)) << text << ": " << error;
+    EXPECT_EQ(o.cost_tolerance_pct(), pct) << text;
+  }
+  setenv("XDEEP_COST_TOLERANCE", "20", 1);
+  UserOptions from_env;
+  ASSERT_TRUE(from_env.ApplyEnvironment(&error)) << error;
+  EXPECT_EQ(from_env.cost_tolerance_pct(), 20.0);
+  UserOptions both;
+  ASSERT_TRUE(both.Set(kOptCostTolerance, "1", &error));
+  ASSERT_TRUE(both.ApplyEnvironment(&error)) << error;
+  EXPECT_EQ(both.cost_tolerance_pct(), 1.0);
+  unsetenv("XDEEP_COST_TOLERANCE");
+}
+
 TEST(UserOptionsTest, EnvironmentOnlyWhereCommandLineIsSilent) {
   setenv("XDEEP_TUNE", "explain", 1);
   setenv("XDEEP_WORKLOAD", "gpt-1.3b", 1);
