@@ -125,5 +125,39 @@ class DecisionsTest(StackTest):
         self.assertAlmostEqual(self.plan_step_time(MALLORY), mallory, places=4)
 
 
+class CostToleranceTest(StackTest):
+    """--xdeep-cost-tolerance through the real srun, plugin and daemon."""
+
+    def chosen(self, *options, env=None):
+        r = run(["srun", "--xdeep-tune=explain", "--xdeep-workload=gpt-1.3b", *options, "true"],
+                env=env)
+        self.assertEqual(r.rc, 0, r)
+        rows = [l for l in r.xdeep_lines() if l.lstrip().startswith("xdeep: *")]
+        self.assertEqual(len(rows), 1, r)
+        # "* " + a 28-wide strategy column, then nodes and gpu/n; the cost before its currency.
+        row = rows[0].split("* ", 1)[1]
+        nodes, gpn = (int(x) for x in row[29:].split()[:2])
+        cost = float(re.search(r"([0-9.]+) EUR", row).group(1))
+        return nodes * gpn, cost, row
+
+    def test_default_is_fastest_within_five_percent_of_the_least_cost(self):
+        cheapest_gpus, cheapest, _ = self.chosen("--xdeep-cost-tolerance=0")
+        gpus, cost, row = self.chosen()
+        self.assertLessEqual(cost, cheapest * 1.05 + 0.01, row)
+        self.assertGreater(gpus, cheapest_gpus, row)  # gpt-1.3b scales: more GPUs, sooner
+        self.assertIn("within 5.0% of the least", row)
+        # The environment counts where the command line is silent.
+        env_gpus, env_cost, _ = self.chosen(env={"XDEEP_COST_TOLERANCE": "0"})
+        self.assertEqual((env_gpus, env_cost), (cheapest_gpus, cheapest))
+        same, _, _ = self.chosen("--xdeep-cost-tolerance=5", env={"XDEEP_COST_TOLERANCE": "0"})
+        self.assertEqual(same, gpus)
+
+    def test_bad_tolerance_is_refused_with_one_line(self):
+        r = run(["srun", "--xdeep-tune", "--xdeep-workload=gpt-1.3b",
+                 "--xdeep-cost-tolerance=-3", "true"])
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertIn("--xdeep-cost-tolerance=-3 is not a valid percentage", r.err)
+
+
 if __name__ == "__main__":
     unittest.main()
