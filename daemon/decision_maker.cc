@@ -182,6 +182,7 @@ tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape
   limits.deadline_s = request.deadline_s();
   limits.min_parallel_efficiency = policy.min_parallel_efficiency;
   limits.allowed_strategies = policy.allowed_strategies;
+  limits.user_strategies.assign(request.strategies().begin(), request.strategies().end());
   return limits;
 }
 
@@ -341,6 +342,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         fmt::format("cost tolerance {} % is out of range; give a percentage from 0 to 1000 "
                     "(--xdeep-cost-tolerance=5)",
                     request.cost_tolerance_pct()));
+  }
+  if (absl::Status s = tuner::CheckStrategyNames(
+          {request.strategies().begin(), request.strategies().end()}, "--xdeep-strategies");
+      !s.ok()) {
+    return s;
   }
   auto workload = LoadWorkload(request.workload());
   if (!workload.ok()) return workload.status();

@@ -28,6 +28,7 @@ struct TuneQuery {
   std::string objective;  // "", "cost", "time", "deadline", "budget"
   double budget = 0, deadline_s = 0;
   double cost_tolerance_pct = -1;  // < 0: the site's default
+  std::vector<std::string> strategies;  // --xdeep-strategies; empty: any
   std::vector<std::string> argv;
   std::string cwd, host;
   uint32_t uid = 0;

@@ -116,6 +116,7 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_budget(q.budget);
     req.set_deadline_s(q.deadline_s);
     if (q.cost_tolerance_pct >= 0) req.set_cost_tolerance_pct(q.cost_tolerance_pct);
+    for (const auto& s : q.strategies) req.add_strategies(s);
     for (const auto& a : q.argv) req.add_argv(a);
     req.set_cwd(q.cwd);
     req.set_submit_host(q.host);

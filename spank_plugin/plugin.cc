@@ -306,6 +306,7 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
   q->budget = options_.budget();
   q->deadline_s = options_.deadline_s();
   q->cost_tolerance_pct = options_.cost_tolerance_pct().value_or(-1);
+  q->strategies = options_.strategies();
   for (size_t i = std::max(first_command, 0); i < argv.size(); ++i) q->argv.push_back(argv[i]);
   char cwd[PATH_MAX];
   if (getcwd(cwd, sizeof cwd) != nullptr) q->cwd = cwd;

@@ -1,6 +1,7 @@
 // User option table and parsing (see user_options.h).
 #include "spank_plugin/user_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,10 @@ const UserOption kUserOptions[kOptCount] = {
      "With objective=cost: the fastest configuration that costs at most PCT % more than the "
      "cheapest (default: the site's, usually 5; 0: the cheapest, however slow)",
      1, "XDEEP_COST_TOLERANCE"},
+    {"xdeep-strategies", "LIST",
+     "The only parallel strategies your script implements, comma-separated: dp, tp, pp, zero1, "
+     "zero2, zero3 (fsdp)",
+     1, "XDEEP_STRATEGIES"},
 };
 
 std::string_view TuneModeName(TuneMode mode) {
@@ -132,6 +137,31 @@ bool UserOptions::SetFrom(OptionId id, const char* value, const std::string& nam
         return false;
       }
       cost_tolerance_pct_ = pct;
+      break;
+    }
+    case kOptStrategies: {
+      static constexpr std::string_view kKnown[] = {"dp",    "tp",    "pp",   "zero1",
+                                                    "zero2", "zero3", "fsdp"};
+      std::vector<std::string> names;
+      std::string_view rest = value == nullptr ? "" : value;
+      while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        if (std::find(std::begin(kKnown), std::end(kKnown), item) == std::end(kKnown)) {
+          *error = name + "=" + (value ? value : "") + ": '" + std::string(item) +
+                   "' is not a strategy; list some of dp, tp, pp, zero1, zero2, zero3, fsdp "
+                   "separated by commas";
+          return false;
+        }
+        names.emplace_back(item);
+        rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+        if (comma != std::string_view::npos && rest.empty()) rest = ",";  // trailing comma
+      }
+      if (names.empty()) {
+        *error = name + " is empty; list some of dp, tp, pp, zero1, zero2, zero3, fsdp";
+        return false;
+      }
+      strategies_ = std::move(names);
       break;
     }
     case kOptCount:

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace xdeep::spank {
 
@@ -30,6 +31,7 @@ enum OptionId {
   kOptObjective,
   kOptDeadline,
   kOptCostTolerance,
+  kOptStrategies,
   kOptCount
 };
 
@@ -59,6 +61,8 @@ class UserOptions {
   // Percent over the least cost the default objective may spend for time;
   // unset: the site's [policy] cost_tolerance_pct.
   std::optional<double> cost_tolerance_pct() const { return cost_tolerance_pct_; }
+  // The only strategies the script runs (--xdeep-strategies=dp,zero3); empty: any.
+  const std::vector<std::string>& strategies() const { return strategies_; }
 
  private:
   bool SetFrom(OptionId id, const char* value, const std::string& label, std::string* error);
@@ -71,6 +75,7 @@ class UserOptions {
   std::string objective_;
   double deadline_s_ = 0;
   std::optional<double> cost_tolerance_pct_;
+  std::vector<std::string> strategies_;
 };
 
 }  // namespace xdeep::spank

@@ -241,28 +241,49 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   if (limits.objective == Objective::kTimeUnderBudget && limits.budget <= 0) {
     return absl::InvalidArgumentError("objective time-under-budget needs a budget");
   }
+  // Strategies every list allows: the site's, the launch's, the workload's.
   bool allow_dp = true, allow_tp = true, allow_pp = true, allow_z[4] = {true, true, true, true};
-  if (!limits.allowed_strategies.empty()) {
-    allow_dp = allow_tp = allow_pp = false;
-    allow_z[1] = allow_z[2] = allow_z[3] = false;
-    for (const std::string& s : limits.allowed_strategies) {
+  auto narrow = [&](const std::vector<std::string>& list) -> absl::Status {
+    if (list.empty()) return absl::OkStatus();
+    bool dp = false, tp = false, pp = false, z[4] = {false, false, false, false};
+    for (const std::string& s : list) {
       if (s == "dp" || s == "ddp")
-        allow_dp = true;
+        dp = true;
       else if (s == "tp")
-        allow_tp = true;
+        tp = true;
       else if (s == "pp")
-        allow_pp = true;
+        pp = true;
       else if (s == "zero1")
-        allow_z[1] = true;
+        z[1] = true;
       else if (s == "zero2")
-        allow_z[2] = true;
+        z[2] = true;
       else if (s == "zero3" || s == "fsdp")
-        allow_z[3] = true;
+        z[3] = true;
       else
         return absl::InvalidArgumentError(absl::StrCat(
             "unknown strategy '", s, "'; use dp, tp, pp, zero1, zero2, zero3 (or fsdp)"));
     }
+    allow_dp &= dp;
+    allow_tp &= tp;
+    allow_pp &= pp;
+    for (int i = 1; i < 4; ++i) allow_z[i] &= z[i];
+    return absl::OkStatus();
+  };
+  const ParallelConstraints& user = w.parallel;
+  for (const auto* list : {&limits.allowed_strategies, &limits.user_strategies, &user.strategies}) {
+    if (absl::Status s = narrow(*list); !s.ok()) return s;
   }
+  if (!user.sharding.empty()) {
+    bool z[4] = {false, false, false, false};
+    for (const std::string& s : user.sharding) {
+      z[s == "none" ? 0 : s == "zero1" ? 1 : s == "zero2" ? 2 : 3] = true;
+    }
+    allow_dp &= z[0];
+    for (int i = 1; i < 4; ++i) allow_z[i] &= z[i];
+  }
+  auto degree_ok = [](int d, int fixed, int most) {
+    return (fixed == 0 || d == fixed) && (most == 0 || d <= most);
+  };
   const int max_g = limits.max_gpus_per_node > 0 ? limits.max_gpus_per_node : hw.gpus_per_node;
   // GPUs per node: powers of two below the node size and the node size itself
   // (the shapes NCCL and tensor parallelism use).
@@ -385,10 +406,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       for (int tp = 1; tp <= g; ++tp) {
         if (g % tp != 0) continue;
         if (tp > 1 && (!allow_tp || !tp_ok(tp))) continue;
+        if (!degree_ok(tp, user.tp, user.max_tp)) continue;
         const int max_pp = std::min(n_gpus / tp, L);  // a stage holds at least one layer
         for (int pp = 1; pp <= max_pp; ++pp) {
           if ((n_gpus / tp) % pp != 0) continue;
           if (pp > 1 && (!allow_pp || !pp_ok(pp))) continue;
+          if (!degree_ok(pp, user.pp, user.max_pp)) continue;
           const int dp = n_gpus / (tp * pp);
           c.dp = dp;
           c.tp = tp;
@@ -402,6 +425,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
               c.schedule = sched == 0 ? PipelineSchedule::k1F1B : PipelineSchedule::kInterleaved;
               c.virtual_stages = sched == 0 ? 1 : 2;
               if (!pp_ok(pp * c.virtual_stages)) continue;
+              if (pp > 1 && !user.pipeline_schedule.empty() &&
+                  user.pipeline_schedule != (sched == 0 ? "1f1b" : "interleaved")) {
+                continue;
+              }
               for (int rc = 0; rc < 2; ++rc) {
                 c.recompute = rc == 1;
                 // The script checkpoints always, never, or as told (XDEEP_RECOMPUTE).
@@ -410,6 +437,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     (ck == Checkpointing::kOn && !c.recompute)) {
                   continue;
                 }
+                if (!user.recompute.empty() && c.recompute != (user.recompute == "on")) continue;
                 for (int mb = 1; mb <= max_mb; mb *= 2) {
                   c.micro_batch = mb;
                   const int64_t per_ga = int64_t{dp} * mb;
@@ -637,8 +665,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
           absl::StrCat(counts[kEfficiency], " fell below the minimum parallel efficiency"));
     }
     if (counts[kPolicy]) why.push_back(absl::StrCat(counts[kPolicy], " exceeded the GPU limit"));
-    if (why.empty())
-      why.push_back("no configuration matches the batch bounds and strategies allowed");
+    if (why.empty()) {
+      why.push_back(absl::StrCat(
+          "no configuration matches the batch bounds and strategies allowed",
+          w.parallel.empty() ? "" : " (with the workload's [parallel] table)",
+          limits.user_strategies.empty() ? "" : " (with --xdeep-strategies)"));
+    }
     return absl::FailedPreconditionError(absl::StrCat(
         "no configuration of '", w.name, "' fits on up to ", limits.max_nodes, " node(s) of ",
         hw.Label(), ": ", absl::StrJoin(why, "; "),

@@ -43,6 +43,9 @@ struct SearchLimits {
   double min_parallel_efficiency = 0;
   std::vector<std::string>
       allowed_strategies;  // empty = all; "dp","tp","pp","zero1","zero2","zero3" ("fsdp" = zero3)
+  // The launch's --xdeep-strategies (same names); with the site's list above
+  // and the workload's [parallel] table, every list must allow a strategy.
+  std::vector<std::string> user_strategies;
   int max_alternatives = 5;
   int max_rejected_examples = 8;
   bool try_interleaved = true;  // also evaluate the interleaved pipeline schedule

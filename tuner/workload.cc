@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "toml++/toml.h"
+#include "tuner/parallel_table.h"
 
 namespace xdeep::tuner {
 
@@ -765,11 +766,12 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ":1: ", e.what(), "; fix the TOML syntax"));
   }
-  if (auto st = rd.CheckKeys(root, "the top level", {"name", "model", "training", "batch"});
+  if (auto st = rd.CheckKeys(root, "the top level",
+                             {"name", "model", "training", "batch", "parallel"});
       !st.ok()) {
     return st;
   }
-  for (const char* section : {"model", "training", "batch"}) {
+  for (const char* section : {"model", "training", "batch", "parallel"}) {
     const toml::node* n = root.get(section);
     if (n != nullptr && !n->is_table()) {
       return rd.Error(n, absl::StrCat("'", section, "' must be a table"),
@@ -872,6 +874,16 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   }
 
   if (auto st = ParseTrainingSettings(rd, *model, training, w); !st.ok()) return st;
+  if (const toml::table* parallel = root["parallel"].as_table()) {
+    if (auto st = ParseParallelTable(*parallel, source_name, &w.parallel); !st.ok()) return st;
+    const Checkpointing ck = w.settings.activation_checkpointing;
+    if ((ck == Checkpointing::kOn && w.parallel.recompute == "off") ||
+        (ck == Checkpointing::kOff && w.parallel.recompute == "on")) {
+      return rd.Error(parallel->get("recompute"),
+                      "[parallel] recompute contradicts [training] activation_checkpointing",
+                      "keep one of them");
+    }
+  }
 
   std::string fam = family ? *family
                            : (preset ? (w.family == ModelFamily::kTransformer ? "transformer"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tuner/parallel_constraints.h"
 
 namespace xdeep::tuner {
 
@@ -175,6 +176,7 @@ struct Workload {
   bool fsdp_16bit_reduce = false;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   TrainingSettings settings;
+  ParallelConstraints parallel;  // what the script supports ([parallel])
 
   // Training length, normalised to samples (sequences for transformers) at the
   // reference global batch `reference_global_batch`.

@@ -75,6 +75,18 @@ TEST(UserOptionsTest, CostTolerance) {
   unsetenv("XDEEP_COST_TOLERANCE");
 }
 
+TEST(UserOptionsTest, Strategies) {
+  std::string error;
+  UserOptions o;
+  ASSERT_TRUE(o.Set(kOptStrategies, "dp,zero3", &error)) << error;
+  EXPECT_EQ(o.strategies(), (std::vector<std::string>{"dp", "zero3"}));
+  for (const char* bad : {"", "dp,", ",dp", "dp,,tp", "ddp2", "DP"}) {
+    UserOptions b;
+    EXPECT_FALSE(b.Set(kOptStrategies, bad, &error)) << bad;
+    EXPECT_NE(error.find("--xdeep-strategies"), std::string::npos) << error;
+  }
+}
+
 TEST(UserOptionsTest, EnvironmentOnlyWhereCommandLineIsSilent) {
   setenv("XDEEP_TUNE", "explain", 1);
   setenv("XDEEP_WORKLOAD", "gpt-1.3b", 1);

@@ -363,6 +363,92 @@ TEST(SearchToleranceTest, TimeValueTurnsHoursIntoMoney) {
   EXPECT_THAT(valued->best.why, ::testing::HasSubstr("cost + 1000.00 per hour"));
 }
 
+// Whether `c` keeps to the workload's [parallel] table and a launch's
+// strategy list (what Search must never leave).
+bool Obeys(const Configuration& c, const ParallelConstraints& p,
+           const std::vector<std::string>& launch) {
+  auto in = [](const std::vector<std::string>& list, const std::string& s) {
+    return list.empty() || std::find(list.begin(), list.end(), s) != list.end() ||
+           (s == "zero3" && std::find(list.begin(), list.end(), "fsdp") != list.end());
+  };
+  const std::string zero = std::string(ShardingName(c.sharding));
+  for (const auto* list : {&p.strategies, &launch}) {
+    if (c.tp > 1 && !in(*list, "tp")) return false;
+    if (c.pp > 1 && !in(*list, "pp")) return false;
+    if (c.dp > 1 && c.sharding == Sharding::kNone && !in(*list, "dp")) return false;
+    if (c.sharding != Sharding::kNone && !in(*list, zero)) return false;
+  }
+  if (c.dp > 1 && !in(p.sharding, c.sharding == Sharding::kNone ? "none" : zero)) return false;
+  if ((p.tp && c.tp != p.tp) || (p.max_tp && c.tp > p.max_tp)) return false;
+  if ((p.pp && c.pp != p.pp) || (p.max_pp && c.pp > p.max_pp)) return false;
+  if (c.pp > 1 && !p.pipeline_schedule.empty() &&
+      p.pipeline_schedule != (c.schedule == PipelineSchedule::k1F1B ? "1f1b" : "interleaved")) {
+    return false;
+  }
+  return p.recompute.empty() || c.recompute == (p.recompute == "on");
+}
+
+TEST(SearchConstraintsTest, NeverLeavesTheUsersParallelTable) {
+  auto base = PresetWorkload("gpt-350m");
+  ASSERT_TRUE(base.ok());
+  base->reference_global_batch = base->min_global_batch = base->max_global_batch = 32;
+  base->max_micro_batch = 4;
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  SearchLimits l;
+  l.max_nodes = 2;
+  l.max_gpus_per_node = 4;
+  l.objective = Objective::kTime;
+  const std::vector<Scored> all = FeasibleBruteForce(*base, *hw, l);
+  struct Case {
+    ParallelConstraints p;
+    std::vector<std::string> launch;
+  };
+  std::vector<Case> cases(8);
+  cases[0].p.strategies = {"dp"};
+  cases[1].p.strategies = {"dp", "pp"};
+  cases[1].p.pipeline_schedule = "1f1b";
+  cases[2].p.tp = 2;
+  cases[3].p.max_pp = 2;
+  cases[3].p.recompute = "off";
+  cases[4].p.sharding = {"zero3"};
+  cases[5].launch = {"dp", "zero1"};
+  cases[6].p.strategies = {"dp", "tp", "zero2"};
+  cases[6].launch = {"tp", "zero2"};
+  cases[7].p.recompute = "on";
+  cases[7].p.pipeline_schedule = "interleaved";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    Workload w = *base;
+    w.parallel = cases[i].p;
+    SearchLimits cl = l;
+    cl.user_strategies = cases[i].launch;
+    auto r = Search(w, *hw, cl);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(Obeys(r->best.config, w.parallel, cl.user_strategies))
+        << StrategyName(r->best.config);
+    for (const auto* list : {&r->alternatives, &r->pareto}) {
+      for (const Candidate& c : *list) {
+        EXPECT_TRUE(Obeys(c.config, w.parallel, cl.user_strategies)) << StrategyName(c.config);
+      }
+    }
+    // And it is the best of what obeys: the brute force agrees.
+    double best = 1e300;
+    uint64_t obeying = 0;
+    for (const Scored& sc : all) {
+      if (!Obeys(sc.c, w.parallel, cl.user_strategies)) continue;
+      ++obeying;
+      best = std::min(best, sc.p.time_to_solution_s);
+    }
+    EXPECT_EQ(r->feasible, obeying);
+    EXPECT_EQ(r->best.prediction.time_to_solution_s, best);
+  }
+  // Unknown names in a launch's list are refused, not ignored.
+  SearchLimits bad = l;
+  bad.user_strategies = {"ddp2"};
+  EXPECT_EQ(Search(*base, *hw, bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SearchTest, NothingFitsSaysWhy) {
   auto w = PresetWorkload("llama-70b");
   auto hw = BuiltinHardwareProfile("a100-sxm-40gb");

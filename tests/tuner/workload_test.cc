@@ -222,3 +222,54 @@ TEST(WorkloadTest, UnknownPresetListsChoices) {
 
 }  // namespace
 }  // namespace xdeep::tuner
+
+namespace xdeep::tuner {
+namespace {
+
+constexpr const char* kGpt = "[model]\npreset = \"gpt-125m\"\n";
+
+TEST(ParallelTableTest, ReadsWhatTheScriptSupports) {
+  auto w = ParseWorkloadToml(std::string(kGpt) +
+                                 "[parallel]\nstrategies = [\"dp\", \"pp\", \"fsdp\"]\nmax_pp = 4\n"
+                                 "sharding = [\"none\", \"fsdp\"]\npipeline_schedule = \"1f1b\"\n"
+                                 "recompute = false\n",
+                             "p.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->parallel.strategies, (std::vector<std::string>{"dp", "pp", "fsdp"}));
+  EXPECT_EQ(w->parallel.max_pp, 4);
+  EXPECT_EQ(w->parallel.tp, 0);
+  EXPECT_EQ(w->parallel.pipeline_schedule, "1f1b");
+  EXPECT_EQ(w->parallel.recompute, "off");
+  auto plain = ParseWorkloadToml(kGpt, "plain.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->parallel.empty());
+}
+
+TEST(ParallelTableTest, MistakesNameTheLineAndTheFix) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"strategies = [\"ddp2\"]", "p.toml:4: unknown name in 'strategies': 'ddp2'"},
+      {"strategies = []", "p.toml:4: 'strategies' must be a non-empty list"},
+      {"tp = 0", "p.toml:4: 'tp' must be a whole number from 1 to 4096"},
+      {"tp = 2\nmax_tp = 4", "give either 'tp' or 'max_tp', not both"},
+      {"strategies = [\"dp\"]\ntp = 2", "a degree above 1 for a strategy that 'strategies'"},
+      {"pipeline_schedule = \"gpipe\"", "'pipeline_schedule' must be \"1f1b\" or \"interleaved\""},
+      {"recompute = \"yes\"", "'recompute' must be true or false"},
+      {"sharding = [\"zero4\"]", "unknown name in 'sharding': 'zero4'"},
+      {"tensor = 2", "unknown key 'tensor' in [parallel]"},
+  };
+  for (const auto& [table, want] : bad) {
+    auto w = ParseWorkloadToml(std::string(kGpt) + "[parallel]\n" + table + "\n", "p.toml");
+    ASSERT_FALSE(w.ok()) << table;
+    EXPECT_NE(std::string(w.status().message()).find(want), std::string::npos)
+        << w.status().message();
+  }
+  auto clash = ParseWorkloadToml(std::string(kGpt) +
+                                     "[training]\nactivation_checkpointing = true\n"
+                                     "[parallel]\nrecompute = false\n",
+                                 "c.toml");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(std::string(clash.status().message()).find("contradicts"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner
