@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BUILD, STACK, WORKLOADS, StackTest, daemon_log, run
+from harness import BUILD, SHOW_ENV, STACK, WORKLOADS, StackTest, daemon_log, run
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
@@ -157,6 +157,54 @@ class CostToleranceTest(StackTest):
                  "--xdeep-cost-tolerance=-3", "true"])
         self.assertNotEqual(r.rc, 0, r)
         self.assertIn("--xdeep-cost-tolerance=-3 is not a valid percentage", r.err)
+
+
+class UserConstraintsTest(StackTest):
+    """The workload's [parallel] table and --xdeep-strategies through the real stack."""
+
+    def workload(self, table):
+        path = os.path.join(self.tmp, "w.toml")
+        with open(GPT) as src, open(path, "w") as dst:
+            dst.write(src.read() + "\n[parallel]\n" + table + "\n")
+        return path
+
+    def explained_strategies(self, *options):
+        r = run(["srun", "--xdeep-tune=explain", "--xdeep-objective=time", *options, "true"])
+        self.assertEqual(r.rc, 0, r)
+        rows = [l.split("xdeep:", 1)[1] for l in r.xdeep_lines()
+                if re.match(r"xdeep: [* ] \S", l.lstrip()) and " EUR " in l]
+        self.assertTrue(rows, r)
+        return [row[2:30].strip() for row in rows]
+
+    def test_ddp_only_script_gets_data_parallelism_only(self):
+        unconstrained = self.explained_strategies(f"--xdeep-workload={GPT}")
+        self.assertFalse(all(re.fullmatch(r"dp\d+", s) for s in unconstrained), unconstrained)
+        path = self.workload('strategies = ["dp"]')
+        for s in self.explained_strategies(f"--xdeep-workload={path}"):
+            self.assertRegex(s, r"^dp\d+$")
+        # A real launch: every task is told a pure data-parallel strategy.
+        r = run(["srun", "--xdeep-tune", "--xdeep-objective=time", f"--xdeep-workload={path}",
+                 SHOW_ENV])
+        self.assertEqual(r.rc, 0, r)
+        tasks = r.tasks()
+        self.assertGreater(len(tasks), 1, r)
+        for t in tasks:
+            self.assertRegex(t["xdeep_strategy"], r"^dp\d+$", r)
+
+    def test_launch_list_narrows_the_table(self):
+        path = self.workload('strategies = ["dp", "zero2", "zero3"]\nmax_pp = 1')
+        for s in self.explained_strategies(f"--xdeep-workload={path}", "--xdeep-strategies=fsdp"):
+            self.assertTrue(s == "dp1" or s.startswith("fsdp"), s)
+        r = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", "--xdeep-strategies=dp,ddp2",
+                 "true"])
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertIn("'ddp2' is not a strategy", r.err)
+
+    def test_bad_parallel_table_names_line_and_fix(self):
+        path = self.workload('tp = 2\nmax_tp = 4')
+        r = run(["srun", "--xdeep-tune", f"--xdeep-workload={path}", "true"])
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertIn("give either 'tp' or 'max_tp', not both", r.err)
 
 
 if __name__ == "__main__":
