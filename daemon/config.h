@@ -84,9 +84,9 @@ struct PolicyConfig {
   // time_value_per_hour per hour of time to solution) is within this many
   // percent of the least (docs/objectives.md).
   double cost_tolerance_pct = 5;
-  double time_value_per_hour = 0;  // in `currency`; 0: time is worth nothing
-  double price_per_gpu_hour = 1.0;              // in `currency`
-  double price_per_node_hour = 0;               // > 0: whole nodes are billed instead
+  double time_value_per_hour = 0;   // in `currency`; 0: time is worth nothing
+  double price_per_gpu_hour = 1.0;  // in `currency`
+  double price_per_node_hour = 0;   // > 0: whole nodes are billed instead
   // "policy": the prices above; "slurm": the partition's TRESBillingWeights
   // times price_per_billing_unit_hour.
   std::string billing = "policy";

@@ -133,7 +133,8 @@ absl::Status Store::Exec(const char* sql) {
 
 absl::Status Store::AddColumnIfMissing(const char* table, const char* column,
                                        const char* definition) {
-  const std::string sql = fmt::format("SELECT 1 FROM pragma_table_info('{}') WHERE name = ?", table);
+  const std::string sql =
+      fmt::format("SELECT 1 FROM pragma_table_info('{}') WHERE name = ?", table);
   Statement info(db_, sql.c_str());
   if (!info.ok()) return SqlError(db_, "store", "prepare table info");
   info.Text(1, column);
@@ -285,12 +286,13 @@ absl::StatusOr<std::vector<DecisionRecord>> Store::Recent(std::optional<uint32_t
 absl::StatusOr<std::vector<std::pair<DecisionRecord, double>>> Store::MeasuredRuns(
     const LearningScope& scope, int limit) {
   std::lock_guard lock(mu_);
-  const std::string sql = fmt::format("SELECT d.id, d.decision, o.step_times, d.uid FROM decisions d "
-                                "JOIN outcomes o ON o.decision_id = d.id WHERE d.fingerprint = ?1 "
-                                "AND d.hardware = ?2 AND d.partition = ?3 AND (?4 < 0 OR d.uid = "
-                                "?4 OR (?5 != '' AND d.account = ?5)) AND {} "
-                                "ORDER BY o.reported_unix DESC, o.rowid DESC LIMIT ?6",
-                                kUsableRun);
+  const std::string sql = fmt::format(
+      "SELECT d.id, d.decision, o.step_times, d.uid FROM decisions d "
+      "JOIN outcomes o ON o.decision_id = d.id WHERE d.fingerprint = ?1 "
+      "AND d.hardware = ?2 AND d.partition = ?3 AND (?4 < 0 OR d.uid = "
+      "?4 OR (?5 != '' AND d.account = ?5)) AND {} "
+      "ORDER BY o.reported_unix DESC, o.rowid DESC LIMIT ?6",
+      kUsableRun);
   Statement st(db_, sql.c_str());
   if (!st.ok()) return SqlError(db_, "store", "prepare measured runs");
   if (scope.fingerprint.empty()) return std::vector<std::pair<DecisionRecord, double>>();
@@ -351,11 +353,11 @@ absl::StatusOr<DecisionRecord> Store::FindDecision(const std::string& id_or_pref
     }
   }
   if (ids.size() > 1) {
-    return absl::InvalidArgumentError(
-        fmt::format("decision id '{}' names more than one decision; give more characters",
-                    id_or_prefix));
+    return absl::InvalidArgumentError(fmt::format(
+        "decision id '{}' names more than one decision; give more characters", id_or_prefix));
   }
-  if (ids.empty()) return absl::NotFoundError(fmt::format("no decision with id '{}'", id_or_prefix));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("no decision with id '{}'", id_or_prefix));
   return GetDecision(ids.front());
 }
 
@@ -370,11 +372,12 @@ absl::StatusOr<int> Store::Forget(const std::string& decision_id) {
 
 absl::StatusOr<std::string> Store::LearningState(const std::string& decision_id) {
   std::lock_guard lock(mu_);
-  const std::string sql = fmt::format("SELECT o.forgotten, o.flag, o.step_times, o.exit_code, "
-                                "(SELECT group_concat(state) FROM job_ends e WHERE e.decision_id "
-                                "= o.decision_id), {} FROM outcomes o WHERE o.decision_id = ? "
-                                "ORDER BY o.job_id LIMIT 1",
-                                kUsableRun);
+  const std::string sql = fmt::format(
+      "SELECT o.forgotten, o.flag, o.step_times, o.exit_code, "
+      "(SELECT group_concat(state) FROM job_ends e WHERE e.decision_id "
+      "= o.decision_id), {} FROM outcomes o WHERE o.decision_id = ? "
+      "ORDER BY o.job_id LIMIT 1",
+      kUsableRun);
   Statement st(db_, sql.c_str());
   if (!st.ok()) return SqlError(db_, "store", "prepare learning state");
   st.Text(1, decision_id);

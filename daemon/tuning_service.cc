@@ -225,12 +225,12 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
         const double predicted = decided.analytical_step_time_s() > 0
                                      ? decided.analytical_step_time_s()
                                      : decided.prediction().step_time_s();
-        outcome.flag = OutcomeFlag(predicted, outcome.step_times_s,
-                                   p_.maker->policy()->learning_max_ratio);
+        outcome.flag =
+            OutcomeFlag(predicted, outcome.step_times_s, p_.maker->policy()->learning_max_ratio);
       }
       if (!outcome.flag.empty()) {
-        spdlog::warn("event=learning.ignored user={} decision={} job={} reason=\"{}\"",
-                     caller.user, outcome.decision_id, outcome.job_id, outcome.flag);
+        spdlog::warn("event=learning.ignored user={} decision={} job={} reason=\"{}\"", caller.user,
+                     outcome.decision_id, outcome.job_id, outcome.flag);
       }
       status = p_.store->RecordOutcome(outcome);
     }

@@ -27,25 +27,25 @@ std::string ModelFingerprint(const Workload& w) {
   std::string text = absl::StrCat("family=", static_cast<int>(w.family), ";cnn=", w.cnn_arch,
                                   ";image=", w.image_size, ";classes=", w.num_classes);
   const TransformerShape& t = w.transformer;
-  absl::StrAppend(&text, ";tf=", t.layers, ",", t.hidden, ",", t.heads, ",", t.kv_heads, ",",
-                  t.ffn, ",", t.seq_len, ",", t.vocab, ",", int{t.gated_mlp}, ",", int{t.tied_embeddings},
+  absl::StrAppend(&text, ";tf=", t.layers, ",", t.hidden, ",", t.heads, ",", t.kv_heads, ",", t.ffn,
+                  ",", t.seq_len, ",", t.vocab, ",", int{t.gated_mlp}, ",", int{t.tied_embeddings},
                   ",", int{t.learned_positions});
   for (const LayerCost& l : w.layers) {
-    absl::StrAppend(&text, ";layer=", l.name, ",", l.params,
-                    absl::StrFormat(",%.9g,%.9g,%.9g", l.fwd_flops, l.saved_activation_bytes,
-                                    l.output_bytes),
-                    ",", l.unit);
+    absl::StrAppend(
+        &text, ";layer=", l.name, ",", l.params,
+        absl::StrFormat(",%.9g,%.9g,%.9g", l.fwd_flops, l.saved_activation_bytes, l.output_bytes),
+        ",", l.unit);
   }
   absl::StrAppend(&text, absl::StrFormat(";input=%.9g", w.input_bytes_per_sample));
   const TrainingSettings& s = w.settings;
-  absl::StrAppend(&text, absl::StrFormat(
-                             ";precision=%s;optimizer=%s;fsdp16=%d,%d;impl=%s;attention=%s;"
-                             "format=%s;bias=%d;checkpointing=%s;compile=%d",
-                             PrecisionName(w.precision), OptimizerName(w.optimizer),
-                             w.fsdp_16bit_params, w.fsdp_16bit_reduce,
-                             OptimizerImplName(s.optimizer_impl), AttentionKernelName(s.attention),
-                             MemoryFormatName(s.memory_format), s.linear_bias,
-                             CheckpointingName(s.activation_checkpointing), s.compile));
+  absl::StrAppend(
+      &text,
+      absl::StrFormat(";precision=%s;optimizer=%s;fsdp16=%d,%d;impl=%s;attention=%s;"
+                      "format=%s;bias=%d;checkpointing=%s;compile=%d",
+                      PrecisionName(w.precision), OptimizerName(w.optimizer), w.fsdp_16bit_params,
+                      w.fsdp_16bit_reduce, OptimizerImplName(s.optimizer_impl),
+                      AttentionKernelName(s.attention), MemoryFormatName(s.memory_format),
+                      s.linear_bias, CheckpointingName(s.activation_checkpointing), s.compile));
   return absl::StrFormat("%016x", Fnv1a(text));
 }
 

@@ -2,10 +2,9 @@
 #include <algorithm>
 #include <set>
 
-#include "tuner/parallel_table.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tuner/parallel_table.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -16,8 +15,8 @@ const std::vector<std::string> kShardings = {"none", "zero1", "zero2", "zero3", 
 absl::Status Error(std::string_view source, const toml::node* node, std::string_view what,
                    std::string_view fix) {
   const int line = node != nullptr ? static_cast<int>(node->source().begin.line) : 1;
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(source), ":", line, ": ", std::string(what), "; ", std::string(fix)));
+  return absl::InvalidArgumentError(absl::StrCat(std::string(source), ":", line, ": ",
+                                                 std::string(what), "; ", std::string(fix)));
 }
 
 absl::Status ReadList(const toml::table& table, std::string_view source, const char* key,
@@ -25,9 +24,8 @@ absl::Status ReadList(const toml::table& table, std::string_view source, const c
   const toml::node* node = table.get(key);
   if (node == nullptr) return absl::OkStatus();
   const toml::array* list = node->as_array();
-  const std::string fix =
-      absl::StrCat("write e.g. ", key, " = [\"", allowed[0], "\"] with names from ",
-                   absl::StrJoin(allowed, ", "));
+  const std::string fix = absl::StrCat("write e.g. ", key, " = [\"", allowed[0],
+                                       "\"] with names from ", absl::StrJoin(allowed, ", "));
   if (list == nullptr || list->empty()) {
     return Error(source, node, absl::StrCat("'", key, "' must be a non-empty list of names"), fix);
   }
@@ -62,8 +60,9 @@ absl::Status ReadDegree(const toml::table& table, std::string_view source, const
 absl::Status CheckStrategyNames(const std::vector<std::string>& names, std::string_view where) {
   for (const std::string& n : names) {
     if (std::find(kStrategies.begin(), kStrategies.end(), n) == kStrategies.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", n, "' in ", std::string(where),
-                                                     "; use ", absl::StrJoin(kStrategies, ", ")));
+      return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", n, "' in ",
+                                                     std::string(where), "; use ",
+                                                     absl::StrJoin(kStrategies, ", ")));
     }
   }
   return absl::OkStatus();
@@ -71,8 +70,8 @@ absl::Status CheckStrategyNames(const std::vector<std::string>& names, std::stri
 
 absl::Status ParseParallelTable(const toml::table& table, std::string_view source,
                                 ParallelConstraints* out) {
-  const std::set<std::string> keys = {"strategies", "tp",        "max_tp",           "pp",
-                                      "max_pp",     "sharding",  "pipeline_schedule", "recompute"};
+  const std::set<std::string> keys = {
+      "strategies", "tp", "max_tp", "pp", "max_pp", "sharding", "pipeline_schedule", "recompute"};
   for (const auto& [key, node] : table) {
     if (!keys.count(std::string(key.str()))) {
       return Error(source, &node,
@@ -83,8 +82,8 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
   ParallelConstraints p;
   if (auto s = ReadList(table, source, "strategies", kStrategies, &p.strategies); !s.ok()) return s;
   if (auto s = ReadList(table, source, "sharding", kShardings, &p.sharding); !s.ok()) return s;
-  for (auto [key, target] : {std::pair{"tp", &p.tp}, {"max_tp", &p.max_tp}, {"pp", &p.pp},
-                             {"max_pp", &p.max_pp}}) {
+  for (auto [key, target] :
+       {std::pair{"tp", &p.tp}, {"max_tp", &p.max_tp}, {"pp", &p.pp}, {"max_pp", &p.max_pp}}) {
     if (auto s = ReadDegree(table, source, key, target); !s.ok()) return s;
   }
   for (auto [fixed, most, name] : {std::tuple{p.tp, p.max_tp, "tp"}, {p.pp, p.max_pp, "pp"}}) {

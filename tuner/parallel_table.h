@@ -4,9 +4,9 @@
 #define XDEEP_TUNER_PARALLEL_TABLE_H_
 
 #include <string_view>
-#include "toml++/toml.h"
 
 #include "absl/status/status.h"
+#include "toml++/toml.h"
 #include "tuner/parallel_constraints.h"
 
 namespace xdeep::tuner {

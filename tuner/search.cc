@@ -137,8 +137,8 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
         notes.push_back(absl::StrCat(inter ? "inter" : "intra",
                                      "-node collectives not measured, built-in figures"));
       } else if (group > measured) {
-        notes.push_back(absl::StrCat("collectives over ", group, " ranks from fits up to ",
-                                     measured));
+        notes.push_back(
+            absl::StrCat("collectives over ", group, " ranks from fits up to ", measured));
       }
     }
   }
@@ -666,10 +666,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     }
     if (counts[kPolicy]) why.push_back(absl::StrCat(counts[kPolicy], " exceeded the GPU limit"));
     if (why.empty()) {
-      why.push_back(absl::StrCat(
-          "no configuration matches the batch bounds and strategies allowed",
-          w.parallel.empty() ? "" : " (with the workload's [parallel] table)",
-          limits.user_strategies.empty() ? "" : " (with --xdeep-strategies)"));
+      why.push_back(
+          absl::StrCat("no configuration matches the batch bounds and strategies allowed",
+                       w.parallel.empty() ? "" : " (with the workload's [parallel] table)",
+                       limits.user_strategies.empty() ? "" : " (with --xdeep-strategies)"));
     }
     return absl::FailedPreconditionError(absl::StrCat(
         "no configuration of '", w.name, "' fits on up to ", limits.max_nodes, " node(s) of ",
@@ -710,11 +710,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       });
       top.insert(top.begin(), *pick);
       if (top.size() > keep) top.pop_back();
-      const std::string measure =
-          limits.time_value_per_hour > 0
-              ? absl::StrFormat("cost + %s per hour of time to solution",
-                                Money(limits.time_value_per_hour))
-              : std::string("cost");
+      const std::string measure = limits.time_value_per_hour > 0
+                                      ? absl::StrFormat("cost + %s per hour of time to solution",
+                                                        Money(limits.time_value_per_hour))
+                                      : std::string("cost");
       chosen_why = absl::StrFormat(
           "fastest configuration whose %s is within %.1f%% of the least (%s; the least-cost one, "
           "%s, takes %s for %s)",
@@ -730,9 +729,8 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       !chosen_why.empty() ? chosen_why
       : by_time           ? "least time to solution"
                           : "least cost to solution",
-      " of ", result.feasible,
-      " feasible configurations (", result.evaluated, " scored, ", result.pruned,
-      " ruled out by a memory bound): ", StrategyName(result.best.config), " on ",
+      " of ", result.feasible, " feasible configurations (", result.evaluated, " scored, ",
+      result.pruned, " ruled out by a memory bound): ", StrategyName(result.best.config), " on ",
       result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
       Hours(b.time_to_solution_s), ", cost ", Money(b.cost),
       b.extrapolated.empty() ? std::string() : absl::StrCat(". Extrapolated: ", b.extrapolated));

@@ -766,8 +766,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ":1: ", e.what(), "; fix the TOML syntax"));
   }
-  if (auto st = rd.CheckKeys(root, "the top level",
-                             {"name", "model", "training", "batch", "parallel"});
+  if (auto st =
+          rd.CheckKeys(root, "the top level", {"name", "model", "training", "batch", "parallel"});
       !st.ok()) {
     return st;
   }

@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
     grpc::Status s = tuning->ListDecisions(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, address);
     std::printf("%-16s %-12s %-10s %-14s %-20s %5s %5s %8s %10s %10s %9s %9s  %s\n", "when",
-                "decision", "user", "workload", "strategy", "nodes", "gpu/n", "job", "state", "cost",
-                "pred s", "meas s", "learning");
+                "decision", "user", "workload", "strategy", "nodes", "gpu/n", "job", "state",
+                "cost", "pred s", "meas s", "learning");
     for (const v1::DecisionSummary& d : resp.decisions()) {
       std::printf("%-16s %-12s %-10s %-14s %-20s %5d %5d %8u %10s %10.2f %9.4f %9.4f  %s\n",
                   Day(d.created_unix()).c_str(), d.decision_id().substr(0, 12).c_str(),

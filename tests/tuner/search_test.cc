@@ -329,8 +329,7 @@ TEST(SearchToleranceTest, FastestWithinToleranceOfTheLeastCost) {
   l.objective = Objective::kTime;
   auto fastest = Search(*w, *hw, l);
   ASSERT_TRUE(loose.ok() && fastest.ok());
-  EXPECT_EQ(loose->best.prediction.time_to_solution_s,
-            fastest->best.prediction.time_to_solution_s);
+  EXPECT_EQ(loose->best.prediction.time_to_solution_s, fastest->best.prediction.time_to_solution_s);
 }
 
 TEST(SearchToleranceTest, TimeValueTurnsHoursIntoMoney) {
