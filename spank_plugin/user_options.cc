@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "spank_plugin/time_span.h"
+
 namespace xdeep::spank {
 
 const UserOption kUserOptions[kOptCount] = {
@@ -17,7 +19,10 @@ const UserOption kUserOptions[kOptCount] = {
      "What to optimise: least cost (default), least time, least cost by --xdeep-deadline, "
      "least time within --xdeep-budget",
      1, "XDEEP_OBJECTIVE"},
-    {"xdeep-deadline", "HOURS", "Time to solution the job must meet (with objective=deadline)", 1,
+    {"xdeep-deadline", "TIME",
+     "Time to solution the job must meet (with objective=deadline): hours (12), 90min or "
+     "Slurm's 2:00:00",
+     1,
      "XDEEP_DEADLINE"},
 };
 
@@ -94,13 +99,11 @@ bool UserOptions::Set(OptionId id, const char* value, std::string* error) {
       break;
     }
     case kOptDeadline: {
-      double hours = 0;
-      if (!ParsePositive(value, 1e6, &hours)) {
-        *error = name + "=" + (value ? value : "") +
-                 " is not a valid time; give hours as a positive number such as 12";
+      std::string why;
+      if (!ParseTimeSpan(value ? value : "", &deadline_s_, &why)) {
+        *error = name + ": " + why;
         return false;
       }
-      deadline_s_ = hours * 3600;
       break;
     }
     case kOptCount:

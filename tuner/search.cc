@@ -236,10 +236,14 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         absl::StrCat("workload '", w.name, "' has no layers or no training length"));
   }
   if (limits.objective == Objective::kCostUnderDeadline && limits.deadline_s <= 0) {
-    return absl::InvalidArgumentError("objective cost-under-deadline needs a deadline");
+    return absl::InvalidArgumentError(
+        "objective=deadline needs a deadline: give --xdeep-deadline=TIME (xdeep plan: "
+        "--deadline TIME)");
   }
   if (limits.objective == Objective::kTimeUnderBudget && limits.budget <= 0) {
-    return absl::InvalidArgumentError("objective time-under-budget needs a budget");
+    return absl::InvalidArgumentError(
+        "objective=budget needs a budget: give --xdeep-budget=AMOUNT (xdeep plan: --budget "
+        "AMOUNT)");
   }
   bool allow_dp = true, allow_tp = true, allow_pp = true, allow_z[4] = {true, true, true, true};
   if (!limits.allowed_strategies.empty()) {

@@ -1,0 +1,94 @@
+// `xdeep budget`, `xdeep history` (see account_commands.h).
+#include "daemon/cli/account_commands.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "daemon/cli/gnuplot_plot.h"
+#include "daemon/cli/json_output.h"
+#include "spank_plugin/munge_credential.h"
+
+namespace xdeep::cli {
+
+BudgetCommand::BudgetCommand(CLI::App& app) {
+  command_ = app.add_subcommand("budget", "spent, reserved and remaining budget per period");
+  command_->add_option("-u,--user", user_, "another user (admins only)");
+}
+
+int BudgetCommand::Run(const CliContext& context) const {
+  v1::BudgetRequest req;
+  req.set_credential(spank::MungeCredential());
+  req.set_user(user_);
+  v1::BudgetResponse resp;
+  grpc::ClientContext ctx;
+  context.SetDeadline(&ctx);
+  grpc::Status s = context.Stub()->GetBudget(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, context);
+  if (context.json) {
+    std::cout << BudgetJson(resp).dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-8s %-16s %-8s %-17s %12s %12s %12s %12s\n", "scope", "name", "period", "since",
+              "limit", "spent", "reserved", "remaining");
+  for (const v1::BudgetLine& l : resp.lines()) {
+    char limit[32] = "none", remaining[32] = "-";
+    if (l.limit() > 0) {
+      std::snprintf(limit, sizeof limit, "%.2f", l.limit());
+      std::snprintf(remaining, sizeof remaining, "%.2f", l.remaining());
+    }
+    std::printf("%-8s %-16s %-8s %-17s %12s %12.2f %12.2f %12s\n", l.scope().c_str(),
+                l.name().c_str(), l.period().c_str(), Day(l.period_start_unix()).c_str(), limit,
+                l.spent(), l.reserved(), remaining);
+  }
+  std::printf("amounts in %s\n", resp.currency().c_str());
+  return 0;
+}
+
+HistoryCommand::HistoryCommand(CLI::App& app) {
+  command_ = app.add_subcommand("history", "recent decisions, predicted against measured");
+  command_->add_option("-u,--user", user_, "another user, or '*' for everyone (admins only)");
+  command_->add_option("-l,--limit", limit_, "at most this many decisions, newest first")
+      ->check(CLI::Range(1, 10000));
+  command_->add_option("--plot", plot_,
+                       "also draw predicted against measured step time into FILE (.svg or .png)");
+}
+
+int HistoryCommand::Run(const CliContext& context) const {
+  v1::ListDecisionsRequest req;
+  req.set_credential(spank::MungeCredential());
+  req.set_user(user_);
+  req.set_limit(limit_);
+  v1::ListDecisionsResponse resp;
+  grpc::ClientContext ctx;
+  context.SetDeadline(&ctx);
+  grpc::Status s = context.Stub()->ListDecisions(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s, context);
+  if (!plot_.empty()) {
+    std::string error;
+    if (!PlotHistory(resp, plot_, &error)) return Fail("--plot " + plot_ + ": " + error);
+  }
+  if (context.json) {
+    std::cout << HistoryJson(resp).dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-16s %-12s %-10s %-14s %-20s %5s %5s %8s %10s %10s %9s %9s\n", "when", "decision",
+              "user", "workload", "strategy", "nodes", "gpu/n", "job", "state", "cost", "pred s",
+              "meas s");
+  for (const v1::DecisionSummary& d : resp.decisions()) {
+    char job[16] = "-", measured[16] = "-";
+    if (d.job_id() > 0) std::snprintf(job, sizeof job, "%u", d.job_id());
+    if (d.measured_step_time_s() > 0) {
+      std::snprintf(measured, sizeof measured, "%.4f", d.measured_step_time_s());
+    }
+    std::printf("%-16s %-12s %-10s %-14s %-20s %5d %5d %8s %10s %10.2f %9.4f %9s\n",
+                Day(d.created_unix()).c_str(), d.decision_id().substr(0, 12).c_str(),
+                d.user().c_str(), d.workload().c_str(), d.strategy().c_str(), d.nodes(),
+                d.gpus_per_node(), job, d.state().c_str(),
+                d.state() == "settled" ? d.settled_cost() : d.predicted_cost(),
+                d.predicted_step_time_s(), measured);
+  }
+  if (!plot_.empty()) std::printf("picture: %s\n", plot_.c_str());
+  return 0;
+}
+
+}  // namespace xdeep::cli
