@@ -45,7 +45,7 @@ const std::vector<Column>& Columns() {
       {"strategy", false, true, 0, [](const LayoutRow& r, auto&) { return StrategyLabel(r); }},
       {"nodes x gpus", true, true, 0,
        [](const LayoutRow& r, auto&) { return Format("%d x %d", r.nodes, r.gpus_per_node); }},
-      {"mbs x accum", true, true, 0,
+      {"mbs x acc", true, true, 0,
        [](const LayoutRow& r, auto&) {
          return Format("%d x %d", r.micro_batch, r.grad_accumulation);
        }},
@@ -90,8 +90,26 @@ std::string Cut(const std::string& text, size_t width) {
   return text.substr(0, end) + "...";
 }
 
-// Fewest columns "why" gets before optional columns are dropped for it.
-constexpr size_t kMinWhyWidth = 24;
+// Optional columns are added only while "why" keeps this much room.
+constexpr size_t kMinWhyWidth = 36;
+// Narrower than this, "why" is still printed this wide (the line overflows).
+constexpr size_t kLeastWhyWidth = 12;
+
+// `text` in lines of at most `width` bytes, broken at spaces where possible.
+std::vector<std::string> Wrap(const std::string& text, size_t width) {
+  std::vector<std::string> lines;
+  std::string rest = text;
+  while (rest.size() > width) {
+    size_t cut = rest.rfind(' ', width);
+    if (cut == std::string::npos || cut == 0) cut = width;
+    while (cut > 0 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
+    lines.push_back(rest.substr(0, cut));
+    rest.erase(0, cut);
+    while (!rest.empty() && rest.front() == ' ') rest.erase(0, 1);
+  }
+  if (!rest.empty() || lines.empty()) lines.push_back(rest);
+  return lines;
+}
 
 }  // namespace
 
@@ -159,8 +177,8 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
   }
   const size_t why_width =
       unlimited ? std::string::npos
-                : std::max<size_t>(kMinWhyWidth, static_cast<size_t>(layout.width) -
-                                                     std::min<size_t>(used, layout.width));
+                : std::max<size_t>(kLeastWhyWidth, static_cast<size_t>(layout.width) -
+                                                       std::min<size_t>(used, layout.width));
 
   auto line = [&](const std::string& marker, auto&& text_of, const std::string& why) {
     std::string out = marker;
@@ -176,10 +194,19 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
     return out;
   };
 
+  // Prose (the heading, the chosen layout's reason, the legend) wraps to the width.
   std::vector<std::string> lines;
-  lines.push_back(Format("workload %s, %s, %llu configurations evaluated", a.workload_name.c_str(),
-                         a.hardware_label.c_str(),
-                         static_cast<unsigned long long>(a.candidates_evaluated)));
+  auto prose = [&](const std::string& text) {
+    if (unlimited) {
+      lines.push_back(text);
+      return;
+    }
+    for (std::string& l : Wrap(text, static_cast<size_t>(std::max(layout.width, 20)))) {
+      lines.push_back(std::move(l));
+    }
+  };
+  prose(Format("workload %s, %s, %llu configurations evaluated", a.workload_name.c_str(),
+               a.hardware_label.c_str(), static_cast<unsigned long long>(a.candidates_evaluated)));
   lines.push_back(line("  ", [&](size_t c) { return std::string(columns[c].header); }, "why"));
   bool any_recompute = false, any_unknown = false;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -187,10 +214,12 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
     any_recompute |= rows[i]->recompute;
     any_unknown |= rows[i]->step_time_s <= 0 || rows[i]->cost <= 0;
   }
+  // The chosen row's reason is a sentence; when the table cut it, it follows in full.
+  if (!unlimited && a.best.why.size() > why_width) prose("* " + a.best.why);
   std::string legend = "* chosen";
   if (any_recompute) legend += "; +rc: activations recomputed in the backward pass";
   if (any_unknown) legend += "; -: not estimated (rejected before timing)";
-  lines.push_back(legend + "; strategy names: xdeep help strategies");
+  prose(legend + "; strategy names: xdeep help strategies");
   return lines;
 }
 

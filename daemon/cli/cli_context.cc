@@ -32,7 +32,17 @@ void AddCommonOptions(CLI::App& app, CliContext* context) {
 }
 
 int Fail(const std::string& what) {
-  std::cerr << "xdeep: " << what << "\n";
+  // One line, whatever the message held (a daemon's error may quote a tool's output).
+  std::string line;
+  for (char c : what) {
+    if (c != '\n') {
+      line += c;
+    } else if (!line.empty() && line.back() != ' ') {
+      line += ' ';
+    }
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::cerr << "xdeep: " << line << "\n";
   return 1;
 }
 

@@ -18,7 +18,7 @@ struct Topic {
 
 constexpr Topic kTopics[] = {
     {"strategies", "what the strategy names in a plan mean",
-     R"(Strategy names say how the GPUs of a layout share the work. Parts are joined
+     R"txt(Strategy names say how the GPUs of a layout share the work. Parts are joined
 by "x"; the number after each part is how many GPUs it spans, and their product
 is the number of GPUs used.
 
@@ -46,13 +46,13 @@ pipeline whose layers are split over 2 GPUs.
 
 The application receives the choice as XDEEP_STRATEGY, XDEEP_DP, XDEEP_TP,
 XDEEP_PP, XDEEP_SHARDING_STAGE and XDEEP_RECOMPUTE (docs/user.md).
-)"},
+)txt"},
     {"plan", "how to read the table of xdeep plan and --xdeep-tune=explain",
-     R"(One row per layout; "*" marks the one xdeep chose.
+     R"txt(One row per layout; "*" marks the one xdeep chose.
 
   strategy       how the GPUs share the work (xdeep help strategies)
   nodes x gpus   nodes, and GPUs on each
-  mbs x accum    micro-batch per GPU, and gradient-accumulation steps; the
+  mbs x acc      micro-batch per GPU, and gradient-accumulation steps; the
                  global batch is micro-batch x accumulation x data-parallel
                  ranks (column "batch")
   mem GiB        predicted peak memory per GPU
@@ -66,9 +66,9 @@ XDEEP_PP, XDEEP_SHARDING_STAGE and XDEEP_RECOMPUTE (docs/user.md).
 A "-" is a figure xdeep did not estimate: a layout rejected before it was
 timed or priced. Narrow terminals drop batch, mem GiB and the degrees first and
 cut "why"; --wide (xdeep plan) shows everything; --json gives every figure.
-)"},
+)txt"},
     {"objectives", "what --objective / --xdeep-objective optimise",
-     R"(  cost      least cost to solution (the default)
+     R"txt(  cost      least cost to solution (the default)
   time      least time to solution, whatever it costs (within policy and budget)
   deadline  least cost among layouts that finish within the deadline
             (xdeep plan --deadline TIME, srun --xdeep-deadline=TIME)
@@ -77,7 +77,7 @@ cut "why"; --wide (xdeep plan) shows everything; --json gives every figure.
 
 TIME is hours (12, 1.5), a unit (90min, 2h, 3d) or Slurm's format (2:00:00,
 1-12:00:00).
-)"},
+)txt"},
 };
 
 }  // namespace

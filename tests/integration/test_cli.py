@@ -60,7 +60,7 @@ class VersionAndHelpTest(StackTest):
         for row in rows:
             label = re.sub(r" \(.*\)$", "", row["label"])
             for part in re.split(r"x(?=[a-z])", label):
-                name = re.sub(r"\d+", "N", part.replace("+rc", ""))
+                name = re.sub(r"\d+$", "N", part.replace("+rc", ""))
                 self.assertIn(name, text, f"{row['label']}: {name} is not explained")
         self.assertNotEqual(run([XDEEP, "help", "nonsense"]).rc, 0)
 
@@ -72,7 +72,7 @@ class PlanTableTest(StackTest):
         lines = r.out.splitlines()
         for line in lines[1:-1]:
             self.assertLessEqual(len(line), 100, line)
-        for header in ("strategy", "nodes x gpus", "mbs x accum", "step s", "time", "cost", "why"):
+        for header in ("strategy", "nodes x gpus", "mbs x acc", "step s", "time", "cost", "why"):
             self.assertIn(header, lines[1])
         self.assertTrue(lines[2].startswith("* "), r)
 
@@ -81,9 +81,14 @@ class PlanTableTest(StackTest):
         doc = json.loads(xdeep("plan", "-w", GPT, "--json").out)
         self.assertEqual(doc["schema"], "xdeep.plan/1")
         rows = [doc["chosen"]] + doc["alternatives"]
-        data = [l for l in table[2:] if l.startswith(("* ", "  "))]
+        header_at = next(i for i, l in enumerate(table) if l.startswith("  strategy"))
+        data = []
+        for line in table[header_at + 1:]:
+            if line.startswith("* chosen") or not line.startswith(("* ", "  ")):
+                break
+            data.append(line)
         self.assertEqual(len(data), len(rows), table)
-        header = table[1]
+        header = table[header_at]
         for line, row in zip(data, rows):
             cells = line[2:].split("  ")
             self.assertEqual(line[2:2 + len(row["label"])], row["label"], line)

@@ -33,7 +33,9 @@ TEST(ParseTimeSpan, RefusesWhatIsNotAPositiveDuration) {
     double s = 0;
     std::string error;
     EXPECT_FALSE(ParseTimeSpan(bad, &s, &error)) << bad;
-    if (*bad) EXPECT_NE(error.find("2:00:00"), std::string::npos) << error;
+    if (*bad) {
+      EXPECT_NE(error.find("2:00:00"), std::string::npos) << error;
+    }
   }
 }
 
