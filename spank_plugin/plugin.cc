@@ -245,9 +245,9 @@ int Plugin::InitPostOpt(Launcher launcher,
 
   switch (mode) {
     case TuneMode::kExplain: {
-      // Lines reach srun's terminal as "srun: xdeep: ..." at worst.
+      // Each line reaches srun's terminal behind "xdeep: ".
       const int columns = TerminalColumns(STDERR_FILENO);
-      const TableLayout layout{columns > 0 ? std::max(columns - 13, 40) : 0};
+      const TableLayout layout{columns > 0 ? std::max(columns - 7, 40) : 0};
       for (const std::string& line : ExplainTable(answer, layout)) host_.info("xdeep: " + line);
       host_.info("xdeep: explain mode: nothing was launched");
       host_.exit_without_launch();

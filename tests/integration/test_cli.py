@@ -76,6 +76,15 @@ class PlanTableTest(StackTest):
             self.assertIn(header, lines[1])
         self.assertTrue(lines[2].startswith("* "), r)
 
+    def test_plugin_explain_fits_the_terminal_too(self):
+        r = run(["srun", "--xdeep-tune=explain", f"--xdeep-workload={GPT}", "true"],
+                env={"COLUMNS": "100"})
+        self.assertEqual(r.rc, 0, r)
+        table = [l for l in r.err.splitlines() if "xdeep:" in l]
+        self.assertTrue(any("strategy" in l and "cost" in l and "why" in l for l in table), r)
+        for line in table:
+            self.assertLessEqual(len(line), 100, line)
+
     def test_wide_table_agrees_with_json(self):
         table = xdeep("plan", "-w", GPT, "--wide").out.splitlines()
         doc = json.loads(xdeep("plan", "-w", GPT, "--json").out)
