@@ -9,6 +9,12 @@
 #include "spank_plugin/munge_credential.h"
 
 namespace xdeep::cli {
+namespace {
+
+// The most decisions one request asks for (the --limit bound).
+constexpr int kMostDecisions = 10000;
+
+}  // namespace
 
 BudgetCommand::BudgetCommand(CLI::App& app) {
   command_ = app.add_subcommand("budget", "spent, reserved and remaining budget per period");
@@ -48,7 +54,12 @@ HistoryCommand::HistoryCommand(CLI::App& app) {
   command_ = app.add_subcommand("history", "recent decisions, predicted against measured");
   command_->add_option("-u,--user", user_, "another user, or '*' for everyone (admins only)");
   command_->add_option("-l,--limit", limit_, "at most this many decisions, newest first")
-      ->check(CLI::Range(1, 10000));
+      ->check(CLI::Range(1, kMostDecisions));
+  command_->add_flag("--launched", launched_,
+                     "only decisions that ran as a Slurm job (no plans or explains)");
+  command_->add_option("--workload", workload_, "only decisions for this workload name");
+  command_->add_option("--state", state_, "only decisions in this state")
+      ->check(CLI::IsMember({"none", "reserved", "bound", "settled", "released", "expired"}));
   command_->add_option("--plot", plot_,
                        "also draw predicted against measured step time into FILE (.svg or .png)");
 }
@@ -57,12 +68,22 @@ int HistoryCommand::Run(const CliContext& context) const {
   v1::ListDecisionsRequest req;
   req.set_credential(spank::MungeCredential());
   req.set_user(user_);
-  req.set_limit(limit_);
-  v1::ListDecisionsResponse resp;
+  // Filters apply here, so ask for the most the daemon gives, then keep --limit.
+  const bool filtered = launched_ || !workload_.empty() || !state_.empty();
+  req.set_limit(filtered ? kMostDecisions : limit_);
+  v1::ListDecisionsResponse all;
   grpc::ClientContext ctx;
   context.SetDeadline(&ctx);
-  grpc::Status s = context.Stub()->ListDecisions(&ctx, req, &resp);
+  grpc::Status s = context.Stub()->ListDecisions(&ctx, req, &all);
   if (!s.ok()) return Fail(s, context);
+  v1::ListDecisionsResponse resp;
+  for (const v1::DecisionSummary& d : all.decisions()) {
+    if (resp.decisions_size() >= limit_) break;
+    if (launched_ && d.job_id() == 0) continue;
+    if (!workload_.empty() && d.workload() != workload_) continue;
+    if (!state_.empty() && d.state() != state_) continue;
+    *resp.add_decisions() = d;
+  }
   if (!plot_.empty()) {
     std::string error;
     if (!PlotHistory(resp, plot_, &error)) return Fail("--plot " + plot_ + ": " + error);

@@ -28,8 +28,9 @@ class HistoryCommand {
 
  private:
   CLI::App* command_;
-  std::string user_, plot_;
+  std::string user_, plot_, workload_, state_;
   int limit_ = 20;
+  bool launched_ = false;
 };
 
 }  // namespace xdeep::cli

@@ -197,6 +197,15 @@ class JsonAndPlotTest(StackTest):
         self.assertEqual(len(mine), 1, doc)
         self.assertIn(mine[0]["measured_step_time_s"], (0.25, 0.27))
         self.assertGreater(mine[0]["predicted_step_time_s"], 0)
+        launched = json.loads(xdeep("history", "--json", "--launched", "-l", "50").out)
+        self.assertIn(mine[0]["decision_id"], [d["decision_id"] for d in launched["decisions"]])
+        self.assertTrue(all(d["job_id"] for d in launched["decisions"]), launched)
+        self.assertEqual(xdeep("plan", "-w", GPT, "--json").rc, 0)  # a plan: state none
+        plans = json.loads(xdeep("history", "--json", "--state", "none", "-l", "5").out)
+        self.assertGreater(len(plans["decisions"]), 0)
+        self.assertTrue(all(d["state"] == "none" and d["job_id"] is None
+                            for d in plans["decisions"]), plans)
+        self.assertLessEqual(len(plans["decisions"]), 5)
         png = os.path.join(self.tmp, "history.png")
         r = xdeep("history", "-l", "50", "--plot", png)
         self.assertEqual(r.rc, 0, r)
