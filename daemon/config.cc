@@ -236,6 +236,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("default_partition", p.default_partition);
          r.Get("admins", p.admins);
          r.Get("reservation_ttl_s", p.reservation_ttl_s);
+         r.Get("admission_window_s", p.admission_window_s);
          r.Get("budget_period", p.budget_period);
          r.OneOf("enforcement", p.enforcement, {"advisory", "strict"});
          r.OneOf("billing", p.billing, {"policy", "slurm"});
@@ -247,6 +248,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Range("price_per_node_hour", p.price_per_node_hour, 0.0, 1e7);
          r.Range("price_per_billing_unit_hour", p.price_per_billing_unit_hour, 0.0, 1e6);
          r.Range("reservation_ttl_s", p.reservation_ttl_s, 60, 90 * 86400);
+         r.Range("admission_window_s", p.admission_window_s, 10, 86400);
          for (const std::string& s : p.allowed_strategies) {
            r.OneOf("allowed_strategies", s, {"dp", "tp", "pp", "zero1", "zero2", "zero3", "fsdp"});
          }

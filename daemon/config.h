@@ -87,9 +87,13 @@ struct PolicyConfig {
   std::string billing = "policy";
   double price_per_billing_unit_hour = 1.0;
   std::string currency = "EUR";
-  std::string default_partition;          // empty: Slurm's default partition
-  std::vector<std::string> admins;        // user names or numeric uids
-  int reservation_ttl_s = 86400;          // unbound / unsettled reservations expire
+  std::string default_partition;    // empty: Slurm's default partition
+  std::vector<std::string> admins;  // user names or numeric uids
+  int reservation_ttl_s = 86400;    // holds of admitted jobs expire (the job is still charged)
+  // A hold no job was submitted with (the submission failed before or at
+  // slurmctld, e.g. sbatch reading its script from a consumed stdin) is
+  // released this long after the decision.
+  int admission_window_s = 120;
   std::string budget_period = "monthly";  // daily, weekly, monthly, total
   std::map<std::string, PartitionPolicy> partitions;
   std::map<std::string, BudgetLimit> user_budgets;     // by user name

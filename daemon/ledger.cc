@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS reservations (
   expires_unix INTEGER NOT NULL,
   settled_amount REAL NOT NULL DEFAULT 0,
   closed_unix INTEGER,
-  admission_token TEXT
+  admission_token TEXT,
+  admitted_unix INTEGER
 );
 CREATE INDEX IF NOT EXISTS reservations_user ON reservations(user, state);
 CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
@@ -55,9 +56,11 @@ CREATE INDEX IF NOT EXISTS job_charges_user ON job_charges(user, charged_unix);
 CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_unix);
 )sql";
 
-// Ledgers created before admission tokens existed gain the column; the
-// error for one that has it already is expected and ignored.
-constexpr const char* kAddTokenColumn = "ALTER TABLE reservations ADD COLUMN admission_token TEXT";
+// Ledgers created before admission tokens existed gain the columns; the
+// error for one that has them already is expected and ignored.
+constexpr const char* kAddTokenColumns[] = {
+    "ALTER TABLE reservations ADD COLUMN admission_token TEXT",
+    "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER"};
 constexpr const char* kTokenIndex =
     "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
 
@@ -134,7 +137,7 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   }
   auto ledger = std::unique_ptr<Ledger>(new Ledger(db));
   sqlite3_busy_timeout(db, 10000);
-  sqlite3_exec(db, kAddTokenColumn, nullptr, nullptr, nullptr);
+  for (const char* sql : kAddTokenColumns) sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
   for (const char* sql :
        {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema, kTokenIndex}) {
     char* error = nullptr;
@@ -285,11 +288,12 @@ absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, 
   }
   Statement upd(db_,
                 "UPDATE reservations SET state='bound', admission_token=NULL, amount=?, "
-                "expires_unix=? WHERE decision_id=?");
+                "expires_unix=?, admitted_unix=? WHERE decision_id=?");
   if (!upd.ok()) return SqlError(db_, "ledger", "prepare admit update");
   upd.Real(1, a.amount);
   upd.Int(2, now + ttl_s);
-  upd.Text(3, a.decision_id);
+  upd.Int(3, now);
+  upd.Text(4, a.decision_id);
   if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "admit");
   if (absl::Status s = tx.Commit(); !s.ok()) return s;
   return a;
@@ -430,6 +434,17 @@ absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
   st.Int(1, now);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "expire");
   return sqlite3_changes(db_);
+}
+
+absl::StatusOr<std::vector<ReservationRecord>> Ledger::BoundBefore(int64_t cutoff) {
+  std::lock_guard lock(mu_);
+  Statement st(db_,
+               (std::string(kSelectRecord) + "WHERE state='bound' AND admitted_unix < ?").c_str());
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare bound");
+  st.Int(1, cutoff);
+  std::vector<ReservationRecord> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW) out.push_back(ReadRecord(st.get()));
+  return out;
 }
 
 absl::StatusOr<std::vector<BudgetUse>> Ledger::Use(const std::vector<BudgetScope>& scopes,

@@ -127,6 +127,10 @@ class Ledger {
   // Holds past their expiry are released (a job that still runs is charged
   // from its record when it ends). Returns rows changed.
   absl::StatusOr<int> ExpireStale(int64_t now_unix);
+  // Holds admitted before `cutoff_unix` whose job has not been charged yet:
+  // the caller releases those Slurm holds no job for (a submission that
+  // failed after job_submit.lua admitted it).
+  absl::StatusOr<std::vector<ReservationRecord>> BoundBefore(int64_t cutoff_unix);
 
   absl::StatusOr<std::vector<BudgetUse>> Use(const std::vector<BudgetScope>& scopes,
                                              int64_t period_start_unix);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -41,22 +42,29 @@ absl::Status PrepareUnixSocket(const std::string& listen) {
   return absl::OkStatus();
 }
 
-// A job whose AdminComment (set by job_submit.lua) names the decision, in
+// Decisions named by the AdminComment (set by job_submit.lua) of a job in
 // slurmctld's memory: running, pending, or ended within MinJobAge.
-absl::StatusOr<bool> SlurmHoldsJob(const std::string& decision_id) {
+absl::StatusOr<std::set<std::string>> DecisionsSlurmHolds() {
   auto run = RunCommand({"scontrol", "show", "job"}, std::chrono::seconds(10));
   if (!run.ok()) return run.status();
-  if (run->out.find("No jobs in the system") != std::string::npos) return false;
+  std::set<std::string> held;
+  if (run->out.find("No jobs in the system") != std::string::npos) return held;
   if (run->exit_code != 0) {
     return absl::UnavailableError(fmt::format("scontrol show job failed: {}", run->err));
   }
-  const std::string field = "   AdminComment=xdeep:" + decision_id;
-  for (size_t at = run->out.find(field); at != std::string::npos;
-       at = run->out.find(field, at + 1)) {
-    const char after = at + field.size() < run->out.size() ? run->out[at + field.size()] : '\n';
-    if (after == ' ' || after == '\n') return true;
+  constexpr std::string_view kField = "\n   AdminComment=xdeep:";
+  for (size_t at = run->out.find(kField); at != std::string::npos;
+       at = run->out.find(kField, at + 1)) {
+    const size_t start = at + kField.size();
+    held.insert(run->out.substr(start, run->out.find_first_of(" \n", start) - start));
   }
-  return false;
+  return held;
+}
+
+absl::StatusOr<bool> SlurmHoldsJob(const std::string& decision_id) {
+  auto held = DecisionsSlurmHolds();
+  if (!held.ok()) return held.status();
+  return held->contains(decision_id);
 }
 
 }  // namespace
@@ -254,8 +262,22 @@ void Daemon::SettleFinishedJobs() {
     auto shape = inventory->Shape(partition);
     return shape.ok() ? shape->gpus_per_node : 0;
   };
-  DrainJobRecords(config_.store.jobcomp_spool, *maker_->policy(), *ledger_, gpus_per_node,
-                  maker_->Now());
+  const int64_t now = maker_->Now();
+  DrainJobRecords(config_.store.jobcomp_spool, *maker_->policy(), *ledger_, gpus_per_node, now);
+  // Admitted, yet no job in Slurm and no record: the submission failed after
+  // job_submit.lua (an invalid node list, a limit). Slurm creates the job
+  // right after admitting it, so a short grace suffices.
+  constexpr int64_t kJobCreationGraceS = 10;
+  auto bound = ledger_->BoundBefore(now - kJobCreationGraceS);
+  if (!bound.ok() || bound->empty()) return;
+  auto held = DecisionsSlurmHolds();
+  if (!held.ok()) return;
+  for (const ReservationRecord& r : *bound) {
+    if (held->contains(r.decision_id)) continue;
+    if (ledger_->Release(r.decision_id, r.uid, now, true).ok()) {
+      spdlog::info("event=ledger.released decision={} reason=\"no job in Slurm\"", r.decision_id);
+    }
+  }
 }
 
 absl::Status Daemon::ReloadPolicy() {

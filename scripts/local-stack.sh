@@ -19,6 +19,8 @@ start)
   mkdir -p "$dir"
   # The daemon's own user owns its ledger, log and spool; Slurm runs as root.
   id -u "$daemon_user" >/dev/null 2>&1 || useradd --system -M -s /usr/sbin/nologin "$daemon_user"
+  # A fresh stack: slurm-cluster.sh starts Slurm's job ids at 1 again.
+  rm -rf "$dir/jobcomp" "$dir"/xdeep.db "$dir"/xdeep.db-wal "$dir"/xdeep.db-shm
   mkdir -p "$dir/jobcomp"
   chown "$daemon_user": "$dir" "$dir/jobcomp"
   chmod 0755 "$dir"

@@ -6,7 +6,7 @@
 #   scripts/slurm-cluster.sh start DIR [--nodes N] [--gpus G] [--cpus C] [--plugstack FILE]
 #                                      [--extra-partition NAME]   (all nodes, not default)
 #                                      [--job-submit LUA] (slurmctld's job_submit/lua script)
-#                                      [--jobcomp SCRIPT] (jobcomp/script: run once per finished job)
+#                                      [--jobcomp SCRIPT] (jobcomp/script and PrologSlurmctld)
 #   scripts/slurm-cluster.sh stop DIR
 #
 # After start, `source DIR/env` sets SLURM_CONF for every Slurm command.
@@ -75,6 +75,9 @@ start)
       *) usage ;;
     esac
   done
+  # A fresh cluster: jobs left in the state of an earlier run (a requeued
+  # job waiting out its credentials) would keep a node from becoming idle.
+  rm -rf "$dir/state" "$dir/spool"
   mkdir -p "$dir"/{log,run,state,dev}
   start_munge
   base=$(free_port_block $((nodes + 1)))
@@ -91,6 +94,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
+AuthInfo=cred_expire=10
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
@@ -123,7 +127,8 @@ CONF
     [[ $job_submit == "$dir/job_submit.lua" ]] || cp "$job_submit" "$dir/job_submit.lua"
     echo "JobSubmitPlugins=lua" >> "$dir/slurm.conf"
   fi
-  [[ -z $jobcomp ]] || printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\n' "$jobcomp" >> "$dir/slurm.conf"
+  [[ -z $jobcomp ]] || printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\nPrologSlurmctld=%s\n' \
+    "$jobcomp" "$jobcomp" >> "$dir/slurm.conf"
   cat > "$dir/gres.conf" <<CONF
 AutoDetect=off
 NodeName=n[1-$nodes] Name=gpu File=$dir/dev/fakegpu[0-$last_gpu]

@@ -241,6 +241,36 @@ class HostileUserTest(StackTest):
         self.assertEqual(state, "settled")
         self.assertAlmostEqual(settled, sum(row[5] for row in rows), delta=1e-9)
 
+    def test_requeued_job_is_charged_for_each_run(self):
+        r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                                "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 3"]))
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        decision = decision_of(r)
+        for _ in range(40):
+            if "JobState=RUNNING" in run(["scontrol", "-o", "show", "job", str(job)]).out:
+                break
+            time.sleep(0.1)
+        time.sleep(2.2)
+        self.assertEqual(run(["scontrol", "requeue", str(job)]).rc, 0)
+        # A requeued job waits out its credentials' lifetime before it runs
+        # again (slurm-cluster.sh: AuthInfo=cred_expire=10).
+        rows = []
+        for _ in range(240):
+            rows = ledger().execute("SELECT start_unix, end_unix - start_unix, decision_id, amount "
+                                    "FROM job_charges WHERE job_id = ? ORDER BY start_unix",
+                                    (job,)).fetchall()
+            if len(rows) == 2:
+                break
+            time.sleep(0.25)
+        self.assertEqual(len(rows), 2, rows)
+        (first_start, first_s, d1, a1), (second_start, second_s, d2, a2) = rows
+        self.assertEqual((d1, d2), (decision, decision))
+        self.assertGreaterEqual(first_s, 2, "the run before the requeue is charged for its time")
+        self.assertGreaterEqual(second_s, 3)
+        self.assertGreater(second_start, first_start)
+        self.assertAlmostEqual(reservation(decision)[3], a1 + a2, delta=1e-9)
+
     def test_failure_report_while_the_job_runs_frees_nothing(self):
         r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
                                 "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 4"]))
@@ -258,11 +288,26 @@ class HostileUserTest(StackTest):
         self.assertEqual(reservation(decision)[0], "settled")
 
     def test_failed_submission_releases_its_hold_at_once(self):
+        # srun reports the failure itself; Slurm holds no job for the decision.
         r = run(as_user(ALICE, ["srun", "-p", "strict", "-w", "nosuchnode", "--xdeep-tune",
                                 f"--xdeep-workload={GPT}", "true"]))
         self.assertNotEqual(r.rc, 0, r)
         decision = decision_of(r)
         self.assertEqual(reservation(decision)[0], "released")
+        # sbatch cannot: the daemon finds the admitted hold with no job in
+        # Slurm on its next ledger pass (2 s here) after a 10 s grace.
+        r = run(as_user(ALICE, ["sbatch", "-p", "strict", "-w", "nosuchnode", "--xdeep-tune",
+                                f"--xdeep-workload={GPT}", "--wrap=true"]))
+        self.assertNotEqual(r.rc, 0, r)
+        decision = decision_of(r)
+        self.assertEqual(reservation(decision)[0], "bound")
+        state = None
+        for _ in range(80):
+            state = reservation(decision)[0]
+            if state == "released":
+                break
+            time.sleep(0.25)
+        self.assertEqual(state, "released")
 
     # --- daemon outage ---------------------------------------------------
 
@@ -288,6 +333,30 @@ class HostileUserTest(StackTest):
         self.assertIsNone(rows[0][1], "no reservation: an unreserved charge")
         self.assertEqual(rows[0][2], uid_of(MALLORY))
         self.assertGreater(rows[0][5], 0)
+
+    def test_hung_daemon_fail_closed_refuses_at_submission(self):
+        lua = os.path.join(STACK, "job_submit.lua")
+        with open(lua) as f:
+            original = f.read()
+        self.assertIn('local FAIL = "open"', original)
+        with open(os.path.join(STACK, "run", "xdeepd.fgpid")) as f:
+            pid = int(f.read())
+        conf = alt_conf(self.tmp, "")
+        try:
+            # slurmctld reloads job_submit.lua when the file changes.
+            with open(lua, "w") as f:
+                f.write(original.replace('local FAIL = "open"', 'local FAIL = "closed"'))
+            os.kill(pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            r = run(as_user(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"]), conf=conf)
+            waited = time.monotonic() - t0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            with open(lua, "w") as f:
+                f.write(original)
+        self.assert_refused_at_submission(r, "needs the xdeep budget daemon, which is unavailable")
+        self.assertLess(waited, 3.0 + 1.5, "slurmctld waited past TIMEOUT_MS")
+        self.assertEqual(self.user_jobs(MALLORY), [])
 
     # --- least privilege ---------------------------------------------------
 
