@@ -203,8 +203,7 @@ class JsonAndPlotTest(StackTest):
         self.assertEqual(xdeep("plan", "-w", GPT, "--json").rc, 0)  # a plan: state none
         plans = json.loads(xdeep("history", "--json", "--state", "none", "-l", "5").out)
         self.assertGreater(len(plans["decisions"]), 0)
-        self.assertTrue(all(d["state"] == "none" and d["job_id"] is None
-                            for d in plans["decisions"]), plans)
+        self.assertTrue(all(d["state"] == "none" for d in plans["decisions"]), plans)
         self.assertLessEqual(len(plans["decisions"]), 5)
         png = os.path.join(self.tmp, "history.png")
         r = xdeep("history", "-l", "50", "--plot", png)
