@@ -207,10 +207,12 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
   };
   prose(Format("workload %s, %s, %llu configurations evaluated", a.workload_name.c_str(),
                a.hardware_label.c_str(), static_cast<unsigned long long>(a.candidates_evaluated)));
-  lines.push_back(line("  ", [&](size_t c) { return std::string(columns[c].header); }, "why"));
+  lines.push_back(line(
+      "  ", [&](size_t c) { return std::string(columns[c].header); }, "why"));
   bool any_recompute = false, any_unknown = false;
   for (size_t i = 0; i < rows.size(); ++i) {
-    lines.push_back(line(i == 0 ? "* " : "  ", [&](size_t c) { return cells[c][i]; }, rows[i]->why));
+    lines.push_back(line(
+        i == 0 ? "* " : "  ", [&](size_t c) { return cells[c][i]; }, rows[i]->why));
     any_recompute |= rows[i]->recompute;
     any_unknown |= rows[i]->step_time_s <= 0 || rows[i]->cost <= 0;
   }

@@ -38,8 +38,9 @@ ProbeCommand::ProbeCommand(CLI::App& app) {
                      "measure NCCL collectives instead of the compute set");
   command_->add_option("-N,--nodes", nodes_, "nodes the probe job holds")
       ->check(CLI::Range(1, 100000));
-  command_->add_option("--gpus-per-node", gpus_per_node_,
-                       "GPUs per node the probe job holds; 0: the CPU (Kokkos) suite")
+  command_
+      ->add_option("--gpus-per-node", gpus_per_node_,
+                   "GPUs per node the probe job holds; 0: the CPU (Kokkos) suite")
       ->check(CLI::Range(0, 1024));
 }
 

@@ -27,7 +27,8 @@ void AddCommonOptions(CLI::App& app, CliContext* context) {
                  "(default: $XDEEP_DAEMON, else unix:///run/xdeep/xdeepd.sock)");
   app.add_option("--timeout-ms", context->timeout_ms, "longest wait for the daemon's answer")
       ->check(CLI::Range(1, 600000));
-  app.add_flag("--json", context->json, "print one JSON document instead of a table (docs/json.md)");
+  app.add_flag("--json", context->json,
+               "print one JSON document instead of a table (docs/json.md)");
   app.fallthrough();
 }
 

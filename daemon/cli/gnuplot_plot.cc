@@ -28,8 +28,10 @@ namespace fs = std::filesystem;
 std::string Quoted(const std::string& text) {
   std::string out = "'";
   for (char c : text) {
-    if (c == '\'') out += "''";
-    else if (c != '\n') out += c;
+    if (c == '\'')
+      out += "''";
+    else if (c != '\n')
+      out += c;
   }
   return out + "'";
 }
@@ -37,7 +39,8 @@ std::string Quoted(const std::string& text) {
 // "set terminal" for the file's extension; empty when neither .svg nor .png.
 std::string Terminal(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
-  if (ext == ".svg") return "set terminal svg size 1000,650 dynamic font 'sans,13' background '#ffffff'";
+  if (ext == ".svg")
+    return "set terminal svg size 1000,650 dynamic font 'sans,13' background '#ffffff'";
   if (ext == ".png") return "set terminal pngcairo size 1200,780 font 'sans,12'";
   return "";
 }
@@ -190,8 +193,8 @@ bool PlotPlan(const spank::TuneAnswer& a, const std::string& path, std::string* 
      << "set offsets graph 0.08, graph 0.08, graph 0.1, graph 0.1\n";
   const Point chosen{a.best.time_to_solution_s / 3600, a.best.cost, ""};
   if (a.best.time_to_solution_s > 0 && a.best.cost > 0) {
-    gp << "set label 1 " << Quoted("chosen: " + all.front().label) << " at " << chosen.time_h
-       << "," << chosen.cost << " offset 1.5,1.2 noenhanced font ',12'\n";
+    gp << "set label 1 " << Quoted("chosen: " + all.front().label) << " at " << chosen.time_h << ","
+       << chosen.cost << " offset 1.5,1.2 noenhanced font ',12'\n";
   }
   gp << "plot " << Quoted(write("pareto.dat", pareto))
      << " using 1:2 with lines lw 2 dt 2 lc rgb '#555555' title 'Pareto front (layouts shown)'";
@@ -227,8 +230,9 @@ bool PlotHistory(const v1::ListDecisionsResponse& history, const std::string& pa
     hi = std::max({hi, d.predicted_step_time_s(), d.measured_step_time_s()});
   }
   if (by_workload.empty()) {
-    *error = "nothing to plot: no decision in this history has a measured step time yet "
-             "(runs report them through $XDEEP_REPORT)";
+    *error =
+        "nothing to plot: no decision in this history has a measured step time yet "
+        "(runs report them through $XDEEP_REPORT)";
     return false;
   }
   std::ostringstream gp;

@@ -29,8 +29,8 @@ nlohmann::json LayoutJson(const spank::LayoutRow& r) {
       {"step_time_s", Known(r.step_time_s)},
       {"time_to_solution_s", Known(r.time_to_solution_s)},
       {"cost", Known(r.cost)},
-      {"memory_per_gpu_bytes", r.memory_per_gpu_bytes > 0 ? nlohmann::json(r.memory_per_gpu_bytes)
-                                                          : nlohmann::json()},
+      {"memory_per_gpu_bytes",
+       r.memory_per_gpu_bytes > 0 ? nlohmann::json(r.memory_per_gpu_bytes) : nlohmann::json()},
       {"why", r.why},
   };
 }
@@ -92,8 +92,8 @@ nlohmann::json HistoryJson(const v1::ListDecisionsResponse& resp) {
         {"predicted_step_time_s", Known(d.predicted_step_time_s())},
         {"measured_step_time_s", Known(d.measured_step_time_s())},
         {"predicted_cost", d.predicted_cost()},
-        {"settled_cost", d.state() == "settled" ? nlohmann::json(d.settled_cost())
-                                                : nlohmann::json()},
+        {"settled_cost",
+         d.state() == "settled" ? nlohmann::json(d.settled_cost()) : nlohmann::json()},
     });
   }
   return doc;

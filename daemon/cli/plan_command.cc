@@ -16,8 +16,9 @@ namespace xdeep::cli {
 
 PlanCommand::PlanCommand(CLI::App& app) {
   command_ = app.add_subcommand("plan", "show what xdeep would run and the alternatives");
-  command_->add_option("-w,--workload", workload_,
-                       "workload TOML file (docs/workload.md) or preset name (xdeep presets)")
+  command_
+      ->add_option("-w,--workload", workload_,
+                   "workload TOML file (docs/workload.md) or preset name (xdeep presets)")
       ->required();
   command_->add_option("-N,--nodes", nodes_, "at most this many nodes")
       ->check(CLI::Range(1, 100000));
@@ -27,9 +28,10 @@ PlanCommand::PlanCommand(CLI::App& app) {
       ->check(CLI::Range(1, 10000000));
   command_->add_option("-p,--partition", partition_,
                        "the Slurm partition whose nodes and prices count (default: the site's)");
-  command_->add_option("--objective", objective_,
-                       "least cost (default), least time, least cost within --deadline, or "
-                       "least time within --budget")
+  command_
+      ->add_option("--objective", objective_,
+                   "least cost (default), least time, least cost within --deadline, or "
+                   "least time within --budget")
       ->check(CLI::IsMember({"cost", "time", "deadline", "budget"}));
   command_->add_option("--budget", budget_, "most the job may cost, in the site's currency")
       ->check(CLI::PositiveNumber);
@@ -58,7 +60,8 @@ int PlanCommand::Run(const CliContext& context) const {
   q.budget = budget_;
   if (!deadline_.empty()) {
     std::string error;
-    if (!spank::ParseTimeSpan(deadline_, &q.deadline_s, &error)) return Fail("--deadline: " + error);
+    if (!spank::ParseTimeSpan(deadline_, &q.deadline_s, &error))
+      return Fail("--deadline: " + error);
     if (q.objective.empty()) q.objective = "deadline";
   }
   if (q.objective == "deadline" && q.deadline_s <= 0) {

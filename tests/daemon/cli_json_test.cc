@@ -1,9 +1,9 @@
 // The JSON documents of `xdeep --json` (docs/json.md): figures a rejected
 // layout never had are null, recomputation shows in the label, and budgets
 // without a limit have no remaining amount.
-#include "daemon/cli/json_output.h"
-
 #include <gtest/gtest.h>
+
+#include "daemon/cli/json_output.h"
 
 namespace xdeep::cli {
 namespace {
@@ -34,8 +34,8 @@ TEST(PlanJson, RoundTripsAndNullsWhatWasNotEstimated) {
   EXPECT_EQ(doc["chosen"]["cost"], 10.0);
   EXPECT_EQ(doc["chosen"]["global_batch"], 256);
   const auto& rejected = doc["alternatives"].at(0);
-  for (const char* key : {"step_time_s", "time_to_solution_s", "cost", "memory_per_gpu_bytes",
-                          "global_batch"}) {
+  for (const char* key :
+       {"step_time_s", "time_to_solution_s", "cost", "memory_per_gpu_bytes", "global_batch"}) {
     EXPECT_TRUE(rejected[key].is_null()) << key;
   }
   EXPECT_EQ(rejected["label"], "dp8+rc");

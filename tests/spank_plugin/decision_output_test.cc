@@ -37,8 +37,8 @@ TuneAnswer Answer() {
   a.best = Row("fsdp8", 2, 4, 0.4321, 123.45,
                "least cost to solution of 812 feasible configurations (4321 scored, 17 ruled out "
                "by a memory bound): fsdp8 on 2x4 GPUs");
-  a.alternatives.push_back(Row("fsdp8", 2, 4, 0.5012, 140.02,
-                               "cost: +13.4% cost (time to solution +16.0%)"));
+  a.alternatives.push_back(
+      Row("fsdp8", 2, 4, 0.5012, 140.02, "cost: +13.4% cost (time to solution +16.0%)"));
   a.alternatives.back().recompute = true;
   a.alternatives.push_back(Row("dp2xtp2xpp2 (interleaved v2)", 2, 4, 0.61, 170.5,
                                "cost: +38.1% cost (time to solution +41.2%)"));
@@ -72,8 +72,8 @@ Table Render(const TableLayout& layout) {
 TEST(ExplainTable, FitsHundredColumnsWithTheEssentialColumns) {
   const Table t = Render(TableLayout{100});
   for (const std::string& line : t.all) EXPECT_LE(line.size(), 100u) << line;
-  for (const char* header : {"strategy", "nodes x gpus", "mbs x acc", "step s", "time", "cost",
-                             "why"}) {
+  for (const char* header :
+       {"strategy", "nodes x gpus", "mbs x acc", "step s", "time", "cost", "why"}) {
     EXPECT_NE(t.Header().find(header), std::string::npos) << header;
   }
   EXPECT_NE(t.Row(0).find("123.45 EUR"), std::string::npos) << t.Row(0);
