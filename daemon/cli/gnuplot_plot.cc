@@ -197,7 +197,8 @@ bool PlotPlan(const spank::TuneAnswer& a, const std::string& path, std::string* 
        << chosen.cost << " offset 1.5,1.2 noenhanced font ',12'\n";
   }
   gp << "plot " << Quoted(write("pareto.dat", pareto))
-     << " using 1:2 with lines lw 2 dt 2 lc rgb '#555555' title 'Pareto front (layouts shown)'";
+     << " using 1:2 with linespoints lw 2 dt 2 pt 4 ps 2.6 lc rgb '#555555' title 'Pareto front "
+        "(layouts shown)'";
   int index = 0;
   for (const auto& [label, points] : series) {
     gp << ", \\\n  " << Quoted(write("s" + std::to_string(index++) + ".dat", points))
