@@ -22,6 +22,12 @@ int main(int argc, char** argv) {
   CLI::App app{"xdeep: plans, budgets and history from the xdeep tuning daemon"};
   app.set_version_flag("--version", "xdeep " XDEEP_VERSION);
   app.require_subcommand(0, 1);
+  // Usage errors read like every other xdeep error: one line, then where to look.
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    std::string command = "xdeep";
+    for (const CLI::App* sub : failed->get_subcommands()) command += " " + sub->get_name();
+    return "xdeep: " + std::string(e.what()) + "; see " + command + " --help\n";
+  });
   CliContext context;
   AddCommonOptions(app, &context);
 

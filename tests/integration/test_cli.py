@@ -44,6 +44,19 @@ class VersionAndHelpTest(StackTest):
             self.assertIn(command, r.out)
         self.assertEqual(r.err, "")
 
+    def test_usage_errors_are_one_line_naming_the_help(self):
+        for argv, help_of in ((["plan"], "xdeep plan --help"),
+                              (["plan", "-w", GPT, "--objective", "speed"], "xdeep plan --help"),
+                              (["history", "--state", "bogus"], "xdeep history --help"),
+                              (["nonsense"], "xdeep --help")):
+            r = run([XDEEP, *argv])
+            self.assertNotEqual(r.rc, 0, r)
+            self.assertEqual(r.out, "", r)
+            lines = r.err.strip().splitlines()
+            self.assertEqual(len(lines), 1, r)
+            self.assertTrue(lines[0].startswith("xdeep: "), r)
+            self.assertTrue(lines[0].endswith(f"see {help_of}"), r)
+
     def test_every_option_has_a_description(self):
         # CLI11 prints the description from column 30, on the option's line or the next.
         for command in ([], ["plan"], ["budget"], ["history"], ["probe"], ["presets"],
