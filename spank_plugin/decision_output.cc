@@ -103,6 +103,7 @@ std::vector<std::string> Wrap(const std::string& text, size_t width) {
     size_t cut = rest.rfind(' ', width);
     if (cut == std::string::npos || cut == 0) cut = width;
     while (cut > 0 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
+    if (cut == 0) cut = width;  // not UTF-8 after all: cut anywhere, but always advance
     lines.push_back(rest.substr(0, cut));
     rest.erase(0, cut);
     while (!rest.empty() && rest.front() == ' ') rest.erase(0, 1);
