@@ -256,6 +256,8 @@ def main():
     args = ap.parse_args()
     device = torch.device(args.device)
     if device.type == "cuda":
+        if device.index is None:  # set_device needs an index: "cuda" is the current GPU
+            device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
 
     # GPT: 4 blocks of GPT-2 medium's width (hidden 1024, 16 heads, ffn 4096),
