@@ -191,6 +191,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
        [&](const toml::table& t, std::string_view src) {
          TableReader r(t, src, "store");
          r.Get("path", config.store.path);
+         r.Get("jobcomp_spool", config.store.jobcomp_spool);
          return r.Finish();
        }},
       {"log",
@@ -213,6 +214,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          TableReader r(t, src, "identity");
          r.Get("mode", config.identity.mode);
          r.Get("munge_socket", config.identity.munge_socket);
+         r.Get("controller_users", config.identity.controller_users);
          r.OneOf("mode", config.identity.mode, {"munge", "none"});
          return r.Finish();
        }},

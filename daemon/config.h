@@ -28,6 +28,9 @@ struct ServerConfig {
 
 struct StoreConfig {
   std::string path = "/var/lib/xdeep/xdeep.db";  // SQLite database (WAL)
+  // Where etc/slurm/xdeep-jobcomp.sh leaves slurmctld's job-completion
+  // records; writable by SlurmUser and the daemon only.
+  std::string jobcomp_spool = "/var/spool/xdeep/jobcomp";
 };
 
 struct LogConfig {
@@ -71,7 +74,7 @@ struct ProbeConfig {
 };
 
 struct PolicyConfig {
-  std::string enforcement = "advisory";         // "strict": budgets refuse, steps need reservations
+  std::string enforcement = "advisory";         // "strict": budgets refuse, jobs need reservations
   bool tuning_default = false;                  // partitions not listed
   int max_nodes = 1024;                         // per job
   int max_gpus = 0;                             // per job, 0 = no limit
@@ -107,6 +110,9 @@ struct IdentityConfig {
   // from it). "none": no credential is checked (single-user test setups only).
   std::string mode = "munge";
   std::string munge_socket;  // empty: libmunge's default socket
+  // Who may call Admit (slurmctld's job_submit/lua runs as SlurmUser): user
+  // names or numeric uids.
+  std::vector<std::string> controller_users = {"root", "slurm"};
 };
 
 struct DaemonConfig {

@@ -2,6 +2,7 @@
 #include "daemon/decision_maker.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +23,20 @@ std::string NewDecisionId() {
   std::uniform_int_distribution<uint64_t> dist;
   std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
   return fmt::format("{:016x}{:016x}", dist(gen), dist(gen));
+}
+
+// 256 bits from the kernel's CSPRNG: a user who sees their own token learns
+// nothing about anyone else's.
+std::string NewAdmissionToken() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  std::string token;
+  for (unsigned char b : bytes) token += fmt::format("{:02x}", b);
+  return token;
 }
 
 v1::Progress Step(std::string stage, std::string message) {
@@ -249,6 +264,7 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   charge.gpus = decision.config().nodes() * decision.config().gpus_per_node();
   charge.price_per_gpu_hour = limits.price_per_gpu_hour;
   charge.price_per_node_hour = limits.price_per_node_hour;
+  charge.admission_token = NewAdmissionToken();
 
   const bool strict = policy.Strict(shape.partition);
   std::vector<BudgetScope> enforced = *scopes;
@@ -258,6 +274,7 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   absl::Status reserved =
       ledger_->Reserve(charge, enforced, period_start, now, policy.reservation_ttl_s);
   if (reserved.ok()) {
+    decision.set_admission_token(charge.admission_token);
     if (!strict) {
       auto use = ledger_->Use(*scopes, period_start);
       if (use.ok()) {
@@ -359,6 +376,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     return absl::FailedPreconditionError(
         "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node");
   }
+  std::string correction_note;  // the fitted correction model, for the explanation
   if (store_ != nullptr) {
     auto correction = FitCorrection(*store_, workload->name);
     if (correction.ok() && correction->runs > 0) {
@@ -371,6 +389,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         if (fresh) it->second = fitted->Factor(CorrectionParameters(c));
         return it->second;
       };
+      static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
+      correction_note = fmt::format("; step time corrected from {} real run(s): {}",
+                                    correction->runs, fitted->Describe(kNames));
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of {}",
                                        correction->runs, workload->name)));
     }
@@ -398,15 +419,16 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       alt->set_why(c.why);
     }
   }
-  decision.set_explanation(result->best.why);
+  decision.set_explanation(result->best.why + correction_note);
   decision.set_hardware_label(result->hardware_label);
   decision.set_workload_name(workload->name);
   decision.set_currency(policy->currency);
   decision.set_candidates_evaluated(result->evaluated);
   decision.set_rewrite(request.mode() == v1::TUNE_MODE_AUTO);
 
-  // Only a launch that will run reserves money; advise and explain do not.
-  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO) {
+  // Only a launch that submits a job reserves money; advise and explain do
+  // not, nor a step inside an allocation (its job is charged as a whole).
+  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
     absl::Status s = CheckBudget(*policy, hardware, request, caller, *workload, limits, *shape,
                                  decision, progress);
     if (!s.ok()) return s;

@@ -28,12 +28,38 @@ CREATE TABLE IF NOT EXISTS reservations (
   created_unix INTEGER NOT NULL,
   expires_unix INTEGER NOT NULL,
   settled_amount REAL NOT NULL DEFAULT 0,
-  closed_unix INTEGER
+  closed_unix INTEGER,
+  admission_token TEXT
 );
 CREATE INDEX IF NOT EXISTS reservations_user ON reservations(user, state);
 CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
 CREATE INDEX IF NOT EXISTS reservations_job ON reservations(job_id);
+-- One row per finished job run as slurmctld recorded it; decision_id NULL for
+-- a job that held no reservation (fail=open, or submitted around the plugin).
+CREATE TABLE IF NOT EXISTS job_charges (
+  job_id INTEGER NOT NULL,
+  start_unix INTEGER NOT NULL,
+  end_unix INTEGER NOT NULL,
+  decision_id TEXT,
+  uid INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  account TEXT NOT NULL,
+  partition TEXT NOT NULL,
+  nodes INTEGER NOT NULL,
+  gpus INTEGER NOT NULL,
+  amount REAL NOT NULL,
+  charged_unix INTEGER NOT NULL,
+  PRIMARY KEY (job_id, start_unix)
+);
+CREATE INDEX IF NOT EXISTS job_charges_user ON job_charges(user, charged_unix);
+CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_unix);
 )sql";
+
+// Ledgers created before admission tokens existed gain the column; the
+// error for one that has it already is expected and ignored.
+constexpr const char* kAddTokenColumn = "ALTER TABLE reservations ADD COLUMN admission_token TEXT";
+constexpr const char* kTokenIndex =
+    "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
 
 // Rolls back unless committed: no half-written charge survives an error.
 class Transaction {
@@ -108,7 +134,9 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   }
   auto ledger = std::unique_ptr<Ledger>(new Ledger(db));
   sqlite3_busy_timeout(db, 10000);
-  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema}) {
+  sqlite3_exec(db, kAddTokenColumn, nullptr, nullptr, nullptr);
+  for (const char* sql :
+       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema, kTokenIndex}) {
     char* error = nullptr;
     if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
       std::string message = error ? error : "unknown";
@@ -122,15 +150,16 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
 Ledger::~Ledger() { sqlite3_close(db_); }
 
 absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t period_start) {
-  const char* sql =
-      scope.kind == "account"
-          ? "SELECT COALESCE(SUM(CASE WHEN state='settled' AND closed_unix >= ?2 THEN "
-            "settled_amount END), 0), COALESCE(SUM(CASE WHEN state IN ('reserved','bound') THEN "
-            "amount END), 0) FROM reservations WHERE account = ?1"
-          : "SELECT COALESCE(SUM(CASE WHEN state='settled' AND closed_unix >= ?2 THEN "
-            "settled_amount END), 0), COALESCE(SUM(CASE WHEN state IN ('reserved','bound') THEN "
-            "amount END), 0) FROM reservations WHERE user = ?1";
-  Statement st(db_, sql);
+  // Spent: settled reservations (their jobs' charges) plus the charges of
+  // jobs that held none; reserved: open holds.
+  const std::string column = scope.kind == "account" ? "account" : "user";
+  const std::string sql = fmt::format(
+      "SELECT COALESCE(SUM(CASE WHEN state='settled' AND closed_unix >= ?2 THEN settled_amount "
+      "END), 0) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND "
+      "decision_id IS NULL AND charged_unix >= ?2), COALESCE(SUM(CASE WHEN state IN "
+      "('reserved','bound') THEN amount END), 0) FROM reservations WHERE {0} = ?1",
+      column);
+  Statement st(db_, sql.c_str());
   if (!st.ok()) return SqlError(db_, "ledger", "prepare budget use");
   st.Text(1, scope.name);
   st.Int(2, period_start);
@@ -161,7 +190,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   Statement st(db_,
                "INSERT INTO reservations (decision_id, uid, user, account, partition, amount, "
                "nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, created_unix, "
-               "expires_unix) VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?)");
+               "expires_unix, admission_token) VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?,?)");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare reserve");
   st.Text(1, c.decision_id);
   st.Int(2, c.uid);
@@ -175,6 +204,11 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   st.Real(10, c.price_per_node_hour);
   st.Int(11, now);
   st.Int(12, now + ttl_s);
+  if (c.admission_token.empty()) {
+    sqlite3_bind_null(st.get(), 13);
+  } else {
+    st.Text(13, c.admission_token);
+  }
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
@@ -183,24 +217,159 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   return tx.Commit();
 }
 
-absl::Status Ledger::Bind(const std::string& id, uint32_t uid, uint32_t job_id, int64_t now,
-                          int64_t ttl_s) {
+absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,
+                                        const ScopesFn& scopes_for, int64_t period_start,
+                                        int64_t now, int64_t ttl_s) {
   std::lock_guard lock(mu_);
-  Statement st(db_,
-               "UPDATE reservations SET state='bound', job_id=?1, expires_unix=?4 "
-               "WHERE decision_id=?2 AND uid=?3 AND (state='reserved' OR "
-               "(state='bound' AND job_id=?1))");
-  if (!st.ok()) return SqlError(db_, "ledger", "prepare bind");
-  st.Int(1, job_id);
-  st.Text(2, id);
-  st.Int(3, uid);
-  st.Int(4, now + ttl_s);
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "bind");
-  if (sqlite3_changes(db_) == 0) {
-    return absl::FailedPreconditionError(fmt::format(
-        "no open reservation {} for this user (already settled, released, or another job's)", id));
+  Transaction tx(db_);
+  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
+  Statement get(db_,
+                "SELECT decision_id, uid, partition, state, amount, nodes, user, account, gpus "
+                "FROM reservations WHERE admission_token=?");
+  if (!get.ok()) return SqlError(db_, "ledger", "prepare admit");
+  get.Text(1, token);
+  if (sqlite3_step(get.get()) != SQLITE_ROW) {
+    return absl::PermissionDeniedError(
+        "the job's xdeep admission token is unknown or was already used; each tuned launch "
+        "admits exactly one job");
   }
-  return absl::OkStatus();
+  Admission a;
+  a.decision_id = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 0));
+  const auto owner = static_cast<uint32_t>(sqlite3_column_int64(get.get(), 1));
+  const std::string reserved_partition =
+      reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 2));
+  const std::string state = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 3));
+  const double amount = sqlite3_column_double(get.get(), 4);
+  const int reserved_nodes = sqlite3_column_int(get.get(), 5);
+  const std::string user = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 6));
+  const std::string account = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 7));
+  const int reserved_gpus = sqlite3_column_int(get.get(), 8);
+  const int reserved_per_node =
+      (reserved_gpus + std::max(1, reserved_nodes) - 1) / std::max(1, reserved_nodes);
+  if (owner != uid) {
+    return absl::PermissionDeniedError("the xdeep reservation belongs to another user");
+  }
+  if (state != "reserved") {
+    return absl::PermissionDeniedError(fmt::format("the xdeep reservation is {}", state));
+  }
+  if (reserved_partition != ask.partition) {
+    return absl::PermissionDeniedError(fmt::format(
+        "the xdeep reservation is for partition {}, not {}", reserved_partition, ask.partition));
+  }
+  if (ask.nodes > reserved_nodes) {
+    return absl::PermissionDeniedError(
+        fmt::format("the job asks for {} nodes but its xdeep reservation covers {}", ask.nodes,
+                    reserved_nodes));
+  }
+  if (ask.gpus_per_node > reserved_per_node || ask.gpus > reserved_gpus) {
+    return absl::PermissionDeniedError(fmt::format(
+        "the job asks for more GPUs than its xdeep reservation covers ({} per node, {} in all)",
+        reserved_per_node, reserved_gpus));
+  }
+  const int tasks = std::max(1, ask.array_tasks);
+  a.amount = amount * tasks;
+  if (tasks > 1 && scopes_for) {
+    for (const BudgetScope& scope : scopes_for(user, account)) {
+      if (scope.limit <= 0) continue;
+      auto use = UseLocked(scope, period_start);
+      if (!use.ok()) return use.status();
+      // The hold of one task is already counted in `reserved`.
+      if (use->spent + use->reserved + a.amount - amount > scope.limit + 1e-9) {
+        return absl::PermissionDeniedError(fmt::format(
+            "over budget: an array of {} tasks is predicted to cost {:.2f}; {} {}: remaining "
+            "{:.2f} of {:.2f} this period",
+            tasks, a.amount, scope.kind, scope.name, std::max(0.0, use->remaining() + amount),
+            scope.limit));
+      }
+    }
+  }
+  Statement upd(db_,
+                "UPDATE reservations SET state='bound', admission_token=NULL, amount=?, "
+                "expires_unix=? WHERE decision_id=?");
+  if (!upd.ok()) return SqlError(db_, "ledger", "prepare admit update");
+  upd.Real(1, a.amount);
+  upd.Int(2, now + ttl_s);
+  upd.Text(3, a.decision_id);
+  if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "admit");
+  if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  return a;
+}
+
+absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
+  Statement seen(db_, "SELECT amount FROM job_charges WHERE job_id=? AND start_unix=?");
+  if (!seen.ok()) return SqlError(db_, "ledger", "prepare charge");
+  seen.Int(1, u.job_id);
+  seen.Int(2, u.start_unix);
+  if (sqlite3_step(seen.get()) == SQLITE_ROW) return sqlite3_column_double(seen.get(), 0);
+
+  // The reservation the controller bound the job to, if it is this user's.
+  bool linked = false;
+  std::string user = u.user, account = u.account;
+  int gpus = u.gpus;
+  double gpu_price = u.price_per_gpu_hour, node_price = u.price_per_node_hour;
+  if (!u.decision_id.empty()) {
+    Statement get(db_,
+                  "SELECT uid, user, account, gpus, price_per_gpu_hour, price_per_node_hour, "
+                  "nodes FROM reservations WHERE decision_id=?");
+    if (!get.ok()) return SqlError(db_, "ledger", "prepare charge lookup");
+    get.Text(1, u.decision_id);
+    if (sqlite3_step(get.get()) == SQLITE_ROW &&
+        static_cast<uint32_t>(sqlite3_column_int64(get.get(), 0)) == u.uid) {
+      linked = true;
+      user = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 1));
+      account = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 2));
+      // Admit let no job ask more GPUs per node than it reserved.
+      const int reserved_nodes = std::max(1, sqlite3_column_int(get.get(), 6));
+      gpus = u.nodes * ((sqlite3_column_int(get.get(), 3) + reserved_nodes - 1) / reserved_nodes);
+      gpu_price = sqlite3_column_double(get.get(), 4);
+      node_price = sqlite3_column_double(get.get(), 5);
+    }
+  }
+  const double hours = std::max<int64_t>(0, u.end_unix - u.start_unix) / 3600.0;
+  const double cost = node_price > 0 ? u.nodes * hours * node_price : gpus * hours * gpu_price;
+  Statement ins(db_,
+                "INSERT INTO job_charges (job_id, start_unix, end_unix, decision_id, uid, user, "
+                "account, partition, nodes, gpus, amount, charged_unix) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (!ins.ok()) return SqlError(db_, "ledger", "prepare charge insert");
+  ins.Int(1, u.job_id);
+  ins.Int(2, u.start_unix);
+  ins.Int(3, u.end_unix);
+  if (linked) {
+    ins.Text(4, u.decision_id);
+  } else {
+    sqlite3_bind_null(ins.get(), 4);
+  }
+  ins.Int(5, u.uid);
+  ins.Text(6, user);
+  ins.Text(7, account);
+  ins.Text(8, u.partition);
+  ins.Int(9, u.nodes);
+  ins.Int(10, gpus);
+  ins.Real(11, cost);
+  ins.Int(12, now);
+  if (sqlite3_step(ins.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge");
+  if (linked) {
+    // The first task closes the hold; later tasks of an array add to it. A
+    // hold released early (a report of a failed submission) is charged all
+    // the same: the job ran.
+    Statement upd(db_,
+                  "UPDATE reservations SET settled_amount = CASE WHEN state='settled' THEN "
+                  "settled_amount ELSE 0 END + ?1, closed_unix = CASE WHEN state='settled' THEN "
+                  "closed_unix ELSE ?2 END, job_id = COALESCE(job_id, ?3), state='settled', "
+                  "admission_token=NULL WHERE decision_id=?4");
+    if (!upd.ok()) return SqlError(db_, "ledger", "prepare charge settle");
+    upd.Real(1, cost);
+    upd.Int(2, now);
+    upd.Int(3, u.job_id);
+    upd.Text(4, u.decision_id);
+    if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge settle");
+  }
+  if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  return cost;
 }
 
 absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, double elapsed_s,
@@ -238,37 +407,29 @@ absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, doubl
   return cost;
 }
 
-absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now) {
+absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now, bool bound_too) {
   std::lock_guard lock(mu_);
   Statement st(db_,
-               "UPDATE reservations SET state='released', closed_unix=? WHERE decision_id=? AND "
-               "uid=? AND state IN ('reserved','bound')");
+               "UPDATE reservations SET state='released', admission_token=NULL, closed_unix=? "
+               "WHERE decision_id=? AND uid=? AND (state='reserved' OR (? AND state='bound'))");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare release");
   st.Int(1, now);
   st.Text(2, id);
   st.Int(3, uid);
+  st.Int(4, bound_too ? 1 : 0);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "release");
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
   std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
-  int changed = 0;
-  for (const char* sql :
-       {"UPDATE reservations SET state='released', closed_unix=?1 WHERE state='reserved' AND "
-        "expires_unix < ?1",
-        "UPDATE reservations SET state='settled', settled_amount=amount, closed_unix=?1 WHERE "
-        "state='bound' AND expires_unix < ?1"}) {
-    Statement st(db_, sql);
-    if (!st.ok()) return SqlError(db_, "ledger", "prepare expire");
-    st.Int(1, now);
-    if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "expire");
-    changed += sqlite3_changes(db_);
-  }
-  if (absl::Status s = tx.Commit(); !s.ok()) return s;
-  return changed;
+  Statement st(db_,
+               "UPDATE reservations SET state='released', admission_token=NULL, closed_unix=?1 "
+               "WHERE state IN ('reserved','bound') AND expires_unix < ?1");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare expire");
+  st.Int(1, now);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "expire");
+  return sqlite3_changes(db_);
 }
 
 absl::StatusOr<std::vector<BudgetUse>> Ledger::Use(const std::vector<BudgetScope>& scopes,
@@ -294,30 +455,12 @@ absl::StatusOr<ReservationRecord> Ledger::Get(const std::string& id) {
   return ReadRecord(st.get());
 }
 
-absl::StatusOr<std::optional<ReservationRecord>> Ledger::ForJob(uint32_t job_id) {
-  std::lock_guard lock(mu_);
-  Statement st(
-      db_,
-      (std::string(kSelectRecord) + "WHERE job_id=? ORDER BY created_unix DESC LIMIT 1").c_str());
-  if (!st.ok()) return SqlError(db_, "ledger", "prepare for job");
-  st.Int(1, job_id);
-  if (sqlite3_step(st.get()) != SQLITE_ROW) return std::optional<ReservationRecord>();
-  return std::optional<ReservationRecord>(ReadRecord(st.get()));
-}
-
-absl::StatusOr<std::vector<ReservationRecord>> Ledger::BoundUnsettled() {
-  std::lock_guard lock(mu_);
-  Statement st(db_, (std::string(kSelectRecord) + "WHERE state='bound'").c_str());
-  if (!st.ok()) return SqlError(db_, "ledger", "prepare bound");
-  std::vector<ReservationRecord> out;
-  while (sqlite3_step(st.get()) == SQLITE_ROW) out.push_back(ReadRecord(st.get()));
-  return out;
-}
-
 absl::StatusOr<double> Ledger::TotalSettled() {
   std::lock_guard lock(mu_);
   Statement st(db_,
-               "SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE state='settled'");
+               "SELECT (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
+               "state='settled') + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE "
+               "decision_id IS NULL)");
   if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "total");
   return sqlite3_column_double(st.get(), 0);
 }

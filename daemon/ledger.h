@@ -1,12 +1,16 @@
-// The budget ledger: every tuned launch reserves its predicted cost when the
-// decision is made, is bound to its Slurm job at launch, and is settled with
-// the real cost (elapsed x resources x price) at exit, or released if it never
-// started. Stale reservations expire. The budget check and the reservation are
-// one SQLite transaction (BEGIN IMMEDIATE), so concurrent launches can never
-// overspend, and a crash loses or doubles nothing (WAL, one row per decision).
+// The budget ledger. A tuned launch reserves its predicted cost when the
+// decision is made (a hold, with a single-use admission token); slurmctld's
+// job_submit/lua consumes the token when the job is submitted (Admit: the hold
+// is now bound to a job); the charge is what Slurm's job-completion record
+// says the job used (ChargeJob: GPUs or nodes x END-START x price), one row
+// per job run, so a record delivered twice is charged once. Holds whose
+// submission failed are released; stale ones expire. Every check-and-write is
+// one SQLite transaction (BEGIN IMMEDIATE): concurrent launches never
+// overspend, and a crash loses or doubles nothing (WAL).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +42,35 @@ struct Charge {
   int gpus = 0;
   double price_per_gpu_hour = 0;
   double price_per_node_hour = 0;  // > 0: nodes are billed instead of GPUs
+  std::string admission_token;     // empty: no job can be admitted with it
+};
+
+// What slurmctld's job-completion record says a finished job (one array task,
+// one heterogeneous component, one run of a requeued job) used.
+struct JobUsage {
+  uint32_t job_id = 0;
+  int64_t start_unix = 0, end_unix = 0;
+  uint32_t uid = 0;
+  std::string user, account, partition, state;
+  int nodes = 0;
+  int gpus = 0;             // GPUs of whole nodes: billed when the job held no reservation
+  std::string decision_id;  // from the job's AdminComment, set by the controller only
+  double price_per_gpu_hour = 0, price_per_node_hour = 0;  // for jobs with no reservation
+};
+
+// What a submitted job asks for, as slurmctld's job_submit.lua sees it.
+struct AdmitAsk {
+  std::string partition;
+  int nodes = 0;          // minimum node count, 0 = unknown
+  int gpus_per_node = 0;  // --gpus-per-node / --gres=gpu:N, 0 = none asked
+  int gpus = 0;           // --gpus (whole job), 0 = none asked
+  int array_tasks = 1;
+};
+
+// What Admit found: the reservation now bound to the job.
+struct Admission {
+  std::string decision_id;
+  double amount = 0;  // the hold, times the array's task count
 };
 
 struct BudgetUse {
@@ -68,27 +101,37 @@ class Ledger {
   // exceeded; AlreadyExists for a decision id reserved before.
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
                        int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
-  // Binding the same job twice is a no-op; the owner must match.
-  absl::Status Bind(const std::string& decision_id, uint32_t uid, uint32_t job_id, int64_t now_unix,
-                    int64_t ttl_s);
-  // Real cost from elapsed seconds; idempotent (a second call returns the
-  // amount charged the first time and changes nothing).
+  // Consumes `token` for a job of `uid`: the reservation must be open and
+  // unused, the user's, for the job's partition, and no smaller than what the
+  // job asks (nodes, GPUs per node, GPUs). An array holds amount x tasks, checked against
+  // the budgets `scopes_for(user, account)` names (limit 0: not enforced).
+  // PermissionDenied (message for the user) when refused; the token stays
+  // unused then.
+  using ScopesFn =
+      std::function<std::vector<BudgetScope>(const std::string& user, const std::string& account)>;
+  absl::StatusOr<Admission> Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,
+                                  const ScopesFn& scopes_for, int64_t period_start_unix,
+                                  int64_t now_unix, int64_t ttl_s);
+  // Charges one finished job run from Slurm's record, against the decision
+  // its AdminComment names (when it is the same user's) or, with none, as an
+  // unreserved charge of the job's user. Idempotent per (job, start): a second
+  // delivery returns the first amount and changes nothing.
+  absl::StatusOr<double> ChargeJob(const JobUsage& usage, int64_t now_unix);
+  // Daemon-internal work (probe jobs) timed by the daemon itself; idempotent.
   absl::StatusOr<double> Settle(const std::string& decision_id, uint32_t uid, double elapsed_s,
                                 int64_t now_unix);
-  // A launch that never started: its reservation is freed. Idempotent.
-  absl::Status Release(const std::string& decision_id, uint32_t uid, int64_t now_unix);
-  // Unbound reservations past their expiry are released; bound ones that
-  // never reported are settled at the reserved amount. Returns rows changed.
+  // A hold whose submission failed: freed. Only an unadmitted hold, unless
+  // `bound_too` (the caller checked that Slurm holds no job for it). Idempotent.
+  absl::Status Release(const std::string& decision_id, uint32_t uid, int64_t now_unix,
+                       bool bound_too = false);
+  // Holds past their expiry are released (a job that still runs is charged
+  // from its record when it ends). Returns rows changed.
   absl::StatusOr<int> ExpireStale(int64_t now_unix);
 
   absl::StatusOr<std::vector<BudgetUse>> Use(const std::vector<BudgetScope>& scopes,
                                              int64_t period_start_unix);
   absl::StatusOr<ReservationRecord> Get(const std::string& decision_id);
-  // The reservation bound to `job_id`, if any.
-  absl::StatusOr<std::optional<ReservationRecord>> ForJob(uint32_t job_id);
-  // Reservations bound to a job that no report has settled yet (batch jobs).
-  absl::StatusOr<std::vector<ReservationRecord>> BoundUnsettled();
-  // Sum of settled amounts (for audits and tests).
+  // Sum of settled amounts, reserved and unreserved (for audits and tests).
   absl::StatusOr<double> TotalSettled();
 
  private:

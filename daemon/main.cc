@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Ledger, WAL, store, spool and log are the daemon user's alone.
+  umask(077);
   try {
     if (!config->log.file.empty()) {
       spdlog::set_default_logger(spdlog::basic_logger_mt("xdeepd", config->log.file));

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "daemon/job_records.h"
 #include "daemon/probe_scheduler.h"
 #include "daemon/subprocess.h"
 #include "profiler/atomic_file.h"
@@ -40,16 +41,22 @@ absl::Status PrepareUnixSocket(const std::string& listen) {
   return absl::OkStatus();
 }
 
-// squeue knows the partition of a running job.
-absl::StatusOr<std::string> JobPartition(uint32_t job_id) {
-  auto run = RunCommand({"squeue", "-h", "-j", std::to_string(job_id), "-o", "%P"},
-                        std::chrono::seconds(10));
+// A job whose AdminComment (set by job_submit.lua) names the decision, in
+// slurmctld's memory: running, pending, or ended within MinJobAge.
+absl::StatusOr<bool> SlurmHoldsJob(const std::string& decision_id) {
+  auto run = RunCommand({"scontrol", "show", "job"}, std::chrono::seconds(10));
   if (!run.ok()) return run.status();
-  std::string out = run->out.substr(0, run->out.find('\n'));
-  if (run->exit_code != 0 || out.empty()) {
-    return absl::NotFoundError(fmt::format("Slurm does not know job {}", job_id));
+  if (run->out.find("No jobs in the system") != std::string::npos) return false;
+  if (run->exit_code != 0) {
+    return absl::UnavailableError(fmt::format("scontrol show job failed: {}", run->err));
   }
-  return out;
+  const std::string field = "   AdminComment=xdeep:" + decision_id;
+  for (size_t at = run->out.find(field); at != std::string::npos;
+       at = run->out.find(field, at + 1)) {
+    const char after = at + field.size() < run->out.size() ? run->out[at + field.size()] : '\n';
+    if (after == ' ' || after == '\n') return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -116,7 +123,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       .work = daemon->work_.get(),
       .reload_policy = [self] { return self->ReloadPolicy(); },
       .run_probes = [self](const xdeep::v1::RunProbesRequest& r) { return self->RunProbes(r); },
-      .job_partition = JobPartition,
+      .slurm_holds_job = SlurmHoldsJob,
+      .controller_users = config.identity.controller_users,
   });
 
   if (absl::Status s = PrepareUnixSocket(config.server.listen); !s.ok()) return s;
@@ -241,20 +249,13 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
 }
 
 void Daemon::SettleFinishedJobs() {
-  // Batch jobs (sbatch, salloc) have no srun of their own to report at exit:
-  // settle them from Slurm's run time once they end.
-  auto bound = ledger_->BoundUnsettled();
-  if (!bound.ok()) return;
-  for (const ReservationRecord& r : *bound) {
-    if (!r.job_id) continue;
-    std::optional<FinishedJob> job = QueryFinishedJob(*r.job_id);
-    if (!job) continue;
-    auto cost = ledger_->Settle(r.decision_id, r.uid, job->run_time_s, maker_->Now());
-    if (cost.ok()) {
-      spdlog::info("event=ledger.settled decision={} job={} state={} run_time_s={:.0f} cost={:.4f}",
-                   r.decision_id, *r.job_id, job->state, job->run_time_s, *cost);
-    }
-  }
+  SlurmInventory* inventory = inventory_.get();
+  auto gpus_per_node = [inventory](const std::string& partition) {
+    auto shape = inventory->Shape(partition);
+    return shape.ok() ? shape->gpus_per_node : 0;
+  };
+  DrainJobRecords(config_.store.jobcomp_spool, *maker_->policy(), *ledger_, gpus_per_node,
+                  maker_->Now());
 }
 
 absl::Status Daemon::ReloadPolicy() {

@@ -43,7 +43,7 @@ class Daemon {
                                                      int nodes, int gpus_per_node, int wait_s,
                                                      const std::string& gemm_shapes = "");
 
-  // Settles reservations of batch jobs that Slurm reports as ended.
+  // Charges the job-completion records slurmctld spooled (job_records.h).
   void SettleFinishedJobs();
 
   // Stops accepting calls, gives in-flight ones the configured grace period.

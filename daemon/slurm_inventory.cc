@@ -94,41 +94,6 @@ void ParseBillingWeights(std::string_view out, PartitionShape* shape) {
   }
 }
 
-std::optional<FinishedJob> ParseFinishedJob(std::string_view out) {
-  auto field = [&](std::string_view key) -> std::string_view {
-    size_t at = out.find(key);
-    if (at == std::string_view::npos) return {};
-    std::string_view v = out.substr(at + key.size());
-    return v.substr(0, v.find_first_of(" \n"));
-  };
-  static const std::set<std::string_view> kEnded = {"COMPLETED", "FAILED",    "CANCELLED",
-                                                    "TIMEOUT",   "NODE_FAIL", "OUT_OF_MEMORY",
-                                                    "PREEMPTED", "BOOT_FAIL", "DEADLINE"};
-  FinishedJob job;
-  job.state = std::string(field("JobState="));
-  if (!kEnded.contains(job.state)) return std::nullopt;
-  // RunTime=[D-]HH:MM:SS
-  std::string_view rt = field("RunTime=");
-  double days = 0;
-  if (size_t dash = rt.find('-'); dash != std::string_view::npos) {
-    days = ParseNumber<double>(rt.substr(0, dash)).value_or(0);
-    rt.remove_prefix(dash + 1);
-  }
-  std::vector<std::string_view> hms = Split(rt, ':');
-  if (hms.size() != 3) return std::nullopt;
-  job.run_time_s = days * 86400 + ParseNumber<double>(hms[0]).value_or(0) * 3600 +
-                   ParseNumber<double>(hms[1]).value_or(0) * 60 +
-                   ParseNumber<double>(hms[2]).value_or(0);
-  return job;
-}
-
-std::optional<FinishedJob> QueryFinishedJob(uint32_t job_id) {
-  auto run = RunCommand({"scontrol", "-o", "show", "job", std::to_string(job_id)},
-                        std::chrono::seconds(10));
-  if (!run.ok() || run->exit_code != 0) return std::nullopt;
-  return ParseFinishedJob(run->out);
-}
-
 absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
   {
     std::lock_guard lock(mu_);

@@ -30,19 +30,6 @@ void ParseBillingWeights(std::string_view scontrol_output, PartitionShape* shape
 absl::StatusOr<PartitionShape> ParseSinfo(std::string_view sinfo_output,
                                           std::string_view partition);
 
-// A job that has ended, as `scontrol -o show job` reports it while Slurm
-// still remembers it (MinJobAge).
-struct FinishedJob {
-  std::string state;  // COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
-  double run_time_s = 0;
-};
-
-// Parses `scontrol -o show job` output; nullopt while the job is not finished.
-std::optional<FinishedJob> ParseFinishedJob(std::string_view scontrol_output);
-
-// Asks slurmctld; nullopt when the job runs on or Slurm forgot it.
-std::optional<FinishedJob> QueryFinishedJob(uint32_t job_id);
-
 class SlurmInventory {
  public:
   explicit SlurmInventory(std::chrono::seconds ttl = std::chrono::seconds(30)) : ttl_(ttl) {}

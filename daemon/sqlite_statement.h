@@ -38,8 +38,17 @@ class Statement {
   int rc_;
 };
 
-// "<who>: <what>: <sqlite's message>" as an Internal error.
+// "<who>: <what>: <sqlite's message>" as an Internal error. A full disk is
+// its own error, for users and admins alike: nothing is wrong with the daemon
+// or the request, and nothing was written.
 inline absl::Status SqlError(sqlite3* db, std::string_view who, std::string_view what) {
+  const int code = sqlite3_errcode(db);
+  if (code == SQLITE_FULL) {
+    return absl::FailedPreconditionError(fmt::format(
+        "the xdeep {}'s disk is full ({} failed, nothing was recorded); an administrator must "
+        "free space on the daemon's disk ({})",
+        who, what, sqlite3_db_filename(db, "main")));
+  }
   return absl::InternalError(fmt::format("{}: {}: {}", who, what, sqlite3_errmsg(db)));
 }
 

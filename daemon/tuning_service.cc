@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "daemon/grpc_status.h"
+#include "daemon/job_records.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -181,13 +182,8 @@ grpc::ServerUnaryReactor* TuningService::Bind(grpc::CallbackServerContext* conte
     if (status.ok() && record->uid != caller.uid) {
       status = absl::PermissionDeniedError("decision belongs to another user");
     }
+    // History only: the ledger learns a job's decision from the controller.
     if (status.ok()) status = p_.store->BindJob(request->decision_id(), request->job_id());
-    if (status.ok() && p_.ledger != nullptr) {
-      absl::Status bound = p_.ledger->Bind(request->decision_id(), caller.uid, request->job_id(),
-                                           NowUnix(), p_.maker->policy()->reservation_ttl_s);
-      // Advise/explain decisions hold no reservation; that is not an error.
-      if (!bound.ok() && p_.ledger->Get(request->decision_id()).ok()) status = bound;
-    }
     spdlog::info("event=bind user={} decision={} job={} ok={}", caller.user, request->decision_id(),
                  request->job_id(), status.ok());
     return status;
@@ -203,16 +199,17 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
     if (status.ok() && record->uid != caller.uid) {
       status = absl::PermissionDeniedError("decision belongs to another user");
     }
-    double settled = 0;
-    if (status.ok() && request->final() && p_.ledger != nullptr &&
-        p_.ledger->Get(request->decision_id()).ok()) {
-      if (request->launch_failed()) {
+    // The client's word never settles a charge; it may only free the hold of
+    // a launch Slurm never received (no job names the decision).
+    if (status.ok() && request->final() && request->launch_failed() && p_.ledger != nullptr) {
+      auto held = p_.ledger->Get(request->decision_id());
+      if (held.ok() && held->state == "reserved") {
         status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix());
-      } else {
-        auto cost =
-            p_.ledger->Settle(request->decision_id(), caller.uid, request->elapsed_s(), NowUnix());
-        status = cost.status();
-        if (cost.ok()) settled = *cost;
+      } else if (held.ok() && held->state == "bound" && p_.slurm_holds_job) {
+        auto holds = p_.slurm_holds_job(request->decision_id());
+        if (holds.ok() && !*holds) {
+          status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix(), true);
+        }
       }
     }
     if (status.ok() && !request->launch_failed()) {
@@ -224,13 +221,12 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
       outcome.step_times_s.assign(request->step_times_s().begin(), request->step_times_s().end());
       status = p_.store->RecordOutcome(outcome);
     }
-    response->set_settled_cost(settled);
+    response->set_settled_cost(0);
     spdlog::info(
         "event=report user={} decision={} job={} exit={} elapsed_s={:.2f} steps={} "
-        "launch_failed={} settled={:.4f} ok={}",
+        "launch_failed={} ok={}",
         caller.user, request->decision_id(), request->job_id(), request->exit_code(),
-        request->elapsed_s(), request->step_times_s_size(), request->launch_failed(), settled,
-        status.ok());
+        request->elapsed_s(), request->step_times_s_size(), request->launch_failed(), status.ok());
     return status;
   });
 }
@@ -324,59 +320,77 @@ grpc::ServerUnaryReactor* TuningService::ListDecisions(grpc::CallbackServerConte
   });
 }
 
-grpc::ServerUnaryReactor* TuningService::VerifyStep(grpc::CallbackServerContext* context,
-                                                    const v1::VerifyStepRequest* request,
-                                                    v1::VerifyStepResponse* response) {
+grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* context,
+                                               const v1::AdmitRequest* request,
+                                               v1::AdmitResponse* response) {
   return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
-    // Only slurmstepd (root on a compute node) may ask.
-    if (caller.uid != 0) {
-      return absl::PermissionDeniedError("VerifyStep is for slurmstepd (root) only");
+    const auto& users = p_.controller_users;
+    if (std::find(users.begin(), users.end(), caller.user) == users.end() &&
+        std::find(users.begin(), users.end(), std::to_string(caller.uid)) == users.end()) {
+      return absl::PermissionDeniedError(
+          fmt::format("Admit is for slurmctld ([identity] controller_users), not {}", caller.user));
     }
     auto policy = p_.maker->policy();
-    std::string partition = request->partition();
-    if (partition.empty() && p_.job_partition) {
-      auto found = p_.job_partition(request->job_id());
-      if (!found.ok()) return found.status();
-      partition = *found;
-    }
-    auto allow = [&](bool ok, std::string reason) {
-      response->set_allowed(ok);
+    const bool strict = policy->Strict(request->partition());
+    auto answer = [&](bool admitted, std::string reason) {
+      response->set_admitted(admitted);
       response->set_reason(std::move(reason));
-      spdlog::info("event=verify_step job={} step={} uid={} partition={} allowed={} reason=\"{}\"",
-                   request->job_id(), request->step_id(), request->job_uid(), partition, ok,
-                   response->reason());
+      spdlog::info(
+          "event=admit uid={} partition={} strict={} admitted={} decision={} reason=\"{}\"",
+          request->job_uid(), request->partition(), strict, admitted,
+          response->decision_id().empty() ? "-" : response->decision_id(), response->reason());
       return absl::OkStatus();
     };
-    if (!policy->Strict(partition)) return allow(true, "partition is not strictly enforced");
-    if (p_.ledger == nullptr) return allow(false, "no ledger");
-    std::optional<ReservationRecord> r;
-    if (!request->decision_id().empty()) {
-      auto got = p_.ledger->Get(request->decision_id());
-      if (got.ok()) r = *got;
+    if (request->token().empty()) {
+      if (!strict) return answer(true, "partition is not strictly enforced");
+      return answer(false,
+                    "no xdeep reservation: launch the job with --xdeep-tune through the xdeep "
+                    "plugin (srun, sbatch or salloc with the site's slurm.conf)");
     }
-    if (!r) {
-      auto by_job = p_.ledger->ForJob(request->job_id());
-      if (by_job.ok()) r = *by_job;
+    int tasks = 1;
+    if (!request->array().empty()) {
+      auto counted = CountArrayTasks(request->array());
+      if (!counted) return answer(false, "cannot read the job array's indices");
+      tasks = *counted;
     }
-    if (!r) return allow(false, "no xdeep reservation for this job");
-    if (r->uid != request->job_uid())
-      return allow(false, "the reservation belongs to another user");
-    if (r->state == "released" || (r->state == "settled" && r->job_id != request->job_id())) {
-      return allow(false, fmt::format("the reservation is {}", r->state));
+    if (p_.ledger == nullptr) return answer(false, "this daemon keeps no ledger");
+    const int64_t now = NowUnix();
+    auto scopes_for = [&](const std::string& user, const std::string& account) {
+      auto scopes = BudgetScopes(*policy, user, account);
+      std::vector<BudgetScope> out = scopes.ok() ? *scopes : std::vector<BudgetScope>();
+      if (!strict) {
+        for (BudgetScope& s : out) s.limit = 0;  // advisory: track, never refuse
+      }
+      return out;
+    };
+    AdmitAsk ask;
+    ask.partition = request->partition();
+    ask.nodes = request->nodes();
+    ask.array_tasks = tasks;
+    auto per_node = GpusInTres(request->tres_per_node());
+    auto per_job = GpusInTres(request->tres_per_job());
+    auto per_task = GpusInTres(request->tres_per_task());
+    if (!per_node || !per_job || !per_task)
+      return answer(false, "cannot read the job's GPU request");
+    if (*per_task > 0) {
+      return answer(false,
+                    "ask for GPUs per node (--gpus-per-node), as the decision does, not "
+                    "per task");
     }
-    if (r->job_id && *r->job_id != request->job_id()) {
-      return allow(false, "the reservation is bound to another job");
+    ask.gpus_per_node = *per_node;
+    ask.gpus = *per_job;
+    auto admitted =
+        p_.ledger->Admit(request->token(), request->job_uid(), ask, scopes_for,
+                         PeriodStart(policy->budget_period, now), now, policy->reservation_ttl_s);
+    if (!admitted.ok()) {
+      if (admitted.status().code() != absl::StatusCode::kPermissionDenied) {
+        return admitted.status();
+      }
+      return answer(false, std::string(admitted.status().message()));
     }
-    if (request->nodes() > r->nodes || request->tasks() > r->gpus) {
-      return allow(false, fmt::format("the step uses {} nodes / {} tasks but {} / {} were reserved",
-                                      request->nodes(), request->tasks(), r->nodes, r->gpus));
-    }
-    if (!r->job_id) {
-      absl::Status bound = p_.ledger->Bind(r->decision_id, r->uid, request->job_id(), NowUnix(),
-                                           policy->reservation_ttl_s);
-      if (!bound.ok()) return allow(false, std::string(bound.message()));
-    }
-    return allow(true, "reservation " + r->decision_id);
+    response->set_decision_id(admitted->decision_id);
+    return answer(true, fmt::format("reservation {} ({:.2f} {})", admitted->decision_id,
+                                    admitted->amount, policy->currency));
   });
 }
 

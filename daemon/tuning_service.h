@@ -25,8 +25,11 @@ struct ServiceParts {
   // Runs a probe job and ingests its report (admins only; may take minutes).
   std::function<absl::StatusOr<xdeep::v1::RunProbesResponse>(const xdeep::v1::RunProbesRequest&)>
       run_probes;
-  // The Slurm partition of a job (for step verification).
-  std::function<absl::StatusOr<std::string>(uint32_t job_id)> job_partition;
+  // Whether Slurm holds a job whose AdminComment names the decision (a
+  // reservation is released on a failed-launch report only when it does not).
+  std::function<absl::StatusOr<bool>(const std::string& decision_id)> slurm_holds_job;
+  // Who may call Admit (slurmctld's user): names or numeric uids.
+  std::vector<std::string> controller_users;
 };
 
 class TuningService final : public xdeep::v1::Tuning::CallbackService {
@@ -47,9 +50,9 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
   grpc::ServerUnaryReactor* ListDecisions(grpc::CallbackServerContext* context,
                                           const xdeep::v1::ListDecisionsRequest* request,
                                           xdeep::v1::ListDecisionsResponse* response) override;
-  grpc::ServerUnaryReactor* VerifyStep(grpc::CallbackServerContext* context,
-                                       const xdeep::v1::VerifyStepRequest* request,
-                                       xdeep::v1::VerifyStepResponse* response) override;
+  grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* context,
+                                  const xdeep::v1::AdmitRequest* request,
+                                  xdeep::v1::AdmitResponse* response) override;
   grpc::ServerUnaryReactor* RunProbes(grpc::CallbackServerContext* context,
                                       const xdeep::v1::RunProbesRequest* request,
                                       xdeep::v1::RunProbesResponse* response) override;

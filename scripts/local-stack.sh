@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole product on this host: a Slurm cluster (several slurmd, fake GPUs),
-# xdeepd, and the plugin in the cluster's plugstack.
+# xdeepd running as its own user (xdeepd), the plugin in the cluster's
+# plugstack, and the controller-side hooks: job_submit.lua (strict partitions
+# admit only jobs with a reservation) and the jobcomp script (charges settle
+# from slurmctld's record of each finished job).
 #   scripts/local-stack.sh start DIR BUILD_DIR [--nodes N] [--gpus G]
 #   scripts/local-stack.sh stop DIR
 # After start: `source DIR/env` (SLURM_CONF); the daemon listens on DIR/xdeepd.sock.
@@ -8,20 +11,35 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ $# -ge 2 ]] || { sed -n '4,5p' "$0" >&2; exit 2; }
 action=$1 dir=$(realpath -m "$2")
+daemon_user=xdeepd
 
 case $action in
 start)
   build=$(realpath "$3"); shift 3
   mkdir -p "$dir"
+  # The daemon's own user owns its ledger, log and spool; Slurm runs as root.
+  id -u "$daemon_user" >/dev/null 2>&1 || useradd --system -M -s /usr/sbin/nologin "$daemon_user"
+  mkdir -p "$dir/jobcomp"
+  chown "$daemon_user": "$dir" "$dir/jobcomp"
+  chmod 0755 "$dir"
+  chmod 0700 "$dir/jobcomp"
   cat > "$dir/plugstack.conf" <<CONF
-required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open verify_steps=on
+required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open
 CONF
+  sed -e "s|^local ADMIT = .*|local ADMIT = \"$build/spank_plugin/xdeep-admit\"|" \
+      -e "s|^local DAEMON = .*|local DAEMON = \"unix://$dir/xdeepd.sock\"|" \
+      -e "s|^local STRICT = .*|local STRICT = { strict = true }|" \
+      "$root/etc/slurm/job_submit.lua" > "$dir/job_submit.lua"
+  sed -e "s|^spool=.*|spool=$dir/jobcomp|" -e "s|^slurm_conf=.*|slurm_conf=$dir/slurm.conf|" \
+      "$root/etc/slurm/xdeep-jobcomp.sh" > "$dir/xdeep-jobcomp.sh"
+  chmod 0755 "$dir/xdeep-jobcomp.sh"
   cat > "$dir/xdeepd.toml" <<CONF
 [server]
 listen = "unix://$dir/xdeepd.sock"
 ledger_interval_s = 2
 [store]
 path = "$dir/xdeep.db"
+jobcomp_spool = "$dir/jobcomp"
 [log]
 level = "info"
 file = "$dir/xdeepd.log"
@@ -33,7 +51,7 @@ price_per_gpu_hour = 2.5
 currency = "EUR"
 admins = ["root"]
 budget_period = "monthly"
-# Partition "strict": budgets refuse, and every step needs a reservation.
+# Partition "strict": budgets refuse, and slurmctld admits only jobs holding a reservation.
 [policy.partition.strict]
 enforcement = "strict"
 [budget.user."*"]
@@ -47,10 +65,13 @@ probe_path = "$build/profiler/xdeep-probe"
 reports_dir = "$dir/reports"
 CONF
   "$root/scripts/slurm-cluster.sh" start "$dir" --plugstack "$dir/plugstack.conf" \
-    --extra-partition strict "$@"
+    --extra-partition strict --job-submit "$dir/job_submit.lua" --jobcomp "$dir/xdeep-jobcomp.sh" "$@"
   source "$dir/env"
   export SLURM_CONF
-  setsid "$build/daemon/xdeepd" --config "$dir/xdeepd.toml" > "$dir/xdeepd.out" 2>&1 < /dev/null &
+  # setpriv execs (no wrapper process): the recorded pid is the daemon's own.
+  setsid setpriv --reuid="$daemon_user" --regid="$daemon_user" --init-groups \
+    "$build/daemon/xdeepd" --config "$dir/xdeepd.toml" \
+    > "$dir/xdeepd.out" 2>&1 < /dev/null &
   echo $! > "$dir/run/xdeepd.fgpid"
   for _ in $(seq 100); do
     [[ -S $dir/xdeepd.sock ]] && { echo "local-stack: xdeepd up on unix://$dir/xdeepd.sock"; exit 0; }

@@ -5,12 +5,14 @@
 #
 #   scripts/slurm-cluster.sh start DIR [--nodes N] [--gpus G] [--cpus C] [--plugstack FILE]
 #                                      [--extra-partition NAME]   (all nodes, not default)
+#                                      [--job-submit LUA] (slurmctld's job_submit/lua script)
+#                                      [--jobcomp SCRIPT] (jobcomp/script: run once per finished job)
 #   scripts/slurm-cluster.sh stop DIR
 #
 # After start, `source DIR/env` sets SLURM_CONF for every Slurm command.
 set -euo pipefail
 
-usage() { sed -n '6,10p' "$0" >&2; exit 2; }
+usage() { sed -n '6,12p' "$0" >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 action=$1 dir=$(realpath -m "$2"); shift 2
 
@@ -60,7 +62,7 @@ wait_idle() {
 
 case $action in
 start)
-  nodes=2 gpus=4 cpus=4 plugstack="" extra=""
+  nodes=2 gpus=4 cpus=4 plugstack="" extra="" job_submit="" jobcomp=""
   while [[ $# -gt 0 ]]; do
     case $1 in
       --nodes) nodes=$2; shift 2 ;;
@@ -68,6 +70,8 @@ start)
       --cpus) cpus=$2; shift 2 ;;
       --plugstack) plugstack=$(realpath "$2"); shift 2 ;;
       --extra-partition) extra=$2; shift 2 ;;
+      --job-submit) job_submit=$(realpath "$2"); shift 2 ;;
+      --jobcomp) jobcomp=$(realpath "$2"); shift 2 ;;
       *) usage ;;
     esac
   done
@@ -114,6 +118,12 @@ NodeName=n[1-$nodes] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((base + 1))-$
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
   [[ -z $extra ]] || echo "PartitionName=$extra Nodes=ALL Default=NO MaxTime=INFINITE State=UP" >> "$dir/slurm.conf"
+  # job_submit/lua reads job_submit.lua beside slurm.conf.
+  if [[ -n $job_submit ]]; then
+    [[ $job_submit == "$dir/job_submit.lua" ]] || cp "$job_submit" "$dir/job_submit.lua"
+    echo "JobSubmitPlugins=lua" >> "$dir/slurm.conf"
+  fi
+  [[ -z $jobcomp ]] || printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\n' "$jobcomp" >> "$dir/slurm.conf"
   cat > "$dir/gres.conf" <<CONF
 AutoDetect=off
 NodeName=n[1-$nodes] Name=gpu File=$dir/dev/fakegpu[0-$last_gpu]

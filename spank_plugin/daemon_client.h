@@ -52,6 +52,7 @@ struct TuneAnswer {
   uint64_t candidates_evaluated = 0;
   bool skipped = false;  // the daemon chose not to tune; the launch runs as written
   std::string skip_reason;
+  std::string admission_token;  // single-use proof of the reservation, for job_submit.lua
 };
 
 struct ReportQuery {
@@ -60,14 +61,23 @@ struct ReportQuery {
   int exit_code = -1;
   double elapsed_s = 0;
   std::vector<double> step_times_s;
-  bool launch_failed = false;  // the job never started: release, do not settle
-  bool final = false;          // the launch that owns the decision: settle it
+  bool launch_failed = false;  // the job never started: free the hold
+  bool final = false;          // the launch that owns the decision
 };
 
-struct StepQuery {
-  uint32_t job_id = 0, step_id = 0, job_uid = 0;
-  std::string decision_id;  // from the step's environment
-  int nodes = 0, tasks = 0;
+// What slurmctld's job_submit.lua asks (through xdeep-admit) of a submission.
+struct AdmitQuery {
+  std::string token;  // from the job's SPANK environment, may be empty or forged
+  uint32_t job_uid = 0;
+  std::string partition;
+  int nodes = 0;
+  std::string array;                                       // job array indices, empty = none
+  std::string tres_per_node, tres_per_job, tres_per_task;  // GPU request ("gres:gpu:4")
+};
+
+struct AdmitAnswer {
+  bool admitted = false;
+  std::string reason, decision_id;
 };
 
 struct ClientError {
@@ -89,9 +99,9 @@ class DaemonClient {
                     std::chrono::steady_clock::time_point deadline, ClientError* error) = 0;
   virtual bool Report(const ReportQuery& query, std::chrono::steady_clock::time_point deadline,
                       ClientError* error) = 0;
-  // From slurmstepd (root): may this step run? `allowed`/`reason` on success.
-  virtual bool VerifyStep(const StepQuery& query, std::chrono::steady_clock::time_point deadline,
-                          bool* allowed, std::string* reason, ClientError* error) = 0;
+  // From slurmctld's job_submit.lua (a controller user): may this job be submitted?
+  virtual bool Admit(const AdmitQuery& query, std::chrono::steady_clock::time_point deadline,
+                     AdmitAnswer* answer, ClientError* error) = 0;
 };
 
 // The directory holding xdeep_spank.so and its companions (ends with '/').

@@ -142,6 +142,7 @@ class GrpcDaemonClient final : public DaemonClient {
         answer->workload_name = d.workload_name();
         answer->currency = d.currency();
         answer->candidates_evaluated = d.candidates_evaluated();
+        answer->admission_token = d.admission_token();
         decided = true;
       }
     }
@@ -185,20 +186,23 @@ class GrpcDaemonClient final : public DaemonClient {
     return Unary(&v1::Tuning::Stub::Report, req, &resp, deadline, error);
   }
 
-  bool VerifyStep(const StepQuery& q, std::chrono::steady_clock::time_point deadline, bool* allowed,
-                  std::string* reason, ClientError* error) override {
-    v1::VerifyStepRequest req;
+  bool Admit(const AdmitQuery& q, std::chrono::steady_clock::time_point deadline,
+             AdmitAnswer* answer, ClientError* error) override {
+    v1::AdmitRequest req;
     req.set_credential(MungeCredential());
-    req.set_job_id(q.job_id);
-    req.set_step_id(q.step_id);
+    req.set_token(q.token);
     req.set_job_uid(q.job_uid);
-    req.set_decision_id(q.decision_id);
+    req.set_partition(q.partition);
     req.set_nodes(q.nodes);
-    req.set_tasks(q.tasks);
-    v1::VerifyStepResponse resp;
-    if (!Unary(&v1::Tuning::Stub::VerifyStep, req, &resp, deadline, error)) return false;
-    *allowed = resp.allowed();
-    *reason = resp.reason();
+    req.set_array(q.array);
+    req.set_tres_per_node(q.tres_per_node);
+    req.set_tres_per_job(q.tres_per_job);
+    req.set_tres_per_task(q.tres_per_task);
+    v1::AdmitResponse resp;
+    if (!Unary(&v1::Tuning::Stub::Admit, req, &resp, deadline, error)) return false;
+    answer->admitted = resp.admitted();
+    answer->reason = resp.reason();
+    answer->decision_id = resp.decision_id();
     return true;
   }
 

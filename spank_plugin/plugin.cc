@@ -1,16 +1,10 @@
 // Plugin behaviour per context (see plugin.h).
 #include "spank_plugin/plugin.h"
 
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,6 +21,12 @@ namespace {
 // job) is already tuned and must not tune again.
 constexpr const char* kGuardVar = "XDEEP_TUNED";
 constexpr const char* kGuardPidVar = "XDEEP_REEXEC_PID";
+// Carries the decision's admission token across the re-exec into the job's
+// SPANK environment, where job_submit.lua finds it; never left in the job.
+constexpr const char* kAdmissionVar = "XDEEP_ADMISSION";
+// What is left of the launch's timeout_ms after the decision, for Bind and
+// Report together: a hung daemon delays a tuned launch by timeout_ms at most.
+constexpr const char* kWaitLeftVar = "XDEEP_WAIT_LEFT_MS";
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -180,6 +180,18 @@ int Plugin::InitPostOpt(Launcher launcher,
     decision_id_ = guard;
     owns_launch_ = Env(kGuardPidVar) == std::to_string(getpid());
     if (!owns_launch_ && launcher != Launcher::kSrun) decision_id_.clear();
+    const std::string token = Env(kAdmissionVar);
+    unsetenv(kAdmissionVar);
+    if (owns_launch_ && !Env(kWaitLeftVar).empty()) {
+      wait_left_ = std::chrono::milliseconds(std::max(0, EnvInt(kWaitLeftVar)));
+    }
+    unsetenv(kWaitLeftVar);
+    if (owns_launch_ && !token.empty() &&
+        !(host_.set_job_env && host_.set_job_env(kAdmissionVar, token))) {
+      host_.info(
+          "xdeep: warning: cannot pass the admission token to slurmctld; a strict "
+          "partition will refuse the job");
+    }
     return 0;
   }
   std::string error;
@@ -253,12 +265,31 @@ int Plugin::InitPostOpt(Launcher launcher,
   }
   setenv(kGuardVar, answer.decision_id.c_str(), 1);
   setenv(kGuardPidVar, std::to_string(getpid()).c_str(), 1);
+  if (!answer.admission_token.empty()) setenv(kAdmissionVar, answer.admission_token.c_str(), 1);
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started_);
+  const int64_t left = std::max<int64_t>(0, config_.timeout_ms - spent.count());
+  setenv(kWaitLeftVar, std::to_string(left).c_str(), 1);
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
   host_.reexec(RewriteLaunch(argv, first_command, shape));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
+  unsetenv(kAdmissionVar);
+  unsetenv(kWaitLeftVar);
   host_.info("xdeep: warning: could not re-execute the launch; running it unchanged");
   return 0;
+}
+
+std::chrono::steady_clock::time_point Plugin::WaitDeadline() const {
+  return std::chrono::steady_clock::now() +
+         wait_left_.value_or(std::chrono::milliseconds(config_.timeout_ms));
+}
+
+void Plugin::WaitSpent(std::chrono::steady_clock::time_point since) {
+  if (!wait_left_) return;
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - since);
+  wait_left_ = std::max(std::chrono::milliseconds(0), *wait_left_ - spent);
 }
 
 void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
@@ -267,9 +298,10 @@ void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
   DaemonClient* client = Client(&error);
   if (client == nullptr) return;
   ClientError client_error;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-  if (!client->Bind(decision_id_, job_id, step_id, deadline, &client_error)) {
+  const auto asked = std::chrono::steady_clock::now();
+  const bool bound = client->Bind(decision_id_, job_id, step_id, WaitDeadline(), &client_error);
+  WaitSpent(asked);
+  if (!bound) {
     host_.info("xdeep: warning: could not bind job " + std::to_string(job_id) +
                " to its decision: " + client_error.message);
   }
@@ -300,92 +332,9 @@ void Plugin::LocalExit(uint32_t job_id) {
     while (in >> t) report.step_times_s.push_back(t);
   }
   ClientError client_error;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-  if (!client->Report(report, deadline, &client_error)) {
+  if (!client->Report(report, WaitDeadline(), &client_error)) {
     host_.info("xdeep: warning: could not report the outcome: " + client_error.message);
   }
-}
-
-int Plugin::RemoteVerifyStep(const StepQuery& step) {
-  if (!config_.verify_steps) return 0;
-  std::string output;
-  const int rc = host_.check_step(step, config_, &output);
-  if (rc == 0) return 0;
-  if (rc == 1) {
-    host_.error("xdeep: step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
-                " refused: " + output +
-                "; launch it with srun --xdeep-tune on a submit host running the xdeep plugin");
-    return -1;
-  }
-  if (config_.fail_closed) {
-    host_.error("xdeep: cannot verify the step's reservation (" + output + "); refused");
-    return -1;
-  }
-  host_.info("xdeep: warning: cannot verify the step's reservation (" + output + ")");
-  return 0;
-}
-
-int RunStepCheck(const StepQuery& step, const PluginConfig& config, std::string* output) {
-  const std::string exe = PluginDirectory() + "xdeep-step-check";
-  std::vector<std::string> args = {exe,
-                                   "--daemon=" + config.daemon,
-                                   "--timeout-ms=" + std::to_string(config.timeout_ms),
-                                   "--job=" + std::to_string(step.job_id),
-                                   "--step=" + std::to_string(step.step_id),
-                                   "--uid=" + std::to_string(step.job_uid),
-                                   "--nodes=" + std::to_string(step.nodes),
-                                   "--tasks=" + std::to_string(step.tasks)};
-  if (!step.decision_id.empty()) args.push_back("--decision=" + step.decision_id);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    *output = "pipe failed";
-    return 3;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  pid_t pid = 0;
-  char* empty_env[] = {nullptr};
-  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), empty_env);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    *output = "cannot run " + exe + ": " + std::strerror(rc);
-    return 3;
-  }
-  // The helper enforces its own deadline; this one only guards against a wedge.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config.timeout_ms + 2000);
-  std::string text;
-  char buffer[512];
-  pollfd fd{out[0], POLLIN, 0};
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (poll(&fd, 1, 50) > 0) {
-      ssize_t n = read(out[0], buffer, sizeof buffer);
-      if (n <= 0) break;
-      text.append(buffer, static_cast<size_t>(n));
-    }
-  }
-  close(out[0]);
-  int status = 0;
-  // Its output closed; give it until the deadline to exit.
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      *output = "xdeep-step-check timed out";
-      return 3;
-    }
-    usleep(2000);
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  *output = text;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
 }
 
 }  // namespace xdeep::spank

@@ -4,12 +4,16 @@
 //   srun (local):        Init -> option callbacks -> InitPostOpt (ask, re-exec)
 //                        -> LocalUserInit (bind job) -> LocalExit (report)
 //   sbatch/salloc:       Init -> option callbacks -> InitPostOpt (ask, re-exec)
-//   slurmstepd (remote): Init -> option callbacks (the environment passes on)
+//   slurmstepd (remote): Init -> option callbacks (the environment passes on);
+//                        nothing that could fail a step (a failed batch step
+//                        drains its node): strict partitions are enforced at
+//                        submission by slurmctld's job_submit.lua instead.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +24,6 @@
 namespace xdeep::spank {
 
 // What the plugin needs from its host process.
-// Spawns xdeep-step-check (beside the plugin) with the step and waits for it
-// at most config.timeout_ms; a separate process keeps gRPC's threads out of
-// slurmstepd, which forks the tasks.
-int RunStepCheck(const StepQuery& step, const PluginConfig& config, std::string* output);
-
 struct Host {
   std::function<void(const std::string&)> info;   // a line for the user
   std::function<void(const std::string&)> error;  // a line for the user, as an error
@@ -32,9 +31,9 @@ struct Host {
   std::function<void(const std::vector<std::string>&)> reexec;
   // Ends the process without launching (explain mode).
   std::function<void()> exit_without_launch;
-  // Runs xdeep-step-check for a step; returns its exit status (0 allowed,
-  // 1 refused, other: the daemon could not answer) and its one-line output.
-  std::function<int(const StepQuery&, const PluginConfig&, std::string*)> check_step = RunStepCheck;
+  // Puts NAME=value in the job's SPANK environment, which slurmctld's
+  // job_submit.lua reads (spank_job_control_setenv); false on failure.
+  std::function<bool(const std::string& name, const std::string& value)> set_job_env;
   // Loads the gRPC client (dlopen); replaced in tests.
   std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
       LoadDaemonClient;
@@ -59,9 +58,6 @@ class Plugin {
   void LocalUserInit(uint32_t job_id, uint32_t step_id);
   // srun, at the end.
   void LocalExit(uint32_t job_id);
-  // slurmstepd (root), before the step's tasks start: 0 to run, -1 to refuse.
-  int RemoteVerifyStep(const StepQuery& step);
-
   const PluginConfig& config() const { return config_; }
   // This process re-executed itself with a decision it must bind and settle.
   bool owns_launch() const { return owns_launch_; }
@@ -69,6 +65,10 @@ class Plugin {
  private:
   int Refuse(const std::string& message);
   DaemonClient* Client(std::string* error);
+  // Deadline of the next daemon call: the launch's leftover budget (the
+  // re-executed launch) or a fresh timeout_ms.
+  std::chrono::steady_clock::time_point WaitDeadline() const;
+  void WaitSpent(std::chrono::steady_clock::time_point since);
   bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
                   int first_command, TuneQuery* query, std::string* error, bool* skip);
 
@@ -80,6 +80,7 @@ class Plugin {
   bool owns_launch_ = false;
   bool reported_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::optional<std::chrono::milliseconds> wait_left_;
 };
 
 }  // namespace xdeep::spank

@@ -19,7 +19,7 @@ bool ParsePluginConfig(const std::vector<std::string>& args, PluginConfig* confi
     };
     if (eq == std::string::npos || value.empty()) {
       *error = "plugstack.conf: argument '" + arg +
-               "' must be key=value; known keys: daemon, default, timeout_ms, fail, verify_steps";
+               "' must be key=value; known keys: daemon, default, timeout_ms, fail";
       return false;
     }
     if (key == "daemon") {
@@ -37,12 +37,9 @@ bool ParsePluginConfig(const std::vector<std::string>& args, PluginConfig* confi
     } else if (key == "fail") {
       if (value != "open" && value != "closed") return bad("use fail=open or fail=closed");
       result.fail_closed = value == "closed";
-    } else if (key == "verify_steps") {
-      if (value != "on" && value != "off") return bad("use verify_steps=on or verify_steps=off");
-      result.verify_steps = value == "on";
     } else {
       *error = "plugstack.conf: unknown argument '" + key +
-               "'; known keys: daemon, default, timeout_ms, fail, verify_steps";
+               "'; known keys: daemon, default, timeout_ms, fail";
       return false;
     }
   }

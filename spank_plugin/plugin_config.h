@@ -14,9 +14,6 @@ struct PluginConfig {
   bool default_on = false;   // tune launches that did not ask for it
   int timeout_ms = 3000;     // longest wait for a decision before failing open/closed
   bool fail_closed = false;  // daemon unavailable: refuse the launch instead of running it
-  // Compute nodes ask the daemon whether each step holds a valid reservation
-  // (strict enforcement; the node's own plugstack sets it).
-  bool verify_steps = false;
 };
 
 // Parses plugstack arguments; on error returns false and sets `error` to one

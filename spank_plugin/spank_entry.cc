@@ -30,6 +30,9 @@ using xdeep::spank::Launcher;
 using xdeep::spank::OptionId;
 using xdeep::spank::Plugin;
 
+// The handle of the hook running now (set_job_env needs it).
+spank_t g_spank = nullptr;
+
 Plugin& Instance() {
   static Plugin plugin(xdeep::spank::Host{
       .info = [](const std::string& line) { slurm_spank_log("%s", line.c_str()); },
@@ -47,6 +50,12 @@ Plugin& Instance() {
           [] {
             std::fflush(nullptr);
             std::exit(0);
+          },
+      .set_job_env =
+          [](const std::string& name, const std::string& value) {
+            return g_spank != nullptr &&
+                   spank_job_control_setenv(g_spank, name.c_str(), value.c_str(), 1) ==
+                       ESPANK_SUCCESS;
           },
   });
   return plugin;
@@ -105,41 +114,20 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
   return Guarded("init", [&] {
     const spank_context_t ctx = spank_context();
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return 0;
-    if (Instance().Init(std::vector<std::string>(av, av + ac)) != 0) return -1;
+    // In slurmstepd a failure would fail the step, and a failed batch step
+    // drains the node: the submit side has reported a bad plugstack line already.
+    if (Instance().Init(std::vector<std::string>(av, av + ac)) != 0 && ctx != S_CTX_REMOTE) {
+      return -1;
+    }
     return RegisterOptions(sp);
   });
-}
-
-// Step ids Slurm uses for the extern container step (pam_slurm_adopt); it runs
-// no user work, so it needs no reservation.
-constexpr uint32_t kExternStep = 0xfffffffc;
-
-static int VerifyRemoteStep(spank_t sp) {
-  xdeep::spank::StepQuery q;
-  uint32_t nnodes = 0, ntasks = 0;
-  uid_t uid = 0;
-  spank_get_item(sp, S_JOB_ID, &q.job_id);
-  spank_get_item(sp, S_JOB_STEPID, &q.step_id);
-  spank_get_item(sp, S_JOB_UID, &uid);
-  spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
-  if (q.step_id == kExternStep) return 0;
-  q.job_uid = uid;
-  q.nodes = static_cast<int>(nnodes);
-  q.tasks = static_cast<int>(ntasks);
-  char decision[128] = {};
-  if (spank_getenv(sp, "XDEEP_DECISION_ID", decision, sizeof decision) == ESPANK_SUCCESS) {
-    q.decision_id = decision;
-  }
-  return Instance().RemoteVerifyStep(q);
 }
 
 extern "C" int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
   return Guarded("init_post_opt", [&] {
     const spank_context_t ctx = spank_context();
-    // On the compute node, still root: check the step before its tasks exist.
-    if (ctx == S_CTX_REMOTE) return VerifyRemoteStep(sp);
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
+    g_spank = sp;
     // After option parsing, libc's optind indexes the user's command.
     const Launcher launcher = ctx == S_CTX_LOCAL ? Launcher::kSrun : AllocatorLauncher();
     int rc = Instance().InitPostOpt(launcher, xdeep::spank::ReadSelfCmdline, optind);

@@ -57,10 +57,11 @@ Misalignment MisalignmentOf(double m, double n, double k, GemmLayout layout, int
   return {ClassOf(in), ClassOf(an)};
 }
 
-double RateFactor(const GemmFit& f, const Misalignment& a) {
-  if (a.input >= 0) return f.misaligned_input[a.input];
-  if (a.output >= 0) return f.misaligned_output[a.output];
-  return 1.0;
+double RateFactor(const GemmFit& f, const Misalignment& a, GemmLayout layout) {
+  const double l = f.layout_rate[static_cast<int>(layout)];
+  if (a.input >= 0) return l * f.misaligned_input[a.input];
+  if (a.output >= 0) return l * f.misaligned_output[a.output];
+  return l;
 }
 
 double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor) {
@@ -113,6 +114,8 @@ std::vector<double> ToVector(const GemmFit& f) {
                            std::log(f.store_bandwidth), Logit(f.wave_quantisation)};
   for (double a : f.misaligned_input) x.push_back(Logit(a));
   for (double a : f.misaligned_output) x.push_back(Logit(a));
+  x.push_back(std::log(f.layout_rate[1]));
+  x.push_back(std::log(f.layout_rate[2]));
   return x;
 }
 
@@ -129,6 +132,8 @@ void FromVector(const std::vector<double>& x, GemmFit* f) {
     f->misaligned_input[i] = 1.0 / (1.0 + std::exp(-x[kShape + i]));
     f->misaligned_output[i] = 1.0 / (1.0 + std::exp(-x[kShape + 3 + i]));
   }
+  f->layout_rate[1] = std::exp(x[kShape + 6]);
+  f->layout_rate[2] = std::exp(x[kShape + 7]);
 }
 
 // Nelder-Mead over the coordinates in `free` (the others stay at x0's).
@@ -204,9 +209,11 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
   const double compute =
       f.roofline_only
           ? 2.0 * m * n * k / f.peak_flops
-          : ComputeSeconds(f, m, n, k, RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes)));
+          : ComputeSeconds(f, m, n, k, RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
   const double memory = f.element_bytes * (m * k + k * n + m * n) / f.bandwidth;
-  return std::max(compute, memory) + f.fixed_s;
+  // A streaming GEMM overlaps its launch with its reads: the floor is the
+  // bytes alone.
+  return std::max(compute + f.fixed_s, memory);
 }
 
 GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
@@ -247,6 +254,12 @@ GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& s
   std::vector<int> free = {0};
   if (points.size() >= 8) {
     free = {0, 1, 2, 3, 5, 6, 7};
+    bool has_layout[3] = {false, false, false};
+    for (const GemmPoint& p : points) has_layout[static_cast<int>(p.layout)] = true;
+    // Layouts against forward's, where both were measured.
+    for (int l = 1; l < 3; ++l) {
+      if (has_layout[0] && has_layout[l]) free.push_back(kShape + 5 + l);
+    }
     for (int c = 0; c < 3; ++c) {
       if (has_input[c]) free.push_back(kShape + c);
       if (has_output[c]) free.push_back(kShape + 3 + c);
@@ -255,7 +268,7 @@ GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& s
   std::vector<double> x = ToVector(fit);
   // Restarts from the best point so far: the simplex collapses on the
   // plateaus that the ceilings (tiles, waves, k steps) make.
-  for (int round = 0; round < 4; ++round) x = Minimise(cost, x, free, 1500);
+  for (int round = 0; round < 8; ++round) x = Minimise(cost, x, free, 2500);
   FromVector(x, &fit);
   // A misaligned class not measured takes the next less aligned class's
   // factor, or the next better aligned one's; a class is never slower than a

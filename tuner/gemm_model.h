@@ -60,6 +60,10 @@ struct GemmFit {
   // is 2, 4 or 8 bytes aligned (16: 1), and where only the output's is.
   std::array<double, 3> misaligned_input = {0.2, 0.4, 0.7};
   std::array<double, 3> misaligned_output = {0.5, 0.7, 0.9};
+  // Rate factor per layout against forward's (indexed by GemmLayout): which
+  // operands are k-major decides whether the kernel transposes one on its
+  // way to the tensor cores (tf32 kernels most of all).
+  std::array<double, 3> layout_rate = {1.0, 1.0, 1.0};
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tuner/modeling/model.h"
+#include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
@@ -740,8 +741,11 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         x.push_back(f->ranks);
         y.push_back(f->latency_s);
       }
-      auto model = modeling::FitCurve(x, y);
-      if (!model.ok()) continue;  // keep the interpolation's extrapolation
+      // xdeep's default modeler: Extra-P's model unless the robust one
+      // extrapolates clearly better (tuner/modeling/model_selection.h).
+      auto selected = modeling::FitCurveSelected(x, y);
+      if (!selected.ok()) continue;  // keep the interpolation's extrapolation
+      const modeling::Model* model = &selected->model;
       const CollectiveFit& last = *fits.back();
       double floor = last.latency_s;
       for (int r = 2 * last.ranks; r <= 65536; r *= 2) {
@@ -749,10 +753,14 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         floor = std::max(floor, model->Evaluate(static_cast<double>(r)));
         extra.push_back({last.op, last.scope, r, floor, last.busbw_gbps});
       }
-      if (extrapolated.empty()) {
-        extrapolated = absl::StrCat(" (collective latency past ", last.ranks,
-                                    " ranks extrapolated by a PMNF fit)");
-      }
+      // Every fitted model in the label: expression, modeler, CV error.
+      static const std::string kRanks[] = {"ranks"};
+      static constexpr const char* kOpNames[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                 "send_recv"};  // CollectiveOp's order
+      absl::StrAppend(&extrapolated, extrapolated.empty() ? "" : "; ",
+                      kOpNames[static_cast<int>(last.op)],
+                      last.scope == FabricScope::kIntraNode ? " intra-node" : " inter-node",
+                      " past ", last.ranks, " ranks: ", selected->Explain(kRanks));
     }
     hw.collectives.insert(hw.collectives.end(), extra.begin(), extra.end());
   }
@@ -786,6 +794,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     }
     filled =
         absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
+  }
+  if (!extrapolated.empty()) {
+    extrapolated =
+        absl::StrCat(" (collective latency extrapolated by a PMNF fit: ", extrapolated, ")");
   }
   FitGemmModels(&hw);
   const GemmFit& bf16 = hw.gemm_fits[static_cast<int>(DType::kBf16)];

@@ -77,8 +77,8 @@ std::string& WorkloadDir() {
 
 // The workload as measure_pytorch.py trains it: AdamW, bf16 autocast; FSDP
 // gathers GPT units in bf16 but keeps ResNet-50's parameters fp32 (BatchNorm).
-// Under --workloads, the model's workload file as written, FSDP gathering
-// transformers in bf16 and CNNs in fp32 as library_suite.py does.
+// Under --workloads, the model's workload file as written (its settings say
+// how library_suite.py trains it).
 absl::StatusOr<Workload> ScriptWorkload(const std::string& model) {
   if (!WorkloadDir().empty()) {
     const std::string path = WorkloadDir() + "/" + model + ".toml";
@@ -86,9 +86,7 @@ absl::StatusOr<Workload> ScriptWorkload(const std::string& model) {
     if (!ReadFile(path, &text)) {
       return absl::NotFoundError("no workload file " + path + " for model " + model);
     }
-    auto w = tuner::ParseWorkloadToml(text, path);
-    if (w.ok()) w->fsdp_16bit_params = w->family != tuner::ModelFamily::kCnn;
-    return w;
+    return tuner::ParseWorkloadToml(text, path);
   }
   auto w = tuner::PresetWorkload(model);
   if (!w.ok()) return w.status();

@@ -253,6 +253,10 @@ TEST_F(DecisionMakerTest, RealRunsCorrectLaterPredictions) {
     EXPECT_LT(ratio, 2.0);
   }
   EXPECT_NE(std::find(stages_.begin(), stages_.end(), "fit"), stages_.end());
+  // The explanation names the fitted correction (one run: interpolated).
+  EXPECT_NE(second->explanation().find("step time corrected from 1 real run(s): measured/predicted"),
+            std::string::npos)
+      << second->explanation();
 }
 
 TEST_F(DecisionMakerTest, ImplicitLaunchFollowsPartitionDefault) {

@@ -1,11 +1,17 @@
 // ledger_load: many users launching at once against a real xdeepd, for the
 // ledger's concurrency and crash tests (tests/integration/test_ledger.py).
 //
-// Forks one process per user, each switching to its own uid so that MUNGE
-// vouches for a distinct user, then runs Tune -> Bind -> Report like a tuned
-// srun would, retrying through daemon restarts. Each process writes what the
-// daemon told it to OUT/<uid>.txt:
-//   settled <decision> <cost>   refused <reason>   lost <decision|-> <why>
+// Users (default): forks one process per user, each switching to its own uid
+// so that MUNGE vouches for a distinct user, then runs Tune like a tuned srun
+// would, and a hostile Report (negative elapsed time, "launch failed") that
+// must change nothing; retries through daemon restarts. Each process writes
+// what the daemon told it to OUT/<uid>.txt:
+//   reserved <decision> <token> <gpus>   refused <reason>   lost <decision|-> <why>
+// Controller (--controller, as root): plays slurmctld for every reserved
+// decision in OUT: Admit (job_submit.lua's call), then a job-completion record
+// in SPOOL as xdeep-jobcomp.sh writes it, one job per decision, some records
+// delivered twice. Writes OUT/jobs/<n>.txt: job <id> <decision> <uid> <cost>.
+#include <fmt/format.h>
 #include <grp.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/wait.h>
@@ -14,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -28,8 +35,9 @@ namespace v1 = xdeep::v1;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::string daemon, out, partition = "strict", workload = "gpt-125m";
-  int users = 50, launches = 20, uid_base = 20001, retry_s = 60;
+  std::string daemon, out, spool, partition = "strict", workload = "gpt-125m";
+  int users = 50, launches = 20, uid_base = 20001, retry_s = 60, controllers = 4;
+  double price_per_gpu_hour = 2.5;
 };
 
 bool Retryable(const grpc::Status& s) {
@@ -94,32 +102,17 @@ int RunUser(const Options& o, int index) {
       }
       continue;
     }
+    // The client's word settles nothing: a report that the launch failed,
+    // with a negative run time, for a decision whose job will run.
     const uint32_t job = static_cast<uint32_t>(uid) * 1000 + static_cast<uint32_t>(k);
-    s = WithRetry(o, [&] {
-      v1::BindRequest req;
-      req.set_credential(xdeep::spank::MungeCredential());
-      req.set_decision_id(decision.decision_id());
-      req.set_job_id(job);
-      v1::BindResponse resp;
-      grpc::ClientContext ctx;
-      Deadline(ctx);
-      return stub->Bind(&ctx, req, &resp);
-    });
-    if (!s.ok()) {
-      out << "lost " << decision.decision_id() << " bind " << s.error_message() << "\n";
-      continue;
-    }
-    // The job ran for part of its predicted time.
-    const double elapsed = decision.prediction().time_to_solution_s() * fraction(rng);
-    v1::ReportResponse resp;
     s = WithRetry(o, [&] {
       v1::ReportRequest req;
       req.set_credential(xdeep::spank::MungeCredential());
       req.set_decision_id(decision.decision_id());
       req.set_job_id(job);
-      req.set_exit_code(0);
-      req.set_elapsed_s(elapsed);
+      req.set_elapsed_s(-1e6);
       req.set_final(true);
+      v1::ReportResponse resp;
       grpc::ClientContext ctx;
       Deadline(ctx);
       return stub->Report(&ctx, req, &resp);
@@ -128,7 +121,87 @@ int RunUser(const Options& o, int index) {
       out << "lost " << decision.decision_id() << " report " << s.error_message() << "\n";
       continue;
     }
-    out << "settled " << decision.decision_id() << " " << resp.settled_cost() << "\n";
+    out << "reserved " << decision.decision_id() << " " << decision.admission_token() << " "
+        << decision.config().nodes() * decision.config().gpus_per_node() << "\n";
+    out.flush();
+  }
+  return 0;
+}
+
+struct Reserved {
+  std::string decision, token;
+  uint32_t uid = 0;
+  int gpus = 0;
+};
+
+std::vector<Reserved> ReadReserved(const Options& o) {
+  std::vector<Reserved> all;
+  for (int i = 0; i < o.users; ++i) {
+    const uint32_t uid = static_cast<uint32_t>(o.uid_base + i);
+    std::ifstream in(o.out + "/" + std::to_string(uid) + ".txt");
+    std::string kind;
+    while (in >> kind) {
+      if (kind == "reserved") {
+        Reserved r;
+        r.uid = uid;
+        in >> r.decision >> r.token >> r.gpus;
+        all.push_back(r);
+      }
+      std::string rest;
+      std::getline(in, rest);
+    }
+  }
+  return all;
+}
+
+// Admits and completes every `stride`-th reserved decision from `first`.
+int RunController(const Options& o, const std::vector<Reserved>& all, int first, int stride) {
+  std::ofstream out(o.out + "/jobs/" + std::to_string(first) + ".txt");
+  out.precision(17);
+  auto stub =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+  std::mt19937 rng(static_cast<unsigned>(first) + 7);
+  std::uniform_int_distribution<int> run_s(1, 7200);
+  for (size_t i = static_cast<size_t>(first); i < all.size(); i += static_cast<size_t>(stride)) {
+    const Reserved& r = all[i];
+    v1::AdmitResponse resp;
+    grpc::Status s = WithRetry(o, [&] {
+      v1::AdmitRequest req;
+      req.set_credential(xdeep::spank::MungeCredential());
+      req.set_token(r.token);
+      req.set_job_uid(r.uid);
+      req.set_partition(o.partition);
+      grpc::ClientContext ctx;
+      Deadline(ctx);
+      return stub->Admit(&ctx, req, &resp);
+    });
+    if (!s.ok()) {
+      std::cerr << "ledger_load: admit failed for good: " << s.error_message() << "\n";
+      return 1;
+    }
+    // "Already used": an earlier try got through before the daemon died.
+    if (!resp.admitted() && resp.reason().find("already used") == std::string::npos) {
+      std::cerr << "ledger_load: " << r.decision << " refused: " << resp.reason() << "\n";
+      return 1;
+    }
+    const uint32_t job = 100000 + static_cast<uint32_t>(i);
+    const int64_t start = 1700000000 + static_cast<int64_t>(i);
+    const int seconds = run_s(rng);
+    const std::string name = std::to_string(job) + "." + std::to_string(start);
+    const std::string record = fmt::format(
+        "JOBID={}\nUID={}\nSTART={}\nEND={}\nNODECNT=1\nPARTITION={}\nJOBSTATE=COMPLETED\n"
+        "BATCH=yes\nUSERNAME=u{}\nACCOUNT=\nTRES=cpu=1,node=1,gres/gpu={}\n"
+        "ADMINCOMMENT=xdeep:{}\n",
+        job, r.uid, start, start + seconds, o.partition, r.uid, r.gpus, r.decision);
+    // Written aside and renamed, as xdeep-jobcomp.sh does; every fifth twice.
+    for (int copy = 0; copy < (i % 5 == 0 ? 2 : 1); ++copy) {
+      const std::string tmp = o.spool + "/." + name + "." + std::to_string(copy);
+      std::ofstream(tmp) << record;
+      std::rename(tmp.c_str(), (o.spool + "/" + name + ".job").c_str());
+      if (copy == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    out << "job " << job << " " << r.decision << " " << r.uid << " "
+        << r.gpus * seconds / 3600.0 * o.price_per_gpu_hour << "\n";
     out.flush();
   }
   return 0;
@@ -147,13 +220,24 @@ int main(int argc, char** argv) {
   app.add_option("--partition", o.partition);
   app.add_option("--workload", o.workload);
   app.add_option("--retry-s", o.retry_s);
+  bool controller = false;
+  app.add_flag("--controller", controller, "play slurmctld for the decisions in --out");
+  app.add_option("--spool", o.spool, "the daemon's jobcomp spool (--controller)");
+  app.add_option("--controllers", o.controllers, "concurrent controller processes");
+  app.add_option("--price", o.price_per_gpu_hour);
   CLI11_PARSE(app, argc, argv);
 
+  std::vector<Reserved> reserved;
+  if (controller) {
+    reserved = ReadReserved(o);
+    std::filesystem::create_directories(o.out + "/jobs");
+  }
+  const int processes = controller ? o.controllers : o.users;
   // No gRPC before fork: every child builds its own channel.
   std::vector<pid_t> children;
-  for (int i = 0; i < o.users; ++i) {
+  for (int i = 0; i < processes; ++i) {
     pid_t pid = fork();
-    if (pid == 0) _exit(RunUser(o, i));
+    if (pid == 0) _exit(controller ? RunController(o, reserved, i, processes) : RunUser(o, i));
     if (pid < 0) {
       std::perror("fork");
       return 2;
@@ -166,7 +250,7 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
   }
-  std::cout << "ledger_load: " << o.users << " users x " << o.launches << " launches done, "
-            << failures << " user processes failed\n";
+  std::cout << "ledger_load: " << processes << (controller ? " controller" : " user")
+            << " processes done, " << failures << " failed\n";
   return failures == 0 ? 0 : 1;
 }

@@ -1,5 +1,6 @@
-// The budget ledger: reserve, bind, settle, release, expire; atomic budget
-// checks across connections; idempotent settlement.
+// The budget ledger: reserve, admit (single-use token), charge from Slurm's
+// record, release, expire; atomic budget checks across connections;
+// idempotent charges.
 #include "daemon/ledger.h"
 
 #include <gtest/gtest.h>
@@ -22,33 +23,118 @@ Charge ChargeOf(const std::string& id, double amount, const std::string& user = 
   c.nodes = 1;
   c.gpus = 4;
   c.price_per_gpu_hour = 2.0;
+  c.admission_token = "tok-" + id;
   return c;
 }
 
-TEST(LedgerTest, LifecycleAndIdempotentSettlement) {
+JobUsage RunOf(uint32_t job, int64_t start, int64_t end, const std::string& decision,
+               uint32_t uid = 1000, int gpus = 4) {
+  JobUsage u;
+  u.job_id = job;
+  u.start_unix = start;
+  u.end_unix = end;
+  u.uid = uid;
+  u.user = uid == 1000 ? "alice" : "mallory";
+  u.partition = "gpu";
+  u.nodes = 1;
+  u.gpus = gpus;
+  u.decision_id = decision;
+  u.price_per_gpu_hour = 3.0;
+  return u;
+}
+
+absl::StatusOr<Admission> AdmitOf(Ledger& l, const std::string& token, uint32_t uid = 1000,
+                                  int nodes = 1, int tasks = 1, double limit = 0) {
+  AdmitAsk ask;
+  ask.partition = "gpu";
+  ask.nodes = nodes;
+  ask.array_tasks = tasks;
+  return l.Admit(
+      token, uid, ask,
+      [limit](const std::string& user, const std::string&) {
+        return std::vector<BudgetScope>{{"user", user, limit}};
+      },
+      0, 1001, 60);
+}
+
+TEST(LedgerTest, LifecycleAndIdempotentCharges) {
   auto ledger = Ledger::Open(":memory:");
   ASSERT_TRUE(ledger.ok());
   Ledger& l = **ledger;
   ASSERT_TRUE(l.Reserve(ChargeOf("d1", 10), {{"user", "alice", 100}}, 0, 1000, 60).ok());
   EXPECT_EQ(l.Reserve(ChargeOf("d1", 10), {}, 0, 1000, 60).code(),
             absl::StatusCode::kAlreadyExists);
-  ASSERT_TRUE(l.Bind("d1", 1000, 7, 1001, 60).ok());
-  EXPECT_TRUE(l.Bind("d1", 1000, 7, 1001, 60).ok());
-  EXPECT_FALSE(l.Bind("d1", 1000, 8, 1001, 60).ok()) << "bound to another job";
-  EXPECT_FALSE(l.Bind("d1", 999, 7, 1001, 60).ok()) << "another user";
-  // 4 GPUs x 1.5 h x 2.0 = 12.
-  auto cost = l.Settle("d1", 1000, 5400, 2000);
-  ASSERT_TRUE(cost.ok());
+  EXPECT_EQ(AdmitOf(l, "tok-d1", 999).status().code(), absl::StatusCode::kPermissionDenied)
+      << "another user's token";
+  EXPECT_EQ(AdmitOf(l, "tok-d1", 1000, 2).status().code(), absl::StatusCode::kPermissionDenied)
+      << "more nodes than reserved";
+  AdmitAsk greedy;
+  greedy.partition = "gpu";
+  greedy.gpus_per_node = 8;
+  EXPECT_EQ(l.Admit("tok-d1", 1000, greedy, nullptr, 0, 1001, 60).status().code(),
+            absl::StatusCode::kPermissionDenied)
+      << "more GPUs per node than reserved";
+  greedy.gpus_per_node = 0;
+  greedy.partition = "debug";
+  EXPECT_EQ(l.Admit("tok-d1", 1000, greedy, nullptr, 0, 1001, 60).status().code(),
+            absl::StatusCode::kPermissionDenied)
+      << "another partition";
+  auto admitted = AdmitOf(l, "tok-d1");
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  EXPECT_EQ(admitted->decision_id, "d1");
+  EXPECT_EQ(l.Get("d1")->state, "bound");
+  auto replay = AdmitOf(l, "tok-d1");
+  EXPECT_EQ(replay.status().code(), absl::StatusCode::kPermissionDenied) << "single use";
+  EXPECT_NE(std::string(replay.status().message()).find("already used"), std::string::npos);
+  // A client's failed-launch report cannot free a hold the controller bound.
+  ASSERT_TRUE(l.Release("d1", 1000, 1002).ok());
+  EXPECT_EQ(l.Get("d1")->state, "bound");
+  // Slurm's record: 4 GPUs x 1.5 h at the reservation's 2.0 = 12.
+  auto cost = l.ChargeJob(RunOf(7, 2000, 2000 + 5400, "d1"), 9000);
+  ASSERT_TRUE(cost.ok()) << cost.status();
   EXPECT_DOUBLE_EQ(*cost, 12.0);
-  auto again = l.Settle("d1", 1000, 99999, 3000);
+  auto again = l.ChargeJob(RunOf(7, 2000, 2000 + 99999, "d1"), 9100);
   ASSERT_TRUE(again.ok());
-  EXPECT_DOUBLE_EQ(*again, 12.0) << "a repeated report must not charge twice";
-  EXPECT_TRUE(l.Release("d1", 1000, 3000).ok());
-  EXPECT_DOUBLE_EQ(*l.TotalSettled(), 12.0) << "release after settle changes nothing";
+  EXPECT_DOUBLE_EQ(*again, 12.0) << "a record delivered twice is charged once";
+  EXPECT_EQ(l.Get("d1")->state, "settled");
+  EXPECT_EQ(*l.Get("d1")->job_id, 7u);
+  EXPECT_DOUBLE_EQ(*l.TotalSettled(), 12.0);
   auto use = l.Use({{"user", "alice", 100}}, 0);
   ASSERT_TRUE(use.ok());
   EXPECT_DOUBLE_EQ(use->front().spent, 12.0);
   EXPECT_DOUBLE_EQ(use->front().reserved, 0.0);
+}
+
+TEST(LedgerTest, EveryArrayTaskAndRequeuedRunIsCharged) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  ASSERT_TRUE(l.Reserve(ChargeOf("arr", 10), {{"user", "alice", 35}}, 0, 1000, 60).ok());
+  EXPECT_EQ(AdmitOf(l, "tok-arr", 1000, 1, 4, 35).status().code(),
+            absl::StatusCode::kPermissionDenied)
+      << "4 tasks x 10 exceed 35";
+  auto admitted = AdmitOf(l, "tok-arr", 1000, 1, 3, 35);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  EXPECT_DOUBLE_EQ(admitted->amount, 30.0);
+  // Three tasks of 1 h each on 4 GPUs at 2.0, and task 1 requeued once.
+  for (uint32_t job : {11u, 12u, 13u}) ASSERT_TRUE(l.ChargeJob(RunOf(job, 0, 3600, "arr"), 5).ok());
+  ASSERT_TRUE(l.ChargeJob(RunOf(11, 4000, 7600, "arr"), 6).ok());
+  EXPECT_DOUBLE_EQ(l.Get("arr")->settled_amount, 4 * 8.0);
+  EXPECT_DOUBLE_EQ(*l.TotalSettled(), 32.0);
+}
+
+TEST(LedgerTest, JobsWithoutAReservationAreChargedToTheirUser) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  ASSERT_TRUE(l.Reserve(ChargeOf("alices", 10), {}, 0, 1000, 60).ok());
+  // Mallory's job names Alice's decision: it is charged to Mallory, at the
+  // partition's price, and Alice's hold stays open.
+  auto cost = l.ChargeJob(RunOf(21, 0, 1800, "alices", 2000, 2), 10);
+  ASSERT_TRUE(cost.ok());
+  EXPECT_DOUBLE_EQ(*cost, 2 * 0.5 * 3.0);
+  EXPECT_EQ(l.Get("alices")->state, "reserved");
+  EXPECT_DOUBLE_EQ(l.Use({{"user", "mallory", 0}}, 0)->front().spent, 3.0);
+  EXPECT_DOUBLE_EQ(l.Use({{"user", "alice", 0}}, 0)->front().spent, 0.0);
+  EXPECT_DOUBLE_EQ(*l.TotalSettled(), 3.0);
 }
 
 TEST(LedgerTest, BudgetCountsSpentAndReserved) {
@@ -67,17 +153,22 @@ TEST(LedgerTest, BudgetCountsSpentAndReserved) {
   EXPECT_TRUE(l.Reserve(ChargeOf("c", 10), scopes, 0, 102, 60).ok());
 }
 
-TEST(LedgerTest, StaleReservationsExpire) {
+TEST(LedgerTest, StaleReservationsExpireAndJobsStillCharge) {
   auto ledger = Ledger::Open(":memory:");
   Ledger& l = **ledger;
   ASSERT_TRUE(l.Reserve(ChargeOf("unbound", 10), {}, 0, 100, 60).ok());
   ASSERT_TRUE(l.Reserve(ChargeOf("bound", 7), {}, 0, 100, 60).ok());
-  ASSERT_TRUE(l.Bind("bound", 1000, 3, 100, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-bound").ok());  // bound until 1001 + 60
   EXPECT_EQ(*l.ExpireStale(150), 0);
-  EXPECT_EQ(*l.ExpireStale(200), 2);
+  EXPECT_EQ(*l.ExpireStale(200), 1);
+  EXPECT_EQ(*l.ExpireStale(1100), 1);
   EXPECT_EQ(l.Get("unbound")->state, "released");
+  EXPECT_EQ(l.Get("bound")->state, "released");
+  EXPECT_EQ(AdmitOf(l, "tok-unbound").status().code(), absl::StatusCode::kPermissionDenied);
+  // A job that outlived its hold is charged when its record arrives.
+  ASSERT_TRUE(l.ChargeJob(RunOf(5, 0, 3600, "bound"), 1200).ok());
   EXPECT_EQ(l.Get("bound")->state, "settled");
-  EXPECT_DOUBLE_EQ(l.Get("bound")->settled_amount, 7.0) << "never reported: charged as reserved";
+  EXPECT_DOUBLE_EQ(l.Get("bound")->settled_amount, 8.0);
 }
 
 TEST(LedgerTest, PeriodStarts) {

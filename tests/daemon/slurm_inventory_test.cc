@@ -42,17 +42,5 @@ TEST(SlurmInventoryTest, UnknownPartition) {
   EXPECT_NE(std::string(s.status().message()).find("no partition 'nope'"), std::string::npos);
 }
 
-TEST(FinishedJobTest, RunTimeOfEndedJobsOnly) {
-  auto done = ParseFinishedJob(
-      "JobId=7 JobName=x JobState=COMPLETED Reason=None RunTime=1-02:03:04 "
-      "TimeLimit=UNLIMITED");
-  ASSERT_TRUE(done.has_value());
-  EXPECT_EQ(done->state, "COMPLETED");
-  EXPECT_DOUBLE_EQ(done->run_time_s, 86400 + 2 * 3600 + 3 * 60 + 4);
-  EXPECT_FALSE(ParseFinishedJob("JobId=7 JobState=RUNNING RunTime=00:00:05").has_value());
-  EXPECT_TRUE(ParseFinishedJob("JobId=7 JobState=TIMEOUT RunTime=00:10:00\n").has_value());
-  EXPECT_FALSE(ParseFinishedJob("garbage").has_value());
-}
-
 }  // namespace
 }  // namespace xdeep::daemon

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 namespace xdeep::spank {
 namespace {
@@ -35,20 +36,24 @@ class FakeClient final : public DaemonClient {
     a->best.dp = 4;
     a->best.micro_batch = 8;
     a->best.global_batch = 32;
+    a->admission_token = "0123abcd";
     return true;
   }
-  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point,
+  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point deadline,
             ClientError*) override {
+    deadlines.push_back(deadline);
     return true;
   }
-  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point, ClientError*) override {
+  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
+              ClientError*) override {
+    deadlines.push_back(deadline);
     reports.push_back(q);
     return true;
   }
-  bool VerifyStep(const StepQuery&, std::chrono::steady_clock::time_point, bool* allowed,
-                  std::string* reason, ClientError*) override {
-    *allowed = true;
-    *reason = "ok";
+  std::vector<std::chrono::steady_clock::time_point> deadlines;
+  bool Admit(const AdmitQuery&, std::chrono::steady_clock::time_point, AdmitAnswer* answer,
+             ClientError*) override {
+    answer->admitted = true;
     return true;
   }
   std::vector<ReportQuery> reports;
@@ -57,8 +62,9 @@ class FakeClient final : public DaemonClient {
 class PluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID",
-                          "XDEEP_TUNE", "XDEEP_WORKLOAD"}) {
+    for (const char* v :
+         {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID", "XDEEP_TUNE",
+          "XDEEP_WORKLOAD", "XDEEP_ADMISSION", "XDEEP_WAIT_LEFT_MS"}) {
       unsetenv(v);
     }
     setenv("XDEEP_REPORT_DIR", ::testing::TempDir().c_str(), 1);
@@ -68,6 +74,12 @@ class PluginTest : public ::testing::Test {
       reexec_ = argv;
       const char* guard = getenv("XDEEP_TUNED");
       guard_at_exec_ = guard ? guard : "";
+      const char* token = getenv("XDEEP_ADMISSION");
+      token_at_exec_ = token ? token : "";
+    };
+    host_.set_job_env = [this](const std::string& name, const std::string& value) {
+      job_env_[name] = value;
+      return true;
     };
     host_.exit_without_launch = [this] { exited_ = true; };
     host_.load_client = [this](const std::string&, std::string*) {
@@ -96,7 +108,8 @@ class PluginTest : public ::testing::Test {
   ClientError failure_;
   FakeClient* client_ = nullptr;
   std::vector<std::string> infos_, errors_, reexec_;
-  std::string guard_at_exec_;
+  std::string guard_at_exec_, token_at_exec_;
+  std::map<std::string, std::string> job_env_;
   bool exited_ = false;
 };
 
@@ -211,29 +224,39 @@ TEST_F(PluginTest, StepsInsideATunedJobNeverSettleIt) {
   EXPECT_FALSE(client_->reports[0].launch_failed);
 }
 
-TEST_F(PluginTest, StepVerification) {
-  int calls = 0;
-  int verdict = 0;
-  host_.check_step = [&](const StepQuery&, const PluginConfig&, std::string* out) {
-    ++calls;
-    *out = "no xdeep reservation for this job";
-    return verdict;
-  };
-  Plugin off(host_);
-  ASSERT_EQ(off.Init({}), 0);
-  EXPECT_EQ(off.RemoteVerifyStep({}), 0);
-  EXPECT_EQ(calls, 0) << "verify_steps=off asks nobody";
-  Plugin on(host_);
-  ASSERT_EQ(on.Init({"verify_steps=on"}), 0);
-  EXPECT_EQ(on.RemoteVerifyStep({}), 0);
-  verdict = 1;
-  EXPECT_EQ(on.RemoteVerifyStep({}), -1);
-  EXPECT_NE(errors_.back().find("no xdeep reservation"), std::string::npos);
-  verdict = 3;  // daemon unavailable: open unless fail=closed
-  EXPECT_EQ(on.RemoteVerifyStep({}), 0);
-  Plugin closed(host_);
-  ASSERT_EQ(closed.Init({"verify_steps=on", "fail=closed"}), 0);
-  EXPECT_EQ(closed.RemoteVerifyStep({}), -1);
+TEST_F(PluginTest, AdmissionTokenReachesTheJobsSpankEnvironmentOnly) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+  EXPECT_EQ(token_at_exec_, "0123abcd") << "the token crosses the re-exec";
+  EXPECT_EQ(getenv("XDEEP_ADMISSION"), nullptr) << "a failed re-exec leaves no token behind";
+  EXPECT_TRUE(job_env_.empty());
+  // The re-executed launch: same pid, guard and token set.
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
+  setenv("XDEEP_ADMISSION", "0123abcd", 1);
+  ASSERT_EQ(Launch({}, {}), 0);
+  EXPECT_EQ(job_env_["XDEEP_ADMISSION"], "0123abcd");
+  EXPECT_EQ(getenv("XDEEP_ADMISSION"), nullptr) << "the job's own environment never holds it";
+  // A process that merely inherited the variables passes nothing on.
+  job_env_.clear();
+  setenv("XDEEP_REEXEC_PID", "1", 1);
+  setenv("XDEEP_ADMISSION", "0123abcd", 1);
+  ASSERT_EQ(Launch({}, {}), 0);
+  EXPECT_TRUE(job_env_.empty());
+}
+
+TEST_F(PluginTest, BindAndReportShareWhatTheDecisionLeftOfTimeout) {
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
+  setenv("XDEEP_WAIT_LEFT_MS", "40", 1);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(Launch({"timeout_ms=3000"}, {}), 0);
+  EXPECT_EQ(getenv("XDEEP_WAIT_LEFT_MS"), nullptr);
+  plugin_->LocalUserInit(7, 0);
+  plugin_->LocalExit(7);
+  ASSERT_EQ(client_->deadlines.size(), 2u);
+  for (const auto& d : client_->deadlines) {
+    EXPECT_LE(d - start, std::chrono::milliseconds(1000)) << "not a fresh timeout_ms";
+  }
 }
 
 TEST_F(PluginTest, UserBoundsAndAllocationReachTheDaemon) {

@@ -466,6 +466,10 @@ TEST(ProbeReportTest, LatencyOverRanksExtrapolatedWithPmnf) {
   auto hw = HardwareProfileFromProbeReport(report, "p.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr("extrapolated by a PMNF fit"));
+  // The model itself, the modeler that won and its cross-validated error.
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("all_reduce inter-node past 64 ranks: "));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("ranks^(1)"));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("cross-validated error"));
   // One byte: latency only (plus a negligible bandwidth term).
   EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 1024, 1), 1026e-6, 20e-6);
   EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 32, 1), 34e-6, 1e-6);

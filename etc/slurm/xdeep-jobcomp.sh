@@ -1,0 +1,24 @@
+#!/bin/sh
+# xdeep's jobcomp/script (slurm.conf: JobCompType=jobcomp/script,
+# JobCompLoc=<this file>). slurmctld runs it as SlurmUser once per finished job
+# run: every array task, heterogeneous component and requeued run is its own
+# record. It copies slurmctld's record into xdeepd's spool, where the daemon
+# charges it; the spool must be writable by SlurmUser and xdeepd only, so no
+# user can forge a record. A new file appears whole (written aside, renamed).
+spool=/var/spool/xdeep/jobcomp
+slurm_conf=
+[ -n "$slurm_conf" ] && export SLURM_CONF="$slurm_conf"
+umask 022
+name="$JOBID.${START:-0}"
+tmp="$spool/.$name.$$"
+{
+  # Fixed keys first, user-chosen text last and on one line each: the daemon
+  # takes the first occurrence of a key, so a newline in an account name
+  # cannot forge one.
+  for key in JOBID UID START END NODECNT PARTITION JOBSTATE BATCH ARRAYJOBID ARRAYTASKID USERNAME ACCOUNT; do
+    eval "value=\${$key-}"
+    printf '%s=%s\n' "$key" "$(printf '%s' "$value" | tr '\n\r' '  ')"
+  done
+  # The AdminComment job_submit.lua set (users cannot change it).
+  scontrol show job "$JOBID" 2>/dev/null | sed -n 's/^   AdminComment=\([^ ]*\).*/ADMINCOMMENT=\1/p' | head -n 1
+} > "$tmp" && mv -f "$tmp" "$spool/$name.job"

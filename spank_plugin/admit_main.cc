@@ -1,0 +1,44 @@
+// xdeep-admit: slurmctld's job_submit.lua runs it for a submission to a
+// strictly enforced partition (or one that carries an admission token) and
+// asks xdeepd whether the job may be submitted, consuming the token. A
+// separate process keeps gRPC's threads out of slurmctld. Prints one line:
+// the decision the job is bound to (exit 0, admitted), the reason for the
+// user (exit 1, refused), or why the daemon could not answer (exit 3).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+
+#include "spank_plugin/daemon_client.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"xdeep-admit: may this Slurm job be submitted?"};
+  std::string daemon;
+  int timeout_ms = 3000;
+  xdeep::spank::AdmitQuery q;
+  app.add_option("--daemon", daemon)->required();
+  app.add_option("--timeout-ms", timeout_ms)->check(CLI::Range(1, 600000));
+  app.add_option("--uid", q.job_uid)->required();
+  app.add_option("--partition", q.partition)->required();
+  app.add_option("--nodes", q.nodes);
+  app.add_option("--token", q.token);
+  app.add_option("--array", q.array);
+  app.add_option("--tres-per-node", q.tres_per_node);
+  app.add_option("--tres-per-job", q.tres_per_job);
+  app.add_option("--tres-per-task", q.tres_per_task);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::cout << "xdeep-admit: bad arguments: " << e.what() << "\n";
+    return 3;
+  }
+  std::unique_ptr<xdeep::spank::DaemonClient> client(xdeep_spank_client_create(daemon.c_str()));
+  xdeep::spank::AdmitAnswer answer;
+  xdeep::spank::ClientError error;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (!client->Admit(q, deadline, &answer, &error)) {
+    std::cout << error.message << "\n";
+    return error.kind == xdeep::spank::ClientError::kRefused ? 1 : 3;
+  }
+  std::cout << (answer.admitted ? answer.decision_id : answer.reason) << "\n";
+  return answer.admitted ? 0 : 1;
+}

@@ -1,0 +1,94 @@
+// Job-completion records as etc/slurm/xdeep-jobcomp.sh spools them.
+#include "daemon/job_records.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace xdeep::daemon {
+namespace {
+
+constexpr const char* kRecord =
+    "JOBID=42\nUID=1001\nSTART=1000\nEND=1600\nNODECNT=2\nPARTITION=gpu\nJOBSTATE=COMPLETED\n"
+    "BATCH=yes\nARRAYJOBID=0\nARRAYTASKID=4294967294\nUSERNAME=alice\nACCOUNT=phys\n"
+    "ADMINCOMMENT=xdeep:abc\n";
+
+TEST(JobRecordTest, ParsesWhatSlurmRecorded) {
+  auto u = ParseJobRecord(kRecord);
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->job_id, 42u);
+  EXPECT_EQ(u->uid, 1001u);
+  EXPECT_EQ(u->end_unix - u->start_unix, 600);
+  EXPECT_EQ(u->nodes, 2);
+  EXPECT_EQ(u->partition, "gpu");
+  EXPECT_EQ(u->user, "alice");
+  EXPECT_EQ(u->decision_id, "abc");
+}
+
+TEST(JobRecordTest, FirstOccurrenceWinsAndBadRecordsAreRefused) {
+  // A second PARTITION line (a newline smuggled into user text) is ignored.
+  auto u = ParseJobRecord(std::string(kRecord) + "PARTITION=debug\nADMINCOMMENT=xdeep:forged\n");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->partition, "gpu");
+  EXPECT_EQ(u->decision_id, "abc");
+  EXPECT_FALSE(ParseJobRecord("JOBID=1\nUID=0\n").ok());
+  EXPECT_FALSE(ParseJobRecord("garbage").ok());
+  EXPECT_FALSE(ParseJobRecord("JOBID=x\nUID=0\nSTART=1\nEND=2\n").ok());
+  // Cancelled while pending: START=0, nothing ran.
+  auto never = ParseJobRecord("JOBID=5\nUID=0\nSTART=0\nEND=1600\nNODECNT=0\n");
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(never->end_unix - never->start_unix, 0);
+}
+
+TEST(JobRecordTest, ArrayTaskCounts) {
+  EXPECT_EQ(CountArrayTasks("0-9"), 10);
+  EXPECT_EQ(CountArrayTasks("0-9%2"), 10);
+  EXPECT_EQ(CountArrayTasks("1,3,5-7"), 5);
+  EXPECT_EQ(CountArrayTasks("0-10:5"), 3);
+  EXPECT_FALSE(CountArrayTasks("9-0").has_value());
+  EXPECT_FALSE(CountArrayTasks("a-b").has_value());
+  EXPECT_FALSE(CountArrayTasks("0-99999999999").has_value());
+}
+
+TEST(JobRecordTest, GpusAJobAsksFor) {
+  EXPECT_EQ(GpusInTres(""), 0);
+  EXPECT_EQ(GpusInTres("gres:gpu:4"), 4);
+  EXPECT_EQ(GpusInTres("gres:gpu:a100:2,gres:fpga:1"), 2);
+  EXPECT_EQ(GpusInTres("gres:gpu"), 1);
+  EXPECT_EQ(GpusInTres("gres/gpu=3"), 3);
+  EXPECT_EQ(GpusInTres("gres:gpumem:100"), 0);
+  EXPECT_FALSE(GpusInTres("gres:gpu:4x").has_value());
+}
+
+TEST(JobRecordTest, DrainChargesOnceAndDeletes) {
+  const std::string spool = ::testing::TempDir() + "/spool_" + std::to_string(getpid());
+  std::filesystem::create_directories(spool);
+  std::ofstream(spool + "/42.1000.job") << kRecord;
+  std::ofstream(spool + "/.43.1000.123") << "partial";  // still being written
+  std::ofstream(spool + "/44.1000.job")
+      << "JOBID=44\nUID=1001\nSTART=1000\nEND=2000\nNODECNT=1\nPARTITION=debug\n";
+  auto ledger = Ledger::Open(":memory:");
+  Charge c;
+  c.decision_id = "abc";
+  c.uid = 1001;
+  c.user = "alice";
+  c.partition = "gpu";
+  c.amount = 50;
+  c.nodes = 2;
+  c.gpus = 8;
+  c.price_per_gpu_hour = 2.0;
+  ASSERT_TRUE((*ledger)->Reserve(c, {}, 0, 900, 600).ok());
+  PolicyConfig policy;
+  EXPECT_EQ(DrainJobRecords(spool, policy, **ledger, nullptr, 1700), 1);
+  // Slurm's 2 nodes x the 4 GPUs per node reserved x 600 s x 2.0 / h.
+  EXPECT_DOUBLE_EQ((*ledger)->Get("abc")->settled_amount, 8 * 600 / 3600.0 * 2.0);
+  EXPECT_FALSE(std::filesystem::exists(spool + "/42.1000.job"));
+  EXPECT_FALSE(std::filesystem::exists(spool + "/44.1000.job")) << "neither tuned nor strict";
+  EXPECT_TRUE(std::filesystem::exists(spool + "/.43.1000.123"));
+  std::filesystem::remove_all(spool);
+}
+
+}  // namespace
+}  // namespace xdeep::daemon

@@ -1,0 +1,433 @@
+"""A hostile but ordinary user against strict budgets, on the real stack
+(slurmctld with job_submit.lua and the jobcomp script, slurmd, xdeepd as its
+own user, MUNGE): bypassing the plugin with their own slurm.conf, --export=NONE,
+arrays, heterogeneous jobs, forged, replayed and other users' admission tokens,
+other users' decision ids, forged failure reports while the job runs, a hung
+daemon, a full ledger disk. Refusals come at submission with one line and a
+non-zero exit; charges come from slurmctld's record of each job; no node ever
+changes state (sinfo -R stays empty)."""
+import os
+import random
+import re
+import shlex
+import signal
+import sqlite3
+import subprocess
+import time
+import unittest
+
+from harness import BUILD, PLUGIN, STACK, WORKLOADS, StackTest, alt_conf, run
+
+GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
+LOAD = os.path.join(BUILD, "tests", "daemon", "ledger_load")
+XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
+ALICE, MALLORY = "xdeep-alice", "xdeep-mallory"
+PRICE = 2.5  # the stack's price_per_gpu_hour
+
+
+def as_user(user, argv):
+    return ["runuser", "-u", user, "--", *argv]
+
+
+def uid_of(user):
+    return int(subprocess.run(["id", "-u", user], capture_output=True, text=True).stdout)
+
+
+def ledger():
+    return sqlite3.connect(os.path.join(STACK, "xdeep.db"))
+
+
+def reservation(decision):
+    return ledger().execute("SELECT state, uid, amount, settled_amount, job_id FROM reservations "
+                            "WHERE decision_id = ?", (decision,)).fetchone()
+
+
+def full_decision_id(prefix):
+    row = ledger().execute("SELECT decision_id FROM reservations WHERE decision_id LIKE ?",
+                           (prefix + "%",)).fetchone()
+    return row[0] if row else None
+
+
+def charges_of(job_ids):
+    marks = ",".join("?" * len(job_ids))
+    return ledger().execute(f"SELECT job_id, decision_id, uid, gpus, end_unix - start_unix, amount "
+                            f"FROM job_charges WHERE job_id IN ({marks})", job_ids).fetchall()
+
+
+def wait_for_charges(job_ids, timeout_s=40):
+    rows = []
+    for _ in range(int(timeout_s / 0.25)):
+        rows = charges_of(job_ids)
+        if len(rows) == len(job_ids):
+            return rows
+        time.sleep(0.25)
+    return rows
+
+
+def slurm_record(job_id):
+    """scontrol's record of a job and the GPUs it was allocated (its per-node
+    detail lines: "Nodes=n[1-2] ... GRES=gpu:4(IDX:0-3)"), while Slurm remembers it."""
+    out = run(["scontrol", "-d", "show", "job", str(job_id)]).out
+    gpus = 0
+    for nodes, count in re.findall(r"^\s+Nodes=(\S+) .*GRES=gpu(?::[^:(]+)?:(\d+)\(", out, re.M):
+        hosts = run(["scontrol", "show", "hostnames", nodes]).out.split()
+        gpus += len(hosts) * int(count)
+    return out, gpus
+
+
+def decision_of(result):
+    """The decision the plugin printed (its first 12 characters), in full."""
+    match = re.search(r"decision (\w+)\)", result.err)
+    return full_decision_id(match.group(1)) if match else None
+
+
+def forged_env_launch(user, argv, decision="forged", token=None):
+    """The launch as the plugin sees a re-executed tuned launch: the hostile
+    user sets the guard variables by hand (exec keeps the pid)."""
+    exports = f"export XDEEP_TUNED={shlex.quote(decision)} XDEEP_REEXEC_PID=$$"
+    if token is not None:
+        exports += f" XDEEP_ADMISSION={shlex.quote(token)}"
+    return as_user(user, ["bash", "-c", f'{exports}; exec "$@"', "forged", *argv])
+
+
+class HostileUserTest(StackTest):
+    def setUp(self):
+        super().setUp()
+        for user in (ALICE, MALLORY):
+            if subprocess.run(["id", user], capture_output=True).returncode != 0:
+                subprocess.run(["useradd", "-M", "-s", "/bin/sh", user], check=True)
+        os.chmod(self.tmp, 0o777)
+
+    def tearDown(self):
+        # Nothing a user did may change a node's state.
+        reasons = run(["sinfo", "-R", "-h"]).out.strip()
+        states = set(run(["sinfo", "-h", "-N", "-o", "%t"]).out.split())
+        super().tearDown()
+        self.assertEqual(reasons, "", "a node was drained or downed")
+        self.assertTrue(states <= {"idle", "mix", "alloc", "comp"}, states)
+
+    def assert_refused_at_submission(self, r, reason):
+        self.assertNotEqual(r.rc, 0, r)
+        lines = [l for l in r.err.splitlines() if "xdeep:" in l]
+        self.assertEqual(len(lines), 1, r)
+        self.assertIn(reason, lines[0])
+        self.assertNotRegex(r.out, r"Submitted batch job|job \d+ queued", r)
+
+    def user_jobs(self, user):
+        return run(["squeue", "-h", "-u", user, "-o", "%i"]).out.split()
+
+    # --- refusal before allocation ---------------------------------------
+
+    def test_own_slurm_conf_is_refused_at_submission(self):
+        conf = alt_conf(self.tmp, "")  # no plugin at all
+        for argv, reason in ((["sbatch", "-p", "strict", "--wrap=true"], "no xdeep reservation"),
+                             (["sbatch", "-p", "strict", "--array=0-3", "--wrap=true"],
+                              "no xdeep reservation"),
+                             (["srun", "-p", "strict", "true"], "no xdeep reservation"),
+                             (["salloc", "-p", "strict", "true"], "no xdeep reservation"),
+                             (["sbatch", "-p", "debug,strict", "--wrap=true"],
+                              "exactly one partition")):
+            t0 = time.monotonic()
+            r = run(as_user(MALLORY, argv), conf=conf)
+            self.assert_refused_at_submission(r, reason)
+            self.assertLess(time.monotonic() - t0, 3.0, r)
+        self.assertEqual(self.user_jobs(MALLORY), [])
+        # The plain user's partition is untouched: no token, no daemon call.
+        ok = run(as_user(MALLORY, ["srun", "-p", "debug", "true"]), conf=conf)
+        self.assertEqual(ok.rc, 0, ok)
+
+    def test_heterogeneous_job_with_a_strict_component_is_refused(self):
+        r = run(as_user(MALLORY, ["sbatch", "-p", "debug", "--wrap=true", ":", "-p", "strict",
+                                  "--wrap=true"]))
+        self.assert_refused_at_submission(r, "heterogeneous jobs cannot run on strict")
+        self.assertEqual(self.user_jobs(MALLORY), [])
+
+    def test_forged_admission_token_is_refused(self):
+        r = run(forged_env_launch(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"],
+                                  token="00" * 32))
+        self.assert_refused_at_submission(r, "unknown or was already used")
+        # Not hex: never reaches slurmctld's shell, still refused.
+        if os.path.exists("/tmp/xdeep-pwned"):
+            os.unlink("/tmp/xdeep-pwned")
+        r = run(forged_env_launch(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"],
+                                  token="x;touch${IFS}/tmp/xdeep-pwned"))
+        self.assert_refused_at_submission(r, "unknown or was already used")
+        self.assertFalse(os.path.exists("/tmp/xdeep-pwned"))
+
+    def reserve_as(self, user):
+        """A strict reservation made through the daemon as `user` (one Tune, as
+        srun's plugin makes it), with the token a user could capture."""
+        out = os.path.join(self.tmp, "load")
+        os.makedirs(out, exist_ok=True)
+        os.chmod(out, 0o777)
+        uid = uid_of(user)
+        r = subprocess.run([LOAD, "--daemon", f"unix://{STACK}/xdeepd.sock", "--out", out,
+                            "--users", "1", "--launches", "1", "--uid-base", str(uid)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(out, f"{uid}.txt")) as f:
+            kind, decision, token, _ = f.read().split()
+        self.assertEqual(kind, "reserved")
+        return decision, token
+
+    def test_tokens_are_single_use_and_bound_to_their_user(self):
+        decision, token = self.reserve_as(ALICE)
+        # Mallory holds Alice's token (and knows her decision id): refused.
+        r = run(forged_env_launch(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"],
+                                  decision=decision, token=token))
+        self.assert_refused_at_submission(r, "belongs to another user")
+        self.assertEqual(reservation(decision)[0], "reserved")
+        # Mallory reporting Alice's launch as failed frees nothing.
+        r = run(forged_env_launch(MALLORY, ["srun", "-w", "nosuchnode", "true"],
+                                  decision=decision))
+        self.assertEqual(reservation(decision)[0], "reserved")
+        # Alice submits with it: admitted, bound to the job by the controller.
+        r = run(forged_env_launch(ALICE, ["sbatch", "--parsable", "-p", "strict",
+                                          "--wrap=sleep 1"], decision=decision, token=token))
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().split(";")[0])
+        self.assertEqual(reservation(decision)[0], "bound")
+        # The same token again: refused, whoever sends it.
+        for user in (ALICE, MALLORY):
+            r = run(forged_env_launch(user, ["sbatch", "-p", "strict", "--wrap=true"],
+                                      decision=decision, token=token))
+            self.assert_refused_at_submission(r, "unknown or was already used")
+        rows = wait_for_charges([job])
+        self.assertEqual(len(rows), 1, rows)
+        self.assertEqual(rows[0][1], decision)
+        self.assertEqual(reservation(decision)[0], "settled")
+
+    # --- Slurm is the authority for what ran -----------------------------
+
+    def test_export_none_batch_job_without_srun_is_charged_from_slurms_record(self):
+        out = os.path.join(self.tmp, "job.out")
+        r = run(as_user(ALICE, ["sbatch", "--parsable", "--export=NONE", "-p", "strict",
+                                "-o", out, "--xdeep-tune", f"--xdeep-workload={GPT}",
+                                "--wrap=sleep 2"]))
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        decision = decision_of(r)
+        self.assertEqual(reservation(decision)[0], "bound")
+        record, gpus = "", 0
+        for _ in range(80):  # Slurm's own record: GPUs while it runs, then its end
+            record, allocated = slurm_record(job)
+            gpus = max(gpus, allocated)
+            if "JobState=COMPLETED" in record:
+                break
+            time.sleep(0.1)
+        self.assertIn("JobState=COMPLETED", record)
+        self.assertGreater(gpus, 0, record)
+        rows = wait_for_charges([job])
+        self.assertEqual(len(rows), 1, rows)
+        _, charged_decision, uid, charged_gpus, run_s, amount = rows[0]
+        self.assertEqual((charged_decision, uid, charged_gpus), (decision, uid_of(ALICE), gpus))
+        self.assertGreaterEqual(run_s, 2)
+        self.assertAlmostEqual(amount, gpus * run_s / 3600 * PRICE, delta=1e-9)
+        self.assertEqual(reservation(decision)[0], "settled")
+
+    def test_every_array_task_is_charged(self):
+        r = run(as_user(ALICE, ["sbatch", "--wait", "-p", "strict", "--array=0-2", "-o", "/dev/null",
+                                "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 1"]),
+                timeout=120)
+        self.assertEqual(r.rc, 0, r)
+        decision = decision_of(r)
+        array_job = int(re.search(r"Submitted batch job (\d+)", r.out).group(1))
+        jobs = [array_job, array_job + 1, array_job + 2]
+        rows = wait_for_charges(jobs)
+        self.assertEqual(len(rows), 3, rows)
+        self.assertEqual({row[1] for row in rows}, {decision})
+        self.assertTrue(all(row[4] >= 1 for row in rows), rows)
+        state, _, amount, settled, _ = reservation(decision)
+        self.assertEqual(state, "settled")
+        self.assertAlmostEqual(settled, sum(row[5] for row in rows), delta=1e-9)
+
+    def test_failure_report_while_the_job_runs_frees_nothing(self):
+        r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                                "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 4"]))
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        decision = decision_of(r)
+        # The owner claims the launch failed (an srun that never got a job).
+        forged = run(forged_env_launch(ALICE, ["srun", "-w", "nosuchnode", "true"],
+                                       decision=decision))
+        self.assertNotEqual(forged.rc, 0, forged)
+        self.assertEqual(reservation(decision)[0], "bound")
+        rows = wait_for_charges([job])
+        self.assertEqual(len(rows), 1, rows)
+        self.assertGreaterEqual(rows[0][4], 4)
+        self.assertEqual(reservation(decision)[0], "settled")
+
+    def test_failed_submission_releases_its_hold_at_once(self):
+        r = run(as_user(ALICE, ["srun", "-p", "strict", "-w", "nosuchnode", "--xdeep-tune",
+                                f"--xdeep-workload={GPT}", "true"]))
+        self.assertNotEqual(r.rc, 0, r)
+        decision = decision_of(r)
+        self.assertEqual(reservation(decision)[0], "released")
+
+    # --- daemon outage ---------------------------------------------------
+
+    def test_hung_daemon_fail_open_runs_and_charges_later(self):
+        with open(os.path.join(STACK, "run", "xdeepd.fgpid")) as f:
+            pid = int(f.read())
+        conf = alt_conf(self.tmp, "")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            plain = run(as_user(MALLORY, ["srun", "-p", "debug", "true"]))
+            plain_s = time.monotonic() - t0
+            r = run(as_user(MALLORY, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                                      "--wrap=sleep 1"]), conf=conf, timeout=30)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        self.assertEqual(plain.rc, 0, plain)
+        self.assertLess(plain_s, 1.5, "a plain step waited for the daemon")
+        self.assertEqual(r.rc, 0, r)  # fail=open: the controller admits it
+        job = int(r.out.strip().split(";")[0])
+        rows = wait_for_charges([job])
+        self.assertEqual(len(rows), 1, rows)
+        self.assertIsNone(rows[0][1], "no reservation: an unreserved charge")
+        self.assertEqual(rows[0][2], uid_of(MALLORY))
+        self.assertGreater(rows[0][5], 0)
+
+    # --- least privilege ---------------------------------------------------
+
+    def test_daemon_runs_as_its_own_user_and_keeps_its_records_private(self):
+        with open(os.path.join(STACK, "run", "xdeepd.fgpid")) as f:
+            pid = int(f.read())
+        daemon_uid = os.stat(f"/proc/{pid}").st_uid
+        self.assertNotEqual(daemon_uid, 0)
+        for name in ("xdeep.db", "xdeep.db-wal", "xdeepd.log", "jobcomp"):
+            st = os.stat(os.path.join(STACK, name))
+            self.assertEqual(st.st_uid, daemon_uid, name)
+            self.assertEqual(st.st_mode & 0o027, 0, f"{name} is {oct(st.st_mode)}")
+        self.assertEqual(os.stat(os.path.join(STACK, "xdeepd.sock")).st_mode & 0o777, 0o666)
+        r = run(as_user(MALLORY, ["sqlite3", os.path.join(STACK, "xdeep.db"),
+                                  "SELECT COUNT(*) FROM reservations"]))
+        self.assertNotEqual(r.rc, 0, r)
+
+
+def restart_stack_daemon(kill_signal):
+    """Kills the stack's xdeepd with `kill_signal` and starts it again as
+    local-stack.sh does (its own user, the pid recorded for the stop)."""
+    pid_file = os.path.join(STACK, "run", "xdeepd.fgpid")
+    with open(pid_file) as f:
+        pid = int(f.read())
+    os.kill(pid, kill_signal)
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.05)
+    owner = os.stat(os.path.join(STACK, "xdeep.db")).st_uid
+    out = open(os.path.join(STACK, "xdeepd.out"), "ab")
+    proc = subprocess.Popen(["setpriv", f"--reuid={owner}", f"--regid={owner}", "--clear-groups",
+                             XDEEPD, "--config", os.path.join(STACK, "xdeepd.toml")],
+                            env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")),
+                            stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    with open(pid_file, "w") as f:
+        f.write(str(proc.pid))
+    sock = os.path.join(STACK, "xdeepd.sock")
+    for _ in range(200):
+        if os.path.exists(sock) and f"pid={proc.pid}" in open(os.path.join(STACK, "xdeepd.log")).read():
+            return proc
+        time.sleep(0.05)
+    raise AssertionError("xdeepd did not come back")
+
+
+class CrashTest(StackTest):
+    """Concurrent tuned launches on the strict partition while xdeepd is
+    SIGKILLed at random points: every job Slurm ran is charged exactly once
+    (to its decision, or unreserved where it ran under fail=open), and no
+    node changes state. bench/budget_crash.sh runs the large version."""
+
+    LAUNCHES = int(os.environ.get("XDEEP_CRASH_LAUNCHES", "16"))
+    KILLS = int(os.environ.get("XDEEP_CRASH_KILLS", "2"))
+
+    def test_sigkill_under_concurrent_strict_launches(self):
+        os.chmod(self.tmp, 0o777)
+        rng = random.Random(int(os.environ.get("XDEEP_CRASH_SEED", "23")))
+        launches = [subprocess.Popen(
+            as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                            "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 1"]),
+            env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")), cwd=self.tmp,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(self.LAUNCHES)]
+        for _ in range(self.KILLS):
+            time.sleep(rng.uniform(0.05, 0.6))
+            restart_stack_daemon(signal.SIGKILL)
+        jobs = []
+        for p in launches:
+            out, err = p.communicate(timeout=600)
+            if p.returncode == 0:
+                jobs.append(int(out.strip().splitlines()[-1].split(";")[0]))
+            else:  # refused (the daemon died between decision and admission): it says why
+                self.assertRegex(err, r"error: xdeep: ", err)
+        self.assertTrue(jobs, "no launch got through")
+        rows = wait_for_charges(jobs, timeout_s=90 + 2 * len(jobs))
+        self.assertEqual(sorted(r[0] for r in rows), sorted(jobs), "a job went uncharged")
+        self.assertEqual(len(charges_of(jobs)), len(jobs))
+        for job, decision, _, _, run_s, amount in rows:
+            self.assertGreaterEqual(run_s, 1, job)
+            self.assertGreater(amount, 0, job)
+            if decision is not None:
+                self.assertEqual(reservation(decision)[0], "settled", decision)
+        self.assertEqual([f for f in os.listdir(os.path.join(STACK, "jobcomp"))
+                          if f.endswith(".job")], [])
+        print(f"\n{len(jobs)} of {self.LAUNCHES} launches ran, each charged once; "
+              f"{sum(1 for r in rows if r[1] is None)} unreserved (fail=open)")
+
+    def tearDown(self):
+        reasons = run(["sinfo", "-R", "-h"]).out.strip()
+        super().tearDown()
+        self.assertEqual(reasons, "", "a node was drained or downed")
+
+
+class FullDiskTest(StackTest):
+    """A daemon whose ledger lives on a full filesystem."""
+
+    def setUp(self):
+        super().setUp()
+        self.mnt = os.path.join(self.tmp, "small")
+        os.makedirs(self.mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", self.mnt],
+                          capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)")
+        self.sock = os.path.join(self.tmp, "d.sock")
+        config = os.path.join(self.tmp, "xdeepd.toml")
+        with open(config, "w") as f:
+            f.write(f'[server]\nlisten = "unix://{self.sock}"\n'
+                    f'[store]\npath = "{self.mnt}/d.db"\njobcomp_spool = "{self.tmp}/spool"\n'
+                    f'[log]\nfile = "{self.tmp}/d.log"\n')
+        env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
+        self.daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        for _ in range(100):
+            if os.path.exists(self.sock):
+                break
+            time.sleep(0.05)
+
+    def tearDown(self):
+        self.daemon.terminate()
+        self.daemon.wait()
+        subprocess.run(["umount", self.mnt])
+        super().tearDown()
+
+    def test_full_ledger_disk_has_its_own_message(self):
+        fd = os.open(os.path.join(self.mnt, "filler"), os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096) > 0:
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} timeout_ms=5000")
+        r = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", "true"], conf=conf)
+        lines = [l for l in r.err.splitlines() if "xdeep:" in l]
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertEqual(len(lines), 1, r)
+        self.assertIn("disk is full", lines[0])
+        self.assertNotIn("unavailable", lines[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
