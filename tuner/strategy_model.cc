@@ -313,7 +313,7 @@ struct StrategyModel::Impl {
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
           r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / tp *
-                           LogitsBytesPerEntry(w.precision);
+                           LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
           r.send_bytes = std::max(r.send_bytes, l.output_bytes);
