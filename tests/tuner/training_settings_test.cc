@@ -283,13 +283,21 @@ TEST(TrainingSettingsTest, HuggingFaceGpt2MemoryPerSampleNeedsItsActivationAndLo
                            "suite_single_lm.json";
   const auto doc = nlohmann::json::parse(testing::ReadTextFile(path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << path;
-  std::map<std::pair<std::string, int>, double> peak;
+  std::map<std::pair<std::string, int>, double> peak, step;
   for (const auto& run : doc["runs"]) {
-    if (run.value("mode", "") == "single" && run["peak_allocated_bytes"].is_number()) {
-      peak[{run.value("model", ""), run.value("micro_batch", 0)}] =
-          run["peak_allocated_bytes"].get<double>();
+    if (run.value("mode", "") != "single") continue;
+    const std::pair<std::string, int> key{run.value("model", ""), run.value("micro_batch", 0)};
+    if (run["peak_allocated_bytes"].is_number()) {
+      peak[key] = run["peak_allocated_bytes"].get<double>();
+    }
+    if (run["step_time_median_s"].is_number()) {
+      step[key] = run["step_time_median_s"].get<double>();
     }
   }
+  // Step time at micro-batch 1, 4 and 16: the eight kernels' launches and
+  // traffic too (mean |error| with the keys, and without).
+  double error_with = 0, error_without = 0;
+  int timed = 0;
   const HardwareProfile hw = ProfileFor("H100");
   struct Shape {
     const char* name;
@@ -312,15 +320,30 @@ TEST(TrainingSettingsTest, HuggingFaceGpt2MemoryPerSampleNeedsItsActivationAndLo
         c.global_batch = mb;
         return model.Memory(c).PeakAllocated();
       };
+      for (int mb : {1, 4, 16}) {
+        if (!step.count({m.name, mb})) continue;
+        Configuration c;
+        c.micro_batch = mb;
+        c.global_batch = mb;
+        const double e = std::abs(model.Time(c).total_s / step[{m.name, mb}] - 1);
+        (keys.empty() ? error_without : error_with) += e;
+        if (!keys.empty()) ++timed;
+      }
       return (at(16) - at(4)) / 12;
     };
-    const double plain = slope(""), described = slope("activation = \"gelu_new\"\nfp32_logits = true");
+    const double plain = slope(""),
+                 described = slope("activation = \"gelu_new\"\nfp32_logits = true");
     std::printf("%s: peak memory per sample %.3f GB measured, %.3f predicted with gelu_new and "
                 "fp32 logits, %.3f without\n",
                 m.name, measured / 1e9, described / 1e9, plain / 1e9);
     EXPECT_LT(plain, 0.8 * measured) << m.name << ": the gap these keys close";
     EXPECT_NEAR(described / measured, 1.0, 0.10) << m.name;
   }
+  ASSERT_EQ(timed, 6);
+  std::printf("step time, mean |error|: %.1f %% with the keys, %.1f %% without\n",
+              100 * error_with / timed, 100 * error_without / timed);
+  EXPECT_LT(error_with / timed, 0.15);
+  EXPECT_LT(error_with, 0.5 * error_without);
 }
 
 }  // namespace
