@@ -137,8 +137,8 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
         notes.push_back(absl::StrCat(inter ? "inter" : "intra",
                                      "-node collectives not measured, built-in figures"));
       } else if (group > measured) {
-        notes.push_back(absl::StrCat("collectives over ", group, " ranks from fits up to ",
-                                     measured));
+        notes.push_back(
+            absl::StrCat("collectives over ", group, " ranks from fits up to ", measured));
       }
     }
   }

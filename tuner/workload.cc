@@ -162,7 +162,7 @@ void BuildTransformerLayers(Workload& w) {
   embed.params = static_cast<int64_t>(v * h + (t.learned_positions ? s * h : 0));
   embed.matmul_params = 0;  // looked up, never multiplied: no 16-bit copy
   embed.output_bytes = s * h * r;
-  embed.kernels = 3;  // token and position lookups, add
+  embed.kernels = 3;        // token and position lookups, add
   embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
   w.layers.push_back(embed);
@@ -302,7 +302,7 @@ struct CnnBuilder {
   int hw;
   int c;
   std::vector<LayerCost> layers;
-  std::string unit;  // FSDP unit of the layers added next (empty: root)
+  std::string unit;            // FSDP unit of the layers added next (empty: root)
   bool channels_last = false;  // model and input in NHWC (memory_format)
 
   // conv (+ BN) (+ ReLU). Saved for backward: the BN input (the conv output)
@@ -675,15 +675,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
                                    const toml::table& training, Workload& w) {
   TrainingSettings& st = w.settings;
   st = TrainingSettings{};
-  st.linear_bias = true;                             // nn.Linear(bias=True)
+  st.linear_bias = true;                              // nn.Linear(bias=True)
   st.activation_checkpointing = Checkpointing::kOff;  // nothing is checkpointed unless asked
   struct Choice {
     const char* name;
     int value;
   };
   // A string key of `table` that must be one of `choices`; *out keeps its value when absent.
-  auto choose = [&](const toml::table& table, const char* key, std::initializer_list<Choice> choices,
-                    int* out) -> absl::Status {
+  auto choose = [&](const toml::table& table, const char* key,
+                    std::initializer_list<Choice> choices, int* out) -> absl::Status {
     auto v = rd.String(table, key);
     if (!v.ok()) return v.status();
     if (!v->has_value()) return absl::OkStatus();
@@ -775,12 +775,12 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     } else if (**v == sixteen && autocast16) {
       *out = true;
     } else {
-      return rd.Error(
-          training.get(key), absl::StrCat(key, " '", **v, "' does not go with precision ",
-                                          std::string(PrecisionName(w.precision))),
-          autocast16 ? absl::StrCat("use \"fp32\" or \"", sixteen, "\"")
-                     : std::string("use \"fp32\" (16-bit FSDP dtypes need bf16- or "
-                                   "fp16-autocast precision)"));
+      return rd.Error(training.get(key),
+                      absl::StrCat(key, " '", **v, "' does not go with precision ",
+                                   std::string(PrecisionName(w.precision))),
+                      autocast16 ? absl::StrCat("use \"fp32\" or \"", sixteen, "\"")
+                                 : std::string("use \"fp32\" (16-bit FSDP dtypes need bf16- or "
+                                               "fp16-autocast precision)"));
     }
     return absl::OkStatus();
   };
@@ -790,8 +790,6 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   if (auto s = dtype("fsdp_reduce_dtype", &w.fsdp_16bit_reduce); !s.ok()) return s;
   return absl::OkStatus();
 }
-
-
 
 }  // namespace
 
@@ -860,10 +858,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       !st.ok()) {
     return st;
   }
-  if (auto st = rd.CheckKeys(training, "[training]",
-                             {"precision", "optimizer", "optimizer_impl", "activation_checkpointing",
-                              "compile", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples",
-                              "tokens", "epochs", "dataset_size"});
+  if (auto st = rd.CheckKeys(
+          training, "[training]",
+          {"precision", "optimizer", "optimizer_impl", "activation_checkpointing", "compile",
+           "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }

@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
@@ -25,7 +25,8 @@ namespace {
 
 // The measurement, and profiles xdeep's probes took on the GPU types it may
 // come from.
-constexpr char kMeasured[] = "/bench/validate/data/2026-11-26_settings_effects/settings_effects.json";
+constexpr char kMeasured[] =
+    "/bench/validate/data/2026-11-26_settings_effects/settings_effects.json";
 constexpr char kH100Profile[] = "/bench/validate/data/2026-11-26_h100x2_heldout9/profile.json";
 constexpr char kH200Profile[] = "/bench/validate/data/2026-11-26_h200x2_heldout8/profile.json";
 
@@ -75,8 +76,8 @@ Predicted Predict(const std::string& toml, const HardwareProfile& hw, int mb, bo
 
 // One setting toggled against the defaults.
 struct Setting {
-  const char* label;     // settings_effects.py's run label
-  bool gpt;              // the GPT (else ResNet-50)
+  const char* label;  // settings_effects.py's run label
+  bool gpt;           // the GPT (else ResNet-50)
   const char* model_keys;
   const char* training_keys;
   bool recompute = false;  // activation checkpointing: the configuration's flag
@@ -223,8 +224,8 @@ TEST(TrainingSettingsTest, EachSettingMovesThePredictionAsTheGpuMeasured) {
     if (!run.contains("memory_ratio")) {
       ADD_FAILURE() << what << ": no peak memory measured";
     } else {
-      ExpectLikeMeasured(what + " memory", memory, run["memory_ratio"].get<double>(),
-                         kMemoryNoise, kMemoryTolerance);
+      ExpectLikeMeasured(what + " memory", memory, run["memory_ratio"].get<double>(), kMemoryNoise,
+                         kMemoryTolerance);
     }
     ++compared;
   }
@@ -333,9 +334,10 @@ TEST(TrainingSettingsTest, HuggingFaceGpt2MemoryPerSampleNeedsItsActivationAndLo
     };
     const double plain = slope(""),
                  described = slope("activation = \"gelu_new\"\nfp32_logits = true");
-    std::printf("%s: peak memory per sample %.3f GB measured, %.3f predicted with gelu_new and "
-                "fp32 logits, %.3f without\n",
-                m.name, measured / 1e9, described / 1e9, plain / 1e9);
+    std::printf(
+        "%s: peak memory per sample %.3f GB measured, %.3f predicted with gelu_new and "
+        "fp32 logits, %.3f without\n",
+        m.name, measured / 1e9, described / 1e9, plain / 1e9);
     EXPECT_LT(plain, 0.8 * measured) << m.name << ": the gap these keys close";
     EXPECT_NEAR(described / measured, 1.0, 0.10) << m.name;
   }

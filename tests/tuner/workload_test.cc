@@ -141,9 +141,8 @@ TEST(WorkloadTest, TrainingSettingsDefaultToPyTorchs) {
   EXPECT_EQ(ResolvedAttention(*fp32), AttentionKernel::kEfficient);
   // ResNet-50 in NCHW pays two layout transforms per convolution.
   auto cnn = ParseWorkloadToml("[model]\npreset = \"resnet50\"\n", "c.toml");
-  auto nhwc =
-      ParseWorkloadToml("[model]\npreset = \"resnet50\"\nmemory_format = \"channels_last\"\n",
-                        "c.toml");
+  auto nhwc = ParseWorkloadToml(
+      "[model]\npreset = \"resnet50\"\nmemory_format = \"channels_last\"\n", "c.toml");
   ASSERT_TRUE(cnn.ok() && nhwc.ok());
   EXPECT_EQ(cnn->settings.memory_format, MemoryFormat::kContiguous);
   EXPECT_EQ(cnn->layers[0].kernels - nhwc->layers[0].kernels, 2);
