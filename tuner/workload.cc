@@ -192,7 +192,7 @@ void BuildTransformerLayers(Workload& w) {
     double gemm_flops = 0;
     for (const GemmShape& g : b.gemms) gemm_flops += 2.0 * g.m_per_sample * g.n * g.k;
     // Attention scores and weighted sum: 2 * 2 * s^2 * h per sample. A fused
-    // causal kernel (flash or memory-efficient) skips the masked half
+    // kernel (flash or memory-efficient) under a causal mask skips its half
     // (FlashAttention-2, Dao 2023, sec. 3). Math and eager attention run two
     // batched GEMMs over every head, masked half included: q k^T (heads x s
     // rows of s scores, d deep) and the scores times v (heads x s rows of d).
@@ -204,7 +204,7 @@ void BuildTransformerLayers(Workload& w) {
       b.attention_flops = 0;
       b.fwd_flops = gemm_flops + 4.0 * s * s * h;
     } else {
-      b.attention_flops = 4.0 * s * s * h * 0.5;
+      b.attention_flops = 4.0 * s * s * h * (t.causal ? 0.5 : 1.0);
       b.fwd_flops = gemm_flops + b.attention_flops;
     }
     // Saved activations per token (Korthikanti et al. sec. 4.1, redone for
@@ -844,6 +844,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "attention",
                               "linear_bias",
                               "learned_positions",
+                              "causal",
                               "memory_format",
                               "activation",
                               "fp32_logits",
@@ -962,7 +963,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     };
     const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp},
                              {"tied_embeddings", &t.tied_embeddings},
-                             {"learned_positions", &t.learned_positions}};
+                             {"learned_positions", &t.learned_positions},
+                             {"causal", &t.causal}};
     for (const BoolKey& k : bools) {
       ASSIGN_OR_RETURN(std::optional<bool> v, rd.Bool(*model, k.key));
       if (v) *k.field = *v;

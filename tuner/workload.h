@@ -89,6 +89,9 @@ struct TransformerShape {
   bool gated_mlp = false;         // SwiGLU: three MLP matrices instead of two
   bool tied_embeddings = false;   // output projection shares the embedding matrix
   bool learned_positions = true;  // GPT-2 style position embedding table (Llama: rotary, none)
+  // Causal self-attention (decoder-only): fused kernels skip the masked half.
+  // An encoder (ViT, BERT) attends to every position.
+  bool causal = true;
 };
 
 // One GEMM of a layer, per sample: C[m x n] = A[m x k] B[k x n]; m scales with

@@ -135,6 +135,11 @@ TEST(WorkloadTest, TrainingSettingsDefaultToPyTorchs) {
   ASSERT_TRUE(bare.ok()) << bare.status();
   EXPECT_EQ(w->Parameters() - bare->Parameters(), 2 * 9 * 256);
   EXPECT_EQ(ParamTensors(w->layers[1]) - ParamTensors(bare->layers[1]), 4);
+  // An encoder attends to every position: twice a causal decoder's attention.
+  auto encoder = ParseWorkloadToml(gpt + "causal = false\n", "d.toml");
+  ASSERT_TRUE(encoder.ok()) << encoder.status();
+  EXPECT_TRUE(w->transformer.causal);
+  EXPECT_DOUBLE_EQ(encoder->layers[1].attention_flops, 2 * w->layers[1].attention_flops);
   // fp32 training: sdpa picks the memory-efficient kernel.
   auto fp32 = ParseWorkloadToml(gpt + "[training]\nprecision = \"fp32\"\n", "d.toml");
   ASSERT_TRUE(fp32.ok()) << fp32.status();
