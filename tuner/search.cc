@@ -137,8 +137,8 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
         notes.push_back(absl::StrCat(inter ? "inter" : "intra",
                                      "-node collectives not measured, built-in figures"));
       } else if (group > measured) {
-        notes.push_back(absl::StrCat("collectives over ", group, " ranks from fits up to ",
-                                     measured));
+        notes.push_back(
+            absl::StrCat("collectives over ", group, " ranks from fits up to ", measured));
       }
     }
   }
@@ -671,6 +671,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         b.time_to_solution_s > 0 ? 100.0 * (p.time_to_solution_s / b.time_to_solution_s - 1) : 0;
     a.why = by_time ? absl::StrFormat("time: %+.1f%% time to solution (cost %+.1f%%)", dt, dc)
                     : absl::StrFormat("cost: %+.1f%% cost (time to solution %+.1f%%)", dc, dt);
+    // Its own extrapolation, where it is not the best one's (said above).
+    if (!p.extrapolated.empty() && p.extrapolated != b.extrapolated) {
+      absl::StrAppend(&a.why, "; extrapolated: ", p.extrapolated);
+    }
     result.alternatives.push_back(std::move(a));
   }
   for (Candidate& cand : pareto) {

@@ -25,7 +25,7 @@ struct SearchLimits {
   // allocation); 0 = the profile's node shape. Given, it is the node size: a
   // measured profile counts the GPUs its probe job held, not the node's.
   int max_gpus_per_node = 0;
-  int max_total_gpus = 0;     // 0 = no limit (user's --gpus / -n)
+  int max_total_gpus = 0;  // 0 = no limit (user's --gpus / -n)
   // Price: cost = GPUs used x hours x price_per_gpu_hour, unless
   // price_per_node_hour > 0, then cost = nodes x hours x price_per_node_hour
   // (whole nodes billed, e.g. an exclusive partition or TRES billing per node).
@@ -81,8 +81,7 @@ int SearchMicroBatchLimit(const Workload& w, const HardwareProfile& hw);
 
 // What a prediction for `c` extrapolates beyond the profile's measurements,
 // as "; "-separated clauses; empty when nothing (Prediction::extrapolated).
-std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
-                              const Configuration& c);
+std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw, const Configuration& c);
 
 // e.g. "dp4", "dp2xtp2", "fsdp8", "dp2xpp2 (1f1b)", "zero1-dp8xtp8xpp4 (interleaved)".
 std::string StrategyName(const Configuration& c);
