@@ -375,6 +375,17 @@ class HostileUserTest(StackTest):
         self.assertNotEqual(r.rc, 0, r)
 
 
+RESTARTED = []  # daemons this module started; local-stack.sh stops them by pid
+
+
+def process_gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def restart_stack_daemon(kill_signal):
     """Kills the stack's xdeepd with `kill_signal` and starts it again as
     local-stack.sh does (its own user, the pid recorded for the stop)."""
@@ -383,22 +394,24 @@ def restart_stack_daemon(kill_signal):
         pid = int(f.read())
     os.kill(pid, kill_signal)
     for _ in range(100):
-        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+        if process_gone(pid):
             break
         time.sleep(0.05)
     owner = os.stat(os.path.join(STACK, "xdeep.db")).st_uid
-    out = open(os.path.join(STACK, "xdeepd.out"), "ab")
-    proc = subprocess.Popen(["setpriv", f"--reuid={owner}", f"--regid={owner}", "--clear-groups",
-                             XDEEPD, "--config", os.path.join(STACK, "xdeepd.toml")],
-                            env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")),
-                            stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    with open(os.path.join(STACK, "xdeepd.out"), "ab") as out:
+        proc = subprocess.Popen(["setpriv", f"--reuid={owner}", f"--regid={owner}", "--clear-groups",
+                                 XDEEPD, "--config", os.path.join(STACK, "xdeepd.toml")],
+                                env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")),
+                                stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    RESTARTED.append(proc)
     with open(pid_file, "w") as f:
         f.write(str(proc.pid))
     sock = os.path.join(STACK, "xdeepd.sock")
     for _ in range(200):
-        if os.path.exists(sock) and f"pid={proc.pid}" in open(os.path.join(STACK, "xdeepd.log")).read():
-            return proc
+        with open(os.path.join(STACK, "xdeepd.log")) as log:
+            if os.path.exists(sock) and f"pid={proc.pid}" in log.read():
+                return proc
         time.sleep(0.05)
     raise AssertionError("xdeepd did not come back")
 
