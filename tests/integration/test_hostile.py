@@ -170,6 +170,15 @@ class HostileUserTest(StackTest):
         self.assertEqual(kind, "reserved")
         return decision, token
 
+    def test_replayed_credential_is_refused(self):
+        r = subprocess.run([LOAD, "--replay", "--daemon", f"unix://{STACK}/xdeepd.sock",
+                            "--out", self.tmp, "--uid-base", str(uid_of(MALLORY))],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first, again = r.stdout.splitlines()
+        self.assertTrue(first.startswith("first OK"), r.stdout)
+        self.assertRegex(again, r"^replayed 16 .*replayed")  # UNAUTHENTICATED
+
     def test_tokens_are_single_use_and_bound_to_their_user(self):
         decision, token = self.reserve_as(ALICE)
         # Mallory holds Alice's token (and knows her decision id): refused.
