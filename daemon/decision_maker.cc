@@ -102,6 +102,21 @@ int MinPositive(std::initializer_list<int> values) {
   return best;
 }
 
+// Why BuildLimits left nothing to search, naming the option to change.
+std::string NoRoomReason(const PartitionShape& shape, const v1::UserBounds& b) {
+  if (b.cpus_per_task() > 0 && b.cpus_per_task() > shape.cpus_per_node) {
+    return fmt::format(
+        "-c/--cpus-per-gpu {} asks for more CPUs per task than a node of partition {} has ({}); "
+        "lower it",
+        b.cpus_per_task(), shape.partition, shape.cpus_per_node);
+  }
+  if (b.excluded_nodes() > 0 && b.excluded_nodes() >= shape.nodes) {
+    return fmt::format("-x excludes {} nodes, and partition {} has {}; exclude fewer",
+                       b.excluded_nodes(), shape.partition, shape.nodes);
+  }
+  return "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node";
+}
+
 }  // namespace
 
 absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
@@ -164,6 +179,18 @@ tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape
   limits.max_total_gpus = MinPositive({b.gpus(), b.tasks(), policy.max_gpus});
   if (limits.max_total_gpus > 0) {
     limits.max_nodes = std::min(limits.max_nodes, limits.max_total_gpus);
+  }
+  // One task per GPU: --ntasks-per-node caps GPUs per node, and so do the
+  // node's CPUs shared by tasks of -c CPUs each (0 when a task does not fit).
+  if (b.tasks_per_node() > 0) {
+    limits.max_gpus_per_node = std::min(limits.max_gpus_per_node, b.tasks_per_node());
+  }
+  if (b.cpus_per_task() > 0 && shape.cpus_per_node > 0) {
+    limits.max_gpus_per_node =
+        std::min(limits.max_gpus_per_node, shape.cpus_per_node / b.cpus_per_task());
+  }
+  if (b.excluded_nodes() > 0) {
+    limits.max_nodes = std::min(limits.max_nodes, shape.nodes - b.excluded_nodes());
   }
   if (policy.billing == "slurm" && shape.gpu_billing_weight > 0) {
     // TRES billing: a GPU-hour costs its weight plus its share of the node's CPUs.
@@ -353,8 +380,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     progress(Step("probe", fmt::format("no measurements for partition {}: probing (waiting at most "
                                        "{} s)",
                                        shape->partition, policy->probes.max_wait_s)));
-    // The workload's own GEMM shapes: the profile then holds exactly what
-    // the model looks up (interpolating between far shapes costs accuracy).
+    // The workload's own GEMM shapes up to the largest micro-batch the
+    // search tries: the profile then holds exactly what the model looks up,
+    // and the search does not go past twice what was measured.
     const std::string shapes =
         tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
     absl::Status probed =
@@ -372,9 +400,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
 
   tuner::SearchLimits limits = BuildLimits(*policy, *shape, request);
   if (limits.max_gpus_per_node <= 0 || limits.max_nodes <= 0) {
-    return absl::FailedPreconditionError(
-        "the launch's limits leave no GPU to run on; raise -N/-n/--gpus-per-node");
+    return absl::FailedPreconditionError(NoRoomReason(*shape, request.bounds()));
   }
+  std::string correction_note;  // the fitted correction model, for the explanation
   if (store_ != nullptr) {
     auto correction = FitCorrection(*store_, workload->name);
     if (correction.ok() && correction->runs > 0) {
@@ -387,6 +415,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         if (fresh) it->second = fitted->Factor(CorrectionParameters(c));
         return it->second;
       };
+      static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
+      correction_note = fmt::format("; step time corrected from {} real run(s): {}",
+                                    correction->runs, fitted->Describe(kNames));
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of {}",
                                        correction->runs, workload->name)));
     }
@@ -414,7 +445,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       alt->set_why(c.why);
     }
   }
-  decision.set_explanation(result->best.why);
+  decision.set_explanation(result->best.why + correction_note);
   decision.set_hardware_label(result->hardware_label);
   decision.set_workload_name(workload->name);
   decision.set_currency(policy->currency);

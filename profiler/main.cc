@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
   compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
       ->check(CLI::IsMember({"cpu", "gpu", "all"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
+  bool anchors = true;
+  compute->add_flag("!--no-anchors", anchors,
+                    "with --shapes, skip the anchor GEMMs that pin the tuner's GEMM model");
   compute->add_option("--gemm", gemm_args, "Plain GEMM MxNxK (repeatable)");
   compute->add_option("--layer", layer_args,
                       "Linear layer name:tokens:in:out -> fwd, dgrad, wgrad (repeatable)");
@@ -267,6 +270,9 @@ int main(int argc, char** argv) {
       }
       o.gemm.gemms = set->gemms;
       o.attention.shapes = set->attention;
+      if (!set->gemms.empty() && anchors) {
+        for (xp::GemmSpec& g : xp::ModelAnchorGemms()) o.gemm.gemms.push_back(g);
+      }
       if (!set->dtypes.empty() && compute->count("--dtypes") == 0) o.gemm.dtypes = set->dtypes;
     }
     for (const std::string& g : gemm_args) {

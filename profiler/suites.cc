@@ -18,6 +18,23 @@ std::vector<GemmSpec> DefaultGemms() {
   return out;
 }
 
+std::vector<GemmSpec> ModelAnchorGemms() {
+  // (tokens, in, out): misaligned dimensions of 2, 4 and 8 bytes (bf16) at two
+  // sizes, small and skinny layers, tall convolution-like ones (and a 7x7x3
+  // stem), one large; each in its three passes.
+  const std::tuple<const char*, int64_t, int64_t, int64_t> anchors[] = {
+      {"align2", 4096, 1024, 4097}, {"align4", 4096, 1024, 4098}, {"align8", 4096, 1024, 4100},
+      {"small1", 64, 1024, 1024},   {"small2", 256, 4096, 4096},  {"small3", 128, 512, 2048},
+      {"tall1", 50176, 64, 64},     {"tall2", 12544, 576, 128},   {"tall3", 3136, 1152, 256},
+      {"tall4", 784, 4608, 512},    {"big", 16384, 4096, 4096},   {"align2b", 1024, 2048, 1001},
+      {"align4b", 2048, 1026, 3072}, {"align8b", 2048, 1540, 1540}, {"stem", 25088, 147, 64}};
+  std::vector<GemmSpec> out;
+  for (const auto& [name, tokens, in, o] : anchors) {
+    for (GemmSpec& g : LayerGemms(absl::StrCat("anchor.", name), tokens, in, o)) out.push_back(g);
+  }
+  return out;
+}
+
 std::vector<AttentionSpec> DefaultAttention() { return {AttentionSpec{4, 32, 2048, 128, true}}; }
 
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {

@@ -34,6 +34,10 @@ absl::StatusOr<Report> RunCollectiveSuite(const DistEnv& env, const CollectiveOp
 // 8192^3 GEMM (comparable with published figures) and the linear layers of a
 // GPT-style block (hidden 4096, 8192 tokens).
 std::vector<GemmSpec> DefaultGemms();
+// Shapes that pin the tuner's GEMM model (tuner/gemm_model.h) where a
+// workload's own layers leave it free: misaligned leading dimensions, small,
+// tall and large layers. xdeep-probe runs them beside a shapes file's layers.
+std::vector<GemmSpec> ModelAnchorGemms();
 // With DefaultGemms: that block's causal attention (32 heads of 128, 4 x 2048 tokens).
 std::vector<AttentionSpec> DefaultAttention();
 

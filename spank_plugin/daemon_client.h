@@ -20,6 +20,7 @@ struct TuneQuery {
   std::string workload_preset;  // a preset name
   std::string workload_source;  // path for messages
   int max_nodes = 0, max_tasks = 0, max_gpus_per_node = 0, max_gpus = 0;
+  int max_tasks_per_node = 0, cpus_per_task = 0, excluded_nodes = 0;
   uint32_t allocation_job_id = 0;  // 0: not inside an allocation
   int allocation_nodes = 0, allocation_gpus_per_node = 0;
   std::string allocation_nodelist;

@@ -101,6 +101,9 @@ class GrpcDaemonClient final : public DaemonClient {
     req.mutable_bounds()->set_tasks(q.max_tasks);
     req.mutable_bounds()->set_gpus_per_node(q.max_gpus_per_node);
     req.mutable_bounds()->set_gpus(q.max_gpus);
+    req.mutable_bounds()->set_tasks_per_node(q.max_tasks_per_node);
+    req.mutable_bounds()->set_cpus_per_task(q.cpus_per_task);
+    req.mutable_bounds()->set_excluded_nodes(q.excluded_nodes);
     if (q.allocation_job_id != 0) {
       req.mutable_allocation()->set_job_id(q.allocation_job_id);
       req.mutable_allocation()->set_nodes(q.allocation_nodes);

@@ -2,6 +2,7 @@
 #include "spank_plugin/plugin.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,8 +10,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "spank_plugin/batch_script.h"
 #include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
+#include "spank_plugin/node_features.h"
+#include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {
 namespace {
@@ -47,15 +51,6 @@ int MinOfCompressedList(const std::string& list) {
   return best;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return true;
-}
-
 std::string ReportPath(const std::string& decision_id) {
   std::string dir = Env("XDEEP_REPORT_DIR");
   if (dir.empty()) {
@@ -63,6 +58,22 @@ std::string ReportPath(const std::string& decision_id) {
     dir = (home.empty() ? std::string("/tmp") : home) + "/.cache/xdeep";
   }
   return dir + "/" + decision_id + ".steps";
+}
+
+// Heterogeneous launches put ':' between components: srun anywhere in its
+// command line, sbatch / salloc among their options (their optind stops at
+// the first ':').
+bool IsHeterogeneous(Launcher launcher, const std::vector<std::string>& argv, int first_command) {
+  const size_t end = launcher == Launcher::kSrun
+                         ? argv.size()
+                         : std::min<size_t>(argv.size(), std::max(first_command, 0) + 1);
+  for (size_t i = 1; i < end; ++i)
+    if (argv[i] == ":") return true;
+  return false;
+}
+
+bool IsModeName(const std::string& word) {
+  return word == "auto" || word == "advise" || word == "explain" || word == "off" || word == "on";
 }
 
 }  // namespace
@@ -74,6 +85,29 @@ int Plugin::Init(const std::vector<std::string>& args) {
     return -1;
   }
   return 0;
+}
+
+void Plugin::UnsetXdeepEnvironment() {
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (entry.starts_with("XDEEP_")) names.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  for (const std::string& name : names) unsetenv(name.c_str());
+}
+
+void Plugin::PrepareStepEnvironment() {
+  const std::string exported = Env("SLURM_EXPORT_ENV");
+  if (Env(kGuardVar).empty() || !RestrictsEnvironment(exported)) return;
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (!entry.starts_with("XDEEP_")) continue;
+    std::string name(entry.substr(0, entry.find('=')));
+    if (exported.find(name) == std::string::npos) names.push_back(std::move(name));
+  }
+  if (!names.empty())
+    setenv("SLURM_EXPORT_ENV", ExportAlso(Launcher::kSrun, exported, names).c_str(), 1);
 }
 
 int Plugin::OnOption(OptionId id, const char* value) {
@@ -95,49 +129,161 @@ DaemonClient* Plugin::Client(std::string* error) {
   return client_.get();
 }
 
-bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
-                        int first_command, TuneQuery* q, std::string* error, bool* skip) {
-  q->mode = std::string(TuneModeName(mode));
-  q->launcher = launcher == Launcher::kSrun     ? "srun"
-                : launcher == Launcher::kSbatch ? "sbatch"
-                                                : "salloc";
-  // The workload: --xdeep-workload (a file, else a preset name), else ./xdeep.toml.
+bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv, int first_command,
+                        std::string* error) {
+  // srun tunes component 0 of a heterogeneous step (its options end at
+  // optind); a heterogeneous allocation's components share one submission.
+  if (launcher != Launcher::kSrun && IsHeterogeneous(launcher, argv, first_command)) {
+    *error =
+        "a heterogeneous allocation (components joined by ':') cannot be tuned: xdeep decides "
+        "one layout per launch; submit each component as its own job";
+    return false;
+  }
+  std::vector<GivenOption> given = CommandLineOptions(launcher, argv, first_command);
+  std::vector<GivenOption> env =
+      EnvironmentOptions(launcher, [](const char* n) -> const char* { return std::getenv(n); });
+  given.insert(given.end(), env.begin(), env.end());
+  bool wrap = false;
+  for (const GivenOption& g : given)
+    wrap |= g.option != nullptr && g.option->effect == Effect::kWrap;
+  if (launcher == Launcher::kSbatch && !wrap) {
+    BatchDirectives script;
+    const bool on_stdin = first_command < 0 || static_cast<size_t>(first_command) >= argv.size();
+    const bool read = on_stdin ? ReadStdinScript(&script, error)
+                               : ReadBatchScript(argv[first_command], &script, error);
+    if (!read) return false;
+    if (script.heterogeneous) {
+      *error =
+          "a heterogeneous batch job (#SBATCH hetjob) cannot be tuned: xdeep decides one layout "
+          "per launch; tune each component as its own job";
+      return false;
+    }
+    script_on_stdin_ = on_stdin;
+    std::vector<GivenOption> lines =
+        ParseOptions(launcher, script.args, 0, script.args.size(), OptionSource::kScript);
+    given.insert(given.end(), lines.begin(), lines.end());
+  }
+  bounds_ = ReadLaunchBounds(std::move(given));
+  if (!bounds_.refusal.empty()) {
+    *error = bounds_.refusal;
+    return false;
+  }
+  if (IsHeterogeneous(launcher, argv, first_command) && RestrictsEnvironment(bounds_.export_env)) {
+    *error = "--export=" + bounds_.export_env +
+             " on a heterogeneous step leaves no way to hand the decision to component 0 "
+             "alone; use --export=ALL there, or tune the component as its own launch";
+    return false;
+  }
+  return true;
+}
+
+bool Plugin::ReadWorkload(TuneQuery* q, std::string* error, bool* skip) {
+  // --xdeep-workload (a file, else a preset name), else xdeep.toml where the
+  // job runs (-D / --chdir, else the current directory).
   std::string workload = options_.workload();
-  const bool explicit_request = options_.mode().has_value();
   if (workload.empty()) {
-    if (std::filesystem::exists("xdeep.toml")) {
-      workload = "xdeep.toml";
-    } else if (!explicit_request) {
+    const std::string dir = bounds_.chdir.empty() ? "" : bounds_.chdir + "/";
+    const std::string candidate = dir + "xdeep.toml";
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0) {
+      workload = candidate;
+    } else if (!options_.mode().has_value()) {
       *skip = true;  // tuning is on by site default, but this launch describes no workload
       return true;
     } else {
       *error =
           "no workload to tune: pass --xdeep-workload=FILE (or a preset such as gpt-1.3b), "
-          "or put an xdeep.toml in the working directory";
+          "or put an xdeep.toml in " +
+          (dir.empty() ? std::string("the working directory") : dir);
       return false;
     }
   }
-  if (std::filesystem::is_regular_file(workload)) {
-    if (!ReadFile(workload, &q->workload_toml)) {
-      *error = "cannot read workload file " + workload + "; check its permissions";
-      return false;
-    }
+  // A preset is a plain name; anything that looks like or is a path is a file.
+  struct stat st {};
+  if (stat(workload.c_str(), &st) == 0 || workload.find('/') != std::string::npos ||
+      workload.ends_with(".toml")) {
+    if (!ReadWorkloadFile(workload, &q->workload_toml, error)) return false;
     q->workload_source = workload;
-  } else if (workload.find('/') != std::string::npos || workload.ends_with(".toml")) {
-    *error = "workload file " + workload + " does not exist; check the path";
-    return false;
   } else {
     q->workload_preset = workload;
     q->workload_source = workload;
   }
+  return true;
+}
 
-  LaunchBounds bounds = ParseLaunchBounds(argv, first_command);
+bool Plugin::NodeBounds(TuneQuery* q, std::string* error) {
+  const LaunchBounds& b = bounds_;
+  const bool memory = !b.mem_per_cpu.empty() || !b.mem_per_gpu.empty();
+  const long node_memory = MemoryMb(b.mem_per_node);
+  // Inside an allocation the allocation's own size bounds the step.
+  if ((b.constraint.empty() && !memory && node_memory <= 0) || !Env("SLURM_JOB_ID").empty())
+    return true;
+  // Without sinfo's answer these stay Slurm's checks alone.
+  std::string output, why;
+  if (!RunSinfo(config_.timeout_ms, &output, &why)) return true;
+  const PartitionNodes nodes = ReadPartitionNodes(output, b.partition, b.constraint, node_memory);
+  const std::string partition =
+      b.partition.empty() ? std::string("the default partition") : "partition " + b.partition;
+  if (nodes.matching == 0) {
+    *error = "no node of " + partition +
+             (b.constraint.empty() ? "" : " has the features -C " + b.constraint) +
+             (b.constraint.empty() || node_memory <= 0 ? "" : " and") +
+             (node_memory <= 0 ? "" : " has --mem " + std::to_string(node_memory) + " MB") +
+             "; check them against sinfo -N -o '%N %f %m'";
+    return false;
+  }
+  if (nodes.matching > 0)
+    q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, nodes.matching) : nodes.matching;
+  if (!memory || nodes.memory_mb <= 0) return true;
+  // One task per GPU: the memory each GPU's task asks for.
+  long per_gpu = MemoryMb(b.mem_per_gpu);
+  if (per_gpu <= 0) per_gpu = MemoryMb(b.mem_per_cpu) * std::max(b.cpus_per_task, 1);
+  if (per_gpu <= 0) return true;
+  const int fit = static_cast<int>(nodes.memory_mb / per_gpu);
+  if (fit == 0) {
+    *error = "--mem-per-gpu / --mem-per-cpu ask " + std::to_string(per_gpu) +
+             " MB for each GPU's task, and a node of " + partition + " has " +
+             std::to_string(nodes.memory_mb) + " MB; lower it";
+    return false;
+  }
+  q->max_gpus_per_node = q->max_gpus_per_node > 0 ? std::min(q->max_gpus_per_node, fit) : fit;
+  return true;
+}
+
+bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
+                        int first_command, TuneQuery* q, std::string* error, bool* skip) {
+  q->mode = std::string(TuneModeName(mode));
+  q->launcher = std::string(LauncherName(launcher));
+  // The bounds first: -D says where to look for xdeep.toml. Their error is
+  // reported only when this launch has a workload to tune at all.
+  std::string bounds_error;
+  const bool bounds_ok = ReadBounds(launcher, argv, first_command, &bounds_error);
+  if (!ReadWorkload(q, error, skip)) return false;
+  if (*skip) return true;
+  if (!bounds_ok) {
+    *error = bounds_error;
+    *skip = !options_.mode().has_value();  // a site-default launch runs as written
+    return false;
+  }
+
+  const LaunchBounds& bounds = bounds_;
   q->max_nodes = bounds.nodes;
+  if (!bounds.nodelist.empty()) {
+    const int listed = static_cast<int>(bounds.nodelist.size());
+    q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, listed) : listed;
+  }
   q->max_tasks = bounds.tasks;
   q->max_gpus_per_node = bounds.gpus_per_node;
   q->max_gpus = bounds.gpus;
-  q->partition = bounds.partition.empty() ? Env("SLURM_PARTITION") : bounds.partition;
-  q->account = bounds.account.empty() ? Env("SLURM_ACCOUNT") : bounds.account;
+  q->max_tasks_per_node = bounds.tasks_per_node;
+  q->cpus_per_task = bounds.cpus_per_task;
+  q->excluded_nodes = bounds.excluded_nodes;
+  q->partition = bounds.partition;
+  q->account = bounds.account;
+  if (!NodeBounds(q, error)) {
+    *skip = !options_.mode().has_value();
+    return false;
+  }
 
   // Inside an allocation (srun in salloc or sbatch) a step cannot grow past it.
   if (launcher == Launcher::kSrun && !Env("SLURM_JOB_ID").empty()) {
@@ -172,6 +318,10 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
 int Plugin::InitPostOpt(Launcher launcher,
                         const std::function<std::vector<std::string>()>& read_argv,
                         int first_command) {
+  // srun calls this once per component of a heterogeneous step; the first
+  // call decides for the launch.
+  if (post_opt_seen_) return 0;
+  post_opt_seen_ = true;
   started_ = std::chrono::steady_clock::now();
   const std::string guard = Env(kGuardVar);
   if (!guard.empty()) {
@@ -180,6 +330,7 @@ int Plugin::InitPostOpt(Launcher launcher,
     decision_id_ = guard;
     owns_launch_ = Env(kGuardPidVar) == std::to_string(getpid());
     if (!owns_launch_ && launcher != Launcher::kSrun) decision_id_.clear();
+    report_path_ = Env("XDEEP_REPORT");
     const std::string token = Env(kAdmissionVar);
     unsetenv(kAdmissionVar);
     if (owns_launch_ && !Env(kWaitLeftVar).empty()) {
@@ -192,15 +343,36 @@ int Plugin::InitPostOpt(Launcher launcher,
           "xdeep: warning: cannot pass the admission token to slurmctld; a strict "
           "partition will refuse the job");
     }
+    // A tuned heterogeneous step carries the decision in component 0's
+    // --export; the other components must not inherit it from this process.
+    if (owns_launch_ && IsHeterogeneous(launcher, read_argv(), first_command))
+      UnsetXdeepEnvironment();
     return 0;
   }
   std::string error;
-  if (!options_.ApplyEnvironment(&error)) return Refuse(error);
+  options_.ApplyTuneEnvironment(&error);
+  if (!error.empty()) host_.info("xdeep: warning: " + error);
   TuneMode mode = options_.mode().value_or(config_.default_on ? TuneMode::kAuto : TuneMode::kOff);
   if (mode == TuneMode::kOff) return 0;
   const bool implicit = !options_.mode().has_value();
 
   const std::vector<std::string> argv = read_argv();
+  // "--xdeep-tune explain prog": getopt leaves an optional argument's
+  // separate word as the program; running a program called "explain" (tuned
+  // and charged) is never what was meant.
+  if (options_.bare_tune() && first_command > 0 &&
+      static_cast<size_t>(first_command) < argv.size() && IsModeName(argv[first_command])) {
+    const std::string& word = argv[first_command];
+    return Refuse("--xdeep-tune " + word + " would run a program called '" + word +
+                  "'; did you mean --xdeep-tune=" + word + "?");
+  }
+  // The other XDEEP_* variables count only now that the launch is tuned.
+  error.clear();
+  if (!options_.ApplyEnvironment(&error)) {
+    if (!implicit) return Refuse(error);
+    host_.info("xdeep: warning: " + error + "; running the launch unchanged");
+    return 0;
+  }
   TuneQuery query;
   bool skip = false;
   if (!BuildQuery(launcher, mode, argv, first_command, &query, &error, &skip)) {
@@ -270,8 +442,26 @@ int Plugin::InitPostOpt(Launcher launcher,
       std::chrono::steady_clock::now() - started_);
   const int64_t left = std::max<int64_t>(0, config_.timeout_ms - spent.count());
   setenv(kWaitLeftVar, std::to_string(left).c_str(), 1);
+  const bool heterogeneous = IsHeterogeneous(launcher, argv, first_command);
+  std::vector<std::string> exported = {kGuardVar, kGuardPidVar};
+  for (const auto& [name, value] : DecisionEnvironment(answer, report)) exported.push_back(name);
+  if (heterogeneous) {
+    // Component 0 alone gets the decision, as NAME=value in its --export.
+    exported = {std::string(kGuardVar) + "=" + answer.decision_id};
+    for (const auto& [name, value] : DecisionEnvironment(answer, report)) {
+      if (value.find(',') != std::string::npos) {
+        return Refuse("the decision's " + name +
+                      " holds a comma, which --export cannot carry to component 0 of this "
+                      "heterogeneous step; tune the component as its own launch");
+      }
+      exported.push_back(name + "=" + value);
+    }
+  }
   const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
-  host_.reexec(RewriteLaunch(argv, first_command, shape));
+  // sbatch has read a redirected script to its end; the new sbatch reads it again.
+  if (script_on_stdin_) RewindStdinScript();
+  host_.reexec(
+      RewriteLaunch(launcher, argv, first_command, bounds_, shape, exported, heterogeneous));
   // Only reached when execv failed: the launch still runs, untuned.
   unsetenv(kGuardVar);
   unsetenv(kAdmissionVar);
@@ -323,7 +513,7 @@ void Plugin::LocalExit(uint32_t job_id) {
   report.final = owns_launch_;
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const std::string path = Env("XDEEP_REPORT");
+  const std::string& path = report_path_;
   if (!path.empty()) {
     std::ifstream in(path);
     double t = 0;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "spank_plugin/daemon_client.h"
+#include "spank_plugin/launch_args.h"
 #include "spank_plugin/plugin_config.h"
 #include "spank_plugin/user_options.h"
 
@@ -39,14 +40,16 @@ struct Host {
       LoadDaemonClient;
 };
 
-enum class Launcher { kSrun, kSbatch, kSalloc };
-
 class Plugin {
  public:
   explicit Plugin(Host host) : host_(std::move(host)) {}
 
   // Plugstack arguments; 0 or -1 (after printing why).
   int Init(const std::vector<std::string>& args);
+  // srun, before it reads its input environment: an srun inside a tuned job
+  // whose --export=NONE (SLURM_EXPORT_ENV) would hide the decision from its
+  // tasks passes the XDEEP_* variables as well.
+  void PrepareStepEnvironment();
   // An --xdeep-* option callback; 0 or -1.
   int OnOption(OptionId id, const char* value);
   // After option parsing in srun / sbatch / salloc. `read_argv` gives the
@@ -71,10 +74,27 @@ class Plugin {
   void WaitSpent(std::chrono::steady_clock::time_point since);
   bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
                   int first_command, TuneQuery* query, std::string* error, bool* skip);
+  // The launch's limits from #SBATCH lines, the input environment and the
+  // command line; false with `error` when they cannot be read or tuned.
+  bool ReadBounds(Launcher launcher, const std::vector<std::string>& argv, int first_command,
+                  std::string* error);
+  // The workload file or preset; false with `error`, or true with `skip` set
+  // when a site-default launch names none.
+  bool ReadWorkload(TuneQuery* q, std::string* error, bool* skip);
+  // Limits only sinfo knows: nodes with -C's features and --mem, GPUs whose
+  // tasks' --mem-per-gpu / --mem-per-cpu fit a node; false with `error` when
+  // none fit.
+  bool NodeBounds(TuneQuery* q, std::string* error);
+  // Removes every XDEEP_* variable from this process's environment.
+  static void UnsetXdeepEnvironment();
 
   Host host_;
   PluginConfig config_;
   UserOptions options_;
+  LaunchBounds bounds_;
+  bool script_on_stdin_ = false;  // sbatch read its script from a redirected file
+  bool post_opt_seen_ = false;    // InitPostOpt ran (srun: once per het component)
+  std::string report_path_;       // $XDEEP_REPORT of the tuned launch
   std::unique_ptr<DaemonClient> client_;
   std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
   bool owns_launch_ = false;

@@ -119,6 +119,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     if (Instance().Init(std::vector<std::string>(av, av + ac)) != 0 && ctx != S_CTX_REMOTE) {
       return -1;
     }
+    if (ctx == S_CTX_LOCAL) Instance().PrepareStepEnvironment();
     return RegisterOptions(sp);
   });
 }

@@ -9,7 +9,9 @@ namespace xdeep::spank {
 
 const UserOption kUserOptions[kOptCount] = {
     {"xdeep-tune", "auto|advise|explain|off",
-     "Let xdeep choose nodes, GPUs, parallelism and batch size (default: auto)", 2, "XDEEP_TUNE"},
+     "Let xdeep choose nodes, GPUs, parallelism and batch size (default: auto); give a mode "
+     "as --xdeep-tune=MODE, since a separate word is read as the program",
+     2, "XDEEP_TUNE"},
     {"xdeep-workload", "FILE|PRESET", "Workload description (TOML) or preset name", 1,
      "XDEEP_WORKLOAD"},
     {"xdeep-budget", "AMOUNT", "Most this job may cost, in the site's currency", 1, "XDEEP_BUDGET"},
@@ -49,7 +51,13 @@ bool ParsePositive(const char* text, double max, double* out) {
 }  // namespace
 
 bool UserOptions::Set(OptionId id, const char* value, std::string* error) {
-  const std::string name = std::string("--") + kUserOptions[id].name;
+  if (id == kOptTune) bare_tune_ = value == nullptr;
+  return SetFrom(id, value, std::string("--") + kUserOptions[id].name, error);
+}
+
+// `name` is how the user gave the value (--xdeep-budget or XDEEP_BUDGET).
+bool UserOptions::SetFrom(OptionId id, const char* value, const std::string& name,
+                          std::string* error) {
   switch (id) {
     case kOptTune: {
       // srun passes NULL for a bare --xdeep-tune; slurmstepd passes "" too;
@@ -72,7 +80,7 @@ bool UserOptions::Set(OptionId id, const char* value, std::string* error) {
     }
     case kOptWorkload:
       if (value == nullptr || *value == '\0') {
-        *error = name + " needs a file name or a preset name";
+        *error = name + " is empty; it needs a file name or a preset name";
         return false;
       }
       workload_ = value;
@@ -110,13 +118,24 @@ bool UserOptions::Set(OptionId id, const char* value, std::string* error) {
   return true;
 }
 
+void UserOptions::ApplyTuneEnvironment(std::string* warning) {
+  if (set_[kOptTune]) return;
+  const char* value = std::getenv(kUserOptions[kOptTune].env);
+  if (value == nullptr || *value == '\0') return;
+  std::string error;
+  if (!SetFrom(kOptTune, value, kUserOptions[kOptTune].env, &error)) {
+    *warning = error + "; XDEEP_TUNE is ignored";
+  }
+}
+
 bool UserOptions::ApplyEnvironment(std::string* error) {
   for (int i = 0; i < kOptCount; ++i) {
-    if (set_[i]) continue;
-    const char* value = std::getenv(kUserOptions[i].env);
+    if (i == kOptTune || set_[i]) continue;
+    const char* env = kUserOptions[i].env;
+    const char* value = std::getenv(env);
     if (value == nullptr) continue;
-    if (!Set(static_cast<OptionId>(i), value, error)) {
-      *error = std::string(kUserOptions[i].env) + ": " + *error;
+    if (!SetFrom(static_cast<OptionId>(i), value, env, error)) {
+      *error += " (or unset " + std::string(env) + ")";
       return false;
     }
   }

@@ -1,7 +1,8 @@
 // The user's xdeep options: one table for the command line (--xdeep-*) and
 // the environment (XDEEP_TUNE, XDEEP_WORKLOAD, ...). The environment applies
-// only where the command line did not set a value. Setters are idempotent:
-// slurmstepd calls option callbacks more than once.
+// only where the command line did not set a value, and only once a launch is
+// tuned: a stale XDEEP_BUDGET must not break an srun that never asked for
+// xdeep. Setters are idempotent: slurmstepd calls option callbacks more than once.
 #pragma once
 
 #include <optional>
@@ -29,20 +30,30 @@ extern const UserOption kUserOptions[kOptCount];
 
 class UserOptions {
  public:
-  // From a callback or the environment; `value` may be null (has_arg == 2).
+  // From a callback; `value` may be null (has_arg == 2).
   // Returns false with a one-line `error` for a bad value.
   bool Set(OptionId id, const char* value, std::string* error);
-  // Fills options the command line left unset from the environment.
+  // XDEEP_TUNE where --xdeep-tune was not given. An empty value is unset; a
+  // bad one is ignored with a one-line `warning` (the launch did not clearly
+  // ask for tuning, so it must still run).
+  void ApplyTuneEnvironment(std::string* warning);
+  // The other XDEEP_* variables where the command line was silent; false
+  // with one line naming the variable for a bad value.
   bool ApplyEnvironment(std::string* error);
 
   std::optional<TuneMode> mode() const { return mode_; }
+  // --xdeep-tune was given with no "=MODE" on the command line.
+  bool bare_tune() const { return bare_tune_; }
   const std::string& workload() const { return workload_; }
   double budget() const { return budget_; }
   const std::string& objective() const { return objective_; }
   double deadline_s() const { return deadline_s_; }
 
  private:
+  bool SetFrom(OptionId id, const char* value, const std::string& label, std::string* error);
+
   bool set_[kOptCount] = {};
+  bool bare_tune_ = false;
   std::optional<TuneMode> mode_;
   std::string workload_;
   double budget_ = 0;

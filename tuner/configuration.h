@@ -36,6 +36,11 @@ struct Prediction {
   double steps = 0;                // optimizer steps to solution
   double samples_needed = 0;       // after the gradient-noise-scale correction
   double parallel_efficiency = 0;  // ideal single-GPU time / (GPUs x time), per sample
+  // What the prediction rests on beyond the profile's measurements, in words
+  // (GEMMs beyond the probed micro-batches, collectives over more ranks than
+  // measured, settings modelled from cited figures); empty when nothing.
+  // Search fills it for the candidates it returns (ExtrapolationNote).
+  std::string extrapolated;
 };
 
 std::string_view ObjectiveName(Objective o);

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tuner/modeling/model.h"
+#include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
@@ -87,19 +88,6 @@ const BuiltinSpec kBuiltins[] = {
      15e-6, 23, 30e-6, 0.55},
 };
 
-// Roofline with wave quantisation: 128 x 256 output tiles spread over the SMs;
-// time = max(FLOPs / (peak * wave efficiency), bytes / bandwidth) + launch.
-double SyntheticGemmTflops(const BuiltinSpec& s, double peak, int elem_bytes, double m, double n,
-                           double k) {
-  const double flops = 2 * m * n * k;
-  const double tiles = std::ceil(m / 128) * std::ceil(n / 256);
-  const double waves = std::ceil(tiles / s.sms);
-  const double wave_eff = tiles / (waves * s.sms);
-  const double bytes = elem_bytes * (m * k + k * n + m * n);
-  const double t = std::max(flops / (peak * 1e12 * wave_eff), bytes / (s.bw_gbps * 1e9)) + 4e-6;
-  return flops / t / 1e12;
-}
-
 // Two cuBLAS workspaces (see HardwareProfile::allocator_workspace_bytes):
 // 32 MiB each from Hopper on, 4096 * 2 KiB + 16 * 8 KiB before.
 int64_t CublasWorkspaces(const std::string& gpu_name) {
@@ -121,22 +109,18 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
   hw.allocator_workspace_bytes = CublasWorkspaces(hw.gpu_name);
   hw.memory_bandwidth_gbps = s.bw_gbps;
   hw.attention_efficiency = s.attention_eff;
-  const int dims[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536};
-  struct D {
-    DType t;
-    double peak;
-    int bytes;
-  };
-  for (D d : {D{DType::kBf16, s.bf16_tflops, 2}, D{DType::kFp32, s.fp32_tflops, 4},
-              D{DType::kTf32, s.tf32_tflops, 4}}) {
-    for (int m : dims) {
-      for (int n : dims) {
-        for (int k : dims) {
-          if (n > 16384 || k > 16384) continue;  // m carries the large (token) dimension
-          hw.gemm.push_back({m, n, k, d.t, SyntheticGemmTflops(s, d.peak, d.bytes, m, n, k)});
-        }
-      }
-    }
+  hw.sm_count = s.sms;
+  // The GEMM model at the spec's large-GEMM rates and bandwidth, its shape
+  // parameters at GemmFit's defaults (no points to fit them to).
+  for (auto [dtype, tflops] : {std::pair{DType::kBf16, s.bf16_tflops}, {DType::kFp16, s.bf16_tflops},
+                               {DType::kTf32, s.tf32_tflops}, {DType::kFp32, s.fp32_tflops}}) {
+    GemmFit& f = hw.gemm_fits[static_cast<int>(dtype)];
+    f.valid = true;
+    f.element_bytes = ElementBytes(dtype);
+    f.sms = s.sms;
+    f.peak_flops = tflops * 1e12;
+    f.bandwidth = s.bw_gbps * 1e9;
+    f.note = absl::StrFormat("built in: %.0f TFLOP/s, %.0f GB/s", tflops, s.bw_gbps);
   }
   for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
                           CollectiveOp::kReduceScatter, CollectiveOp::kSendRecv}) {
@@ -230,95 +214,43 @@ FitQuery FitOrFallback(const HardwareProfile& hw, CollectiveOp op, FabricScope s
   return InterpolateFits(hw.collectives, CollectiveOp::kAllReduce, scope, ranks);
 }
 
-// A GEMM layer of the interpolator: its (n, k), rounded.
-std::pair<int64_t, int64_t> LayerKey(double n, double k) {
-  return {std::llround(n), std::llround(k)};
-}
-
 }  // namespace
 
-GemmInterpolator::GemmInterpolator(const HardwareProfile& hw, DType dtype) {
-  // Seconds per GEMM of each layer (n, k) at each measured m, summed and
-  // counted: one value per m (a square layer's forward and dgrad share (n, k)).
-  std::map<std::pair<int64_t, int64_t>, std::map<double, std::pair<double, int>>> by_layer;
-  auto collect = [&](DType want) {
-    for (const GemmPoint& p : hw.gemm) {
-      if (p.dtype != want) continue;
-      points_.push_back(
-          {std::log2(double(p.m)), std::log2(double(p.n)), std::log2(double(p.k)), p.tflops});
-      auto& [sum, count] = by_layer[LayerKey(double(p.n), double(p.k))][double(p.m)];
-      sum += 2.0 * double(p.m) * double(p.n) * double(p.k) / (p.tflops * 1e12);
-      ++count;
-    }
-  };
-  collect(dtype);
-  if (points_.empty() && dtype != DType::kBf16) {
-    // Unmeasured precision: bf16 shape behaviour at the usual Hopper/Ampere
-    // dense-peak ratios (fp16 = bf16, tf32 = 1/2, fp32 = 1/16).
-    collect(DType::kBf16);
-    scale_ = dtype == DType::kFp16 ? 1.0 : dtype == DType::kTf32 ? 0.5 : 1.0 / 16;
-  }
-  for (const auto& [key, by_m] : by_layer) {
-    Layer& layer = layers_[key];
-    for (const auto& [m, sum_count] : by_m) {
-      layer.m.push_back(m);
-      layer.seconds.push_back(sum_count.first / sum_count.second);
-    }
-  }
-}
-
-double GemmInterpolator::Tflops(double m, double n, double k) const {
-  if (points_.empty()) return 1.0;  // nothing measured: 1 TFLOP/s keeps the model finite
-  // Outside the m measured for this very layer: its time over m, extrapolated
-  // by a PMNF model of the probed micro-batches (Extra-P's rules; typically
-  // c0 + c1·m, a fixed cost plus a saturated rate).
-  if (auto it = layers_.find(LayerKey(n, k)); it != layers_.end()) {
-    Layer& layer = it->second;  // m ascending
-    if (m > layer.m.back() * (1 + 1e-9) || m < layer.m.front() * (1 - 1e-9)) {
-      if (!layer.fitted && layer.m.size() >= 3) {
-        if (absl::StatusOr<modeling::Model> fit = modeling::FitCurve(layer.m, layer.seconds);
-            fit.ok()) {
-          layer.curve = std::make_shared<const modeling::Model>(*std::move(fit));
+void FitGemmModels(HardwareProfile* hw) {
+  GemmFit start;
+  start.sms = hw->sm_count > 0 ? hw->sm_count : start.sms;
+  if (hw->memory_bandwidth_gbps > 0) start.bandwidth = hw->memory_bandwidth_gbps * 1e9;
+  const DType all[] = {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32};
+  for (DType d : all) hw->gemm_fits[static_cast<int>(d)] = FitGemm(hw->gemm, d, start);
+  // Precisions the probe did not run: from a measured one, bf16 first.
+  for (DType d : all) {
+    GemmFit& f = hw->gemm_fits[static_cast<int>(d)];
+    if (f.valid) continue;
+    for (DType from : all) {
+      const GemmFit& measured = hw->gemm_fits[static_cast<int>(from)];
+      if (measured.valid && measured.points > 0) {
+        f = ScaledGemmFit(measured, d);
+        // Scaled by the precisions' dense-peak ratio against bf16.
+        if (from != DType::kBf16 && from != DType::kFp16) {
+          f.peak_flops *= from == DType::kTf32 ? 2.0 : 16.0;
         }
-      }
-      layer.fitted = true;
-      if (layer.curve != nullptr) {
-        const double seconds = layer.curve->Evaluate(m);
-        if (seconds > 0 && std::isfinite(seconds)) return 2.0 * m * n * k / seconds / 1e12 * scale_;
+        break;
       }
     }
   }
-  // Inverse-distance weighting (power 4) over the 8 nearest points in
-  // (log2 m, log2 n, log2 k); a near-exact hit returns the measurement.
-  const double lm = std::log2(std::max(1.0, m)), ln = std::log2(std::max(1.0, n)),
-               lk = std::log2(std::max(1.0, k));
-  constexpr int kNearest = 8;
-  std::pair<double, double> best[kNearest];
-  int count = 0;
-  for (const Point& p : points_) {
-    const double dm = p.lm - lm, dn = p.ln - ln, dk = p.lk - lk;
-    const double d2 = dm * dm + dn * dn + dk * dk;
-    if (count < kNearest) {
-      best[count++] = {d2, p.tflops};
-      std::push_heap(best, best + count);
-    } else if (d2 < best[0].first) {
-      std::pop_heap(best, best + count);
-      best[count - 1] = {d2, p.tflops};
-      std::push_heap(best, best + count);
-    }
-  }
-  double wsum = 0, vsum = 0;
-  for (int i = 0; i < count; ++i) {
-    if (best[i].first < 1e-12) return best[i].second * scale_;
-    const double w = 1.0 / (best[i].first * best[i].first);
-    wsum += w;
-    vsum += w * best[i].second;
-  }
-  return vsum / wsum * scale_;
 }
 
-double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k) {
-  return GemmInterpolator(hw, dtype).Tflops(m, n, k);
+GemmModel::GemmModel(const HardwareProfile& hw, DType dtype)
+    : fit_(hw.gemm_fits[static_cast<int>(dtype)]) {
+  if (fit_.valid || hw.gemm.empty()) return;
+  HardwareProfile fitted = hw;
+  FitGemmModels(&fitted);
+  fit_ = fitted.gemm_fits[static_cast<int>(dtype)];
+}
+
+double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k,
+                  GemmLayout layout) {
+  return GemmModel(hw, dtype).Tflops(m, n, k, layout);
 }
 
 CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op, int ranks,
@@ -533,6 +465,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     return ReportError(source_name, "$.gpu.memory_bytes", "missing or not positive");
   }
   if (hw.gpus_per_node <= 0) hw.gpus_per_node = gpu->value("count", 1);
+  hw.sm_count = gpu->value("sm_count", 0);
+  if (hw.sm_count <= 0) hw.sm_count = 132;
   hw.reserved_bytes = int64_t{1} << 30;
   hw.allocator_workspace_bytes = CublasWorkspaces(hw.gpu_name);
 
@@ -549,7 +483,10 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     if (!dt) continue;  // fp8 and friends: not used by the model yet
     const std::string pass = g.value("pass", std::string("plain"));
     GemmPoint p{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}), *dt,
-                g.value("tflops", 0.0)};
+                g.value("tflops", 0.0),
+                pass == "fwd"     ? GemmLayout::kForward
+                : pass == "wgrad" ? GemmLayout::kWgrad
+                                  : GemmLayout::kDgrad};
     if (p.tflops <= 0 && g.value("median_s", 0.0) > 0) {
       p.tflops = 2.0 * p.m * p.n * p.k / g.value("median_s", 0.0) / 1e12;
     }
@@ -804,8 +741,11 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         x.push_back(f->ranks);
         y.push_back(f->latency_s);
       }
-      auto model = modeling::FitCurve(x, y);
-      if (!model.ok()) continue;  // keep the interpolation's extrapolation
+      // xdeep's default modeler: Extra-P's model unless the robust one
+      // extrapolates clearly better (tuner/modeling/model_selection.h).
+      auto selected = modeling::FitCurveSelected(x, y);
+      if (!selected.ok()) continue;  // keep the interpolation's extrapolation
+      const modeling::Model* model = &selected->model;
       const CollectiveFit& last = *fits.back();
       double floor = last.latency_s;
       for (int r = 2 * last.ranks; r <= 65536; r *= 2) {
@@ -813,10 +753,14 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         floor = std::max(floor, model->Evaluate(static_cast<double>(r)));
         extra.push_back({last.op, last.scope, r, floor, last.busbw_gbps});
       }
-      if (extrapolated.empty()) {
-        extrapolated = absl::StrCat(" (collective latency past ", last.ranks,
-                                    " ranks extrapolated by a PMNF fit)");
-      }
+      // Every fitted model in the label: expression, modeler, CV error.
+      static const std::string kRanks[] = {"ranks"};
+      static constexpr const char* kOpNames[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                 "send_recv"};  // CollectiveOp's order
+      absl::StrAppend(&extrapolated, extrapolated.empty() ? "" : "; ",
+                      kOpNames[static_cast<int>(last.op)],
+                      last.scope == FabricScope::kIntraNode ? " intra-node" : " inter-node",
+                      " past ", last.ranks, " ranks: ", selected->Explain(kRanks));
     }
     hw.collectives.insert(hw.collectives.end(), extra.begin(), extra.end());
   }
@@ -851,7 +795,15 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     filled =
         absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
   }
-  hw.date += filled + extrapolated + framework_note;
+  if (!extrapolated.empty()) {
+    extrapolated =
+        absl::StrCat(" (collective latency extrapolated by a PMNF fit: ", extrapolated, ")");
+  }
+  FitGemmModels(&hw);
+  const GemmFit& bf16 = hw.gemm_fits[static_cast<int>(DType::kBf16)];
+  const std::string gemm_note =
+      bf16.points > 0 ? absl::StrCat(" (bf16 GEMM model ", bf16.note, ")") : "";
+  hw.date += filled + extrapolated + framework_note + gemm_note;
   return hw;
 }
 

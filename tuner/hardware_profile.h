@@ -1,6 +1,7 @@
 // Hardware profile: what one GPU type and its fabrics can do, as the tuner's
-// performance model needs it. GEMM throughput as a function of shape and
-// precision (interpolated over measured shapes), memory bandwidth and capacity,
+// performance model needs it. GEMM time as a function of shape, layout and
+// precision (tuner/gemm_model.h, fitted to the measured shapes), memory
+// bandwidth and capacity,
 // and per fabric scope (inside a node / across nodes) collective time as
 // latency + size / bandwidth per rank count. Built from a probe report
 // (docs/probe_report.md) or from a built-in profile of common hardware, which
@@ -8,30 +9,18 @@
 #ifndef XDEEP_TUNER_HARDWARE_PROFILE_H_
 #define XDEEP_TUNER_HARDWARE_PROFILE_H_
 
+#include <array>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-
-namespace xdeep::modeling {
-class Model;
-}  // namespace xdeep::modeling
+#include "tuner/gemm_model.h"
 
 namespace xdeep::tuner {
 
-enum class DType { kFp32, kTf32, kBf16, kFp16 };
 std::string_view DTypeName(DType d);
-
-struct GemmPoint {
-  int64_t m = 0, n = 0, k = 0;
-  DType dtype = DType::kBf16;
-  double tflops = 0;  // achieved, 1e12 FLOP/s
-};
 
 enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
 enum class FabricScope { kIntraNode, kInterNode };
@@ -71,7 +60,11 @@ struct HardwareProfile {
   // not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4). 0: not
   // measured, memory_bandwidth_gbps.
   double elementwise_bandwidth_gbps = 0;
-  std::vector<GemmPoint> gemm;
+  int sm_count = 132;
+  std::vector<GemmPoint> gemm;  // the probe's points (none in a built-in profile)
+  // The GEMM model per precision (indexed by DType), fitted to `gemm`
+  // (FitGemmModels) or, built in, from the datasheet-like figures.
+  std::array<GemmFit, 4> gemm_fits;
   std::vector<CollectiveFit> collectives;
   // Attention throughput relative to GEMM at the same size; probes fill it from
   // the attention section, built-in profiles from published FlashAttention-2/3.
@@ -149,36 +142,32 @@ struct HardwareProfile {
   std::string Label() const;
 };
 
-// Throughput of one GEMM shape, interpolated in log-space over the profile's
-// points of that dtype (inverse-distance weighting of the nearest points; an
-// exact hit returns the measurement). Where the profile measured the layer
-// (n, k) at three or more m (tokens: the micro-batch times the sequence) and
-// m lies outside them, the time of that layer is extrapolated over m by a PMNF
-// model (xdeep::modeling::FitCurve) instead. Falls back to bf16 points scaled
-// by the usual peak ratio when the dtype was not measured.
-double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k);
+// Fits the GEMM model of every precision to the profile's points (those the
+// probe measured; the others scaled from a measured one, bf16 first). Call
+// after changing `gemm`; probe-report profiles come fitted.
+void FitGemmModels(HardwareProfile* hw);
 
-// GemmTflops with the profile's points of one dtype prepared once (log-space
-// coordinates; the PMNF curves fitted on first use), for callers that look up
-// many shapes. Not thread-safe: one per thread.
-class GemmInterpolator {
+// The profile's GEMM model of one precision: time of any shape. Cheap per
+// call (no allocation); where the profile was not fitted (points added by
+// hand) it fits on construction.
+class GemmModel {
  public:
-  GemmInterpolator(const HardwareProfile& hw, DType dtype);
-  double Tflops(double m, double n, double k) const;
+  GemmModel(const HardwareProfile& hw, DType dtype);
+  double Seconds(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) const {
+    return GemmSeconds(fit_, m, n, k, layout);
+  }
+  double Tflops(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) const {
+    return 2.0 * m * n * k / Seconds(m, n, k, layout) / 1e12;
+  }
+  const GemmFit& fit() const { return fit_; }
 
  private:
-  struct Point {
-    double lm, ln, lk, tflops;
-  };
-  struct Layer {  // one (n, k): seconds per GEMM at each measured m, m ascending
-    std::vector<double> m, seconds;
-    bool fitted = false;  // curve tried (it stays empty where no model fits)
-    std::shared_ptr<const modeling::Model> curve;
-  };
-  std::vector<Point> points_;
-  mutable std::map<std::pair<int64_t, int64_t>, Layer> layers_;
-  double scale_ = 1.0;
+  GemmFit fit_;
 };
+
+// GemmModel(hw, dtype).Tflops(m, n, k, layout), for one-off lookups.
+double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k,
+                  GemmLayout layout = GemmLayout::kForward);
 
 // Time of one collective of `bytes` (the per-rank buffer, nccl-tests "size")
 // over `ranks` ranks of which `ranks_per_node` share a node.

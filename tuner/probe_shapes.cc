@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -10,21 +11,66 @@
 
 namespace xdeep::tuner {
 
-std::vector<int> ProbeMicroBatches(const Workload& w, int cap, int max_layers) {
+namespace {
+// The (tokens per sample, n, k) of every distinct GEMM of a workload at tp = 1.
+std::set<std::tuple<double, int64_t, int64_t>> DistinctGemms(const Workload& w) {
   std::set<std::tuple<double, int64_t, int64_t>> distinct;
   for (const LayerCost& l : w.layers) {
     for (const GemmShape& g : l.gemms) distinct.insert({g.m_per_sample, g.n, g.k});
   }
+  return distinct;
+}
+}  // namespace
+
+std::vector<int> ProbeMicroBatches(const Workload& w, int max_layers, double max_operand_bytes) {
+  const auto distinct = DistinctGemms(w);
+  const double element = w.precision == Precision::kFp32 ? 4 : 2;
+  auto fits = [&](int mb) {
+    for (const auto& [m_per_sample, n, k] : distinct) {
+      const double m = m_per_sample * mb;
+      if ((m * k + double(k) * n + m * n) * element > max_operand_bytes) return false;
+    }
+    return true;
+  };
   int top = 0;  // log2 of the largest micro-batch probed
-  while ((2 << top) <= std::min(std::max(1, w.max_micro_batch), cap)) ++top;
+  while ((2 << top) <= std::max(1, w.max_micro_batch) && fits(2 << top)) ++top;
   const int per_mb = std::max<int>(1, distinct.size());
-  const int count = std::clamp(max_layers / per_mb, std::min(2, top + 1), top + 1);
+  const int count = std::clamp(max_layers / per_mb, std::min(3, top + 1), top + 1);
   std::vector<int> out;
   for (int i = 0; i < count; ++i) {
     const int e = count == 1 ? 0 : static_cast<int>(std::lround(double(i) * top / (count - 1)));
     if (out.empty() || out.back() != (1 << e)) out.push_back(1 << e);
   }
   return out;
+}
+
+int LargestProbedMicroBatch(const Workload& w, const HardwareProfile& hw) {
+  const auto distinct = DistinctGemms(w);
+  if (distinct.empty() || hw.builtin) return 0;
+  const DType dtype = w.precision == Precision::kFp32        ? DType::kFp32
+                      : w.precision == Precision::kFp16Autocast ? DType::kFp16
+                                                                : DType::kBf16;
+  // Micro-batch -> how many of the distinct GEMMs the profile measured there
+  // (in any orientation: xdeep-probe times forward, dgrad and wgrad).
+  std::map<int64_t, std::set<std::tuple<double, int64_t, int64_t>>> found;
+  for (const GemmPoint& p : hw.gemm) {
+    if (p.dtype != dtype) continue;
+    for (const auto& g : distinct) {
+      const auto& [m_per_sample, n, k] = g;
+      const int64_t dims[3] = {p.m, p.n, p.k};
+      for (int i = 0; i < 3; ++i) {
+        const int64_t a = dims[(i + 1) % 3], b = dims[(i + 2) % 3];
+        if (!((a == n && b == k) || (a == k && b == n))) continue;
+        const double mb = dims[i] / m_per_sample;
+        if (mb >= 1 && mb == std::floor(mb)) found[static_cast<int64_t>(mb)].insert(g);
+      }
+    }
+  }
+  int best = 0;
+  for (const auto& [mb, gemms] : found) {
+    if (gemms.size() == distinct.size()) best = static_cast<int>(std::max<int64_t>(best, mb));
+  }
+  return best;
 }
 
 namespace {

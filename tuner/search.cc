@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tuner/probe_shapes.h"
 #include "tuner/strategy_model.h"
 
 namespace xdeep::tuner {
@@ -93,6 +94,72 @@ double SamplesNeeded(const Workload& w, int64_t global_batch) {
          (1.0 + w.reference_global_batch / w.b_noise);
 }
 
+int SearchMicroBatchLimit(const Workload& w, const HardwareProfile& hw) {
+  const int probed = LargestProbedMicroBatch(w, hw);
+  const int limit = std::max(1, w.max_micro_batch);
+  return probed > 0 ? std::min(limit, 2 * probed) : limit;
+}
+
+std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
+                              const Configuration& c) {
+  std::vector<std::string> notes;
+  // GEMMs: measured at this workload's shapes, or modelled from other points.
+  if (hw.builtin) {
+    notes.push_back(absl::StrCat("every figure from the ", hw.Label(), ", none measured here"));
+  } else {
+    const int probed = LargestProbedMicroBatch(w, hw);
+    if (probed == 0) {
+      notes.push_back("GEMM times modelled, this workload's shapes not probed");
+    } else if (c.micro_batch > probed) {
+      notes.push_back(absl::StrCat("GEMM times at micro-batch ", c.micro_batch,
+                                   " modelled beyond the largest probed (", probed, ")"));
+    }
+    if (c.tp > 1) {
+      notes.push_back(absl::StrCat("GEMMs split ", c.tp, " ways (tensor parallel) not probed"));
+    }
+    if (hw.optimizer_host_per_tensor_s <= 0) {
+      notes.push_back("host times not measured (no framework probe): 25 us a kernel");
+    }
+    // Collectives: fitted at some rank counts per scope; beyond the largest,
+    // extrapolated over ranks.
+    auto largest = [&](FabricScope scope) {
+      int n = 0;
+      for (const CollectiveFit& f : hw.collectives) {
+        if (f.scope == scope) n = std::max(n, f.ranks);
+      }
+      return n;
+    };
+    const int group = std::max({c.dp, c.tp, c.pp > 1 ? 2 : 1});  // the largest that talks
+    if (group > 1) {
+      const bool inter = c.nodes > 1;
+      const int measured = largest(inter ? FabricScope::kInterNode : FabricScope::kIntraNode);
+      if (measured == 0) {
+        notes.push_back(absl::StrCat(inter ? "inter" : "intra",
+                                     "-node collectives not measured, built-in figures"));
+      } else if (group > measured) {
+        notes.push_back(absl::StrCat("collectives over ", group, " ranks from fits up to ",
+                                     measured));
+      }
+    }
+  }
+  // Settings whose effect no probe measures: the model's physics with cited
+  // figures (docs/workload.md).
+  std::vector<std::string> settings;
+  if (w.family == ModelFamily::kTransformer &&
+      ResolvedAttention(w) == AttentionKernel::kEfficient) {
+    settings.push_back("attention=efficient");
+  }
+  if (w.settings.compile) settings.push_back("compile");
+  if (w.settings.optimizer_impl != OptimizerImpl::kForeach) {
+    settings.push_back(
+        absl::StrCat("optimizer_impl=", std::string(OptimizerImplName(w.settings.optimizer_impl))));
+  }
+  if (!settings.empty()) {
+    notes.push_back(absl::StrCat("modelled, not probed: ", absl::StrJoin(settings, ", ")));
+  }
+  return absl::StrJoin(notes, "; ");
+}
+
 namespace {
 
 Prediction ScoreWith(StrategyModel& model, const SearchLimits& limits, const Configuration& c,
@@ -151,8 +218,10 @@ enum Reason { kMemory, kPolicy, kBudget, kDeadline, kEfficiency, kReasons };
 Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLimits& limits,
                     const Configuration& c) {
   StrategyModel model(w, hw);
-  return ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c).Total(),
-                   model.Time(c));
+  Prediction p = ScoreWith(model, limits, c, model.IdealTimePerSample(), model.Memory(c).Total(),
+                           model.Time(c));
+  p.extrapolated = ExtrapolationNote(w, hw, c);
+  return p;
 }
 
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
@@ -203,6 +272,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
 
   StrategyModel model(w, hw);
   const double ideal = model.IdealTimePerSample();
+  const int max_mb = SearchMicroBatchLimit(w, hw);
   const double capacity = static_cast<double>(hw.memory_bytes);
   const int L = static_cast<int>(w.layers.size());
 
@@ -334,7 +404,13 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
               if (!pp_ok(pp * c.virtual_stages)) continue;
               for (int rc = 0; rc < 2; ++rc) {
                 c.recompute = rc == 1;
-                for (int mb = 1; mb <= w.max_micro_batch; mb *= 2) {
+                // The script checkpoints always, never, or as told (XDEEP_RECOMPUTE).
+                const Checkpointing ck = w.settings.activation_checkpointing;
+                if ((ck == Checkpointing::kOff && c.recompute) ||
+                    (ck == Checkpointing::kOn && !c.recompute)) {
+                  continue;
+                }
+                for (int mb = 1; mb <= max_mb; mb *= 2) {
                   c.micro_batch = mb;
                   const int64_t per_ga = int64_t{dp} * mb;
                   if (per_ga > w.max_global_batch) break;
@@ -384,7 +460,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     }
                     if (!fits) {
                       uint64_t n = 0;
-                      for (int m2 = mb; m2 <= w.max_micro_batch; m2 *= 2) {
+                      for (int m2 = mb; m2 <= max_mb; m2 *= 2) {
                         const int64_t pg = int64_t{dp} * m2;
                         if (pg > w.max_global_batch) break;
                         n += count_accumulations(pg, sched == 1 ? pp : 1);
@@ -568,6 +644,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         hw.Label(), ": ", absl::StrJoin(why, "; "),
         ". Allow more nodes, sharding (zero3) or recomputation, or a larger budget/deadline"));
   }
+  for (Candidate& cand : top) cand.prediction.extrapolated = ExtrapolationNote(w, hw, cand.config);
+  for (Candidate& cand : pareto) {
+    cand.prediction.extrapolated = ExtrapolationNote(w, hw, cand.config);
+  }
   result.best = top.front();
   const bool by_time =
       limits.objective == Objective::kTime || limits.objective == Objective::kTimeUnderBudget;
@@ -577,7 +657,8 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       " feasible configurations (", result.evaluated, " scored, ", result.pruned,
       " ruled out by a memory bound): ", StrategyName(result.best.config), " on ",
       result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
-      Hours(b.time_to_solution_s), ", cost ", Money(b.cost));
+      Hours(b.time_to_solution_s), ", cost ", Money(b.cost),
+      b.extrapolated.empty() ? std::string() : absl::StrCat(". Extrapolated: ", b.extrapolated));
   for (size_t i = 1; i < top.size(); ++i) {
     Candidate& a = top[i];
     const Prediction& p = a.prediction;

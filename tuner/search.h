@@ -74,6 +74,16 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
 Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLimits& limits,
                     const Configuration& c);
 
+// The largest micro-batch the search considers: the workload's limit, and
+// at most twice the largest micro-batch whose GEMMs the profile measured
+// (LargestProbedMicroBatch), where it measured them at all.
+int SearchMicroBatchLimit(const Workload& w, const HardwareProfile& hw);
+
+// What a prediction for `c` extrapolates beyond the profile's measurements,
+// as "; "-separated clauses; empty when nothing (Prediction::extrapolated).
+std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
+                              const Configuration& c);
+
 // e.g. "dp4", "dp2xtp2", "fsdp8", "dp2xpp2 (1f1b)", "zero1-dp8xtp8xpp4 (interleaved)".
 std::string StrategyName(const Configuration& c);
 

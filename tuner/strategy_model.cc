@@ -82,12 +82,16 @@ PrecisionBytes BytesFor(const Workload& w) {
 }
 
 // Bytes the optimizer step reads and writes per parameter (memory bound).
-// PyTorch's default foreach AdamW is not fused: weight decay (8), lerp of m
-// (12), v *= beta2 (8), addcmul into v (12), sqrt(v) into a temporary (8),
-// two in-place scalings of it (16), addcdiv into p (16): 80 bytes. A fused
-// kernel (Megatron / Apex, kBf16Mixed) reads p, g, m, v and writes p, m, v: 28.
+// PyTorch's foreach AdamW (and its for-loop twin, the same ops one tensor at a
+// time) is not fused: weight decay (8), lerp of m (12), v *= beta2 (8),
+// addcmul into v (12), sqrt(v) into a temporary (8), two in-place scalings of
+// it (16), addcdiv into p (16): 80 bytes. A fused kernel (fused=True; Megatron
+// / Apex under kBf16Mixed) reads p, g, m, v and writes p, m, v: 28.
+bool FusedOptimizer(const Workload& w) {
+  return w.settings.optimizer_impl == OptimizerImpl::kFused || w.precision == Precision::kBf16Mixed;
+}
 double OptimizerTrafficBytes(const Workload& w) {
-  const bool fused = w.precision == Precision::kBf16Mixed;
+  const bool fused = FusedOptimizer(w);
   switch (w.optimizer) {
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW:
@@ -98,6 +102,23 @@ double OptimizerTrafficBytes(const Workload& w) {
       return fused ? 12 : 20;
   }
   return 80;
+}
+
+// Operations the unfused optimizer issues over each parameter (foreach: one
+// launch per op and chunk of tensors; for-loop: one per op and tensor):
+// torch/optim/adamw.py's step count, weight decay, lerp, mul, addcmul, sqrt,
+// two scalings, add of eps, addcdiv; SGD with momentum: mul, add, add.
+int OptimizerOpsPerTensor(const Workload& w) {
+  switch (w.optimizer) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      return 10;
+    case OptimizerKind::kSgdMomentum:
+      return 3;
+    case OptimizerKind::kSgd:
+      return 1;
+  }
+  return 10;
 }
 
 // Figures of one pipeline rank (all its chunks), per sample where noted.
@@ -309,22 +330,22 @@ struct StrategyModel::Impl {
     return partitions.emplace(key, std::move(out)).first->second;
   }
 
-  // GEMM time; shapes repeat across layers and configurations, and the
-  // interpolation scans the whole profile, so results are memoised.
+  // GEMM time; shapes repeat across layers and configurations, so results
+  // are memoised (the model itself is cheap, the hash cheaper).
   struct ShapeHash {
-    size_t operator()(const std::array<double, 3>& a) const {
+    size_t operator()(const std::array<double, 4>& a) const {
       uint64_t h = 0;
       for (double x : a) h = (h ^ std::bit_cast<uint64_t>(x)) * 0x9E3779B97F4A7C15ull;
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
-  std::unordered_map<std::array<double, 3>, double, ShapeHash> gemm_cache;
-  GemmInterpolator gemm_rate{hw, pb.dtype};
-  double Gemm(double m, double n, double k) {
-    const std::array<double, 3> key{m, n, k};
+  std::unordered_map<std::array<double, 4>, double, ShapeHash> gemm_cache;
+  GemmModel gemm_model{hw, pb.dtype};
+  double Gemm(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) {
+    const std::array<double, 4> key{m, n, k, static_cast<double>(layout)};
     auto it = gemm_cache.find(key);
     if (it != gemm_cache.end()) return it->second;
-    const double t = 2.0 * m * n * k / (gemm_rate.Tflops(m, n, k) * 1e12);
+    const double t = gemm_model.Seconds(m, n, k, layout);
     gemm_cache.emplace(key, t);
     return t;
   }
@@ -372,6 +393,20 @@ struct StrategyModel::Impl {
         w.family == ModelFamily::kCnn && hw.host_overhead_per_kernel_cnn_s > 0
             ? hw.host_overhead_per_kernel_cnn_s
             : hw.host_overhead_per_kernel_s;
+    // The profile's attention efficiency is FlashAttention's (the probe runs
+    // sdpa at 16 bits). The memory-efficient kernel (xformers' CUTLASS
+    // kernel) reaches about half of FlashAttention-2's forward + backward
+    // throughput at head sizes 64-128 (Dao 2023, fig. 4-5, A100).
+    const double attention_rate =
+        w.family == ModelFamily::kTransformer && ResolvedAttention(w) == AttentionKernel::kEfficient
+            ? 0.5
+            : 1.0;
+    // torch.compile fuses each chain of elementwise ops into one kernel that
+    // reads its inputs once and writes its outputs once, where eager writes
+    // and rereads every intermediate (ElementwiseBytes counts ~4x a saved
+    // activation forward): about half the traffic, and fewer launches.
+    const bool compiled = w.settings.compile;
+    const double fused_traffic = compiled ? 0.5 : 1.0;
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankTimes& r = out[c % pp];
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
@@ -384,10 +419,11 @@ struct StrategyModel::Impl {
           const double m = s.m_per_sample * mb;
           const double n = split_n ? double(s.n) / t : double(s.n);
           const double k = split_n ? double(s.k) : double(s.k) / t;
-          fwd += Gemm(m, n, k);
-          // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented as
-          // xdeep-probe measures a layer (profiler/shapes.cc LayerGemms).
-          bwd += Gemm(m, k, n) + Gemm(n, k, m);
+          fwd += Gemm(m, n, k, GemmLayout::kForward);
+          // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
+          // and stored as xdeep-probe measures a layer (profiler/shapes.cc
+          // LayerGemms): which dimensions lead decides their alignment.
+          bwd += Gemm(m, k, n, GemmLayout::kDgrad) + Gemm(n, k, m, GemmLayout::kWgrad);
         }
         if (l.attention_flops > 0) {
           double ref = 100.0;  // TFLOP/s; only for a table row with attention but no GEMM
@@ -396,23 +432,38 @@ struct StrategyModel::Impl {
                          k = double(l.gemms[0].k);
             ref = 2.0 * m * n * k / Gemm(m, n, k) / 1e12;
           }
-          const double rate = ref * hw.attention_efficiency * 1e12;
+          const double rate = ref * hw.attention_efficiency * attention_rate * 1e12;
           const double fa = l.attention_flops * mb / t / rate;
           fwd += fa;
           bwd += 2.5 * fa;  // [FA2] five matmuls in backward against two forward
         }
         // Elementwise work is memory bound, at the bandwidth eager kernels reach.
         const ElementwiseTraffic e = ElementwiseBytes(l, t);
-        fwd += e.fwd * mb / elementwise_bw;
-        bwd += e.bwd * mb / elementwise_bw;
+        fwd += fused_traffic * e.fwd * mb / elementwise_bw;
+        bwd += fused_traffic * e.bwd * mb / elementwise_bw;
         r.fwd += fwd;
         r.bwd += bwd;
-        r.launch_fwd += l.kernels * host_per_kernel;
+        const int kernels = compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels;
+        r.launch_fwd += kernels * host_per_kernel;
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
           r.tp_comm_fwd +=
               l.tp_allreduces_fwd * Coll(CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
         }
+      }
+    }
+    if (mb > 1) {
+      // Time per sample never rises with the micro-batch: mb samples can
+      // always run as two micro-batches of half the size, one after the
+      // other. A GEMM time extrapolated super-linearly beyond the probed
+      // shapes would say otherwise (issue 19); memory, the one thing that
+      // grows, is the memory model's to judge.
+      const int half = mb / 2;
+      const std::vector<RankTimes> smaller = Times(tp, pp, v, half).times;  // copy: the map grows
+      const double scale = double(mb) / half;
+      for (int i = 0; i < pp; ++i) {
+        out[i].fwd = std::min(out[i].fwd, scale * smaller[i].fwd);
+        out[i].bwd = std::min(out[i].bwd, scale * smaller[i].bwd);
       }
     }
     const Partitioned& part = Partition(tp, pp, v);
@@ -537,7 +588,13 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
   const double weight_per_param = pb.weight / (z3 ? d : 1);
   const double grad_per_param = pb.grad / (z2 ? d : 1);
   const double optimizer_per_param = pb.optimizer / (z1 ? d : 1);
-  const double step_temp_per_param = adam ? 4 / (z1 ? d : 1) : 0;
+  // Foreach Adam's sqrt(v) list (below); the fused kernel keeps no temporary
+  // and the for-loop one only the tensor at hand's.
+  const bool foreach_temps = adam && !FusedOptimizer(w_) &&
+                             w_.settings.optimizer_impl == OptimizerImpl::kForeach;
+  const double step_temp_per_param = foreach_temps ? 4 / (z1 ? d : 1) : 0;
+  // FSDP reduce-scatters each unit's gradient in the reduce dtype.
+  const double reduce_bytes = gather16 && w_.fsdp_16bit_reduce ? pb.compute_copy : pb.grad;
   for (int i : part.memory_ranks) {
     const RankData& r = ranks[i];
     MemoryBreakdown m;
@@ -556,7 +613,7 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
       // finishes. Neighbours, not twice the largest: ResNet-50's layer4 (15 M
       // parameters) is prefetched next to layer3 (7 M).
       m.comm_buffers = (r.root_params + r.unit_pair_params) * copy_bytes +
-                       r.unit_params * (copy_bytes + pb.grad);
+                       r.unit_params * (copy_bytes + reduce_bytes);
       if (!gather16) {
         // fp32 units under autocast: its weight cache keeps a 16-bit copy of
         // every layer from forward to backward, as without sharding.
@@ -739,7 +796,13 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // reduce-scatter gradients after; prefetching hides them behind compute
       // except the first unit's gather. [ZeRO] sec. 7: 1.5x DP's volume.
       const double ag = im.Coll(CollectiveOp::kAllGather, d.params * copy_bytes, c.dp, dp_rpn);
-      const double rs = im.Coll(CollectiveOp::kReduceScatter, d.params * grad_bytes, c.dp, dp_rpn);
+      // Gradients travel in the reduce dtype (MixedPrecisionPolicy's
+      // reduce_dtype), parameters in the parameter dtype: fp32 parameters
+      // double the all-gathers' bytes.
+      const double reduce =
+          pb.compute_copy > 0 && w_.fsdp_16bit_params && w_.fsdp_16bit_reduce ? pb.compute_copy
+                                                                               : grad_bytes;
+      const double rs = im.Coll(CollectiveOp::kReduceScatter, d.params * reduce, c.dp, dp_rpn);
       const double first =
           im.Coll(CollectiveOp::kAllGather, std::max(d.unit_params, d.root_params) * copy_bytes,
                   c.dp, dp_rpn);
@@ -799,9 +862,18 @@ StepTime StrategyModel::Time(const Configuration& c) {
   // The step's kernels are memory-bound; its host work (a loop over the
   // parameter tensors, and over FSDP's DTensors a dispatch per tensor and op)
   // shows where it outlasts them, as in a pass (HostAndDevice).
-  const double per_tensor = c.sharding == Sharding::kZero3 && c.dp > 1
-                                ? hw.fsdp_optimizer_host_per_tensor_s
-                                : hw.optimizer_host_per_tensor_s;
+  double per_tensor = c.sharding == Sharding::kZero3 && c.dp > 1
+                          ? hw.fsdp_optimizer_host_per_tensor_s
+                          : hw.optimizer_host_per_tensor_s;
+  // The probe times the default, foreach. A fused step makes one call over
+  // the tensor lists where foreach makes one per op, so its host time per
+  // tensor is about that share; a for-loop step launches every op for every
+  // tensor on its own, each at the host's time per kernel.
+  if (FusedOptimizer(w_)) {
+    per_tensor /= OptimizerOpsPerTensor(w_);
+  } else if (w_.settings.optimizer_impl == OptimizerImpl::kForLoop) {
+    per_tensor = std::max(per_tensor, OptimizerOpsPerTensor(w_) * hw.host_overhead_per_kernel_s);
+  }
   st.optimizer_s = HostAndDevice(local * OptimizerTrafficBytes(w_) / bw, grad_tensors * per_tensor);
   return WithAccumulation(st, c.grad_accum);
 }

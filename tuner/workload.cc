@@ -51,6 +51,64 @@ std::string_view OptimizerName(OptimizerKind o) {
   return "?";
 }
 
+std::string_view OptimizerImplName(OptimizerImpl o) {
+  switch (o) {
+    case OptimizerImpl::kForeach:
+      return "foreach";
+    case OptimizerImpl::kFused:
+      return "fused";
+    case OptimizerImpl::kForLoop:
+      return "for-loop";
+  }
+  return "?";
+}
+
+std::string_view AttentionKernelName(AttentionKernel a) {
+  switch (a) {
+    case AttentionKernel::kSdpa:
+      return "sdpa";
+    case AttentionKernel::kFlash:
+      return "flash";
+    case AttentionKernel::kEfficient:
+      return "efficient";
+    case AttentionKernel::kMath:
+      return "math";
+    case AttentionKernel::kEager:
+      return "eager";
+  }
+  return "?";
+}
+
+std::string_view MemoryFormatName(MemoryFormat m) {
+  return m == MemoryFormat::kChannelsLast ? "channels_last" : "contiguous";
+}
+
+std::string_view CheckpointingName(Checkpointing c) {
+  switch (c) {
+    case Checkpointing::kOff:
+      return "false";
+    case Checkpointing::kOn:
+      return "true";
+    case Checkpointing::kTuned:
+      return "tuned";
+  }
+  return "?";
+}
+
+AttentionKernel ResolvedAttention(const Workload& w) {
+  if (w.settings.attention != AttentionKernel::kSdpa) return w.settings.attention;
+  // PyTorch's sdp_utils.cpp: flash needs fp16/bf16 inputs and a head size of
+  // at most 256; otherwise the memory-efficient kernel, which takes fp32.
+  const TransformerShape& t = w.transformer;
+  const int head_dim = t.heads > 0 ? t.hidden / t.heads : 0;
+  const bool sixteen_bit = w.precision != Precision::kFp32;
+  return sixteen_bit && head_dim <= 256 ? AttentionKernel::kFlash : AttentionKernel::kEfficient;
+}
+
+bool MaterialisesScores(AttentionKernel a) {
+  return a == AttentionKernel::kMath || a == AttentionKernel::kEager;
+}
+
 int ActivationBytes(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
 int ResidualBytes(Precision p) { return p == Precision::kBf16Mixed ? 2 : 4; }
 // The 16-bit logits (a), the fp32 log-softmax output kept for backward (4),
@@ -87,31 +145,50 @@ void BuildTransformerLayers(Workload& w) {
   embed.matmul_params = 0;  // looked up, never multiplied: no 16-bit copy
   embed.output_bytes = s * h * r;
   embed.kernels = 3;  // token and position lookups, add
+  embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
   w.layers.push_back(embed);
 
+  const AttentionKernel attention = ResolvedAttention(w);
+  const bool scores = MaterialisesScores(attention);
+  const bool bias = w.settings.linear_bias;
   for (int i = 0; i < t.layers; ++i) {
     LayerCost b;
     b.name = absl::StrCat("block", i);
     const int64_t attn = t.hidden * (t.hidden + 2 * kv_dim) + int64_t{t.hidden} * t.hidden;
     const int64_t mlp = int64_t{t.gated_mlp ? 3 : 2} * t.hidden * t.ffn;
     b.matmul_params = attn + mlp;
-    b.params = b.matmul_params + 4 * int64_t{t.hidden};  // two LayerNorms (weight + bias)
+    // nn.Linear's biases: QKV, out-projection, MLP in and out (gate and up for SwiGLU).
+    const int64_t mlp_in = int64_t{t.ffn} * (t.gated_mlp ? 2 : 1);
+    const int64_t biases = bias ? (t.hidden + 2 * kv_dim) + t.hidden + mlp_in + t.hidden : 0;
+    b.params = b.matmul_params + 4 * int64_t{t.hidden} + biases;  // two LayerNorms (weight + bias)
     // Forward GEMMs per sample (m = tokens): QKV, attention output, MLP.
     b.gemms.push_back({s, t.hidden + 2 * kv_dim, t.hidden});
     b.tp_split_n.push_back(true);
     b.gemms.push_back({s, t.hidden, t.hidden});
     b.tp_split_n.push_back(false);
-    b.gemms.push_back({s, int64_t{t.ffn} * (t.gated_mlp ? 2 : 1), t.hidden});
+    b.gemms.push_back({s, mlp_in, t.hidden});
     b.tp_split_n.push_back(true);
     b.gemms.push_back({s, t.hidden, t.ffn});
     b.tp_split_n.push_back(false);
     double gemm_flops = 0;
     for (const GemmShape& g : b.gemms) gemm_flops += 2.0 * g.m_per_sample * g.n * g.k;
-    // Attention scores and weighted sum: 2 * 2 * s^2 * h per sample; a fused
-    // causal kernel skips the masked half (FlashAttention-2, Dao 2023, sec. 3).
-    b.attention_flops = 4.0 * s * s * h * (t.flash_attention ? 0.5 : 1.0);
-    b.fwd_flops = gemm_flops + b.attention_flops;
+    // Attention scores and weighted sum: 2 * 2 * s^2 * h per sample. A fused
+    // causal kernel (flash or memory-efficient) skips the masked half
+    // (FlashAttention-2, Dao 2023, sec. 3). Math and eager attention run two
+    // batched GEMMs over every head, masked half included: q k^T (heads x s
+    // rows of s scores, d deep) and the scores times v (heads x s rows of d).
+    if (scores) {
+      b.gemms.push_back({double(t.heads) * s, t.seq_len, head_dim});
+      b.tp_split_n.push_back(true);
+      b.gemms.push_back({double(t.heads) * s, head_dim, t.seq_len});
+      b.tp_split_n.push_back(true);
+      b.attention_flops = 0;
+      b.fwd_flops = gemm_flops + 4.0 * s * s * h;
+    } else {
+      b.attention_flops = 4.0 * s * s * h * 0.5;
+      b.fwd_flops = gemm_flops + b.attention_flops;
+    }
     // Saved activations per token (Korthikanti et al. sec. 4.1, redone for
     // autocast): LN inputs in residual precision (2 r h); QKV and fc1 inputs
     // (2 a h); q,k,v and the output kept by the fused attention kernel
@@ -123,9 +200,10 @@ void BuildTransformerLayers(Workload& w) {
     // bench/memory_validation measured on PyTorch 2.11.
     const double unsplit = 2.0 * r * h + 2.0 * a * h;
     double split = a * (h + 2.0 * kv_dim) + a * h + (t.gated_mlp ? 4.0 : 2.0) * a * f;
-    if (!t.flash_attention) {
-      // Unfused attention keeps the softmax output in fp32 and its 16-bit cast
-      // (Korthikanti's 5 a s / h term, for autocast).
+    if (scores) {
+      // Unfused attention keeps the softmax output (fp32: autocast runs
+      // softmax in fp32) and its 16-bit cast for the second GEMM, s scores
+      // per head and token (Korthikanti's 5 a s / h term, for autocast).
       split += (4.0 + a) * t.heads * s;
     }
     b.saved_activation_bytes = s * (unsplit + split);
@@ -136,8 +214,24 @@ void BuildTransformerLayers(Workload& w) {
     b.unit = b.name;
     // Eager PyTorch, per block: 2 LayerNorms, 4 GEMMs with their 4 weight and
     // 2 input casts (autocast), attention, activation, 2 residual adds.
-    b.kernels = 17 + (t.gated_mlp ? 3 : 0);
+    // Unfused attention: two batched GEMMs, scale, mask, softmax and cast in
+    // place of one kernel. torch.compile fuses each elementwise chain between
+    // two library calls: LayerNorm with its cast, the residual add with the
+    // next LayerNorm, the activation with its cast (the weight casts, GEMMs
+    // and attention stay): 4 fewer (SwiGLU: gate and product fused too).
+    b.kernels = 17 + (t.gated_mlp ? 3 : 0) + (scores ? 5 : 0);
+    b.fused_kernels = b.kernels - 4 - (t.gated_mlp ? 1 : 0) - (scores ? 3 : 0);
+    if (bias) {
+      // The bias add rides in cuBLASLt's epilogue; backward reduces each
+      // output gradient over the tokens, one kernel per biased Linear, which
+      // the model counts as half as many forward launches (backward launches
+      // twice the forward's), and reads that gradient once.
+      b.kernels += 2;
+      b.fused_kernels += 2;
+      b.extra_traffic_bwd_bytes += s * biases * a;
+    }
     b.param_tensors = 4 + 2 + (t.gated_mlp ? 3 : 2);  // 2 LayerNorms, QKV, out, MLP
+    if (bias) b.param_tensors += 2 + (t.gated_mlp ? 3 : 2);
     // Megatron-LM (Shoeybi et al. 2019, fig. 3): one all-reduce after the
     // attention block and one after the MLP in forward, two in backward.
     b.tp_comm_bytes = s * h * a;
@@ -156,6 +250,7 @@ void BuildTransformerLayers(Workload& w) {
   head.recompute_saved_bytes = head.saved_activation_bytes;
   head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
   head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
+  head.fused_kernels = 5;  // compiled: LayerNorm with its cast, the loss as one kernel
   head.param_tensors = t.tied_embeddings ? 2 : 3;  // final LayerNorm, projection
   // Cross-entropy over the vocabulary runs in fp32 under autocast, per logit:
   // cast from 16 bits (read 2, write 4) and log-softmax (two reads, one
@@ -177,6 +272,7 @@ struct CnnBuilder {
   int c;
   std::vector<LayerCost> layers;
   std::string unit;  // FSDP unit of the layers added next (empty: root)
+  bool channels_last = false;  // model and input in NHWC (memory_format)
 
   // conv (+ BN) (+ ReLU). Saved for backward: the BN input (the conv output)
   // and the ReLU output, which is also the next conv's saved input; without
@@ -199,8 +295,21 @@ struct CnnBuilder {
     // Weight cast, conv, BN, ReLU; cuDNN runs 16-bit convolutions in NHWC on
     // tensor cores, so an NCHW model pays a layout transform in and out of
     // each conv (PyTorch's profile of ResNet-50 on H200: ~920 kernels per
-    // step, bench/validate/data/2026-11-26_h200x2_calibration).
-    l.kernels = 4 + (bn ? 1 : 0) + (relu ? 1 : 0);
+    // step, bench/validate/data/2026-11-26_h200x2_calibration): each reads and
+    // writes the tensor, forward (input, output) and backward (the output's
+    // gradient in, the input's out, the input again for the weight gradient:
+    // twice the forward's). A channels_last model skips them. torch.compile
+    // lays convolutions out in NHWC itself (inductor's layout optimisation)
+    // and fuses BN's normalisation with the ReLU (its statistics stay one
+    // reduction): weight cast, conv, statistics, normalise-and-ReLU.
+    const bool transforms = !channels_last;
+    l.kernels = 2 + (transforms ? 2 : 0) + (bn ? 1 : 0) + (relu ? 1 : 0);
+    l.fused_kernels = 2 + (bn ? 2 : (relu ? 1 : 0));
+    if (transforms) {
+      const double in = double{1} * c * hw * hw;
+      l.extra_traffic_fwd_bytes = 2.0 * (in + out) * a;
+      l.extra_traffic_bwd_bytes = 4.0 * (in + out) * a;
+    }
     l.param_tensors = bn ? 3 : 2;  // weight and BN's scale and shift, or a bias
     l.buffer_tensors = bn ? 3 : 0;
     layers.push_back(std::move(l));
@@ -217,6 +326,7 @@ struct CnnBuilder {
     l.saved_activation_bytes = out * 8;  // int64 argmax indices; the input is saved upstream
     l.output_bytes = out * a;
     l.kernels = 1;
+    l.fused_kernels = 1;
     l.recompute_saved_bytes = l.output_bytes;
     layers.push_back(std::move(l));
     hw = out_hw;
@@ -233,13 +343,14 @@ struct CnnBuilder {
     l.output_bytes = double{1} * out * a;
     l.recompute_saved_bytes = l.output_bytes;
     l.kernels = relu_dropout ? 5 : 3;
+    l.fused_kernels = relu_dropout ? 3 : 2;  // weight cast, GEMM (+ ReLU and dropout fused)
     l.param_tensors = 2;
     layers.push_back(std::move(l));
   }
 };
 
 // He et al., "Deep Residual Learning for Image Recognition" (2016), table 1.
-std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
+std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool channels_last) {
   const bool bottleneck = depth >= 50;
   std::vector<int> blocks;
   switch (depth) {
@@ -259,7 +370,7 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
       blocks = {3, 8, 36, 3};
       break;
   }
-  CnnBuilder b{a, image, 3, {}};
+  CnnBuilder b{a, image, 3, {}, {}, channels_last};
   b.Conv("conv1", 64, 7, 2, true, true);
   // The 16-bit copy of the input image that conv1 saves.
   b.layers.back().saved_activation_bytes += 3.0 * image * image * a;
@@ -299,14 +410,15 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a) {
   pool.saved_activation_bytes = 0;
   pool.recompute_saved_bytes = pool.output_bytes;
   pool.kernels = 1;
+  pool.fused_kernels = 1;
   b.layers.push_back(pool);
   b.Linear("fc", b.c, classes, false);
   return std::move(b.layers);
 }
 
 // Simonyan & Zisserman (2015), configuration D.
-std::vector<LayerCost> Vgg16(int image, int classes, int a) {
-  CnnBuilder b{a, image, 3, {}};
+std::vector<LayerCost> Vgg16(int image, int classes, int a, bool channels_last) {
+  CnnBuilder b{a, image, 3, {}, {}, channels_last};
   const int cfg[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
   int conv = 0, pool = 0;
   for (int v : cfg) {
@@ -337,15 +449,15 @@ struct TransformerPreset {
 // GPT sizes from Brown et al. (2020) table 2.1 (seq 1024 as GPT-2 here, vocab
 // 50257, tied embeddings); Llama-2 sizes from Touvron et al. (2023).
 const TransformerPreset kTransformers[] = {
-    {"gpt-125m", {12, 768, 12, 12, 3072, 1024, 50257, false, true, true, true}},
-    {"gpt-350m", {24, 1024, 16, 16, 4096, 1024, 50257, false, true, true, true}},
-    {"gpt-760m", {24, 1536, 16, 16, 6144, 1024, 50257, false, true, true, true}},
-    {"gpt-1.3b", {24, 2048, 16, 16, 8192, 1024, 50257, false, true, true, true}},
-    {"gpt-2.7b", {32, 2560, 32, 32, 10240, 2048, 50257, false, true, true, true}},
-    {"gpt-6.7b", {32, 4096, 32, 32, 16384, 2048, 50257, false, true, true, true}},
-    {"llama-7b", {32, 4096, 32, 32, 11008, 4096, 32000, true, false, true, false}},
-    {"llama-13b", {40, 5120, 40, 40, 13824, 4096, 32000, true, false, true, false}},
-    {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, true, false}},
+    {"gpt-125m", {12, 768, 12, 12, 3072, 1024, 50257, false, true, true}},
+    {"gpt-350m", {24, 1024, 16, 16, 4096, 1024, 50257, false, true, true}},
+    {"gpt-760m", {24, 1536, 16, 16, 6144, 1024, 50257, false, true, true}},
+    {"gpt-1.3b", {24, 2048, 16, 16, 8192, 1024, 50257, false, true, true}},
+    {"gpt-2.7b", {32, 2560, 32, 32, 10240, 2048, 50257, false, true, true}},
+    {"gpt-6.7b", {32, 4096, 32, 32, 16384, 2048, 50257, false, true, true}},
+    {"llama-7b", {32, 4096, 32, 32, 11008, 4096, 32000, true, false, false}},
+    {"llama-13b", {40, 5120, 40, 40, 13824, 4096, 32000, true, false, false}},
+    {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, false}},
 };
 
 const char* const kCnnArchs[] = {"resnet18",  "resnet34",  "resnet50",
@@ -366,17 +478,19 @@ std::vector<std::string> CnnArchNames() {
 }
 
 absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int image_size,
-                                                     int num_classes, Precision precision) {
+                                                     int num_classes, Precision precision,
+                                                     MemoryFormat memory_format) {
   const int a = ActivationBytes(precision);
+  const bool nhwc = memory_format == MemoryFormat::kChannelsLast;
   if (image_size < 32 || num_classes < 1) {
     return absl::InvalidArgumentError("image_size must be >= 32 and num_classes >= 1");
   }
-  if (arch == "resnet18") return ResNet(18, image_size, num_classes, a);
-  if (arch == "resnet34") return ResNet(34, image_size, num_classes, a);
-  if (arch == "resnet50") return ResNet(50, image_size, num_classes, a);
-  if (arch == "resnet101") return ResNet(101, image_size, num_classes, a);
-  if (arch == "resnet152") return ResNet(152, image_size, num_classes, a);
-  if (arch == "vgg16") return Vgg16(image_size, num_classes, a);
+  if (arch == "resnet18") return ResNet(18, image_size, num_classes, a, nhwc);
+  if (arch == "resnet34") return ResNet(34, image_size, num_classes, a, nhwc);
+  if (arch == "resnet50") return ResNet(50, image_size, num_classes, a, nhwc);
+  if (arch == "resnet101") return ResNet(101, image_size, num_classes, a, nhwc);
+  if (arch == "resnet152") return ResNet(152, image_size, num_classes, a, nhwc);
+  if (arch == "vgg16") return Vgg16(image_size, num_classes, a, nhwc);
   return absl::NotFoundError(absl::StrCat("unknown CNN architecture '", std::string(arch),
                                           "'; use one of ", absl::StrJoin(CnnArchNames(), ", ")));
 }
@@ -523,6 +637,117 @@ class TomlReader {
 
 const toml::table kEmptyTable;
 
+// The keys that say how the script trains (docs/workload.md), each absent one
+// at PyTorch 2.x's default. Runs before the layer tables are built: they
+// depend on the attention kernel, the biases and the memory format.
+absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& model,
+                                   const toml::table& training, Workload& w) {
+  TrainingSettings& st = w.settings;
+  st = TrainingSettings{};
+  st.linear_bias = true;                             // nn.Linear(bias=True)
+  st.activation_checkpointing = Checkpointing::kOff;  // nothing is checkpointed unless asked
+  struct Choice {
+    const char* name;
+    int value;
+  };
+  // A string key of `table` that must be one of `choices`; *out keeps its value when absent.
+  auto choose = [&](const toml::table& table, const char* key, std::initializer_list<Choice> choices,
+                    int* out) -> absl::Status {
+    auto v = rd.String(table, key);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::OkStatus();
+    std::vector<std::string> names;
+    for (const Choice& c : choices) {
+      if (**v == c.name) {
+        *out = c.value;
+        return absl::OkStatus();
+      }
+      names.push_back(absl::StrCat("\"", c.name, "\""));
+    }
+    return rd.Error(table.get(key), absl::StrCat("unknown ", key, " '", **v, "'"),
+                    absl::StrCat("use ", absl::StrJoin(names, ", ")));
+  };
+  int impl = static_cast<int>(st.optimizer_impl);
+  if (auto s = choose(training, "optimizer_impl",
+                      {{"foreach", int(OptimizerImpl::kForeach)},
+                       {"fused", int(OptimizerImpl::kFused)},
+                       {"for-loop", int(OptimizerImpl::kForLoop)}},
+                      &impl);
+      !s.ok()) {
+    return s;
+  }
+  st.optimizer_impl = static_cast<OptimizerImpl>(impl);
+  int attention = static_cast<int>(st.attention);
+  if (auto s = choose(model, "attention",
+                      {{"sdpa", int(AttentionKernel::kSdpa)},
+                       {"flash", int(AttentionKernel::kFlash)},
+                       {"efficient", int(AttentionKernel::kEfficient)},
+                       {"math", int(AttentionKernel::kMath)},
+                       {"eager", int(AttentionKernel::kEager)}},
+                      &attention);
+      !s.ok()) {
+    return s;
+  }
+  st.attention = static_cast<AttentionKernel>(attention);
+  int format = static_cast<int>(st.memory_format);
+  if (auto s = choose(model, "memory_format",
+                      {{"contiguous", int(MemoryFormat::kContiguous)},
+                       {"channels_last", int(MemoryFormat::kChannelsLast)}},
+                      &format);
+      !s.ok()) {
+    return s;
+  }
+  st.memory_format = static_cast<MemoryFormat>(format);
+  auto bias = rd.Bool(model, "linear_bias");
+  if (!bias.ok()) return bias.status();
+  if (*bias) st.linear_bias = **bias;
+  auto compile = rd.Bool(training, "compile");
+  if (!compile.ok()) return compile.status();
+  if (*compile) st.compile = **compile;
+  // true, false, or "tuned" (the script follows XDEEP_RECOMPUTE).
+  if (const toml::node* n = training.get("activation_checkpointing"); n != nullptr) {
+    if (auto b = n->value_exact<bool>()) {
+      st.activation_checkpointing = *b ? Checkpointing::kOn : Checkpointing::kOff;
+    } else if (auto t = n->value_exact<std::string>(); t && *t == "tuned") {
+      st.activation_checkpointing = Checkpointing::kTuned;
+    } else {
+      return rd.Error(n, "'activation_checkpointing' must be true, false or \"tuned\"",
+                      "write true if every block is checkpointed, \"tuned\" if the script "
+                      "checkpoints when XDEEP_RECOMPUTE=1");
+    }
+  }
+  // FSDP2's MixedPrecisionPolicy: param_dtype None keeps the parameters'
+  // own dtype (fp32) and reduce_dtype None follows param_dtype.
+  const bool autocast16 =
+      w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast;
+  const char* sixteen = w.precision == Precision::kFp16Autocast ? "fp16" : "bf16";
+  auto dtype = [&](const char* key, bool* out) -> absl::Status {
+    auto v = rd.String(training, key);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::OkStatus();
+    if (**v == "fp32") {
+      *out = false;
+    } else if (**v == sixteen && autocast16) {
+      *out = true;
+    } else {
+      return rd.Error(
+          training.get(key), absl::StrCat(key, " '", **v, "' does not go with precision ",
+                                          std::string(PrecisionName(w.precision))),
+          autocast16 ? absl::StrCat("use \"fp32\" or \"", sixteen, "\"")
+                     : std::string("use \"fp32\" (16-bit FSDP dtypes need bf16- or "
+                                   "fp16-autocast precision)"));
+    }
+    return absl::OkStatus();
+  };
+  w.fsdp_16bit_params = false;
+  if (auto s = dtype("fsdp_param_dtype", &w.fsdp_16bit_params); !s.ok()) return s;
+  w.fsdp_16bit_reduce = w.fsdp_16bit_params;
+  if (auto s = dtype("fsdp_reduce_dtype", &w.fsdp_16bit_reduce); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+
+
 }  // namespace
 
 absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
@@ -573,8 +798,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "vocab",
                               "gated_mlp",
                               "tied_embeddings",
-                              "flash_attention",
+                              "attention",
+                              "linear_bias",
                               "learned_positions",
+                              "memory_format",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -586,9 +813,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       !st.ok()) {
     return st;
   }
-  if (auto st =
-          rd.CheckKeys(training, "[training]",
-                       {"precision", "optimizer", "samples", "tokens", "epochs", "dataset_size"});
+  if (auto st = rd.CheckKeys(training, "[training]",
+                             {"precision", "optimizer", "optimizer_impl", "activation_checkpointing",
+                              "compile", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples",
+                              "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -643,6 +871,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                       "use adamw, adam, sgd-momentum or sgd");
   }
 
+  if (auto st = ParseTrainingSettings(rd, *model, training, w); !st.ok()) return st;
+
   std::string fam = family ? *family
                            : (preset ? (w.family == ModelFamily::kTransformer ? "transformer"
                                         : w.family == ModelFamily::kCnn       ? "cnn"
@@ -652,6 +882,16 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     return rd.Error(
         model, "[model] needs 'family' or 'preset'",
         "add family = \"transformer\" (or \"cnn\", \"generic\") or preset = \"gpt-125m\"");
+  }
+  // Settings that only one family has: said of another, they are a mistake.
+  for (const auto& [key, needs] : {std::pair<const char*, const char*>{"attention", "transformer"},
+                                   {"linear_bias", "transformer"},
+                                   {"memory_format", "cnn"}}) {
+    if (model->get(key) != nullptr && fam != needs) {
+      return rd.Error(model->get(key),
+                      absl::StrCat("'", key, "' applies to family = \"", needs, "\" only"),
+                      absl::StrCat("remove ", key, " from this ", fam, " model"));
+    }
   }
   if (fam == "transformer") {
     w.family = ModelFamily::kTransformer;
@@ -675,7 +915,6 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     };
     const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp},
                              {"tied_embeddings", &t.tied_embeddings},
-                             {"flash_attention", &t.flash_attention},
                              {"learned_positions", &t.learned_positions}};
     for (const BoolKey& k : bools) {
       ASSIGN_OR_RETURN(std::optional<bool> v, rd.Bool(*model, k.key));
@@ -717,7 +956,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     if (image) w.image_size = static_cast<int>(*image);
     ASSIGN_OR_RETURN(std::optional<int64_t> classes, rd.Integer(*model, "num_classes", 1, 1 << 24));
     if (classes) w.num_classes = static_cast<int>(*classes);
-    auto layers = CnnLayerTable(w.cnn_arch, w.image_size, w.num_classes, w.precision);
+    auto layers = CnnLayerTable(w.cnn_arch, w.image_size, w.num_classes, w.precision,
+                                w.settings.memory_format);
     if (!layers.ok()) {
       return rd.Error(model->get("arch") ? model->get("arch") : model,
                       std::string(layers.status().message()), "pick a listed architecture");
@@ -766,6 +1006,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       l.recompute_saved_bytes = l.output_bytes;
       l.unit = l.name;
       l.kernels = 5;
+      l.fused_kernels = 3;
       w.layers.push_back(std::move(l));
     }
     w.input_bytes_per_sample = inb ? *inb : 0;

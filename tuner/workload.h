@@ -30,6 +30,40 @@ enum class OptimizerKind { kAdamW, kAdam, kSgdMomentum, kSgd };
 std::string_view PrecisionName(Precision p);
 std::string_view OptimizerName(OptimizerKind o);
 
+// How the training script runs what the model describes (docs/workload.md).
+//  OptimizerImpl   torch.optim's implementation: foreach (the default on CUDA
+//                  when neither flag is given), fused=True, or foreach=False.
+//  AttentionKernel F.scaled_dot_product_attention with PyTorch's choice of
+//                  backend (flash for 16-bit inputs, efficient for fp32), a
+//                  backend pinned with sdpa_kernel, or eager softmax(q k^T) v.
+//  MemoryFormat    activations and conv weights in NCHW (contiguous) or NHWC.
+//  Checkpointing   torch.utils.checkpoint around every block: never, always,
+//                  or as the launcher says (XDEEP_RECOMPUTE; the search picks).
+enum class OptimizerImpl { kForeach, kFused, kForLoop };
+enum class AttentionKernel { kSdpa, kFlash, kEfficient, kMath, kEager };
+enum class MemoryFormat { kContiguous, kChannelsLast };
+enum class Checkpointing { kOff, kOn, kTuned };
+
+std::string_view OptimizerImplName(OptimizerImpl o);
+std::string_view AttentionKernelName(AttentionKernel a);
+std::string_view MemoryFormatName(MemoryFormat m);
+std::string_view CheckpointingName(Checkpointing c);
+
+// The defaults here (and fsdp_* below) describe the project's reference
+// script (bench/memory_validation/measure_pytorch.py, the framework probe),
+// which workloads built in code stand for: validation, the probe's fits, a
+// bare preset name. A workload file's absent keys take PyTorch 2.x's defaults
+// instead (ParseWorkloadToml; they differ in linear_bias, fsdp_16bit_params
+// and activation_checkpointing).
+struct TrainingSettings {
+  OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
+  AttentionKernel attention = AttentionKernel::kSdpa;
+  MemoryFormat memory_format = MemoryFormat::kContiguous;
+  bool linear_bias = false;  // transformer projections carry biases (nn.Linear's default)
+  Checkpointing activation_checkpointing = Checkpointing::kTuned;
+  bool compile = false;  // torch.compile (inductor) of the model or each block
+};
+
 // A decoder-only (GPT / Llama style) transformer.
 struct TransformerShape {
   int layers = 0;
@@ -41,7 +75,6 @@ struct TransformerShape {
   int vocab = 0;
   bool gated_mlp = false;         // SwiGLU: three MLP matrices instead of two
   bool tied_embeddings = false;   // output projection shares the embedding matrix
-  bool flash_attention = true;    // fused attention: no s x s score matrix is stored
   bool learned_positions = true;  // GPT-2 style position embedding table (Llama: rotary, none)
 };
 
@@ -71,7 +104,8 @@ struct LayerCost {
   double attention_flops = 0;            // forward attention FLOPs per sample (not GEMM-shaped)
   double recompute_saved_bytes = 0;      // what full recomputation keeps (the block input)
   // Memory traffic per sample of unfused kernels beyond the passes over saved
-  // activations, forward and backward (a transformer's loss on its logits).
+  // activations, forward and backward (a transformer's loss on its logits, an
+  // NCHW convolution's layout transforms).
   double extra_traffic_fwd_bytes = 0;
   double extra_traffic_bwd_bytes = 0;
   // Parameters of the 16-bit compute copy / FSDP unit (== params unless part of
@@ -79,8 +113,11 @@ struct LayerCost {
   int64_t matmul_params = 0;
   // Kernels the framework launches for this layer's forward pass (backward
   // launches about twice as many); bounds small micro-batches, where the
-  // host cannot launch work as fast as the GPU finishes it.
+  // host cannot launch work as fast as the GPU finishes it. `fused_kernels`:
+  // as many under torch.compile, which fuses each chain of elementwise ops
+  // between two library calls (GEMM, convolution, attention) into one.
   int kernels = 0;
+  int fused_kernels = 0;
   // Parameter tensors of the layer (weights, biases, norm scales): FSDP2
   // shards and gathers them one by one, so its host time grows with their
   // number. 0: one tensor if the layer has parameters.
@@ -129,11 +166,15 @@ struct Workload {
 
   Precision precision = Precision::kBf16Autocast;
   // Under ZeRO-3 / FSDP with autocast: whether parameters are gathered in
-  // 16 bits (FSDP MixedPrecisionPolicy(param_dtype=bf16), the usual setup) or
-  // in fp32 with autocast casting each layer (then autocast's weight cache
-  // holds a 16-bit copy of every layer until backward).
+  // 16 bits (MixedPrecisionPolicy(param_dtype=torch.bfloat16), the reference
+  // script's) or in fp32, PyTorch's default, with autocast casting each layer
+  // (then autocast's weight cache holds a 16-bit copy of every layer until
+  // backward); and whether gradients are reduce-scattered in 16 bits
+  // (reduce_dtype; PyTorch defaults it to param_dtype, the script to fp32).
   bool fsdp_16bit_params = true;
+  bool fsdp_16bit_reduce = false;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
+  TrainingSettings settings;
 
   // Training length, normalised to samples (sequences for transformers) at the
   // reference global batch `reference_global_batch`.
@@ -170,8 +211,9 @@ std::vector<std::string> PresetWorkloadNames();
 // exposed so tests and callers that build a Workload by hand can use it.
 void BuildTransformerLayers(Workload& w);
 // Per-layer table of a CNN preset; error for an unknown architecture.
-absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int image_size,
-                                                     int num_classes, Precision precision);
+absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(
+    std::string_view arch, int image_size, int num_classes, Precision precision,
+    MemoryFormat memory_format = MemoryFormat::kContiguous);
 std::vector<std::string> CnnArchNames();
 
 // Bytes per activation element inside compute regions (16-bit or fp32), and
@@ -182,6 +224,12 @@ int ResidualBytes(Precision p);
 // Logits and loss temporaries per token per vocabulary entry at the start of
 // backward (PyTorch's cross_entropy under autocast runs in fp32).
 int LogitsBytesPerEntry(Precision p);
+// The attention kernel that runs: sdpa's own choice resolved (flash for
+// 16-bit inputs and head sizes up to 256, else the memory-efficient kernel;
+// PyTorch's sdp_utils.cpp checks).
+AttentionKernel ResolvedAttention(const Workload& w);
+// Whether attention materialises the s x s score matrix (math and eager).
+bool MaterialisesScores(AttentionKernel a);
 
 }  // namespace xdeep::tuner
 

@@ -2,6 +2,10 @@
 //
 //   xdeep_validate shapes --models gpt-125m,resnet50 --micro-batches 1,2,4 --out S.json
 //       the GEMMs those workloads run, as an xdeep.gemm_shapes/1 file for xdeep-probe
+//   xdeep_validate gemm-check --fit REPORT.json --check TIMED.json [--median 0.05 --p95 0.15]
+//       the GEMM model fitted to a probe report's points against GEMMs timed
+//       by cuBLAS at shapes the probe never ran (bench/validate/gemm_shapes.py):
+//       median and 95th-percentile relative error per precision and overall
 //   xdeep_validate compare --profile PROFILE.json|builtin:NAME --runs RUNS.json...
 //                          [--json OUT] [--check [--targets step-time,memory,picks,learning]]
 //       predicted vs measured step time and peak memory of every measured run,
@@ -11,7 +15,8 @@
 //
 // PROFILE is a probe report of the machine that ran the training
 // (xdeep-probe compute + collectives, merged); RUNS are measure_pytorch.py
-// files (bench/memory_validation); builtin:NAME predicts with a built-in
+// files (bench/memory_validation) or library_suite.py's (--workloads DIR:
+// each run's model described by DIR/<model>.toml); builtin:NAME predicts with a built-in
 // profile instead, as the daemon does before a site's probes have run. Exit
 // status with --check: 0 when every target (of --targets) holds, 1 when one
 // misses, 2 on bad input.
@@ -64,9 +69,25 @@ bool ReadFile(const std::string& path, std::string* text) {
   return true;
 }
 
+// --workloads: where workload files name the models (library_suite.py's).
+std::string& WorkloadDir() {
+  static std::string dir;
+  return dir;
+}
+
 // The workload as measure_pytorch.py trains it: AdamW, bf16 autocast; FSDP
 // gathers GPT units in bf16 but keeps ResNet-50's parameters fp32 (BatchNorm).
+// Under --workloads, the model's workload file as written (its settings say
+// how library_suite.py trains it).
 absl::StatusOr<Workload> ScriptWorkload(const std::string& model) {
+  if (!WorkloadDir().empty()) {
+    const std::string path = WorkloadDir() + "/" + model + ".toml";
+    std::string text;
+    if (!ReadFile(path, &text)) {
+      return absl::NotFoundError("no workload file " + path + " for model " + model);
+    }
+    return tuner::ParseWorkloadToml(text, path);
+  }
   auto w = tuner::PresetWorkload(model);
   if (!w.ok()) return w.status();
   w->optimizer = tuner::OptimizerKind::kAdamW;
@@ -129,7 +150,9 @@ double MeasuredStraggle(const nlohmann::json& ranks) {
 Configuration ConfigFor(const nlohmann::json& run) {
   Configuration c;
   c.gpus_per_node = run.value("world_size", 1);
-  c.dp = c.gpus_per_node;
+  c.tp = std::max(1, run.value("tp", 1));
+  c.pp = std::max(1, run.value("pp", 1));
+  c.dp = std::max(1, c.gpus_per_node / (c.tp * c.pp));
   c.micro_batch = run.value("micro_batch", 1);
   c.grad_accum = run.value("grad_accum", 1);
   c.recompute = run.value("recompute", false);
@@ -144,6 +167,70 @@ double Mape(const std::vector<std::pair<double, double>>& pairs) {
   double sum = 0;
   for (const auto& [measured, predicted] : pairs) sum += std::abs(predicted - measured) / measured;
   return sum / pairs.size();
+}
+
+// The GEMM model fitted to a probe report, against cuBLAS times of other shapes.
+int GemmCheck(const std::string& fit_path, const std::string& check_path, double median_target,
+              double p95_target) {
+  std::string fit_text, check_text;
+  if (!ReadFile(fit_path, &fit_text) || !ReadFile(check_path, &check_text)) {
+    std::fprintf(stderr, "xdeep_validate: cannot read %s or %s\n", fit_path.c_str(),
+                 check_path.c_str());
+    return 2;
+  }
+  auto hw = tuner::HardwareProfileFromProbeReport(fit_text, fit_path);
+  if (!hw.ok()) {
+    std::fprintf(stderr, "xdeep_validate: %s\n", std::string(hw.status().message()).c_str());
+    return 2;
+  }
+  const auto doc = nlohmann::json::parse(check_text, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("gemm") || !doc["gemm"].is_array()) {
+    std::fprintf(stderr, "xdeep_validate: %s is not a gemm_shapes.py time result\n",
+                 check_path.c_str());
+    return 2;
+  }
+  const std::map<std::string, tuner::DType> dtypes = {
+      {"bf16", tuner::DType::kBf16}, {"fp16", tuner::DType::kFp16}, {"tf32", tuner::DType::kTf32}};
+  std::map<std::string, std::vector<double>> errors;
+  for (const auto& g : doc["gemm"]) {
+    const std::string dt = g.value("dtype", "");
+    const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0),
+                 measured = g.value("median_s", 0.0);
+    if (!dtypes.contains(dt) || m <= 0 || n <= 0 || k <= 0 || measured <= 0) {
+      std::fprintf(stderr, "xdeep_validate: %s: an entry lacks dtype, m, n, k or median_s\n",
+                   check_path.c_str());
+      return 2;
+    }
+    const std::string pass = g.value("pass", "fwd");
+    const tuner::GemmLayout layout = pass == "wgrad"   ? tuner::GemmLayout::kWgrad
+                                     : pass == "dgrad" ? tuner::GemmLayout::kDgrad
+                                                       : tuner::GemmLayout::kForward;
+    const double predicted = tuner::GemmModel(*hw, dtypes.at(dt)).Seconds(m, n, k, layout);
+    const double e = std::abs(predicted / measured - 1);
+    errors[dt].push_back(e);
+    errors["all"].push_back(e);
+  }
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(std::round(q * (v.size() - 1)))];
+  };
+  std::printf("GEMM model fitted to %s (%zu points), checked against %s\n", fit_path.c_str(),
+              hw->gemm.size(), check_path.c_str());
+  for (const auto& [dt, d] : dtypes) {
+    std::printf("  %s: %s\n", dt.c_str(), hw->gemm_fits[static_cast<int>(d)].note.c_str());
+  }
+  bool ok = true;
+  for (const auto& [dt, e] : errors) {
+    const double median = quantile(e, 0.5), p95 = quantile(e, 0.95);
+    const bool met = median <= median_target && p95 <= p95_target;
+    if (dt == "all") ok = met;
+    std::printf("%-5s %4zu shapes: median error %5.1f %%, 95th percentile %5.1f %%%s\n",
+                dt.c_str(), e.size(), 100 * median, 100 * p95,
+                dt == "all" ? (met ? "  (targets met)" : "  (targets MISSED)") : "");
+  }
+  std::printf("targets: median <= %.0f %%, 95th percentile <= %.0f %%\n", 100 * median_target,
+              100 * p95_target);
+  return ok ? 0 : 1;
 }
 
 int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro_batches,
@@ -528,6 +615,20 @@ int main(int argc, char** argv) {
   shapes->add_option("--models", models, "workload presets, comma-separated");
   shapes->add_option("--micro-batches", micro_batches, "comma-separated");
   shapes->add_option("--out", out, "xdeep.gemm_shapes/1 file")->required();
+  std::string workloads;
+  shapes->add_option("--workloads", workloads, "folder of workload files named <model>.toml")
+      ->check(CLI::ExistingDirectory);
+  std::string fit_report, check_file;
+  double median_target = 0.05, p95_target = 0.15;
+  auto* gemm_check = app.add_subcommand("gemm-check", "the GEMM model against cuBLAS times");
+  gemm_check->add_option("--fit", fit_report, "probe report whose GEMM points the model fits")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gemm_check->add_option("--check", check_file, "gemm_shapes.py time result")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gemm_check->add_option("--median", median_target, "largest median relative error accepted");
+  gemm_check->add_option("--p95", p95_target, "largest 95th-percentile error accepted");
   std::string profile, json_out;
   std::vector<std::string> run_files;
   bool check = false;
@@ -540,6 +641,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   compare->add_option("--json", json_out, "also write the comparison here");
+  compare->add_option("--workloads", workloads, "folder of workload files named <model>.toml")
+      ->check(CLI::ExistingDirectory);
   compare->add_flag("--check", check, "exit 1 when a target is missed");
   std::vector<std::string> target_names;
   compare
@@ -556,6 +659,10 @@ int main(int argc, char** argv) {
   compare->add_flag("--breakdown", breakdown,
                     "also print the predicted parts of each step and the measured kernel times");
   CLI11_PARSE(app, argc, argv);
+  xdeep::validate::WorkloadDir() = workloads;
+  if (gemm_check->parsed()) {
+    return xdeep::validate::GemmCheck(fit_report, check_file, median_target, p95_target);
+  }
   if (shapes->parsed()) {
     std::vector<int> mbs;
     for (const std::string& s : xdeep::validate::Split(micro_batches)) {

@@ -39,6 +39,21 @@ TEST(BuildLimitsTest, TightestBoundWins) {
   EXPECT_EQ(BuildLimits(policy, Shape(8, 4), one_task).max_nodes, 1);
 }
 
+TEST(BuildLimitsTest, PlacementBoundsOfTheLaunch) {
+  PolicyConfig policy;
+  policy.max_nodes = 16;
+  PartitionShape shape{"debug", 8, 4, 4};  // 8 nodes, 4 GPUs and 4 CPUs each
+  v1::TuneRequest req;
+  req.mutable_bounds()->set_cpus_per_task(2);  // 4 CPUs / 2 per task: 2 tasks, so 2 GPUs
+  EXPECT_EQ(BuildLimits(policy, shape, req).max_gpus_per_node, 2);
+  req.mutable_bounds()->set_tasks_per_node(1);
+  EXPECT_EQ(BuildLimits(policy, shape, req).max_gpus_per_node, 1);
+  req.mutable_bounds()->set_excluded_nodes(5);
+  EXPECT_EQ(BuildLimits(policy, shape, req).max_nodes, 3);
+  req.mutable_bounds()->set_cpus_per_task(6);  // no task fits a node
+  EXPECT_EQ(BuildLimits(policy, shape, req).max_gpus_per_node, 0);
+}
+
 class DecisionMakerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -110,6 +125,19 @@ TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
   ASSERT_TRUE(wide.ok());
   EXPECT_LE(wide->prediction().step_time_s() * wide->config().grad_accumulation(),
             d->prediction().step_time_s() * d->config().grad_accumulation() * 1.0001);
+}
+
+TEST_F(DecisionMakerTest, LimitsThatLeaveNoRoomNameTheOption) {
+  v1::TuneRequest req = AutoRequest();
+  req.mutable_bounds()->set_cpus_per_task(128);
+  auto d = Decide(req);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("-c/--cpus-per-gpu 128"), std::string::npos) << d.status();
+  req = AutoRequest();
+  req.mutable_bounds()->set_excluded_nodes(4);
+  d = Decide(req);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("-x excludes 4 nodes"), std::string::npos) << d.status();
 }
 
 TEST_F(DecisionMakerTest, MeasuredProfileFromAOneGpuProbeJobStillSizesNodesByThePartition) {
@@ -253,6 +281,10 @@ TEST_F(DecisionMakerTest, RealRunsCorrectLaterPredictions) {
     EXPECT_LT(ratio, 2.0);
   }
   EXPECT_NE(std::find(stages_.begin(), stages_.end(), "fit"), stages_.end());
+  // The explanation names the fitted correction (one run: interpolated).
+  EXPECT_NE(second->explanation().find("step time corrected from 1 real run(s): measured/predicted"),
+            std::string::npos)
+      << second->explanation();
 }
 
 TEST_F(DecisionMakerTest, ImplicitLaunchFollowsPartitionDefault) {

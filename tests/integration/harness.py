@@ -44,7 +44,7 @@ class Result:
         return f"rc={self.rc}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
 
 
-def run(argv, conf=None, env=None, timeout=60, cwd=None):
+def run(argv, conf=None, env=None, timeout=60, cwd=None, stdin=None):
     full_env = dict(os.environ)
     full_env["SLURM_CONF"] = conf or os.path.join(STACK, "slurm.conf")
     for key in list(full_env):
@@ -53,7 +53,7 @@ def run(argv, conf=None, env=None, timeout=60, cwd=None):
     full_env.update(env or {})
     t0 = time.monotonic()
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or SOURCE)
+                          cwd=cwd or SOURCE, stdin=stdin)
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
 
 

@@ -2,11 +2,13 @@
 // exported, printed or refused in each mode and failure.
 #include "spank_plugin/plugin.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -63,9 +65,9 @@ class FakeClient final : public DaemonClient {
 class PluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v :
-         {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID", "XDEEP_TUNE",
-          "XDEEP_WORKLOAD", "XDEEP_ADMISSION", "XDEEP_WAIT_LEFT_MS"}) {
+    for (const char* v : {"XDEEP_TUNED", "XDEEP_REEXEC_PID", "XDEEP_NODES", "SLURM_JOB_ID",
+                          "XDEEP_TUNE", "XDEEP_WORKLOAD", "XDEEP_BUDGET", "XDEEP_DEADLINE",
+                          "XDEEP_OBJECTIVE", "XDEEP_ADMISSION", "XDEEP_WAIT_LEFT_MS"}) {
       unsetenv(v);
     }
     setenv("XDEEP_REPORT_DIR", ::testing::TempDir().c_str(), 1);
@@ -93,14 +95,15 @@ class PluginTest : public ::testing::Test {
   }
 
   int Launch(std::vector<std::string> plugstack, std::vector<std::pair<OptionId, const char*>> opts,
-             std::vector<std::string> argv = {"srun", "--xdeep-tune", "hostname"}, int first = 2) {
+             std::vector<std::string> argv = {"srun", "--xdeep-tune", "hostname"}, int first = 2,
+             Launcher launcher = Launcher::kSrun) {
     // Kept alive: it owns the fake client the tests inspect.
     plugin_ = std::make_unique<Plugin>(host_);
     if (plugin_->Init(plugstack) != 0) return -2;
     for (auto [id, v] : opts)
       if (plugin_->OnOption(id, v) != 0) return -3;
     return plugin_->InitPostOpt(
-        Launcher::kSrun, [argv] { return argv; }, first);
+        launcher, [argv] { return argv; }, first);
   }
 
   Host host_;
@@ -288,6 +291,175 @@ TEST_F(PluginTest, UserBoundsAndAllocationReachTheDaemon) {
        {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
     unsetenv(v);
   }
+}
+
+TEST_F(PluginTest, ModeWordWhereTheProgramShouldBeLaunchesNothing) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--xdeep-tune", "explain", "prog"}, 2),
+            -1);
+  EXPECT_EQ(client_, nullptr) << "nothing asked, nothing charged";
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("did you mean --xdeep-tune=explain?"), std::string::npos) << errors_[0];
+  // With "=" the same word is a mode, and "explain" as a later argument is fine.
+  ASSERT_EQ(Launch({}, {{kOptTune, "explain"}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--xdeep-tune=explain", "prog", "explain"}, 2),
+            0);
+  EXPECT_TRUE(exited_);
+}
+
+TEST_F(PluginTest, StaleEnvironmentNeverBreaksAnUntunedLaunch) {
+  setenv("XDEEP_BUDGET", "lots", 1);
+  setenv("XDEEP_DEADLINE", "-3", 1);
+  setenv("XDEEP_OBJECTIVE", "fastest", 1);
+  setenv("XDEEP_WORKLOAD", "", 1);
+  EXPECT_EQ(Launch({}, {{kOptTune, "off"}}), 0);
+  EXPECT_EQ(Launch({}, {}, {"srun", "hostname"}, 1), 0);
+  EXPECT_TRUE(errors_.empty());
+  // The site's default tunes, but the user never asked: one warning, launch unchanged.
+  EXPECT_EQ(Launch({"default=on"}, {}, {"srun", "hostname"}, 1), 0);
+  EXPECT_TRUE(errors_.empty());
+  EXPECT_EQ(client_, nullptr);
+  ASSERT_EQ(infos_.size(), 1u);
+  EXPECT_NE(infos_[0].find("XDEEP_WORKLOAD is empty"), std::string::npos) << infos_[0];
+  // Asked for: refused with one line naming the variable.
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}}), -1);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("XDEEP_WORKLOAD is empty"), std::string::npos) << errors_[0];
+  unsetenv("XDEEP_WORKLOAD");
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}}), -1);
+  EXPECT_NE(errors_.back().find("XDEEP_BUDGET=lots"), std::string::npos) << errors_.back();
+}
+
+TEST_F(PluginTest, EmptyXdeepTuneDoesNotTurnTuningOn) {
+  setenv("XDEEP_TUNE", "", 1);
+  setenv("XDEEP_WORKLOAD", "gpt-125m", 1);
+  EXPECT_EQ(Launch({}, {}, {"srun", "hostname"}, 1), 0);
+  EXPECT_EQ(client_, nullptr);
+  EXPECT_TRUE(infos_.empty());
+}
+
+TEST_F(PluginTest, BinaryWorkloadIsRefusedNotMistakenForAnOutage) {
+  const std::string path = ::testing::TempDir() + "/binary.toml";
+  std::ofstream(path, std::ios::binary) << std::string(
+      "\x7f"
+      "ELF\0\0",
+      6);
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, path.c_str()}}), -1);
+  EXPECT_EQ(client_, nullptr);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("binary data"), std::string::npos) << errors_[0];
+}
+
+TEST_F(PluginTest, ChdirIsWhereTheWorkloadIs) {
+  const std::string dir = ::testing::TempDir() + "/rundir";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/xdeep.toml") << "[model]\n";
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}}, {"srun", "-D", dir, "--xdeep-tune", "prog"}, 4), 0);
+  EXPECT_EQ(client_->last.workload_source, dir + "/xdeep.toml");
+  EXPECT_EQ(client_->last.workload_toml, "[model]\n");
+}
+
+TEST_F(PluginTest, PlacementLimitsReachTheDaemon) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "-c2", "--ntasks-per-node=3", "-w", "n[1-3]", "-N5", "-x", "n9",
+                    "--xdeep-tune", "prog"},
+                   9),
+            0);
+  EXPECT_EQ(client_->last.cpus_per_task, 2);
+  EXPECT_EQ(client_->last.max_tasks_per_node, 3);
+  EXPECT_EQ(client_->last.max_nodes, 3) << "-w names 3 nodes";
+  EXPECT_EQ(client_->last.excluded_nodes, 1);
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--nodelist=n1,n2"), reexec_.end());
+}
+
+TEST_F(PluginTest, RefusedOptionStopsAnAskedLaunchAndWarnsADefaultOne) {
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--multi-prog", "--xdeep-tune", "conf"}, 3),
+            -1);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("--multi-prog cannot be tuned"), std::string::npos) << errors_[0];
+  setenv("XDEEP_WORKLOAD", "gpt-125m", 1);
+  EXPECT_EQ(Launch({"default=on"}, {}, {"srun", "--multi-prog", "conf"}, 2), 0);
+  EXPECT_EQ(client_, nullptr);
+  EXPECT_NE(infos_.back().find("running the launch unchanged"), std::string::npos);
+}
+
+TEST_F(PluginTest, HeterogeneousStepTunesComponentZeroOnly) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--xdeep-tune", "a", ":", "-n2", "b"}, 2),
+            0);
+  const auto a = std::find(reexec_.begin(), reexec_.end(), "a");
+  ASSERT_NE(a, reexec_.end());
+  EXPECT_EQ(std::vector<std::string>(a, reexec_.end()),
+            (std::vector<std::string>{"a", ":", "--export=ALL", "-n2", "b"}))
+      << "srun would hand component 0's --export to component 1";
+  const std::string& exported = *(a - 1);
+  EXPECT_TRUE(exported.starts_with("--export=ALL,XDEEP_TUNED=abc123,")) << exported;
+  EXPECT_NE(exported.find(",XDEEP_NODES=2"), std::string::npos) << exported;
+  // The re-executed srun: the decision leaves its environment, so component 1
+  // inherits none of it; component 0 has it from --export.
+  setenv("XDEEP_TUNED", "abc123", 1);
+  setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
+  setenv("XDEEP_NODES", "2", 1);
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}}, reexec_, 3), 0);
+  EXPECT_TRUE(plugin_->owns_launch());
+  EXPECT_EQ(getenv("XDEEP_NODES"), nullptr);
+  EXPECT_EQ(getenv("XDEEP_TUNED"), nullptr);
+}
+
+TEST_F(PluginTest, HeterogeneousStepWithRestrictedExportIsRefusedBeforeAsking) {
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--export=NONE", "--xdeep-tune", "a", ":", "b"}, 3),
+            -1);
+  EXPECT_EQ(client_, nullptr) << "refused before a decision is reserved";
+  EXPECT_NE(errors_[0].find("component 0"), std::string::npos) << errors_[0];
+}
+
+TEST_F(PluginTest, HeterogeneousAllocationIsRefused) {
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"salloc", "--xdeep-tune", "-n1", ":", "-n2", "bash"}, 3, Launcher::kSalloc),
+            -1);
+  EXPECT_NE(errors_[0].find("heterogeneous"), std::string::npos);
+}
+
+TEST_F(PluginTest, RestrictedExportCarriesTheDecision) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--export=NONE", "--xdeep-tune", "prog"}, 3),
+            0);
+  auto it = std::find_if(reexec_.begin(), reexec_.end(),
+                         [](const std::string& a) { return a.starts_with("--export=NIL,"); });
+  ASSERT_NE(it, reexec_.end());
+  for (const char* name : {"XDEEP_TUNED", "XDEEP_DECISION_ID", "XDEEP_NODES", "XDEEP_REPORT"}) {
+    EXPECT_NE(it->find(std::string(",") + name), std::string::npos) << name;
+  }
+}
+
+TEST_F(PluginTest, PipedBatchScriptIsRefusedRedirectedOneIsRead) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const int saved = dup(0);
+  dup2(fds[0], 0);
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"sbatch", "--xdeep-tune"}, 2, Launcher::kSbatch),
+            -1);
+  ASSERT_FALSE(errors_.empty());
+  EXPECT_NE(errors_.back().find("came through a pipe"), std::string::npos) << errors_.back();
+  close(fds[0]);
+  close(fds[1]);
+  const std::string script = ::testing::TempDir() + "/stdin-job.sh";
+  std::ofstream(script) << "#!/bin/sh\n#SBATCH -N 1 -A acct\nsrun true\n";
+  const int file = open(script.c_str(), O_RDONLY);
+  dup2(file, 0);
+  lseek(0, 0, SEEK_END);  // sbatch has read it all
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"sbatch", "--xdeep-tune"}, 2, Launcher::kSbatch),
+            0);
+  EXPECT_EQ(client_->last.max_nodes, 1);
+  EXPECT_EQ(client_->last.account, "acct");
+  EXPECT_EQ(lseek(0, 0, SEEK_CUR), 0) << "rewound for the re-executed sbatch";
+  dup2(saved, 0);
+  close(saved);
+  close(file);
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ TEST(UserOptionsTest, EnvironmentOnlyWhereCommandLineIsSilent) {
   UserOptions o;
   std::string error;
   ASSERT_TRUE(o.Set(kOptTune, "advise", &error));
+  o.ApplyTuneEnvironment(&error);
   ASSERT_TRUE(o.ApplyEnvironment(&error)) << error;
   EXPECT_EQ(o.mode(), TuneMode::kAdvise);
   EXPECT_EQ(o.workload(), "gpt-1.3b");
@@ -62,10 +63,44 @@ TEST(UserOptionsTest, EnvironmentOnlyWhereCommandLineIsSilent) {
   setenv("XDEEP_BUDGET", "lots", 1);
   UserOptions bad;
   EXPECT_FALSE(bad.ApplyEnvironment(&error));
-  EXPECT_NE(error.find("XDEEP_BUDGET"), std::string::npos) << error;
+  EXPECT_NE(error.find("XDEEP_BUDGET=lots is not a valid amount"), std::string::npos) << error;
+  EXPECT_NE(error.find("unset XDEEP_BUDGET"), std::string::npos) << error;
   unsetenv("XDEEP_TUNE");
   unsetenv("XDEEP_WORKLOAD");
   unsetenv("XDEEP_BUDGET");
+}
+
+TEST(UserOptionsTest, EmptyOrBadXdeepTuneDoesNotTurnTuningOn) {
+  setenv("XDEEP_TUNE", "", 1);
+  UserOptions empty;
+  std::string warning;
+  empty.ApplyTuneEnvironment(&warning);
+  EXPECT_FALSE(empty.mode().has_value());
+  EXPECT_TRUE(warning.empty());
+  setenv("XDEEP_TUNE", "sometimes", 1);
+  UserOptions bad;
+  bad.ApplyTuneEnvironment(&warning);
+  EXPECT_FALSE(bad.mode().has_value());
+  EXPECT_NE(warning.find("XDEEP_TUNE=sometimes is not a mode"), std::string::npos) << warning;
+  unsetenv("XDEEP_TUNE");
+}
+
+TEST(UserOptionsTest, EmptyWorkloadVariableNamesItself) {
+  setenv("XDEEP_WORKLOAD", "", 1);
+  UserOptions o;
+  std::string error;
+  EXPECT_FALSE(o.ApplyEnvironment(&error));
+  EXPECT_NE(error.find("XDEEP_WORKLOAD is empty"), std::string::npos) << error;
+  unsetenv("XDEEP_WORKLOAD");
+}
+
+TEST(UserOptionsTest, BareTuneIsRemembered) {
+  UserOptions o;
+  std::string error;
+  ASSERT_TRUE(o.Set(kOptTune, nullptr, &error));
+  EXPECT_TRUE(o.bare_tune());
+  ASSERT_TRUE(o.Set(kOptTune, "auto", &error));
+  EXPECT_FALSE(o.bare_tune());
 }
 
 }  // namespace

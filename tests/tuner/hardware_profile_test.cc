@@ -45,30 +45,6 @@ TEST(BuiltinProfileTest, GemmRateGrowsWithSizeAndSaturates) {
   EXPECT_LT(GemmTflops(*hw, DType::kFp32, 8192, 8192, 8192), big / 10);
 }
 
-TEST(GemmInterpolatorTest, LayerTimeOutsideTheProbedMicroBatchesFollowsItsPmnfModel) {
-  // One layer (n = k = 4096) probed at five token counts: 5 us + work at 800 TFLOP/s.
-  HardwareProfile hw;
-  auto seconds = [](double m) { return 5e-6 + 2.0 * m * 4096 * 4096 / 800e12; };
-  for (int64_t m = 1024; m <= 16384; m *= 2) {
-    hw.gemm.push_back({m, 4096, 4096, DType::kBf16, 2.0 * m * 4096 * 4096 / seconds(m) / 1e12});
-  }
-  GemmInterpolator rate(hw, DType::kBf16);
-  // Inside the probed range: the measurement.
-  EXPECT_DOUBLE_EQ(rate.Tflops(4096, 4096, 4096), hw.gemm[2].tflops);
-  // Beyond it (micro-batch 64 of a 1024-token sequence) and below it: the model,
-  // not the nearest measurement's rate.
-  for (double m : {65536.0, 256.0}) {
-    const double truth = 2.0 * m * 4096 * 4096 / seconds(m) / 1e12;
-    EXPECT_NEAR(rate.Tflops(m, 4096, 4096), truth, 1e-6 * truth) << m;
-  }
-  EXPECT_GT(std::abs(rate.Tflops(256, 4096, 4096) - hw.gemm[0].tflops), 50.0);
-  // Two probed token counts are too few for a model: nearest measurements.
-  HardwareProfile two;
-  two.gemm = {hw.gemm[0], hw.gemm[1]};
-  EXPECT_NEAR(GemmInterpolator(two, DType::kBf16).Tflops(65536, 4096, 4096), hw.gemm[1].tflops,
-              0.05 * hw.gemm[1].tflops);
-}
-
 TEST(CollectiveTest, IntraInterAndRails) {
   auto hw = BuiltinHardwareProfile("h100-sxm");
   ASSERT_TRUE(hw.ok());
@@ -118,8 +94,11 @@ TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
   EXPECT_EQ(hw->memory_bytes, 85029158912);
   EXPECT_DOUBLE_EQ(hw->memory_bandwidth_gbps, 2900.0);
   EXPECT_NEAR(hw->attention_efficiency, 392.5 / 785.0, 1e-12);
-  // A measured shape returns its measurement.
-  EXPECT_DOUBLE_EQ(GemmTflops(*hw, DType::kBf16, 1024, 1024, 1024), 214.7);
+  // The GEMM model, fitted to the two points (its peak only: too few for the
+  // shape parameters), passes near the large one and below it at the small.
+  EXPECT_NEAR(GemmTflops(*hw, DType::kBf16, 8192, 8192, 8192, GemmLayout::kDgrad), 785.0, 80.0);
+  EXPECT_LT(GemmTflops(*hw, DType::kBf16, 1024, 1024, 1024), 600.0);
+  EXPECT_EQ(hw->gemm_fits[static_cast<int>(DType::kBf16)].points, 2);
   // Collectives: t = a + b * bytes through the two points: b = 495 us / 99 MB
   // = 5e-12 s/B, a = 25 us - 1 MB * b = 20 us; busbw = 2(n-1)/n / b = 200 GB/s.
   const double t = CollectiveTime(*hw, CollectiveOp::kAllReduce, 5e7, 2, 2);
@@ -487,6 +466,10 @@ TEST(ProbeReportTest, LatencyOverRanksExtrapolatedWithPmnf) {
   auto hw = HardwareProfileFromProbeReport(report, "p.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr("extrapolated by a PMNF fit"));
+  // The model itself, the modeler that won and its cross-validated error.
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("all_reduce inter-node past 64 ranks: "));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("ranks^(1)"));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("cross-validated error"));
   // One byte: latency only (plus a negligible bandwidth term).
   EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 1024, 1), 1026e-6, 20e-6);
   EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 32, 1), 34e-6, 1e-6);

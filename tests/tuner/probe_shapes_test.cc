@@ -34,23 +34,28 @@ TEST(ProbeShapesTest, EveryForwardGemmOncePerMicroBatchInXdeepProbesFormat) {
   EXPECT_TRUE(head);
 }
 
-TEST(ProbeShapesTest, MicroBatchesArePowersOfTwoWithinTheLayerBudget) {
+TEST(ProbeShapesTest, MicroBatchesCoverWhatTheSearchTriesWithinTheLayerBudget) {
   auto gpt = PresetWorkload("gpt-125m");
   ASSERT_TRUE(gpt.ok());
   gpt->max_micro_batch = 12;
   EXPECT_EQ(ProbeMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8}));
+  // Up to the search's largest micro-batch (64 for a GPT)...
+  gpt->max_micro_batch = 64;
+  EXPECT_EQ(ProbeMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8, 16, 32, 64}));
+  // ...but no GEMM whose operands exceed 8 GiB: the head (tokens x 768 ->
+  // 50257, 16-bit) at micro-batch 128 would need 12.5 GiB.
   gpt->max_micro_batch = 4096;
-  EXPECT_EQ(ProbeMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8, 16, 32}));
-  // ResNet-50 has 21 distinct GEMM shapes per micro-batch: two micro-batches
-  // (42 layers) fit the 56-layer budget, the ends of 1 to 32.
+  EXPECT_EQ(ProbeMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8, 16, 32, 64}));
+  // ResNet-50 has 21 distinct GEMM shapes per micro-batch: the 56-layer
+  // budget would allow two micro-batches, but three are always probed, the
+  // ends and the middle of 1 to 256 in log scale.
   auto w = PresetWorkload("resnet50");
   ASSERT_TRUE(w.ok());
   const std::vector<int> mbs = ProbeMicroBatches(*w);
-  EXPECT_EQ(mbs.front(), 1);
-  EXPECT_EQ(mbs.back(), 32);
+  EXPECT_EQ(mbs, (std::vector<int>{1, 16, 256}));
   auto capped = profiler::ParseShapesJson(GemmShapesJson(std::span(&*w, 1), mbs));
   ASSERT_TRUE(capped.ok()) << capped.status();
-  EXPECT_LE(capped->gemms.size(), 3u * 56);
+  EXPECT_EQ(capped->gemms.size(), 3u * 21 * 3);
   w->precision = Precision::kFp32;
   auto parsed = profiler::ParseShapesJson(GemmShapesJson(std::span(&*w, 1), {{1}}));
   ASSERT_TRUE(parsed.ok()) << parsed.status();

@@ -34,6 +34,12 @@ inline HardwareProfile SimpleProfile(double tflops = 100, double intra_gbps = 10
   hw.attention_efficiency = 0.5;
   hw.host_step_cv = 0;  // no stragglers: the hand-derived figures stay exact
   hw.gemm.push_back({4096, 4096, 4096, DType::kBf16, tflops});
+  // A flat rate at every shape, so hand-derived step times stay exact.
+  GemmFit& flat = hw.gemm_fits[static_cast<int>(DType::kBf16)];
+  flat.valid = flat.roofline_only = true;
+  flat.peak_flops = tflops * 1e12;
+  flat.bandwidth = 1e30;
+  flat.fixed_s = 0;
   for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
                           CollectiveOp::kReduceScatter, CollectiveOp::kSendRecv}) {
     hw.collectives.push_back({op, FabricScope::kIntraNode, 2, 0.0, intra_gbps});
@@ -57,6 +63,8 @@ inline Workload SimpleGeneric(int layers = 10) {
       "\n"
       "[training]\n"
       "samples = 1e6\n"
+      "fsdp_param_dtype = \"bf16\"\n"  // FSDP units gathered in bf16, reduced in fp32
+      "fsdp_reduce_dtype = \"fp32\"\n"
       "[batch]\n"
       "global = 64\n";
   return *ParseWorkloadToml(text, "simple.toml");

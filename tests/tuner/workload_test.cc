@@ -113,6 +113,107 @@ TEST(WorkloadTest, BatchBoundsAndNoiseScale) {
   EXPECT_DOUBLE_EQ(w->b_noise, 500);
 }
 
+// A workload file's absent settings are PyTorch 2.x's defaults; each key is
+// read into the workload and changes its layer table where it should.
+TEST(WorkloadTest, TrainingSettingsDefaultToPyTorchs) {
+  const std::string gpt =
+      "[model]\nfamily = \"transformer\"\nlayers = 2\nhidden = 256\nheads = 4\n"
+      "seq_len = 128\nvocab = 1000\n";
+  auto w = ParseWorkloadToml(gpt, "d.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->settings.optimizer_impl, OptimizerImpl::kForeach);
+  EXPECT_EQ(w->settings.attention, AttentionKernel::kSdpa);
+  EXPECT_EQ(ResolvedAttention(*w), AttentionKernel::kFlash);  // bf16 autocast, head size 64
+  EXPECT_TRUE(w->settings.linear_bias);
+  EXPECT_FALSE(w->transformer.tied_embeddings);
+  EXPECT_EQ(w->settings.activation_checkpointing, Checkpointing::kOff);
+  EXPECT_FALSE(w->settings.compile);
+  EXPECT_FALSE(w->fsdp_16bit_params);  // MixedPrecisionPolicy(param_dtype=None)
+  EXPECT_FALSE(w->fsdp_16bit_reduce);  // reduce_dtype follows param_dtype
+  // Biases: QKV (3h), out (h), fc1 (4h), fc2 (h) per block, 4 more tensors.
+  auto bare = ParseWorkloadToml(gpt + "linear_bias = false\n", "d.toml");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(w->Parameters() - bare->Parameters(), 2 * 9 * 256);
+  EXPECT_EQ(ParamTensors(w->layers[1]) - ParamTensors(bare->layers[1]), 4);
+  // fp32 training: sdpa picks the memory-efficient kernel.
+  auto fp32 = ParseWorkloadToml(gpt + "[training]\nprecision = \"fp32\"\n", "d.toml");
+  ASSERT_TRUE(fp32.ok()) << fp32.status();
+  EXPECT_EQ(ResolvedAttention(*fp32), AttentionKernel::kEfficient);
+  // ResNet-50 in NCHW pays two layout transforms per convolution.
+  auto cnn = ParseWorkloadToml("[model]\npreset = \"resnet50\"\n", "c.toml");
+  auto nhwc =
+      ParseWorkloadToml("[model]\npreset = \"resnet50\"\nmemory_format = \"channels_last\"\n",
+                        "c.toml");
+  ASSERT_TRUE(cnn.ok() && nhwc.ok());
+  EXPECT_EQ(cnn->settings.memory_format, MemoryFormat::kContiguous);
+  EXPECT_EQ(cnn->layers[0].kernels - nhwc->layers[0].kernels, 2);
+  EXPECT_GT(cnn->layers[0].extra_traffic_fwd_bytes, 0);
+  EXPECT_EQ(nhwc->layers[0].extra_traffic_fwd_bytes, 0);
+}
+
+TEST(WorkloadTest, TrainingSettingsAreRead) {
+  auto w = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\nattention = \"eager\"\nlinear_bias = false\n"
+      "[training]\noptimizer_impl = \"fused\"\nactivation_checkpointing = \"tuned\"\n"
+      "compile = true\nfsdp_param_dtype = \"bf16\"\nfsdp_reduce_dtype = \"fp32\"\n",
+      "s.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->settings.optimizer_impl, OptimizerImpl::kFused);
+  EXPECT_EQ(w->settings.attention, AttentionKernel::kEager);
+  EXPECT_FALSE(w->settings.linear_bias);
+  EXPECT_EQ(w->settings.activation_checkpointing, Checkpointing::kTuned);
+  EXPECT_TRUE(w->settings.compile);
+  EXPECT_TRUE(w->fsdp_16bit_params);
+  EXPECT_FALSE(w->fsdp_16bit_reduce);
+  // Eager attention runs q k^T and the scores times v as GEMMs and keeps the
+  // softmax output (fp32) and its bf16 cast: 6 bytes per score.
+  auto flash = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(flash.ok());
+  EXPECT_EQ(w->layers[1].gemms.size(), flash->layers[1].gemms.size() + 2);
+  EXPECT_EQ(w->layers[1].attention_flops, 0);
+  EXPECT_DOUBLE_EQ(w->layers[1].saved_activation_bytes - flash->layers[1].saved_activation_bytes,
+                   6.0 * 12 * 1024 * 1024);
+  auto on = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\n[training]\nactivation_checkpointing = true\n", "o");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->settings.activation_checkpointing, Checkpointing::kOn);
+}
+
+TEST(WorkloadTest, BadTrainingSettingsSayWhatIsWrongAndHowToFixIt) {
+  struct Case {
+    const char* toml;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"[model]\npreset = \"gpt-125m\"\n[training]\noptimizer_impl = \"fast\"\n",
+       "x.toml:4: unknown optimizer_impl 'fast'; use \"foreach\", \"fused\", \"for-loop\""},
+      {"[model]\npreset = \"gpt-125m\"\nattention = \"flash2\"\n",
+       "x.toml:3: unknown attention 'flash2'; use \"sdpa\", \"flash\", \"efficient\", \"math\", "
+       "\"eager\""},
+      {"[model]\npreset = \"gpt-125m\"\nmemory_format = \"channels_last\"\n",
+       "x.toml:3: 'memory_format' applies to family = \"cnn\" only; remove memory_format"},
+      {"[model]\npreset = \"resnet50\"\nlinear_bias = false\n",
+       "x.toml:3: 'linear_bias' applies to family = \"transformer\" only"},
+      {"[model]\npreset = \"gpt-125m\"\n[training]\nactivation_checkpointing = \"yes\"\n",
+       "x.toml:4: 'activation_checkpointing' must be true, false or \"tuned\""},
+      {"[model]\npreset = \"gpt-125m\"\n[training]\ncompile = 1\n",
+       "x.toml:4: 'compile' must be true or false"},
+      {"[model]\npreset = \"gpt-125m\"\n[training]\nprecision = \"fp32\"\n"
+       "fsdp_param_dtype = \"bf16\"\n",
+       "x.toml:5: fsdp_param_dtype 'bf16' does not go with precision fp32; use \"fp32\""},
+      {"[model]\npreset = \"gpt-125m\"\n[training]\nfsdp_reduce_dtype = \"fp16\"\n",
+       "x.toml:4: fsdp_reduce_dtype 'fp16' does not go with precision bf16-autocast; use "
+       "\"fp32\" or \"bf16\""},
+      {"[model]\npreset = \"gpt-125m\"\nflash_attention = true\n",
+       "x.toml:3: unknown key 'flash_attention' in [model]"},
+  };
+  for (const Case& c : cases) {
+    auto w = ParseWorkloadToml(c.toml, "x.toml");
+    ASSERT_FALSE(w.ok()) << c.toml;
+    EXPECT_THAT(std::string(w.status().message()), ::testing::HasSubstr(c.message)) << c.toml;
+  }
+}
+
 TEST(WorkloadTest, UnknownPresetListsChoices) {
   auto w = PresetWorkload("gpt-9000");
   ASSERT_FALSE(w.ok());

@@ -8,8 +8,11 @@
 //     (the default) it selects the same model as Extra-P 4.2 on Extra-P's own
 //     test cases (tests/tuner/modeling/extrap_conformance_test.cc);
 //     ModelerOptions::Robust() is xdeep's choice for noisy, sparse probes.
+//   * The default modeler (model_selection.h): Extra-P's model unless the
+//     joint search extrapolates clearly better in cross-validation; says
+//     which won and with what error.
 //   * Generic expressions by differential evolution (generic_expression.h,
-//     pagmo2), Kavarakuntla et al.'s regularised cost.
+//     pagmo2) over rounded exponents, after Kavarakuntla et al.
 //   * Quality of every fit (model.h): RSS, SMAPE, adjusted R², leave-one-out
 //     errors, and Uncertainty()/Predict() for a new measurement anywhere.
 //   * The sampling planner (sampling_planner.h): what to probe next within a
@@ -19,8 +22,12 @@
 //
 // Typical use by the tuner (where it does: tuner/hardware_profile.cc extends
 // collective latency over rank counts and a GEMM layer's time over tokens
-// beyond the probed micro-batches with FitCurve; the daemon corrects its
-// predictions from real runs with ScalingCorrection)
+// beyond the probed micro-batches with FitCurveSelected; the daemon corrects
+// its predictions from real runs with ScalingCorrection)
+//
+//   absl::StatusOr<SelectedModel> lat = FitCurveSelected(ranks, seconds);
+//   lat->model.Evaluate(512.0);
+//   lat->Explain()  // "... (modeler Extra-P, cross-validated error 1.2 % vs robust 3.4 %)"
 //
 //   using namespace xdeep::modeling;
 //   // Extrapolate all-reduce time over rank count from probe figures.
@@ -55,6 +62,7 @@
 
 #include "tuner/modeling/generic_expression.h"
 #include "tuner/modeling/model.h"
+#include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
 #include "tuner/modeling/sampling_planner.h"
 #include "tuner/modeling/scaling_correction.h"

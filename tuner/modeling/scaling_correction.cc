@@ -7,6 +7,7 @@
 
 #include "Eigen/Dense"
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 
 namespace xdeep::modeling {
 
@@ -42,6 +43,8 @@ absl::StatusOr<ScalingCorrection> ScalingCorrection::Fit(std::span<const Outcome
   }
   out.min_factor_ = lo / options.clamp;
   out.max_factor_ = hi * options.clamp;
+  out.points_ = static_cast<int>(points.size());
+  out.min_points_ = options.min_points_for_model;
   const bool enough = dims > 0 && static_cast<int>(points.size()) >= options.min_points_for_model;
   if (enough) {
     absl::StatusOr<Model> model = modeling::Fit(points, options.modeler);
@@ -96,6 +99,18 @@ double ScalingCorrection::Factor(std::span<const double> parameters) const {
   }
   if (!std::isfinite(f)) return 1.0;
   return std::clamp(f, min_factor_, max_factor_);
+}
+
+std::string ScalingCorrection::Describe(std::span<const std::string> names) const {
+  if (identity_) return "none";
+  if (local_) {
+    return absl::StrFormat(
+        "measured/predicted interpolated over %d run point(s) by a Gaussian process (a model "
+        "needs %d)",
+        points_, min_points_);
+  }
+  return absl::StrFormat("measured/predicted = %s (modeler robust, leave-one-out error %.2g %%)",
+                         model_.ToString(names), model_.quality().loo_smape);
 }
 
 }  // namespace xdeep::modeling

@@ -18,6 +18,7 @@
 #define XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -55,6 +56,10 @@ class ScalingCorrection {
   }
   // The fitted model; with few runs, the constant mean ratio (for display).
   const Model& model() const { return model_; }
+  // For explanations: the fitted model's expression over `names`, the modeler
+  // and its cross-validated (leave-one-out SMAPE) error, or how the few runs
+  // are interpolated instead.
+  std::string Describe(std::span<const std::string> names = {}) const;
   bool is_identity() const { return identity_; }
 
  private:
@@ -63,6 +68,8 @@ class ScalingCorrection {
   Model model_;
   // Few runs: log factor = mean_ + sum_i alpha_i k(x, x_i) over log2 parameters.
   bool local_ = false;
+  int points_ = 0;
+  int min_points_ = 0;
   double length_ = 1.0, mean_ = 0.0;
   std::vector<std::vector<double>> x_;
   std::vector<double> alpha_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "tests/tuner/modeling/test_functions.h"
 
@@ -60,6 +61,44 @@ TEST(FitGenericExpression, RegularisationPrunesUnneededTerms) {
   const double x = 512;
   EXPECT_NEAR(fit->model.Evaluate(x) / f(std::span<const double>(&x, 1)), 1.0, 0.10)
       << fit->model.ToString();
+}
+
+TEST(FitGenericExpression, ReturnsPureLogAndMixedTermsExactly) {
+  // Scoring continuous exponents let c0 + c1·p^0.01 imitate log2(p) and the
+  // rounding then returned a constant (89.5 % off at 8-64x); the default
+  // 2-term fit also missed p·log2(p) and p^(2/3) that the 1-term fit found.
+  const std::vector<std::tuple<testing::TrueFunction, Fraction, int>> cases = {
+      {[](std::span<const double> x) { return 2 + 3 * std::log2(x[0]); }, Fraction::Make(0, 1), 1},
+      {[](std::span<const double> x) { return 1 + 0.5 * std::pow(std::log2(x[0]), 2); },
+       Fraction::Make(0, 1), 2},
+      {[](std::span<const double> x) { return 1 + x[0] * std::log2(x[0]); }, Fraction::Make(1, 1),
+       1},
+      {[](std::span<const double> x) { return 2 + 0.7 * std::pow(x[0], 2.0 / 3); },
+       Fraction::Make(2, 3), 0},
+      {[](std::span<const double> x) { return 4 + std::sqrt(x[0]) * std::log2(x[0]); },
+       Fraction::Make(1, 2), 1},
+  };
+  for (const auto& [f, poly, log] : cases) {
+    const auto points = SampleGrid(f, {kP}, 0.0, 1, 5);
+    absl::StatusOr<GenericFit> fit = FitGenericExpression(points);  // 2 terms
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    const Model& m = fit->model;
+    ASSERT_EQ(m.terms().size(), 1u) << m.ToString();
+    EXPECT_EQ(m.terms()[0].ExponentsOf(0), (CompoundTerm{poly, log})) << m.ToString();
+    const double x = 64 * 32;
+    EXPECT_NEAR(m.Evaluate(x) / f(std::span<const double>(&x, 1)), 1.0, 1e-6) << m.ToString();
+  }
+}
+
+TEST(FitGenericExpression, RecoversMixedTwoParameterForm) {
+  // a + a·b: one parameter alone plus a product, both needed.
+  const auto f = [](std::span<const double> x) { return 1 + 0.1 * x[0] + 0.05 * x[0] * x[1]; };
+  const auto points = SampleGrid(f, {{2, 4, 8, 16, 32}, {1, 2, 4, 8, 16}}, 0.0, 1, 6);
+  absl::StatusOr<GenericFit> fit = FitGenericExpression(points);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_EQ(fit->model.terms().size(), 2u) << fit->model.ToString();
+  const std::vector<double> far = {512, 256};
+  EXPECT_NEAR(fit->model.Evaluate(far) / f(far), 1.0, 1e-6) << fit->model.ToString();
 }
 
 TEST(FitGenericExpression, IsDeterministicForASeed) {

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Training-like GEMM shapes the probe never ran, and their cuBLAS times (issue 19, item 1).
+
+  gemm_shapes.py generate --seed 19 --count 360 --out shapes.json
+      Random layer shapes of transformers and CNNs as training runs them: a layer
+      (tokens or output pixels x in -> out) in one of its three passes (forward, dgrad,
+      wgrad, stored as nn.Linear holds them), at bf16, fp16 or tf32. Hidden sizes,
+      FFN ratios, vocabularies, channel counts, sequence lengths and micro-batches are
+      drawn from what public models use, aligned and not (vocabularies 50257, 32001,
+      30522, channel counts 147 or 27 of a first convolution, odd hidden sizes).
+  gemm_shapes.py time --shapes shapes.json --out timed.json
+      torch.matmul (cuBLAS) at every shape, timed as xdeep-probe times a GEMM
+      (bench/profiler/compare_torch.py torch_like_probe: warm-up, back-to-back batches
+      of ~2 ms between CUDA events behind a hold, the median of the samples).
+  gemm_shapes.py fitset --out fit_shapes.json
+      The probe's shapes file (xdeep.gemm_shapes/1) of the fit: the validation
+      workloads' layers (GPT-style 125M-1.3B at micro-batch 1, 4, 16), at bf16, fp16 and
+      tf32; xdeep-probe adds its anchor layers (profiler/suites.cc ModelAnchorGemms).
+
+The model (tuner/gemm_model.cc) is fitted to the probe's report only; the timed
+shapes are its check (`xdeep_validate gemm-check`).
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+
+# Sizes public models use (GPT-2, GPT-NeoX, Llama 1-3, Mistral, BERT, T5, OPT, Falcon,
+# ViT), a few odd ones, and vocabularies aligned or not.
+HIDDEN = [512, 768, 1024, 1280, 1536, 1600, 2048, 2560, 3072, 4096, 5120, 1000, 1e3 + 1,
+          1026, 1540, 2052, 640, 896, 1152, 1792, 2304, 3584]
+VOCAB = [50257, 50304, 32000, 32001, 30522, 128256, 49152, 65024, 151936, 51200, 250880]
+SEQ = [128, 256, 512, 1024, 2048, 4096]
+CNN_CH = [32, 48, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024, 1280, 2048, 72, 120,
+          200, 40, 24]
+CNN_HW = [7, 14, 28, 56, 112, 8, 16, 32, 64, 13, 27, 55]
+DTYPES = ["bf16"] * 2 + ["fp16", "tf32"]
+
+
+def transformer_shape(r):
+    h = int(r.choice(HIDDEN))
+    kind = r.choice(["qkv", "proj", "fc1", "fc2", "gate_up", "head", "qkv_gqa"])
+    ffn = r.choice([4 * h, (8 * h // 3 + 255) // 256 * 256, 8 * h // 3, int(3.5 * h)])
+    if kind == "qkv":
+        i, o = h, 3 * h
+    elif kind == "qkv_gqa":
+        i, o = h, h + 2 * (h // r.choice([4, 8]))
+    elif kind == "proj":
+        i, o = h, h
+    elif kind == "fc1":
+        i, o = h, ffn
+    elif kind == "gate_up":
+        i, o = h, 2 * ffn
+    elif kind == "fc2":
+        i, o = ffn, h
+    else:
+        i, o = h, r.choice(VOCAB)
+    seq = r.choice(SEQ)
+    mb = r.choice([1, 1, 2, 2, 4, 4, 8, 16, 32])
+    tokens = seq * mb
+    if kind == "head":  # logits over a whole batch are large: keep the timing short
+        tokens = min(tokens, 8192)
+    return f"tf.{kind}.h{h}", tokens, i, o
+
+
+def cnn_shape(r):
+    cin, cout = r.choice(CNN_CH), r.choice(CNN_CH)
+    ks = r.choice([1, 1, 3, 3, 7])
+    hw = r.choice(CNN_HW)
+    if r.random() < 0.1:  # a first convolution: 3 input channels
+        cin, ks, hw = 3, r.choice([3, 7]), r.choice([112, 56, 32])
+    mb = r.choice([1, 2, 4, 8, 16, 32, 64, 128, 256])
+    pixels = mb * hw * hw
+    if pixels * max(cin * ks * ks, cout) > 2 ** 31 // 4:
+        mb = max(1, mb // 8)
+        pixels = mb * hw * hw
+    return f"cnn.c{cin}x{ks}x{ks}->{cout}", pixels, cin * ks * ks, cout
+
+
+def passes(tokens, i, o):
+    """(m, n, k) per pass, as the probe orients a layer (profiler/shapes.cc LayerGemms)."""
+    return {"fwd": (tokens, o, i), "dgrad": (tokens, i, o), "wgrad": (o, i, tokens)}
+
+
+def cmd_generate(args):
+    r = random.Random(args.seed)
+    out, seen = [], set()
+    while len(out) < args.count:
+        layer, tokens, i, o = (transformer_shape if r.random() < 0.6 else cnn_shape)(r)
+        pas = r.choice(["fwd", "dgrad", "wgrad"])
+        m, n, k = passes(tokens, i, o)[pas]
+        dtype = r.choice(DTYPES)
+        flops = 2.0 * m * n * k
+        if flops > 4e12 or flops < 1e6:  # > ~5 ms at tf32, or nothing to time
+            continue
+        key = (m, n, k, pas, dtype)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"m": m, "n": n, "k": k, "pass": pas, "dtype": dtype, "layer": layer})
+    json.dump({"schema": "xdeep.gemm_check_shapes/1", "seed": args.seed, "shapes": out},
+              open(args.out, "w"), indent=1)
+    print(f"{len(out)} shapes -> {args.out}")
+
+
+def cmd_fitset(args):
+    layers = []
+    gpt = {"gpt-125m": (768, 12), "gpt-350m": (1024, 16), "gpt-760m": (1536, 16),
+           "gpt-1.3b": (2048, 32)}
+    for name, (h, _) in gpt.items():
+        for mb in [1, 4, 16]:
+            t = 1024 * mb
+            for lname, i, o in [("qkv", h, 3 * h), ("proj", h, h), ("fc1", h, 4 * h),
+                                ("fc2", 4 * h, h), ("head", h, 50257)]:
+                layers.append({"name": f"{name}.{lname}.mb{mb}", "tokens": t, "in": i, "out": o})
+    json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": args.dtypes.split(","), "layers": layers},
+              open(args.out, "w"), indent=1)
+    print(f"{len(layers)} layers -> {args.out}")
+
+
+def cmd_time(args):
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "profiler"))
+    from compare_torch import Hold, torch_like_probe
+    shapes = json.load(open(args.shapes))["shapes"]
+    hold = Hold(torch)
+    results = []
+    t0 = time.time()
+    for s in shapes:
+        tflops = torch_like_probe(s["m"], s["n"], s["k"], s["dtype"], 0.0, args.warm_up_ms / 1e3,
+                                  args.samples, hold, torch, pas=s["pass"])
+        e = dict(s)
+        e["tflops"] = tflops
+        e["median_s"] = 2.0 * s["m"] * s["n"] * s["k"] / tflops / 1e12
+        results.append(e)
+    props = torch.cuda.get_device_properties(0)
+    meta = {"gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cublas": torch.backends.cuda.preferred_blas_library().name
+            if hasattr(torch.backends.cuda, "preferred_blas_library") else "",
+            "seconds": round(time.time() - t0, 1), "hold_short_batches": hold.short,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    json.dump({"schema": "xdeep.gemm_check/1", "meta": meta, "gemm": results},
+              open(args.out, "w"), indent=1)
+    rates = [e["tflops"] for e in results]
+    print(f"{len(results)} GEMMs in {meta['seconds']} s; median {statistics.median(rates):.0f} "
+          f"TFLOP/s -> {args.out}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate")
+    g.add_argument("--seed", type=int, default=19)
+    g.add_argument("--count", type=int, default=360)
+    g.add_argument("--out", required=True)
+    f = sub.add_parser("fitset")
+    f.add_argument("--dtypes", default="bf16,fp16,tf32")
+    f.add_argument("--out", required=True)
+    t = sub.add_parser("time")
+    t.add_argument("--shapes", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--samples", type=int, default=7)
+    t.add_argument("--warm-up-ms", type=float, default=20)
+    args = p.parse_args()
+    {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Training steps of models built by libraries, not by xdeep (issue 19, item 4).
+
+  python3 library_suite.py --mode single --models hf-gpt2,tv-resnet50 --out single.json
+  torchrun --nproc_per_node=2 library_suite.py --mode ddp|fsdp|tp|pp --models ... --out X.json
+
+The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small, medium,
+large and xl; LlamaForCausalLM of a 1B Llama-style config; from_config, random weights,
+no download) and torchvision (ResNet-50, ViT-B/16). They are trained the way those
+libraries' own recipes train them: transformers' Trainer with bf16=True (autocast) and its
+default optimizer (fused AdamW, `adamw_torch_fused`), the model's default attention (SDPA);
+torchvision's classification reference (channels_last, SGD with momentum for ResNet-50,
+AdamW for ViT), under bf16 autocast. Data parallelism is PyTorch's DDP and FSDP2
+(fully_shard per block, bf16 parameters for the transformers); tensor and pipeline
+parallelism are PyTorch's own torch.distributed.tensor.parallel (Megatron-style column /
+row split of the Llama blocks' projections) and torch.distributed.pipelining (two stages,
+1F1B schedule over 4 micro-batches), since PyPI (torchtitan, megatron-core) is not
+reachable from the build machine.
+
+Per configuration: warm-up steps, then timed steps (CUDA-synchronised wall time, the
+median), and torch.cuda.max_memory_allocated over the timed steps, the largest over the
+ranks. Micro-batches are swept in the order given until one does not fit (out of memory
+ends the sweep for that model). The output is measure_pytorch.py's format
+({"meta", "runs"}), which `xdeep_validate compare --workloads DIR` reads.
+"""
+import argparse
+import datetime
+import gc
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+SEQ = 1024
+IMAGE = 224
+
+TRANSFORMERS = {
+    # name: (kind, config kwargs)
+    "hf-gpt2": ("gpt2", dict(n_embd=768, n_layer=12, n_head=12)),
+    "hf-gpt2-medium": ("gpt2", dict(n_embd=1024, n_layer=24, n_head=16)),
+    "hf-gpt2-large": ("gpt2", dict(n_embd=1280, n_layer=36, n_head=20)),
+    "hf-gpt2-xl": ("gpt2", dict(n_embd=1600, n_layer=48, n_head=25)),
+    "hf-llama-1b": ("llama", dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
+                                  num_attention_heads=16, num_key_value_heads=8, vocab_size=32000)),
+}
+VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16"}
+
+
+def build(name, device):
+    if name in TRANSFORMERS:
+        import transformers
+        kind, kw = TRANSFORMERS[name]
+        if kind == "gpt2":
+            cfg = transformers.GPT2Config(n_positions=SEQ, vocab_size=50257, **kw)
+            model = transformers.GPT2LMHeadModel(cfg)
+        else:
+            cfg = transformers.LlamaConfig(max_position_embeddings=SEQ, **kw)
+            model = transformers.LlamaForCausalLM(cfg)
+        return model.to(device)
+    import torchvision
+    model = getattr(torchvision.models, VISION[name])(num_classes=1000)
+    return model.to(device, memory_format=torch.channels_last)
+
+
+def blocks(model):
+    """The repeated blocks: FSDP2's units, the pipeline's split."""
+    if hasattr(model, "transformer"):
+        return list(model.transformer.h)
+    if hasattr(model, "model") and hasattr(model.model, "layers"):
+        return list(model.model.layers)
+    if hasattr(model, "encoder"):  # torchvision ViT
+        return list(model.encoder.layers)
+    return [m for layer in (model.layer1, model.layer2, model.layer3, model.layer4) for m in layer]
+
+
+class Optimizers:
+    """One optimizer per kind of parameter: fused AdamW takes plain tensors or DTensors
+    (tensor parallelism's sharded weights), not both in one call."""
+
+    def __init__(self, name, params):
+        from torch.distributed.tensor import DTensor
+        params = list(params)
+        groups = [[p for p in params if isinstance(p, DTensor)],
+                  [p for p in params if not isinstance(p, DTensor)]]
+        self.opts = [optimizer_for(name, g) for g in groups if g]
+
+    def step(self):
+        for o in self.opts:
+            o.step()
+
+    def zero_grad(self, set_to_none=True):
+        for o in self.opts:
+            o.zero_grad(set_to_none=set_to_none)
+
+
+def optimizer_for(name, params):
+    if name == "tv-resnet50":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4)
+    if name == "tv-vit-b16":
+        return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.3)  # foreach: torch's default
+    return torch.optim.AdamW(params, lr=5e-5, weight_decay=0.0, fused=True)  # Trainer's default
+
+
+def batch_for(name, mb, device):
+    if name in TRANSFORMERS:
+        vocab = TRANSFORMERS[name][1].get("vocab_size", 50257)
+        ids = torch.randint(0, vocab, (mb, SEQ), device=device)
+        return ids, ids
+    x = torch.randn(mb, 3, IMAGE, IMAGE, device=device).to(memory_format=torch.channels_last)
+    return x, torch.randint(0, 1000, (mb,), device=device)
+
+
+def loss_of(name, model, x, y):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        if name in TRANSFORMERS:
+            return model(input_ids=x, labels=y).loss
+        return torch.nn.functional.cross_entropy(model(x), y)
+
+
+class PipelinePart(torch.nn.Module):
+    """One of two pipeline stages of a transformers decoder: the embeddings and the first
+    half of the blocks, or the second half, the final norm and the head."""
+
+    def __init__(self, model, first):
+        super().__init__()
+        self.first = first
+        self.llama = hasattr(model, "model")
+        core = model.model if self.llama else model.transformer
+        layers = blocks(model)
+        half = len(layers) // 2
+        self.layers = torch.nn.ModuleList(layers[:half] if first else layers[half:])
+        if self.llama:
+            self.rotary = core.rotary_emb
+        if first:
+            self.embed = core.embed_tokens if self.llama else core.wte
+            self.pos = None if self.llama else core.wpe
+        else:
+            self.norm = core.norm if self.llama else core.ln_f
+            self.head = model.lm_head
+
+    def forward(self, h):
+        if self.first:
+            ids = h
+            h = self.embed(ids)
+            if self.pos is not None:
+                h = h + self.pos(torch.arange(ids.shape[1], device=ids.device))[None]
+        pos = torch.arange(h.shape[1], device=h.device)[None]
+        kw = {}
+        if self.llama:
+            kw = {"position_ids": pos, "position_embeddings": self.rotary(h, pos)}
+        for layer in self.layers:
+            out = layer(h, **kw)
+            h = out[0] if isinstance(out, tuple) else out
+        if not self.first:
+            h = self.head(self.norm(h))
+        return h
+
+
+def wrap(name, model, mode, rank, world):
+    """The model as `mode` trains it, and what the step calls."""
+    if mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        return DDP(model, device_ids=[rank])
+    if mode == "fsdp":
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
+            if name != "tv-resnet50" else MixedPrecisionPolicy()
+        for b in blocks(model):
+            fully_shard(b, mp_policy=mp)
+        fully_shard(model, mp_policy=mp)
+        return model
+    if mode == "tp":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                       parallelize_module)
+        mesh = init_device_mesh("cuda", (world,))
+        plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+                "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+                "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
+                "mlp.down_proj": RowwiseParallel()}
+        for layer in blocks(model):
+            parallelize_module(layer, mesh, plan)
+        return model
+    return model
+
+
+def measure(name, model, opt, step, mb, device, warmup, steps):
+    for _ in range(warmup):
+        step(mb)
+    torch.cuda.synchronize(device)
+    steady = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step(mb)
+        torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - t0)
+    return {"step_time_median_s": statistics.median(times), "step_times_s": times,
+            "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
+            "steady_allocated_bytes": int(steady)}
+
+
+def run_model(name, args, rank, world, device):
+    recs = []
+    torch.manual_seed(0)
+    pp_chunks = 4
+    if args.mode == "pp":
+        from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+        full = build(name, "cpu")
+        part = PipelinePart(full, rank == 0).to(device)
+        del full
+        model = part
+        loss_fn = lambda logits, y: torch.nn.functional.cross_entropy(
+            logits.float().flatten(0, 1), y.flatten())
+        scheds = {}  # a stage learns its micro-batch's shapes on first use: one per size
+        opt = optimizer_for(name, part.parameters())
+
+        def step(mb):
+            if mb not in scheds:
+                stage = PipelineStage(part, rank, world, device)
+                scheds[mb] = Schedule1F1B(stage, n_microbatches=pp_chunks, loss_fn=loss_fn)
+            sched = scheds[mb]
+            x, y = batch_for(name, mb * pp_chunks, device)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                if rank == 0:
+                    sched.step(x)
+                else:
+                    sched.step(target=y)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    else:
+        model = wrap(name, build(name, device), args.mode, rank, world)
+        model.train()
+        opt = Optimizers(name, model.parameters())
+
+        def step(mb):
+            x, y = batch_for(name, mb, device)
+            loss_of(name, model, x, y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    t_model = time.time()
+    for mb in args.micro_batches:
+        rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
+               "grad_accum": pp_chunks if args.mode == "pp" else 1,
+               "tp": world if args.mode == "tp" else 1, "pp": world if args.mode == "pp" else 1}
+        if time.time() - t_model > args.model_seconds:
+            rec["skipped"] = "time budget"
+            recs.append(rec)
+            continue
+        try:
+            r = measure(name, model, opt, step, mb, device, args.warmup, args.steps)
+            ok = torch.tensor([1.0], device=device)
+        except torch.OutOfMemoryError as e:
+            r = {"oom": True, "error": str(e).splitlines()[0][:200]}
+            ok = torch.tensor([0.0], device=device)
+        if world > 1:
+            peak = torch.tensor([float(r.get("peak_allocated_bytes", 0))], device=device)
+            dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+            dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+            if "peak_allocated_bytes" in r:
+                r["peak_allocated_bytes"] = int(peak.item())
+            if ok.item() == 0 and "error" not in r:
+                r = {"oom": True, "error": "out of memory on another rank"}
+        rec.update(r)
+        recs.append(rec)
+        if rank == 0:
+            what = (f"step={r['step_time_median_s'] * 1e3:.1f} ms peak="
+                    f"{r['peak_allocated_bytes'] / 2**30:.2f} GiB") if "error" not in r else r["error"][:80]
+            print(f"[{args.mode}] {name} mb={mb}: {what}", flush=True)
+        if "error" in r:
+            break  # larger micro-batches do not fit either
+    del model, opt
+    gc.collect()
+    torch.cuda.empty_cache()
+    return recs
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=["single", "ddp", "fsdp", "tp", "pp"], default="single")
+    p.add_argument("--models", required=True)
+    p.add_argument("--micro-batches", default="1,2,4,8,16")
+    p.add_argument("--vision-micro-batches", default="1,8,32,128,256")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--model-seconds", type=float, default=90)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl", device_id=torch.device("cuda", torch.cuda.current_device()))
+    device = torch.device("cuda", torch.cuda.current_device())
+    import transformers
+    import torchvision
+    meta = {"schema": "xdeep.memory_validation/1", "suite": "library_suite.py",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "host": socket.gethostname(), "gpu": torch.cuda.get_device_name(device),
+            "gpu_memory_bytes": torch.cuda.get_device_properties(device).total_memory,
+            "gpu_count_used": world, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())), "mode": args.mode,
+            "transformers": transformers.__version__, "torchvision": torchvision.__version__,
+            "command": " ".join(sys.argv)}
+    runs = []
+    lm_mbs = [int(x) for x in args.micro_batches.split(",")]
+    vision_mbs = [int(x) for x in args.vision_micro_batches.split(",")]
+    for name in args.models.split(","):
+        args_mbs = vision_mbs if name in VISION else lm_mbs
+        args.micro_batches = args_mbs
+        try:
+            runs += run_model(name, args, rank, world, device)
+        except Exception as e:  # one model's failure leaves the others measured
+            runs.append({"model": name, "mode": args.mode, "world_size": world,
+                         "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"})
+            print(f"[{args.mode}] {name}: {runs[-1]['error']}", flush=True)
+            gc.collect()
+            torch.cuda.empty_cache()
+        args.micro_batches = lm_mbs
+        if rank == 0:
+            with open(args.out, "w") as f:
+                json.dump({"meta": meta, "runs": runs}, f, indent=1)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

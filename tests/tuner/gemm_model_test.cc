@@ -1,0 +1,111 @@
+// The GEMM model (tuner/gemm_model.h): its fit recovers a known GPU from
+// noisy points, predicts shapes it never saw, tells an aligned vocabulary
+// from a misaligned one, and never grows faster than its work.
+#include "tuner/gemm_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "tuner/hardware_profile.h"
+
+namespace xdeep::tuner {
+namespace {
+
+// A GPU the fit has to find: not GemmFit's defaults.
+GemmFit Truth() {
+  GemmFit t;
+  t.valid = true;
+  t.peak_flops = 760e12;
+  t.small_tile = 0.15;
+  t.tile_fixed_s = 1.2e-6;
+  t.fixed_s = 2.5e-6;
+  t.bandwidth = 2.9e12;
+  t.stream_k_fixed_s = 3e-6;
+  t.store_bandwidth = 1.8e12;
+  t.wave_quantisation = 0.6;
+  t.misaligned_input = {0.18, 0.35, 0.6};
+  t.misaligned_output = {0.14, 0.3, 0.55};
+  return t;
+}
+
+// Layers of random transformer-like sizes in their three passes, 3 % noise.
+std::vector<GemmPoint> Points(const GemmFit& truth, int layers, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t hidden[] = {512, 768, 1024, 1536, 2048, 4096, 1000, 4097, 4098, 4100};
+  const int64_t tokens[] = {64, 256, 1024, 4096, 16384, 50176};
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  std::vector<GemmPoint> out;
+  for (int i = 0; i < layers; ++i) {
+    const int64_t t = tokens[rng() % 6], in = hidden[rng() % 10], o = hidden[rng() % 10];
+    for (auto [m, n, k, layout] : {std::tuple{t, o, in, GemmLayout::kForward},
+                                   {t, in, o, GemmLayout::kDgrad},
+                                   {o, in, t, GemmLayout::kWgrad}}) {
+      const double s = GemmSeconds(truth, m, n, k, layout) * noise(rng);
+      out.push_back({m, n, k, DType::kBf16, 2.0 * m * n * k / s / 1e12, layout});
+    }
+  }
+  return out;
+}
+
+TEST(GemmModelTest, FitRecoversAKnownGpuAndPredictsShapesItNeverSaw) {
+  const GemmFit truth = Truth();
+  GemmFit start;
+  start.bandwidth = truth.bandwidth;  // the probe's copy bandwidth
+  const GemmFit fit = FitGemm(Points(truth, 60, 1), DType::kBf16, start);
+  ASSERT_TRUE(fit.valid);
+  EXPECT_EQ(fit.points, 180);
+  std::vector<double> errors;
+  for (const GemmPoint& p : Points(truth, 60, 2)) {  // other layers
+    const double want = GemmSeconds(truth, p.m, p.n, p.k, p.layout);
+    errors.push_back(std::abs(GemmSeconds(fit, p.m, p.n, p.k, p.layout) / want - 1));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.05);
+  EXPECT_LT(errors[errors.size() * 95 / 100], 0.15);
+}
+
+TEST(GemmModelTest, AnAlignedVocabularyRunsAtFullSpeedAMisalignedOneDoesNot) {
+  const GemmFit fit = Truth();
+  // GPT-2's head at 8192 tokens: vocabulary 50257 (odd) against 50304 (a multiple of 64).
+  for (GemmLayout layout : {GemmLayout::kForward, GemmLayout::kDgrad}) {
+    const double odd = GemmSeconds(fit, 8192, 50257, 768, layout);
+    const double even = GemmSeconds(fit, 8192, 50304, 768, layout);
+    EXPECT_GT(odd, 2.5 * even) << static_cast<int>(layout);
+  }
+  // wgrad of the head (vocabulary x hidden x tokens): misaligned in m.
+  EXPECT_GT(GemmSeconds(fit, 50257, 768, 8192, GemmLayout::kWgrad),
+            2.5 * GemmSeconds(fit, 50304, 768, 8192, GemmLayout::kWgrad));
+  // A misaligned token count does not matter in forward (m leads no operand).
+  EXPECT_LT(GemmSeconds(fit, 8191, 4096, 4096, GemmLayout::kForward),
+            1.01 * GemmSeconds(fit, 8192, 4096, 4096, GemmLayout::kForward));
+}
+
+TEST(GemmModelTest, TimePerTokenNeverRisesWithTheTokens) {
+  const GemmFit fit = Truth();
+  for (auto [n, k] : {std::pair{768.0, 3072.0}, {4096.0, 4096.0}, {50304.0, 1600.0}, {64.0, 576.0}}) {
+    double per_token = 1e30;
+    for (double m = 1024; m <= 1 << 20; m *= 2) {
+      const double t = GemmSeconds(fit, m, n, k) / m;
+      EXPECT_LE(t, per_token * 1.02) << n << " " << k << " " << m;
+      per_token = std::min(per_token, t);
+    }
+  }
+}
+
+TEST(GemmModelTest, FewPointsFitThePeakOnlyAndUnmeasuredPrecisionsScale) {
+  HardwareProfile hw;
+  hw.gemm.push_back({8192, 8192, 8192, DType::kBf16, 700});
+  FitGemmModels(&hw);
+  const GemmFit& bf16 = hw.gemm_fits[static_cast<int>(DType::kBf16)];
+  EXPECT_EQ(bf16.points, 1);
+  EXPECT_DOUBLE_EQ(bf16.small_tile, GemmFit{}.small_tile);
+  EXPECT_NEAR(GemmTflops(hw, DType::kBf16, 8192, 8192, 8192), 700, 7);
+  EXPECT_NEAR(GemmTflops(hw, DType::kTf32, 8192, 8192, 8192), 350, 40);
+  EXPECT_EQ(hw.gemm_fits[static_cast<int>(DType::kTf32)].element_bytes, 4);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner

@@ -1,0 +1,304 @@
+// The GEMM time model (gemm_model.h): tile and wave quantisation, split-k, a
+// memory floor and misalignment, and its least-squares fit (Nelder-Mead on
+// log time; a handful of parameters, a few hundred points).
+#include "tuner/gemm_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+
+namespace xdeep::tuner {
+namespace {
+
+// Output tiles of cuBLAS's Hopper kernels (CTA tile m x n; k steps of 64).
+struct Tile {
+  int m, n;
+};
+constexpr Tile kTiles[] = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {128, 64}, {64, 64}};
+constexpr double kKStep = 64;
+
+// Bytes a dimension's stride is aligned to (16 and above: the fast kernels').
+int AlignmentBytes(double dim, int element_bytes) {
+  const int64_t bytes = static_cast<int64_t>(dim) * element_bytes;
+  if (bytes <= 0) return 16;
+  const int64_t low = bytes & -bytes;
+  return static_cast<int>(std::min<int64_t>(low, 16));
+}
+
+int ClassOf(int alignment) {
+  if (alignment >= 16) return -1;
+  return alignment <= 2 ? 0 : alignment == 4 ? 1 : 2;
+}
+
+// How misaligned a GEMM's operands are: the class (index into
+// GemmFit::misaligned_*, -1: 16-byte aligned) of its inputs' leading
+// dimensions, and of its output's. Forward: X and W lead with k, the output
+// with n; dgrad: dY with k, W with n; wgrad: dY^T with m, X with n.
+struct Misalignment {
+  int input = -1, output = -1;
+};
+Misalignment MisalignmentOf(double m, double n, double k, GemmLayout layout, int element_bytes) {
+  const int an = AlignmentBytes(n, element_bytes);
+  int in = 16;
+  switch (layout) {
+    case GemmLayout::kForward:
+      in = AlignmentBytes(k, element_bytes);
+      break;
+    case GemmLayout::kDgrad:
+      in = std::min(AlignmentBytes(k, element_bytes), an);
+      break;
+    case GemmLayout::kWgrad:
+      in = std::min(AlignmentBytes(m, element_bytes), an);
+      break;
+  }
+  return {ClassOf(in), ClassOf(an)};
+}
+
+double RateFactor(const GemmFit& f, const Misalignment& a, GemmLayout layout) {
+  const double l = f.layout_rate[static_cast<int>(layout)];
+  if (a.input >= 0) return l * f.misaligned_input[a.input];
+  if (a.output >= 0) return l * f.misaligned_output[a.output];
+  return l;
+}
+
+double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor) {
+  double best = std::numeric_limits<double>::infinity();
+  const double sms = f.sms;
+  for (const Tile& t : kTiles) {
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / t.m + 256.0 / t.n - 3.0));
+    const double per_sm = f.peak_flops * eff * rate_factor / sms;
+    const double epilogue = t.m * t.n * f.element_bytes * sms / f.store_bandwidth;
+    // Split k where the tiles leave SMs idle: as many slices as fill them, a
+    // slice at least 256 deep.
+    const double most = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
+    for (double split : {1.0, most}) {
+      const double kk = std::ceil(k / split / kKStep) * kKStep;
+      const double units = tiles * split / sms;
+      const double waves = units + f.wave_quantisation * (std::ceil(units) - units);
+      double s = waves * (2.0 * t.m * t.n * kk / per_sm + f.tile_fixed_s + epilogue);
+      if (split > 1) s += 8.0 * m * n * split / f.bandwidth;  // fp32 partials out and in
+      best = std::min(best, s);
+      if (most <= 1) break;
+    }
+  }
+  // Stream-K: the k steps of all tiles of the largest shape dealt evenly to
+  // the SMs, partial tiles summed at the end.
+  const Tile& t = kTiles[0];
+  const double steps = std::ceil(m / t.m) * std::ceil(n / t.n) * std::ceil(k / kKStep);
+  const double per_sm = f.peak_flops * rate_factor / sms;
+  const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+  const double sk = steps / sms;
+  best = std::min(best, (sk + f.wave_quantisation * (std::ceil(sk) - sk)) * 2.0 * t.m * t.n * kKStep / per_sm +
+                            std::ceil(tiles / sms) * t.m * t.n * f.element_bytes * sms /
+                                f.store_bandwidth +
+                            f.tile_fixed_s + f.stream_k_fixed_s);
+  return best;
+}
+
+// The parameters the fit moves, in log space (factors as logits).
+// peak, small_tile, tile_fixed, fixed, bandwidth, stream_k_fixed,
+// store_bandwidth, wave_quantisation; then the misaligned factors, inputs'
+// and output's.
+constexpr int kShape = 8;
+
+double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
+
+std::vector<double> ToVector(const GemmFit& f) {
+  std::vector<double> x = {std::log(f.peak_flops),   std::log(f.small_tile),
+                           std::log(f.tile_fixed_s), std::log(f.fixed_s),
+                           std::log(f.bandwidth),    std::log(f.stream_k_fixed_s),
+                           std::log(f.store_bandwidth), Logit(f.wave_quantisation)};
+  for (double a : f.misaligned_input) x.push_back(Logit(a));
+  for (double a : f.misaligned_output) x.push_back(Logit(a));
+  x.push_back(std::log(f.layout_rate[1]));
+  x.push_back(std::log(f.layout_rate[2]));
+  return x;
+}
+
+void FromVector(const std::vector<double>& x, GemmFit* f) {
+  f->peak_flops = std::exp(x[0]);
+  f->small_tile = std::exp(x[1]);
+  f->tile_fixed_s = std::exp(x[2]);
+  f->fixed_s = std::exp(x[3]);
+  f->bandwidth = std::exp(x[4]);
+  f->stream_k_fixed_s = std::exp(x[5]);
+  f->store_bandwidth = std::exp(x[6]);
+  f->wave_quantisation = 1.0 / (1.0 + std::exp(-x[7]));
+  for (int i = 0; i < 3; ++i) {
+    f->misaligned_input[i] = 1.0 / (1.0 + std::exp(-x[kShape + i]));
+    f->misaligned_output[i] = 1.0 / (1.0 + std::exp(-x[kShape + 3 + i]));
+  }
+  f->layout_rate[1] = std::exp(x[kShape + 6]);
+  f->layout_rate[2] = std::exp(x[kShape + 7]);
+}
+
+// Nelder-Mead over the coordinates in `free` (the others stay at x0's).
+std::vector<double> Minimise(const std::function<double(const std::vector<double>&)>& cost,
+                             std::vector<double> x0, const std::vector<int>& free, int max_evals) {
+  const int d = static_cast<int>(free.size());
+  std::vector<std::vector<double>> simplex(d + 1, x0);
+  std::vector<double> value(d + 1);
+  for (int i = 0; i < d; ++i) simplex[i + 1][free[i]] += 0.5;
+  for (int i = 0; i <= d; ++i) value[i] = cost(simplex[i]);
+  int evals = d + 1;
+  auto along = [&](const std::vector<double>& from, const std::vector<double>& to, double t) {
+    std::vector<double> out = from;
+    for (int c : free) out[c] = from[c] + t * (to[c] - from[c]);
+    return out;
+  };
+  while (evals < max_evals) {
+    std::vector<int> order(d + 1);
+    for (int i = 0; i <= d; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return value[a] < value[b]; });
+    const int best = order[0], worst = order[d], second = order[d - 1];
+    if (value[worst] - value[best] < 1e-10) break;
+    std::vector<double> centroid = x0;
+    for (int c : free) {
+      double s = 0;
+      for (int i = 0; i <= d; ++i) {
+        if (i != worst) s += simplex[i][c];
+      }
+      centroid[c] = s / d;
+    }
+    const std::vector<double> reflected = along(centroid, simplex[worst], -1.0);
+    const double fr = cost(reflected);
+    ++evals;
+    if (fr < value[best]) {
+      const std::vector<double> expanded = along(centroid, simplex[worst], -2.0);
+      const double fe = cost(expanded);
+      ++evals;
+      if (fe < fr) {
+        simplex[worst] = expanded, value[worst] = fe;
+      } else {
+        simplex[worst] = reflected, value[worst] = fr;
+      }
+    } else if (fr < value[second]) {
+      simplex[worst] = reflected, value[worst] = fr;
+    } else {
+      const std::vector<double> contracted = along(centroid, simplex[worst], 0.5);
+      const double fc = cost(contracted);
+      ++evals;
+      if (fc < value[worst]) {
+        simplex[worst] = contracted, value[worst] = fc;
+      } else {
+        for (int i = 0; i <= d; ++i) {
+          if (i == best) continue;
+          simplex[i] = along(simplex[best], simplex[i], 0.5);
+          value[i] = cost(simplex[i]);
+          ++evals;
+        }
+      }
+    }
+  }
+  return simplex[std::min_element(value.begin(), value.end()) - value.begin()];
+}
+
+}  // namespace
+
+int ElementBytes(DType dtype) {
+  return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4;
+}
+
+double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
+  m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
+  if (f.peak_flops <= 0) return 2.0 * m * n * k / 1e12;  // no fit: 1 TFLOP/s keeps a model finite
+  const double compute =
+      f.roofline_only
+          ? 2.0 * m * n * k / f.peak_flops
+          : ComputeSeconds(f, m, n, k, RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
+  const double memory = f.element_bytes * (m * k + k * n + m * n) / f.bandwidth;
+  // A streaming GEMM overlaps its launch with its reads: the floor is the
+  // bytes alone.
+  return std::max(compute + f.fixed_s, memory);
+}
+
+GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
+  std::vector<GemmPoint> points;
+  for (const GemmPoint& p : all) {
+    if (p.dtype == dtype && p.m > 0 && p.n > 0 && p.k > 0 && p.tflops > 0) points.push_back(p);
+  }
+  GemmFit fit = start;
+  fit.element_bytes = ElementBytes(dtype);
+  if (points.empty()) return fit;
+  std::vector<double> log_s(points.size());
+  bool has_input[3] = {false, false, false}, has_output[3] = {false, false, false};
+  double best_rate = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const GemmPoint& p = points[i];
+    log_s[i] = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+    const Misalignment a = MisalignmentOf(p.m, p.n, p.k, p.layout, fit.element_bytes);
+    if (a.input >= 0) {
+      has_input[a.input] = true;
+    } else if (a.output >= 0) {
+      has_output[a.output] = true;
+    } else {
+      best_rate = std::max(best_rate, p.tflops * 1e12);
+    }
+  }
+  if (best_rate > 0) fit.peak_flops = 1.05 * best_rate;
+  auto cost = [&](const std::vector<double>& x) {
+    GemmFit f = fit;
+    FromVector(x, &f);
+    double sum = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const GemmPoint& p = points[i];
+      const double e = std::log(GemmSeconds(f, p.m, p.n, p.k, p.layout)) - log_s[i];
+      sum += e * e;
+    }
+    return sum / points.size();
+  };
+  std::vector<int> free = {0};
+  if (points.size() >= 8) {
+    free = {0, 1, 2, 3, 5, 6, 7};
+    bool has_layout[3] = {false, false, false};
+    for (const GemmPoint& p : points) has_layout[static_cast<int>(p.layout)] = true;
+    // Layouts against forward's, where both were measured.
+    for (int l = 1; l < 3; ++l) {
+      if (has_layout[0] && has_layout[l]) free.push_back(kShape + 5 + l);
+    }
+    for (int c = 0; c < 3; ++c) {
+      if (has_input[c]) free.push_back(kShape + c);
+      if (has_output[c]) free.push_back(kShape + 3 + c);
+    }
+  }
+  std::vector<double> x = ToVector(fit);
+  // Restarts from the best point so far: the simplex collapses on the
+  // plateaus that the ceilings (tiles, waves, k steps) make.
+  for (int round = 0; round < 8; ++round) x = Minimise(cost, x, free, 2500);
+  FromVector(x, &fit);
+  // A misaligned class not measured takes the next less aligned class's
+  // factor, or the next better aligned one's; a class is never slower than a
+  // less aligned one.
+  for (auto [factor, has] : {std::pair{&fit.misaligned_input, has_input},
+                             std::pair{&fit.misaligned_output, has_output}}) {
+    for (int c = 1; c < 3; ++c) {
+      if (!has[c] && has[c - 1]) (*factor)[c] = (*factor)[c - 1];
+    }
+    for (int c = 1; c >= 0; --c) {
+      if (!has[c] && has[c + 1]) (*factor)[c] = (*factor)[c + 1];
+    }
+    for (int c = 1; c < 3; ++c) (*factor)[c] = std::max((*factor)[c], (*factor)[c - 1]);
+  }
+  fit.valid = true;
+  fit.points = static_cast<int>(points.size());
+  fit.rms_log_error = std::sqrt(cost(x));
+  fit.note = absl::StrFormat("fitted to %d points: %.0f TFLOP/s peak, rms error %.1f %%",
+                             fit.points, fit.peak_flops / 1e12, 100 * fit.rms_log_error);
+  return fit;
+}
+
+GemmFit ScaledGemmFit(const GemmFit& from, DType dtype) {
+  GemmFit f = from;
+  const double scale = dtype == DType::kTf32 ? 0.5 : dtype == DType::kFp32 ? 1.0 / 16 : 1.0;
+  f.peak_flops *= scale;
+  f.element_bytes = ElementBytes(dtype);
+  f.points = 0;
+  f.note = absl::StrFormat("scaled from another precision's fit (x%.3g)", scale);
+  return f;
+}
+
+}  // namespace xdeep::tuner

@@ -1,0 +1,92 @@
+// GEMM time on a GPU from how cuBLAS runs a GEMM, fitted to the probe's points.
+//
+// A GEMM C[m x n] = A[m x k] B[k x n] runs as output tiles, one thread block each,
+// spread over the SMs in waves; the tiles' k loop runs at the tensor cores' rate,
+// less for small tiles (more operand traffic per FLOP); a tile pays a fixed
+// prologue and epilogue; few tiles and a long k split k over more blocks; no GEMM
+// is faster than moving its operands through device memory. cuBLAS's fast
+// (TMA) kernels need every leading dimension 16-byte aligned: a 50257-word
+// vocabulary head falls back to slower kernels, a 50304-word one does not. The
+// model takes the best of a few tile shapes and split-k factors (as cuBLAS's
+// heuristic picks a kernel), so it covers shapes no probe ran; its few
+// parameters per precision (peak rate, small-tile loss, per-tile and per-GEMM
+// fixed time, bandwidth, one rate factor per misaligned class) are fitted to
+// the probe's points by least squares on log time.
+#ifndef XDEEP_TUNER_GEMM_MODEL_H_
+#define XDEEP_TUNER_GEMM_MODEL_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xdeep::tuner {
+
+enum class DType { kFp32, kTf32, kBf16, kFp16 };
+
+// How a GEMM's operands are stored, as nn.Linear training holds them (the
+// probe's "pass"): which of m, n, k are leading dimensions. Forward (Y = X W^T)
+// and dgrad (dX = dY W): n and k; wgrad (dW = dY^T X): m and n.
+enum class GemmLayout { kForward, kDgrad, kWgrad };
+
+struct GemmPoint {
+  int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::kBf16;
+  double tflops = 0;  // achieved, 1e12 FLOP/s
+  GemmLayout layout = GemmLayout::kDgrad;
+};
+
+// The fitted parameters of one precision.
+struct GemmFit {
+  bool valid = false;
+  int element_bytes = 2;
+  int sms = 132;
+  double peak_flops = 0;      // FLOP/s of the whole GPU with the largest tiles
+  double small_tile = 0.1;    // rate loss of a tile edge of 128 against 256
+  double tile_fixed_s = 1e-6; // per wave of tiles: prologue, epilogue
+  double fixed_s = 3e-6;      // per GEMM
+  double bandwidth = 2.5e12;  // B/s, operands read once and the result written once
+  // B/s at which tiles store their results (the epilogue, not overlapped with
+  // the k loop): bounds large outputs over a short k.
+  double store_bandwidth = 2e12;
+  // How much a partial last wave of tiles costs as a whole one (1: all, 0:
+  // only its share; persistent kernels and cuBLAS's choice among tile shapes
+  // soften the quantisation).
+  double wave_quantisation = 0.7;
+  // Stream-K (work split evenly over the SMs, partial tiles fixed up): its
+  // extra fixed time.
+  double stream_k_fixed_s = 2e-6;
+  // Rate factor where the least aligned leading dimension of an input operand
+  // is 2, 4 or 8 bytes aligned (16: 1), and where only the output's is.
+  std::array<double, 3> misaligned_input = {0.2, 0.4, 0.7};
+  std::array<double, 3> misaligned_output = {0.5, 0.7, 0.9};
+  // Rate factor per layout against forward's (indexed by GemmLayout): which
+  // operands are k-major decides whether the kernel transposes one on its
+  // way to the tensor cores (tf32 kernels most of all).
+  std::array<double, 3> layout_rate = {1.0, 1.0, 1.0};
+  // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
+  // profile described by its rates alone (hand-derived figures in tests).
+  bool roofline_only = false;
+  int points = 0;             // fitted to; 0: not fitted (a built-in or scaled fit)
+  double rms_log_error = 0;   // of the fit on its points
+  std::string note;           // how it was obtained
+};
+
+// Fits the model to one precision's points (those of other precisions are
+// ignored). With fewer than 8 points only the peak rate is fitted; the shape
+// parameters keep `start`'s values.
+GemmFit FitGemm(const std::vector<GemmPoint>& points, DType dtype, const GemmFit& start);
+
+// A fit for a precision the probe did not measure, from another's: fp16 as
+// bf16, tf32 half of it, fp32 a sixteenth, at the precision's element size.
+GemmFit ScaledGemmFit(const GemmFit& from, DType dtype);
+
+int ElementBytes(DType dtype);
+
+// Seconds of one GEMM; cheap (no allocation), safe to call from any thread.
+double GemmSeconds(const GemmFit& fit, double m, double n, double k,
+                   GemmLayout layout = GemmLayout::kForward);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_GEMM_MODEL_H_
