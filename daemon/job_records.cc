@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -97,6 +98,22 @@ absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
   return u;
 }
 
+std::vector<std::pair<uint32_t, int64_t>> ParseRunStarts(std::string_view squeue_output) {
+  std::vector<std::pair<uint32_t, int64_t>> starts;
+  for (std::string_view line : Split(squeue_output, '\n', true)) {
+    size_t bar = line.find('|');
+    if (bar == std::string_view::npos) continue;
+    auto job = ParseNumber<uint32_t>(line.substr(0, bar));
+    std::string when(line.substr(bar + 1));
+    std::tm tm{};
+    const char* end = strptime(when.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!job || end == nullptr || *end != '\0') continue;
+    tm.tm_isdst = -1;  // squeue prints local time
+    starts.emplace_back(*job, static_cast<int64_t>(mktime(&tm)));
+  }
+  return starts;
+}
+
 int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger& ledger,
                     const GpusPerNodeFn& gpus_per_node, int64_t now,
                     const std::function<void(const JobUsage&)>& charged_hook) {
@@ -119,12 +136,20 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
     }
     const bool strict = policy.Strict(usage->partition);
     if (usage->decision_id.empty() && !strict) {
+      (void)ledger.TakeRunStart(usage->job_id);
       fs::remove(path, ec);  // neither tuned nor enforced: not xdeep's to charge
       continue;
     }
     // A job with no reservation is billed for whole nodes; one with a
     // reservation for the GPUs per node it reserved (Admit refused asking more).
     if (gpus_per_node) usage->gpus = usage->nodes * gpus_per_node(usage->partition);
+    // A requeued run comes with START = END (Slurm 22.05): the start the
+    // daemon saw in squeue says how long it ran.
+    auto seen = ledger.TakeRunStart(usage->job_id);
+    if (seen.ok() && *seen && usage->end_unix == usage->start_unix && **seen > 0 &&
+        **seen < usage->start_unix) {
+      usage->start_unix = **seen;
+    }
     usage->price_per_gpu_hour = policy.PricePerGpuHour(usage->partition);
     usage->price_per_node_hour = policy.PricePerNodeHour(usage->partition);
     auto cost = ledger.ChargeJob(*usage, now);

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
@@ -27,6 +29,9 @@ std::optional<int> CountArrayTasks(std::string_view indices);
 // GPUs in a job's TRES request ("gres:gpu:4", "gres:gpu:a100:2,gres:fpga:1",
 // "gres/gpu=4"): 0 when it asks none, nullopt when it cannot be read.
 std::optional<int> GpusInTres(std::string_view tres);
+
+// `squeue -h -t RUNNING -o "%A|%S"` output: (job id, start in epoch seconds).
+std::vector<std::pair<uint32_t, int64_t>> ParseRunStarts(std::string_view squeue_output);
 
 // GPUs per node of a partition, for records whose TRES names no GPUs.
 using GpusPerNodeFn = std::function<int(const std::string& partition)>;

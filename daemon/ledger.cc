@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS job_charges (
   PRIMARY KEY (job_id, start_unix)
 );
 CREATE INDEX IF NOT EXISTS job_charges_user ON job_charges(user, charged_unix);
+CREATE TABLE IF NOT EXISTS run_starts (
+  job_id INTEGER PRIMARY KEY,
+  start_unix INTEGER NOT NULL
+);
 CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_unix);
 )sql";
 
@@ -468,6 +472,35 @@ absl::StatusOr<ReservationRecord> Ledger::Get(const std::string& id) {
     return absl::NotFoundError(fmt::format("no reservation {}", id));
   }
   return ReadRecord(st.get());
+}
+
+absl::Status Ledger::NoteRunStarts(const std::vector<std::pair<uint32_t, int64_t>>& starts) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
+  Statement st(db_, "INSERT OR REPLACE INTO run_starts (job_id, start_unix) VALUES (?, ?)");
+  if (!st.ok()) return SqlError(db_, "ledger", "prepare run start");
+  for (const auto& [job, start] : starts) {
+    sqlite3_reset(st.get());
+    st.Int(1, job);
+    st.Int(2, start);
+    if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "run start");
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<std::optional<int64_t>> Ledger::TakeRunStart(uint32_t job_id) {
+  std::lock_guard lock(mu_);
+  Statement get(db_, "SELECT start_unix FROM run_starts WHERE job_id=?");
+  if (!get.ok()) return SqlError(db_, "ledger", "prepare run start");
+  get.Int(1, job_id);
+  std::optional<int64_t> start;
+  if (sqlite3_step(get.get()) == SQLITE_ROW) start = sqlite3_column_int64(get.get(), 0);
+  Statement del(db_, "DELETE FROM run_starts WHERE job_id=?");
+  if (!del.ok()) return SqlError(db_, "ledger", "prepare run start");
+  del.Int(1, job_id);
+  if (sqlite3_step(del.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "run start");
+  return start;
 }
 
 absl::StatusOr<double> Ledger::TotalSettled() {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -135,6 +136,11 @@ class Ledger {
   absl::StatusOr<std::vector<BudgetUse>> Use(const std::vector<BudgetScope>& scopes,
                                              int64_t period_start_unix);
   absl::StatusOr<ReservationRecord> Get(const std::string& decision_id);
+  // When running jobs started, as the daemon saw them in squeue: Slurm 22.05
+  // records a requeued run with START = END = the requeue time, and this is
+  // how long it had run. RunStart forgets the job's entry.
+  absl::Status NoteRunStarts(const std::vector<std::pair<uint32_t, int64_t>>& starts);
+  absl::StatusOr<std::optional<int64_t>> TakeRunStart(uint32_t job_id);
   // Sum of settled amounts, reserved and unreserved (for audits and tests).
   absl::StatusOr<double> TotalSettled();
 

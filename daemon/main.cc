@@ -14,6 +14,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"xdeepd: the xdeep tuning daemon"};
+  app.set_version_flag("--version", "xdeepd " XDEEP_VERSION);
   std::string config_path = "/etc/xdeep/xdeepd.toml";
   bool check_only = false;
   app.add_option("-c,--config", config_path, "daemon configuration (TOML)");
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  spdlog::info("event=starting version={} config={}", XDEEP_VERSION, config_path);
   auto daemon = xdeep::daemon::Daemon::Start(*config);
   if (!daemon.ok()) {
     spdlog::error("event=start_failed reason=\"{}\"", std::string(daemon.status().message()));

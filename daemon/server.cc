@@ -256,6 +256,23 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
   return resp;
 }
 
+void Daemon::NoteRunningStrictJobs(const PolicyConfig& policy) {
+  // Only strict partitions are billed without a reservation; with none, nothing to watch.
+  std::vector<std::string> argv = {"squeue", "-h", "-t", "RUNNING", "-o", "%A|%S"};
+  if (!policy.Strict("")) {
+    std::string strict;
+    for (const auto& [name, partition] : policy.partitions) {
+      if (policy.Strict(name)) strict += (strict.empty() ? "" : ",") + name;
+    }
+    if (strict.empty()) return;
+    argv.insert(argv.end(), {"-p", strict});
+  }
+  auto run = RunCommand(argv, std::chrono::seconds(10));
+  if (!run.ok() || run->exit_code != 0) return;
+  auto starts = ParseRunStarts(run->out);
+  if (!starts.empty()) (void)ledger_->NoteRunStarts(starts);
+}
+
 void Daemon::SettleFinishedJobs() {
   SlurmInventory* inventory = inventory_.get();
   auto gpus_per_node = [inventory](const std::string& partition) {
@@ -263,6 +280,8 @@ void Daemon::SettleFinishedJobs() {
     return shape.ok() ? shape->gpus_per_node : 0;
   };
   const int64_t now = maker_->Now();
+  auto policy = maker_->policy();
+  NoteRunningStrictJobs(*policy);
   Store* store = store_.get();
   // Slurm's final state decides whether a tuned run may teach the model.
   auto job_ended = [store](const JobUsage& job) {
@@ -272,8 +291,7 @@ void Daemon::SettleFinishedJobs() {
                     std::string(s.message()));
     }
   };
-  DrainJobRecords(config_.store.jobcomp_spool, *maker_->policy(), *ledger_, gpus_per_node, now,
-                  job_ended);
+  DrainJobRecords(config_.store.jobcomp_spool, *policy, *ledger_, gpus_per_node, now, job_ended);
   // Admitted, yet no job in Slurm and no record: the submission failed after
   // job_submit.lua (an invalid node list, a limit). Slurm creates the job
   // right after admitting it, so a short grace suffices.

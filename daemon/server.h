@@ -45,6 +45,8 @@ class Daemon {
 
   // Charges the job-completion records slurmctld spooled (job_records.h).
   void SettleFinishedJobs();
+  // Notes when running jobs on strict partitions started (for requeued runs).
+  void NoteRunningStrictJobs(const PolicyConfig& policy);
 
   // Stops accepting calls, gives in-flight ones the configured grace period.
   void Shutdown();

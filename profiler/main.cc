@@ -92,6 +92,7 @@ std::unique_ptr<xp::Watchdog> StartWatchdog(double seconds, std::string out, boo
 
 int main(int argc, char** argv) {
   CLI::App app{"xdeep-probe: compute, bandwidth and collective probes for the xdeep tuner"};
+  app.set_version_flag("--version", "xdeep-probe " XDEEP_VERSION);
   app.require_subcommand(1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Log debug detail");

@@ -10,6 +10,8 @@ packages=(
   libtrilinos-kokkos-dev libeigen3-dev liblapack-dev libpagmo-dev libnlopt-cxx-dev libabsl-dev
   libsqlite3-dev sqlite3 libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libcli11-dev libyaml-cpp-dev
+  gnuplot-nox  # xdeep plan --plot, xdeep history --plot
+  groff-base  # tests only: the man pages render without warnings
   slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   python3-torch  # tests only: profiler/framework_probe.py's CPU smoke run
 )

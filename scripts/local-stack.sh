@@ -19,8 +19,11 @@ start)
   mkdir -p "$dir"
   # The daemon's own user owns its ledger, log and spool; Slurm runs as root.
   id -u "$daemon_user" >/dev/null 2>&1 || useradd --system -M -s /usr/sbin/nologin "$daemon_user"
-  # A fresh stack: slurm-cluster.sh starts Slurm's job ids at 1 again.
-  rm -rf "$dir/jobcomp" "$dir"/xdeep.db "$dir"/xdeep.db-wal "$dir"/xdeep.db-shm
+  # A fresh stack: slurm-cluster.sh starts Slurm's job ids at 1 again. The
+  # daemon's files go too: one left by an earlier run (another owner, say)
+  # would keep the daemon from opening its own.
+  rm -rf "$dir/jobcomp" "$dir/reports" "$dir"/xdeep.db "$dir"/xdeep.db-wal "$dir"/xdeep.db-shm \
+    "$dir"/xdeepd.log "$dir"/xdeepd.out "$dir"/xdeepd.sock
   mkdir -p "$dir/jobcomp"
   chown "$daemon_user": "$dir" "$dir/jobcomp"
   chmod 0755 "$dir"

@@ -6,7 +6,7 @@
 #   scripts/slurm-cluster.sh start DIR [--nodes N] [--gpus G] [--cpus C] [--plugstack FILE]
 #                                      [--extra-partition NAME]   (all nodes, not default)
 #                                      [--job-submit LUA] (slurmctld's job_submit/lua script)
-#                                      [--jobcomp SCRIPT] (jobcomp/script and PrologSlurmctld)
+#                                      [--jobcomp SCRIPT] (jobcomp/script: run once per finished job)
 #   scripts/slurm-cluster.sh stop DIR
 #
 # After start, `source DIR/env` sets SLURM_CONF for every Slurm command.
@@ -127,8 +127,7 @@ CONF
     [[ $job_submit == "$dir/job_submit.lua" ]] || cp "$job_submit" "$dir/job_submit.lua"
     echo "JobSubmitPlugins=lua" >> "$dir/slurm.conf"
   fi
-  [[ -z $jobcomp ]] || printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\nPrologSlurmctld=%s\n' \
-    "$jobcomp" "$jobcomp" >> "$dir/slurm.conf"
+  [[ -z $jobcomp ]] || printf 'JobCompType=jobcomp/script\nJobCompLoc=%s\n' "$jobcomp" >> "$dir/slurm.conf"
   cat > "$dir/gres.conf" <<CONF
 AutoDetect=off
 NodeName=n[1-$nodes] Name=gpu File=$dir/dev/fakegpu[0-$last_gpu]

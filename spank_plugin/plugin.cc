@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -417,11 +418,15 @@ int Plugin::InitPostOpt(Launcher launcher,
   }
 
   switch (mode) {
-    case TuneMode::kExplain:
-      for (const std::string& line : ExplainTable(answer)) host_.info("xdeep: " + line);
+    case TuneMode::kExplain: {
+      // Each line reaches srun's terminal behind "xdeep: ".
+      const int columns = TerminalColumns(STDERR_FILENO);
+      const TableLayout layout{columns > 0 ? std::max(columns - 7, 40) : 0};
+      for (const std::string& line : ExplainTable(answer, layout)) host_.info("xdeep: " + line);
       host_.info("xdeep: explain mode: nothing was launched");
       host_.exit_without_launch();
       return 0;
+    }
     case TuneMode::kAdvise:
       host_.info("xdeep: advice: " + SummaryLine(answer));
       host_.info("xdeep: advise mode: running the launch unchanged");

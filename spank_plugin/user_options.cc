@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "spank_plugin/time_span.h"
+
 namespace xdeep::spank {
 
 const UserOption kUserOptions[kOptCount] = {
@@ -20,7 +22,10 @@ const UserOption kUserOptions[kOptCount] = {
      "What to optimise: least cost (default), least time, least cost by --xdeep-deadline, "
      "least time within --xdeep-budget",
      1, "XDEEP_OBJECTIVE"},
-    {"xdeep-deadline", "HOURS", "Time to solution the job must meet (with objective=deadline)", 1,
+    {"xdeep-deadline", "TIME",
+     "Time to solution the job must meet (with objective=deadline): hours (12), 90min or "
+     "Slurm's 2:00:00",
+     1,
      "XDEEP_DEADLINE"},
     {"xdeep-cost-tolerance", "PCT",
      "With objective=cost: the fastest configuration that costs at most PCT % more than the "
@@ -120,13 +125,11 @@ bool UserOptions::SetFrom(OptionId id, const char* value, const std::string& nam
       break;
     }
     case kOptDeadline: {
-      double hours = 0;
-      if (!ParsePositive(value, 1e6, &hours)) {
-        *error = name + "=" + (value ? value : "") +
-                 " is not a valid time; give hours as a positive number such as 12";
+      std::string why;
+      if (!ParseTimeSpan(value ? value : "", &deadline_s_, &why)) {
+        *error = name + ": " + why;
         return false;
       }
-      deadline_s_ = hours * 3600;
       break;
     }
     case kOptCostTolerance: {

@@ -47,7 +47,7 @@ std::vector<int> ProbeMicroBatches(const Workload& w, int max_layers, double max
 int LargestProbedMicroBatch(const Workload& w, const HardwareProfile& hw) {
   const auto distinct = DistinctGemms(w);
   if (distinct.empty() || hw.builtin) return 0;
-  const DType dtype = w.precision == Precision::kFp32        ? DType::kFp32
+  const DType dtype = w.precision == Precision::kFp32           ? DType::kFp32
                       : w.precision == Precision::kFp16Autocast ? DType::kFp16
                                                                 : DType::kBf16;
   // Micro-batch -> how many of the distinct GEMMs the profile measured there

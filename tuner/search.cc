@@ -236,10 +236,14 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         absl::StrCat("workload '", w.name, "' has no layers or no training length"));
   }
   if (limits.objective == Objective::kCostUnderDeadline && limits.deadline_s <= 0) {
-    return absl::InvalidArgumentError("objective cost-under-deadline needs a deadline");
+    return absl::InvalidArgumentError(
+        "objective=deadline needs a deadline: give --xdeep-deadline=TIME (xdeep plan: "
+        "--deadline TIME)");
   }
   if (limits.objective == Objective::kTimeUnderBudget && limits.budget <= 0) {
-    return absl::InvalidArgumentError("objective time-under-budget needs a budget");
+    return absl::InvalidArgumentError(
+        "objective=budget needs a budget: give --xdeep-budget=AMOUNT (xdeep plan: --budget "
+        "AMOUNT)");
   }
   // Strategies every list allows: the site's, the launch's, the workload's.
   bool allow_dp = true, allow_tp = true, allow_pp = true, allow_z[4] = {true, true, true, true};
@@ -742,6 +746,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         b.time_to_solution_s > 0 ? 100.0 * (p.time_to_solution_s / b.time_to_solution_s - 1) : 0;
     a.why = by_time ? absl::StrFormat("time: %+.1f%% time to solution (cost %+.1f%%)", dt, dc)
                     : absl::StrFormat("cost: %+.1f%% cost (time to solution %+.1f%%)", dc, dt);
+    // Its own extrapolation, where it is not the best one's (said above).
+    if (!p.extrapolated.empty() && p.extrapolated != b.extrapolated) {
+      absl::StrAppend(&a.why, "; extrapolated: ", p.extrapolated);
+    }
     result.alternatives.push_back(std::move(a));
   }
   for (Candidate& cand : pareto) {

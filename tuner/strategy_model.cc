@@ -313,7 +313,7 @@ struct StrategyModel::Impl {
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
           r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / tp *
-                           LogitsBytesPerEntry(w.precision);
+                           LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
           r.send_bytes = std::max(r.send_bytes, l.output_bytes);
@@ -590,8 +590,8 @@ double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
   const double optimizer_per_param = pb.optimizer / (z1 ? d : 1);
   // Foreach Adam's sqrt(v) list (below); the fused kernel keeps no temporary
   // and the for-loop one only the tensor at hand's.
-  const bool foreach_temps = adam && !FusedOptimizer(w_) &&
-                             w_.settings.optimizer_impl == OptimizerImpl::kForeach;
+  const bool foreach_temps =
+      adam && !FusedOptimizer(w_) && w_.settings.optimizer_impl == OptimizerImpl::kForeach;
   const double step_temp_per_param = foreach_temps ? 4 / (z1 ? d : 1) : 0;
   // FSDP reduce-scatters each unit's gradient in the reduce dtype.
   const double reduce_bytes = gather16 && w_.fsdp_16bit_reduce ? pb.compute_copy : pb.grad;
@@ -799,9 +799,9 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // Gradients travel in the reduce dtype (MixedPrecisionPolicy's
       // reduce_dtype), parameters in the parameter dtype: fp32 parameters
       // double the all-gathers' bytes.
-      const double reduce =
-          pb.compute_copy > 0 && w_.fsdp_16bit_params && w_.fsdp_16bit_reduce ? pb.compute_copy
-                                                                               : grad_bytes;
+      const double reduce = pb.compute_copy > 0 && w_.fsdp_16bit_params && w_.fsdp_16bit_reduce
+                                ? pb.compute_copy
+                                : grad_bytes;
       const double rs = im.Coll(CollectiveOp::kReduceScatter, d.params * reduce, c.dp, dp_rpn);
       const double first =
           im.Coll(CollectiveOp::kAllGather, std::max(d.unit_params, d.root_params) * copy_bytes,

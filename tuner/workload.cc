@@ -96,6 +96,20 @@ std::string_view CheckpointingName(Checkpointing c) {
   return "?";
 }
 
+std::string_view ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kSilu:
+      return "silu";
+    case Activation::kGeluTanhUnfused:
+      return "gelu_new";
+  }
+  return "?";
+}
+
 AttentionKernel ResolvedAttention(const Workload& w) {
   if (w.settings.attention != AttentionKernel::kSdpa) return w.settings.attention;
   // PyTorch's sdp_utils.cpp: flash needs fp16/bf16 inputs and a head size of
@@ -117,7 +131,11 @@ int ResidualBytes(Precision p) { return p == Precision::kBf16Mixed ? 2 : 4; }
 // the fp32 upcast (freed once log-softmax ran; 4 at its peak in forward, which
 // is lower): a + 10 at the start of backward. The measured slope of peak
 // memory over micro-batch size agrees (12 bytes per entry for bf16 logits).
-int LogitsBytesPerEntry(Precision p) { return ActivationBytes(p) + 10; }
+// An fp32 copy made by the script itself (4 per entry) outlives the loss: the
+// model's output holds it.
+int LogitsBytesPerEntry(Precision p, bool fp32_logits) {
+  return ActivationBytes(p) + 10 + (fp32_logits && p != Precision::kFp32 ? 4 : 0);
+}
 
 int64_t Workload::Parameters() const {
   int64_t total = 0;
@@ -145,7 +163,7 @@ void BuildTransformerLayers(Workload& w) {
   embed.params = static_cast<int64_t>(v * h + (t.learned_positions ? s * h : 0));
   embed.matmul_params = 0;  // looked up, never multiplied: no 16-bit copy
   embed.output_bytes = s * h * r;
-  embed.kernels = 3;  // token and position lookups, add
+  embed.kernels = 3;        // token and position lookups, add
   embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
   w.layers.push_back(embed);
@@ -175,7 +193,7 @@ void BuildTransformerLayers(Workload& w) {
     double gemm_flops = 0;
     for (const GemmShape& g : b.gemms) gemm_flops += 2.0 * g.m_per_sample * g.n * g.k;
     // Attention scores and weighted sum: 2 * 2 * s^2 * h per sample. A fused
-    // causal kernel (flash or memory-efficient) skips the masked half
+    // kernel (flash or memory-efficient) under a causal mask skips its half
     // (FlashAttention-2, Dao 2023, sec. 3). Math and eager attention run two
     // batched GEMMs over every head, masked half included: q k^T (heads x s
     // rows of s scores, d deep) and the scores times v (heads x s rows of d).
@@ -187,7 +205,7 @@ void BuildTransformerLayers(Workload& w) {
       b.attention_flops = 0;
       b.fwd_flops = gemm_flops + 4.0 * s * s * h;
     } else {
-      b.attention_flops = 4.0 * s * s * h * 0.5;
+      b.attention_flops = 4.0 * s * s * h * (t.causal ? 0.5 : 1.0);
       b.fwd_flops = gemm_flops + b.attention_flops;
     }
     // Saved activations per token (Korthikanti et al. sec. 4.1, redone for
@@ -207,6 +225,15 @@ void BuildTransformerLayers(Workload& w) {
       // per head and token (Korthikanti's 5 a s / h term, for autocast).
       split += (4.0 + a) * t.heads * s;
     }
+    // The activation (on the gate for SwiGLU): a ReLU's output is both what
+    // it keeps and the next Linear's input, one tensor instead of two. HF's
+    // "gelu_new", 0.5 x (1 + tanh(c (x + 0.044715 x^3))) in eager ops: pow
+    // runs in fp32 under autocast and promotes the rest, so beyond the two
+    // 16-bit tensors kept as with GELU it keeps tanh's fp32 output, the fp32
+    // (1 + tanh) factor and the 16-bit 0.5 x: 10 bytes more per element.
+    const Activation act = w.settings.activation;
+    if (act == Activation::kRelu && !t.gated_mlp) split -= a * f;
+    if (act == Activation::kGeluTanhUnfused) split += (4.0 + 4.0 + a) * f;
     b.saved_activation_bytes = s * (unsplit + split);
     b.tp_split_activation_bytes = s * split;
     b.recompute_saved_bytes = s * h * r;
@@ -222,6 +249,10 @@ void BuildTransformerLayers(Workload& w) {
     // and attention stay): 4 fewer (SwiGLU: gate and product fused too).
     b.kernels = 17 + (t.gated_mlp ? 3 : 0) + (scores ? 5 : 0);
     b.fused_kernels = b.kernels - 4 - (t.gated_mlp ? 1 : 0) - (scores ? 3 : 0);
+    // gelu_new's eight kernels (pow, two scalings, add, tanh, add, two
+    // products) for GELU's one, and their fp32 result's cast for fc2;
+    // compiled, one kernel as GELU.
+    if (act == Activation::kGeluTanhUnfused) b.kernels += 8;
     if (bias) {
       // The bias add rides in cuBLASLt's epilogue; backward reduces each
       // output gradient over the tokens, one kernel per biased Linear, which
@@ -272,7 +303,7 @@ struct CnnBuilder {
   int hw;
   int c;
   std::vector<LayerCost> layers;
-  std::string unit;  // FSDP unit of the layers added next (empty: root)
+  std::string unit;            // FSDP unit of the layers added next (empty: root)
   bool channels_last = false;  // model and input in NHWC (memory_format)
 
   // conv (+ BN) (+ ReLU). Saved for backward: the BN input (the conv output)
@@ -645,15 +676,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
                                    const toml::table& training, Workload& w) {
   TrainingSettings& st = w.settings;
   st = TrainingSettings{};
-  st.linear_bias = true;                             // nn.Linear(bias=True)
+  st.linear_bias = true;                              // nn.Linear(bias=True)
   st.activation_checkpointing = Checkpointing::kOff;  // nothing is checkpointed unless asked
   struct Choice {
     const char* name;
     int value;
   };
   // A string key of `table` that must be one of `choices`; *out keeps its value when absent.
-  auto choose = [&](const toml::table& table, const char* key, std::initializer_list<Choice> choices,
-                    int* out) -> absl::Status {
+  auto choose = [&](const toml::table& table, const char* key,
+                    std::initializer_list<Choice> choices, int* out) -> absl::Status {
     auto v = rd.String(table, key);
     if (!v.ok()) return v.status();
     if (!v->has_value()) return absl::OkStatus();
@@ -699,6 +730,20 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.memory_format = static_cast<MemoryFormat>(format);
+  int activation = static_cast<int>(st.activation);
+  if (auto s = choose(model, "activation",
+                      {{"gelu", int(Activation::kGelu)},
+                       {"relu", int(Activation::kRelu)},
+                       {"silu", int(Activation::kSilu)},
+                       {"gelu_new", int(Activation::kGeluTanhUnfused)}},
+                      &activation);
+      !s.ok()) {
+    return s;
+  }
+  st.activation = static_cast<Activation>(activation);
+  auto fp32_logits = rd.Bool(model, "fp32_logits");
+  if (!fp32_logits.ok()) return fp32_logits.status();
+  if (*fp32_logits) st.fp32_logits = **fp32_logits;
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
@@ -731,12 +776,12 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     } else if (**v == sixteen && autocast16) {
       *out = true;
     } else {
-      return rd.Error(
-          training.get(key), absl::StrCat(key, " '", **v, "' does not go with precision ",
-                                          std::string(PrecisionName(w.precision))),
-          autocast16 ? absl::StrCat("use \"fp32\" or \"", sixteen, "\"")
-                     : std::string("use \"fp32\" (16-bit FSDP dtypes need bf16- or "
-                                   "fp16-autocast precision)"));
+      return rd.Error(training.get(key),
+                      absl::StrCat(key, " '", **v, "' does not go with precision ",
+                                   std::string(PrecisionName(w.precision))),
+                      autocast16 ? absl::StrCat("use \"fp32\" or \"", sixteen, "\"")
+                                 : std::string("use \"fp32\" (16-bit FSDP dtypes need bf16- or "
+                                               "fp16-autocast precision)"));
     }
     return absl::OkStatus();
   };
@@ -746,8 +791,6 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   if (auto s = dtype("fsdp_reduce_dtype", &w.fsdp_16bit_reduce); !s.ok()) return s;
   return absl::OkStatus();
 }
-
-
 
 }  // namespace
 
@@ -803,7 +846,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "attention",
                               "linear_bias",
                               "learned_positions",
+                              "causal",
                               "memory_format",
+                              "activation",
+                              "fp32_logits",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -815,10 +861,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       !st.ok()) {
     return st;
   }
-  if (auto st = rd.CheckKeys(training, "[training]",
-                             {"precision", "optimizer", "optimizer_impl", "activation_checkpointing",
-                              "compile", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples",
-                              "tokens", "epochs", "dataset_size"});
+  if (auto st = rd.CheckKeys(
+          training, "[training]",
+          {"precision", "optimizer", "optimizer_impl", "activation_checkpointing", "compile",
+           "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -898,6 +944,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   // Settings that only one family has: said of another, they are a mistake.
   for (const auto& [key, needs] : {std::pair<const char*, const char*>{"attention", "transformer"},
                                    {"linear_bias", "transformer"},
+                                   {"activation", "transformer"},
+                                   {"fp32_logits", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),
@@ -927,7 +975,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     };
     const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp},
                              {"tied_embeddings", &t.tied_embeddings},
-                             {"learned_positions", &t.learned_positions}};
+                             {"learned_positions", &t.learned_positions},
+                             {"causal", &t.causal}};
     for (const BoolKey& k : bools) {
       ASSIGN_OR_RETURN(std::optional<bool> v, rd.Bool(*model, k.key));
       if (v) *k.field = *v;

@@ -44,11 +44,19 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 enum class AttentionKernel { kSdpa, kFlash, kEfficient, kMath, kEager };
 enum class MemoryFormat { kContiguous, kChannelsLast };
 enum class Checkpointing { kOff, kOn, kTuned };
+//  Activation      the MLP's activation: one fused kernel (F.gelu, either
+//                  approximation; F.silu), ReLU (its output is what both it
+//                  and the next Linear keep), or "gelu_new", the tanh GELU
+//                  written out in Python as Hugging Face's GPT-2 has it:
+//                  eight elementwise kernels, mostly in fp32 under autocast,
+//                  each keeping its inputs for backward.
+enum class Activation { kGelu, kRelu, kSilu, kGeluTanhUnfused };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
 std::string_view MemoryFormatName(MemoryFormat m);
 std::string_view CheckpointingName(Checkpointing c);
+std::string_view ActivationName(Activation a);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -63,6 +71,11 @@ struct TrainingSettings {
   bool linear_bias = false;  // transformer projections carry biases (nn.Linear's default)
   Checkpointing activation_checkpointing = Checkpointing::kTuned;
   bool compile = false;  // torch.compile (inductor) of the model or each block
+  Activation activation = Activation::kGelu;
+  // The script casts the logits to fp32 itself before the loss and keeps
+  // that copy to the end of the step (Hugging Face's causal-LM loss,
+  // `logits.float()`), instead of cross_entropy upcasting internally.
+  bool fp32_logits = false;
 };
 
 // A decoder-only (GPT / Llama style) transformer.
@@ -77,6 +90,9 @@ struct TransformerShape {
   bool gated_mlp = false;         // SwiGLU: three MLP matrices instead of two
   bool tied_embeddings = false;   // output projection shares the embedding matrix
   bool learned_positions = true;  // GPT-2 style position embedding table (Llama: rotary, none)
+  // Causal self-attention (decoder-only): fused kernels skip the masked half.
+  // An encoder (ViT, BERT) attends to every position.
+  bool causal = true;
 };
 
 // One GEMM of a layer, per sample: C[m x n] = A[m x k] B[k x n]; m scales with
@@ -224,8 +240,9 @@ std::vector<std::string> CnnArchNames();
 int ActivationBytes(Precision p);
 int ResidualBytes(Precision p);
 // Logits and loss temporaries per token per vocabulary entry at the start of
-// backward (PyTorch's cross_entropy under autocast runs in fp32).
-int LogitsBytesPerEntry(Precision p);
+// backward (PyTorch's cross_entropy under autocast runs in fp32); with
+// `fp32_logits` the script's own fp32 copy stays alive too.
+int LogitsBytesPerEntry(Precision p, bool fp32_logits = false);
 // The attention kernel that runs: sdpa's own choice resolved (flash for
 // 16-bit inputs and head sizes up to 256, else the memory-efficient kernel;
 // PyTorch's sdp_utils.cpp checks).

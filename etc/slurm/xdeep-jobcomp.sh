@@ -1,25 +1,14 @@
 #!/bin/sh
-# xdeep's jobcomp/script and PrologSlurmctld (slurm.conf: JobCompType=
-# jobcomp/script, JobCompLoc=<this file>, PrologSlurmctld=<this file>).
-# slurmctld runs it as SlurmUser once per finished job run (every array task,
-# heterogeneous component and requeued run is its own record) and, as the
-# prolog, when a run starts. It copies slurmctld's record into xdeepd's spool,
-# where the daemon charges it; the spool must be writable by SlurmUser and
-# xdeepd only, so no user can forge a record. A new file appears whole
-# (written aside, renamed).
+# xdeep's jobcomp/script (slurm.conf: JobCompType=jobcomp/script,
+# JobCompLoc=<this file>). slurmctld runs it as SlurmUser once per finished job
+# run: every array task, heterogeneous component and requeued run is its own
+# record. It copies slurmctld's record into xdeepd's spool, where the daemon
+# charges it; the spool must be writable by SlurmUser and xdeepd only, so no
+# user can forge a record. A new file appears whole (written aside, renamed).
 spool=/var/spool/xdeep/jobcomp
 slurm_conf=
 [ -n "$slurm_conf" ] && export SLURM_CONF="$slurm_conf"
 umask 022
-if [ -z "${JOBID-}" ] && [ -n "${SLURM_JOB_ID-}" ]; then
-  # The prolog: when this run started. Slurm 22.05 reports a requeued run
-  # with START = END = the requeue time, so its jobcomp record needs this.
-  date +%s > "$spool/.start.$SLURM_JOB_ID.$$" && mv -f "$spool/.start.$SLURM_JOB_ID.$$" "$spool/.start.$SLURM_JOB_ID"
-  exit 0
-fi
-started=$(cat "$spool/.start.$JOBID" 2>/dev/null || true)
-if [ -n "$started" ] && [ "${START:-0}" -gt 0 ] && [ "$started" -lt "$START" ]; then START=$started; fi
-rm -f "$spool/.start.$JOBID"
 name="$JOBID.${START:-0}"
 tmp="$spool/.$name.$$"
 {

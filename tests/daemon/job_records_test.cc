@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -60,6 +61,42 @@ TEST(JobRecordTest, GpusAJobAsksFor) {
   EXPECT_EQ(GpusInTres("gres/gpu=3"), 3);
   EXPECT_EQ(GpusInTres("gres:gpumem:100"), 0);
   EXPECT_FALSE(GpusInTres("gres:gpu:4x").has_value());
+}
+
+TEST(JobRecordTest, RunStartsFromSqueue) {
+  auto starts = ParseRunStarts("12|2026-11-26T21:20:37\n13_2|2026-11-26T21:20:37\nbad\n");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].first, 12u);
+  std::tm tm{};
+  tm.tm_year = 126;
+  tm.tm_mon = 10;
+  tm.tm_mday = 26;
+  tm.tm_hour = 21;
+  tm.tm_min = 20;
+  tm.tm_sec = 37;
+  tm.tm_isdst = -1;
+  EXPECT_EQ(starts[0].second, static_cast<int64_t>(mktime(&tm)));
+}
+
+TEST(JobRecordTest, RequeuedRunIsChargedFromWhenItWasSeenStarting) {
+  const std::string spool = ::testing::TempDir() + "/requeue_" + std::to_string(getpid());
+  std::filesystem::create_directories(spool);
+  // Slurm 22.05's record of a requeued run: START = END = the requeue.
+  std::ofstream(spool + "/7.2000.job")
+      << "JOBID=7\nUID=1001\nSTART=2000\nEND=2000\nNODECNT=1\nPARTITION=gpu\n"
+         "JOBSTATE=PENDING\nUSERNAME=alice\n";
+  auto ledger = Ledger::Open(":memory:");
+  ASSERT_TRUE((*ledger)->NoteRunStarts({{7, 1640}, {8, 1900}}).ok());
+  PolicyConfig policy;
+  policy.enforcement = "strict";
+  policy.price_per_gpu_hour = 1.0;
+  EXPECT_EQ(DrainJobRecords(
+                spool, policy, **ledger, [](const std::string&) { return 4; }, 2100),
+            1);
+  EXPECT_DOUBLE_EQ(*(*ledger)->TotalSettled(), 4 * 360 / 3600.0);
+  EXPECT_FALSE((*(*ledger)->TakeRunStart(7)).has_value()) << "used once";
+  EXPECT_TRUE((*(*ledger)->TakeRunStart(8)).has_value());
+  std::filesystem::remove_all(spool);
 }
 
 TEST(JobRecordTest, DrainChargesOnceAndDeletes) {

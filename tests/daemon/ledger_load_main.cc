@@ -11,6 +11,8 @@
 // decision in OUT: Admit (job_submit.lua's call), then a job-completion record
 // in SPOOL as xdeep-jobcomp.sh writes it, one job per decision, some records
 // delivered twice. Writes OUT/jobs/<n>.txt: job <id> <decision> <uid> <cost>.
+// Replay (--replay, as root): as user --uid-base, one MUNGE credential sent
+// twice (GetBudget), as a captured credential would be; prints both outcomes.
 #include <fmt/format.h>
 #include <grp.h>
 #include <grpcpp/grpcpp.h>
@@ -129,6 +131,28 @@ int RunUser(const Options& o, int index) {
   return 0;
 }
 
+int RunReplay(const Options& o) {
+  const uid_t uid = static_cast<uid_t>(o.uid_base);
+  if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) {
+    std::perror("ledger_load: cannot switch uid (run as root)");
+    return 2;
+  }
+  auto stub =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+  const std::string credential = xdeep::spank::MungeCredential();
+  for (const char* which : {"first", "replayed"}) {
+    v1::BudgetRequest req;
+    req.set_credential(credential);
+    v1::BudgetResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    grpc::Status s = stub->GetBudget(&ctx, req, &resp);
+    std::cout << which << " " << (s.ok() ? "OK" : std::to_string(s.error_code())) << " "
+              << s.error_message() << "\n";
+  }
+  return 0;
+}
+
 struct Reserved {
   std::string decision, token;
   uint32_t uid = 0;
@@ -222,13 +246,15 @@ int main(int argc, char** argv) {
   app.add_option("--partition", o.partition);
   app.add_option("--workload", o.workload);
   app.add_option("--retry-s", o.retry_s);
-  bool controller = false;
+  bool controller = false, replay = false;
+  app.add_flag("--replay", replay, "send one credential of --uid-base twice");
   app.add_flag("--controller", controller, "play slurmctld for the decisions in --out");
   app.add_option("--spool", o.spool, "the daemon's jobcomp spool (--controller)");
   app.add_option("--controllers", o.controllers, "concurrent controller processes");
   app.add_option("--price", o.price_per_gpu_hour);
   CLI11_PARSE(app, argc, argv);
 
+  if (replay) return RunReplay(o);
   std::vector<Reserved> reserved;
   if (controller) {
     reserved = ReadReserved(o);

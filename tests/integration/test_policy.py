@@ -290,9 +290,8 @@ class PolicyReloadTest(StackTest):
                     break
                 time.sleep(0.05)
             plan = [XDEEP, "--daemon", f"unix://{sock}", "plan", "-w", "gpt-125m",
-                    "--objective", "time"]
-            # The chosen row: "* " + a 28-wide strategy column, then nodes.
-            nodes = lambda out: int(out.splitlines()[2][2 + 29:].split()[0])
+                    "--objective", "time", "--json"]
+            nodes = lambda out: json.loads(out)["chosen"]["nodes"]
             first = run(plan)
             self.assertEqual(first.rc, 0, first)
             self.assertEqual(nodes(first.out), 1)

@@ -46,6 +46,10 @@ TEST(UserOptionsTest, RefusesAbsurdNumbers) {
   EXPECT_DOUBLE_EQ(o.budget(), 250.5);
   ASSERT_TRUE(o.Set(kOptDeadline, "12", &error));
   EXPECT_DOUBLE_EQ(o.deadline_s(), 12 * 3600);
+  ASSERT_TRUE(o.Set(kOptDeadline, "2:00:00", &error)) << error;  // Slurm's --time format
+  EXPECT_DOUBLE_EQ(o.deadline_s(), 7200);
+  EXPECT_FALSE(o.Set(kOptDeadline, "2:99", &error));
+  EXPECT_NE(error.find("--xdeep-deadline"), std::string::npos) << error;
   EXPECT_FALSE(o.Set(kOptObjective, "speed", &error));
 }
 

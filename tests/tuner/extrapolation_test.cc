@@ -144,6 +144,15 @@ TEST(ExtrapolationTest, SearchStaysWithinTwiceTheProbedAndSaysWhatItExtrapolated
           << c->prediction.extrapolated;
     }
   }
+  // An alternative that extrapolates otherwise than the best one says so in
+  // its row.
+  for (const Candidate& a : r->alternatives) {
+    if (!a.prediction.extrapolated.empty() &&
+        a.prediction.extrapolated != r->best.prediction.extrapolated) {
+      EXPECT_NE(a.why.find("extrapolated: " + a.prediction.extrapolated), std::string::npos)
+          << a.why;
+    }
+  }
   // The explanation `xdeep plan` shows carries the best one's note.
   if (!r->best.prediction.extrapolated.empty()) {
     EXPECT_NE(r->best.why.find("Extrapolated: " + r->best.prediction.extrapolated),

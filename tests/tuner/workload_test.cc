@@ -135,6 +135,11 @@ TEST(WorkloadTest, TrainingSettingsDefaultToPyTorchs) {
   ASSERT_TRUE(bare.ok()) << bare.status();
   EXPECT_EQ(w->Parameters() - bare->Parameters(), 2 * 9 * 256);
   EXPECT_EQ(ParamTensors(w->layers[1]) - ParamTensors(bare->layers[1]), 4);
+  // An encoder attends to every position: twice a causal decoder's attention.
+  auto encoder = ParseWorkloadToml(gpt + "causal = false\n", "d.toml");
+  ASSERT_TRUE(encoder.ok()) << encoder.status();
+  EXPECT_TRUE(w->transformer.causal);
+  EXPECT_DOUBLE_EQ(encoder->layers[1].attention_flops, 2 * w->layers[1].attention_flops);
   // fp32 training: sdpa picks the memory-efficient kernel.
   auto fp32 = ParseWorkloadToml(gpt + "[training]\nprecision = \"fp32\"\n", "d.toml");
   ASSERT_TRUE(fp32.ok()) << fp32.status();
@@ -172,6 +177,20 @@ TEST(WorkloadTest, TrainingSettingsAreRead) {
   EXPECT_EQ(w->layers[1].attention_flops, 0);
   EXPECT_DOUBLE_EQ(w->layers[1].saved_activation_bytes - flash->layers[1].saved_activation_bytes,
                    6.0 * 12 * 1024 * 1024);
+  // HF GPT-2's written-out tanh GELU keeps 10 bytes more per MLP element and
+  // launches 8 more kernels; its fp32 logits copy 4 bytes per entry.
+  auto hf = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\nactivation = \"gelu_new\"\nfp32_logits = true\n", "h");
+  auto plain = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\n", "p");
+  ASSERT_TRUE(hf.ok() && plain.ok()) << hf.status() << plain.status();
+  EXPECT_EQ(hf->settings.activation, Activation::kGeluTanhUnfused);
+  EXPECT_TRUE(hf->settings.fp32_logits);
+  EXPECT_DOUBLE_EQ(hf->layers[1].saved_activation_bytes - plain->layers[1].saved_activation_bytes,
+                   10.0 * 3072 * 1024);
+  EXPECT_EQ(hf->layers[1].kernels - plain->layers[1].kernels, 8);
+  EXPECT_EQ(LogitsBytesPerEntry(Precision::kBf16Autocast, true) -
+                LogitsBytesPerEntry(Precision::kBf16Autocast, false),
+            4);
   auto on = ParseWorkloadToml(
       "[model]\npreset = \"gpt-125m\"\n[training]\nactivation_checkpointing = true\n", "o");
   ASSERT_TRUE(on.ok()) << on.status();
@@ -205,6 +224,10 @@ TEST(WorkloadTest, BadTrainingSettingsSayWhatIsWrongAndHowToFixIt) {
        "\"fp32\" or \"bf16\""},
       {"[model]\npreset = \"gpt-125m\"\nflash_attention = true\n",
        "x.toml:3: unknown key 'flash_attention' in [model]"},
+      {"[model]\npreset = \"gpt-125m\"\nactivation = \"swish\"\n",
+       "x.toml:3: unknown activation 'swish'; use \"gelu\", \"relu\", \"silu\", \"gelu_new\""},
+      {"[model]\npreset = \"resnet50\"\nfp32_logits = true\n",
+       "x.toml:3: 'fp32_logits' applies to family = \"transformer\" only"},
   };
   for (const Case& c : cases) {
     auto w = ParseWorkloadToml(c.toml, "x.toml");

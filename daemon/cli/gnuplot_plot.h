@@ -1,0 +1,23 @@
+// Pictures for `xdeep plan --plot` and `xdeep history --plot`, drawn by
+// gnuplot (Debian gnuplot-nox): the CLI writes the data and a script into a
+// temporary directory and runs gnuplot on them. The format follows the file
+// name (.svg or .png); the picture appears under its name only when complete.
+#pragma once
+
+#include <string>
+
+#include "spank_plugin/daemon_client.h"
+#include "xdeep/v1/tuning.pb.h"
+
+namespace xdeep::cli {
+
+// Time to solution against cost, one series per strategy, the Pareto front of
+// the layouts shown and the chosen one marked. False and `error` on failure.
+bool PlotPlan(const spank::TuneAnswer& answer, const std::string& path, std::string* error);
+
+// Predicted against measured step time of the decisions that ran, one series
+// per workload, with the line where they agree.
+bool PlotHistory(const v1::ListDecisionsResponse& history, const std::string& path,
+                 std::string* error);
+
+}  // namespace xdeep::cli

@@ -1,0 +1,110 @@
+// `xdeep plan` (see plan_command.h).
+#include "daemon/cli/plan_command.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "daemon/cli/gnuplot_plot.h"
+#include "daemon/cli/json_output.h"
+#include "spank_plugin/daemon_client.h"
+#include "spank_plugin/decision_output.h"
+#include "spank_plugin/time_span.h"
+
+namespace xdeep::cli {
+
+PlanCommand::PlanCommand(CLI::App& app) {
+  command_ = app.add_subcommand("plan", "show what xdeep would run and the alternatives");
+  command_
+      ->add_option("-w,--workload", workload_,
+                   "workload TOML file (docs/workload.md) or preset name (xdeep presets)")
+      ->required();
+  command_->add_option("-N,--nodes", nodes_, "at most this many nodes")
+      ->check(CLI::Range(1, 100000));
+  command_->add_option("--gpus-per-node", gpus_per_node_, "at most this many GPUs per node")
+      ->check(CLI::Range(1, 1024));
+  command_->add_option("-n,--ntasks", tasks_, "at most this many GPUs in all")
+      ->check(CLI::Range(1, 10000000));
+  command_->add_option("-p,--partition", partition_,
+                       "the Slurm partition whose nodes and prices count (default: the site's)");
+  command_
+      ->add_option("--objective", objective_,
+                   "least cost (default), least time, least cost within --deadline, or "
+                   "least time within --budget")
+      ->check(CLI::IsMember({"cost", "time", "deadline", "budget"}));
+  command_->add_option("--budget", budget_, "most the job may cost, in the site's currency")
+      ->check(CLI::PositiveNumber);
+  command_->add_option("--cost-tolerance", cost_tolerance_,
+                       "percent over the least cost the default objective may spend for time "
+                       "(default: the site's)")
+      ->check(CLI::Range(0.0, 1000.0));
+  command_->add_option("--deadline", deadline_,
+                       "time to solution to meet: hours (12), 90min, 2h or Slurm's 2:00:00 "
+                       "(implies --objective deadline)");
+  command_->add_flag("--wide", wide_, "every column and the full reasons, whatever the width");
+  command_->add_option("--plot", plot_,
+                       "also draw time to solution against cost into FILE (.svg or .png)");
+}
+
+int PlanCommand::Run(const CliContext& context) const {
+  spank::TuneQuery q;
+  q.mode = "explain";
+  q.launcher = "srun";
+  WorkloadArg w;
+  if (!ReadWorkloadArg(workload_, &w)) return 1;
+  q.workload_toml = w.toml;
+  q.workload_preset = w.preset;
+  q.workload_source = workload_;
+  q.max_nodes = nodes_;
+  q.max_gpus_per_node = gpus_per_node_;
+  q.max_tasks = tasks_;
+  q.partition = partition_;
+  q.objective = objective_;
+  q.budget = budget_;
+  q.cost_tolerance_pct = cost_tolerance_;
+  if (!deadline_.empty()) {
+    std::string error;
+    if (!spank::ParseTimeSpan(deadline_, &q.deadline_s, &error))
+      return Fail("--deadline: " + error);
+    if (q.objective.empty()) q.objective = "deadline";
+  }
+  if (q.objective == "deadline" && q.deadline_s <= 0) {
+    return Fail("--objective deadline needs --deadline TIME (e.g. --deadline 2:00:00)");
+  }
+  if (q.objective == "budget" && q.budget <= 0) {
+    return Fail("--objective budget needs --budget AMOUNT");
+  }
+
+  std::unique_ptr<spank::DaemonClient> client(xdeep_spank_client_create(context.address.c_str()));
+  spank::TuneAnswer answer;
+  spank::ClientError error;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(context.timeout_ms);
+  if (!client->Tune(q, deadline, nullptr, &answer, &error)) {
+    return Fail(error.kind == spank::ClientError::kUnavailable
+                    ? "cannot reach xdeepd at " + context.address + " (" + error.message +
+                          "); is it running? set --daemon or XDEEP_DAEMON"
+                    : error.message);
+  }
+  if (!plot_.empty()) {
+    std::string plot_error;
+    if (answer.skipped || !PlotPlan(answer, plot_, &plot_error)) {
+      return Fail("--plot " + plot_ + ": " + (answer.skipped ? answer.skip_reason : plot_error));
+    }
+  }
+  if (context.json) {
+    std::cout << PlanJson(answer).dump(2) << "\n";
+    return 0;
+  }
+  if (answer.skipped) {
+    std::cout << "not tuned: " << answer.skip_reason << "\n";
+    return 0;
+  }
+  const spank::TableLayout layout{spank::TerminalColumns(STDOUT_FILENO), wide_};
+  for (const std::string& line : spank::ExplainTable(answer, layout)) std::cout << line << "\n";
+  if (!plot_.empty()) std::cout << "picture: " << plot_ << "\n";
+  return 0;
+}
+
+}  // namespace xdeep::cli

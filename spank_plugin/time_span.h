@@ -1,0 +1,15 @@
+// Durations as users type them for a deadline: plain hours ("12", "1.5"),
+// a unit ("90min", "2h", "3d", "45s") or Slurm's own time format, as in
+// --time ("MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace xdeep::spank {
+
+// Seconds in `text`; false and a message saying which forms work when it is
+// not a positive duration of at most a million hours.
+bool ParseTimeSpan(std::string_view text, double* seconds, std::string* error);
+
+}  // namespace xdeep::spank
