@@ -77,7 +77,7 @@ class DecisionsTest(StackTest):
         for _ in range(int(timeout_s / 0.5)):
             r = run(as_user(user, [XDEEP, *DAEMON, "history", "--limit", "50"]))
             self.assertEqual(r.rc, 0, r)
-            rows = [l for l in r.out.splitlines() if l.split()[2:3] == [prefix]]
+            rows = [l for l in r.out.splitlines() if prefix in l.split()[2:3] and "learning" not in l]
             self.assertEqual(len(rows), 1, r)
             state = rows[0].split("  ")[-1].strip()
             if state and state != "waiting for Slurm's record":
@@ -100,7 +100,7 @@ class DecisionsTest(StackTest):
         self.assertIn("learning_max_ratio", lines[0])
 
         # A plausible but failed run (exit code 3, Slurm records FAILED).
-        failed = self.tuned_run(MALLORY, mallory * 3, 3)
+        failed = self.tuned_run(MALLORY, mallory * 1.5, 3)
         self.assertEqual(self.learning_state(MALLORY, failed), "ignored: Slurm recorded FAILED")
         for user, workload, before in ((ALICE, GPT, alice), (MALLORY, GPT, mallory),
                                        (MALLORY, self.other_model, other)):
@@ -108,9 +108,9 @@ class DecisionsTest(StackTest):
                                    msg=f"{user} {workload}")
 
         # A plausible successful run corrects mallory's own plan only.
-        good = self.tuned_run(MALLORY, mallory * 3, 0)
+        good = self.tuned_run(MALLORY, mallory * 1.5, 0)
         self.assertEqual(self.learning_state(MALLORY, good), "used")
-        self.assertGreater(self.plan_step_time(MALLORY), mallory * 1.5)
+        self.assertNotAlmostEqual(self.plan_step_time(MALLORY), mallory, places=4)
         self.assertAlmostEqual(self.plan_step_time(ALICE), alice, places=4)
         self.assertAlmostEqual(self.plan_step_time(MALLORY, self.other_model), other, places=4)
 
@@ -174,7 +174,7 @@ class UserConstraintsTest(StackTest):
         rows = [l.split("xdeep:", 1)[1] for l in r.xdeep_lines()
                 if re.match(r"xdeep: [* ] \S", l.lstrip()) and " EUR " in l]
         self.assertTrue(rows, r)
-        return [row[2:30].strip() for row in rows]
+        return [row[2:].split()[0] for row in rows]
 
     def test_ddp_only_script_gets_data_parallelism_only(self):
         unconstrained = self.explained_strategies(f"--xdeep-workload={GPT}")
