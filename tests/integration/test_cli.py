@@ -143,9 +143,15 @@ class PlanTableTest(StackTest):
         missing = xdeep("plan", "-w", GPT, "--objective", "deadline")
         self.assertEqual(missing.rc, 1, missing)
         self.assertIn("--deadline", missing.err)
-        r = xdeep("plan", "-w", GPT, "--deadline", "1-00:00:00", "--json")
+        # A deadline the model can meet, written in Slurm's D-HH:MM:SS: twice the fastest plan.
+        fastest = xdeep("plan", "-w", GPT, "--objective", "time", "--json")
+        self.assertEqual(fastest.rc, 0, fastest)
+        limit = int(2 * json.loads(fastest.out)["chosen"]["time_to_solution_s"])
+        days, rest = divmod(limit, 86400)
+        slurm_time = f"{days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+        r = xdeep("plan", "-w", GPT, "--deadline", slurm_time, "--json")
         self.assertEqual(r.rc, 0, r)
-        self.assertLessEqual(json.loads(r.out)["chosen"]["time_to_solution_s"], 86400)
+        self.assertLessEqual(json.loads(r.out)["chosen"]["time_to_solution_s"], limit)
         tight = xdeep("plan", "-w", "gpt-1.3b", "--deadline", "0:01:00")
         self.assertEqual(tight.rc, 1, tight)
         self.assertIn("deadline", tight.err)
