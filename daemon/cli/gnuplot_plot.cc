@@ -113,10 +113,15 @@ bool RunGnuplot(const ScratchDir& dir, const std::string& script, const fs::path
   return true;
 }
 
-// Checks the extension and where the picture goes; the output gnuplot writes
-// first (beside `path`, so the final rename stays on one file system).
-bool PrepareOutput(const std::string& path, std::string* terminal, fs::path* tmp_output,
-                   std::string* error) {
+// Checks the extension, where the picture goes and the scratch directory; the
+// output gnuplot writes first (beside `path`, so the final rename stays on one
+// file system).
+bool PrepareOutput(const std::string& path, const ScratchDir& dir, std::string* terminal,
+                   fs::path* tmp_output, std::string* error) {
+  if (dir.path().empty()) {
+    *error = "cannot create a temporary directory";
+    return false;
+  }
   *terminal = Terminal(path);
   if (terminal->empty()) {
     *error = path + ": the picture's name must end in .svg or .png";
@@ -144,12 +149,8 @@ struct Point {
 bool PlotPlan(const spank::TuneAnswer& a, const std::string& path, std::string* error) {
   std::string terminal;
   fs::path tmp_output;
-  if (!PrepareOutput(path, &terminal, &tmp_output, error)) return false;
   ScratchDir dir;
-  if (dir.path().empty()) {
-    *error = "cannot create a temporary directory";
-    return false;
-  }
+  if (!PrepareOutput(path, dir, &terminal, &tmp_output, error)) return false;
 
   // Every layout with a time and a cost, by strategy (recomputation apart).
   std::map<std::string, std::vector<Point>> series;
@@ -216,12 +217,8 @@ bool PlotHistory(const v1::ListDecisionsResponse& history, const std::string& pa
                  std::string* error) {
   std::string terminal;
   fs::path tmp_output;
-  if (!PrepareOutput(path, &terminal, &tmp_output, error)) return false;
   ScratchDir dir;
-  if (dir.path().empty()) {
-    *error = "cannot create a temporary directory";
-    return false;
-  }
+  if (!PrepareOutput(path, dir, &terminal, &tmp_output, error)) return false;
   std::map<std::string, std::vector<std::pair<double, double>>> by_workload;
   double lo = 1e300, hi = 0;
   for (const v1::DecisionSummary& d : history.decisions()) {
