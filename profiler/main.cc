@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> bandwidth_kernels;
   compute->add_option("--bandwidth-kernels", bandwidth_kernels,
                       "Comma list of copy, triad, adam_update, layer_norm, softmax, bias_gelu "
-                      "(default all)")
+                      "(default: all on a device, the first three on the host)")
       ->delimiter(',');
   compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
   compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM (1: the kernel cuBLAS runs)")
@@ -334,8 +334,9 @@ int main(int argc, char** argv) {
       return std::max<int64_t>(bytes / 4 / row_length, 1) * row_length;
     };
     o.host_bandwidth.elements = elements(*hb);
-    o.device_bandwidth.elements = elements(*db);
-    o.host_bandwidth.row_length = o.device_bandwidth.row_length = row_length;
+    o.device_bandwidth.elements = o.kokkos_device_bandwidth.elements = elements(*db);
+    o.host_bandwidth.row_length = o.device_bandwidth.row_length =
+        o.kokkos_device_bandwidth.row_length = row_length;
     if (!bandwidth_kernels.empty()) {
       for (const std::string& k : bandwidth_kernels) {
         if (!xp::FindBandwidthKernel(k)) {
@@ -344,10 +345,9 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      o.host_bandwidth.kernels = o.device_bandwidth.kernels = bandwidth_kernels;
+      o.host_bandwidth.kernels = o.device_bandwidth.kernels = o.kokkos_device_bandwidth.kernels =
+          bandwidth_kernels;
     }
-    o.kokkos_device_bandwidth = o.host_bandwidth;
-    o.kokkos_device_bandwidth.elements = o.device_bandwidth.elements;
     o.gemm.algo_candidates = algos;
     o.gemm.settle = absl::Milliseconds(settle_ms);
     o.gemm.warm_up = absl::Milliseconds(warm_up_ms);
