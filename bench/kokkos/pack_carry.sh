@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what bench/kokkos/run_device.sh runs on the GPU machine into BUILD/carry:
-# xdeep-probe and profiler_kokkos_probes_test built against a CUDA Kokkos (statically
-# linked, scripts/build-kokkos.sh), plus the Debian shared libraries they need (absl,
+# xdeep-probe, profiler_kokkos_probes_test and profiler_gpu_probes_test built against a
+# CUDA Kokkos (statically linked, scripts/build-kokkos.sh), plus the Debian shared libraries they need (absl,
 # spdlog, fmt, gtest), which the GPU machine lacks. CUDA's cuBLASLt, NCCL, the driver
 # and the C/C++ runtime come from the GPU machine itself.
 #   bench/kokkos/pack_carry.sh BUILD
@@ -11,7 +11,8 @@ dest=$build/carry
 rm -rf "$dest"
 mkdir -p "$dest/lib"
 bins=()
-for b in profiler/xdeep-probe tests/profiler/profiler_kokkos_probes_test; do
+for b in profiler/xdeep-probe tests/profiler/profiler_kokkos_probes_test \
+         tests/profiler/profiler_gpu_probes_test; do
   [[ -x $build/$b ]] || { echo "error: $build/$b is not built" >&2; exit 1; }
   cp "$build/$b" "$dest/"
   bins+=("$build/$b")
@@ -24,5 +25,5 @@ ldd "${bins[@]}" | awk '/=>/ {print $1, $3}' | sort -u | while read -r name path
     *) [[ -e $dest/lib/$name ]] || cp -L "$path" "$dest/lib/$name" ;;
   esac
 done
-strip --strip-debug "$dest"/xdeep-probe "$dest"/profiler_kokkos_probes_test
+strip --strip-debug "$dest"/xdeep-probe "$dest"/profiler_*_test
 du -sh "$dest"

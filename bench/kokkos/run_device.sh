@@ -5,14 +5,16 @@
 # Needs build-kokkos-device/carry (bench/kokkos/pack_carry.sh build-kokkos-device) carried
 # and torch on the GPU machine. Writes under $OUT: log.txt, probe_reports.json (every
 # xdeep-probe report), torch.json (every torch run), summary.csv (bench/kokkos/compare.py),
-# kokkos_tests.xml (the Kokkos probe unit tests on the device). Every step has a timeout.
+# kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device). Every step has a timeout.
 set -u
 OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
 carry=${XDEEP_CARRY:-build-kokkos-device/carry}
 probe=$carry/xdeep-probe
 here=bench/kokkos
-export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# cuBLASLt and NCCL from the host's CUDA, else the wheels torch brought.
+tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
 exec > >(tee "$OUT/log.txt") 2>&1
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
@@ -24,6 +26,8 @@ t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc:
 
 echo "== Kokkos probe unit tests on the device (data checks, sizes, errors)"
 t timeout 60 $carry/profiler_kokkos_probes_test --gtest_output=xml:$OUT/kokkos_tests.xml
+echo "== CUDA bandwidth probes' unit test (the six kernels' data checks)"
+t timeout 60 $carry/profiler_gpu_probes_test --gtest_filter='*DeviceBandwidth*' --gtest_output=xml:$OUT/cuda_bandwidth_test.xml
 
 # Workload sizes: 256 MiB per array is a 16384-token x 4096-hidden activation (layer
 # norm rows, a GEMM epilogue) or a 64M-parameter optimizer group; 1 GiB a 268M one.
