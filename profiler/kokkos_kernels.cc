@@ -3,14 +3,24 @@
 
 #include <Kokkos_Core.hpp>
 #include <array>
+#include <exception>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 namespace xdeep::profiler::kokkos {
 
-Runtime::Runtime() { Kokkos::initialize(); }
-Runtime::~Runtime() { Kokkos::finalize(); }
+Runtime::Runtime() {
+  try {
+    Kokkos::initialize();
+  } catch (const std::exception& e) {
+    error_ = std::string("Kokkos (") + Kokkos::DefaultExecutionSpace::name() +
+             ") could not initialise: " + e.what();
+  }
+}
+Runtime::~Runtime() {
+  if (Kokkos::is_initialized()) Kokkos::finalize();
+}
 
 bool Initialized() { return Kokkos::is_initialized(); }
 

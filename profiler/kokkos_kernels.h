@@ -16,12 +16,18 @@ namespace xdeep::profiler::kokkos {
 
 // Owns Kokkos' initialisation for a process (Kokkos allows one per process); no argv,
 // so Kokkos never parses xdeep's flags (its KOKKOS_* environment variables still apply).
+// A device Kokkos fails to initialise where no GPU is visible: `error()` then says why
+// and nothing Kokkos may run.
 class Runtime {
  public:
   Runtime();
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
 };
 bool Initialized();
 // True when Kokkos' default execution space is not a host space (CUDA, HIP, SYCL).

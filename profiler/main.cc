@@ -361,6 +361,11 @@ int main(int argc, char** argv) {
     // Host kernels are slow per operation; fewer samples keep the CI run short.
     o.host_bandwidth.harness.max_samples = std::min(samples, 10);
     xp::kokkos::Runtime kokkos;
+    if (!kokkos.error().empty()) {
+      spdlog::error("xdeep: {}; run this xdeep-probe where its Kokkos device is visible, or "
+                    "build one against a host Kokkos", kokkos.error());
+      return 1;
+    }
     absl::StatusOr<xp::Report> r = xp::RunComputeSuite(o);
     if (!r.ok()) {
       spdlog::error("xdeep: {}", std::string(r.status().message()));
