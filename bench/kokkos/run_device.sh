@@ -2,19 +2,20 @@
 # One device call for issue 26: the Kokkos bandwidth kernels on the GPU against the
 # hand-written CUDA probes and torch, at two sizes, two rounds each.
 #   OUT=... bench/kokkos/run_device.sh
-# Needs build-kokkos-device/carry (bench/kokkos/pack_carry.sh build-kokkos-device) carried
+# Needs build-kokkos-device/carry (bench/kokkos/pack_carry.sh build-kokkos-device), or
+# XDEEP_CARRY naming a copy (relative or absolute), carried
 # and torch on the GPU machine. Writes under $OUT: log.txt, probe_reports.json (every
 # xdeep-probe report), torch.json (every torch run), summary.csv (bench/kokkos/compare.py),
 # kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device). Every step has a timeout.
 set -u
 OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
-carry=${XDEEP_CARRY:-build-kokkos-device/carry}
+carry=$(cd "${XDEEP_CARRY:-build-kokkos-device/carry}" && pwd) || { echo "no carry directory"; exit 1; }
 probe=$carry/xdeep-probe
 here=bench/kokkos
 # cuBLASLt and NCCL from the host's CUDA, else the wheels torch brought.
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
-export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
+export LD_LIBRARY_PATH=$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
 exec > >(tee "$OUT/log.txt") 2>&1
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
