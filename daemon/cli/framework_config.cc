@@ -17,10 +17,10 @@ std::string Rendezvous(const std::function<std::string(const char*)>& env, const
 
 std::string Torchrun(const RunDecision& d, const std::function<std::string(const char*)>& env) {
   return "--nnodes=" + std::to_string(d.nodes) +
-         " --nproc-per-node=" + std::to_string(d.gpus_per_node) +
-         " --node-rank=" + Rendezvous(env, "XDEEP_NODE_RANK") +
-         " --master-addr=" + Rendezvous(env, "MASTER_ADDR") +
-         " --master-port=" + Rendezvous(env, "MASTER_PORT") + "\n";
+         " --nproc_per_node=" + std::to_string(d.gpus_per_node) +
+         " --node_rank=" + Rendezvous(env, "XDEEP_NODE_RANK") +
+         " --master_addr=" + Rendezvous(env, "MASTER_ADDR") +
+         " --master_port=" + Rendezvous(env, "MASTER_PORT") + "\n";
 }
 
 json DeepSpeed(const RunDecision& d) {

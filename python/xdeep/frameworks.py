@@ -15,14 +15,14 @@ def _rendezvous(env, name):
 
 
 def torchrun_args(d=None, env=None):
-    """torchrun's arguments for this node: --nnodes, --nproc-per-node,
+    """torchrun's arguments for this node: --nnodes, --nproc_per_node,
     --node-rank, --master-addr, --master-port."""
     d = d or read_decision()
     env = os.environ if env is None else env
-    return ["--nnodes=%d" % d.nodes, "--nproc-per-node=%d" % d.gpus_per_node,
-            "--node-rank=" + _rendezvous(env, "XDEEP_NODE_RANK"),
-            "--master-addr=" + _rendezvous(env, "MASTER_ADDR"),
-            "--master-port=" + _rendezvous(env, "MASTER_PORT")]
+    return ["--nnodes=%d" % d.nodes, "--nproc_per_node=%d" % d.gpus_per_node,
+            "--node_rank=" + _rendezvous(env, "XDEEP_NODE_RANK"),
+            "--master_addr=" + _rendezvous(env, "MASTER_ADDR"),
+            "--master_port=" + _rendezvous(env, "MASTER_PORT")]
 
 
 def deepspeed_config(d=None):

@@ -124,8 +124,8 @@ class FrameworkTest(unittest.TestCase):
 
     def test_torchrun_fills_what_the_job_has(self):
         args = xdeep.torchrun_args(self.d, {"MASTER_ADDR": "n1", "MASTER_PORT": "29600"})
-        self.assertIn("--master-addr=n1", args)
-        self.assertIn("--node-rank=${XDEEP_NODE_RANK}", args)
+        self.assertIn("--master_addr=n1", args)
+        self.assertIn("--node_rank=${XDEEP_NODE_RANK}", args)
 
     @unittest.skipUnless(CLI, "XDEEP_CLI names the C++ xdeep (ctest sets it)")
     def test_same_text_as_the_cli(self):
