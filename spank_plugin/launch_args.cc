@@ -237,8 +237,8 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
   // Each task holds its node's GPUs when one task per node starts them all.
   if (Has(bounds, Effect::kGpusPerTask, true))
     out.push_back("--gpus-per-task=" + Typed(type, shape.gpus_per_node / std::max(per_node, 1)));
-  if (Has(bounds, Effect::kTasksPerNode, true) || per_node != shape.gpus_per_node)
-    out.push_back("--ntasks-per-node=" + std::to_string(per_node));
+  // Always: without it Slurm packs tasks by CPUs (3 + 1 on two 2-GPU nodes).
+  out.push_back("--ntasks-per-node=" + std::to_string(per_node));
   if (Has(bounds, Effect::kTasksPerGpu, true)) out.push_back("--ntasks-per-gpu=1");
   if (Has(bounds, Effect::kGres, false)) {
     std::string gres_value;

@@ -265,10 +265,17 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
     const int listed = static_cast<int>(bounds.nodelist.size());
     q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, listed) : listed;
   }
-  q->max_tasks = bounds.tasks;
+  // A per-node launcher's tasks are nodes, not GPUs (srun -N2
+  // --ntasks-per-node=1 --gpus-per-node=4 torchrun ...): its task counts bound nothing.
+  launcher_ = options_.launcher();
+  if (launcher_.empty() && static_cast<size_t>(std::max(first_command, 0)) < argv.size())
+    launcher_ = LauncherOfProgram(argv[std::max(first_command, 0)]);
+  AppLauncher app = AppLauncher::kSrun;
+  const bool per_node = ParseAppLauncher(launcher_, &app) && PerNode(app);
+  q->max_tasks = per_node ? 0 : bounds.tasks;
   q->max_gpus_per_node = bounds.gpus_per_node;
   q->max_gpus = bounds.gpus;
-  q->max_tasks_per_node = bounds.tasks_per_node;
+  q->max_tasks_per_node = per_node ? 0 : bounds.tasks_per_node;
   q->cpus_per_task = bounds.cpus_per_task;
   q->excluded_nodes = bounds.excluded_nodes;
   q->partition = bounds.partition;
@@ -428,8 +435,7 @@ int Plugin::InitPostOpt(Launcher launcher,
 
   host_.info("xdeep: " + SummaryLine(answer));
   AppLauncher app_launcher = AppLauncher::kSrun;
-  ParseAppLauncher(options_.launcher().empty() ? answer.app_launcher : options_.launcher(),
-                   &app_launcher);
+  ParseAppLauncher(launcher_.empty() ? answer.app_launcher : launcher_, &app_launcher);
   const Variables variables = DecisionVariables(RunDecisionOf(answer, app_launcher));
   for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
   setenv(kGuardVar, answer.decision_id.c_str(), 1);

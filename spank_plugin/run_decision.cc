@@ -79,6 +79,15 @@ bool ParseAppLauncher(std::string_view name, AppLauncher* launcher) {
   return false;
 }
 
+std::string LauncherOfProgram(std::string_view program) {
+  const size_t slash = program.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? program : program.substr(slash + 1);
+  for (AppLauncher l : {AppLauncher::kTorchrun, AppLauncher::kAccelerate, AppLauncher::kDeepspeed}) {
+    if (name == AppLauncherName(l)) return std::string(name);
+  }
+  return "";
+}
+
 RunDecision RunDecisionOf(const TuneAnswer& a, AppLauncher launcher) {
   const LayoutRow& b = a.best;
   RunDecision d;

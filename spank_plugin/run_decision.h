@@ -29,6 +29,9 @@ std::string_view AppLauncherName(AppLauncher launcher);
 // "torchrun" -> kTorchrun; false for an unknown name.
 bool ParseAppLauncher(std::string_view name, AppLauncher* launcher);
 inline bool PerNode(AppLauncher l) { return l != AppLauncher::kSrun; }
+// The per-node launcher a command starts ("/usr/bin/torchrun" -> "torchrun"),
+// or "" for anything else.
+std::string LauncherOfProgram(std::string_view program);
 
 struct RunDecision {
   std::string decision_id, workload, strategy;

@@ -155,10 +155,13 @@ void StepRuntime::ReportAsUser() const {
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
   {
+    // Line by line: one bad line (the user writes this file) skips only itself.
     std::ifstream in(dir_ + "/" + kStepTimesName);
-    double t = 0;
-    while (in >> t) {
-      if (!std::isfinite(t) || t <= 0) continue;
+    std::string line;
+    while (std::getline(in, line)) {
+      char* end = nullptr;
+      const double t = std::strtod(line.c_str(), &end);
+      if (end == line.c_str() || !std::isfinite(t) || t <= 0) continue;
       if (report.step_times_s.size() == kMaxStepTimes)
         report.step_times_s.erase(report.step_times_s.begin());
       report.step_times_s.push_back(t);

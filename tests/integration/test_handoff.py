@@ -6,10 +6,10 @@ directory under /tmp that is gone after the step; step times reach the
 daemon from the compute node."""
 import json
 import os
-import re
+import time
 import unittest
 
-from harness import BUILD, SOURCE, StackTest, daemon_log, run
+from harness import BUILD, SOURCE, STACK, StackTest, daemon_log, run
 
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 EXAMPLES = os.path.join(SOURCE, "examples")
@@ -17,6 +17,7 @@ WORKLOADS = os.path.join(EXAMPLES, "workloads")
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
 PER_NODE = os.path.join(SOURCE, "tests", "integration", "per_node_launch.py")
 ENV = {"PYTHONPATH": os.path.join(SOURCE, "python"), "OMP_NUM_THREADS": "1"}
+CLI_ENV = {"XDEEP_DAEMON": "unix://" + os.path.join(STACK, "xdeepd.sock")}
 
 
 def tune(workload, *more):
@@ -57,10 +58,12 @@ class HandoffTest(StackTest):
         return rows
 
     def assert_reported(self, decision, steps):
-        lines = reports(decision)
-        self.assertTrue(lines, daemon_log()[-2000:])
-        self.assertTrue(any(f"steps={steps}" in l and "exit=0" in l and "ok=true" in l
-                            for l in lines), lines)
+        # slurmstepd reports after srun has returned: wait for it a little.
+        want = lambda l: f"steps={steps}" in l and "exit=0" in l and "ok=true" in l
+        deadline = time.monotonic() + 15
+        while not any(want(l) for l in reports(decision)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertTrue(any(want(l) for l in reports(decision)), daemon_log()[-2000:])
 
     def test_srun_ddp(self):
         r = run(["srun", "-N2", "--gpus-per-node=1", *tune("ddp.toml"), PYTHON,
@@ -113,11 +116,11 @@ class HandoffTest(StackTest):
 
     def test_plan_emits_what_the_job_reads(self):
         r = run([XDEEP, "plan", "-w", os.path.join(WORKLOADS, "tp-pp.toml"), "-N2",
-                 "--gpus-per-node=2", "--emit", "megatron"])
+                 "--gpus-per-node=2", "--emit", "megatron"], env=CLI_ENV)
         self.assertEqual(r.rc, 0, r)
         self.assertRegex(r.out, r"--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 ")
         r = run([XDEEP, "plan", "-w", os.path.join(WORKLOADS, "tp-pp.toml"), "-N2",
-                 "--gpus-per-node=2", "--emit", "lightning"])
+                 "--gpus-per-node=2", "--emit", "lightning"], env=CLI_ENV)
         self.assertNotEqual(r.rc, 0, r)
         self.assertIn("no pipeline parallelism", r.err)
         r = run([XDEEP, "emit", "deepspeed"], env={"XDEEP_DECISION_FILE": ""})
