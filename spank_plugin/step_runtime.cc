@@ -139,6 +139,9 @@ void StepRuntime::TaskExited(int wait_status) {
   if (WIFEXITED(wait_status)) code = WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) code = 128 + WTERMSIG(wait_status);
   worst_exit_ = std::max(worst_exit_, code);
+  // slurmstepd runs task_exit before it tells srun the task ended: reporting
+  // at the node's last task means srun returns after the daemon knows.
+  if (++exited_ >= id_.tasks_on_node) End();
 }
 
 void StepRuntime::ReportAsUser() const {
@@ -169,8 +172,9 @@ void StepRuntime::ReportAsUser() const {
   }
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
-  // The first node speaks for the step; others only when they have something to add.
-  if (id_.node_id != 0 && report.step_times_s.empty() && worst_exit_ == 0) _exit(0);
+  // The first node speaks for the step (Slurm's record has every node's
+  // state); others only add the step times their ranks wrote.
+  if (id_.node_id != 0 && report.step_times_s.empty()) _exit(0);
   std::string error;
   std::unique_ptr<DaemonClient> client = host_.load_client(config_.daemon, &error);
   if (client == nullptr) _exit(3);

@@ -4,8 +4,9 @@
 //
 //   user_init (slurmstepd, before the tasks fork)  -> Begin
 //   task_init (each task, before exec)             -> TaskEnvironment
-//   task_exit (slurmstepd, per task)               -> TaskExited
-//   exit      (slurmstepd, step end)               -> End
+//   task_exit (slurmstepd, per task)               -> TaskExited (End after the
+//                                                     node's last task)
+//   exit      (slurmstepd, step end)               -> End (if not done yet)
 //
 // The scratch directory is /tmp/xdeep-<job>.<step>-XXXXXX (plugstack
 // job_tmp=), mode 0700 and owned by the job's user; End reads the step times
@@ -76,6 +77,7 @@ class StepRuntime {
   bool active_ = false;
   bool rendezvous_ = false;
   int worst_exit_ = 0;
+  int exited_ = 0;
   std::chrono::steady_clock::time_point began_;
 };
 

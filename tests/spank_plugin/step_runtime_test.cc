@@ -110,8 +110,10 @@ TEST_F(StepRuntimeTest, PrivateDirectoryDecisionFileRendezvousAndReport) {
   EXPECT_EQ(set_["WORLD_SIZE"], "4");
   std::ofstream(set_["XDEEP_REPORT"]) << "0.5\nnan\n-1\n0.25\n";
   step.TaskExited(0);
-  step.TaskExited(3 << 8);  // exit code 3
-  step.End();
+  EXPECT_TRUE(std::filesystem::exists(dir)) << "one of the node's two tasks still runs";
+  step.TaskExited(3 << 8);  // exit code 3: the node's last task reports
+  EXPECT_FALSE(step.active());
+  step.End();  // slurmstepd's exit hook: already done
   EXPECT_TRUE(errors_.empty()) << errors_[0];
   EXPECT_FALSE(std::filesystem::exists(dir)) << "the private directory is removed";
   std::ifstream report(base_ + "/report");
