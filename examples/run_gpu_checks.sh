@@ -9,12 +9,14 @@
 #   ddp_fsdp.py        under the real torchrun with `python3 -m xdeep emit torchrun`
 #   deepspeed_train.py (DeepSpeed when importable, else its torch fallback)
 #   megatron_tp_pp.py  tp=GPUS, then pp=GPUS (megatron-core when importable)
-# Writes $OUT/<run>.log, $OUT/<run>/decision.json, $OUT/summary.txt; exits 1
-# when any run fails. Needs only this checkout (python/ and examples/).
+# Writes $OUT/summary.txt and $OUT/gpu-checks.tar.gz (every run's log,
+# decision file and step times); exits 1 when any run fails. Needs only this
+# checkout (python/ and examples/).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:?set OUT to a directory for the logs}
-mkdir -p "$out"
+results=${OUT:?set OUT to a directory for the logs}
+mkdir -p "$results"
+out=$(mktemp -d)
 gpus=${1:-$(python3 -c 'import torch; print(torch.cuda.device_count())')}
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=2
 summary="$out/summary.txt"
@@ -90,5 +92,8 @@ srun_style megatron_tp megatron_tp_pp.py --steps 3
 decision megatron_pp srun 1 1 "$gpus" 0 2 4 1f1b >/dev/null
 srun_style megatron_pp megatron_tp_pp.py --steps 3
 
-cat "$summary"
+tar czf "$results/gpu-checks.tar.gz" -C "$out" .
+cp "$summary" "$results/summary.txt"
+rm -rf "$out"
+cat "$results/summary.txt"
 exit $failed
