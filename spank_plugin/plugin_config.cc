@@ -20,7 +20,8 @@ bool ParsePluginConfig(const std::vector<std::string>& args, PluginConfig* confi
     };
     if (eq == std::string::npos || value.empty()) {
       *error = "plugstack.conf: argument '" + arg +
-               "' must be key=value; known keys: daemon, default, timeout_ms, fail, job_tmp, rendezvous_ports";
+               "' must be key=value; known keys: daemon, default, timeout_ms, fail, job_tmp, "
+               "rendezvous_ports";
       return false;
     }
     if (key == "daemon") {

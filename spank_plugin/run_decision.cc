@@ -34,8 +34,7 @@ bool Consistent(const RunDecision& d, std::string* error) {
   }
   if (d.nodes * d.gpus_per_node != d.tasks) {
     *error = "the decision's nodes x GPUs per node (" + std::to_string(d.nodes) + " x " +
-             std::to_string(d.gpus_per_node) + ") is not its " + std::to_string(d.tasks) +
-             " ranks";
+             std::to_string(d.gpus_per_node) + ") is not its " + std::to_string(d.tasks) + " ranks";
     return false;
   }
   if (d.dp * d.tp * d.pp * d.cp != d.tasks) {
@@ -81,8 +80,10 @@ bool ParseAppLauncher(std::string_view name, AppLauncher* launcher) {
 
 std::string LauncherOfProgram(std::string_view program) {
   const size_t slash = program.rfind('/');
-  const std::string_view name = slash == std::string_view::npos ? program : program.substr(slash + 1);
-  for (AppLauncher l : {AppLauncher::kTorchrun, AppLauncher::kAccelerate, AppLauncher::kDeepspeed}) {
+  const std::string_view name =
+      slash == std::string_view::npos ? program : program.substr(slash + 1);
+  for (AppLauncher l :
+       {AppLauncher::kTorchrun, AppLauncher::kAccelerate, AppLauncher::kDeepspeed}) {
     if (name == AppLauncherName(l)) return std::string(name);
   }
   return "";
@@ -166,15 +167,14 @@ bool ReadDecisionVariables(const std::function<std::string(const char*)>& get, R
     int* value;
     bool required;
   };
-  for (const Int& i : {Int{"XDEEP_NODES", &d.nodes, true},
-                       Int{"XDEEP_GPUS_PER_NODE", &d.gpus_per_node, true},
-                       Int{"XDEEP_TASKS", &d.tasks, true}, Int{"XDEEP_DP", &d.dp, true},
-                       Int{"XDEEP_TP", &d.tp, true}, Int{"XDEEP_PP", &d.pp, true},
-                       Int{"XDEEP_CP", &d.cp, false},
-                       Int{"XDEEP_SHARDING_STAGE", &d.sharding_stage, true},
-                       Int{"XDEEP_VIRTUAL_STAGES", &d.virtual_stages, false},
-                       Int{"XDEEP_MICRO_BATCH", &d.micro_batch, true},
-                       Int{"XDEEP_GRAD_ACCUM", &d.grad_accumulation, true}}) {
+  for (const Int& i :
+       {Int{"XDEEP_NODES", &d.nodes, true}, Int{"XDEEP_GPUS_PER_NODE", &d.gpus_per_node, true},
+        Int{"XDEEP_TASKS", &d.tasks, true}, Int{"XDEEP_DP", &d.dp, true},
+        Int{"XDEEP_TP", &d.tp, true}, Int{"XDEEP_PP", &d.pp, true}, Int{"XDEEP_CP", &d.cp, false},
+        Int{"XDEEP_SHARDING_STAGE", &d.sharding_stage, true},
+        Int{"XDEEP_VIRTUAL_STAGES", &d.virtual_stages, false},
+        Int{"XDEEP_MICRO_BATCH", &d.micro_batch, true},
+        Int{"XDEEP_GRAD_ACCUM", &d.grad_accumulation, true}}) {
     const std::string text = get(i.name);
     if (text.empty() && !i.required) continue;
     if (!ParseNumber(text, i.value)) {
@@ -220,7 +220,8 @@ std::string DecisionFileJson(const RunDecision& d) {
         {"pp", d.pp},
         {"cp", d.cp},
         {"sharding_stage", d.sharding_stage},
-        {"pipeline_schedule", d.pipeline_schedule.empty() ? json(nullptr) : json(d.pipeline_schedule)},
+        {"pipeline_schedule",
+         d.pipeline_schedule.empty() ? json(nullptr) : json(d.pipeline_schedule)},
         {"virtual_stages", d.virtual_stages},
         {"rank_order", kRankOrder}}},
       {"batch",

@@ -11,8 +11,8 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,10 +63,10 @@ std::string StepRuntime::MasterAddress(const std::string& nodelist) const {
 }
 
 bool StepRuntime::MakeDirectory(std::string* error) {
-  std::string pattern = config_.job_tmp + "/xdeep-" + std::to_string(id_.job_id) + "." +
-                        (id_.step_id == kBatchStepId ? std::string("batch")
-                                                     : std::to_string(id_.step_id)) +
-                        "-XXXXXX";
+  std::string pattern =
+      config_.job_tmp + "/xdeep-" + std::to_string(id_.job_id) + "." +
+      (id_.step_id == kBatchStepId ? std::string("batch") : std::to_string(id_.step_id)) +
+      "-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     *error = "cannot create a directory in " + config_.job_tmp + ": " + std::strerror(errno);
     return false;
@@ -110,15 +110,15 @@ void StepRuntime::Begin(const StepIdentity& id) {
   if (id.step_id == kBatchStepId) return;
   std::string nodelist = host_.getenv("SLURM_STEP_NODELIST");
   if (nodelist.empty()) nodelist = host_.getenv("SLURM_NODELIST");
-  facts_ = StepFacts{.job_id = id.job_id,
-                     .step_id = id.step_id,
-                     .node_id = id.node_id,
-                     .nnodes = id.nnodes,
-                     .ntasks = id.ntasks,
-                     .tasks_on_node = id.tasks_on_node,
-                     .master_addr = MasterAddress(nodelist),
-                     .master_port = RendezvousPort(id.job_id, id.step_id, config_.port_first,
-                                                   config_.port_last)};
+  facts_ = StepFacts{
+      .job_id = id.job_id,
+      .step_id = id.step_id,
+      .node_id = id.node_id,
+      .nnodes = id.nnodes,
+      .ntasks = id.ntasks,
+      .tasks_on_node = id.tasks_on_node,
+      .master_addr = MasterAddress(nodelist),
+      .master_port = RendezvousPort(id.job_id, id.step_id, config_.port_first, config_.port_last)};
   rendezvous_ = !facts_.master_addr.empty();
   if (!rendezvous_) {
     host_.error("xdeep: cannot read the step's node list; MASTER_ADDR is not set");
@@ -146,8 +146,8 @@ void StepRuntime::TaskExited(int wait_status) {
 
 void StepRuntime::ReportAsUser() const {
   // The user's identity before touching the directory the user controls.
-  if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(id_.gid) != 0 ||
-                         setuid(id_.uid) != 0)) {
+  if (geteuid() == 0 &&
+      (setgroups(0, nullptr) != 0 || setgid(id_.gid) != 0 || setuid(id_.uid) != 0)) {
     _exit(2);
   }
   if (geteuid() != id_.uid) _exit(2);
@@ -179,7 +179,8 @@ void StepRuntime::ReportAsUser() const {
   std::unique_ptr<DaemonClient> client = host_.load_client(config_.daemon, &error);
   if (client == nullptr) _exit(3);
   ClientError client_error;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
   _exit(client->Report(report, deadline, &client_error) ? 0 : 4);
 }
 

@@ -51,7 +51,8 @@ struct StepIdentity {
 
 class StepRuntime {
  public:
-  StepRuntime(PluginConfig config, StepHost host) : config_(std::move(config)), host_(std::move(host)) {}
+  StepRuntime(PluginConfig config, StepHost host)
+      : config_(std::move(config)), host_(std::move(host)) {}
 
   void Begin(const StepIdentity& id);
   void TaskEnvironment(int global_rank, int local_rank);

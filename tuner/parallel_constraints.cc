@@ -71,8 +71,8 @@ absl::Status CheckStrategyNames(const std::vector<std::string>& names, std::stri
 absl::Status ParseParallelTable(const toml::table& table, std::string_view source,
                                 ParallelConstraints* out) {
   const std::set<std::string> keys = {
-      "strategies", "tp", "max_tp", "pp", "max_pp", "sharding", "pipeline_schedule", "recompute",
-      "launcher"};
+      "strategies",        "tp",        "max_tp",  "pp", "max_pp", "sharding",
+      "pipeline_schedule", "recompute", "launcher"};
   for (const auto& [key, node] : table) {
     if (!keys.count(std::string(key.str()))) {
       return Error(source, &node,

@@ -11,9 +11,10 @@
 namespace xdeep::cli {
 
 EmitCommand::EmitCommand(CLI::App& app) {
-  command_ = app.add_subcommand(
-      "emit", "inside a tuned job: the decision as json, torchrun, deepspeed, megatron, "
-              "lightning or accelerate settings");
+  command_ =
+      app.add_subcommand("emit",
+                         "inside a tuned job: the decision as json, torchrun, deepspeed, megatron, "
+                         "lightning or accelerate settings");
   command_->add_option("format", format_, "what to write")
       ->required()
       ->check(CLI::IsMember(EmitFormats()));
@@ -26,8 +27,9 @@ int EmitCommand::Run(const CliContext& /*context*/) const {
   if (path.empty()) {
     const char* env = std::getenv("XDEEP_DECISION_FILE");
     if (env == nullptr || *env == '\0') {
-      return Fail("XDEEP_DECISION_FILE is not set: run this inside a tuned job, or pass "
-                  "--decision FILE (xdeep plan --emit json writes one)");
+      return Fail(
+          "XDEEP_DECISION_FILE is not set: run this inside a tuned job, or pass "
+          "--decision FILE (xdeep plan --emit json writes one)");
     }
     path = env;
   }

@@ -41,9 +41,9 @@ json DeepSpeed(const RunDecision& d) {
 std::string Megatron(const RunDecision& d) {
   std::string args = "--tensor-model-parallel-size " + std::to_string(d.tp) +
                      " --pipeline-model-parallel-size " + std::to_string(d.pp) +
-                     " --context-parallel-size " + std::to_string(d.cp) +
-                     " --micro-batch-size " + std::to_string(d.micro_batch) +
-                     " --global-batch-size " + std::to_string(d.global_batch);
+                     " --context-parallel-size " + std::to_string(d.cp) + " --micro-batch-size " +
+                     std::to_string(d.micro_batch) + " --global-batch-size " +
+                     std::to_string(d.global_batch);
   if (d.pp > 1 && d.virtual_stages > 1)
     args += " --num-virtual-stages-per-pipeline-rank " + std::to_string(d.virtual_stages);
   // Megatron shards optimizer state (ZeRO-1) with its distributed optimizer.
@@ -54,9 +54,9 @@ std::string Megatron(const RunDecision& d) {
 
 bool Lightning(const RunDecision& d, json* out, std::string* error) {
   if (d.pp > 1) {
-    *error = "Lightning has no pipeline parallelism and this decision needs pp=" +
-             std::to_string(d.pp) + "; emit megatron or deepspeed, or limit the workload with " +
-             "[parallel] max_pp = 1";
+    *error =
+        "Lightning has no pipeline parallelism and this decision needs pp=" + std::to_string(d.pp) +
+        "; emit megatron or deepspeed, or limit the workload with " + "[parallel] max_pp = 1";
     return false;
   }
   json trainer = {{"num_nodes", d.nodes},
@@ -64,9 +64,8 @@ bool Lightning(const RunDecision& d, json* out, std::string* error) {
                   {"accumulate_grad_batches", d.grad_accumulation},
                   {"precision", "bf16-mixed"}};
   if (d.tp > 1) {
-    trainer["strategy"] = {{"name", "model_parallel"},
-                           {"data_parallel_size", d.dp},
-                           {"tensor_parallel_size", d.tp}};
+    trainer["strategy"] = {
+        {"name", "model_parallel"}, {"data_parallel_size", d.dp}, {"tensor_parallel_size", d.tp}};
   } else if (d.sharding_stage == 3) {
     trainer["strategy"] = "fsdp";
   } else if (d.sharding_stage > 0) {

@@ -6,6 +6,7 @@ directory under /tmp that is gone after the step; step times reach the
 daemon from the compute node."""
 import json
 import os
+import subprocess
 import time
 import unittest
 
@@ -18,6 +19,20 @@ XDEEP = os.path.join(BUILD, "daemon", "xdeep")
 PER_NODE = os.path.join(SOURCE, "tests", "integration", "per_node_launch.py")
 ENV = {"PYTHONPATH": os.path.join(SOURCE, "python"), "OMP_NUM_THREADS": "1"}
 CLI_ENV = {"XDEEP_DAEMON": "unix://" + os.path.join(STACK, "xdeepd.sock")}
+
+
+ALICE, MALLORY = "xdeep-alice", "xdeep-mallory"
+# What a task sees of its private directory, and every XDEEP_* variable.
+SHOW_DIR = """#!/bin/sh
+[ "${SLURM_PROCID:-0}" = 0 ] || exit 0
+echo "dir=$XDEEP_JOB_TMP owner=$(stat -c '%U %a' "$XDEEP_JOB_TMP") home=$HOME"
+echo 0.5 >> "$XDEEP_REPORT"
+env | grep '^XDEEP_' | sort
+"""
+
+
+def as_user(user, argv):
+    return ["runuser", "-u", user, "--", *argv]
 
 
 def tune(workload, *more):
@@ -113,6 +128,49 @@ class HandoffTest(StackTest):
         # Megatron's order: a TP group is two neighbouring ranks on one node.
         for x in rows:
             self.assertEqual(x["tp_group"], [x["rank"] - x["rank"] % 2, x["rank"] - x["rank"] % 2 + 1])
+
+    def shared_script(self):
+        for user in (ALICE, MALLORY):
+            if subprocess.run(["id", user], capture_output=True).returncode != 0:
+                subprocess.run(["useradd", "-M", "-s", "/bin/sh", user], check=True)
+        os.chmod(self.tmp, 0o755)
+        script = os.path.join(self.tmp, "show_dir.sh")
+        with open(script, "w") as f:
+            f.write(SHOW_DIR)
+        os.chmod(script, 0o755)
+        return script
+
+    def test_private_directory_belongs_to_the_user_and_reports_as_the_user(self):
+        script = self.shared_script()
+        r = run(as_user(ALICE, ["srun", "-N1", "--gpus-per-node=1", *tune("ddp.toml"), script]))
+        self.assertEqual(r.rc, 0, r)
+        line = next(l for l in r.out.splitlines() if l.startswith("dir="))
+        directory = line.split()[0][4:]
+        self.assertIn(f"owner={ALICE} 700", line)
+        self.assertTrue(directory.startswith("/tmp/xdeep-"), line)
+        self.assertFalse(os.path.exists(directory), "removed when the step ended")
+        decision = next(l for l in r.out.splitlines() if l.startswith("XDEEP_DECISION_ID="))
+        decision = decision.split("=", 1)[1]
+        self.assertTrue(any(f"user={ALICE}" in l and "steps=1" in l and "ok=true" in l
+                            for l in reports(decision)), reports(decision))
+
+    def test_forged_decision_in_the_environment_adds_nothing_to_anothers(self):
+        script = self.shared_script()
+        r = run(as_user(ALICE, ["srun", "-N1", "--gpus-per-node=1", *tune("ddp.toml"), script]))
+        self.assertEqual(r.rc, 0, r)
+        forged = dict(l.split("=", 1) for l in r.out.splitlines() if l.startswith("XDEEP_"))
+        forged = {k: v for k, v in forged.items() if k not in ("XDEEP_JOB_TMP",
+                                                               "XDEEP_DECISION_FILE", "XDEEP_REPORT")}
+        forged["XDEEP_TUNED"] = forged["XDEEP_DECISION_ID"]
+        before = len(reports(forged["XDEEP_DECISION_ID"]))
+        # Mallory's own job claims Alice's decision: its step report goes out as Mallory.
+        r = run(as_user(MALLORY, ["env", *[f"{k}={v}" for k, v in forged.items()],
+                                  "srun", "-N1", script]))
+        self.assertEqual(r.rc, 0, r)
+        after = reports(forged["XDEEP_DECISION_ID"])[before:]
+        self.assertEqual(len(after), 1, after)
+        self.assertIn(f"user={MALLORY}", after[0])
+        self.assertIn("ok=false", after[0])
 
     def test_plan_emits_what_the_job_reads(self):
         r = run([XDEEP, "plan", "-w", os.path.join(WORKLOADS, "tp-pp.toml"), "-N2",

@@ -95,16 +95,23 @@ TEST(LaunchArgsTest, RewriteInsertsBeforeCommandAndCutsReplacedOptions) {
   Argv argv = {"srun",         "-N1",     "--gpus=2", "--ntasks-per-node", "2", "--gpus-per-node=1",
                "--xdeep-tune", "python3", "train.py", "--gpus=9"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 7, FromCommandLine(argv, 7), {2, 8, 4}, {});
-  Argv want = {"srun",     "--xdeep-tune", "--nodes=2", "--ntasks=8", "--gpus-per-node=4",
-               "--ntasks-per-node=4", "python3", "train.py", "--gpus=9"};
+  Argv want = {"srun",       "--xdeep-tune",      "--nodes=2",
+               "--ntasks=8", "--gpus-per-node=4", "--ntasks-per-node=4",
+               "python3",    "train.py",          "--gpus=9"};
   EXPECT_EQ(out, want);
 }
 
 TEST(LaunchArgsTest, RewriteKeepsGpuTypeAndOtherGres) {
   Argv argv = {"srun", "--gres=nic:1,gpu:h100:2", "-c2", "prog"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 4, 4}, {});
-  Argv want = {"srun",         "-c2", "--nodes=1", "--ntasks=4", "--gpus-per-node=h100:4",
-               "--ntasks-per-node=4", "--gres=nic:1", "prog"};
+  Argv want = {"srun",
+               "-c2",
+               "--nodes=1",
+               "--ntasks=4",
+               "--gpus-per-node=h100:4",
+               "--ntasks-per-node=4",
+               "--gres=nic:1",
+               "prog"};
   EXPECT_EQ(out, want);
 }
 
@@ -132,9 +139,13 @@ TEST(LaunchArgsTest, RestrictedExportStillPassesTheDecision) {
   Argv argv = {"srun", "--export=NONE", "-E", "prog"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 1, 1},
                            {"XDEEP_A", "XDEEP_B"});
-  Argv want = {
-      "srun", "--nodes=1", "--ntasks=1", "--gpus-per-node=1", "--ntasks-per-node=1",
-      "--export=NIL,XDEEP_A,XDEEP_B", "prog"};
+  Argv want = {"srun",
+               "--nodes=1",
+               "--ntasks=1",
+               "--gpus-per-node=1",
+               "--ntasks-per-node=1",
+               "--export=NIL,XDEEP_A,XDEEP_B",
+               "prog"};
   EXPECT_EQ(out, want) << "-E is cut: it would let the environment override the decision";
   Argv all = {"srun", "--export=ALL,FOO=1", "prog"};
   Argv kept =
@@ -155,8 +166,8 @@ TEST(LaunchArgsTest, PerNodeLauncherGetsOneTaskPerNodeHoldingItsGpus) {
   // srun -N2 --ntasks-per-node=1 --gpus-per-task=4 torchrun train.py
   Argv argv = {"srun", "-N2", "--ntasks-per-node=1", "--gpus-per-task=4", "torchrun", "train.py"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 4, FromCommandLine(argv, 4), {2, 2, 4, 1}, {});
-  Argv want = {"srun",           "--nodes=2", "--ntasks=2", "--gpus-per-node=4",
-               "--ntasks-per-node=1", "torchrun",  "train.py"};
+  Argv want = {"srun",     "--nodes=2", "--ntasks=2", "--gpus-per-node=4", "--ntasks-per-node=1",
+               "torchrun", "train.py"};
   EXPECT_EQ(out, want) << "the task counts are cut: each node's one task holds its GPUs";
 }
 

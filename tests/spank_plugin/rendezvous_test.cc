@@ -28,8 +28,14 @@ TEST(RendezvousTest, PortStaysInRangeAndDiffersBetweenSteps) {
 TEST(RendezvousTest, SrunGivesEveryTaskItsRank) {
   RunDecision d;
   d.gpus_per_node = 4;
-  const StepFacts s{.job_id = 9, .step_id = 0, .node_id = 1, .nnodes = 2, .ntasks = 8,
-                    .tasks_on_node = 4, .master_addr = "10.0.0.1", .master_port = 29501};
+  const StepFacts s{.job_id = 9,
+                    .step_id = 0,
+                    .node_id = 1,
+                    .nnodes = 2,
+                    .ntasks = 8,
+                    .tasks_on_node = 4,
+                    .master_addr = "10.0.0.1",
+                    .master_port = 29501};
   auto step = AsMap(StepRendezvous(s, d));
   EXPECT_EQ(step["MASTER_ADDR"], "10.0.0.1");
   EXPECT_EQ(step["MASTER_PORT"], "29501");
@@ -45,8 +51,14 @@ TEST(RendezvousTest, TorchrunGetsItsOptionsAndNoRanks) {
   RunDecision d;
   d.launcher = AppLauncher::kTorchrun;
   d.gpus_per_node = 4;
-  const StepFacts s{.job_id = 9, .step_id = 0, .node_id = 1, .nnodes = 2, .ntasks = 2,
-                    .tasks_on_node = 1, .master_addr = "n1", .master_port = 29501};
+  const StepFacts s{.job_id = 9,
+                    .step_id = 0,
+                    .node_id = 1,
+                    .nnodes = 2,
+                    .ntasks = 2,
+                    .tasks_on_node = 1,
+                    .master_addr = "n1",
+                    .master_port = 29501};
   auto step = AsMap(StepRendezvous(s, d));
   EXPECT_EQ(step["PET_NNODES"], "2");
   EXPECT_EQ(step["PET_NPROC_PER_NODE"], "4") << "the decided GPUs, not the one Slurm task";

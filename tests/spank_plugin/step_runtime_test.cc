@@ -26,8 +26,7 @@ class FileClient : public DaemonClient {
             ClientError*) override {
     return false;
   }
-  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point,
-              ClientError*) override {
+  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point, ClientError*) override {
     std::ofstream out(path_);
     out << q.decision_id << " " << q.job_id << " " << q.exit_code << " " << q.final;
     for (double t : q.step_times_s) out << " " << t;
@@ -49,8 +48,14 @@ class StepRuntimeTest : public ::testing::Test {
     std::filesystem::create_directories(base_);
     TuneAnswer a;
     a.decision_id = "dec42";
-    a.best = LayoutRow{.strategy = "dp4", .nodes = 2, .gpus_per_node = 2, .tasks = 4, .dp = 4,
-                       .micro_batch = 2, .grad_accumulation = 2, .global_batch = 16};
+    a.best = LayoutRow{.strategy = "dp4",
+                       .nodes = 2,
+                       .gpus_per_node = 2,
+                       .tasks = 4,
+                       .dp = 4,
+                       .micro_batch = 2,
+                       .grad_accumulation = 2,
+                       .global_batch = 16};
     for (auto& [k, v] : DecisionVariables(RunDecisionOf(a, AppLauncher::kSrun))) job_env_[k] = v;
     job_env_["XDEEP_TUNED"] = "dec42";
     job_env_["SLURM_STEP_NODELIST"] = "localhost";
@@ -69,14 +74,21 @@ class StepRuntimeTest : public ::testing::Test {
                        return true;
                      },
                  .error = [this](const std::string& line) { errors_.push_back(line); },
-                 .load_client = [this](const std::string&, std::string*) {
-                   return std::unique_ptr<DaemonClient>(new FileClient(base_ + "/report"));
-                 }});
+                 .load_client =
+                     [this](const std::string&, std::string*) {
+                       return std::unique_ptr<DaemonClient>(new FileClient(base_ + "/report"));
+                     }});
   }
 
   StepIdentity Id(int node) {
-    return StepIdentity{.job_id = 7, .step_id = 0, .uid = getuid(), .gid = getgid(),
-                        .node_id = node, .nnodes = 2, .ntasks = 4, .tasks_on_node = 2};
+    return StepIdentity{.job_id = 7,
+                        .step_id = 0,
+                        .uid = getuid(),
+                        .gid = getgid(),
+                        .node_id = node,
+                        .nnodes = 2,
+                        .ntasks = 4,
+                        .tasks_on_node = 2};
   }
 
   std::string base_;
