@@ -135,6 +135,18 @@ struct HardwareProfile {
   // other (_lanes_check), so it is the job's ranks (their NCCL threads beside
   // the main ones), not any neighbour. 1: not measured.
   double side_by_side_host_factor = 1;
+  // Host time tensor parallelism adds per split Linear in one forward +
+  // backward (PyTorch's DTensor tensor parallelism: each split Linear's op
+  // dispatched through DTensor, sharding propagation, the hooks that wrap and
+  // unwrap its input and output, the redistributions): on 2x H100 the Llama-1B
+  // blocks split over 2 ranks trained at 280-300 ms per step at micro-batch 1
+  // to 16 where their GPU work is 35-140 ms (bench/validate/data/
+  // 2026-11-26_h100x2_library_heldout2, calibration). Measured by the
+  // framework probe (its GPT's blocks split as torch.distributed.tensor.parallel
+  // splits them, tp_median_s); else tp_linear_host_kernels launches' worth at
+  // the host's time per kernel, fitted to that run's micro-batch-1 step.
+  double tp_host_per_linear_s = 0;
+  double tp_linear_host_kernels = 120;
   std::string host;  // measured profiles: where and when
   std::string date;
 
