@@ -146,7 +146,7 @@ struct HardwareProfile {
   // splits them, tp_median_s); else tp_linear_host_kernels launches' worth at
   // the host's time per kernel, fitted to that run's micro-batch-1 step.
   double tp_host_per_linear_s = 0;
-  double tp_linear_host_kernels = 120;
+  double tp_linear_host_kernels = 100;
   std::string host;  // measured profiles: where and when
   std::string date;
 
