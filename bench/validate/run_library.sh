@@ -7,9 +7,11 @@
 #
 #   XDEEP_CARRY=build/carry OUT=/tmp/out STAGES=gemm,probes,suite bash bench/validate/run_library.sh
 #
-# Writes to $OUT: log.txt, gemm_fit.json (probe report of the fit shapes),
-# gemm_check.json (cuBLAS times of the check shapes), compute.json, framework*.json,
-# coll_2gpu.json (the suite's probes), suite_<mode>.json. Every step has a timeout.
+# Writes to $OUT: log.txt and results.tgz holding gemm_fit.json (probe report of the
+# fit shapes), gemm_check.json (cuBLAS times of CHECK_SHAPES), compute.json,
+# framework*.json, coll_2gpu.json (the suite's probes) and profile.json (them merged,
+# as the daemon keeps them), settings_effects.json (where SETTINGS_EFFECTS names the
+# script), suite_<mode>.json, lane1.log. Every step has a timeout.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
@@ -98,7 +100,7 @@ if stage gemm || stage probes; then
   cat "$res/lane1.log"
 fi
 if stage probes; then
-  [ "$RANKS2" = 1 ] && timeout 100 python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$res/framework_2ranks.json"
+  [ "$RANKS2" = 1 ] && stamp "framework probe, 2 ranks" && timeout ${T_RANKS2:-100} python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$res/framework_2ranks.json"
   stamp "collectives"
   RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
     timeout 100 "$carry/xdeep-probe" collectives --out /tmp/unused.json > /tmp/rank1.txt 2>&1 &
