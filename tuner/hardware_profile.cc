@@ -563,7 +563,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     int forward_kernels = 0, ddp_launches = 0, tensors = 0;
     std::set<std::string> units;  // the root unit (embeddings, stem, head) named ""
     for (const LayerCost& l : probed.layers) {
-      forward_kernels += l.kernels;
+      forward_kernels += l.kernels - l.library_kernels;  // as the model counts host time
       ddp_launches += 2 * ParamTensors(l) + l.buffer_tensors;
       tensors += ParamTensors(l);
       if (l.params > 0) units.insert(l.unit);

@@ -368,6 +368,12 @@ struct CnnBuilder {
     const bool transforms = !channels_last;
     l.kernels = 2 + (transforms ? 2 : 0) + (bn ? 1 : 0) + (relu ? 1 : 0);
     l.fused_kernels = 2 + (bn ? 2 : (relu ? 1 : 0));
+    // The transforms run inside cuDNN's convolution call: a channels_last
+    // model issues as many ops from the host (2x H100: torchvision's
+    // ResNet-50 channels_last trained at micro-batch 1 in 24.7-28.8 ms where
+    // the probe's NCHW one took 25.2 forward + backward,
+    // bench/validate/data/2026-11-26_h100x2_library_heldout{,2}, calibration).
+    l.library_kernels = transforms ? 2 : 0;
     if (transforms) {
       const double in = double{1} * c * hw * hw;
       l.extra_traffic_fwd_bytes = 2.0 * (in + out) * a;

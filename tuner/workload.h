@@ -143,6 +143,10 @@ struct LayerCost {
   // between two library calls (GEMM, convolution, attention) into one.
   int kernels = 0;
   int fused_kernels = 0;
+  // Of `kernels`, those a library launches inside one framework call (cuDNN's
+  // layout transforms around a 16-bit NCHW convolution): they cost the GPU's
+  // time, not the host's per-op dispatch, so host time counts the others.
+  int library_kernels = 0;
   // Parameter tensors of the layer (weights, biases, norm scales): FSDP2
   // shards and gathers them one by one, so its host time grows with their
   // number. 0: one tensor if the layer has parameters.
