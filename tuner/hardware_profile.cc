@@ -561,6 +561,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, rank_cv,
       elementwise_gbps, optimizer_per_tensor;
   FsdpProbe fsdp_gpt, fsdp_cnn;
+  std::map<int, std::vector<double>> tp_per_linear_by_ranks;
   std::map<std::string, std::map<int, std::vector<double>>> plain_by_ranks;
   i = 0;
   for (const json& f : section("framework")) {
@@ -591,7 +592,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     int forward_kernels = 0, ddp_launches = 0, tensors = 0;
     std::set<std::string> units;  // the root unit (embeddings, stem, head) named ""
     for (const LayerCost& l : probed.layers) {
-      forward_kernels += l.kernels;
+      forward_kernels += l.kernels - l.library_kernels;  // as the model counts host time
       ddp_launches += 2 * ParamTensors(l) + l.buffer_tensors;
       tensors += ParamTensors(l);
       if (l.params > 0) units.insert(l.unit);
@@ -616,6 +617,13 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       fsdp.added_s.push_back(std::max(0.0, fsdp_s / straggle - wall_s));
       const double step_s = f.value("fsdp_step_host_s", 0.0);
       if (step_s > 0 && tensors > 0) fsdp.step_host_per_tensor_s.push_back(step_s / tensors);
+    }
+    // The TP-split pass: what DTensor's dispatch adds per split Linear, the
+    // straggle out first as for FSDP.
+    const double tp_s = f.value("tp_median_s", 0.0);
+    const int tp_linears = f.value("tp_linears", 0);
+    if (tp_s > 0 && tp_linears > 0) {
+      tp_per_linear_by_ranks[ranks].push_back(std::max(0.0, tp_s / straggle - wall_s) / tp_linears);
     }
     // The other figures are one process's: single-GPU training's host, and the
     // DDP reducer's work apart from the all-reduce the model times itself.
@@ -657,6 +665,14 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     host_parts.push_back(absl::StrFormat(
         "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
         hw.fsdp_host_per_tensor_s * 1e6, ranks, ranks > 1 ? "s" : ""));
+  }
+  if (!tp_per_linear_by_ranks.empty()) {
+    // On the most ranks: each split Linear's collectives wait for the others.
+    const auto& [ranks, per_linear] = *tp_per_linear_by_ranks.rbegin();
+    hw.tp_host_per_linear_s = modeling::Median(per_linear);
+    host_parts.push_back(absl::StrFormat("TP %.0f us per split Linear on %d rank%s",
+                                         hw.tp_host_per_linear_s * 1e6, ranks,
+                                         ranks > 1 ? "s" : ""));
   }
   if (!optimizer_per_tensor.empty()) {
     hw.optimizer_host_per_tensor_s = modeling::Median(optimizer_per_tensor);

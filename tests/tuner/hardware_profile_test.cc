@@ -183,8 +183,14 @@ TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
 TEST(ProbeReportTest, FrameworkProbesResNetEntrySetsTheHostTimeOfConvolutionalNetworks) {
   auto resnet = CnnLayerTable("resnet50", 64, 10, Precision::kBf16Autocast);
   ASSERT_TRUE(resnet.ok());
-  int forward = 0;
-  for (const LayerCost& l : *resnet) forward += l.kernels;
+  // The ops the host issues: cuDNN's layout transforms inside each NCHW
+  // convolution call are not among them.
+  int forward = 0, library = 0;
+  for (const LayerCost& l : *resnet) {
+    forward += l.kernels - l.library_kernels;
+    library += l.library_kernels;
+  }
+  EXPECT_GT(library, 0);
   const std::string entry = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 64,
       "classes": 10, "batch": 1, "kernels": 906, "median_s": 0.02, "gpu_busy_fraction": 0.1})";
   auto hw = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry),
@@ -323,6 +329,25 @@ TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
   const HardwareProfile without = PlainGptOnly();
   EXPECT_EQ(without.optimizer_host_per_tensor_s, 0);
   EXPECT_EQ(without.fsdp_optimizer_host_per_tensor_s, 0);
+}
+
+TEST(ProbeReportTest, FrameworkProbesTensorParallelPassSetsItsHostTimePerSplitLinear) {
+  // The tiny GPT's 16 split Linears: its TP pass took 6.4 ms more than the
+  // plain one on one rank (400 us each); on two ranks, the straggle (1.1x)
+  // taken out first, 12.32 / 1.1 - 6 = 5.2 ms (325 us each), which wins.
+  const std::string one_rank =
+      With(FrameworkEntry(0.006, 0.1), R"("tp_median_s": 0.0124, "tp_linears": 16)");
+  auto hw = HardwareProfileFromProbeReport(WithFramework(one_rank), "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->tp_host_per_linear_s, 400e-6, 1e-12);
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("TP 400 us per split Linear on 1 rank"));
+  const std::string two_ranks = OnRanks(
+      With(FrameworkEntry(0.006, 0.1), R"("tp_median_s": 0.01232, "tp_linears": 16)"), 2, 1.1);
+  hw = HardwareProfileFromProbeReport(WithFramework(one_rank + "," + two_ranks), "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->tp_host_per_linear_s, 325e-6, 1e-9);
+  // Unmeasured: 0, and the model counts tp_linear_host_kernels launches' worth.
+  EXPECT_EQ(PlainGptOnly().tp_host_per_linear_s, 0);
 }
 
 TEST(ProbeReportTest, FrameworkProbesRanksSideBySideSetTheirHostFactor) {
