@@ -218,7 +218,10 @@ __global__ void BiasGeluKernel(float* __restrict__ y, const float* __restrict__ 
 }
 
 // fp32 rows of a multiple of 4 (no causal mask): the same three passes with 16-byte
-// accesses, as the Kokkos softmax probe and tuned row kernels make them.
+// accesses, as the Kokkos softmax probe and tuned row kernels make them, and the same
+// math: expf, as Kokkos::exp and torch's softmax use, not the __expf intrinsic (with
+// it this kernel ran 11 % ahead of the Kokkos one at 256 MiB on H100 and level at 1 GiB,
+// bench/kokkos/data/2026-11-27_h100x1_run2).
 __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float scale) {
   __shared__ float shared[32];
   const int64_t c4 = cols / 4;
@@ -232,14 +235,14 @@ __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float 
   float sum = 0.f;
   for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
     const float4 v = row[j];
-    sum += __expf(v.x * scale - m) + __expf(v.y * scale - m) + __expf(v.z * scale - m) +
-           __expf(v.w * scale - m);
+    sum += expf(v.x * scale - m) + expf(v.y * scale - m) + expf(v.z * scale - m) +
+           expf(v.w * scale - m);
   }
   const float inv = 1.f / BlockReduce<false>(sum, shared);
   for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
     const float4 v = row[j];
-    row[j] = make_float4(__expf(v.x * scale - m) * inv, __expf(v.y * scale - m) * inv,
-                         __expf(v.z * scale - m) * inv, __expf(v.w * scale - m) * inv);
+    row[j] = make_float4(expf(v.x * scale - m) * inv, expf(v.y * scale - m) * inv,
+                         expf(v.z * scale - m) * inv, expf(v.w * scale - m) * inv);
   }
 }
 
