@@ -43,4 +43,6 @@ def record(d, example, **extra):
         "global_batch": d.global_batch,
     }
     row.update(extra)
-    print("xdeep-check " + json.dumps(row, sort_keys=True), flush=True)
+    # One write per line: ranks sharing a stdout must not interleave inside it.
+    sys.stdout.write("xdeep-check " + json.dumps(row, sort_keys=True) + "\n")
+    sys.stdout.flush()

@@ -53,10 +53,12 @@ srun_style() {
     XDEEP_DECISION_FILE="$dir/decision.json" XDEEP_JOB_TMP="$dir" XDEEP_REPORT="$dir/step_times" \
     MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$gpus LOCAL_RANK=$r \
     LOCAL_WORLD_SIZE=$gpus GROUP_RANK=0 XDEEP_NODE_RANK=0 XDEEP_NPROC_PER_NODE=$gpus \
-      timeout 200 python3 "$root/examples/$script" "$@" >> "$out/$name.log" 2>&1 &
+      timeout 200 python3 "$root/examples/$script" "$@" > "$out/$name.rank$r.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  for ((r = 0; r < gpus; r++)); do cat "$out/$name.rank$r.log" >> "$out/$name.log"; done
+  rm -f "$out/$name".rank*.log
   finish "$name" $rc
 }
 

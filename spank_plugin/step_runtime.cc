@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,9 +25,6 @@ namespace xdeep::spank {
 namespace {
 
 constexpr const char* kDecisionFileName = "decision.json";
-constexpr const char* kStepTimesName = "step_times";
-// Most step times one report carries; a longer file keeps its last ones.
-constexpr size_t kMaxStepTimes = 100000;
 
 bool Resolves(const std::string& host) {
   addrinfo hints{};
@@ -144,57 +142,46 @@ void StepRuntime::TaskExited(int wait_status) {
   if (++exited_ >= id_.tasks_on_node) End();
 }
 
-void StepRuntime::ReportAsUser() const {
-  // The user's identity before touching the directory the user controls.
+void StepRuntime::ExecReporter(const std::vector<std::string>& argv) const {
+  // Only async-signal-safe calls between fork and exec: slurmstepd has threads.
   if (geteuid() == 0 &&
       (setgroups(0, nullptr) != 0 || setgid(id_.gid) != 0 || setuid(id_.uid) != 0)) {
-    _exit(2);
+    _exit(125);
   }
-  if (geteuid() != id_.uid) _exit(2);
-  ReportQuery report;
-  report.decision_id = decision_.decision_id;
-  report.job_id = id_.job_id;
-  report.exit_code = worst_exit_;
-  report.elapsed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
-  {
-    // Line by line: one bad line (the user writes this file) skips only itself.
-    std::ifstream in(dir_ + "/" + kStepTimesName);
-    std::string line;
-    while (std::getline(in, line)) {
-      char* end = nullptr;
-      const double t = std::strtod(line.c_str(), &end);
-      if (end == line.c_str() || !std::isfinite(t) || t <= 0) continue;
-      if (report.step_times_s.size() == kMaxStepTimes)
-        report.step_times_s.erase(report.step_times_s.begin());
-      report.step_times_s.push_back(t);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-  // The first node speaks for the step (Slurm's record has every node's
-  // state); others only add the step times their ranks wrote.
-  if (id_.node_id != 0 && report.step_times_s.empty()) _exit(0);
-  std::string error;
-  std::unique_ptr<DaemonClient> client = host_.load_client(config_.daemon, &error);
-  if (client == nullptr) _exit(3);
-  ClientError client_error;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-  _exit(client->Report(report, deadline, &client_error) ? 0 : 4);
+  if (geteuid() != id_.uid) _exit(125);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  char* no_environment[] = {nullptr};  // nothing of the job's reaches it
+  execve(args[0], args.data(), no_environment);
+  _exit(127);
 }
 
 void StepRuntime::End() {
   if (!active_) return;
   active_ = false;
-  // slurmstepd forks tasks: the gRPC client and its threads live only in
-  // this short-lived child, which also drops root before reading anything.
+  const std::string reporter =
+      host_.reporter.empty() ? PluginDirectory() + "xdeep-step-report" : host_.reporter;
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.3f",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count());
+  const std::vector<std::string> argv = {reporter,
+                                         "--daemon=" + config_.daemon,
+                                         "--timeout-ms=" + std::to_string(config_.timeout_ms),
+                                         "--decision=" + decision_.decision_id,
+                                         "--job=" + std::to_string(id_.job_id),
+                                         "--exit-code=" + std::to_string(worst_exit_),
+                                         std::string("--elapsed-s=") + elapsed,
+                                         "--node=" + std::to_string(id_.node_id),
+                                         "--directory=" + dir_};
+  // gRPC's threads and the user's files stay out of slurmstepd: a separate
+  // process, as the job's user, reads, cleans up and reports.
   const pid_t pid = fork();
   if (pid < 0) {
     host_.error("xdeep: cannot fork to report the step; " + dir_ + " is left behind");
     return;
   }
-  if (pid == 0) ReportAsUser();
+  if (pid == 0) ExecReporter(argv);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms + 1000);
   int status = 0;
@@ -207,9 +194,25 @@ void StepRuntime::End() {
     usleep(2000);
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    host_.error("xdeep: the step's outcome did not reach the daemon (reporter status " +
-                std::to_string(status) + ")");
+    host_.error("xdeep: the step's outcome did not reach the daemon (" + reporter + " " +
+                (WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
+                                   : std::string("was stopped")) +
+                ")");
   }
+}
+
+std::vector<double> ReadStepTimes(const std::string& path, size_t limit) {
+  std::vector<double> times;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const double t = std::strtod(line.c_str(), &end);
+    if (end == line.c_str() || !std::isfinite(t) || t <= 0) continue;
+    if (times.size() == limit) times.erase(times.begin());
+    times.push_back(t);
+  }
+  return times;
 }
 
 }  // namespace xdeep::spank

@@ -9,9 +9,10 @@
 //   exit      (slurmstepd, step end)               -> End (if not done yet)
 //
 // The scratch directory is /tmp/xdeep-<job>.<step>-XXXXXX (plugstack
-// job_tmp=), mode 0700 and owned by the job's user; End reads the step times
-// and removes it as that user (never as root: the user controls its
-// contents), then reports with the user's own MUNGE identity. Nothing is
+// job_tmp=), mode 0700 and owned by the job's user. End forks, drops to that
+// user and execs xdeep-step-report (beside the plugin), which reads the step
+// times, removes the directory (never as root: the user controls its
+// contents) and reports with the user's own MUNGE identity. Nothing is
 // written to the user's home. A failure here never fails the step.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "spank_plugin/daemon_client.h"
 #include "spank_plugin/plugin_config.h"
@@ -32,14 +34,21 @@ namespace xdeep::spank {
 // Slurm's step id of a batch script (SLURM_BATCH_SCRIPT in slurm.h).
 inline constexpr uint32_t kBatchStepId = 0xfffffffb;
 
+// $XDEEP_REPORT's name in the step's directory.
+inline constexpr const char* kStepTimesName = "step_times";
+
+// The positive finite step times in `path`, one per line; lines that are not
+// one are skipped (the user writes this file); at most `limit`, the last ones.
+std::vector<double> ReadStepTimes(const std::string& path, size_t limit = 100000);
+
 struct StepHost {
   // The job's environment (spank_getenv); empty when unset.
   std::function<std::string(const char*)> getenv;
   // Sets a variable in the job's (user_init) or task's (task_init) environment.
   std::function<bool(const std::string&, const std::string&)> setenv;
   std::function<void(const std::string&)> error;
-  std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
-      LoadDaemonClient;
+  // The reporter executable; default: xdeep-step-report beside the plugin.
+  std::string reporter;
 };
 
 struct StepIdentity {
@@ -66,8 +75,8 @@ class StepRuntime {
   // from scontrol (several slurmd on one host: names that DNS does not know).
   std::string MasterAddress(const std::string& nodelist) const;
   bool MakeDirectory(std::string* error);
-  // In a child with the user's identity: step times, cleanup, Report.
-  [[noreturn]] void ReportAsUser() const;
+  // In the forked child: the user's identity, then exec the reporter.
+  [[noreturn]] void ExecReporter(const std::vector<std::string>& argv) const;
 
   PluginConfig config_;
   StepHost host_;

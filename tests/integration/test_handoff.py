@@ -102,6 +102,26 @@ class HandoffTest(StackTest):
             self.assertEqual(x["rank"] // x["local_world"], int(x["slurm_task"]), x)
         self.assert_reported(rows[0]["decision"], 2)
 
+    def test_workload_names_its_launcher(self):
+        workload = os.path.join(self.tmp, "torchrun.toml")
+        with open(os.path.join(WORKLOADS, "ddp.toml")) as src, open(workload, "w") as dst:
+            dst.write(src.read() + 'launcher = "torchrun"\n')
+        show = ("echo task=$SLURM_PROCID ntasks=$SLURM_NTASKS launcher=$XDEEP_LAUNCHER "
+                "nproc=$PET_NPROC_PER_NODE gpn=$XDEEP_GPUS_PER_NODE nodes=$XDEEP_NODES "
+                "rank=${RANK:-unset}")
+        r = run(["srun", "-N2", "--gpus-per-node=2", "--xdeep-tune", "--xdeep-objective=time",
+                 f"--xdeep-workload={workload}", "sh", "-c", show])
+        self.assertEqual(r.rc, 0, r)
+        rows = [dict(w.split("=", 1) for w in l.split()) for l in r.out.splitlines()
+                if l.startswith("task=")]
+        self.assertTrue(rows, r)
+        for row in rows:
+            self.assertEqual(row["launcher"], "torchrun", r)
+            self.assertEqual(row["ntasks"], row["nodes"], "one task per node")
+            self.assertEqual(row["nproc"], row["gpn"], "torchrun starts the decided GPUs")
+            self.assertEqual(row["rank"], "unset", "torchrun gives its processes their ranks")
+        self.assertEqual(len(rows), int(rows[0]["nodes"]), r)
+
     def test_sbatch_deepspeed(self):
         out = os.path.join(self.tmp, "job.out")
         os.chmod(self.tmp, 0o755)

@@ -14,33 +14,6 @@
 namespace xdeep::spank {
 namespace {
 
-// Writes what it was asked into a file: the report happens in a child process.
-class FileClient : public DaemonClient {
- public:
-  explicit FileClient(std::string path) : path_(std::move(path)) {}
-  bool Tune(const TuneQuery&, std::chrono::steady_clock::time_point, const ProgressCallback&,
-            TuneAnswer*, ClientError*) override {
-    return false;
-  }
-  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point,
-            ClientError*) override {
-    return false;
-  }
-  bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point, ClientError*) override {
-    std::ofstream out(path_);
-    out << q.decision_id << " " << q.job_id << " " << q.exit_code << " " << q.final;
-    for (double t : q.step_times_s) out << " " << t;
-    return true;
-  }
-  bool Admit(const AdmitQuery&, std::chrono::steady_clock::time_point, AdmitAnswer*,
-             ClientError*) override {
-    return false;
-  }
-
- private:
-  std::string path_;
-};
-
 class StepRuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -74,10 +47,7 @@ class StepRuntimeTest : public ::testing::Test {
                        return true;
                      },
                  .error = [this](const std::string& line) { errors_.push_back(line); },
-                 .load_client =
-                     [this](const std::string&, std::string*) {
-                       return std::unique_ptr<DaemonClient>(new FileClient(base_ + "/report"));
-                     }});
+                 .reporter = reporter_});
   }
 
   StepIdentity Id(int node) {
@@ -91,13 +61,23 @@ class StepRuntimeTest : public ::testing::Test {
                         .tasks_on_node = 2};
   }
 
-  std::string base_;
+  // Stands in for xdeep-step-report: records its arguments, then cleans up as it does.
+  void FakeReporter() {
+    reporter_ = base_ + "/fake-reporter.sh";
+    std::ofstream(reporter_) << "#!/bin/sh\necho \"$@\" > " << base_
+                             << "/report\nfor a; do case $a in --directory=*) rm -rf "
+                                "\"${a#--directory=}\";; esac; done\n";
+    std::filesystem::permissions(reporter_, std::filesystem::perms::owner_all);
+  }
+
+  std::string base_, reporter_;
   PluginConfig config_;
   std::map<std::string, std::string> job_env_, set_;
   std::vector<std::string> errors_;
 };
 
 TEST_F(StepRuntimeTest, PrivateDirectoryDecisionFileRendezvousAndReport) {
+  FakeReporter();
   StepRuntime step = Make();
   step.Begin(Id(0));
   ASSERT_TRUE(step.active()) << (errors_.empty() ? "" : errors_[0]);
@@ -120,7 +100,6 @@ TEST_F(StepRuntimeTest, PrivateDirectoryDecisionFileRendezvousAndReport) {
   step.TaskEnvironment(1, 1);
   EXPECT_EQ(set_["RANK"], "1");
   EXPECT_EQ(set_["WORLD_SIZE"], "4");
-  std::ofstream(set_["XDEEP_REPORT"]) << "0.5\nnan\n-1\n0.25\n";
   step.TaskExited(0);
   EXPECT_TRUE(std::filesystem::exists(dir)) << "one of the node's two tasks still runs";
   step.TaskExited(3 << 8);  // exit code 3: the node's last task reports
@@ -131,7 +110,36 @@ TEST_F(StepRuntimeTest, PrivateDirectoryDecisionFileRendezvousAndReport) {
   std::ifstream report(base_ + "/report");
   std::string line;
   std::getline(report, line);
-  EXPECT_EQ(line, "dec42 7 3 0 0.5 0.25") << "exit code 3, only real step times, never final";
+  for (const std::string& want :
+       std::vector<std::string>{"--decision=dec42", "--job=7", "--exit-code=3", "--node=0",
+                                "--directory=" + dir, "--daemon=" + config_.daemon}) {
+    EXPECT_NE(line.find(want), std::string::npos) << want << " in " << line;
+  }
+}
+
+TEST(StepTimesTest, OnlyPositiveNumbersAndTheLastOnesPastTheLimit) {
+  const std::string path = ::testing::TempDir() + "/steps-" + std::to_string(getpid());
+  std::ofstream(path) << "0.5\nnan\n-1\nfast\n\n0.25\ninf\n0.75 trailing\n1e-3\n";
+  EXPECT_EQ(ReadStepTimes(path), (std::vector<double>{0.5, 0.25, 0.75, 0.001}));
+  EXPECT_EQ(ReadStepTimes(path, 2), (std::vector<double>{0.75, 0.001}));
+  EXPECT_TRUE(ReadStepTimes(path + ".missing").empty());
+  std::filesystem::remove(path);
+}
+
+TEST_F(StepRuntimeTest, TheRealReporterCleansUpAndSaysWhenTheDaemonIsDown) {
+  reporter_ = XDEEP_STEP_REPORT;
+  config_.daemon = "unix://" + base_ + "/no-daemon.sock";
+  config_.timeout_ms = 300;
+  StepRuntime step = Make();
+  step.Begin(Id(0));
+  ASSERT_TRUE(step.active());
+  const std::string dir = step.directory();
+  std::ofstream(dir + "/step_times") << "0.5\n";
+  step.End();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("did not reach the daemon"), std::string::npos) << errors_[0];
+  EXPECT_NE(errors_[0].find("exited 3"), std::string::npos) << errors_[0];
 }
 
 TEST_F(StepRuntimeTest, UntunedStepsAreLeftAlone) {
@@ -153,13 +161,15 @@ TEST_F(StepRuntimeTest, BrokenDecisionVariablesAreOneErrorAndNoDirectory) {
 }
 
 TEST_F(StepRuntimeTest, OtherNodesReportOnlyWhatTheyAdd) {
+  reporter_ = XDEEP_STEP_REPORT;
+  config_.daemon = "unix://" + base_ + "/no-daemon.sock";
   StepRuntime step = Make();
   step.Begin(Id(1));
   ASSERT_TRUE(step.active());
   const std::string dir = step.directory();
   step.End();
   EXPECT_FALSE(std::filesystem::exists(dir));
-  EXPECT_FALSE(std::filesystem::exists(base_ + "/report")) << "nothing to add: no call";
+  EXPECT_TRUE(errors_.empty()) << "node 1 had no step times: no call, so no failure";
 }
 
 }  // namespace
