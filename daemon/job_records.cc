@@ -17,6 +17,15 @@ namespace {
 
 constexpr std::string_view kDecisionPrefix = "xdeep:";
 
+// Slurm 22.05 writes a requeued run's record after setting the job pending
+// again (scontrol requeue: PENDING; REQUEUED, REQUEUE_HOLD, REQUEUE_FED), and
+// a run on a failed node as NODE_FAIL, which it requeues unless the job asked
+// --no-requeue (a hold kept then goes with the job: released once Slurm
+// holds no job for it).
+bool MayRunAgain(std::string_view state) {
+  return state == "PENDING" || state.starts_with("REQUEUE") || state == "NODE_FAIL";
+}
+
 }  // namespace
 
 std::optional<int> CountArrayTasks(std::string_view indices) {
@@ -150,6 +159,7 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
         **seen < usage->start_unix) {
       usage->start_unix = **seen;
     }
+    usage->run_again = MayRunAgain(usage->state);
     usage->price_per_gpu_hour = policy.PricePerGpuHour(usage->partition);
     usage->price_per_node_hour = policy.PricePerNodeHour(usage->partition);
     auto cost = ledger.ChargeJob(*usage, now);

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,7 @@ struct JobUsage {
   std::string user, account, partition, state;
   int nodes = 0;
   int gpus = 0;             // GPUs of whole nodes: billed when the job held no reservation
+  bool run_again = false;   // Slurm requeued the job: its hold stays for the next run
   std::string decision_id;  // from the job's AdminComment, set by the controller only
   double price_per_gpu_hour = 0, price_per_node_hour = 0;  // for jobs with no reservation
 };
@@ -151,6 +153,10 @@ class Ledger {
   std::mutex mu_;
   sqlite3* db_;
 };
+
+// Whether a run Slurm ended in `slurm_state` (its JOBSTATE) is billed: not
+// when the site failed it (NODE_FAIL, BOOT_FAIL). See docs/admin.md.
+bool Billable(std::string_view slurm_state);
 
 // Start of the budget period holding `now_unix` (UTC): "daily", "weekly"
 // (Monday), "monthly" (the 1st), "total" (0).
