@@ -351,6 +351,9 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
       node_price = sqlite3_column_double(get.get(), 5);
     }
   }
+  // Slurm's own count where its record has one (a job gets no GPU it did not ask for,
+  // and Admit let none ask more than it reserved).
+  if (u.slurm_gpus) gpus = *u.slurm_gpus;
   const double hours = std::max<int64_t>(0, u.end_unix - u.start_unix) / 3600.0;
   const double cost = !Billable(u.state)          ? 0.0
                       : node_price > 0 ? u.nodes * hours * node_price

@@ -55,7 +55,8 @@ struct JobUsage {
   uint32_t uid = 0;
   std::string user, account, partition, state;
   int nodes = 0;
-  int gpus = 0;             // GPUs of whole nodes: billed when the job held no reservation
+  int gpus = 0;  // GPUs of whole nodes: billed when the job held no reservation
+  std::optional<int> slurm_gpus;  // GPUs Slurm allocated (JOB_GRES): billed when known
   bool run_again = false;   // Slurm requeued the job: its hold stays for the next run
   std::string decision_id;  // from the job's AdminComment, set by the controller only
   double price_per_gpu_hour = 0, price_per_node_hour = 0;  // for jobs with no reservation

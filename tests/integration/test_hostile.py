@@ -535,7 +535,8 @@ class CrashTest(StackTest):
         self.assertEqual(r.rc, 0, r)
         self.hold = reservation(decision_of(r))[2]
         self.assertGreater(self.hold, 0)
-        self.assertEqual(len(wait_for_charges([int(r.out.strip().splitlines()[-1].split(";")[0])])), 1)
+        self.first_job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        self.assertEqual(len(wait_for_charges([self.first_job])), 1)
         spent, held = budget_use(ALICE)
         self.limit = spent + held + (self.HOLDS + 0.5) * self.hold
         self.set_config(self.original_config.replace(
@@ -561,7 +562,6 @@ class CrashTest(StackTest):
 
     def test_sigkill_under_concurrent_strict_launches(self):
         rng = random.Random(int(os.environ.get("XDEEP_CRASH_SEED", "23")))
-        round_start = int(time.time())
         watch = SlurmWatch(ALICE)
         watch.start()
         launches = [subprocess.Popen(
@@ -594,8 +594,8 @@ class CrashTest(StackTest):
         for _ in range(240):  # the jobcomp records of the last runs, then a ledger pass
             rows = ledger().execute(
                 "SELECT job_id, start_unix, end_unix, decision_id, nodes, gpus, amount, state "
-                "FROM job_charges WHERE uid = ? AND charged_unix >= ? ORDER BY job_id, start_unix",
-                (uid_of(ALICE), round_start)).fetchall()
+                "FROM job_charges WHERE uid = ? AND job_id > ? ORDER BY job_id, start_unix",
+                (uid_of(ALICE), self.first_job)).fetchall()
             spool = [f for f in os.listdir(os.path.join(STACK, "jobcomp")) if f.endswith(".job")]
             if not spool and {r[0] for r in rows} >= set(jobs):
                 break
