@@ -195,6 +195,16 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
 
 absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& scopes,
                              int64_t period_start, int64_t now, int64_t ttl_s) {
+  return Insert(c, scopes, period_start, now, ttl_s, false);
+}
+
+absl::Status Ledger::ReserveForJob(const Charge& c, const std::vector<BudgetScope>& scopes,
+                                   int64_t period_start, int64_t now, int64_t ttl_s) {
+  return Insert(c, scopes, period_start, now, ttl_s, true);
+}
+
+absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& scopes,
+                            int64_t period_start, int64_t now, int64_t ttl_s, bool bound) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
@@ -212,7 +222,9 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   Statement st(db_,
                "INSERT INTO reservations (decision_id, uid, user, account, partition, amount, "
                "nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, created_unix, "
-               "expires_unix, admission_token) VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?,?)");
+               "expires_unix, admission_token, admitted_unix) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+               "?10,CASE WHEN ?14 THEN 'bound' ELSE 'reserved' END,?11,?12,?13,"
+               "CASE WHEN ?14 THEN ?11 END)");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare reserve");
   st.Text(1, c.decision_id);
   st.Int(2, c.uid);
@@ -231,6 +243,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   } else {
     st.Text(13, c.admission_token);
   }
+  st.Int(14, bound ? 1 : 0);
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));

@@ -105,6 +105,10 @@ class Ledger {
   // exceeded; AlreadyExists for a decision id reserved before.
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
                        int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
+  // The same for a job slurmctld is admitting with no tuned launch (a
+  // heterogeneous job's component): the hold is bound to the job at once.
+  absl::Status ReserveForJob(const Charge& charge, const std::vector<BudgetScope>& scopes,
+                             int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
   // Consumes `token` for a job of `uid`: the reservation must be open and
   // unused, the user's, for the job's partition, and no smaller than what the
   // job asks (nodes, GPUs per node, GPUs). An array holds amount x tasks, checked against
@@ -150,6 +154,8 @@ class Ledger {
  private:
   explicit Ledger(sqlite3* db) : db_(db) {}
   absl::StatusOr<BudgetUse> UseLocked(const BudgetScope& scope, int64_t period_start_unix);
+  absl::Status Insert(const Charge& charge, const std::vector<BudgetScope>& scopes,
+                      int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound);
 
   std::mutex mu_;
   sqlite3* db_;

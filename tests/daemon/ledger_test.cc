@@ -164,6 +164,23 @@ TEST(LedgerTest, RequeuedRunsKeepTheHoldAndNodeFailuresAreNotBilled) {
   EXPECT_DOUBLE_EQ(l.Use(scopes, 0)->front().spent, 12.0 + 4.0);
 }
 
+TEST(LedgerTest, AHeterogeneousComponentsHoldIsBoundAtOnce) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  std::vector<BudgetScope> scopes = {{"user", "alice", 25}};
+  Charge component = ChargeOf("het0", 20);
+  component.admission_token.clear();
+  ASSERT_TRUE(l.ReserveForJob(component, scopes, 0, 100, 60).ok());
+  EXPECT_EQ(l.Get("het0")->state, "bound");
+  component.decision_id = "het1";
+  EXPECT_EQ(l.ReserveForJob(component, scopes, 0, 100, 60).code(),
+            absl::StatusCode::kResourceExhausted);
+  // Admitted at once: a submission that failed releases it after the grace.
+  EXPECT_EQ(l.BoundBefore(101)->size(), 1u);
+  ASSERT_TRUE(l.ChargeJob(RunOf(41, 0, 900, "het0"), 1000).ok());
+  EXPECT_EQ(l.Get("het0")->state, "settled");
+}
+
 TEST(LedgerTest, JobsWithoutAReservationAreChargedToTheirUser) {
   auto ledger = Ledger::Open(":memory:");
   Ledger& l = **ledger;
