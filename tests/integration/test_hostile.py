@@ -313,6 +313,52 @@ class HostileUserTest(StackTest):
         self.assertGreater(second_start, first_start)
         self.assertAlmostEqual(reservation(decision)[3], a1 + a2, delta=1e-9)
 
+    def test_node_failure_is_not_billed_and_the_rerun_is(self):
+        # The node fails under a running job (an admin downs it): Slurm ends
+        # the run as NODE_FAIL and requeues the job. That period is the site's
+        # failure, charged 0 (docs/admin.md); the hold stays for the rerun,
+        # which is billed and closes it.
+        r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                                "--xdeep-tune", f"--xdeep-workload={GPT}",
+                                "--xdeep-cost-tolerance=0", "--wrap=sleep 5"]))
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        decision = decision_of(r)
+        node = ""
+        for _ in range(80):
+            node = run(["squeue", "-h", "-j", str(job), "-t", "RUNNING", "-o", "%N"]).out.strip()
+            if node:
+                break
+            time.sleep(0.25)
+        self.assertTrue(node, "the job never ran")
+        time.sleep(2)
+        down = run(["scontrol", "update", f"nodename={node}", "state=down", "reason=xdeep-test"])
+        self.assertEqual(down.rc, 0, down)
+        try:
+            rows = []
+            for _ in range(480):  # the rerun waits out its credential (cred_expire=10)
+                rows = ledger().execute("SELECT state, end_unix - start_unix, decision_id, gpus, "
+                                        "amount FROM job_charges WHERE job_id = ? ORDER BY "
+                                        "start_unix", (job,)).fetchall()
+                if len(rows) == 1:
+                    self.assertEqual(reservation(decision)[0], "bound", "the hold left early")
+                if len(rows) == 2:
+                    break
+                time.sleep(0.25)
+        finally:
+            run(["scontrol", "update", f"nodename={node}", "state=resume"])
+        self.assertEqual(len(rows), 2, rows)
+        (failed, failed_s, d1, _, failed_amount), (done, done_s, d2, gpus, amount) = rows
+        self.assertEqual((failed, done), ("NODE_FAIL", "COMPLETED"))
+        self.assertEqual((d1, d2), (decision, decision))
+        self.assertGreaterEqual(failed_s, 2)
+        self.assertEqual(failed_amount, 0)
+        self.assertGreaterEqual(done_s, 5)
+        self.assertAlmostEqual(amount, gpus * done_s / 3600 * PRICE, delta=1e-9)
+        state, _, _, settled, _ = reservation(decision)
+        self.assertEqual(state, "settled")
+        self.assertAlmostEqual(settled, amount, delta=1e-9)
+
     def test_failure_report_while_the_job_runs_frees_nothing(self):
         r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
                                 "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 4"]))
