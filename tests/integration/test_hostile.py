@@ -1,12 +1,15 @@
 """A hostile but ordinary user against strict budgets, on the real stack
 (slurmctld with job_submit.lua and the jobcomp script, slurmd, xdeepd as its
 own user, MUNGE): bypassing the plugin with their own slurm.conf, --export=NONE,
-arrays, heterogeneous jobs, forged, replayed and other users' admission tokens,
-other users' decision ids, forged failure reports while the job runs, a hung
-daemon, a full ledger disk. Refusals come at submission with one line and a
-non-zero exit; charges come from slurmctld's record of each job; no node ever
-changes state (sinfo -R stays empty)."""
+arrays, heterogeneous jobs (each component held and charged on its own),
+forged, replayed and other users' admission tokens, other users' decision ids,
+forged failure reports while the job runs, a node failing under a job, a hung
+daemon, a full ledger disk, SIGKILLs of the daemon under concurrent launches.
+Refusals come at submission with one line and a non-zero exit; charges come
+from slurmctld's record of each job; no user makes a node change state
+(sinfo -R stays empty)."""
 import calendar
+import collections
 import os
 import random
 import re
@@ -665,7 +668,7 @@ class CrashTest(StackTest):
         for _ in range(self.KILLS):
             time.sleep(rng.uniform(0.05, 0.6))
             restart_stack_daemon(signal.SIGKILL)
-        jobs, over_budget = [], 0
+        jobs, over_budget, refusals = [], 0, collections.Counter()
         for p in launches:
             out, err = p.communicate(timeout=600)
             if p.returncode == 0:
@@ -673,6 +676,8 @@ class CrashTest(StackTest):
             else:  # refused (for budget, or the daemon died between decision and admission)
                 self.assertRegex(err, r"error: xdeep: ", err)
                 over_budget += "over budget" in err
+                reason = re.search(r"error: xdeep: (?:partition \S+: )?([^:(;]{0,48})", err)
+                refusals[reason.group(1).strip() if reason else "?"] += 1
         self.assertTrue(jobs, "no launch got through")
         if self.LAUNCHES > self.HOLDS + 1:
             self.assertGreater(over_budget, 0, "the budget never refused a launch")
@@ -750,7 +755,8 @@ class CrashTest(StackTest):
               f"budget), {len(ran)} seen running in Slurm, {len(rows)} runs charged once each "
               f"({sum(1 for r in rows if r[3] is None)} unreserved under fail=open, "
               f"{sum(1 for r in rows if r[7] == 'NODE_FAIL')} NODE_FAIL); budget use at most "
-              f"{watch.max_use:.2f} of {self.limit:.2f}; every hold returned")
+              f"{watch.max_use:.2f} of {self.limit:.2f}; every hold returned; refusals "
+              f"{dict(refusals)}")
 
 
 class FullDiskTest(StackTest):
