@@ -15,16 +15,16 @@
 #include "tuner/workload.h"
 
 namespace xdeep::daemon {
-namespace {
-
-namespace v1 = xdeep::v1;
-
 std::string NewDecisionId() {
   std::random_device rd;
   std::uniform_int_distribution<uint64_t> dist;
   std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
   return fmt::format("{:016x}{:016x}", dist(gen), dist(gen));
 }
+
+namespace {
+
+namespace v1 = xdeep::v1;
 
 // 256 bits from the kernel's CSPRNG: a user who sees their own token learns
 // nothing about anyone else's.

@@ -87,6 +87,9 @@ absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w);
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
                                 const xdeep::v1::TuneRequest& request);
 
+// A fresh decision (and reservation) id: 128 random bits in hex.
+std::string NewDecisionId();
+
 // The budgets a charge by `caller` on `account` counts against; an error when
 // the caller may not charge the account.
 absl::StatusOr<std::vector<BudgetScope>> BudgetScopes(const PolicyConfig& policy,

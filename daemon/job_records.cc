@@ -16,6 +16,17 @@ namespace xdeep::daemon {
 namespace {
 
 constexpr std::string_view kDecisionPrefix = "xdeep:";
+// xdeep-jobcomp.sh's copy of `scontrol -d -o show job`, one line each.
+constexpr std::string_view kControllerKey = "SCONTROL=";
+
+// Slurm 22.05 writes a requeued run's record after setting the job pending
+// again (scontrol requeue: PENDING; REQUEUED, REQUEUE_HOLD, REQUEUE_FED), and
+// a run on a failed node as NODE_FAIL, which it requeues unless the job asked
+// --no-requeue (a hold kept then goes with the job: released once Slurm
+// holds no job for it).
+bool MayRunAgain(std::string_view state) {
+  return state == "PENDING" || state.starts_with("REQUEUE") || state == "NODE_FAIL";
+}
 
 }  // namespace
 
@@ -59,11 +70,55 @@ std::optional<int> GpusInTres(std::string_view tres) {
   return gpus;
 }
 
+std::optional<int> GpusInJobGres(std::string_view job_gres) {
+  if (job_gres == "(null)" || job_gres.empty()) return 0;
+  std::string tres;
+  for (std::string_view item : Split(job_gres, ',', true)) {
+    item = item.substr(0, item.find('('));  // "gpu:a100:2(S:0)": the count ends before
+    tres += fmt::format("{}gres:{}", tres.empty() ? "" : ",", item);
+  }
+  return GpusInTres(tres);
+}
+
+ControllerFields ReadControllerRecord(std::span<const std::string_view> lines, uint32_t job_id) {
+  // This job's record: from the line that starts "JobId=<id> " to the next
+  // line that starts a record (a heterogeneous leader lists every component).
+  // User text (a job name, a path) may hold spaces and newlines, so it can add
+  // a field or start a line; it cannot remove slurmctld's own. A field seen
+  // twice is therefore not trusted.
+  const std::string first = fmt::format("JobId={} ", job_id);
+  std::vector<std::string_view> comments, gres;
+  bool inside = false;
+  for (std::string_view line : lines) {
+    if (line.starts_with("JobId=")) {
+      if (inside) break;
+      inside = line.starts_with(first);
+    }
+    if (!inside) continue;
+    for (std::string_view token : Split(line, ' ', true)) {
+      if (token.starts_with("AdminComment=")) comments.push_back(token.substr(13));
+      if (token.starts_with("JOB_GRES=")) gres.push_back(token.substr(9));
+    }
+  }
+  ControllerFields out;
+  if (comments.size() == 1 && comments[0].starts_with(kDecisionPrefix)) {
+    out.decision_id = comments[0].substr(kDecisionPrefix.size());
+  }
+  out.duplicated = comments.size() > 1 || gres.size() > 1;
+  if (gres.size() == 1) out.gpus = GpusInJobGres(gres[0]);
+  return out;
+}
+
 absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
   std::map<std::string_view, std::string_view> fields;
+  std::vector<std::string_view> controller_lines;
   for (std::string_view line : Split(text, '\n', true)) {
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) continue;
+    if (line.starts_with(kControllerKey)) {
+      controller_lines.push_back(line.substr(kControllerKey.size()));
+      continue;
+    }
     fields.try_emplace(line.substr(0, eq), line.substr(eq + 1));
   }
   auto number = [&](std::string_view key) -> std::optional<int64_t> {
@@ -93,8 +148,14 @@ absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
   u.account = text_of("ACCOUNT");
   u.partition = text_of("PARTITION");
   u.state = text_of("JOBSTATE");
-  std::string comment = text_of("ADMINCOMMENT");
-  if (comment.starts_with(kDecisionPrefix)) u.decision_id = comment.substr(kDecisionPrefix.size());
+  const ControllerFields controller = ReadControllerRecord(controller_lines, u.job_id);
+  u.decision_id = controller.decision_id;
+  u.slurm_gpus = controller.gpus;
+  if (controller.duplicated) {
+    // A forged field: charged as a job with no reservation, on whole nodes.
+    u.decision_id.clear();
+    u.slurm_gpus.reset();
+  }
   return u;
 }
 
@@ -150,6 +211,7 @@ int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger
         **seen < usage->start_unix) {
       usage->start_unix = **seen;
     }
+    usage->run_again = MayRunAgain(usage->state);
     usage->price_per_gpu_hour = policy.PricePerGpuHour(usage->partition);
     usage->price_per_node_hour = policy.PricePerNodeHour(usage->partition);
     auto cost = ledger.ChargeJob(*usage, now);

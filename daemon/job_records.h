@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,9 +19,23 @@
 
 namespace xdeep::daemon {
 
-// One spooled record: KEY=value lines; the first occurrence of a key wins.
-// The decision is the AdminComment "xdeep:<id>" job_submit.lua set.
+// One spooled record: the jobcomp environment as KEY=value lines (the first
+// occurrence of a key wins), then slurmctld's record of the job as
+// SCONTROL=<line> lines. The decision is the AdminComment "xdeep:<id>"
+// job_submit.lua set; the GPUs are Slurm's JOB_GRES (allocated).
 absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text);
+
+// What slurmctld's record (`scontrol -d -o show job`, its lines) says of job
+// `job_id`: the decision in its AdminComment and the GPUs it was allocated.
+struct ControllerFields {
+  std::string decision_id;
+  std::optional<int> gpus;  // nullopt: not in the record or unreadable
+  bool duplicated = false;  // AdminComment or JOB_GRES twice: user text forged one
+};
+ControllerFields ReadControllerRecord(std::span<const std::string_view> lines, uint32_t job_id);
+
+// GPUs in a JOB_GRES value ("gpu:4", "gpu:a100:2,gpu:v100:1", "(null)").
+std::optional<int> GpusInJobGres(std::string_view job_gres);
 
 // Tasks in a job array's index expression ("0-9:2,15%4" -> 6); nullopt when
 // it cannot be read.

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS job_charges (
   gpus INTEGER NOT NULL,
   amount REAL NOT NULL,
   charged_unix INTEGER NOT NULL,
+  state TEXT,
   PRIMARY KEY (job_id, start_unix)
 );
 CREATE INDEX IF NOT EXISTS job_charges_user ON job_charges(user, charged_unix);
@@ -60,11 +61,13 @@ CREATE TABLE IF NOT EXISTS run_starts (
 CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_unix);
 )sql";
 
-// Ledgers created before admission tokens existed gain the columns; the
-// error for one that has them already is expected and ignored.
-constexpr const char* kAddTokenColumns[] = {
+// Ledgers created before admission tokens (and the charged run's state)
+// existed gain the columns; the error for one that has them already is
+// expected and ignored.
+constexpr const char* kAddColumns[] = {
     "ALTER TABLE reservations ADD COLUMN admission_token TEXT",
-    "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER"};
+    "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER",
+    "ALTER TABLE job_charges ADD COLUMN state TEXT"};
 constexpr const char* kTokenIndex =
     "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
 
@@ -110,11 +113,23 @@ ReservationRecord ReadRecord(sqlite3_stmt* st) {
   return r;
 }
 
+// A hold that goes without a job ahead: released, unless runs Slurm requeued
+// were charged to it already (those stay spent).
+constexpr const char* kReleasedState =
+    "CASE WHEN settled_amount > 0 THEN 'settled' ELSE 'released' END";
+
 constexpr const char* kSelectRecord =
     "SELECT decision_id, uid, user, account, partition, state, amount, settled_amount, job_id, "
     "nodes, gpus FROM reservations ";
 
 }  // namespace
+
+bool Billable(std::string_view slurm_state) {
+  // Slurm ends a run as NODE_FAIL (or BOOT_FAIL) when a node failed under it
+  // or a batch launch failed on the node: the site's failure, not the user's;
+  // Slurm requeues such a job, and the run that follows is billed.
+  return slurm_state != "NODE_FAIL" && slurm_state != "BOOT_FAIL";
+}
 
 int64_t PeriodStart(const std::string& period, int64_t now_unix) {
   if (period == "total") return 0;
@@ -141,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   }
   auto ledger = std::unique_ptr<Ledger>(new Ledger(db));
   sqlite3_busy_timeout(db, 10000);
-  for (const char* sql : kAddTokenColumns) sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  for (const char* sql : kAddColumns) sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
   for (const char* sql :
        {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema, kTokenIndex}) {
     char* error = nullptr;
@@ -180,6 +195,16 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
 
 absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& scopes,
                              int64_t period_start, int64_t now, int64_t ttl_s) {
+  return Insert(c, scopes, period_start, now, ttl_s, false);
+}
+
+absl::Status Ledger::ReserveForJob(const Charge& c, const std::vector<BudgetScope>& scopes,
+                                   int64_t period_start, int64_t now, int64_t ttl_s) {
+  return Insert(c, scopes, period_start, now, ttl_s, true);
+}
+
+absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& scopes,
+                            int64_t period_start, int64_t now, int64_t ttl_s, bool bound) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
@@ -197,7 +222,9 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   Statement st(db_,
                "INSERT INTO reservations (decision_id, uid, user, account, partition, amount, "
                "nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, created_unix, "
-               "expires_unix, admission_token) VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?,?)");
+               "expires_unix, admission_token, admitted_unix) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+               "?10,CASE WHEN ?14 THEN 'bound' ELSE 'reserved' END,?11,?12,?13,"
+               "CASE WHEN ?14 THEN ?11 END)");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare reserve");
   st.Text(1, c.decision_id);
   st.Int(2, c.uid);
@@ -216,6 +243,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   } else {
     st.Text(13, c.admission_token);
   }
+  st.Int(14, bound ? 1 : 0);
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
@@ -336,12 +364,17 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
       node_price = sqlite3_column_double(get.get(), 5);
     }
   }
+  // Slurm's own count where its record has one (a job gets no GPU it did not ask for,
+  // and Admit let none ask more than it reserved).
+  if (u.slurm_gpus) gpus = *u.slurm_gpus;
   const double hours = std::max<int64_t>(0, u.end_unix - u.start_unix) / 3600.0;
-  const double cost = node_price > 0 ? u.nodes * hours * node_price : gpus * hours * gpu_price;
+  const double cost = !Billable(u.state)          ? 0.0
+                      : node_price > 0 ? u.nodes * hours * node_price
+                                       : gpus * hours * gpu_price;
   Statement ins(db_,
                 "INSERT INTO job_charges (job_id, start_unix, end_unix, decision_id, uid, user, "
-                "account, partition, nodes, gpus, amount, charged_unix) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+                "account, partition, nodes, gpus, amount, charged_unix, state) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!ins.ok()) return SqlError(db_, "ledger", "prepare charge insert");
   ins.Int(1, u.job_id);
   ins.Int(2, u.start_unix);
@@ -359,21 +392,25 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
   ins.Int(10, gpus);
   ins.Real(11, cost);
   ins.Int(12, now);
+  ins.Text(13, u.state);
   if (sqlite3_step(ins.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge");
   if (linked) {
     // The first task closes the hold; later tasks of an array add to it. A
     // hold released early (a report of a failed submission) is charged all
-    // the same: the job ran.
+    // the same: the job ran. A run Slurm requeued adds its charge and keeps
+    // the hold for the run to come.
     Statement upd(db_,
-                  "UPDATE reservations SET settled_amount = CASE WHEN state='settled' THEN "
-                  "settled_amount ELSE 0 END + ?1, closed_unix = CASE WHEN state='settled' THEN "
-                  "closed_unix ELSE ?2 END, job_id = COALESCE(job_id, ?3), state='settled', "
+                  "UPDATE reservations SET settled_amount = settled_amount + ?1, closed_unix = "
+                  "CASE WHEN state='settled' OR (?5 AND state IN ('reserved','bound')) THEN "
+                  "closed_unix ELSE ?2 END, job_id = COALESCE(job_id, ?3), state = CASE WHEN ?5 "
+                  "AND state IN ('reserved','bound') THEN state ELSE 'settled' END, "
                   "admission_token=NULL WHERE decision_id=?4");
     if (!upd.ok()) return SqlError(db_, "ledger", "prepare charge settle");
     upd.Real(1, cost);
     upd.Int(2, now);
     upd.Int(3, u.job_id);
     upd.Text(4, u.decision_id);
+    upd.Int(5, u.run_again ? 1 : 0);
     if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge settle");
   }
   if (absl::Status s = tx.Commit(); !s.ok()) return s;
@@ -417,9 +454,10 @@ absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, doubl
 
 absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now, bool bound_too) {
   std::lock_guard lock(mu_);
-  Statement st(db_,
-               "UPDATE reservations SET state='released', admission_token=NULL, closed_unix=? "
-               "WHERE decision_id=? AND uid=? AND (state='reserved' OR (? AND state='bound'))");
+  Statement st(db_, (std::string("UPDATE reservations SET state=") + kReleasedState +
+                     ", admission_token=NULL, closed_unix=? WHERE decision_id=? AND uid=? AND "
+                     "(state='reserved' OR (? AND state='bound'))")
+                        .c_str());
   if (!st.ok()) return SqlError(db_, "ledger", "prepare release");
   st.Int(1, now);
   st.Text(2, id);
@@ -431,9 +469,10 @@ absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now, b
 
 absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
   std::lock_guard lock(mu_);
-  Statement st(db_,
-               "UPDATE reservations SET state='released', admission_token=NULL, closed_unix=?1 "
-               "WHERE state IN ('reserved','bound') AND expires_unix < ?1");
+  Statement st(db_, (std::string("UPDATE reservations SET state=") + kReleasedState +
+                     ", admission_token=NULL, closed_unix=?1 WHERE state IN ('reserved','bound') "
+                     "AND expires_unix < ?1")
+                        .c_str());
   if (!st.ok()) return SqlError(db_, "ledger", "prepare expire");
   st.Int(1, now);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "expire");

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,7 +55,9 @@ struct JobUsage {
   uint32_t uid = 0;
   std::string user, account, partition, state;
   int nodes = 0;
-  int gpus = 0;             // GPUs of whole nodes: billed when the job held no reservation
+  int gpus = 0;  // GPUs of whole nodes: billed when the job held no reservation
+  std::optional<int> slurm_gpus;  // GPUs Slurm allocated (JOB_GRES): billed when known
+  bool run_again = false;   // Slurm requeued the job: its hold stays for the next run
   std::string decision_id;  // from the job's AdminComment, set by the controller only
   double price_per_gpu_hour = 0, price_per_node_hour = 0;  // for jobs with no reservation
 };
@@ -102,6 +105,10 @@ class Ledger {
   // exceeded; AlreadyExists for a decision id reserved before.
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
                        int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
+  // The same for a job slurmctld is admitting with no tuned launch (a
+  // heterogeneous job's component): the hold is bound to the job at once.
+  absl::Status ReserveForJob(const Charge& charge, const std::vector<BudgetScope>& scopes,
+                             int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
   // Consumes `token` for a job of `uid`: the reservation must be open and
   // unused, the user's, for the job's partition, and no smaller than what the
   // job asks (nodes, GPUs per node, GPUs). An array holds amount x tasks, checked against
@@ -147,10 +154,16 @@ class Ledger {
  private:
   explicit Ledger(sqlite3* db) : db_(db) {}
   absl::StatusOr<BudgetUse> UseLocked(const BudgetScope& scope, int64_t period_start_unix);
+  absl::Status Insert(const Charge& charge, const std::vector<BudgetScope>& scopes,
+                      int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound);
 
   std::mutex mu_;
   sqlite3* db_;
 };
+
+// Whether a run Slurm ended in `slurm_state` (its JOBSTATE) is billed: not
+// when the site failed it (NODE_FAIL, BOOT_FAIL). See docs/admin.md.
+bool Billable(std::string_view slurm_state);
 
 // Start of the budget period holding `now_unix` (UTC): "daily", "weekly"
 // (Monday), "monthly" (the 1st), "total" (0).

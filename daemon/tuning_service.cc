@@ -356,6 +356,10 @@ grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* cont
           response->decision_id().empty() ? "-" : response->decision_id(), response->reason());
       return absl::OkStatus();
     };
+    if (request->heterogeneous()) {
+      if (!strict) return answer(true, "partition is not strictly enforced");
+      return AdmitComponent(*request, *policy, response, answer);
+    }
     if (request->token().empty()) {
       if (!strict) return answer(true, "partition is not strictly enforced");
       return answer(false,
@@ -407,6 +411,58 @@ grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* cont
     return answer(true, fmt::format("reservation {} ({:.2f} {})", admitted->decision_id,
                                     admitted->amount, policy->currency));
   });
+}
+
+absl::Status TuningService::AdmitComponent(
+    const v1::AdmitRequest& request, const PolicyConfig& policy, v1::AdmitResponse* response,
+    const std::function<absl::Status(bool, std::string)>& answer) {
+  // No tuned launch is heterogeneous and one token cannot prove every
+  // component, so each component of a heterogeneous job on a strict
+  // partition holds its own reservation, sized from its time limit (Slurm
+  // ends it there), checked against the budgets and charged from its own
+  // completion record.
+  if (request.time_limit_s() <= 0) {
+    return answer(false, fmt::format("a heterogeneous job on strict partition {} needs a time "
+                                     "limit (--time) on each component: its hold is sized from it",
+                                     request.partition()));
+  }
+  auto per_node = GpusInTres(request.tres_per_node());
+  auto per_job = GpusInTres(request.tres_per_job());
+  auto per_task = GpusInTres(request.tres_per_task());
+  if (!per_node || !per_job || !per_task) return answer(false, "cannot read the job's GPU request");
+  if (*per_task > 0) {
+    return answer(false, "ask for GPUs per node (--gpus-per-node) or per job, not per task");
+  }
+  if (p_.ledger == nullptr) return answer(false, "this daemon keeps no ledger");
+  Charge c;
+  c.decision_id = NewDecisionId();
+  c.uid = request.job_uid();
+  c.user = UserName(c.uid);
+  c.account = request.account();
+  c.partition = request.partition();
+  c.nodes = std::max(1, request.nodes());
+  c.gpus = *per_job > 0 ? *per_job : *per_node * c.nodes;
+  c.price_per_gpu_hour = policy.PricePerGpuHour(c.partition);
+  c.price_per_node_hour = policy.PricePerNodeHour(c.partition);
+  const double hours = static_cast<double>(request.time_limit_s()) / 3600.0;
+  c.amount = (c.price_per_node_hour > 0 ? c.nodes * c.price_per_node_hour
+                                        : c.gpus * c.price_per_gpu_hour) *
+             hours;
+  auto scopes = BudgetScopes(policy, c.user, c.account);
+  if (!scopes.ok()) return answer(false, std::string(scopes.status().message()));
+  const int64_t now = NowUnix();
+  absl::Status held = p_.ledger->ReserveForJob(c, *scopes, PeriodStart(policy.budget_period, now),
+                                               now, policy.reservation_ttl_s);
+  if (held.code() == absl::StatusCode::kResourceExhausted) {
+    return answer(false, fmt::format("over budget: this component of a heterogeneous job may cost "
+                                     "{:.2f} {} ({} node(s), {} GPU(s), {:.2f} h); {}",
+                                     c.amount, policy.currency, c.nodes, c.gpus, hours,
+                                     std::string(held.message())));
+  }
+  if (!held.ok()) return held;
+  response->set_decision_id(c.decision_id);
+  return answer(true, fmt::format("reservation {} ({:.2f} {})", c.decision_id, c.amount,
+                                  policy.currency));
 }
 
 grpc::ServerUnaryReactor* TuningService::RunProbes(grpc::CallbackServerContext* context,

@@ -66,6 +66,11 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
  private:
   // The user whose data a request may read: the caller, or anyone for admins.
   absl::StatusOr<std::string> ReadableUser(const Caller& caller, const std::string& asked) const;
+  // Admit for one component of a heterogeneous job on a strict partition;
+  // `answer(admitted, reason)` fills the response.
+  absl::Status AdmitComponent(const xdeep::v1::AdmitRequest& request, const PolicyConfig& policy,
+                              xdeep::v1::AdmitResponse* response,
+                              const std::function<absl::Status(bool, std::string)>& answer);
 
   ServiceParts p_;
 };

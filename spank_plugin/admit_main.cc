@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   app.add_option("--tres-per-node", q.tres_per_node);
   app.add_option("--tres-per-job", q.tres_per_job);
   app.add_option("--tres-per-task", q.tres_per_task);
+  app.add_flag("--heterogeneous", q.heterogeneous);
+  app.add_option("--time-limit-s", q.time_limit_s)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--account", q.account);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -79,6 +79,9 @@ struct AdmitQuery {
   int nodes = 0;
   std::string array;                                       // job array indices, empty = none
   std::string tres_per_node, tres_per_job, tres_per_task;  // GPU request ("gres:gpu:4")
+  bool heterogeneous = false;  // a heterogeneous job's component: held from its time limit
+  int64_t time_limit_s = 0;
+  std::string account;
 };
 
 struct AdmitAnswer {

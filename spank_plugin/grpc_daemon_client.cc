@@ -207,6 +207,9 @@ class GrpcDaemonClient final : public DaemonClient {
     req.set_tres_per_node(q.tres_per_node);
     req.set_tres_per_job(q.tres_per_job);
     req.set_tres_per_task(q.tres_per_task);
+    req.set_heterogeneous(q.heterogeneous);
+    req.set_time_limit_s(q.time_limit_s);
+    req.set_account(q.account);
     v1::AdmitResponse resp;
     if (!Unary(&v1::Tuning::Stub::Admit, req, &resp, deadline, error)) return false;
     answer->admitted = resp.admitted();

@@ -7,7 +7,8 @@ the job's SPANK environment (XDEEP_ADMISSION) and xdeep-admit asks xdeepd to
 consume it. Anything else in the request is the user's to forge, so the token
 is checked against the daemon's ledger, never trusted. The job's AdminComment
 (which users cannot change) then names the decision, and the job is charged
-from slurmctld's completion record (xdeep-jobcomp.sh).
+from slurmctld's completion record (xdeep-jobcomp.sh). A heterogeneous job's
+components carry no token: each is held from its own time limit instead.
 
 Jobs on other partitions without a token never leave this file. ]]
 
@@ -20,6 +21,7 @@ local FAIL = "open"                -- daemon unavailable: "open" admits (charged
 local TIMEOUT_MS = 3000            -- longest slurmctld waits for the daemon
 
 local NO_VAL = 4294967294
+local INFINITE = 4294967295
 
 local function default_partition(part_list)
   for _, part in pairs(part_list) do
@@ -46,11 +48,32 @@ local function plain(value, pattern, unreadable)
   return unreadable
 end
 
+-- A heterogeneous component's time limit in seconds (its own --time, else the
+-- partition's DefaultTime), 0 when it has none.
+local function time_limit_s(job_desc, part_list, partition)
+  local minutes = job_desc.time_limit
+  if minutes == nil or minutes == NO_VAL or minutes == INFINITE then
+    minutes = nil
+    for _, part in pairs(part_list) do
+      if part.name == partition then minutes = part.default_time end
+    end
+  end
+  if minutes == nil or minutes == NO_VAL or minutes == INFINITE then return 0 end
+  return minutes * 60
+end
+
 -- Runs xdeep-admit; returns "admitted", "refused" or "unavailable", and its line.
-local function admit(job_desc, token, uid, partition, nodes)
+-- `het_limit_s` (a heterogeneous component's time limit) replaces the token.
+local function admit(job_desc, token, uid, partition, nodes, het_limit_s)
   local cmd = string.format("%s --daemon=%s --timeout-ms=%d --uid=%d --partition=%s --nodes=%d",
                             ADMIT, DAEMON, TIMEOUT_MS, uid, partition, nodes)
-  if token ~= nil then cmd = cmd .. " --token=" .. token end
+  if het_limit_s ~= nil then
+    cmd = cmd .. string.format(" --heterogeneous --time-limit-s=%d", het_limit_s)
+    local account = plain(job_desc.account, "^[%w_.-]+$", nil)
+    if account ~= nil then cmd = cmd .. " --account=" .. account end
+  elseif token ~= nil then
+    cmd = cmd .. " --token=" .. token
+  end
   local optional = {
     array = plain(job_desc.array_inx, "^[%d,:%%-]+$", "x"),
     ["tres-per-node"] = plain(job_desc.tres_per_node, "^[%w:/=,_.-]+$", "gres:gpu:0x"),
@@ -90,15 +113,17 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     return slurm.ERROR
   end
   if token ~= nil and not string.match(token, "^%x+$") then token = "0" end
+  local het_limit_s = nil
   if job_desc.het_job_offset ~= nil and job_desc.het_job_offset ~= NO_VAL then
-    -- One token cannot prove each component; tuned launches are never heterogeneous.
+    -- Tuned launches are never heterogeneous and one token cannot prove each
+    -- component: on a strict partition each component holds its own
+    -- reservation, sized from its time limit (slurmctld asks once per component).
     if not strict then return slurm.SUCCESS end
-    slurm.log_user("xdeep: heterogeneous jobs cannot run on strict partition %s", partition)
-    return slurm.ERROR
+    het_limit_s = time_limit_s(job_desc, part_list, partition)
   end
   local nodes = job_desc.min_nodes
   if nodes == nil or nodes == NO_VAL then nodes = 0 end
-  local outcome, line = admit(job_desc, token, submit_uid, partition, nodes)
+  local outcome, line = admit(job_desc, token, submit_uid, partition, nodes, het_limit_s)
   if outcome == "admitted" then
     if line ~= "" then job_desc.admin_comment = "xdeep:" .. line end
     return slurm.SUCCESS

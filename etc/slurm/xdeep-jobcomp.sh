@@ -15,10 +15,14 @@ tmp="$spool/.$name.$$"
   # Fixed keys first, user-chosen text last and on one line each: the daemon
   # takes the first occurrence of a key, so a newline in an account name
   # cannot forge one.
-  for key in JOBID UID START END NODECNT PARTITION JOBSTATE BATCH ARRAYJOBID ARRAYTASKID USERNAME ACCOUNT; do
+  for key in JOBID UID START END NODECNT PARTITION JOBSTATE BATCH ARRAYJOBID ARRAYTASKID \
+             USERNAME ACCOUNT; do
     eval "value=\${$key-}"
     printf '%s=%s\n' "$key" "$(printf '%s' "$value" | tr '\n\r' '  ')"
   done
-  # The AdminComment job_submit.lua set (users cannot change it).
-  scontrol show job "$JOBID" 2>/dev/null | sed -n 's/^   AdminComment=\([^ ]*\).*/ADMINCOMMENT=\1/p' | head -n 1
+  # slurmctld's record of the job, for the AdminComment job_submit.lua set
+  # (users cannot change it) and the GPUs the job was allocated (JOB_GRES; the
+  # jobcomp environment of Slurm 22.05 has no TRES). The daemon reads this
+  # job's fields and trusts none that user text repeats.
+  scontrol -d -o show job "$JOBID" 2>/dev/null | sed 's/^/SCONTROL=/'
 } > "$tmp" && mv -f "$tmp" "$spool/$name.job"

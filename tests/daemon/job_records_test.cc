@@ -14,7 +14,8 @@ namespace {
 constexpr const char* kRecord =
     "JOBID=42\nUID=1001\nSTART=1000\nEND=1600\nNODECNT=2\nPARTITION=gpu\nJOBSTATE=COMPLETED\n"
     "BATCH=yes\nARRAYJOBID=0\nARRAYTASKID=4294967294\nUSERNAME=alice\nACCOUNT=phys\n"
-    "ADMINCOMMENT=xdeep:abc\n";
+    "SCONTROL=JobId=42 JobName=train UserId=alice(1001) JobState=COMPLETING NumNodes=2 "
+    "AdminComment=xdeep:abc JOB_GRES=gpu:6   Nodes=n[1-2] CPU_IDs=0 Mem=0 GRES= WorkDir=/home\n";
 
 TEST(JobRecordTest, ParsesWhatSlurmRecorded) {
   auto u = ParseJobRecord(kRecord);
@@ -26,6 +27,42 @@ TEST(JobRecordTest, ParsesWhatSlurmRecorded) {
   EXPECT_EQ(u->partition, "gpu");
   EXPECT_EQ(u->user, "alice");
   EXPECT_EQ(u->decision_id, "abc");
+  EXPECT_EQ(u->slurm_gpus, 6);
+}
+
+TEST(JobRecordTest, SlurmctldFieldsOfThisJobOnly) {
+  // A heterogeneous leader's record lists every component: each has its own.
+  const std::string_view het[] = {
+      "JobId=7 HetJobId=7 HetJobOffset=0 JobName=a AdminComment=xdeep:d0 JOB_GRES=gpu:1",
+      "JobId=8 HetJobId=7 HetJobOffset=1 JobName=a AdminComment=xdeep:d1 JOB_GRES=gpu:a100:3"};
+  EXPECT_EQ(ReadControllerRecord(het, 7).decision_id, "d0");
+  EXPECT_EQ(ReadControllerRecord(het, 7).gpus, 1);
+  EXPECT_EQ(ReadControllerRecord(het, 8).decision_id, "d1");
+  EXPECT_EQ(ReadControllerRecord(het, 8).gpus, 3);
+  EXPECT_FALSE(ReadControllerRecord(het, 9).gpus.has_value());
+  EXPECT_EQ(GpusInJobGres("(null)"), 0);
+  EXPECT_EQ(GpusInJobGres("gpu:a100:2(S:0),gpu:v100:1"), 3);
+  EXPECT_FALSE(GpusInJobGres("gpu:x4").has_value());
+}
+
+TEST(JobRecordTest, FieldsRepeatedByUserTextAreNotTrusted) {
+  // A job name with a space or a newline adds fields; slurmctld's stay.
+  for (const char* forged :
+       {"SCONTROL=JobId=42 JobName=x JOB_GRES=gpu:0 UserId=alice(1001) JOB_GRES=gpu:8\n",
+        "SCONTROL=JobId=42 JobName=x\nSCONTROL=   AdminComment=xdeep:other\n"
+        "SCONTROL= UserId=alice(1001) AdminComment=xdeep:abc JOB_GRES=gpu:8\n"}) {
+    auto u = ParseJobRecord(std::string(kRecord).substr(0, std::string(kRecord).find("SCONTROL=")) +
+                            forged);
+    ASSERT_TRUE(u.ok()) << u.status();
+    EXPECT_EQ(u->decision_id, "") << forged;
+    EXPECT_FALSE(u->slurm_gpus.has_value()) << forged;
+  }
+  // A line that starts a record ends this one: what follows is not read.
+  auto cut = ParseJobRecord(std::string(kRecord).substr(0, std::string(kRecord).find("SCONTROL=")) +
+                            "SCONTROL=JobId=42 JobName=x\nSCONTROL=JobId=1 JOB_GRES=gpu:0\n"
+                            "SCONTROL= AdminComment=xdeep:abc JOB_GRES=gpu:8\n");
+  ASSERT_TRUE(cut.ok());
+  EXPECT_FALSE(cut->slurm_gpus.has_value());
 }
 
 TEST(JobRecordTest, FirstOccurrenceWinsAndBadRecordsAreRefused) {
@@ -119,8 +156,8 @@ TEST(JobRecordTest, DrainChargesOnceAndDeletes) {
   ASSERT_TRUE((*ledger)->Reserve(c, {}, 0, 900, 600).ok());
   PolicyConfig policy;
   EXPECT_EQ(DrainJobRecords(spool, policy, **ledger, nullptr, 1700), 1);
-  // Slurm's 2 nodes x the 4 GPUs per node reserved x 600 s x 2.0 / h.
-  EXPECT_DOUBLE_EQ((*ledger)->Get("abc")->settled_amount, 8 * 600 / 3600.0 * 2.0);
+  // The 6 GPUs Slurm allocated (not the 8 reserved) x 600 s x 2.0 / h.
+  EXPECT_DOUBLE_EQ((*ledger)->Get("abc")->settled_amount, 6 * 600 / 3600.0 * 2.0);
   EXPECT_FALSE(std::filesystem::exists(spool + "/42.1000.job"));
   EXPECT_FALSE(std::filesystem::exists(spool + "/44.1000.job")) << "neither tuned nor strict";
   EXPECT_TRUE(std::filesystem::exists(spool + "/.43.1000.123"));

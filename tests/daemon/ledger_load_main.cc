@@ -216,9 +216,9 @@ int RunController(const Options& o, const std::vector<Reserved>& all, int first,
     const std::string name = std::to_string(job) + "." + std::to_string(start);
     const std::string record = fmt::format(
         "JOBID={}\nUID={}\nSTART={}\nEND={}\nNODECNT={}\nPARTITION={}\nJOBSTATE=COMPLETED\n"
-        "BATCH=yes\nUSERNAME=u{}\nACCOUNT=\nTRES=cpu=1,node=1,gres/gpu={}\n"
-        "ADMINCOMMENT=xdeep:{}\n",
-        job, r.uid, start, start + seconds, r.nodes, o.partition, r.uid, r.gpus, r.decision);
+        "BATCH=yes\nUSERNAME=u{}\nACCOUNT=\nSCONTROL=JobId={} JobName=load "
+        "AdminComment=xdeep:{} JOB_GRES=gpu:{}\n",
+        job, r.uid, start, start + seconds, r.nodes, o.partition, r.uid, job, r.decision, r.gpus);
     // Written aside and renamed, as xdeep-jobcomp.sh does; every fifth twice.
     for (int copy = 0; copy < (i % 5 == 0 ? 2 : 1); ++copy) {
       const std::string tmp = o.spool + "/." + name + "." + std::to_string(copy);

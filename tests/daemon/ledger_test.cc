@@ -122,6 +122,65 @@ TEST(LedgerTest, EveryArrayTaskAndRequeuedRunIsCharged) {
   EXPECT_DOUBLE_EQ(*l.TotalSettled(), 32.0);
 }
 
+TEST(LedgerTest, RequeuedRunsKeepTheHoldAndNodeFailuresAreNotBilled) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  std::vector<BudgetScope> scopes = {{"user", "alice", 100}};
+  ASSERT_TRUE(l.Reserve(ChargeOf("rq", 10), scopes, 0, 1000, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-rq").ok());
+  auto period = [](uint32_t job, int64_t start, int64_t end, const std::string& state,
+                   const std::string& decision = "rq") {
+    JobUsage u = RunOf(job, start, end, decision);
+    u.state = state;
+    u.run_again = state != "COMPLETED";
+    return u;
+  };
+  // A node failed under the first run: the site's failure, charged 0.
+  EXPECT_DOUBLE_EQ(*l.ChargeJob(period(31, 0, 3600, "NODE_FAIL"), 4000), 0.0);
+  EXPECT_EQ(l.Get("rq")->state, "bound") << "the job runs again: its hold stays";
+  // Requeued by hand after half an hour: billed, and the hold still stays.
+  EXPECT_DOUBLE_EQ(*l.ChargeJob(period(31, 4000, 5800, "PENDING"), 5900), 4 * 0.5 * 2.0);
+  EXPECT_EQ(l.Get("rq")->state, "bound");
+  EXPECT_DOUBLE_EQ(l.Use(scopes, 0)->front().reserved, 10.0);
+  EXPECT_DOUBLE_EQ(*l.ChargeJob(period(31, 6000, 9600, "COMPLETED"), 9700), 4 * 1.0 * 2.0);
+  auto done = l.Get("rq");
+  EXPECT_EQ(done->state, "settled");
+  EXPECT_DOUBLE_EQ(done->settled_amount, 12.0);
+  auto use = l.Use(scopes, 0);
+  EXPECT_DOUBLE_EQ(use->front().spent, 12.0);
+  EXPECT_DOUBLE_EQ(use->front().reserved, 0.0);
+  // A requeued job that never runs again: what its runs cost stays spent
+  // when the hold goes; a hold with no charge is released.
+  ASSERT_TRUE(l.Reserve(ChargeOf("gone", 10), scopes, 0, 1000, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-gone").ok());
+  ASSERT_TRUE(l.ChargeJob(period(32, 0, 1800, "PENDING", "gone"), 1900).ok());
+  ASSERT_TRUE(l.Release("gone", 1000, 2000, true).ok());
+  EXPECT_EQ(l.Get("gone")->state, "settled");
+  ASSERT_TRUE(l.Reserve(ChargeOf("failed", 10), scopes, 0, 1000, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-failed").ok());
+  ASSERT_TRUE(l.ChargeJob(period(33, 0, 1800, "NODE_FAIL", "failed"), 1900).ok());
+  EXPECT_EQ(*l.ExpireStale(99999), 1);
+  EXPECT_EQ(l.Get("failed")->state, "released");
+  EXPECT_DOUBLE_EQ(l.Use(scopes, 0)->front().spent, 12.0 + 4.0);
+}
+
+TEST(LedgerTest, AHeterogeneousComponentsHoldIsBoundAtOnce) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  std::vector<BudgetScope> scopes = {{"user", "alice", 25}};
+  Charge component = ChargeOf("het0", 20);
+  component.admission_token.clear();
+  ASSERT_TRUE(l.ReserveForJob(component, scopes, 0, 100, 60).ok());
+  EXPECT_EQ(l.Get("het0")->state, "bound");
+  component.decision_id = "het1";
+  EXPECT_EQ(l.ReserveForJob(component, scopes, 0, 100, 60).code(),
+            absl::StatusCode::kResourceExhausted);
+  // Admitted at once: a submission that failed releases it after the grace.
+  EXPECT_EQ(l.BoundBefore(101)->size(), 1u);
+  ASSERT_TRUE(l.ChargeJob(RunOf(41, 0, 900, "het0"), 1000).ok());
+  EXPECT_EQ(l.Get("het0")->state, "settled");
+}
+
 TEST(LedgerTest, JobsWithoutAReservationAreChargedToTheirUser) {
   auto ledger = Ledger::Open(":memory:");
   Ledger& l = **ledger;
