@@ -209,6 +209,28 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("probe_reports", config.hardware.probe_reports);
          return r.Finish();
        }},
+      {"fabric",
+       [&](const toml::table& t, std::string_view src) {
+         // Numbers and strings only; FabricFromKeys knows the keys and ranges.
+         std::vector<tuner::FabricKey>& keys = config.hardware.fabric;
+         for (const auto& [key, node] : t) {
+           tuner::FabricKey k;
+           k.key = std::string(key.str());
+           if (auto text = node.value_exact<std::string>()) {
+             k.text = *text;
+             k.is_text = true;
+           } else if (auto number = node.value<double>()) {
+             k.number = *number;
+           } else {
+             return absl::InvalidArgumentError(
+                 fmt::format("{}:{}: [fabric] {} must be a number or a string", src,
+                             node.source().begin.line, key.str()));
+           }
+           keys.push_back(std::move(k));
+         }
+         auto checked = tuner::FabricFromKeys(keys, tuner::Fabric{}, src);
+         return checked.ok() ? absl::OkStatus() : checked.status();
+       }},
       {"identity",
        [&](const toml::table& t, std::string_view src) {
          TableReader r(t, src, "identity");
@@ -339,6 +361,13 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
     if (absl::Status s = it->second(*table, source); !s.ok()) return s;
   }
   return config;
+}
+
+void ApplySiteFabric(const HardwareConfig& config, tuner::HardwareProfile* hw) {
+  if (config.fabric.empty()) return;
+  // Checked when the file was read, so it cannot fail here.
+  auto fabric = tuner::FabricFromKeys(config.fabric, hw->fabric, "xdeepd.toml");
+  if (fabric.ok()) hw->fabric = *fabric;
 }
 
 bool PolicyConfig::TuningDefault(const std::string& partition) const {

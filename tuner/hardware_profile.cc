@@ -26,6 +26,7 @@
 #include "tuner/modeling/model.h"
 #include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
+#include "tuner/network_model.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
@@ -110,6 +111,7 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
   hw.memory_bandwidth_gbps = s.bw_gbps;
   hw.attention_efficiency = s.attention_eff;
   hw.sm_count = s.sms;
+  hw.fabric = DefaultFabricFor(hw.gpu_name);
   // The GEMM model at the spec's large-GEMM rates and bandwidth, its shape
   // parameters at GemmFit's defaults (no points to fit them to).
   for (auto [dtype, tflops] : {std::pair{DType::kBf16, s.bf16_tflops}, {DType::kFp16, s.bf16_tflops},
@@ -271,16 +273,29 @@ CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op
     if (!q.found || q.busbw <= 0) return line;
     return {q.latency_s, BusFactor(op, ranks) / (q.busbw * 1e9)};
   }
-  // Across nodes: NCCL builds one ring per NIC rail, so k GPUs of a node in the
-  // group give k rails' bandwidth, never more than NVLink inside the node.
-  const FitQuery q = FitOrFallback(hw, op, FabricScope::kInterNode, ranks);
-  if (!q.found || q.busbw <= 0) return line;
-  double bw = q.busbw * ranks_per_node;
+  // Across nodes: the network model (NCCL's ring / tree over the fabric),
+  // with NVLink's bandwidth from the intra-node figures and, where the probe
+  // ran across nodes, its measured rate per rail and latency.
+  NodeLinks node;
+  node.gpus_per_node = std::max(1, hw.gpus_per_node);
   if (ranks_per_node > 1) {
     const FitQuery intra = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks_per_node);
-    if (intra.found && intra.busbw > 0) bw = std::min(bw, intra.busbw);
+    if (intra.found && intra.busbw > 0) node.nvlink_busbw = intra.busbw * 1e9;
   }
-  return {q.latency_s, BusFactor(op, ranks) / (bw * 1e9)};
+  if (hw.inter_node_measured) {
+    const FitQuery q = FitOrFallback(hw, op, FabricScope::kInterNode, ranks);
+    if (q.found && q.busbw > 0) {
+      // The probe's busbw is per GPU of a node (one rail each); a node with
+      // fewer NICs than GPUs shares them.
+      node.measured_nic_bw = q.busbw * 1e9 * node.gpus_per_node /
+                             std::max(1, std::min(hw.fabric.nics_per_node, node.gpus_per_node));
+      const CollectiveLine modelled = NetworkCollective(hw.fabric, node, op, ranks, 1);
+      if (modelled.latency_s > 0 && q.latency_s > 0) {
+        node.latency_scale = std::clamp(q.latency_s / modelled.latency_s, 0.25, 4.0);
+      }
+    }
+  }
+  return NetworkCollective(hw.fabric, node, op, ranks, ranks_per_node);
 }
 
 double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
@@ -772,6 +787,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   const bool has_inter =
       std::any_of(hw.collectives.begin(), hw.collectives.end(),
                   [](const CollectiveFit& f) { return f.scope == FabricScope::kInterNode; });
+  hw.inter_node_measured = has_inter;
+  hw.fabric = DefaultFabricFor(hw.gpu_name);
   std::string filled;
   if (!has_intra || !has_inter || hw.memory_bandwidth_gbps <= 0) {
     const BuiltinSpec* base = &kBuiltins[0];

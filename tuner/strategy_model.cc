@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tuner/context_parallel.h"
 
 namespace xdeep::tuner {
 
@@ -149,6 +150,7 @@ struct RankData {
 struct RankTimes {
   double fwd = 0, bwd = 0;  // compute
   double tp_comm_fwd = 0;   // tensor-parallel all-reduces in one forward
+  double cp_comm_fwd = 0;   // context parallel: keys and values all-gathered in one forward
   double launch_fwd = 0;    // host time to launch one forward's kernels
 };
 
@@ -181,6 +183,7 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
 // terms enter as max(compute, communication)), so dominance is exact here too.
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
+         ta.cp_comm_fwd >= tb.cp_comm_fwd &&
          ta.launch_fwd >= tb.launch_fwd && a.send_bytes >= b.send_bytes && a.chunks >= b.chunks &&
          a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
          a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors &&
@@ -220,7 +223,10 @@ struct StrategyModel::Impl {
   }
   double ideal_per_sample = -1;
 
-  Impl(const Workload& wl, const HardwareProfile& h) : w(wl), hw(h), pb(BytesFor(wl)) {}
+  int cp = 1;  // the context-parallel degree this model's workload is split for
+
+  Impl(const Workload& wl, const HardwareProfile& h, int context_parallel = 1)
+      : w(wl), hw(h), pb(BytesFor(wl)), cp(context_parallel) {}
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
   // first chunk, head with the last); other tables greedily by FLOPs.
@@ -445,6 +451,13 @@ struct StrategyModel::Impl {
         r.bwd += bwd;
         const int kernels = compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels;
         r.launch_fwd += kernels * host_per_kernel;
+        if (cp > 1 && l.cp_kv_bytes > 0) {
+          // Keys and values of the whole sequence gathered before attention
+          // (Llama 3 sec. 3.3.2: all-gather, not overlapped); cp ranks sit
+          // next to the tensor-parallel group in rank order.
+          const int cp_rpn = std::clamp(hw.gpus_per_node / std::max(1, tp), 1, cp);
+          r.cp_comm_fwd += Coll(CollectiveOp::kAllGather, l.cp_kv_bytes * mb, cp, cp_rpn);
+        }
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
           r.tp_comm_fwd +=
@@ -531,9 +544,37 @@ double StragglerFactor(int ranks, double cv) {
   return 1 + cv * e;
 }
 
+struct StrategyModel::Variant {
+  int key = 0;
+  std::unique_ptr<Workload> workload;  // Impl keeps a reference: a stable address
+  std::unique_ptr<Impl> impl;
+};
+
 StrategyModel::StrategyModel(const Workload& w, const HardwareProfile& hw)
     : w_(w), hw_(hw), impl_(std::make_unique<Impl>(w, hw)) {}
 StrategyModel::~StrategyModel() = default;
+
+StrategyModel::Impl& StrategyModel::For(const Configuration& c) {
+  const bool sp = c.sequence_parallel && c.tp > 1;
+  if (c.cp <= 1 && !sp) return *impl_;
+  const int key = std::max(1, c.cp) * 2 + (sp ? 1 : 0);
+  if (key == last_variant_key_) return *last_variant_;
+  for (const auto& v : variants_) {
+    if (v->key == key) {
+      last_variant_key_ = key;
+      last_variant_ = v->impl.get();
+      return *last_variant_;
+    }
+  }
+  auto v = std::make_unique<Variant>();
+  v->key = key;
+  v->workload = std::make_unique<Workload>(PerRankWorkload(w_, std::max(1, c.cp), sp));
+  v->impl = std::make_unique<Impl>(*v->workload, hw_, std::max(1, c.cp));
+  last_variant_key_ = key;
+  last_variant_ = v->impl.get();
+  variants_.push_back(std::move(v));
+  return *last_variant_;
+}
 
 namespace {
 
@@ -564,11 +605,14 @@ double InFlight(const Configuration& c, int rank, int v) {
 }  // namespace
 
 template <bool kBreakdown>
-double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
+double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* out) {
+  Impl& im = For(given);
+  Configuration folded;
+  const Configuration& c = given.cp > 1 ? (folded = FoldContextParallel(given)) : given;
   const int v = VirtualStages(c);
-  const Partitioned& part = impl_->Partition(c.tp, c.pp, v);
+  const Partitioned& part = im.Partition(c.tp, c.pp, v);
   const auto& ranks = part.ranks;
-  const PrecisionBytes& pb = impl_->pb;
+  const PrecisionBytes& pb = im.pb;
   const double d = std::max(1, c.dp);
   const bool z1 = c.sharding != Sharding::kNone;
   const bool z2 = c.sharding == Sharding::kZero2 || c.sharding == Sharding::kZero3;
@@ -712,13 +756,15 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
 
 double StrategyModel::MemoryTotal(const Configuration& c) { return MemoryCore<false>(c, nullptr); }
 
-StepTime StrategyModel::Time(const Configuration& c) {
+StepTime StrategyModel::Time(const Configuration& given) {
+  Impl& im = For(given);
+  Configuration folded;
+  const Configuration& c = given.cp > 1 ? (folded = FoldContextParallel(given)) : given;
   const int v = VirtualStages(c);
-  const auto& ranks = impl_->Partition(c.tp, c.pp, v).ranks;
-  const Timed& timed = impl_->Times(c.tp, c.pp, v, c.micro_batch);
+  const auto& ranks = im.Partition(c.tp, c.pp, v).ranks;
+  const Timed& timed = im.Times(c.tp, c.pp, v, c.micro_batch);
   const auto& rt = timed.times;
-  Impl& im = *impl_;
-  const PrecisionBytes& pb = impl_->pb;
+  const PrecisionBytes& pb = im.pb;
   const HardwareProfile& hw = hw_;
   const int dp_rpn = DpRanksPerNode(c);
   const double copy_bytes =
@@ -777,10 +823,12 @@ StepTime StrategyModel::Time(const Configuration& c) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd;
+    double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b;
     const double b_launched = HostAndDevice(b_device, launch_b);
-    double b = b_launched + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    // [MLM19] as many all-reduces; context parallel: keys and values gathered
+    // again and their gradients reduce-scattered.
+    double b = b_launched + r.tp_comm_fwd + 2 * r.cp_comm_fwd;
     if (c.recompute) b += f;                // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
@@ -920,14 +968,30 @@ StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Co
 }
 
 std::string StructuralProblem(const Workload& w, const Configuration& c) {
-  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 || c.micro_batch < 1 ||
-      c.grad_accum < 1) {
+  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 || c.cp < 1 ||
+      c.micro_batch < 1 || c.grad_accum < 1) {
     return "every count must be at least 1";
   }
-  if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp) {
-    return absl::StrCat("dp x tp x pp = ", c.dp * c.tp * c.pp, " but the allocation has ",
+  if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp * c.cp) {
+    return absl::StrCat(c.cp > 1 ? "dp x tp x pp x cp = " : "dp x tp x pp = ",
+                        int64_t{c.dp} * c.tp * c.pp * c.cp, " but the allocation has ",
                         c.nodes * c.gpus_per_node, " GPUs");
   }
+  if (c.cp > 1) {
+    if (w.family != ModelFamily::kTransformer) {
+      return "context parallelism is modelled for transformers only";
+    }
+    // Each rank takes two chunks of 1/(2 cp) of the sequence, one from each
+    // end, so causal attention's work is balanced (Megatron-Core, Llama 3).
+    if (MaterialisesScores(ResolvedAttention(w))) {
+      return "context parallelism needs a fused attention kernel (flash or memory-efficient)";
+    }
+    if (w.transformer.seq_len % (2 * c.cp) != 0) {
+      return absl::StrCat("cp ", c.cp, ": 2 x cp must divide the sequence length (",
+                          w.transformer.seq_len, ")");
+    }
+  }
+  if (c.sequence_parallel && c.tp < 2) return "sequence parallelism needs tp > 1";
   if (c.gpus_per_node % c.tp != 0)
     return "tp must divide the GPUs per node (tp stays inside a node)";
   if (c.global_batch != int64_t{c.dp} * c.micro_batch * c.grad_accum) {

@@ -119,6 +119,9 @@ struct LayerCost {
   double tp_comm_bytes = 0;              // bytes of one tensor-parallel all-reduce, per sample
   int tp_allreduces_fwd = 0;             // all-reduces per forward pass (backward does as many)
   double attention_flops = 0;            // forward attention FLOPs per sample (not GEMM-shaped)
+  // Context parallel only (PerRankWorkload): keys and values of the whole
+  // sequence that each rank gathers before attention, per sample.
+  double cp_kv_bytes = 0;
   double recompute_saved_bytes = 0;      // what full recomputation keeps (the block input)
   // Memory traffic per sample of unfused kernels beyond the passes over saved
   // activations, forward and backward (a transformer's loss on its logits, an
