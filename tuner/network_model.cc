@@ -14,6 +14,9 @@
 //          bandwidth across nodes is its NICs' (nccl-tests multi-node
 //          all-reduce ~ 8 x per-rail busbw on 8-GPU nodes), never more than
 //          NVLink's inside the node.
+//  [CHAN]  NCCL's environment documentation (NCCL_MIN_NCHANNELS /
+//          NCCL_MAX_NCHANNELS): each channel is one CUDA block on one SM;
+//          over InfiniBand NCCL opens two channels per NIC by default.
 #include "tuner/network_model.h"
 
 #include <algorithm>
@@ -106,6 +109,13 @@ CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, Collect
     line.Add(tree_ll128_lat, 1.0 / (0.5 * tree_bw * 0.915));
   }
   return line;
+}
+
+double OverlapComputeShare(const Fabric& f, int gpus_per_node, int sm_count, int ranks_per_node) {
+  const int g = std::max(1, gpus_per_node);
+  const double nics = f.nics_per_node * double(std::clamp(ranks_per_node, 1, g)) / g;
+  const double channels = std::max(1.0, 2 * nics);  // [CHAN]
+  return std::min(0.5, channels / std::max(1, sm_count));
 }
 
 }  // namespace xdeep::tuner

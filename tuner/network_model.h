@@ -41,6 +41,13 @@ CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, Collect
 double InterNodeBandwidth(const Fabric& f, const NodeLinks& node, int ranks_per_node, int nodes,
                           bool tree);
 
+// Share of a GPU's compute a collective across nodes takes while it runs
+// beside compute: NCCL runs one thread block per channel on the SMs and
+// opens about two channels per NIC the group uses (its NICs' share, as in
+// InterNodeBandwidth), so overlapped compute loses channels / SMs of its
+// rate for as long as the collective runs. `sm_count`: the GPU's SMs.
+double OverlapComputeShare(const Fabric& f, int gpus_per_node, int sm_count, int ranks_per_node);
+
 }  // namespace xdeep::tuner
 
 #endif  // XDEEP_TUNER_NETWORK_MODEL_H_

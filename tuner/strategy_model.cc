@@ -37,6 +37,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
+#include "tuner/network_model.h"
 
 namespace xdeep::tuner {
 
@@ -421,10 +422,11 @@ struct StrategyModel::Impl {
         double fwd = 0, bwd = 0;
         for (size_t g = 0; g < l.gemms.size(); ++g) {
           const GemmShape& s = l.gemms[g];
-          const bool split_n = g < l.tp_split_n.size() && l.tp_split_n[g];
-          const double m = s.m_per_sample * mb;
+          const bool split_m = g < l.tp_split_m.size() && l.tp_split_m[g];
+          const bool split_n = !split_m && g < l.tp_split_n.size() && l.tp_split_n[g];
+          const double m = s.m_per_sample * mb / (split_m ? t : 1);
           const double n = split_n ? double(s.n) / t : double(s.n);
-          const double k = split_n ? double(s.k) : double(s.k) / t;
+          const double k = split_n || split_m ? double(s.k) : double(s.k) / t;
           fwd += Gemm(m, n, k, GemmLayout::kForward);
           // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
           // and stored as xdeep-probe measures a layer (profiler/shapes.cc
@@ -774,6 +776,9 @@ StepTime StrategyModel::Time(const Configuration& given) {
   StepTime st;
   double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0, dp_exposed = 0;
   const int world = c.dp * c.tp * c.pp;
+  // Compute lost to NCCL's blocks while data-parallel traffic across nodes
+  // overlaps it (network_model.h).
+  const double overlap_share = OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
   const double straggle = StragglerFactor(world, hw.host_step_cv);
   // A job's ranks sharing a node's host issue their kernels slower than one
   // process (HardwareProfile::side_by_side_host_factor).
@@ -855,6 +860,11 @@ StepTime StrategyModel::Time(const Configuration& given) {
           im.Coll(CollectiveOp::kAllGather, std::max(d.unit_params, d.root_params) * copy_bytes,
                   c.dp, dp_rpn);
       z3_exposed = std::max(0.0, ag - r.fwd) + std::max(0.0, ag + rs - r.bwd) + 2 * first;
+      // Across nodes the hidden gathers take NCCL's SMs from the compute
+      // they overlap (OverlapComputeShare).
+      if (dp_rpn < c.dp) {
+        z3_exposed += overlap_share * (std::min(ag, r.fwd) + std::min(ag + rs, r.bwd));
+      }
     } else if (c.sharding == Sharding::kZero2 && c.dp > 1) {
       // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
       // gradient buffer to accumulate into), overlapped with that backward.
@@ -863,6 +873,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
       const double last =
           im.Coll(CollectiveOp::kReduceScatter, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
       z3_exposed = std::max(last, rs - r.bwd);
+      if (dp_rpn < c.dp) z3_exposed += overlap_share * std::min(rs, r.bwd);
     }
     const double total = f + b + z3_exposed;
     if (total > t_mb) {
@@ -895,7 +906,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
       // micro-batch 16, ~30 % less at 4 (bench/validate/data/2026-11-26_h200x2_*).
       dp_exposed = std::max(last, all - t_b_idle);
     } else {
-      dp_exposed = std::max(last, all - t_b_last);
+      dp_exposed = std::max(last, all - t_b_last) + overlap_share * std::min(all, t_b_last);
     }
     // [DDP] gradients are copied into the buckets, scaled by 1/world and
     // copied back after the reduction: three read-write passes.
