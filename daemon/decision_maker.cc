@@ -86,6 +86,8 @@ void Fill(const tuner::Configuration& c, v1::Configuration* out) {
   out->set_recompute(c.recompute);
   out->set_global_batch(c.global_batch);
   out->set_strategy(tuner::StrategyName(c));
+  out->set_context_parallel(c.cp);
+  out->set_sequence_parallel(c.sequence_parallel);
 }
 
 void Fill(const tuner::Prediction& p, v1::Prediction* out) {

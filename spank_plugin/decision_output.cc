@@ -238,6 +238,8 @@ std::vector<std::pair<std::string, std::string>> DecisionEnvironment(
       {"XDEEP_DP", std::to_string(b.dp)},
       {"XDEEP_TP", std::to_string(b.tp)},
       {"XDEEP_PP", std::to_string(b.pp)},
+      {"XDEEP_CP", std::to_string(b.cp)},
+      {"XDEEP_SEQUENCE_PARALLEL", b.sequence_parallel ? "1" : "0"},
       {"XDEEP_SHARDING_STAGE", std::to_string(b.sharding_stage)},
       {"XDEEP_MICRO_BATCH", std::to_string(b.micro_batch)},
       {"XDEEP_GRAD_ACCUM", std::to_string(b.grad_accumulation)},

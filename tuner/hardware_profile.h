@@ -28,9 +28,11 @@ enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
 enum class FabricScope { kIntraNode, kInterNode };
 
 // One fitted line t(bytes) = latency_s + bytes * bus_factor(op, n) / busbw for a
-// given op, scope and rank count. For inter-node fits busbw is per GPU taking
-// part on each node (one NIC rail per GPU), so a group with k GPUs per node
-// gets k times that, capped by the intra-node figure.
+// given op, scope and rank count. Inter-node fits come from the probe only
+// (built-in profiles describe their network by `fabric`): busbw is per GPU
+// taking part on each node, the rate of one NIC rail, which the network
+// model shares among a node's groups (network_model.h); the latency scales
+// NCCL's latency model to match.
 struct CollectiveFit {
   CollectiveOp op = CollectiveOp::kAllReduce;
   FabricScope scope = FabricScope::kIntraNode;
@@ -73,9 +75,6 @@ struct HardwareProfile {
   // [fabric] table. Collectives across nodes follow it (network_model.h), at
   // the NIC rate and latency the probe measured where it ran across nodes.
   Fabric fabric;
-  // Whether `collectives` holds inter-node fits the probe measured (not
-  // filled in from a built-in profile).
-  bool inter_node_measured = false;
   // Attention throughput relative to GEMM at the same size; probes fill it from
   // the attention section, built-in profiles from published FlashAttention-2/3.
   double attention_efficiency = 0.6;

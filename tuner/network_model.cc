@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace xdeep::tuner {
 
@@ -43,7 +44,9 @@ double BusFactorOf(CollectiveOp op, int n) {
 
 double InterNodeBandwidth(const Fabric& f, const NodeLinks& node, int ranks_per_node, int nodes,
                           bool tree) {
-  const int g = std::max(1, node.gpus_per_node);
+  // A node has at least as many GPUs as NICs (rails; a probe's profile may
+  // count only the GPUs its job held).
+  const int g = std::max({1, node.gpus_per_node, f.nics_per_node});
   const int k = std::clamp(ranks_per_node, 1, g);
   const double nic = node.measured_nic_bw > 0 ? node.measured_nic_bw : f.NicBytesPerSecond();
   // The group's share of the node's NICs: every group on the node talks at

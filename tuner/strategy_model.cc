@@ -424,9 +424,11 @@ struct StrategyModel::Impl {
           const GemmShape& s = l.gemms[g];
           const bool split_m = g < l.tp_split_m.size() && l.tp_split_m[g];
           const bool split_n = !split_m && g < l.tp_split_n.size() && l.tp_split_n[g];
+          // A rank holds ceil(n / tp) columns (rows) where tp does not
+          // divide them (a 50257-word head), misaligned as they are.
           const double m = s.m_per_sample * mb / (split_m ? t : 1);
-          const double n = split_n ? double(s.n) / t : double(s.n);
-          const double k = split_n || split_m ? double(s.k) : double(s.k) / t;
+          const double n = split_n ? std::ceil(double(s.n) / t) : double(s.n);
+          const double k = split_n || split_m ? double(s.k) : std::ceil(double(s.k) / t);
           fwd += Gemm(m, n, k, GemmLayout::kForward);
           // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
           // and stored as xdeep-probe measures a layer (profiler/shapes.cc

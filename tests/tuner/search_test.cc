@@ -34,9 +34,18 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
       const int n = nodes * g;
       if (l.max_total_gpus > 0 && n > l.max_total_gpus) continue;
       for (int tp = 1; tp <= n; ++tp) {
+        // Context parallelism as the search documents it: long sequences
+        // (each rank keeps 2,048 tokens or more), 2 x cp equal chunks, a
+        // fused attention kernel.
+        for (int cp = 1; cp <= 64; cp *= 2) {
+        if (cp > 1 && (w.family != ModelFamily::kTransformer || !allowed("cp") ||
+                       MaterialisesScores(ResolvedAttention(w)) ||
+                       w.transformer.seq_len % (2 * cp) != 0 || w.transformer.seq_len / cp < 2048)) {
+          continue;
+        }
         for (int pp = 1; pp <= n; ++pp) {
-          if (n % (tp * pp) != 0) continue;
-          const int dp = n / (tp * pp);
+          if (n % (tp * pp * cp) != 0) continue;
+          const int dp = n / (tp * pp * cp);
           for (int z = 0; z < 4; ++z) {
             for (int sched = 0; sched < 2; ++sched) {
               for (int rc = 0; rc < 2; ++rc) {
@@ -48,6 +57,9 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
                     c.dp = dp;
                     c.tp = tp;
                     c.pp = pp;
+                    c.cp = cp;
+                    // Sequence parallelism dominates wherever tp > 1 allows it.
+                    c.sequence_parallel = tp > 1 && allowed("sp");
                     c.sharding = static_cast<Sharding>(z);
                     c.schedule = sched ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
                     c.virtual_stages = sched ? 2 : 1;
@@ -75,6 +87,7 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
               }
             }
           }
+        }
         }
       }
     }
