@@ -211,8 +211,11 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
        }},
       {"fabric",
        [&](const toml::table& t, std::string_view src) {
-         // Numbers and strings only; FabricFromKeys knows the keys and ranges.
+         // Numbers and strings only; FabricFromKeys knows the keys and
+         // ranges. Each key is checked on its own (with `builtin`, which
+         // others change) so the error names its line.
          std::vector<tuner::FabricKey>& keys = config.hardware.fabric;
+         std::vector<int> lines;
          for (const auto& [key, node] : t) {
            tuner::FabricKey k;
            k.key = std::string(key.str());
@@ -227,9 +230,20 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
                              node.source().begin.line, key.str()));
            }
            keys.push_back(std::move(k));
+           lines.push_back(static_cast<int>(node.source().begin.line));
          }
-         auto checked = tuner::FabricFromKeys(keys, tuner::Fabric{}, src);
-         return checked.ok() ? absl::OkStatus() : checked.status();
+         std::vector<tuner::FabricKey> base;
+         for (const tuner::FabricKey& k : keys) {
+           if (k.key == "builtin") base.push_back(k);
+         }
+         for (size_t i = 0; i < keys.size(); ++i) {
+           std::vector<tuner::FabricKey> one = base;
+           if (keys[i].key != "builtin") one.push_back(keys[i]);
+           auto checked =
+               tuner::FabricFromKeys(one, tuner::Fabric{}, fmt::format("{}:{}", src, lines[i]));
+           if (!checked.ok()) return checked.status();
+         }
+         return absl::OkStatus();
        }},
       {"identity",
        [&](const toml::table& t, std::string_view src) {
@@ -280,7 +294,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Range("reservation_ttl_s", p.reservation_ttl_s, 60, 90 * 86400);
          r.Range("admission_window_s", p.admission_window_s, 10, 86400);
          for (const std::string& s : p.allowed_strategies) {
-           r.OneOf("allowed_strategies", s, {"dp", "tp", "pp", "zero1", "zero2", "zero3", "fsdp"});
+           r.OneOf("allowed_strategies", s,
+                   {"dp", "tp", "pp", "sp", "cp", "zero1", "zero2", "zero3", "fsdp"});
          }
          r.Tables("partition", [&](const std::string& name, const toml::table& pt) {
            PartitionPolicy& pp = p.partitions[name];

@@ -252,14 +252,13 @@ CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op
   CollectiveLine line;
   if (ranks <= 1) return line;
   ranks_per_node = std::clamp(ranks_per_node, 1, ranks);
-  if (op == CollectiveOp::kSendRecv) {
-    // Point-to-point between two ranks: intra when they share a node.
-    const FabricScope scope =
-        ranks_per_node >= 2 ? FabricScope::kIntraNode : FabricScope::kInterNode;
-    const FitQuery q = FitOrFallback(hw, op, scope, 2);
+  if (op == CollectiveOp::kSendRecv && ranks_per_node >= 2) {
+    // Point-to-point between two ranks of one node; across nodes below.
+    const FitQuery q = FitOrFallback(hw, op, FabricScope::kIntraNode, 2);
     if (!q.found || q.busbw <= 0) return line;
     return {q.latency_s, 1.0 / (q.busbw * 1e9)};
   }
+  if (op == CollectiveOp::kSendRecv) ranks = 2;
   if (ranks_per_node >= ranks) {
     const FitQuery q = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks);
     if (!q.found || q.busbw <= 0) return line;
