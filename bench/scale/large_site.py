@@ -159,7 +159,7 @@ def main():
                 sys.exit(f"large_site: {' '.join(cmd[1:])}: {r.stderr.strip()}")
             lat.append(dt)
             try:
-                searched.append(json.loads(r.stdout).get("candidates_evaluated", 0))
+                searched.append(json.loads(r.stdout).get("configurations_evaluated", 0))
             except ValueError:
                 pass
 
@@ -188,8 +188,12 @@ def main():
               f"{statistics.median(lat) / b50:.2f}x, p99 {percentile(lat, 99) / b50:.2f}x")
         print(f"  largest search (llama-70b, up to {args.nodes} nodes, time; {len(largest)} calls): "
               f"median {statistics.median(largest) * 1e3:.0f} ms, max {max(largest) * 1e3:.0f} ms "
-              f"(baseline subtracted: {(statistics.median(largest) - b50) * 1e3:.0f} ms); best "
-              f"{best.get('best', best).get('strategy', '?') if isinstance(best, dict) else '?'}")
+              f"(baseline subtracted: {(statistics.median(largest) - b50) * 1e3:.0f} ms), "
+              f"{best.get('configurations_evaluated', 0)} configurations scored; chosen "
+              f"{best.get('chosen', {}).get('label', '?')} on {best.get('chosen', {}).get('nodes', '?')} nodes")
+        if searched:
+            print(f"  configurations scored per decision: median {statistics.median(searched):.0f}, "
+                  f"max {max(searched)}")
     finally:
         if daemon is not None and daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
