@@ -33,7 +33,8 @@ namespace {
 Fabric DgxH100() {
   Fabric f;
   f.name = "dgx-h100-superpod";
-  f.source = "NVIDIA DGX H100 SuperPOD reference architecture: 8 x NDR 400 Gb/s, rails, 32-node units";
+  f.source =
+      "NVIDIA DGX H100 SuperPOD reference architecture: 8 x NDR 400 Gb/s, rails, 32-node units";
   f.nics_per_node = 8;
   f.nic_gbit = 400;
   f.nodes_per_leaf = 32;
@@ -43,7 +44,8 @@ Fabric DgxH100() {
 Fabric DgxA100() {
   Fabric f;
   f.name = "dgx-a100-superpod";
-  f.source = "NVIDIA DGX A100 SuperPOD reference architecture: 8 x HDR 200 Gb/s, rails, 20-node units";
+  f.source =
+      "NVIDIA DGX A100 SuperPOD reference architecture: 8 x HDR 200 Gb/s, rails, 20-node units";
   f.nics_per_node = 8;
   f.nic_gbit = 200;
   f.nodes_per_leaf = 20;
@@ -136,8 +138,8 @@ absl::StatusOr<Fabric> FabricFromKeys(const std::vector<FabricKey>& keys, Fabric
     if (!b.ok()) return bad(k, b.status().message());
     base = *b;
   }
-  base.source = absl::StrCat(where, " [fabric]",
-                             base.name.empty() ? "" : absl::StrCat(" over ", base.name));
+  base.source =
+      absl::StrCat(where, " [fabric]", base.name.empty() ? "" : absl::StrCat(" over ", base.name));
   base.name = "site";
   for (const FabricKey& k : keys) {
     if (!seen.insert(k.key).second) return bad(k, "given twice; keep one");
@@ -171,7 +173,8 @@ absl::StatusOr<Fabric> FabricFromKeys(const std::vector<FabricKey>& keys, Fabric
       base.*spec.field = k.number;
     }
     if (!known) {
-      return bad(k, absl::StrCat("unknown key; use one of ", absl::StrJoin(FabricKeyNames(), ", ")));
+      return bad(k,
+                 absl::StrCat("unknown key; use one of ", absl::StrJoin(FabricKeyNames(), ", ")));
     }
   }
   return base;

@@ -78,7 +78,8 @@ struct BuiltinSpec {
 // (tuner/fabric.h, the GPU's DGX SuperPOD reference architecture).
 // FlashAttention-2/3 papers: causal attention reaches ~50-75 % of GEMM rate.
 const BuiltinSpec kBuiltins[] = {
-    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6, 0.6},
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6,
+     0.6},
     {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 0.6},
     {"a100-sxm", "NVIDIA A100-SXM4-80GB", 8, 85899345920LL, 1750, 270, 19.5, 140, 108, 230, 15e-6,
      0.55},
@@ -806,8 +807,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       what.push_back("memory bandwidth");
     }
     if (!what.empty()) {
-      filled = absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name,
-                            ")");
+      filled =
+          absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
     }
   }
   if (!has_inter) {

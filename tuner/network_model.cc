@@ -66,8 +66,8 @@ double InterNodeBandwidth(const Fabric& f, const NodeLinks& node, int ranks_per_
   return bw;
 }
 
-CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, CollectiveOp op,
-                                 int ranks, int ranks_per_node) {
+CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, CollectiveOp op, int ranks,
+                                 int ranks_per_node) {
   CollectiveLine line;
   if (ranks <= 1) return line;
   const int k = std::clamp(ranks_per_node, 1, ranks);
@@ -88,10 +88,9 @@ CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, Collect
   const double ring_bw = InterNodeBandwidth(f, node, k, nodes, false);
   // Ring, Simple: the plateau factor applies to large all-reduces, the
   // sizes Simple wins at.
-  const double ring_simple_lat =
-      (f.base_ring_simple_us + intra_steps * f.nvlink_hop_simple_us +
-       inter_steps * f.net_hop_ring_simple_us) *
-      (all_reduce ? 1.9 : 1.0) * us;
+  const double ring_simple_lat = (f.base_ring_simple_us + intra_steps * f.nvlink_hop_simple_us +
+                                  inter_steps * f.net_hop_ring_simple_us) *
+                                 (all_reduce ? 1.9 : 1.0) * us;
   line.Add(ring_simple_lat, factor / ring_bw);
   const double ll128_lat = (f.base_ring_ll128_us + intra_steps * f.nvlink_hop_ll128_us +
                             inter_steps * f.net_hop_ring_ll128_us) *
@@ -101,14 +100,12 @@ CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, Collect
     // Double binary tree: logarithmic in nodes, at half the bandwidth.
     const double tree_bw = 0.9 * InterNodeBandwidth(f, node, k, nodes, true);
     const double depth = std::floor(std::log2(double(nodes)));
-    const double tree_simple_lat = 2 * ((k - 1) * f.nvlink_hop_simple_us +
-                                        depth * f.net_hop_tree_simple_us) *
-                                   us;
+    const double tree_simple_lat =
+        2 * ((k - 1) * f.nvlink_hop_simple_us + depth * f.net_hop_tree_simple_us) * us;
     line.Add(tree_simple_lat, 1.0 / (0.5 * tree_bw));
-    const double tree_ll128_lat =
-        (f.base_tree_ll128_us +
-         2 * ((k - 1) * f.nvlink_hop_ll128_us + depth * f.net_hop_tree_ll128_us)) *
-        us;
+    const double tree_ll128_lat = (f.base_tree_ll128_us + 2 * ((k - 1) * f.nvlink_hop_ll128_us +
+                                                               depth * f.net_hop_tree_ll128_us)) *
+                                  us;
     line.Add(tree_ll128_lat, 1.0 / (0.5 * tree_bw * 0.915));
   }
   return line;

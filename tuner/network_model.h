@@ -31,8 +31,8 @@ struct NodeLinks {
 // Every group of this kind on a node is assumed to talk at once (data-
 // parallel groups reduce together; pipeline stages send together), so a
 // group's share of the node's NICs is its share of the node's GPUs.
-CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, CollectiveOp op,
-                                 int ranks, int ranks_per_node);
+CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, CollectiveOp op, int ranks,
+                                 int ranks_per_node);
 
 // Bytes/s a group with `ranks_per_node` GPUs on each of `nodes` nodes gets
 // across nodes: its share of the node's NICs, less what an oversubscribed

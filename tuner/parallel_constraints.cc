@@ -11,7 +11,7 @@ namespace {
 
 // sp: Megatron sequence parallelism inside the tensor-parallel group; cp:
 // context parallelism (the sequence split across ranks, attention over all).
-const std::vector<std::string> kStrategies = {"dp",    "tp",    "pp",   "sp", "cp",
+const std::vector<std::string> kStrategies = {"dp",    "tp",    "pp",    "sp",  "cp",
                                               "zero1", "zero2", "zero3", "fsdp"};
 const std::vector<std::string> kShardings = {"none", "zero1", "zero2", "zero3", "fsdp"};
 
@@ -74,8 +74,8 @@ absl::Status CheckStrategyNames(const std::vector<std::string>& names, std::stri
 absl::Status ParseParallelTable(const toml::table& table, std::string_view source,
                                 ParallelConstraints* out) {
   const std::set<std::string> keys = {
-      "strategies", "tp",       "max_tp",           "pp",       "max_pp", "cp",
-      "max_cp",     "sharding", "pipeline_schedule", "recompute"};
+      "strategies",        "tp",       "max_tp", "pp", "max_pp", "cp", "max_cp", "sharding",
+      "pipeline_schedule", "recompute"};
   for (const auto& [key, node] : table) {
     if (!keys.count(std::string(key.str()))) {
       return Error(source, &node,
@@ -86,13 +86,12 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
   ParallelConstraints p;
   if (auto s = ReadList(table, source, "strategies", kStrategies, &p.strategies); !s.ok()) return s;
   if (auto s = ReadList(table, source, "sharding", kShardings, &p.sharding); !s.ok()) return s;
-  for (auto [key, target] :
-       {std::pair{"tp", &p.tp},
-        {"max_tp", &p.max_tp},
-        {"pp", &p.pp},
-        {"max_pp", &p.max_pp},
-        {"cp", &p.cp},
-        {"max_cp", &p.max_cp}}) {
+  for (auto [key, target] : {std::pair{"tp", &p.tp},
+                             {"max_tp", &p.max_tp},
+                             {"pp", &p.pp},
+                             {"max_pp", &p.max_pp},
+                             {"cp", &p.cp},
+                             {"max_cp", &p.max_cp}}) {
     if (auto s = ReadDegree(table, source, key, target); !s.ok()) return s;
   }
   for (auto [fixed, most, name] :
@@ -106,7 +105,7 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
   auto has = [&](const char* s) {
     return std::find(p.strategies.begin(), p.strategies.end(), s) != p.strategies.end();
   };
-  const char* missing = p.strategies.empty()   ? nullptr
+  const char* missing = p.strategies.empty()     ? nullptr
                         : p.tp > 1 && !has("tp") ? "tp"
                         : p.pp > 1 && !has("pp") ? "pp"
                         : p.cp > 1 && !has("cp") ? "cp"

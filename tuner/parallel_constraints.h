@@ -26,8 +26,7 @@ struct ParallelConstraints {
 
   bool empty() const {
     return strategies.empty() && !tp && !max_tp && !pp && !max_pp && !cp && !max_cp &&
-           sharding.empty() &&
-           pipeline_schedule.empty() && recompute.empty();
+           sharding.empty() && pipeline_schedule.empty() && recompute.empty();
   }
 };
 

@@ -253,7 +253,8 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
        allow_z[4] = {true, true, true, true};
   auto narrow = [&](const std::vector<std::string>& list) -> absl::Status {
     if (list.empty()) return absl::OkStatus();
-    bool dp = false, tp = false, pp = false, sp = false, cp = false, z[4] = {false, false, false, false};
+    bool dp = false, tp = false, pp = false, sp = false, cp = false,
+         z[4] = {false, false, false, false};
     for (const std::string& s : list) {
       if (s == "dp" || s == "ddp")
         dp = true;
@@ -506,8 +507,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     const bool monotone = bound_table_ok && dp > 1;
                     const size_t slot =
                         monotone
-                            ? (((((ci * (max_g + 1) + static_cast<size_t>(tp)) * (L + 1) + pp) *
-                                      2 + sched) * 2 + rc) *
+                            ? (((((ci * (max_g + 1) + static_cast<size_t>(tp)) * (L + 1) + pp) * 2 +
+                                 sched) *
+                                    2 +
+                                rc) *
                                    4 +
                                z) * 32 +
                                   static_cast<size_t>(std::countr_zero(static_cast<unsigned>(mb)))

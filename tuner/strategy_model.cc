@@ -184,9 +184,9 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
 // terms enter as max(compute, communication)), so dominance is exact here too.
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
-         ta.cp_comm_fwd >= tb.cp_comm_fwd &&
-         ta.launch_fwd >= tb.launch_fwd && a.send_bytes >= b.send_bytes && a.chunks >= b.chunks &&
-         a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         ta.cp_comm_fwd >= tb.cp_comm_fwd && ta.launch_fwd >= tb.launch_fwd &&
+         a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
+         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
          a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors &&
          a.buffer_tensors >= b.buffer_tensors;
 }
@@ -780,7 +780,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
   const int world = c.dp * c.tp * c.pp;
   // Compute lost to NCCL's blocks while data-parallel traffic across nodes
   // overlaps it (network_model.h).
-  const double overlap_share = OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
+  const double overlap_share =
+      OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
   const double straggle = StragglerFactor(world, hw.host_step_cv);
   // A job's ranks sharing a node's host issue their kernels slower than one
   // process (HardwareProfile::side_by_side_host_factor).
@@ -986,9 +987,9 @@ std::string StructuralProblem(const Workload& w, const Configuration& c) {
     return "every count must be at least 1";
   }
   if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp * c.cp) {
-    return absl::StrCat(c.cp > 1 ? "dp x tp x pp x cp = " : "dp x tp x pp = ",
-                        int64_t{c.dp} * c.tp * c.pp * c.cp, " but the allocation has ",
-                        c.nodes * c.gpus_per_node, " GPUs");
+    return absl::StrCat(
+        c.cp > 1 ? "dp x tp x pp x cp = " : "dp x tp x pp = ", int64_t{c.dp} * c.tp * c.pp * c.cp,
+        " but the allocation has ", c.nodes * c.gpus_per_node, " GPUs");
   }
   if (c.cp > 1) {
     if (w.family != ModelFamily::kTransformer) {

@@ -125,7 +125,7 @@ struct LayerCost {
   // Context parallel only (PerRankWorkload): keys and values of the whole
   // sequence that each rank gathers before attention, per sample.
   double cp_kv_bytes = 0;
-  double recompute_saved_bytes = 0;      // what full recomputation keeps (the block input)
+  double recompute_saved_bytes = 0;  // what full recomputation keeps (the block input)
   // Memory traffic per sample of unfused kernels beyond the passes over saved
   // activations, forward and backward (a transformer's loss on its logits, an
   // NCHW convolution's layout transforms).

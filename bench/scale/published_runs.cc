@@ -95,7 +95,8 @@ Workload MakeWorkload(const Row& r) {
   w.optimizer = OptimizerKind::kAdamW;
   w.settings.optimizer_impl = OptimizerImpl::kFused;
   w.settings.compile = true;
-  w.settings.attention = r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
+  w.settings.attention =
+      r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
   BuildTransformerLayers(w);
@@ -194,14 +195,15 @@ int main(int argc, char** argv) {
     rows.push_back(std::move(r));
   }
   std::map<std::string, Summary> sums;
-  std::printf("%-28s %-11s %6s %-30s %9s %9s %7s | %-40s %8s %6s\n", "run", "set", "GPUs",
-              "layout", "paper", "model", "error", "tuner's pick", "pick/lay", "ms");
+  std::printf("%-28s %-11s %6s %-30s %9s %9s %7s | %-40s %8s %6s\n", "run", "set", "GPUs", "layout",
+              "paper", "model", "error", "tuner's pick", "pick/lay", "ms");
   for (const Row& r : rows) {
     auto hw = BuiltinHardwareProfile(r.S("profile"));
     auto fabric = BuiltinFabric(r.S("fabric"));
     if (!hw.ok() || !fabric.ok()) {
-      std::fprintf(stderr, "%s: %s\n", r.S("id").c_str(),
-                   std::string(hw.ok() ? fabric.status().message() : hw.status().message()).c_str());
+      std::fprintf(
+          stderr, "%s: %s\n", r.S("id").c_str(),
+          std::string(hw.ok() ? fabric.status().message() : hw.status().message()).c_str());
       return 2;
     }
     hw->fabric = *fabric;
@@ -245,15 +247,16 @@ int main(int argc, char** argv) {
       auto run_search = [&](const Workload& sw, std::string* name, double* g) {
         const auto t0 = std::chrono::steady_clock::now();
         auto res = Search(sw, *hw, limits);
-        ms = std::max(ms, std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - t0)
-                              .count());
+        ms = std::max(
+            ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count());
         if (!res.ok()) {
           *name = std::string(res.status().message()).substr(0, 40);
           return;
         }
         const Configuration& b = res->best.config;
-        *name = StrategyName(b) + " mb" + std::to_string(b.micro_batch) + (b.recompute ? " rc" : "");
+        *name =
+            StrategyName(b) + " mb" + std::to_string(b.micro_batch) + (b.recompute ? " rc" : "");
         *g = st.total_s / res->best.prediction.step_time_s - 1;
       };
       run_search(w, &pick, &gain);
@@ -282,10 +285,10 @@ int main(int argc, char** argv) {
                 r.S("id").c_str(), r.S("set").c_str(), c.TotalGpus(), layout, paper_tflops,
                 predicted_tflops, 100 * err, pick.c_str(), 100 * gain, ms);
     std::printf("    same software: %-44s %+7.1f%%\n", pick_same.c_str(), 100 * gain_same);
-    std::printf("    step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer %.2f; "
-                "memory %.1f GiB\n",
-                st.total_s, st.compute_s, st.bubble_s, st.exposed_comm_s, st.optimizer_s,
-                mem / (1 << 30));
+    std::printf(
+        "    step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer %.2f; "
+        "memory %.1f GiB\n",
+        st.total_s, st.compute_s, st.bubble_s, st.exposed_comm_s, st.optimizer_s, mem / (1 << 30));
   }
   for (const auto& [set, s] : sums) {
     double sum = 0, worst = 0, gain_worst = 0;
@@ -296,11 +299,12 @@ int main(int argc, char** argv) {
     double same_worst = 0;
     for (double g : s.pick_gain) gain_worst = std::max(gain_worst, g);
     for (double g : s.pick_same_gain) same_worst = std::max(same_worst, g);
-    std::printf("%s: %zu runs, TFLOP/s per GPU error mean |%.1f %%|, worst %.1f %%, %d beyond 10 %%;"
-                " tuner's pick at most %+.1f %% faster than the published layout (%+.1f %% with the"
-                " run's software)\n",
-                set.c_str(), s.layout_err.size(), 100 * sum / s.layout_err.size(), 100 * worst,
-                s.misses, 100 * gain_worst, 100 * same_worst);
+    std::printf(
+        "%s: %zu runs, TFLOP/s per GPU error mean |%.1f %%|, worst %.1f %%, %d beyond 10 %%;"
+        " tuner's pick at most %+.1f %% faster than the published layout (%+.1f %% with the"
+        " run's software)\n",
+        set.c_str(), s.layout_err.size(), 100 * sum / s.layout_err.size(), 100 * worst, s.misses,
+        100 * gain_worst, 100 * same_worst);
   }
   return 0;
 }

@@ -83,10 +83,8 @@ TEST(ContextParallelTest, StructureRejectsBadDegrees) {
   Workload math = LongLlama(8192);
   math.settings.attention = AttentionKernel::kMath;
   BuildTransformerLayers(math);
-  EXPECT_NE(StructuralProblem(math, Layout(2, 1, 8, 2)).find("fused attention"),
-            std::string::npos);
-  EXPECT_NE(StructuralProblem(w, Layout(2, 2, 8, 2)).find("dp x tp x pp x cp"),
-            std::string::npos);
+  EXPECT_NE(StructuralProblem(math, Layout(2, 1, 8, 2)).find("fused attention"), std::string::npos);
+  EXPECT_NE(StructuralProblem(w, Layout(2, 2, 8, 2)).find("dp x tp x pp x cp"), std::string::npos);
 }
 
 TEST(ContextParallelTest, SearchUsesContextParallelForLongSequencesOnlyWhereAllowed) {

@@ -62,7 +62,7 @@ TEST(NetworkModelTest, OversubscriptionSlowsTrafficLeavingTheLeafGroup) {
   const double inside = InterNodeBandwidth(f, n, 1, 4, /*tree=*/true);
   EXPECT_DOUBLE_EQ(inside, f.NicBytesPerSecond());
   f.oversubscription = 4;
-  EXPECT_DOUBLE_EQ(InterNodeBandwidth(f, n, 1, 4, true), inside);   // stays in the leaf
+  EXPECT_DOUBLE_EQ(InterNodeBandwidth(f, n, 1, 4, true), inside);     // stays in the leaf
   EXPECT_NEAR(InterNodeBandwidth(f, n, 1, 64, true), inside / 4, 1);  // a tree leaves it
   // A ring leaves each leaf group twice: with 4 of its nodes per leaf it needs
   // half the uplinks, and gets a quarter.
@@ -101,11 +101,15 @@ TEST(FabricTest, SiteKeysOverBuiltinAndErrorsNameTheKey) {
   EXPECT_EQ(f->topology, FabricTopology::kFatTree);
   EXPECT_EQ(f->name, "site");
 
-  for (const std::vector<FabricKey>& bad :
-       {std::vector<FabricKey>{{"nic_gbps", 400}}, {{"nics_per_node", 0}},
-        {{"nics_per_node", 2.5}}, {{"oversubscription", 0.5}}, {{"nic_gbit", -1}},
-        {{"topology", 0, "torus", true}}, {{"builtin", 0, "nowhere", true}},
-        {{"nic_gbit", 0, "fast", true}}, {{"nic_gbit", 100}, {"nic_gbit", 200}}}) {
+  for (const std::vector<FabricKey>& bad : {std::vector<FabricKey>{{"nic_gbps", 400}},
+                                            {{"nics_per_node", 0}},
+                                            {{"nics_per_node", 2.5}},
+                                            {{"oversubscription", 0.5}},
+                                            {{"nic_gbit", -1}},
+                                            {{"topology", 0, "torus", true}},
+                                            {{"builtin", 0, "nowhere", true}},
+                                            {{"nic_gbit", 0, "fast", true}},
+                                            {{"nic_gbit", 100}, {"nic_gbit", 200}}}) {
     auto r = FabricFromKeys(bad, Fabric{}, "xdeepd.toml");
     ASSERT_FALSE(r.ok()) << bad.front().key;
     EXPECT_NE(std::string(r.status().message()).find(bad.front().key), std::string::npos)
