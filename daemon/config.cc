@@ -209,6 +209,42 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("probe_reports", config.hardware.probe_reports);
          return r.Finish();
        }},
+      {"fabric",
+       [&](const toml::table& t, std::string_view src) {
+         // Numbers and strings only; FabricFromKeys knows the keys and
+         // ranges. Each key is checked on its own (with `builtin`, which
+         // others change) so the error names its line.
+         std::vector<tuner::FabricKey>& keys = config.hardware.fabric;
+         std::vector<int> lines;
+         for (const auto& [key, node] : t) {
+           tuner::FabricKey k;
+           k.key = std::string(key.str());
+           if (auto text = node.value_exact<std::string>()) {
+             k.text = *text;
+             k.is_text = true;
+           } else if (auto number = node.value<double>()) {
+             k.number = *number;
+           } else {
+             return absl::InvalidArgumentError(
+                 fmt::format("{}:{}: [fabric] {} must be a number or a string", src,
+                             node.source().begin.line, key.str()));
+           }
+           keys.push_back(std::move(k));
+           lines.push_back(static_cast<int>(node.source().begin.line));
+         }
+         std::vector<tuner::FabricKey> base;
+         for (const tuner::FabricKey& k : keys) {
+           if (k.key == "builtin") base.push_back(k);
+         }
+         for (size_t i = 0; i < keys.size(); ++i) {
+           std::vector<tuner::FabricKey> one = base;
+           if (keys[i].key != "builtin") one.push_back(keys[i]);
+           auto checked =
+               tuner::FabricFromKeys(one, tuner::Fabric{}, fmt::format("{}:{}", src, lines[i]));
+           if (!checked.ok()) return checked.status();
+         }
+         return absl::OkStatus();
+       }},
       {"identity",
        [&](const toml::table& t, std::string_view src) {
          TableReader r(t, src, "identity");
@@ -258,7 +294,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Range("reservation_ttl_s", p.reservation_ttl_s, 60, 90 * 86400);
          r.Range("admission_window_s", p.admission_window_s, 10, 86400);
          for (const std::string& s : p.allowed_strategies) {
-           r.OneOf("allowed_strategies", s, {"dp", "tp", "pp", "zero1", "zero2", "zero3", "fsdp"});
+           r.OneOf("allowed_strategies", s,
+                   {"dp", "tp", "pp", "sp", "cp", "zero1", "zero2", "zero3", "fsdp"});
          }
          r.Tables("partition", [&](const std::string& name, const toml::table& pt) {
            PartitionPolicy& pp = p.partitions[name];
@@ -339,6 +376,13 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
     if (absl::Status s = it->second(*table, source); !s.ok()) return s;
   }
   return config;
+}
+
+void ApplySiteFabric(const HardwareConfig& config, tuner::HardwareProfile* hw) {
+  if (config.fabric.empty()) return;
+  // Checked when the file was read, so it cannot fail here.
+  auto fabric = tuner::FabricFromKeys(config.fabric, hw->fabric, "xdeepd.toml");
+  if (fabric.ok()) hw->fabric = *fabric;
 }
 
 bool PolicyConfig::TuningDefault(const std::string& partition) const {

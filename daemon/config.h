@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tuner/fabric.h"
+#include "tuner/hardware_profile.h"
 
 namespace xdeep::daemon {
 
@@ -43,7 +45,14 @@ struct HardwareConfig {
   std::string profile = "h100-sxm";
   // Probe reports (JSON, docs/probe_report.md) that override the built-in.
   std::vector<std::string> probe_reports;
+  // The [fabric] table (docs/admin.md): the site's NICs and switch topology,
+  // applied over the GPU's reference architecture (tuner/fabric.h) in every
+  // profile, built in or measured. Empty: that reference architecture.
+  std::vector<tuner::FabricKey> fabric;
 };
+
+// `hw` with the site's [fabric] table applied (a no-op when it has none).
+void ApplySiteFabric(const HardwareConfig& config, tuner::HardwareProfile* hw);
 
 // Per-partition overrides of the site policy (unset: the site value).
 struct PartitionPolicy {

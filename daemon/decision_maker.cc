@@ -88,6 +88,8 @@ void Fill(const tuner::Configuration& c, v1::Configuration* out) {
   out->set_strategy(tuner::StrategyName(c));
   if (c.pp > 1) out->set_pipeline_schedule(std::string(tuner::ScheduleName(c.schedule)));
   out->set_virtual_stages(c.pp > 1 ? std::max(1, c.virtual_stages) : 1);
+  out->set_context_parallel(c.cp);
+  out->set_sequence_parallel(c.sequence_parallel);
 }
 
 void Fill(const tuner::Prediction& p, v1::Prediction* out) {

@@ -103,6 +103,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
 
   auto hardware = LoadHardwareProfile(config.hardware);
   if (!hardware.ok()) return hardware.status();
+  ApplySiteFabric(config.hardware, &*hardware);
   spdlog::info("event=hardware profile=\"{}\"", hardware->Label());
 
   daemon->auth_ = config.identity.mode == "munge"
@@ -244,6 +245,7 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
   text << in.rdbuf();
   auto measured = tuner::HardwareProfileFromProbeReport(text.str(), outcome->report_path);
   if (measured.ok()) {
+    ApplySiteFabric(config_.hardware, &*measured);
     maker_->SetHardware(*measured);
     resp.set_ingested(true);
     spdlog::info("event=hardware profile=\"{}\"", measured->Label());

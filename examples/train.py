@@ -29,6 +29,8 @@ def layout():
         "dp": env_int("XDEEP_DP", 1),
         "tp": env_int("XDEEP_TP", 1),
         "pp": env_int("XDEEP_PP", 1),
+        "cp": env_int("XDEEP_CP", 1),
+        "sequence_parallel": env_int("XDEEP_SEQUENCE_PARALLEL", 0),
         "sharding": env_int("XDEEP_SHARDING_STAGE", 0),
         "micro_batch": env_int("XDEEP_MICRO_BATCH", 1),
         "grad_accum": env_int("XDEEP_GRAD_ACCUM", 1),

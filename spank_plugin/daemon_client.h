@@ -38,7 +38,8 @@ struct TuneQuery {
 struct LayoutRow {
   std::string strategy;
   int nodes = 0, gpus_per_node = 0, tasks = 0;
-  int dp = 1, tp = 1, pp = 1, sharding_stage = 0;
+  int dp = 1, tp = 1, pp = 1, cp = 1, sharding_stage = 0;
+  bool sequence_parallel = false;
   int micro_batch = 1, grad_accumulation = 1;
   bool recompute = false;
   int64_t global_batch = 0;

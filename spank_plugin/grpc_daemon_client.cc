@@ -55,6 +55,8 @@ LayoutRow ToRow(const v1::Configuration& c, const v1::Prediction& p, const std::
   r.dp = c.data_parallel();
   r.tp = c.tensor_parallel();
   r.pp = c.pipeline_parallel();
+  r.cp = std::max(1, c.context_parallel());
+  r.sequence_parallel = c.sequence_parallel();
   r.sharding_stage = c.sharding_stage();
   r.micro_batch = c.micro_batch();
   r.grad_accumulation = c.grad_accumulation();

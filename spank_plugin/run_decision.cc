@@ -102,6 +102,8 @@ RunDecision RunDecisionOf(const TuneAnswer& a, AppLauncher launcher) {
   d.dp = b.dp;
   d.tp = b.tp;
   d.pp = b.pp;
+  d.cp = std::max(1, b.cp);
+  d.sequence_parallel = b.sequence_parallel;
   d.sharding_stage = b.sharding_stage;
   d.pipeline_schedule = b.pp > 1 ? b.pipeline_schedule : "";
   d.virtual_stages = b.pp > 1 ? std::max(1, b.virtual_stages) : 1;
@@ -129,6 +131,7 @@ Variables DecisionVariables(const RunDecision& d) {
       {"XDEEP_TP", std::to_string(d.tp)},
       {"XDEEP_PP", std::to_string(d.pp)},
       {"XDEEP_CP", std::to_string(d.cp)},
+      {"XDEEP_SEQUENCE_PARALLEL", d.sequence_parallel ? "1" : "0"},
       {"XDEEP_SHARDING_STAGE", std::to_string(d.sharding_stage)},
       {"XDEEP_PIPELINE_SCHEDULE", d.pipeline_schedule.empty() ? "none" : d.pipeline_schedule},
       {"XDEEP_VIRTUAL_STAGES", std::to_string(d.virtual_stages)},
@@ -162,6 +165,7 @@ bool ReadDecisionVariables(const std::function<std::string(const char*)>& get, R
   const std::string schedule = get("XDEEP_PIPELINE_SCHEDULE");
   d.pipeline_schedule = schedule == "none" ? "" : schedule;
   d.recompute = get("XDEEP_RECOMPUTE") == "1";
+  d.sequence_parallel = get("XDEEP_SEQUENCE_PARALLEL") == "1";
   struct Int {
     const char* name;
     int* value;
@@ -219,6 +223,7 @@ std::string DecisionFileJson(const RunDecision& d) {
         {"tp", d.tp},
         {"pp", d.pp},
         {"cp", d.cp},
+        {"sequence_parallel", d.sequence_parallel},
         {"sharding_stage", d.sharding_stage},
         {"pipeline_schedule",
          d.pipeline_schedule.empty() ? json(nullptr) : json(d.pipeline_schedule)},
@@ -267,6 +272,7 @@ bool ParseDecisionFile(const std::string& text, RunDecision* out, std::string* e
     d.tp = p.at("tp").get<int>();
     d.pp = p.at("pp").get<int>();
     d.cp = p.value("cp", 1);
+    d.sequence_parallel = p.value("sequence_parallel", false);
     d.sharding_stage = p.at("sharding_stage").get<int>();
     if (p.contains("pipeline_schedule") && p["pipeline_schedule"].is_string())
       d.pipeline_schedule = p["pipeline_schedule"].get<std::string>();

@@ -14,13 +14,22 @@ enum class Sharding { kNone, kZero1, kZero2, kZero3 };  // kZero3 == FSDP full s
 enum class PipelineSchedule { k1F1B, kInterleaved };
 
 struct Configuration {
-  int nodes = 1, gpus_per_node = 1, dp = 1, tp = 1, pp = 1;
+  int nodes = 1, gpus_per_node = 1, dp = 1, tp = 1, pp = 1;  // GPUs = dp x tp x pp x cp
   Sharding sharding = Sharding::kNone;
   int micro_batch = 1, grad_accum = 1;
   bool recompute = false;
   int64_t global_batch = 1;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;  // meaningful when pp > 1
   int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule)
+  // Context parallelism: each sequence split over cp ranks, which gather the
+  // others' keys and values for attention (Llama 3's all-gather form); weights
+  // replicated over cp, gradients reduced over dp x cp. Ranks ordered tp, cp,
+  // pp, dp (Megatron-Core, Llama 3).
+  int cp = 1;
+  // Megatron sequence parallelism (Korthikanti et al. 2022): with tp > 1 the
+  // norms' and dropouts' activations split over the tensor-parallel group too,
+  // its all-reduces become all-gather + reduce-scatter of the same volume.
+  bool sequence_parallel = false;
 
   int TotalGpus() const { return nodes * gpus_per_node; }
 };

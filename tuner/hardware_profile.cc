@@ -26,6 +26,7 @@
 #include "tuner/modeling/model.h"
 #include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
+#include "tuner/network_model.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
@@ -66,8 +67,6 @@ struct BuiltinSpec {
   int sms;
   double intra_busbw;  // NCCL all-reduce bus bandwidth inside a node, large sizes
   double intra_latency_s;
-  double rail_busbw;       // per GPU across nodes (one NIC rail each)
-  double inter_latency_s;  // at 2 nodes; grows with log2(nodes)
   double attention_eff;
 };
 
@@ -75,17 +74,17 @@ struct BuiltinSpec {
 // machine (shared/notes/machines.md); HBM copy ~90 % of the datasheet;
 // NVLink-4 all-reduce busbw ~360 GB/s without NVLS and NDR 400 Gb/s rails
 // ~45 GB/s per GPU (NVIDIA DGX H100 reference architecture / nccl-tests
-// figures); A100: NVLink-3 ~230 GB/s, HDR 200 Gb/s ~23 GB/s per GPU.
+// figures); A100: NVLink-3 ~230 GB/s. Across nodes: the fabric
+// (tuner/fabric.h, the GPU's DGX SuperPOD reference architecture).
 // FlashAttention-2/3 papers: causal attention reaches ~50-75 % of GEMM rate.
 const BuiltinSpec kBuiltins[] = {
-    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6, 45,
-     25e-6, 0.6},
-    {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 45, 25e-6,
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6,
      0.6},
+    {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 0.6},
     {"a100-sxm", "NVIDIA A100-SXM4-80GB", 8, 85899345920LL, 1750, 270, 19.5, 140, 108, 230, 15e-6,
-     23, 30e-6, 0.55},
+     0.55},
     {"a100-sxm-40gb", "NVIDIA A100-SXM4-40GB", 8, 42505273344LL, 1400, 270, 19.5, 140, 108, 230,
-     15e-6, 23, 30e-6, 0.55},
+     15e-6, 0.55},
 };
 
 // Two cuBLAS workspaces (see HardwareProfile::allocator_workspace_bytes):
@@ -110,6 +109,7 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
   hw.memory_bandwidth_gbps = s.bw_gbps;
   hw.attention_efficiency = s.attention_eff;
   hw.sm_count = s.sms;
+  hw.fabric = DefaultFabricFor(hw.gpu_name);
   // The GEMM model at the spec's large-GEMM rates and bandwidth, its shape
   // parameters at GemmFit's defaults (no points to fit them to).
   for (auto [dtype, tflops] : {std::pair{DType::kBf16, s.bf16_tflops}, {DType::kFp16, s.bf16_tflops},
@@ -129,11 +129,6 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
       hw.collectives.push_back({op, FabricScope::kIntraNode, r,
                                 s.intra_latency_s * lat_scale * (1 + 0.15 * std::log2(r)),
                                 op == CollectiveOp::kSendRecv ? s.intra_busbw / 2 : s.intra_busbw});
-    }
-    for (int r : {2, 16, 128, 1024, 8192}) {
-      hw.collectives.push_back({op, FabricScope::kInterNode, r,
-                                s.inter_latency_s * lat_scale * (1 + 0.5 * std::log2(r / 2.0)),
-                                s.rail_busbw});
     }
   }
   return hw;
@@ -258,29 +253,47 @@ CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op
   CollectiveLine line;
   if (ranks <= 1) return line;
   ranks_per_node = std::clamp(ranks_per_node, 1, ranks);
-  if (op == CollectiveOp::kSendRecv) {
-    // Point-to-point between two ranks: intra when they share a node.
-    const FabricScope scope =
-        ranks_per_node >= 2 ? FabricScope::kIntraNode : FabricScope::kInterNode;
-    const FitQuery q = FitOrFallback(hw, op, scope, 2);
+  if (op == CollectiveOp::kSendRecv && ranks_per_node >= 2) {
+    // Point-to-point between two ranks of one node; across nodes below.
+    const FitQuery q = FitOrFallback(hw, op, FabricScope::kIntraNode, 2);
     if (!q.found || q.busbw <= 0) return line;
     return {q.latency_s, 1.0 / (q.busbw * 1e9)};
   }
+  if (op == CollectiveOp::kSendRecv) ranks = 2;
   if (ranks_per_node >= ranks) {
     const FitQuery q = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks);
     if (!q.found || q.busbw <= 0) return line;
     return {q.latency_s, BusFactor(op, ranks) / (q.busbw * 1e9)};
   }
-  // Across nodes: NCCL builds one ring per NIC rail, so k GPUs of a node in the
-  // group give k rails' bandwidth, never more than NVLink inside the node.
-  const FitQuery q = FitOrFallback(hw, op, FabricScope::kInterNode, ranks);
-  if (!q.found || q.busbw <= 0) return line;
-  double bw = q.busbw * ranks_per_node;
+  // Across nodes: the network model (NCCL's ring / tree over the fabric),
+  // with NVLink's bandwidth from the intra-node figures and, where the probe
+  // ran across nodes, its measured rate per rail and latency.
+  NodeLinks node;
+  node.gpus_per_node = std::max(1, hw.gpus_per_node);
   if (ranks_per_node > 1) {
     const FitQuery intra = FitOrFallback(hw, op, FabricScope::kIntraNode, ranks_per_node);
-    if (intra.found && intra.busbw > 0) bw = std::min(bw, intra.busbw);
+    if (intra.found && intra.busbw > 0) node.nvlink_busbw = intra.busbw * 1e9;
   }
-  return {q.latency_s, BusFactor(op, ranks) / (bw * 1e9)};
+  {
+    // Inter-node fits are the probe's (built-in profiles have none: their
+    // fabric describes the network).
+    const FitQuery q = FitOrFallback(hw, op, FabricScope::kInterNode, ranks);
+    if (q.found && q.busbw > 0) {
+      // The probe's busbw is per GPU of a node (one rail each); a node with
+      // fewer NICs than GPUs shares them.
+      node.measured_nic_bw = q.busbw * 1e9;
+      // The measured latency (interpolated, or PMNF-extrapolated past the
+      // largest group) is what the smallest message takes: NCCL's fastest
+      // algorithm and protocol for it, scaled to match.
+      const CollectiveLine modelled = NetworkCollective(hw.fabric, node, op, ranks, 1);
+      double fastest = modelled.latency_s;
+      for (int i = 1; i < modelled.lines; ++i) {
+        fastest = std::min(fastest, modelled.line_latency_s[i]);
+      }
+      if (fastest > 0) node.latency_scale = std::max(0.0, q.latency_s) / fastest;
+    }
+  }
+  return NetworkCollective(hw.fabric, node, op, ranks, ranks_per_node);
 }
 
 double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
@@ -832,6 +845,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   const bool has_inter =
       std::any_of(hw.collectives.begin(), hw.collectives.end(),
                   [](const CollectiveFit& f) { return f.scope == FabricScope::kInterNode; });
+  hw.fabric = DefaultFabricFor(hw.gpu_name);
   std::string filled;
   if (!has_intra || !has_inter || hw.memory_bandwidth_gbps <= 0) {
     const BuiltinSpec* base = &kBuiltins[0];
@@ -847,13 +861,19 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       }
     }
     if (!has_intra) what.push_back("intra-node collectives");
-    if (!has_inter) what.push_back("inter-node collectives");
+
     if (hw.memory_bandwidth_gbps <= 0) {
       hw.memory_bandwidth_gbps = ref.memory_bandwidth_gbps;
       what.push_back("memory bandwidth");
     }
-    filled =
-        absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
+    if (!what.empty()) {
+      filled =
+          absl::StrCat(" (", absl::StrJoin(what, ", "), " from built-in profile ", base->name, ")");
+    }
+  }
+  if (!has_inter) {
+    absl::StrAppend(&filled, " (inter-node collectives from the fabric model, ", hw.fabric.name,
+                    ")");
   }
   if (!extrapolated.empty()) {
     extrapolated =

@@ -9,6 +9,7 @@
 #ifndef XDEEP_TUNER_HARDWARE_PROFILE_H_
 #define XDEEP_TUNER_HARDWARE_PROFILE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tuner/fabric.h"
 #include "tuner/gemm_model.h"
 
 namespace xdeep::tuner {
@@ -26,9 +28,11 @@ enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
 enum class FabricScope { kIntraNode, kInterNode };
 
 // One fitted line t(bytes) = latency_s + bytes * bus_factor(op, n) / busbw for a
-// given op, scope and rank count. For inter-node fits busbw is per GPU taking
-// part on each node (one NIC rail per GPU), so a group with k GPUs per node
-// gets k times that, capped by the intra-node figure.
+// given op, scope and rank count. Inter-node fits come from the probe only
+// (built-in profiles describe their network by `fabric`): busbw is per GPU
+// taking part on each node, the rate of one NIC rail, which the network
+// model shares among a node's groups (network_model.h); the latency scales
+// NCCL's latency model to match.
 struct CollectiveFit {
   CollectiveOp op = CollectiveOp::kAllReduce;
   FabricScope scope = FabricScope::kIntraNode;
@@ -70,6 +74,11 @@ struct HardwareProfile {
   // (FitGemmModels) or, built in, from the datasheet-like figures.
   std::array<GemmFit, 4> gemm_fits;
   std::vector<CollectiveFit> collectives;
+  // The fabric between nodes (tuner/fabric.h): the GPU's DGX SuperPOD
+  // reference architecture until the site describes its own in xdeepd.toml's
+  // [fabric] table. Collectives across nodes follow it (network_model.h), at
+  // the NIC rate and latency the probe measured where it ran across nodes.
+  Fabric fabric;
   // Attention throughput relative to GEMM at the same size; probes fill it from
   // the attention section, built-in profiles from published FlashAttention-2/3.
   double attention_efficiency = 0.6;
@@ -198,12 +207,34 @@ double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, do
 double CollectiveTime(const HardwareProfile& hw, CollectiveOp op, double bytes, int ranks,
                       int ranks_per_node);
 
-// The same as a line: time = latency_s + bytes * seconds_per_byte (both 0 for
+// The same as lines: time = latency_s + bytes * seconds_per_byte (both 0 for
 // a single rank), so callers can cache it per (op, ranks, ranks_per_node).
+// Across nodes NCCL chooses among algorithms and protocols by size
+// (network_model.h): then up to four lines, and the time is the fastest's.
 struct CollectiveLine {
   double latency_s = 0;
   double seconds_per_byte = 0;
-  double At(double bytes) const { return bytes > 0 ? latency_s + bytes * seconds_per_byte : 0; }
+  int lines = 0;  // beyond the first: 0 or 1 means latency_s / seconds_per_byte alone
+  std::array<double, 4> line_latency_s{}, line_seconds_per_byte{};
+  void Add(double latency, double per_byte) {
+    if (lines == 0) {
+      latency_s = latency;
+      seconds_per_byte = per_byte;
+    }
+    if (lines < 4) {
+      line_latency_s[lines] = latency;
+      line_seconds_per_byte[lines] = per_byte;
+      ++lines;
+    }
+  }
+  double At(double bytes) const {
+    if (bytes <= 0) return 0;
+    double t = latency_s + bytes * seconds_per_byte;
+    for (int i = 1; i < lines; ++i) {
+      t = std::min(t, line_latency_s[i] + bytes * line_seconds_per_byte[i]);
+    }
+    return t;
+  }
 };
 CollectiveLine CollectiveCoefficients(const HardwareProfile& hw, CollectiveOp op, int ranks,
                                       int ranks_per_node);

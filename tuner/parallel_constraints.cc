@@ -9,7 +9,10 @@
 namespace xdeep::tuner {
 namespace {
 
-const std::vector<std::string> kStrategies = {"dp", "tp", "pp", "zero1", "zero2", "zero3", "fsdp"};
+// sp: Megatron sequence parallelism inside the tensor-parallel group; cp:
+// context parallelism (the sequence split across ranks, attention over all).
+const std::vector<std::string> kStrategies = {"dp",    "tp",    "pp",    "sp",  "cp",
+                                              "zero1", "zero2", "zero3", "fsdp"};
 const std::vector<std::string> kShardings = {"none", "zero1", "zero2", "zero3", "fsdp"};
 
 absl::Status Error(std::string_view source, const toml::node* node, std::string_view what,
@@ -71,8 +74,8 @@ absl::Status CheckStrategyNames(const std::vector<std::string>& names, std::stri
 absl::Status ParseParallelTable(const toml::table& table, std::string_view source,
                                 ParallelConstraints* out) {
   const std::set<std::string> keys = {
-      "strategies",        "tp",        "max_tp",  "pp", "max_pp", "sharding",
-      "pipeline_schedule", "recompute", "launcher"};
+      "strategies", "tp",       "max_tp",    "pp",      "max_pp", "cp", "max_cp",
+      "sharding",   "pipeline_schedule", "recompute", "launcher"};
   for (const auto& [key, node] : table) {
     if (!keys.count(std::string(key.str()))) {
       return Error(source, &node,
@@ -83,11 +86,16 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
   ParallelConstraints p;
   if (auto s = ReadList(table, source, "strategies", kStrategies, &p.strategies); !s.ok()) return s;
   if (auto s = ReadList(table, source, "sharding", kShardings, &p.sharding); !s.ok()) return s;
-  for (auto [key, target] :
-       {std::pair{"tp", &p.tp}, {"max_tp", &p.max_tp}, {"pp", &p.pp}, {"max_pp", &p.max_pp}}) {
+  for (auto [key, target] : {std::pair{"tp", &p.tp},
+                             {"max_tp", &p.max_tp},
+                             {"pp", &p.pp},
+                             {"max_pp", &p.max_pp},
+                             {"cp", &p.cp},
+                             {"max_cp", &p.max_cp}}) {
     if (auto s = ReadDegree(table, source, key, target); !s.ok()) return s;
   }
-  for (auto [fixed, most, name] : {std::tuple{p.tp, p.max_tp, "tp"}, {p.pp, p.max_pp, "pp"}}) {
+  for (auto [fixed, most, name] :
+       {std::tuple{p.tp, p.max_tp, "tp"}, {p.pp, p.max_pp, "pp"}, {p.cp, p.max_cp, "cp"}}) {
     if (fixed > 0 && most > 0) {
       return Error(source, table.get(name),
                    absl::StrCat("give either '", name, "' or 'max_", name, "', not both"),
@@ -97,8 +105,13 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
   auto has = [&](const char* s) {
     return std::find(p.strategies.begin(), p.strategies.end(), s) != p.strategies.end();
   };
-  if (!p.strategies.empty() && ((p.tp > 1 && !has("tp")) || (p.pp > 1 && !has("pp")))) {
-    return Error(source, table.get(p.tp > 1 && !has("tp") ? "tp" : "pp"),
+  const char* missing = p.strategies.empty()     ? nullptr
+                        : p.tp > 1 && !has("tp") ? "tp"
+                        : p.pp > 1 && !has("pp") ? "pp"
+                        : p.cp > 1 && !has("cp") ? "cp"
+                                                 : nullptr;
+  if (missing != nullptr) {
+    return Error(source, table.get(missing),
                  "a degree above 1 for a strategy that 'strategies' leaves out",
                  "add it to strategies or remove the degree");
   }

@@ -13,11 +13,12 @@
 namespace xdeep::tuner {
 
 struct ParallelConstraints {
-  // Strategies the script implements: dp, tp, pp, zero1, zero2, zero3 (fsdp);
-  // empty: all.
+  // Strategies the script implements: dp, tp, pp, sp (sequence parallel
+  // with tp), cp (context parallel), zero1, zero2, zero3 (fsdp); empty: all.
   std::vector<std::string> strategies;
   int tp = 0, max_tp = 0;  // tensor-parallel degree: exactly / at most; 0: free
   int pp = 0, max_pp = 0;  // pipeline stages: exactly / at most; 0: free
+  int cp = 0, max_cp = 0;  // context-parallel degree: exactly / at most; 0: free
   // Sharding stages with data parallelism: none, zero1, zero2, zero3 (fsdp); empty: all.
   std::vector<std::string> sharding;
   std::string pipeline_schedule;  // "1f1b", "interleaved"; empty: either
@@ -28,8 +29,8 @@ struct ParallelConstraints {
   std::string launcher;
 
   bool empty() const {
-    return strategies.empty() && !tp && !max_tp && !pp && !max_pp && sharding.empty() &&
-           pipeline_schedule.empty() && recompute.empty();
+    return strategies.empty() && !tp && !max_tp && !pp && !max_pp && !cp && !max_cp &&
+           sharding.empty() && pipeline_schedule.empty() && recompute.empty();
   }
 };
 

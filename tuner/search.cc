@@ -65,7 +65,9 @@ std::string StrategyName(const Configuration& c) {
   std::vector<std::string> parts;
   switch (c.sharding) {
     case Sharding::kNone:
-      if (c.dp > 1 || (c.tp == 1 && c.pp == 1)) parts.push_back(absl::StrCat("dp", c.dp));
+      if (c.dp > 1 || (c.tp == 1 && c.pp == 1 && c.cp == 1)) {
+        parts.push_back(absl::StrCat("dp", c.dp));
+      }
       break;
     case Sharding::kZero1:
       parts.push_back(absl::StrCat("zero1-dp", c.dp));
@@ -77,7 +79,8 @@ std::string StrategyName(const Configuration& c) {
       parts.push_back(absl::StrCat("fsdp", c.dp));
       break;
   }
-  if (c.tp > 1) parts.push_back(absl::StrCat("tp", c.tp));
+  if (c.tp > 1) parts.push_back(absl::StrCat("tp", c.tp, c.sequence_parallel ? "sp" : ""));
+  if (c.cp > 1) parts.push_back(absl::StrCat("cp", c.cp));
   if (c.pp > 1) parts.push_back(absl::StrCat("pp", c.pp));
   std::string name = absl::StrJoin(parts, "x");
   if (c.pp > 1) {
@@ -246,10 +249,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         "AMOUNT)");
   }
   // Strategies every list allows: the site's, the launch's, the workload's.
-  bool allow_dp = true, allow_tp = true, allow_pp = true, allow_z[4] = {true, true, true, true};
+  bool allow_dp = true, allow_tp = true, allow_pp = true, allow_sp = true, allow_cp = true,
+       allow_z[4] = {true, true, true, true};
   auto narrow = [&](const std::vector<std::string>& list) -> absl::Status {
     if (list.empty()) return absl::OkStatus();
-    bool dp = false, tp = false, pp = false, z[4] = {false, false, false, false};
+    bool dp = false, tp = false, pp = false, sp = false, cp = false,
+         z[4] = {false, false, false, false};
     for (const std::string& s : list) {
       if (s == "dp" || s == "ddp")
         dp = true;
@@ -257,6 +262,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         tp = true;
       else if (s == "pp")
         pp = true;
+      else if (s == "sp")
+        sp = true;
+      else if (s == "cp")
+        cp = true;
       else if (s == "zero1")
         z[1] = true;
       else if (s == "zero2")
@@ -265,11 +274,13 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         z[3] = true;
       else
         return absl::InvalidArgumentError(absl::StrCat(
-            "unknown strategy '", s, "'; use dp, tp, pp, zero1, zero2, zero3 (or fsdp)"));
+            "unknown strategy '", s, "'; use dp, tp, pp, sp, cp, zero1, zero2, zero3 (or fsdp)"));
     }
     allow_dp &= dp;
     allow_tp &= tp;
     allow_pp &= pp;
+    allow_sp &= sp;
+    allow_cp &= cp;
     for (int i = 1; i < 4; ++i) allow_z[i] &= z[i];
     return absl::OkStatus();
   };
@@ -389,9 +400,25 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
            std::countr_zero(static_cast<uint64_t>(first)) + 1;
   };
   std::vector<int> gas;
+  // Context-parallel degrees: 1, and for a transformer with a fused attention
+  // kernel powers of two up to 64 that split the sequence into 2 x cp equal
+  // chunks and leave each rank at least 2,048 tokens (below that its GEMMs
+  // shrink while the gathers stay: context parallelism is for long sequences).
+  std::vector<int> cps;
+  for (int cp = 1; cp <= 64; cp *= 2) {
+    if (!degree_ok(cp, user.cp, user.max_cp)) continue;
+    if (cp > 1) {
+      if (!allow_cp || w.family != ModelFamily::kTransformer) break;
+      if (MaterialisesScores(ResolvedAttention(w))) break;
+      const int seq = w.transformer.seq_len;
+      if (seq % (2 * cp) != 0 || seq / cp < 2048) break;
+    }
+    cps.push_back(cp);
+  }
+  std::vector<std::pair<size_t, int>> layouts;
   // Memory-bound table per (tp, pp, schedule, recompute, sharding, log2 mb):
   // the largest dp known not to fit and the smallest known to fit.
-  const size_t bound_slots = static_cast<size_t>(max_g + 1) * (L + 1) * 2 * 2 * 4 * 32;
+  const size_t bound_slots = cps.size() * static_cast<size_t>(max_g + 1) * (L + 1) * 2 * 2 * 4 * 32;
   const bool bound_table_ok = bound_slots <= (size_t{1} << 22);
   std::vector<int> bound_max_bad(bound_table_ok ? bound_slots : 0, 0);
   std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
@@ -411,12 +438,25 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         if (g % tp != 0) continue;
         if (tp > 1 && (!allow_tp || !tp_ok(tp))) continue;
         if (!degree_ok(tp, user.tp, user.max_tp)) continue;
-        const int max_pp = std::min(n_gpus / tp, L);  // a stage holds at least one layer
-        for (int pp = 1; pp <= max_pp; ++pp) {
-          if ((n_gpus / tp) % pp != 0) continue;
+        // Sequence parallelism never costs time and saves memory, so where
+        // allowed every tensor-parallel layout uses it.
+        c.sequence_parallel = tp > 1 && allow_sp;
+        // (cp, pp) pairs: each context-parallel degree, then every pipeline
+        // depth dividing the rest (a stage holds at least one layer).
+        layouts.clear();
+        for (size_t ci = 0; ci < cps.size(); ++ci) {
+          if ((n_gpus / tp) % cps[ci] != 0) continue;
+          const int rest = n_gpus / (tp * cps[ci]);
+          for (int pp = 1; pp <= std::min(rest, L); ++pp) {
+            if (rest % pp == 0) layouts.push_back({ci, pp});
+          }
+        }
+        for (const auto& [ci, pp] : layouts) {
+          const int cp = cps[ci];
+          c.cp = cp;
           if (pp > 1 && (!allow_pp || !pp_ok(pp))) continue;
           if (!degree_ok(pp, user.pp, user.max_pp)) continue;
-          const int dp = n_gpus / (tp * pp);
+          const int dp = n_gpus / (tp * cp * pp);
           c.dp = dp;
           c.tp = tp;
           c.pp = pp;
@@ -467,7 +507,10 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     const bool monotone = bound_table_ok && dp > 1;
                     const size_t slot =
                         monotone
-                            ? ((((static_cast<size_t>(tp) * (L + 1) + pp) * 2 + sched) * 2 + rc) *
+                            ? (((((ci * (max_g + 1) + static_cast<size_t>(tp)) * (L + 1) + pp) * 2 +
+                                 sched) *
+                                    2 +
+                                rc) *
                                    4 +
                                z) * 32 +
                                   static_cast<size_t>(std::countr_zero(static_cast<unsigned>(mb)))

@@ -92,7 +92,8 @@ int SearchMicroBatchLimit(const Workload& w, const HardwareProfile& hw);
 // as "; "-separated clauses; empty when nothing (Prediction::extrapolated).
 std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw, const Configuration& c);
 
-// e.g. "dp4", "dp2xtp2", "fsdp8", "dp2xpp2 (1f1b)", "zero1-dp8xtp8xpp4 (interleaved)".
+// e.g. "dp4", "dp2xtp2", "fsdp8", "dp2xpp2 (1f1b)", "zero1-dp8xtp8xpp4 (interleaved)",
+// "zero1-dp8xtp8spxcp16xpp16 (interleaved v2)" (sp: sequence parallel; cp: context parallel).
 std::string StrategyName(const Configuration& c);
 
 // Samples needed at global batch b: samples x (1 + b/B_noise) / (1 + b_ref/B_noise).

@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tuner/context_parallel.h"
+#include "tuner/network_model.h"
 
 namespace xdeep::tuner {
 
@@ -149,6 +151,7 @@ struct RankData {
 struct RankTimes {
   double fwd = 0, bwd = 0;  // compute
   double tp_comm_fwd = 0;   // tensor-parallel all-reduces in one forward
+  double cp_comm_fwd = 0;   // context parallel: keys and values all-gathered in one forward
   double launch_fwd = 0;    // host time to launch one forward's kernels
 };
 
@@ -181,8 +184,9 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
 // terms enter as max(compute, communication)), so dominance is exact here too.
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
-         ta.launch_fwd >= tb.launch_fwd && a.send_bytes >= b.send_bytes && a.chunks >= b.chunks &&
-         a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         ta.cp_comm_fwd >= tb.cp_comm_fwd && ta.launch_fwd >= tb.launch_fwd &&
+         a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
+         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
          a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors &&
          a.buffer_tensors >= b.buffer_tensors;
 }
@@ -220,7 +224,10 @@ struct StrategyModel::Impl {
   }
   double ideal_per_sample = -1;
 
-  Impl(const Workload& wl, const HardwareProfile& h) : w(wl), hw(h), pb(BytesFor(wl)) {}
+  int cp = 1;  // the context-parallel degree this model's workload is split for
+
+  Impl(const Workload& wl, const HardwareProfile& h, int context_parallel = 1)
+      : w(wl), hw(h), pb(BytesFor(wl)), cp(context_parallel) {}
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
   // first chunk, head with the last); other tables greedily by FLOPs.
@@ -418,10 +425,13 @@ struct StrategyModel::Impl {
         double fwd = 0, bwd = 0;
         for (size_t g = 0; g < l.gemms.size(); ++g) {
           const GemmShape& s = l.gemms[g];
-          const bool split_n = g < l.tp_split_n.size() && l.tp_split_n[g];
-          const double m = s.m_per_sample * mb;
-          const double n = split_n ? double(s.n) / t : double(s.n);
-          const double k = split_n ? double(s.k) : double(s.k) / t;
+          const bool split_m = g < l.tp_split_m.size() && l.tp_split_m[g];
+          const bool split_n = !split_m && g < l.tp_split_n.size() && l.tp_split_n[g];
+          // A rank holds ceil(n / tp) columns (rows) where tp does not
+          // divide them (a 50257-word head), misaligned as they are.
+          const double m = s.m_per_sample * mb / (split_m ? t : 1);
+          const double n = split_n ? std::ceil(double(s.n) / t) : double(s.n);
+          const double k = split_n || split_m ? double(s.k) : std::ceil(double(s.k) / t);
           fwd += Gemm(m, n, k, GemmLayout::kForward);
           // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
           // and stored as xdeep-probe measures a layer (profiler/shapes.cc
@@ -455,6 +465,13 @@ struct StrategyModel::Impl {
           // Each split Linear's DTensor dispatch, over forward and backward
           // (backward's launches are counted at twice the forward's).
           r.launch_fwd += static_cast<double>(l.gemms.size()) * tp_host_per_linear / 3;
+        }
+        if (cp > 1 && l.cp_kv_bytes > 0) {
+          // Keys and values of the whole sequence gathered before attention
+          // (Llama 3 sec. 3.3.2: all-gather, not overlapped); cp ranks sit
+          // next to the tensor-parallel group in rank order.
+          const int cp_rpn = std::clamp(hw.gpus_per_node / std::max(1, tp), 1, cp);
+          r.cp_comm_fwd += Coll(CollectiveOp::kAllGather, l.cp_kv_bytes * mb, cp, cp_rpn);
         }
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
@@ -542,9 +559,37 @@ double StragglerFactor(int ranks, double cv) {
   return 1 + cv * e;
 }
 
+struct StrategyModel::Variant {
+  int key = 0;
+  std::unique_ptr<Workload> workload;  // Impl keeps a reference: a stable address
+  std::unique_ptr<Impl> impl;
+};
+
 StrategyModel::StrategyModel(const Workload& w, const HardwareProfile& hw)
     : w_(w), hw_(hw), impl_(std::make_unique<Impl>(w, hw)) {}
 StrategyModel::~StrategyModel() = default;
+
+StrategyModel::Impl& StrategyModel::For(const Configuration& c) {
+  const bool sp = c.sequence_parallel && c.tp > 1;
+  if (c.cp <= 1 && !sp) return *impl_;
+  const int key = std::max(1, c.cp) * 2 + (sp ? 1 : 0);
+  if (key == last_variant_key_) return *last_variant_;
+  for (const auto& v : variants_) {
+    if (v->key == key) {
+      last_variant_key_ = key;
+      last_variant_ = v->impl.get();
+      return *last_variant_;
+    }
+  }
+  auto v = std::make_unique<Variant>();
+  v->key = key;
+  v->workload = std::make_unique<Workload>(PerRankWorkload(w_, std::max(1, c.cp), sp));
+  v->impl = std::make_unique<Impl>(*v->workload, hw_, std::max(1, c.cp));
+  last_variant_key_ = key;
+  last_variant_ = v->impl.get();
+  variants_.push_back(std::move(v));
+  return *last_variant_;
+}
 
 namespace {
 
@@ -575,11 +620,14 @@ double InFlight(const Configuration& c, int rank, int v) {
 }  // namespace
 
 template <bool kBreakdown>
-double StrategyModel::MemoryCore(const Configuration& c, MemoryBreakdown* out) {
+double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* out) {
+  Impl& im = For(given);
+  Configuration folded;
+  const Configuration& c = given.cp > 1 ? (folded = FoldContextParallel(given)) : given;
   const int v = VirtualStages(c);
-  const Partitioned& part = impl_->Partition(c.tp, c.pp, v);
+  const Partitioned& part = im.Partition(c.tp, c.pp, v);
   const auto& ranks = part.ranks;
-  const PrecisionBytes& pb = impl_->pb;
+  const PrecisionBytes& pb = im.pb;
   const double d = std::max(1, c.dp);
   const bool z1 = c.sharding != Sharding::kNone;
   const bool z2 = c.sharding == Sharding::kZero2 || c.sharding == Sharding::kZero3;
@@ -723,13 +771,15 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
 
 double StrategyModel::MemoryTotal(const Configuration& c) { return MemoryCore<false>(c, nullptr); }
 
-StepTime StrategyModel::Time(const Configuration& c) {
+StepTime StrategyModel::Time(const Configuration& given) {
+  Impl& im = For(given);
+  Configuration folded;
+  const Configuration& c = given.cp > 1 ? (folded = FoldContextParallel(given)) : given;
   const int v = VirtualStages(c);
-  const auto& ranks = impl_->Partition(c.tp, c.pp, v).ranks;
-  const Timed& timed = impl_->Times(c.tp, c.pp, v, c.micro_batch);
+  const auto& ranks = im.Partition(c.tp, c.pp, v).ranks;
+  const Timed& timed = im.Times(c.tp, c.pp, v, c.micro_batch);
   const auto& rt = timed.times;
-  Impl& im = *impl_;
-  const PrecisionBytes& pb = impl_->pb;
+  const PrecisionBytes& pb = im.pb;
   const HardwareProfile& hw = hw_;
   const int dp_rpn = DpRanksPerNode(c);
   const double copy_bytes =
@@ -739,6 +789,10 @@ StepTime StrategyModel::Time(const Configuration& c) {
   StepTime st;
   double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0, dp_exposed = 0;
   const int world = c.dp * c.tp * c.pp;
+  // Compute lost to NCCL's blocks while data-parallel traffic across nodes
+  // overlaps it (network_model.h).
+  const double overlap_share =
+      OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
   const double straggle = StragglerFactor(world, hw.host_step_cv);
   // A job's ranks sharing a node's host issue their kernels slower than one
   // process (HardwareProfile::side_by_side_host_factor).
@@ -788,10 +842,12 @@ StepTime StrategyModel::Time(const Configuration& c) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd;
+    double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b;
     const double b_launched = HostAndDevice(b_device, launch_b);
-    double b = b_launched + r.tp_comm_fwd;  // [MLM19] as many all-reduces
+    // [MLM19] as many all-reduces; context parallel: keys and values gathered
+    // again and their gradients reduce-scattered.
+    double b = b_launched + r.tp_comm_fwd + 2 * r.cp_comm_fwd;
     if (c.recompute) b += f;                // [ACT] full recomputation: forward again
     if (c.pp > 1) {
       // Activations and their gradients cross each chunk boundary once per
@@ -818,6 +874,11 @@ StepTime StrategyModel::Time(const Configuration& c) {
           im.Coll(CollectiveOp::kAllGather, std::max(d.unit_params, d.root_params) * copy_bytes,
                   c.dp, dp_rpn);
       z3_exposed = std::max(0.0, ag - r.fwd) + std::max(0.0, ag + rs - r.bwd) + 2 * first;
+      // Across nodes the hidden gathers take NCCL's SMs from the compute
+      // they overlap (OverlapComputeShare).
+      if (dp_rpn < c.dp) {
+        z3_exposed += overlap_share * (std::min(ag, r.fwd) + std::min(ag + rs, r.bwd));
+      }
     } else if (c.sharding == Sharding::kZero2 && c.dp > 1) {
       // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
       // gradient buffer to accumulate into), overlapped with that backward.
@@ -826,6 +887,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
       const double last =
           im.Coll(CollectiveOp::kReduceScatter, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
       z3_exposed = std::max(last, rs - r.bwd);
+      if (dp_rpn < c.dp) z3_exposed += overlap_share * std::min(rs, r.bwd);
     }
     const double total = f + b + z3_exposed;
     if (total > t_mb) {
@@ -858,7 +920,7 @@ StepTime StrategyModel::Time(const Configuration& c) {
       // micro-batch 16, ~30 % less at 4 (bench/validate/data/2026-11-26_h200x2_*).
       dp_exposed = std::max(last, all - t_b_idle);
     } else {
-      dp_exposed = std::max(last, all - t_b_last);
+      dp_exposed = std::max(last, all - t_b_last) + overlap_share * std::min(all, t_b_last);
     }
     // [DDP] gradients are copied into the buckets, scaled by 1/world and
     // copied back after the reduction: three read-write passes.
@@ -934,14 +996,30 @@ StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Co
 }
 
 std::string StructuralProblem(const Workload& w, const Configuration& c) {
-  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 || c.micro_batch < 1 ||
-      c.grad_accum < 1) {
+  if (c.nodes < 1 || c.gpus_per_node < 1 || c.dp < 1 || c.tp < 1 || c.pp < 1 || c.cp < 1 ||
+      c.micro_batch < 1 || c.grad_accum < 1) {
     return "every count must be at least 1";
   }
-  if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp) {
-    return absl::StrCat("dp x tp x pp = ", c.dp * c.tp * c.pp, " but the allocation has ",
-                        c.nodes * c.gpus_per_node, " GPUs");
+  if (int64_t{c.nodes} * c.gpus_per_node != int64_t{c.dp} * c.tp * c.pp * c.cp) {
+    return absl::StrCat(
+        c.cp > 1 ? "dp x tp x pp x cp = " : "dp x tp x pp = ", int64_t{c.dp} * c.tp * c.pp * c.cp,
+        " but the allocation has ", c.nodes * c.gpus_per_node, " GPUs");
   }
+  if (c.cp > 1) {
+    if (w.family != ModelFamily::kTransformer) {
+      return "context parallelism is modelled for transformers only";
+    }
+    // Each rank takes two chunks of 1/(2 cp) of the sequence, one from each
+    // end, so causal attention's work is balanced (Megatron-Core, Llama 3).
+    if (MaterialisesScores(ResolvedAttention(w))) {
+      return "context parallelism needs a fused attention kernel (flash or memory-efficient)";
+    }
+    if (w.transformer.seq_len % (2 * c.cp) != 0) {
+      return absl::StrCat("cp ", c.cp, ": 2 x cp must divide the sequence length (",
+                          w.transformer.seq_len, ")");
+    }
+  }
+  if (c.sequence_parallel && c.tp < 2) return "sequence parallelism needs tp > 1";
   if (c.gpus_per_node % c.tp != 0)
     return "tp must divide the GPUs per node (tp stays inside a node)";
   if (c.global_batch != int64_t{c.dp} * c.micro_batch * c.grad_accum) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tuner/configuration.h"
 #include "tuner/hardware_profile.h"
@@ -97,10 +98,17 @@ class StrategyModel {
  private:
   template <bool kBreakdown>
   double MemoryCore(const Configuration& c, MemoryBreakdown* out);
+  // The model of c's context-parallel degree and sequence parallelism: each
+  // its own per-rank workload (context_parallel.h), built on first use.
+  Impl& For(const Configuration& c);
 
   const Workload& w_;
   const HardwareProfile& hw_;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;  // cp 1, no sequence parallelism
+  struct Variant;
+  std::vector<std::unique_ptr<Variant>> variants_;
+  int last_variant_key_ = -1;
+  Impl* last_variant_ = nullptr;
 };
 
 // Checks a configuration against the workload's structure (divisibility of

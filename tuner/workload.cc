@@ -208,10 +208,14 @@ void BuildTransformerLayers(Workload& w) {
     // batched GEMMs over every head, masked half included: q k^T (heads x s
     // rows of s scores, d deep) and the scores times v (heads x s rows of d).
     if (scores) {
+      // Batched over heads: tensor parallelism splits the heads (rows).
+      b.tp_split_m.assign(b.gemms.size(), false);
       b.gemms.push_back({double(t.heads) * s, t.seq_len, head_dim});
       b.tp_split_n.push_back(true);
+      b.tp_split_m.push_back(true);
       b.gemms.push_back({double(t.heads) * s, head_dim, t.seq_len});
       b.tp_split_n.push_back(true);
+      b.tp_split_m.push_back(true);
       b.attention_flops = 0;
       b.fwd_flops = gemm_flops + 4.0 * s * s * h;
     } else {

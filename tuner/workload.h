@@ -123,11 +123,17 @@ struct LayerCost {
   // gemms[i] is column-parallel (n split) if tp_split_n[i], else row-parallel.
   bool tp_capable = false;
   std::vector<bool> tp_split_n;
+  // gemms[i] is split by rows instead (attention's batched GEMMs over heads:
+  // each tensor-parallel rank takes heads / tp of them); overrides tp_split_n.
+  std::vector<bool> tp_split_m;
   double tp_split_activation_bytes = 0;  // part of saved_activation_bytes divided by tp
   double tp_comm_bytes = 0;              // bytes of one tensor-parallel all-reduce, per sample
   int tp_allreduces_fwd = 0;             // all-reduces per forward pass (backward does as many)
   double attention_flops = 0;            // forward attention FLOPs per sample (not GEMM-shaped)
-  double recompute_saved_bytes = 0;      // what full recomputation keeps (the block input)
+  // Context parallel only (PerRankWorkload): keys and values of the whole
+  // sequence that each rank gathers before attention, per sample.
+  double cp_kv_bytes = 0;
+  double recompute_saved_bytes = 0;  // what full recomputation keeps (the block input)
   // Memory traffic per sample of unfused kernels beyond the passes over saved
   // activations, forward and backward (a transformer's loss on its logits, an
   // NCHW convolution's layout transforms).

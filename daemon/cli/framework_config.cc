@@ -47,6 +47,7 @@ std::string Megatron(const RunDecision& d) {
   if (d.pp > 1 && d.virtual_stages > 1)
     args += " --num-virtual-stages-per-pipeline-rank " + std::to_string(d.virtual_stages);
   // Megatron shards optimizer state (ZeRO-1) with its distributed optimizer.
+  if (d.sequence_parallel) args += " --sequence-parallel";
   if (d.sharding_stage >= 1) args += " --use-distributed-optimizer";
   if (d.recompute) args += " --recompute-granularity full --recompute-method uniform";
   return args + " --bf16\n";

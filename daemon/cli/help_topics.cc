@@ -32,6 +32,10 @@ is the number of GPUs used.
               gathered layer by layer when needed.
   tpN         tensor parallel (Megatron-LM): each layer's matrices split over
               N GPUs, best kept inside one node (NVLink).
+  tpNsp       tensor parallel with sequence parallelism (Megatron): the
+              norms' and dropouts' activations split over the N GPUs too.
+  cpN         context parallel: each sequence split over N GPUs, which gather
+              each other's keys and values for attention (long sequences).
   ppN         pipeline parallel: the layers cut into N stages, micro-batches
               flowing through them.
      (1f1b)             the one-forward-one-backward schedule;
@@ -45,7 +49,8 @@ tensor-parallel GPUs; "dp2xtp2xpp2 (1f1b)" is 8 GPUs in 2 replicas of a 2-stage
 pipeline whose layers are split over 2 GPUs.
 
 The application receives the choice as XDEEP_STRATEGY, XDEEP_DP, XDEEP_TP,
-XDEEP_PP, XDEEP_SHARDING_STAGE and XDEEP_RECOMPUTE (docs/user.md).
+XDEEP_PP, XDEEP_CP, XDEEP_SEQUENCE_PARALLEL, XDEEP_SHARDING_STAGE and
+XDEEP_RECOMPUTE (docs/user.md).
 )txt"},
     {"plan", "how to read the table of xdeep plan and --xdeep-tune=explain",
      R"txt(One row per layout; "*" marks the one xdeep chose.

@@ -26,6 +26,7 @@ class Decision:
     tp: int
     pp: int
     cp: int
+    sequence_parallel: bool
     sharding_stage: int
     pipeline_schedule: Optional[str]
     virtual_stages: int
@@ -57,6 +58,7 @@ class Decision:
                 ranks=int(layout["ranks"]),
                 strategy=str(par.get("strategy", "")),
                 dp=int(par["dp"]), tp=int(par["tp"]), pp=int(par["pp"]), cp=int(par.get("cp", 1)),
+                sequence_parallel=bool(par.get("sequence_parallel", False)),
                 sharding_stage=int(par["sharding_stage"]),
                 pipeline_schedule=par.get("pipeline_schedule"),
                 virtual_stages=int(par.get("virtual_stages", 1)),

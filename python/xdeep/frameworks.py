@@ -49,6 +49,8 @@ def megatron_args(d=None):
             "--global-batch-size", str(d.global_batch)]
     if d.pp > 1 and d.virtual_stages > 1:
         args += ["--num-virtual-stages-per-pipeline-rank", str(d.virtual_stages)]
+    if d.sequence_parallel:
+        args.append("--sequence-parallel")
     if d.sharding_stage >= 1:
         args.append("--use-distributed-optimizer")
     if d.recompute:
@@ -124,6 +126,7 @@ def decision_json(d):
         "layout": {"nodes": d.nodes, "gpus_per_node": d.gpus_per_node, "ranks": d.ranks,
                    "tasks_per_node": 1 if d.per_node_launcher else d.gpus_per_node},
         "parallel": {"strategy": d.strategy, "dp": d.dp, "tp": d.tp, "pp": d.pp, "cp": d.cp,
+                     "sequence_parallel": d.sequence_parallel,
                      "sharding_stage": d.sharding_stage,
                      "pipeline_schedule": d.pipeline_schedule,
                      "virtual_stages": d.virtual_stages, "rank_order": d.rank_order},

@@ -64,12 +64,38 @@ TEST(ConfigTest, ErrorsNameFileLineAndFix) {
            Case{"[probes]\nframework_probe = \"python3 x.py\"\n",
                 "x.toml:2: [probes] framework_probe must be an array of strings"},
            Case{"[server\n", "x.toml:1:"},
+           Case{"[fabric]\nnics_per_node = 8\nnic_gbps = 400\n",
+                "x.toml:3: [fabric] nic_gbps: unknown key; use one of"},
+           Case{"[fabric]\noversubscription = 0.5\n",
+                "x.toml:2: [fabric] oversubscription: must be from 1 to 64"},
+           Case{"[fabric]\nbuiltin = \"torus-9000\"\n",
+                "x.toml:2: [fabric] builtin: unknown built-in fabric 'torus-9000'"},
+           Case{"[fabric]\ntopology = [\"fat-tree\"]\n",
+                "x.toml:2: [fabric] topology must be a number or a string"},
        }) {
     auto c = ParseDaemonConfig(k.text, "x.toml");
     ASSERT_FALSE(c.ok()) << k.text;
     EXPECT_NE(std::string(c.status().message()).find(k.needle), std::string::npos)
         << c.status().message();
   }
+}
+
+TEST(ConfigTest, SiteFabricAppliesOverTheProfilesDefault) {
+  auto c = ParseDaemonConfig(R"([fabric]
+builtin = "dgx-a100-superpod"
+nics_per_node = 4
+oversubscription = 2
+)",
+                             "x.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto hw = tuner::BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  EXPECT_EQ(hw->fabric.nics_per_node, 8);
+  ApplySiteFabric(c->hardware, &*hw);
+  EXPECT_EQ(hw->fabric.nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(hw->fabric.nic_gbit, 200);  // from the named built-in
+  EXPECT_DOUBLE_EQ(hw->fabric.oversubscription, 2);
+  EXPECT_EQ(hw->fabric.name, "site");
 }
 
 TEST(ConfigTest, MissingFile) {

@@ -87,9 +87,9 @@ TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_FALSE(hw->builtin);
   EXPECT_THAT(hw->Label(), ::testing::StartsWith("measured node01 2026-11-26T01:30:00Z"));
-  // Inter-node figures were not measured: borrowed, and the label says so.
-  EXPECT_THAT(hw->Label(),
-              ::testing::HasSubstr("inter-node collectives from built-in profile h100-sxm"));
+  // Inter-node figures were not measured: the fabric model's, and the label says so.
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(
+                               "inter-node collectives from the fabric model, dgx-h100-superpod"));
   EXPECT_EQ(hw->gpus_per_node, 2);
   EXPECT_EQ(hw->memory_bytes, 85029158912);
   EXPECT_DOUBLE_EQ(hw->memory_bandwidth_gbps, 2900.0);

@@ -34,42 +34,56 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
       const int n = nodes * g;
       if (l.max_total_gpus > 0 && n > l.max_total_gpus) continue;
       for (int tp = 1; tp <= n; ++tp) {
-        for (int pp = 1; pp <= n; ++pp) {
-          if (n % (tp * pp) != 0) continue;
-          const int dp = n / (tp * pp);
-          for (int z = 0; z < 4; ++z) {
-            for (int sched = 0; sched < 2; ++sched) {
-              for (int rc = 0; rc < 2; ++rc) {
-                for (int mb = 1; mb <= w.max_micro_batch; mb *= 2) {
-                  for (int64_t ga = 1; ga <= w.max_global_batch; ++ga) {
-                    Configuration c;
-                    c.nodes = nodes;
-                    c.gpus_per_node = g;
-                    c.dp = dp;
-                    c.tp = tp;
-                    c.pp = pp;
-                    c.sharding = static_cast<Sharding>(z);
-                    c.schedule = sched ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
-                    c.virtual_stages = sched ? 2 : 1;
-                    c.recompute = rc;
-                    c.micro_batch = mb;
-                    c.grad_accum = static_cast<int>(ga);
-                    c.global_batch = int64_t{dp} * mb * ga;
-                    if (sched && pp == 1) continue;  // interleaving is a pipeline schedule
-                    if (!StructuralProblem(w, c).empty()) continue;
-                    if (w.batch_may_change) {
-                      if ((ga & (ga - 1)) != 0) continue;  // powers of two
-                      if (c.global_batch < w.min_global_batch ||
-                          c.global_batch > w.max_global_batch)
+        // Context parallelism as the search documents it: long sequences
+        // (each rank keeps 2,048 tokens or more), 2 x cp equal chunks, a
+        // fused attention kernel.
+        for (int cp = 1; cp <= 64; cp *= 2) {
+          if (cp > 1 &&
+              (w.family != ModelFamily::kTransformer || !allowed("cp") ||
+               MaterialisesScores(ResolvedAttention(w)) || w.transformer.seq_len % (2 * cp) != 0 ||
+               w.transformer.seq_len / cp < 2048)) {
+            continue;
+          }
+          for (int pp = 1; pp <= n; ++pp) {
+            if (n % (tp * pp * cp) != 0) continue;
+            const int dp = n / (tp * pp * cp);
+            for (int z = 0; z < 4; ++z) {
+              for (int sched = 0; sched < 2; ++sched) {
+                for (int rc = 0; rc < 2; ++rc) {
+                  for (int mb = 1; mb <= w.max_micro_batch; mb *= 2) {
+                    for (int64_t ga = 1; ga <= w.max_global_batch; ++ga) {
+                      Configuration c;
+                      c.nodes = nodes;
+                      c.gpus_per_node = g;
+                      c.dp = dp;
+                      c.tp = tp;
+                      c.pp = pp;
+                      c.cp = cp;
+                      // Sequence parallelism dominates wherever tp > 1 allows it.
+                      c.sequence_parallel = tp > 1 && allowed("sp");
+                      c.sharding = static_cast<Sharding>(z);
+                      c.schedule = sched ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+                      c.virtual_stages = sched ? 2 : 1;
+                      c.recompute = rc;
+                      c.micro_batch = mb;
+                      c.grad_accum = static_cast<int>(ga);
+                      c.global_batch = int64_t{dp} * mb * ga;
+                      if (sched && pp == 1) continue;  // interleaving is a pipeline schedule
+                      if (!StructuralProblem(w, c).empty()) continue;
+                      if (w.batch_may_change) {
+                        if ((ga & (ga - 1)) != 0) continue;  // powers of two
+                        if (c.global_batch < w.min_global_batch ||
+                            c.global_batch > w.max_global_batch)
+                          continue;
+                      } else if (c.global_batch != w.reference_global_batch) {
                         continue;
-                    } else if (c.global_batch != w.reference_global_batch) {
-                      continue;
+                      }
+                      if (tp > 1 && !allowed("tp")) continue;
+                      if (pp > 1 && !allowed("pp")) continue;
+                      if (dp > 1 && z == 0 && !allowed("dp")) continue;
+                      if (z > 0 && !allowed(std::string(ShardingName(c.sharding)))) continue;
+                      out.push_back(c);
                     }
-                    if (tp > 1 && !allowed("tp")) continue;
-                    if (pp > 1 && !allowed("pp")) continue;
-                    if (dp > 1 && z == 0 && !allowed("dp")) continue;
-                    if (z > 0 && !allowed(std::string(ShardingName(c.sharding)))) continue;
-                    out.push_back(c);
                   }
                 }
               }

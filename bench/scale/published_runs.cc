@@ -1,0 +1,310 @@
+// Benchmark: the tuner against published large training runs
+// (bench/scale/published_runs.csv). For each row: the prediction for the
+// published layout (iteration time and TFLOP/s per GPU counted the paper's
+// way) against the paper's figure, and the tuner's own pick on the same GPUs
+// and global batch against that prediction. Calibration rows and the
+// independent check rows (never used to choose a figure) are summarised
+// separately.
+//
+//   published_runs_bench [CSV] [--no-search]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tuner/fabric.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/search.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+namespace {
+
+using namespace xdeep::tuner;
+
+// Splits one CSV line; quoted fields may hold commas.
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') {
+      quoted = !quoted;
+    } else if (ch == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(ch);
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+struct Row {
+  std::map<std::string, std::string> f;
+  const std::string& S(const std::string& k) const {
+    static const std::string empty;
+    auto it = f.find(k);
+    return it == f.end() ? empty : it->second;
+  }
+  double D(const std::string& k) const { return S(k).empty() ? 0 : std::atof(S(k).c_str()); }
+  int I(const std::string& k) const { return static_cast<int>(D(k)); }
+};
+
+// FLOPs of one iteration as the paper counts them.
+double PaperFlops(const Row& r) {
+  const double B = r.D("global_batch"), s = r.D("seq"), l = r.D("layers"), h = r.D("hidden"),
+               V = r.D("vocab");
+  const std::string how = r.S("flops");
+  if (how == "megatron-hfu") return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  if (how == "megatron-mfu") return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  // palm: Chowdhery et al. 2022, appendix B (the usual MFU): 6 N per token
+  // for the weights' matmuls and 12 l h s for attention, the masked half of
+  // a causal mask counted too.
+  const double f = r.D("ffn"), kvd = h / r.D("heads") * r.D("kv_heads");
+  const double per_layer = h * (h + 2 * kvd) + h * h + (r.I("gated") ? 3 : 2) * h * f;
+  const double n = l * per_layer + 2 * V * h;
+  return B * s * (6 * n + 12 * l * h * s);
+}
+
+Workload MakeWorkload(const Row& r) {
+  Workload w;
+  w.name = r.S("model");
+  w.family = ModelFamily::kTransformer;
+  TransformerShape& t = w.transformer;
+  t.layers = r.I("model_layers") > 0 ? r.I("model_layers") : r.I("layers");
+  t.hidden = r.I("hidden");
+  t.heads = r.I("heads");
+  t.kv_heads = r.I("kv_heads");
+  t.ffn = r.I("ffn");
+  t.seq_len = r.I("seq");
+  t.vocab = r.I("vocab");
+  t.gated_mlp = r.I("gated") != 0;
+  t.tied_embeddings = !t.gated_mlp;  // GPT-3 / BLOOM tie them; Llama does not
+  t.learned_positions = r.S("model").rfind("gpt", 0) == 0 || r.S("model").rfind("mtnlg", 0) == 0;
+  // Megatron / DeepSpeed: bf16 weights and gradients with fp32 master weights,
+  // fused kernels (as torch.compile's fusion), FlashAttention-like attention.
+  w.precision = Precision::kBf16Mixed;
+  w.optimizer = OptimizerKind::kAdamW;
+  w.settings.optimizer_impl = OptimizerImpl::kFused;
+  w.settings.compile = true;
+  w.settings.attention =
+      r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
+  w.settings.linear_bias = r.I("bias") != 0;
+  w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
+  BuildTransformerLayers(w);
+  w.reference_global_batch = w.min_global_batch = w.max_global_batch = r.I("global_batch");
+  w.batch_may_change = false;
+  w.samples = 1e12 / t.seq_len;
+  w.max_micro_batch = 16;
+  return w;
+}
+
+Configuration MakeConfig(const Row& r, int gpn) {
+  Configuration c;
+  c.gpus_per_node = gpn;
+  c.nodes = r.I("gpus") / gpn;
+  c.tp = r.I("tp");
+  c.pp = r.I("pp");
+  c.cp = std::max(1, r.I("cp"));
+  c.dp = r.I("dp");
+  c.sequence_parallel = r.I("sp") != 0 && c.tp > 1;
+  const std::string sh = r.S("sharding");
+  c.sharding = sh == "zero1" ? Sharding::kZero1 : sh == "fsdp" ? Sharding::kZero3 : Sharding::kNone;
+  c.micro_batch = std::max(1, r.I("micro_batch"));
+  c.global_batch = r.I("global_batch");
+  c.grad_accum = static_cast<int>(c.global_batch / (int64_t{c.dp} * c.micro_batch));
+  c.recompute = r.S("recompute") == "full";
+  const std::string sched = r.S("schedule");
+  if (sched.rfind("interleaved", 0) == 0) {
+    c.schedule = PipelineSchedule::kInterleaved;
+    c.virtual_stages = std::atoi(sched.c_str() + sched.size() - 1);
+  }
+  return c;
+}
+
+// The published layout's configurations: one, or where the paper leaves the
+// micro-batch or the interleaving depth out ("" / "interleaved-?"), every
+// value of them the layout allows.
+std::vector<Configuration> LayoutConfigs(const Row& r, const Workload& w, int gpn) {
+  const Configuration base = MakeConfig(r, gpn);
+  std::vector<int> mbs = {base.micro_batch};
+  if (r.S("micro_batch").empty()) mbs = {1, 2, 4, 8, 16};
+  std::vector<int> vs = {base.virtual_stages};
+  const std::string sched = r.S("schedule");
+  if (sched == "interleaved-?") vs = {2, 3, 4, 6, 8};
+  if (sched == "?") vs = {1, 2, 3, 4};
+  std::vector<Configuration> out;
+  for (int mb : mbs) {
+    for (int v : vs) {
+      Configuration c = base;
+      c.micro_batch = mb;
+      if (c.global_batch % (int64_t{c.dp} * mb) != 0) continue;
+      c.grad_accum = static_cast<int>(c.global_batch / (int64_t{c.dp} * mb));
+      c.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+      c.virtual_stages = v;
+      if (StructuralProblem(w, c).empty()) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+struct Summary {
+  std::vector<double> layout_err, pick_gain, pick_same_gain;
+  int misses = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path = "bench/scale/published_runs.csv";
+  bool search = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--no-search") {
+      search = false;
+    } else {
+      path = a;
+    }
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "published_runs_bench: cannot read %s; run from the checkout's root\n",
+                 path.c_str());
+    return 2;
+  }
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto cells = SplitCsv(line);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    Row r;
+    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) r.f[header[i]] = cells[i];
+    rows.push_back(std::move(r));
+  }
+  std::map<std::string, Summary> sums;
+  std::printf("%-28s %-11s %6s %-30s %9s %9s %7s | %-40s %8s %6s\n", "run", "set", "GPUs", "layout",
+              "paper", "model", "error", "tuner's pick", "pick/lay", "ms");
+  for (const Row& r : rows) {
+    auto hw = BuiltinHardwareProfile(r.S("profile"));
+    auto fabric = BuiltinFabric(r.S("fabric"));
+    if (!hw.ok() || !fabric.ok()) {
+      std::fprintf(
+          stderr, "%s: %s\n", r.S("id").c_str(),
+          std::string(hw.ok() ? fabric.status().message() : hw.status().message()).c_str());
+      return 2;
+    }
+    hw->fabric = *fabric;
+    const Workload w = MakeWorkload(r);
+    const std::vector<Configuration> layouts = LayoutConfigs(r, w, hw->gpus_per_node);
+    if (layouts.empty()) {
+      std::fprintf(stderr, "%s: layout invalid: %s\n", r.S("id").c_str(),
+                   StructuralProblem(w, MakeConfig(r, hw->gpus_per_node)).c_str());
+      return 2;
+    }
+    StrategyModel model(w, *hw);
+    // Where the paper leaves details out: the fastest that fits, else the fastest.
+    Configuration c = layouts.front();
+    StepTime st = model.Time(c);
+    double mem = model.Memory(c).Total();
+    for (const Configuration& k : layouts) {
+      const StepTime t = model.Time(k);
+      const double m = model.Memory(k).Total();
+      const bool fits = m <= hw->memory_bytes, best_fits = mem <= hw->memory_bytes;
+      if ((fits && !best_fits) || (fits == best_fits && t.total_s < st.total_s)) {
+        c = k;
+        st = t;
+        mem = m;
+      }
+    }
+    SearchLimits limits;
+    limits.objective = Objective::kTime;
+    limits.max_nodes = c.nodes;
+    limits.max_total_gpus = c.TotalGpus();
+    const double flops = PaperFlops(r);
+    const double predicted_tflops = flops / st.total_s / c.TotalGpus() / 1e12;
+    const double paper_tflops = r.D("published_iter_s") > 0
+                                    ? flops / r.D("published_iter_s") / c.TotalGpus() / 1e12
+                                    : r.D("published_tflops");
+    const double err = predicted_tflops / paper_tflops - 1;
+    // The tuner's pick with every strategy, and with only what the run's
+    // software offered (its recomputation as the run had it).
+    std::string pick = "-", pick_same = "-";
+    double gain = 0, gain_same = 0, ms = 0;
+    if (search) {
+      auto run_search = [&](const Workload& sw, std::string* name, double* g) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto res = Search(sw, *hw, limits);
+        ms = std::max(
+            ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count());
+        if (!res.ok()) {
+          *name = std::string(res.status().message()).substr(0, 40);
+          return;
+        }
+        const Configuration& b = res->best.config;
+        *name =
+            StrategyName(b) + " mb" + std::to_string(b.micro_batch) + (b.recompute ? " rc" : "");
+        *g = st.total_s / res->best.prediction.step_time_s - 1;
+      };
+      run_search(w, &pick, &gain);
+      Workload same = w;
+      std::string list = r.S("software");
+      for (size_t at = 0; at < list.size();) {
+        const size_t end = std::min(list.find(';', at), list.size());
+        same.parallel.strategies.push_back(list.substr(at, end - at));
+        at = end + 1;
+      }
+      same.settings.activation_checkpointing =
+          r.S("recompute") == "full" ? Checkpointing::kOn : Checkpointing::kOff;
+      run_search(same, &pick_same, &gain_same);
+    }
+    Summary& s = sums[r.S("set")];
+    s.layout_err.push_back(err);
+    if (std::abs(err) > 0.10) ++s.misses;
+    if (search) {
+      s.pick_gain.push_back(gain);
+      s.pick_same_gain.push_back(gain_same);
+    }
+    char layout[96];
+    std::snprintf(layout, sizeof layout, "tp%d pp%d cp%d dp%d mb%d v%d%s", c.tp, c.pp, c.cp, c.dp,
+                  c.micro_batch, c.virtual_stages, mem > hw->memory_bytes ? " OOM" : "");
+    std::printf("%-28s %-11s %6d %-30s %9.1f %9.1f %+6.1f%% | %-40s %+7.1f%% %6.0f\n",
+                r.S("id").c_str(), r.S("set").c_str(), c.TotalGpus(), layout, paper_tflops,
+                predicted_tflops, 100 * err, pick.c_str(), 100 * gain, ms);
+    std::printf("    same software: %-44s %+7.1f%%\n", pick_same.c_str(), 100 * gain_same);
+    std::printf(
+        "    step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer %.2f; "
+        "memory %.1f GiB\n",
+        st.total_s, st.compute_s, st.bubble_s, st.exposed_comm_s, st.optimizer_s, mem / (1 << 30));
+  }
+  for (const auto& [set, s] : sums) {
+    double sum = 0, worst = 0, gain_worst = 0;
+    for (double e : s.layout_err) {
+      sum += std::abs(e);
+      worst = std::max(worst, std::abs(e));
+    }
+    double same_worst = 0;
+    for (double g : s.pick_gain) gain_worst = std::max(gain_worst, g);
+    for (double g : s.pick_same_gain) same_worst = std::max(same_worst, g);
+    std::printf(
+        "%s: %zu runs, TFLOP/s per GPU error mean |%.1f %%|, worst %.1f %%, %d beyond 10 %%;"
+        " tuner's pick at most %+.1f %% faster than the published layout (%+.1f %% with the"
+        " run's software)\n",
+        set.c_str(), s.layout_err.size(), 100 * sum / s.layout_err.size(), 100 * worst, s.misses,
+        100 * gain_worst, 100 * same_worst);
+  }
+  return 0;
+}
