@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <ctime>
+#include <string_view>
 
 #include "daemon/sqlite_statement.h"
 
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS reservations (
   settled_amount REAL NOT NULL DEFAULT 0,
   closed_unix INTEGER,
   admission_token TEXT,
-  admitted_unix INTEGER
+  admitted_unix INTEGER,
+  segments INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS reservations_user ON reservations(user, state);
 CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
@@ -64,7 +66,8 @@ CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_u
 // error for one that has them already is expected and ignored.
 constexpr const char* kAddTokenColumns[] = {
     "ALTER TABLE reservations ADD COLUMN admission_token TEXT",
-    "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER"};
+    "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER",
+    "ALTER TABLE reservations ADD COLUMN segments INTEGER NOT NULL DEFAULT 1"};
 constexpr const char* kTokenIndex =
     "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
 
@@ -157,12 +160,13 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
 Ledger::~Ledger() { sqlite3_close(db_); }
 
 absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t period_start) {
-  // Spent: settled reservations (their jobs' charges) plus the charges of
-  // jobs that held none; reserved: open holds.
+  // Spent: settled reservations (their jobs' charges), the runs already
+  // charged to a segmented hold still bound, plus the charges of jobs that
+  // held none; reserved: open holds.
   const std::string column = scope.kind == "account" ? "account" : "user";
   const std::string sql = fmt::format(
-      "SELECT COALESCE(SUM(CASE WHEN state='settled' AND closed_unix >= ?2 THEN settled_amount "
-      "END), 0) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND "
+      "SELECT COALESCE(SUM(CASE WHEN (state='settled' AND closed_unix >= ?2) OR state='bound' "
+      "THEN settled_amount END), 0) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND "
       "decision_id IS NULL AND charged_unix >= ?2), COALESCE(SUM(CASE WHEN state IN "
       "('reserved','bound') THEN amount END), 0) FROM reservations WHERE {0} = ?1",
       column);
@@ -197,7 +201,8 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   Statement st(db_,
                "INSERT INTO reservations (decision_id, uid, user, account, partition, amount, "
                "nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, created_unix, "
-               "expires_unix, admission_token) VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?,?)");
+               "expires_unix, admission_token, segments) "
+               "VALUES (?,?,?,?,?,?,?,?,?,?,'reserved',?,?,?,?)");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare reserve");
   st.Text(1, c.decision_id);
   st.Int(2, c.uid);
@@ -216,6 +221,7 @@ absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& sc
   } else {
     st.Text(13, c.admission_token);
   }
+  st.Int(14, std::max(1, c.segments));
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
@@ -336,6 +342,8 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
       node_price = sqlite3_column_double(get.get(), 5);
     }
   }
+  // Slurm's record of a run it requeued says PENDING (the job's state then).
+  const bool requeued = u.state == "PENDING" || u.state.starts_with("REQUEUE");
   const double hours = std::max<int64_t>(0, u.end_unix - u.start_unix) / 3600.0;
   const double cost = node_price > 0 ? u.nodes * hours * node_price : gpus * hours * gpu_price;
   Statement ins(db_,
@@ -360,13 +368,39 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
   ins.Real(11, cost);
   ins.Int(12, now);
   if (sqlite3_step(ins.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge");
+  if (linked && requeued) {
+    // A segment ended and Slurm requeued the job: its charge is spent, and
+    // the hold stays for the next segment while segments remain.
+    Statement runs(db_,
+                   "SELECT (SELECT COUNT(*) FROM job_charges WHERE decision_id=?1), segments, "
+                   "state FROM reservations WHERE decision_id=?1");
+    if (!runs.ok()) return SqlError(db_, "ledger", "prepare charge segments");
+    runs.Text(1, u.decision_id);
+    if (sqlite3_step(runs.get()) == SQLITE_ROW && sqlite3_column_int(runs.get(), 0) <
+                                                       sqlite3_column_int(runs.get(), 1) &&
+        std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(runs.get(), 2))) ==
+            "bound") {
+      Statement upd(db_,
+                    "UPDATE reservations SET settled_amount = settled_amount + ?1, "
+                    "job_id = COALESCE(job_id, ?2), expires_unix = ?3 + expires_unix - "
+                    "COALESCE(admitted_unix, created_unix), admitted_unix = ?3 "
+                    "WHERE decision_id=?4");
+      if (!upd.ok()) return SqlError(db_, "ledger", "prepare charge segment");
+      upd.Real(1, cost);
+      upd.Int(2, u.job_id);
+      upd.Int(3, now);
+      upd.Text(4, u.decision_id);
+      if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge segment");
+      if (absl::Status s = tx.Commit(); !s.ok()) return s;
+      return cost;
+    }
+  }
   if (linked) {
     // The first task closes the hold; later tasks of an array add to it. A
     // hold released early (a report of a failed submission) is charged all
     // the same: the job ran.
     Statement upd(db_,
-                  "UPDATE reservations SET settled_amount = CASE WHEN state='settled' THEN "
-                  "settled_amount ELSE 0 END + ?1, closed_unix = CASE WHEN state='settled' THEN "
+                  "UPDATE reservations SET settled_amount = settled_amount + ?1, closed_unix = CASE WHEN state='settled' THEN "
                   "closed_unix ELSE ?2 END, job_id = COALESCE(job_id, ?3), state='settled', "
                   "admission_token=NULL WHERE decision_id=?4");
     if (!upd.ok()) return SqlError(db_, "ledger", "prepare charge settle");
@@ -418,7 +452,8 @@ absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, doubl
 absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now, bool bound_too) {
   std::lock_guard lock(mu_);
   Statement st(db_,
-               "UPDATE reservations SET state='released', admission_token=NULL, closed_unix=? "
+               "UPDATE reservations SET state=CASE WHEN settled_amount > 0 THEN 'settled' ELSE "
+               "'released' END, admission_token=NULL, closed_unix=? "
                "WHERE decision_id=? AND uid=? AND (state='reserved' OR (? AND state='bound'))");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare release");
   st.Int(1, now);
@@ -432,7 +467,8 @@ absl::Status Ledger::Release(const std::string& id, uint32_t uid, int64_t now, b
 absl::StatusOr<int> Ledger::ExpireStale(int64_t now) {
   std::lock_guard lock(mu_);
   Statement st(db_,
-               "UPDATE reservations SET state='released', admission_token=NULL, closed_unix=?1 "
+               "UPDATE reservations SET state=CASE WHEN settled_amount > 0 THEN 'settled' ELSE "
+               "'released' END, admission_token=NULL, closed_unix=?1 "
                "WHERE state IN ('reserved','bound') AND expires_unix < ?1");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare expire");
   st.Int(1, now);
@@ -507,7 +543,7 @@ absl::StatusOr<double> Ledger::TotalSettled() {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "SELECT (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
-               "state='settled') + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE "
+               "state IN ('settled','bound')) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE "
                "decision_id IS NULL)");
   if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "total");
   return sqlite3_column_double(st.get(), 0);

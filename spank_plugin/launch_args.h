@@ -28,6 +28,7 @@ struct LaunchBounds {
   std::string gpu_type;                  // "h100" from gpu:h100:4
   std::string partition;                 // the first of -p's list
   std::string account;
+  double time_limit_s = 0;  // --time / -t, 0: not given (or INFINITE)
   std::string chdir;       // -D
   std::string export_env;  // --export in effect ("" = Slurm's default, ALL)
   bool wrap = false;       // sbatch --wrap
@@ -48,6 +49,9 @@ struct LaunchShape {
   int nodes = 0;
   int tasks = 0;
   int gpus_per_node = 0;
+  double time_limit_s = 0;  // > 0: --time (whole minutes, rounded down)
+  int segments = 1;         // > 1 on sbatch: --requeue
+  bool overcommit = false;  // a step with more tasks than its allocation's CPUs
 };
 
 // argv with the replaced options cut from the command line and the decision
