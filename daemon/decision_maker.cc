@@ -523,10 +523,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_segment_cost(tuner::SegmentCost(limits, result->best.prediction));
   decision.set_limited_by(
       LimitedBy(limits, sources, result->best.config, result->best.prediction));
-  decision.set_explanation(result->best.why + correction_note +
-                           (decision.limited_by().empty()
-                                ? std::string()
-                                : "; limited by " + decision.limited_by()));
+  decision.set_explanation(result->best.why + correction_note);
   decision.set_hardware_label(result->hardware_label);
   decision.set_workload_name(workload->name);
   decision.set_currency(policy->currency);

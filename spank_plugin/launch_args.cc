@@ -224,7 +224,9 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
   std::vector<bool> cut(end, false);
   for (const GivenOption& g : bounds.given) {
     if (!g.removable || g.option == nullptr || g.end > end) continue;
-    const bool replaced = g.option->treatment == Treatment::kReplaced;
+    // --time stays as written when the decision sets no limit (INFINITE).
+    const bool replaced = g.option->treatment == Treatment::kReplaced &&
+                          !(g.option->effect == Effect::kTime && shape.time_limit_s <= 0);
     const bool export_rewritten = g.option->effect == Effect::kExport && restrict_env;
     if (replaced || export_rewritten) std::fill(cut.begin() + g.begin, cut.begin() + g.end, true);
   }
