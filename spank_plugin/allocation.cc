@@ -6,7 +6,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "spank_plugin/slurm_command.h"
+#include "spank_plugin/run_command.h"
 
 namespace xdeep::spank {
 namespace {
@@ -112,7 +112,7 @@ bool ParseAllocationJson(const std::string& json, uint32_t job_id, int64_t now_u
 
 bool ReadAllocation(uint32_t job_id, int timeout_ms, Allocation* out, std::string* error) {
   std::string json;
-  if (!RunSlurmCommand({"squeue", "--json", "-j", std::to_string(job_id)}, timeout_ms, &json,
+  if (!RunCommand({"squeue", "--json", "-j", std::to_string(job_id)}, timeout_ms, &json,
                        error)) {
     return false;
   }

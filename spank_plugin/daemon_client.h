@@ -45,6 +45,8 @@ struct LayoutRow {
   int micro_batch = 1, grad_accumulation = 1;
   bool recompute = false;
   int64_t global_batch = 0;
+  std::string pipeline_schedule;  // "1f1b" or "interleaved" when pp > 1, else empty
+  int virtual_stages = 1;
   double step_time_s = 0, time_to_solution_s = 0, cost = 0;
   int64_t memory_per_gpu_bytes = 0;
   std::string why;
@@ -59,6 +61,7 @@ struct TuneAnswer {
   bool skipped = false;  // the daemon chose not to tune; the launch runs as written
   std::string skip_reason;
   std::string admission_token;  // single-use proof of the reservation, for job_submit.lua
+  std::string app_launcher;     // the workload's [parallel] launcher; empty: srun
   double time_limit_s = 0;      // each job's time limit (--time), 0: none
   int segments = 1;             // checkpointed jobs the run is planned as
   double segment_cost = 0;      // what one segment is predicted to cost (the hold)

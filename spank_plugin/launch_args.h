@@ -49,6 +49,7 @@ struct LaunchShape {
   int nodes = 0;
   int tasks = 0;
   int gpus_per_node = 0;
+  int tasks_per_node = 0;  // one per GPU, or 1 for a per-node launcher (torchrun)
   double time_limit_s = 0;  // > 0: --time (whole minutes, rounded down)
   int segments = 1;         // > 1 on sbatch: --requeue
   bool overcommit = false;  // a step with more tasks than its allocation's CPUs

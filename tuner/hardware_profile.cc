@@ -314,6 +314,33 @@ namespace {
 
 using json = nlohmann::json;
 
+// The Kokkos device kernels' figures (profiler/kokkos_probes.h): the fused AdamW update
+// for the optimizer step, the median of layer norm, softmax and bias + GeLU for
+// elementwise work. The CUDA entries stay out: they would change every existing
+// profile's optimizer time, which was validated against copy bandwidth.
+struct KokkosDeviceFigures {
+  double optimizer_gbps = 0;
+  double elementwise_gbps = 0;
+};
+KokkosDeviceFigures KokkosDeviceBandwidth(const json& bandwidth) {
+  KokkosDeviceFigures out;
+  std::vector<double> elementwise;
+  for (const json& b : bandwidth) {
+    if (!b.is_object() || b.value("backend", std::string()) != "kokkos" ||
+        b.value("space", std::string()) != "device") {
+      continue;
+    }
+    const std::string kernel = b.value("kernel", std::string());
+    const double gbps = b.value("gbps", 0.0);
+    if (!(gbps > 0 && gbps < 1e5)) continue;  // absurd figures are not measurements
+    if (kernel == "adam_update") out.optimizer_gbps = std::max(out.optimizer_gbps, gbps);
+    if (kernel == "layer_norm" || kernel == "softmax" || kernel == "bias_gelu")
+      elementwise.push_back(gbps);
+  }
+  if (!elementwise.empty()) out.elementwise_gbps = modeling::Median(elementwise);
+  return out;
+}
+
 absl::Status ReportError(absl::string_view source, absl::string_view path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", path, ": ", what));
 }
@@ -506,6 +533,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     if (kernel == "copy" || kernel == "triad") best_bw = std::max(best_bw, b.value("gbps", 0.0));
   }
   hw.memory_bandwidth_gbps = best_bw;
+  const KokkosDeviceFigures kokkos = KokkosDeviceBandwidth(section("bandwidth"));
+  hw.optimizer_bandwidth_gbps = kokkos.optimizer_gbps;
 
   // Attention efficiency: mean ratio of attention to the best GEMM rate.
   double best_gemm = 0;
@@ -663,6 +692,21 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     hw.elementwise_bandwidth_gbps = modeling::Median(elementwise_gbps);
     absl::StrAppendFormat(&framework_note, " (elementwise kernels at %.0f GB/s)",
                           hw.elementwise_bandwidth_gbps);
+  } else if (kokkos.elementwise_gbps > 0) {
+    // No framework measurement: the Kokkos layer norm / softmax / bias + GeLU kernels
+    // are closer to training's elementwise work than a copy.
+    hw.elementwise_bandwidth_gbps = kokkos.elementwise_gbps;
+  }
+  if (kokkos.optimizer_gbps > 0 || kokkos.elementwise_gbps > 0) {
+    std::vector<std::string> parts;
+    if (kokkos.optimizer_gbps > 0)
+      parts.push_back(absl::StrFormat("optimizer at %.0f GB/s", kokkos.optimizer_gbps));
+    if (kokkos.elementwise_gbps > 0 && elementwise_gbps.empty())
+      parts.push_back(absl::StrFormat("elementwise at %.0f GB/s", kokkos.elementwise_gbps));
+    if (!parts.empty()) {
+      absl::StrAppend(&framework_note, " (", absl::StrJoin(parts, ", "),
+                      " from the Kokkos device probes)");
+    }
   }
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,

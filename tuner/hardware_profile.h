@@ -60,6 +60,10 @@ struct HardwareProfile {
   // not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4). 0: not
   // measured, memory_bandwidth_gbps.
   double elementwise_bandwidth_gbps = 0;
+  // The bandwidth the fused AdamW update reaches (7 fp32 arrays moved per element):
+  // from the Kokkos adam_update probe on the device where the report has one
+  // (profiler/kokkos_probes.h). 0: not measured, memory_bandwidth_gbps.
+  double optimizer_bandwidth_gbps = 0;
   int sm_count = 132;
   std::vector<GemmPoint> gemm;  // the probe's points (none in a built-in profile)
   // The GEMM model per precision (indexed by DType), fitted to `gemm`

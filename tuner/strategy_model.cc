@@ -874,7 +874,10 @@ StepTime StrategyModel::Time(const Configuration& c) {
   } else if (w_.settings.optimizer_impl == OptimizerImpl::kForLoop) {
     per_tensor = std::max(per_tensor, OptimizerOpsPerTensor(w_) * hw.host_overhead_per_kernel_s);
   }
-  st.optimizer_s = HostAndDevice(local * OptimizerTrafficBytes(w_) / bw, grad_tensors * per_tensor);
+  const double optimizer_bw =
+      hw.optimizer_bandwidth_gbps > 0 ? hw.optimizer_bandwidth_gbps * 1e9 : bw;
+  st.optimizer_s =
+      HostAndDevice(local * OptimizerTrafficBytes(w_) / optimizer_bw, grad_tensors * per_tensor);
   return WithAccumulation(st, c.grad_accum);
 }
 

@@ -394,6 +394,57 @@ TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) 
               0.05 * EstimateStepTime(*gpt, *hw, small).total_s);
 }
 
+// Bandwidth entries beside the report's CUDA copy (JSON fragments).
+std::string WithBandwidth(const std::string& entries) {
+  std::string with = kReport;
+  const std::string copy_end = R"("gbps": 2900.0})";
+  with.insert(with.find(copy_end) + copy_end.size(), "," + entries);
+  return with;
+}
+std::string BandwidthEntry(const char* kernel, const char* backend, double gbps) {
+  return absl::StrCat(R"({"kernel": ")", kernel, R"(", "space": "device", "backend": ")", backend,
+                      R"(", "bytes": 1073741824, "median_s": 0.001, "gbps": )", gbps, "}");
+}
+
+TEST(ProbeReportTest, KokkosDeviceProbesSetTheOptimizerAndElementwiseBandwidth) {
+  auto hw = HardwareProfileFromProbeReport(
+      WithBandwidth(BandwidthEntry("adam_update", "kokkos", 2500) + "," +
+                    BandwidthEntry("layer_norm", "kokkos", 2200) + "," +
+                    BandwidthEntry("softmax", "kokkos", 2000) + "," +
+                    BandwidthEntry("bias_gelu", "kokkos", 2600) + "," +
+                    // The CUDA kernels and host figures are not the Kokkos device ones.
+                    BandwidthEntry("adam_update", "cuda", 2700) +
+                    R"(, {"kernel": "adam_update", "space": "host", "backend": "kokkos",
+                          "bytes": 1000, "median_s": 0.001, "gbps": 30})"),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_DOUBLE_EQ(hw->optimizer_bandwidth_gbps, 2500);
+  EXPECT_DOUBLE_EQ(hw->elementwise_bandwidth_gbps, 2200);  // the median of the three
+  EXPECT_DOUBLE_EQ(hw->memory_bandwidth_gbps, 2900);       // the copy, as before
+  EXPECT_THAT(hw->Label(),
+              ::testing::HasSubstr("(optimizer at 2500 GB/s, elementwise at 2200 GB/s from the "
+                                   "Kokkos device probes)"));
+
+  // Without them: no optimizer figure (the model uses the copy bandwidth), no label.
+  auto plain = HardwareProfileFromProbeReport(
+      WithBandwidth(BandwidthEntry("adam_update", "cuda", 2700)), "probe.json");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->optimizer_bandwidth_gbps, 0);
+  EXPECT_EQ(plain->elementwise_bandwidth_gbps, 0);
+  EXPECT_THAT(plain->Label(), ::testing::Not(::testing::HasSubstr("Kokkos")));
+
+  // The model's optimizer step follows the Kokkos figure: half the bandwidth, at
+  // least 1.5x the (device-bound) step time for a large model on one GPU.
+  auto gpt = PresetWorkload("gpt-350m");
+  ASSERT_TRUE(gpt.ok());
+  Configuration c;
+  c.micro_batch = 1;
+  HardwareProfile slower = *hw;
+  slower.optimizer_bandwidth_gbps /= 2;
+  EXPECT_GT(EstimateStepTime(*gpt, slower, c).optimizer_s,
+            1.5 * EstimateStepTime(*gpt, *hw, c).optimizer_s);
+}
+
 TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {
   // (p95 - median) / (1.645 median) per entry, as if normal; their median.
   const std::string a = With(FrameworkEntry(0.006, 0.1), R"("p95_s": 0.0075)"),

@@ -1,5 +1,5 @@
-// Slurm client commands from the plugin (see slurm_command.h).
-#include "spank_plugin/slurm_command.h"
+// Child process with a deadline (see run_command.h).
+#include "spank_plugin/run_command.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,17 +11,11 @@
 #include <chrono>
 #include <cstring>
 
-extern char** environ;
-
 namespace xdeep::spank {
 
-bool RunSlurmCommand(const std::vector<std::string>& args, int timeout_ms, std::string* output,
-                     std::string* error) {
-  if (args.empty()) {
-    *error = "no command";
-    return false;
-  }
-  const std::string& name = args[0];
+bool RunCommand(const std::vector<std::string>& argv, int timeout_ms, std::string* output,
+                std::string* error) {
+  if (argv.empty()) return false;
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) {
     *error = "pipe failed";
@@ -31,16 +25,16 @@ bool RunSlurmCommand(const std::vector<std::string>& args, int timeout_ms, std::
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, name.c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
   if (rc != 0) {
     close(out[0]);
-    *error = "cannot run " + name + ": " + std::strerror(rc);
+    *error = "cannot run " + argv[0] + ": " + std::strerror(rc);
     return false;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -60,7 +54,7 @@ bool RunSlurmCommand(const std::vector<std::string>& args, int timeout_ms, std::
   if (!done) kill(pid, SIGKILL);
   waitpid(pid, &status, 0);
   if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *error = done ? name + " failed" : name + " did not answer in time";
+    *error = argv[0] + (done ? " failed" : " did not answer in time");
     return false;
   }
   *output = std::move(text);
