@@ -278,6 +278,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("time_value_per_hour", p.time_value_per_hour);
          r.Range("cost_tolerance_pct", p.cost_tolerance_pct, 0.0, 1000.0);
          r.Range("time_value_per_hour", p.time_value_per_hour, 0.0, 1e7);
+         r.Get("segment_restart_s", p.segment_restart_s);
+         r.Range("segment_restart_s", p.segment_restart_s, 0.0, 86400.0);
          r.Get("learning_scope", p.learning_scope);
          r.Get("learning_max_ratio", p.learning_max_ratio);
          r.OneOf("learning_scope", p.learning_scope, {"user", "account", "site"});

@@ -94,6 +94,10 @@ struct PolicyConfig {
   // percent of the least (docs/objectives.md).
   double cost_tolerance_pct = 5;
   double time_value_per_hour = 0;   // in `currency`; 0: time is worth nothing
+  // A run longer than its time limit (--time, the partition's MaxTime) is
+  // planned as checkpointed segments; each after the first spends this long
+  // restarting from its checkpoint.
+  double segment_restart_s = 300;
   double price_per_gpu_hour = 1.0;  // in `currency`
   double price_per_node_hour = 0;   // > 0: whole nodes are billed instead
   // "policy": the prices above; "slurm": the partition's TRESBillingWeights

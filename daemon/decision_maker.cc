@@ -139,32 +139,79 @@ absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
 }
 
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
-                                const v1::TuneRequest& request) {
+                                const v1::TuneRequest& request, LimitSources* sources) {
   const v1::UserBounds& b = request.bounds();
   const bool in_allocation = request.has_allocation() && request.allocation().job_id() != 0;
-  tuner::SearchLimits limits;
-  limits.max_nodes = MinPositive({policy.MaxNodes(shape.partition), shape.nodes, b.nodes(),
-                                  in_allocation ? request.allocation().nodes() : 0});
-  limits.max_gpus_per_node =
-      MinPositive({shape.gpus_per_node, b.gpus_per_node(),
-                   in_allocation ? request.allocation().gpus_per_node() : 0});
+  const v1::EnclosingAllocation& alloc = request.allocation();
+  const std::string allocation =
+      in_allocation ? fmt::format("the allocation (job {}{})", alloc.job_id(),
+                                  alloc.gpu_request().empty() ? "" : ", " + alloc.gpu_request())
+                    : "";
+  // The smallest positive bound wins; its source names it in the explanation.
+  struct Bound {
+    int value = 0;
+    std::string source;
+    void Take(int v, std::string why) {
+      if (v > 0 && (value == 0 || v < value)) {
+        value = v;
+        source = std::move(why);
+      }
+    }
+  };
+  Bound nodes, per_node, total;
+  nodes.Take(shape.nodes, fmt::format("partition {} has {} usable nodes", shape.partition,
+                                      shape.nodes));
+  nodes.Take(policy.MaxNodes(shape.partition), "the site's max_nodes");
+  nodes.Take(b.nodes(), "-N / -w");
+  if (in_allocation) nodes.Take(alloc.nodes(), allocation);
+  per_node.Take(shape.gpus_per_node, fmt::format("a node of partition {} has {} GPUs",
+                                                 shape.partition, shape.gpus_per_node));
+  per_node.Take(b.gpus_per_node(), "--gpus-per-node / --gres=gpu");
+  if (in_allocation) per_node.Take(alloc.gpus_per_node(), allocation);
   // One task per GPU: a task count caps the GPUs just as --gpus does. Slurm
   // refuses more nodes than tasks, so the node count follows the same cap.
-  limits.max_total_gpus = MinPositive({b.gpus(), b.tasks(), policy.max_gpus});
-  if (limits.max_total_gpus > 0) {
-    limits.max_nodes = std::min(limits.max_nodes, limits.max_total_gpus);
-  }
+  total.Take(b.gpus(), "--gpus");
+  total.Take(b.tasks(), "-n (one task per GPU)");
+  total.Take(policy.max_gpus, "the site's max_gpus");
+  if (total.value > 0) nodes.Take(total.value, total.source);
   // One task per GPU: --ntasks-per-node caps GPUs per node, and so do the
   // node's CPUs shared by tasks of -c CPUs each (0 when a task does not fit).
-  if (b.tasks_per_node() > 0) {
-    limits.max_gpus_per_node = std::min(limits.max_gpus_per_node, b.tasks_per_node());
-  }
+  per_node.Take(b.tasks_per_node(), "--ntasks-per-node (one task per GPU)");
   if (b.cpus_per_task() > 0 && shape.cpus_per_node > 0) {
-    limits.max_gpus_per_node =
-        std::min(limits.max_gpus_per_node, shape.cpus_per_node / b.cpus_per_task());
+    const int fit = shape.cpus_per_node / b.cpus_per_task();
+    if (fit == 0) per_node.value = 0;
+    per_node.Take(fit, fmt::format("-c / --cpus-per-gpu {} of a node's {} CPUs",
+                                   b.cpus_per_task(), shape.cpus_per_node));
   }
   if (b.excluded_nodes() > 0) {
-    limits.max_nodes = std::min(limits.max_nodes, shape.nodes - b.excluded_nodes());
+    const int left = shape.nodes - b.excluded_nodes();
+    if (left <= 0) nodes.value = 0;
+    nodes.Take(left, "-x");
+  }
+  tuner::SearchLimits limits;
+  limits.max_nodes = nodes.value;
+  limits.max_gpus_per_node = per_node.value;
+  limits.max_total_gpus = total.value;
+  // Each job runs within the launch's --time, the partition's MaxTime and
+  // what is left of an enclosing allocation.
+  double time_limit = 0;
+  std::string time_source;
+  auto take_time = [&](double s, std::string why) {
+    if (s > 0 && (time_limit == 0 || s < time_limit)) {
+      time_limit = s;
+      time_source = std::move(why);
+    }
+  };
+  take_time(request.time_limit_s(), "--time");
+  take_time(shape.max_time_s, fmt::format("partition {}'s MaxTime", shape.partition));
+  if (in_allocation) take_time(alloc.time_left_s(), allocation + "'s time left");
+  limits.time_limit_s = time_limit;
+  limits.segment_restart_s = policy.segment_restart_s;
+  if (sources != nullptr) {
+    sources->nodes = nodes.source;
+    sources->gpus_per_node = per_node.source;
+    sources->total_gpus = total.source;
+    sources->time = time_source;
   }
   if (policy.billing == "slurm" && shape.gpu_billing_weight > 0) {
     // TRES billing: a GPU-hour costs its weight plus its share of the node's CPUs.
@@ -188,6 +235,30 @@ tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape
   limits.allowed_strategies = policy.allowed_strategies;
   limits.user_strategies.assign(request.strategies().begin(), request.strategies().end());
   return limits;
+}
+
+std::string LimitedBy(const tuner::SearchLimits& limits, const LimitSources& sources,
+                      const tuner::Configuration& c, const tuner::Prediction& p) {
+  std::vector<std::string> reached;
+  if (c.nodes == limits.max_nodes && !sources.nodes.empty()) {
+    reached.push_back(fmt::format("{} node{}: {}", c.nodes, c.nodes == 1 ? "" : "s",
+                                  sources.nodes));
+  }
+  if (c.gpus_per_node == limits.max_gpus_per_node && !sources.gpus_per_node.empty()) {
+    reached.push_back(fmt::format("{} GPU{} per node: {}", c.gpus_per_node,
+                                  c.gpus_per_node == 1 ? "" : "s", sources.gpus_per_node));
+  }
+  if (limits.max_total_gpus > 0 && c.TotalGpus() == limits.max_total_gpus &&
+      !sources.total_gpus.empty()) {
+    reached.push_back(fmt::format("{} GPUs in all: {}", c.TotalGpus(), sources.total_gpus));
+  }
+  if (p.segments > 1) {
+    reached.push_back(fmt::format("{:.2f} h per job: {}", limits.time_limit_s / 3600,
+                                  sources.time));
+  }
+  std::string out;
+  for (const std::string& r : reached) out += (out.empty() ? "" : "; ") + r;
+  return out;
 }
 
 absl::StatusOr<std::vector<BudgetScope>> BudgetScopes(const PolicyConfig& policy,
@@ -265,7 +336,10 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   charge.user = caller.user;
   charge.account = request.account();
   charge.partition = shape.partition;
-  charge.amount = decision.prediction().cost();
+  // A run in checkpointed segments holds one segment's cost at a time; the
+  // ledger holds the next when Slurm requeues the job (Ledger::ChargeJob).
+  charge.amount = decision.segment_cost();
+  charge.segments = std::max(1, decision.segments());
   charge.nodes = decision.config().nodes();
   charge.gpus = decision.config().nodes() * decision.config().gpus_per_node();
   charge.price_per_gpu_hour = limits.price_per_gpu_hour;
@@ -325,9 +399,13 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
     }
   }
   return absl::ResourceExhaustedError(fmt::format(
-      "over budget: predicted cost {:.2f} {} for {} on {} node(s) x {} GPU(s); {}; {}",
-      charge.amount, policy.currency, decision.config().strategy(), decision.config().nodes(),
-      decision.config().gpus_per_node(), std::string(reserved.message()), fits));
+      "over budget: predicted cost {:.2f} {}{} for {} on {} node(s) x {} GPU(s); {}; {}",
+      charge.amount, policy.currency,
+      charge.segments > 1 ? fmt::format(" for the first of {} checkpointed jobs ({:.2f} in all)",
+                                        charge.segments, decision.prediction().cost())
+                          : std::string(),
+      decision.config().strategy(), decision.config().nodes(), decision.config().gpus_per_node(),
+      std::string(reserved.message()), fits));
 }
 
 absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
@@ -391,7 +469,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   progress(Step("profile", fmt::format("partition {}: {} nodes x {} GPUs; {}", shape->partition,
                                        shape->nodes, shape->gpus_per_node, hardware.Label())));
 
-  tuner::SearchLimits limits = BuildLimits(*policy, *shape, request);
+  LimitSources sources;
+  tuner::SearchLimits limits = BuildLimits(*policy, *shape, request, &sources);
   if (limits.max_gpus_per_node <= 0 || limits.max_nodes <= 0) {
     return absl::FailedPreconditionError(NoRoomReason(*shape, request.bounds()));
   }
@@ -444,6 +523,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       alt->set_why(c.why);
     }
   }
+  decision.set_time_limit_s(limits.time_limit_s);
+  decision.set_segments(result->best.prediction.segments);
+  decision.set_segment_cost(tuner::SegmentCost(limits, result->best.prediction));
+  decision.set_limited_by(
+      LimitedBy(limits, sources, result->best.config, result->best.prediction));
   decision.set_explanation(result->best.why + correction_note);
   decision.set_hardware_label(result->hardware_label);
   decision.set_workload_name(workload->name);

@@ -83,9 +83,22 @@ class DecisionMaker {
 // The workload a request names (TOML text or preset); errors say how to fix it.
 absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w);
 
+// What set each of BuildLimits' bounds, in words ("-n (one task per GPU)",
+// "the allocation (job 12, --gres=gpu:2)"); empty where nothing bounds it.
+struct LimitSources {
+  std::string nodes, gpus_per_node, total_gpus, time;
+};
+
 // Search limits from policy, partition, user bounds and allocation (exposed for tests).
 tuner::SearchLimits BuildLimits(const PolicyConfig& policy, const PartitionShape& shape,
-                                const xdeep::v1::TuneRequest& request);
+                                const xdeep::v1::TuneRequest& request,
+                                LimitSources* sources = nullptr);
+
+// The bounds the chosen configuration reached, for the explanation: "2 GPUs
+// per node: the allocation (job 12, --gres=gpu:2)"; empty when it reached none
+// (the objective alone chose it).
+std::string LimitedBy(const tuner::SearchLimits& limits, const LimitSources& sources,
+                      const tuner::Configuration& chosen, const tuner::Prediction& predicted);
 
 // A fresh decision (and reservation) id: 128 random bits in hex.
 std::string NewDecisionId();

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <ctime>
+#include <string_view>
 
 #include "daemon/sqlite_statement.h"
 
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS reservations (
   settled_amount REAL NOT NULL DEFAULT 0,
   closed_unix INTEGER,
   admission_token TEXT,
-  admitted_unix INTEGER
+  admitted_unix INTEGER,
+  segments INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS reservations_user ON reservations(user, state);
 CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
@@ -67,7 +69,8 @@ CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_u
 constexpr const char* kAddColumns[] = {
     "ALTER TABLE reservations ADD COLUMN admission_token TEXT",
     "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER",
-    "ALTER TABLE job_charges ADD COLUMN state TEXT"};
+    "ALTER TABLE job_charges ADD COLUMN state TEXT",
+    "ALTER TABLE reservations ADD COLUMN segments INTEGER NOT NULL DEFAULT 1"};
 constexpr const char* kTokenIndex =
     "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
 
@@ -172,12 +175,13 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
 Ledger::~Ledger() { sqlite3_close(db_); }
 
 absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t period_start) {
-  // Spent: settled reservations (their jobs' charges) plus the charges of
-  // jobs that held none; reserved: open holds.
+  // Spent: settled reservations (their jobs' charges), the runs already
+  // charged to a segmented hold still bound, plus the charges of jobs that
+  // held none; reserved: open holds.
   const std::string column = scope.kind == "account" ? "account" : "user";
   const std::string sql = fmt::format(
-      "SELECT COALESCE(SUM(CASE WHEN state='settled' AND closed_unix >= ?2 THEN settled_amount "
-      "END), 0) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND "
+      "SELECT COALESCE(SUM(CASE WHEN (state='settled' AND closed_unix >= ?2) OR state='bound' "
+      "THEN settled_amount END), 0) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND "
       "decision_id IS NULL AND charged_unix >= ?2), COALESCE(SUM(CASE WHEN state IN "
       "('reserved','bound') THEN amount END), 0) FROM reservations WHERE {0} = ?1",
       column);
@@ -222,9 +226,9 @@ absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& sco
   Statement st(db_,
                "INSERT INTO reservations (decision_id, uid, user, account, partition, amount, "
                "nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, created_unix, "
-               "expires_unix, admission_token, admitted_unix) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+               "expires_unix, admission_token, admitted_unix, segments) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
                "?10,CASE WHEN ?14 THEN 'bound' ELSE 'reserved' END,?11,?12,?13,"
-               "CASE WHEN ?14 THEN ?11 END)");
+               "CASE WHEN ?14 THEN ?11 END,?15)");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare reserve");
   st.Text(1, c.decision_id);
   st.Int(2, c.uid);
@@ -244,6 +248,7 @@ absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& sco
     st.Text(13, c.admission_token);
   }
   st.Int(14, bound ? 1 : 0);
+  st.Int(15, std::max(1, c.segments));
   int rc = sqlite3_step(st.get());
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
@@ -367,6 +372,8 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
   // Slurm's own count where its record has one (a job gets no GPU it did not ask for,
   // and Admit let none ask more than it reserved).
   if (u.slurm_gpus) gpus = *u.slurm_gpus;
+  // Slurm's record of a run it requeued says PENDING (the job's state then).
+  const bool requeued = u.state == "PENDING" || u.state.starts_with("REQUEUE");
   const double hours = std::max<int64_t>(0, u.end_unix - u.start_unix) / 3600.0;
   const double cost = !Billable(u.state)          ? 0.0
                       : node_price > 0 ? u.nodes * hours * node_price
@@ -394,6 +401,33 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
   ins.Int(12, now);
   ins.Text(13, u.state);
   if (sqlite3_step(ins.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge");
+  if (linked && requeued) {
+    // A segment ended and Slurm requeued the job: its charge is spent, and
+    // the hold stays for the next segment while segments remain.
+    Statement runs(db_,
+                   "SELECT (SELECT COUNT(*) FROM job_charges WHERE decision_id=?1), segments, "
+                   "state FROM reservations WHERE decision_id=?1");
+    if (!runs.ok()) return SqlError(db_, "ledger", "prepare charge segments");
+    runs.Text(1, u.decision_id);
+    if (sqlite3_step(runs.get()) == SQLITE_ROW && sqlite3_column_int(runs.get(), 0) <
+                                                       sqlite3_column_int(runs.get(), 1) &&
+        std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(runs.get(), 2))) ==
+            "bound") {
+      Statement upd(db_,
+                    "UPDATE reservations SET settled_amount = settled_amount + ?1, "
+                    "job_id = COALESCE(job_id, ?2), expires_unix = ?3 + expires_unix - "
+                    "COALESCE(admitted_unix, created_unix), admitted_unix = ?3 "
+                    "WHERE decision_id=?4");
+      if (!upd.ok()) return SqlError(db_, "ledger", "prepare charge segment");
+      upd.Real(1, cost);
+      upd.Int(2, u.job_id);
+      upd.Int(3, now);
+      upd.Text(4, u.decision_id);
+      if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "charge segment");
+      if (absl::Status s = tx.Commit(); !s.ok()) return s;
+      return cost;
+    }
+  }
   if (linked) {
     // The first task closes the hold; later tasks of an array add to it. A
     // hold released early (a report of a failed submission) is charged all
@@ -546,7 +580,7 @@ absl::StatusOr<double> Ledger::TotalSettled() {
   std::lock_guard lock(mu_);
   Statement st(db_,
                "SELECT (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
-               "state='settled') + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE "
+               "state IN ('settled','bound')) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE "
                "decision_id IS NULL)");
   if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "total");
   return sqlite3_column_double(st.get(), 0);

@@ -45,6 +45,9 @@ struct Charge {
   double price_per_gpu_hour = 0;
   double price_per_node_hour = 0;  // > 0: nodes are billed instead of GPUs
   std::string admission_token;     // empty: no job can be admitted with it
+  // Checkpointed segments the run is planned as (each a run of one requeued
+  // job); `amount` is one segment's cost, held again after each run.
+  int segments = 1;
 };
 
 // What slurmctld's job-completion record says a finished job (one array task,
@@ -123,7 +126,9 @@ class Ledger {
   // Charges one finished job run from Slurm's record, against the decision
   // its AdminComment names (when it is the same user's) or, with none, as an
   // unreserved charge of the job's user. Idempotent per (job, start): a second
-  // delivery returns the first amount and changes nothing.
+  // delivery returns the first amount and changes nothing. A run of a
+  // decision planned in segments that Slurm requeued (its record says
+  // PENDING) while segments remain keeps the hold of the next segment.
   absl::StatusOr<double> ChargeJob(const JobUsage& usage, int64_t now_unix);
   // Daemon-internal work (probe jobs) timed by the daemon itself; idempotent.
   absl::StatusOr<double> Settle(const std::string& decision_id, uint32_t uid, double elapsed_s,

@@ -94,6 +94,52 @@ void ParseBillingWeights(std::string_view out, PartitionShape* shape) {
   }
 }
 
+std::optional<double> SlurmDurationSeconds(std::string_view text) {
+  if (text == "UNLIMITED" || text == "INFINITE" || text == "infinite") return 0.0;
+  long days = 0;
+  bool has_days = false;
+  if (size_t dash = text.find('-'); dash != std::string_view::npos) {
+    auto d = ParseNumber<long>(text.substr(0, dash));
+    if (!d || *d < 0) return std::nullopt;
+    days = *d;
+    has_days = true;
+    text.remove_prefix(dash + 1);
+  }
+  std::vector<long> fields;
+  for (std::string_view f : Split(text, ':')) {
+    auto v = ParseNumber<long>(f);
+    if (!v || *v < 0) return std::nullopt;
+    fields.push_back(*v);
+  }
+  if (fields.empty() || fields.size() > 3) return std::nullopt;
+  // Slurm's forms: M, M:S, H:M:S; with days D-H, D-H:M, D-H:M:S.
+  long h = 0, m = 0, sec = 0;
+  if (has_days) {
+    h = fields[0];
+    if (fields.size() > 1) m = fields[1];
+    if (fields.size() > 2) sec = fields[2];
+  } else if (fields.size() == 1) {
+    m = fields[0];
+  } else if (fields.size() == 2) {
+    m = fields[0];
+    sec = fields[1];
+  } else {
+    h = fields[0];
+    m = fields[1];
+    sec = fields[2];
+  }
+  return days * 86400.0 + h * 3600.0 + m * 60.0 + sec;
+}
+
+void ParseMaxTime(std::string_view out, PartitionShape* shape) {
+  constexpr std::string_view kKey = "MaxTime=";
+  size_t at = out.find(kKey);
+  if (at == std::string_view::npos) return;
+  std::string_view value = out.substr(at + kKey.size());
+  value = value.substr(0, value.find_first_of(" \n"));
+  shape->max_time_s = SlurmDurationSeconds(value).value_or(0);
+}
+
 absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
   {
     std::lock_guard lock(mu_);
@@ -111,7 +157,10 @@ absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partitio
   if (!shape.ok()) return shape.status();
   auto part = RunCommand({"scontrol", "-o", "show", "partition", shape->partition},
                          std::chrono::seconds(10));
-  if (part.ok() && part->exit_code == 0) ParseBillingWeights(part->out, &*shape);
+  if (part.ok() && part->exit_code == 0) {
+    ParseBillingWeights(part->out, &*shape);
+    ParseMaxTime(part->out, &*shape);
+  }
   std::lock_guard lock(mu_);
   cache_[partition] = {*shape, std::chrono::steady_clock::now()};
   return shape;

@@ -20,7 +20,19 @@ struct PartitionShape {
   // TRESBillingWeights of the partition (0 when unset).
   double gpu_billing_weight = 0;
   double cpu_billing_weight = 0;
+  // The partition's MaxTime in seconds; 0 = UNLIMITED (or not known).
+  double max_time_s = 0;
 };
+
+// Seconds in a Slurm duration as scontrol prints it ("UNLIMITED", "1-00:00:00",
+// "02:30:00", "30:00") or as --time takes it (a lone number is minutes);
+// 0 for UNLIMITED / INFINITE; nullopt when it is not one.
+std::optional<double> SlurmDurationSeconds(std::string_view text);
+
+// Reads MaxTime from `scontrol -o show partition` output (Slurm 22.05 has no
+// JSON form of partitions: `sinfo --json` lists nodes only, `scontrol` has
+// no --json).
+void ParseMaxTime(std::string_view scontrol_output, PartitionShape* shape);
 
 // Reads GRES/gpu and CPU weights from `scontrol -o show partition` output.
 void ParseBillingWeights(std::string_view scontrol_output, PartitionShape* shape);

@@ -22,8 +22,11 @@ struct TuneQuery {
   int max_nodes = 0, max_tasks = 0, max_gpus_per_node = 0, max_gpus = 0;
   int max_tasks_per_node = 0, cpus_per_task = 0, excluded_nodes = 0;
   uint32_t allocation_job_id = 0;  // 0: not inside an allocation
-  int allocation_nodes = 0, allocation_gpus_per_node = 0;
+  int allocation_nodes = 0, allocation_gpus_per_node = 0, allocation_cpus_per_node = 0;
   std::string allocation_nodelist;
+  std::string allocation_gpu_request;  // how it asked for GPUs ("gpu:2 per node")
+  double allocation_time_left_s = 0;   // 0: no time limit (or unknown)
+  double time_limit_s = 0;             // the launch's --time, 0: not given
   std::string partition, account;
   std::string objective;  // "", "cost", "time", "deadline", "budget"
   double budget = 0, deadline_s = 0;
@@ -60,6 +63,10 @@ struct TuneAnswer {
   std::string skip_reason;
   std::string admission_token;  // single-use proof of the reservation, for job_submit.lua
   std::string app_launcher;     // the workload's [parallel] launcher; empty: srun
+  double time_limit_s = 0;      // each job's time limit (--time), 0: none
+  int segments = 1;             // checkpointed jobs the run is planned as
+  double segment_cost = 0;      // what one segment is predicted to cost (the hold)
+  std::string limited_by;       // which bounds limited the choice, empty: none
 };
 
 struct ReportQuery {

@@ -114,6 +114,14 @@ std::vector<std::string> Wrap(const std::string& text, size_t width) {
 
 }  // namespace
 
+// "; 12 checkpointed jobs of at most 24.0 h (holding 3.10 EUR at a time)",
+// empty for a run that is one job.
+std::string SegmentsNote(const TuneAnswer& a) {
+  if (a.segments <= 1) return "";
+  return Format("; %d checkpointed jobs of at most %s (holding %.2f %s at a time)", a.segments,
+                Duration(a.time_limit_s).c_str(), a.segment_cost, a.currency.c_str());
+}
+
 std::string SummaryLine(const TuneAnswer& a) {
   const LayoutRow& b = a.best;
   return Format(
@@ -122,7 +130,8 @@ std::string SummaryLine(const TuneAnswer& a) {
       a.workload_name.c_str(), b.strategy.c_str(), b.nodes, b.nodes == 1 ? "" : "s",
       b.gpus_per_node, b.gpus_per_node == 1 ? "" : "s", b.micro_batch, b.grad_accumulation,
       static_cast<long long>(b.global_batch), b.step_time_s, Duration(b.time_to_solution_s).c_str(),
-      b.cost, a.currency.c_str(), a.hardware_label.c_str(), a.decision_id.substr(0, 12).c_str());
+      b.cost, a.currency.c_str(), a.hardware_label.c_str(), a.decision_id.substr(0, 12).c_str()) +
+         SegmentsNote(a);
 }
 
 int TerminalColumns(int fd) {
@@ -219,6 +228,17 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
   }
   // The chosen row's reason is a sentence; when the table cut it, it follows in full.
   if (!unlimited && a.best.why.size() > why_width) prose("* " + a.best.why);
+  if (a.time_limit_s > 0) {
+    prose(a.segments > 1
+              ? Format("time limit %s per job: planned as %d checkpointed segments, each a job "
+                       "within it, requeued until the last; the budget holds one segment's "
+                       "cost (%.2f %s) at a time",
+                       Duration(a.time_limit_s).c_str(), a.segments, a.segment_cost,
+                       a.currency.c_str())
+              : Format("time limit %s per job: the run fits in one job",
+                       Duration(a.time_limit_s).c_str()));
+  }
+  if (!a.limited_by.empty()) prose("limited by: " + a.limited_by);
   std::string legend = "* chosen";
   if (any_recompute) legend += "; +rc: activations recomputed in the backward pass";
   if (any_unknown) legend += "; -: not estimated (rejected before timing)";

@@ -114,7 +114,11 @@ class GrpcDaemonClient final : public DaemonClient {
       req.mutable_allocation()->set_nodes(q.allocation_nodes);
       req.mutable_allocation()->set_gpus_per_node(q.allocation_gpus_per_node);
       req.mutable_allocation()->set_nodelist(q.allocation_nodelist);
+      req.mutable_allocation()->set_gpu_request(q.allocation_gpu_request);
+      req.mutable_allocation()->set_time_left_s(q.allocation_time_left_s);
+      req.mutable_allocation()->set_cpus_per_node(q.allocation_cpus_per_node);
     }
+    req.set_time_limit_s(q.time_limit_s);
     req.set_partition(q.partition);
     req.set_account(q.account);
     req.set_objective(ToObjective(q.objective));
@@ -154,6 +158,10 @@ class GrpcDaemonClient final : public DaemonClient {
         answer->candidates_evaluated = d.candidates_evaluated();
         answer->admission_token = d.admission_token();
         answer->app_launcher = d.app_launcher();
+        answer->time_limit_s = d.time_limit_s();
+        answer->segments = std::max(1, d.segments());
+        answer->segment_cost = d.segment_cost();
+        answer->limited_by = d.limited_by();
         decided = true;
       }
     }

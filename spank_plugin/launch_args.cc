@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "spank_plugin/hostlist.h"
+#include "spank_plugin/time_span.h"
 
 namespace xdeep::spank {
 namespace {
@@ -182,6 +183,12 @@ LaunchBounds ReadLaunchBounds(std::vector<GivenOption> given) {
       case Effect::kMemPerGpu:
         b.mem_per_gpu = v;
         break;
+      case Effect::kTime:
+        if (!ParseSlurmTimeLimit(v, &b.time_limit_s) && b.refusal.empty()) {
+          b.refusal = g.written + "=" + v +
+                      " is not a Slurm time limit; give minutes (90), HH:MM:SS or D-HH:MM:SS";
+        }
+        break;
       case Effect::kPartition:
         b.partition = v.substr(0, v.find(','));
         break;
@@ -217,7 +224,9 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
   std::vector<bool> cut(end, false);
   for (const GivenOption& g : bounds.given) {
     if (!g.removable || g.option == nullptr || g.end > end) continue;
-    const bool replaced = g.option->treatment == Treatment::kReplaced;
+    // --time stays as written when the decision sets no limit (INFINITE).
+    const bool replaced = g.option->treatment == Treatment::kReplaced &&
+                          !(g.option->effect == Effect::kTime && shape.time_limit_s <= 0);
     const bool export_rewritten = g.option->effect == Effect::kExport && restrict_env;
     if (replaced || export_rewritten) std::fill(cut.begin() + g.begin, cut.begin() + g.end, true);
   }
@@ -253,6 +262,13 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
     }
     if (!joined.empty()) out.push_back("--gres=" + joined);
   }
+  if (shape.time_limit_s > 0) {
+    // Whole minutes, never above the limit the decision was made for.
+    const long minutes = std::max(1L, static_cast<long>(shape.time_limit_s / 60));
+    out.push_back("--time=" + std::to_string(minutes));
+  }
+  if (shape.segments > 1 && launcher == Launcher::kSbatch) out.push_back("--requeue");
+  if (shape.overcommit && launcher == Launcher::kSrun) out.push_back("--overcommit");
   if (!bounds.nodelist.empty()) {
     std::string list;
     const size_t n = std::min<size_t>(bounds.nodelist.size(), std::max(shape.nodes, 1));

@@ -28,6 +28,7 @@ struct LaunchBounds {
   std::string gpu_type;                  // "h100" from gpu:h100:4
   std::string partition;                 // the first of -p's list
   std::string account;
+  double time_limit_s = 0;  // --time / -t, 0: not given (or INFINITE)
   std::string chdir;       // -D
   std::string export_env;  // --export in effect ("" = Slurm's default, ALL)
   bool wrap = false;       // sbatch --wrap
@@ -49,6 +50,9 @@ struct LaunchShape {
   int tasks = 0;
   int gpus_per_node = 0;
   int tasks_per_node = 0;  // one per GPU, or 1 for a per-node launcher (torchrun)
+  double time_limit_s = 0;  // > 0: --time (whole minutes, rounded down)
+  int segments = 1;         // > 1 on sbatch: --requeue
+  bool overcommit = false;  // a step with more tasks than its allocation's CPUs
 };
 
 // argv with the replaced options cut from the command line and the decision

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "spank_plugin/allocation.h"
 #include "spank_plugin/batch_script.h"
 #include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
@@ -61,6 +62,31 @@ bool IsHeterogeneous(Launcher launcher, const std::vector<std::string>& argv, in
   for (size_t i = 1; i < end; ++i)
     if (argv[i] == ":") return true;
   return false;
+}
+
+// Options that set the layout (nodes, tasks, GPUs, node list): a site-default
+// launch keeps them as given, and an srun inside an allocation finds the
+// allocation's own in its input environment.
+bool SetsLayout(const GivenOption& g) {
+  if (g.option == nullptr) return false;
+  switch (g.option->effect) {
+    case Effect::kNodes:
+    case Effect::kTasks:
+    case Effect::kGpusPerNode:
+    case Effect::kGpus:
+    case Effect::kGpusPerTask:
+    case Effect::kTasksPerNode:
+    case Effect::kTasksPerGpu:
+    case Effect::kGres:
+    case Effect::kNodelist:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool InAllocation(Launcher launcher) {
+  return launcher == Launcher::kSrun && !Env("SLURM_JOB_ID").empty();
 }
 
 bool IsModeName(const std::string& word) {
@@ -155,6 +181,21 @@ bool Plugin::ReadBounds(Launcher launcher, const std::vector<std::string>& argv,
     given.insert(given.end(), lines.begin(), lines.end());
   }
   bounds_ = ReadLaunchBounds(std::move(given));
+  if (InAllocation(launcher)) {
+    // An srun's input environment inside an allocation describes the
+    // allocation (salloc -N1 sets SLURM_NTASKS=1 and SLURM_JOB_NUM_NODES=1),
+    // not limits of this step: the allocation's own record bounds the step,
+    // and the rewrite still overrides these variables.
+    std::vector<GivenOption> own;
+    for (const GivenOption& g : bounds_.given)
+      if (g.source != OptionSource::kEnvironment || !SetsLayout(g)) own.push_back(g);
+    const LaunchBounds mine = ReadLaunchBounds(std::move(own));
+    bounds_.nodes = mine.nodes;
+    bounds_.tasks = mine.tasks;
+    bounds_.gpus_per_node = mine.gpus_per_node;
+    bounds_.gpus = mine.gpus;
+    bounds_.tasks_per_node = mine.tasks_per_node;
+  }
   if (!bounds_.refusal.empty()) {
     *error = bounds_.refusal;
     return false;
@@ -283,21 +324,38 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
     return false;
   }
 
+  q->time_limit_s = bounds.time_limit_s;
   // Inside an allocation (srun in salloc or sbatch) a step cannot grow past it.
-  if (launcher == Launcher::kSrun && !Env("SLURM_JOB_ID").empty()) {
+  if (InAllocation(launcher)) {
     q->allocation_job_id = static_cast<uint32_t>(EnvInt("SLURM_JOB_ID"));
     q->allocation_nodes = EnvInt("SLURM_JOB_NUM_NODES");
     q->allocation_nodelist = Env("SLURM_JOB_NODELIST");
-    int gpus = MinOfCompressedList(Env("SLURM_GPUS_PER_NODE"));
-    if (gpus == 0 && q->allocation_nodes > 0) gpus = EnvInt("SLURM_GPUS") / q->allocation_nodes;
+    // Slurm's record of the job counts its GPUs however they were asked
+    // for; without it, the variables salloc/sbatch set (not --gres).
+    Allocation held;
+    std::string why;
+    int gpus = 0;
+    if (ReadAllocation(q->allocation_job_id, config_.timeout_ms, &held, &why)) {
+      if (held.nodes > 0) q->allocation_nodes = held.nodes;
+      gpus = held.gpus_per_node;
+      q->allocation_gpu_request = held.gpu_request;
+      q->allocation_time_left_s = held.time_left_s;
+    } else {
+      gpus = MinOfCompressedList(Env("SLURM_GPUS_PER_NODE"));
+      if (gpus == 0 && q->allocation_nodes > 0)
+        gpus = EnvInt("SLURM_GPUS") / q->allocation_nodes;
+    }
     if (gpus == 0) {
-      *error = "the allocation holds no GPUs; request them on salloc/sbatch with --gpus-per-node";
+      *error = "the allocation holds no GPUs on every node" +
+               (why.empty() ? std::string() : " (" + why + ")") +
+               "; request them on salloc/sbatch with --gpus-per-node or --gres=gpu:N";
       *skip = true;  // nothing to decide: run the step as the user wrote it
       return false;
     }
-    // One task per GPU needs a CPU each: the allocation's CPUs bound it too.
-    int cpus = MinOfCompressedList(Env("SLURM_JOB_CPUS_PER_NODE"));
-    q->allocation_gpus_per_node = cpus > 0 ? std::min(gpus, cpus) : gpus;
+    // One task per GPU, whatever the allocation's task count: a step with
+    // more tasks than the allocation's CPUs runs with --overcommit.
+    q->allocation_gpus_per_node = gpus;
+    q->allocation_cpus_per_node = MinOfCompressedList(Env("SLURM_JOB_CPUS_PER_NODE"));
     if (q->partition.empty()) q->partition = Env("SLURM_JOB_PARTITION");
   }
   q->objective = options_.objective();
@@ -354,6 +412,13 @@ int Plugin::InitPostOpt(Launcher launcher,
   TuneMode mode = options_.mode().value_or(config_.default_on ? TuneMode::kAuto : TuneMode::kOff);
   if (mode == TuneMode::kOff) return 0;
   const bool implicit = !options_.mode().has_value();
+  // advise promises to run the launch as written: what would stop any other
+  // mode is a warning there.
+  auto stop = [&](const std::string& message) {
+    if (mode != TuneMode::kAdvise) return Refuse(message);
+    host_.info("xdeep: warning: " + message + "; advise mode runs the launch unchanged");
+    return 0;
+  };
 
   const std::vector<std::string> argv = read_argv();
   // "--xdeep-tune explain prog": getopt leaves an optional argument's
@@ -368,7 +433,7 @@ int Plugin::InitPostOpt(Launcher launcher,
   // The other XDEEP_* variables count only now that the launch is tuned.
   error.clear();
   if (!options_.ApplyEnvironment(&error)) {
-    if (!implicit) return Refuse(error);
+    if (!implicit) return stop(error);
     host_.info("xdeep: warning: " + error + "; running the launch unchanged");
     return 0;
   }
@@ -379,14 +444,28 @@ int Plugin::InitPostOpt(Launcher launcher,
       host_.info("xdeep: warning: " + error + "; running the launch unchanged");
       return 0;
     }
-    return Refuse(error);
+    return stop(error);
   }
   if (skip) return 0;
   query.implicit = implicit;
+  // Tuning the user did not ask for never overrides the layout they wrote:
+  // under the site's default, their -N / -n / --gpus stand and xdeep advises.
+  std::string kept;
+  if (implicit && mode == TuneMode::kAuto) {
+    for (const GivenOption& g : bounds_.given) {
+      if (!SetsLayout(g) || (InAllocation(launcher) && g.source == OptionSource::kEnvironment))
+        continue;
+      kept += (kept.empty() ? "" : " ") + g.written + (g.has_value ? " " + g.value : "");
+    }
+    if (!kept.empty()) {
+      mode = TuneMode::kAdvise;
+      query.mode = std::string(TuneModeName(mode));
+    }
+  }
 
   const auto deadline = started_ + std::chrono::milliseconds(config_.timeout_ms);
   auto unavailable = [&](const std::string& why) {
-    if (config_.fail_closed) {
+    if (config_.fail_closed && mode != TuneMode::kAdvise) {
       return Refuse("tuning daemon unavailable (" + why +
                     "); this site requires a decision, so the launch is refused");
     }
@@ -404,7 +483,7 @@ int Plugin::InitPostOpt(Launcher launcher,
       host_.info("xdeep: [" + stage + "] " + line);
   };
   if (!client->Tune(query, deadline, progress, &answer, &client_error)) {
-    if (client_error.kind == ClientError::kRefused) return Refuse(client_error.message);
+    if (client_error.kind == ClientError::kRefused) return stop(client_error.message);
     return unavailable(client_error.message + " at " + config_.daemon);
   }
 
@@ -425,7 +504,13 @@ int Plugin::InitPostOpt(Launcher launcher,
     }
     case TuneMode::kAdvise:
       host_.info("xdeep: advice: " + SummaryLine(answer));
-      host_.info("xdeep: advise mode: running the launch unchanged");
+      if (!kept.empty()) {
+        host_.info("xdeep: your " + kept +
+                   " kept as given (tuning is this site's default); add --xdeep-tune to let "
+                   "xdeep choose the layout");
+      } else {
+        host_.info("xdeep: advise mode: running the launch unchanged");
+      }
       return 0;
     default:
       break;
@@ -460,8 +545,17 @@ int Plugin::InitPostOpt(Launcher launcher,
   }
   // A per-node launcher (torchrun, ...) is one task per node that starts the GPUs' processes.
   const bool per_node = PerNode(app_launcher);
-  const LaunchShape shape{answer.best.nodes, per_node ? answer.best.nodes : answer.best.tasks,
-                          answer.best.gpus_per_node, per_node ? 1 : answer.best.gpus_per_node};
+  LaunchShape shape{answer.best.nodes, per_node ? answer.best.nodes : answer.best.tasks,
+                    answer.best.gpus_per_node, per_node ? 1 : answer.best.gpus_per_node};
+  shape.time_limit_s = answer.time_limit_s;
+  shape.segments = answer.segments;
+  shape.overcommit = query.allocation_cpus_per_node > 0 &&
+                     shape.tasks_per_node > query.allocation_cpus_per_node;
+  if (answer.segments > 1 && launcher != Launcher::kSbatch) {
+    host_.info("xdeep: this launch runs the first of " + std::to_string(answer.segments) +
+               " checkpointed segments; submit with sbatch to have Slurm requeue the job "
+               "until the last (docs/user.md, \"Time limits\")");
+  }
   // sbatch has read a redirected script to its end; the new sbatch reads it again.
   if (script_on_stdin_) RewindStdinScript();
   host_.reexec(

@@ -28,7 +28,7 @@ bool ParseNumber(const std::string& text, T* out) {
 bool Consistent(const RunDecision& d, std::string* error) {
   if (d.nodes < 1 || d.gpus_per_node < 1 || d.tasks < 1 || d.dp < 1 || d.tp < 1 || d.pp < 1 ||
       d.cp < 1 || d.micro_batch < 1 || d.grad_accumulation < 1 || d.global_batch < 1 ||
-      d.virtual_stages < 1 || d.sharding_stage < 0 || d.sharding_stage > 3) {
+      d.virtual_stages < 1 || d.segments < 1 || d.sharding_stage < 0 || d.sharding_stage > 3) {
     *error = "the decision holds a count below 1 (or a sharding stage outside 0-3)";
     return false;
   }
@@ -115,6 +115,8 @@ RunDecision RunDecisionOf(const TuneAnswer& a, AppLauncher launcher) {
   d.predicted_cost = b.cost;
   d.predicted_time_to_solution_s = b.time_to_solution_s;
   d.predicted_memory_per_gpu_bytes = b.memory_per_gpu_bytes;
+  d.time_limit_s = a.time_limit_s;
+  d.segments = std::max(1, a.segments);
   return d;
 }
 
@@ -144,6 +146,8 @@ Variables DecisionVariables(const RunDecision& d) {
       {"XDEEP_PREDICTED_COST", Fixed(d.predicted_cost, 4)},
       {"XDEEP_PREDICTED_TIME_TO_SOLUTION_S", Fixed(d.predicted_time_to_solution_s, 1)},
       {"XDEEP_PREDICTED_MEMORY_PER_GPU_BYTES", std::to_string(d.predicted_memory_per_gpu_bytes)},
+      {"XDEEP_TIME_LIMIT_S", Fixed(d.time_limit_s, 0)},
+      {"XDEEP_SEGMENTS", std::to_string(d.segments)},
   };
 }
 
@@ -178,7 +182,8 @@ bool ReadDecisionVariables(const std::function<std::string(const char*)>& get, R
         Int{"XDEEP_SHARDING_STAGE", &d.sharding_stage, true},
         Int{"XDEEP_VIRTUAL_STAGES", &d.virtual_stages, false},
         Int{"XDEEP_MICRO_BATCH", &d.micro_batch, true},
-        Int{"XDEEP_GRAD_ACCUM", &d.grad_accumulation, true}}) {
+        Int{"XDEEP_GRAD_ACCUM", &d.grad_accumulation, true},
+        Int{"XDEEP_SEGMENTS", &d.segments, false}}) {
     const std::string text = get(i.name);
     if (text.empty() && !i.required) continue;
     if (!ParseNumber(text, i.value)) {
@@ -201,6 +206,7 @@ bool ReadDecisionVariables(const std::function<std::string(const char*)>& get, R
   d.predicted_cost = real("XDEEP_PREDICTED_COST");
   d.predicted_time_to_solution_s = real("XDEEP_PREDICTED_TIME_TO_SOLUTION_S");
   ParseNumber(get("XDEEP_PREDICTED_MEMORY_PER_GPU_BYTES"), &d.predicted_memory_per_gpu_bytes);
+  d.time_limit_s = real("XDEEP_TIME_LIMIT_S");
   if (!Consistent(d, error)) return false;
   *out = std::move(d);
   return true;
@@ -239,6 +245,7 @@ std::string DecisionFileJson(const RunDecision& d) {
         {"cost", d.predicted_cost},
         {"time_to_solution_s", d.predicted_time_to_solution_s},
         {"memory_per_gpu_bytes", d.predicted_memory_per_gpu_bytes}}},
+      {"time", {{"limit_s", d.time_limit_s}, {"segments", d.segments}}},
   };
   return doc.dump(2) + "\n";
 }
@@ -288,6 +295,10 @@ bool ParseDecisionFile(const std::string& text, RunDecision* out, std::string* e
       d.predicted_cost = q.value("cost", 0.0);
       d.predicted_time_to_solution_s = q.value("time_to_solution_s", 0.0);
       d.predicted_memory_per_gpu_bytes = q.value("memory_per_gpu_bytes", int64_t{0});
+    }
+    if (doc.contains("time") && doc["time"].is_object()) {
+      d.time_limit_s = doc["time"].value("limit_s", 0.0);
+      d.segments = doc["time"].value("segments", 1);
     }
     if (!Consistent(d, error)) return false;
     *out = std::move(d);

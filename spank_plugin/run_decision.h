@@ -46,6 +46,10 @@ struct RunDecision {
   bool sequence_parallel = false;  // Megatron sequence parallelism inside the tp group
   double predicted_step_time_s = 0, predicted_cost = 0, predicted_time_to_solution_s = 0;
   int64_t predicted_memory_per_gpu_bytes = 0;
+  // Each job's time limit (0: none) and the checkpointed segments (jobs) the
+  // run is planned as (docs/user.md, "Time limits").
+  double time_limit_s = 0;
+  int segments = 1;
 };
 
 using Variables = std::vector<std::pair<std::string, std::string>>;

@@ -202,7 +202,10 @@ const std::vector<SlurmOption> kTable = {
   {"thread-spec", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"threads", 'T', {R, X, X}, T::kKept, E::kNone, {}, kKeep},
   {"threads-per-core", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
-  {"time", 't', {R, R, R}, T::kKept, E::kNone, {}, kKeep},
+  {"time", 't', {R, R, R}, T::kReplaced, E::kTime,
+   {"SLURM_TIMELIMIT", "SBATCH_TIMELIMIT", "SALLOC_TIMELIMIT"},
+   "each job's time limit, with the partition's MaxTime; a longer run is planned as "
+   "checkpointed segments within it; replaced by the decision's limit"},
   {"time-min", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"tmp", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},
   {"uid", 0, {R, R, R}, T::kKept, E::kNone, {}, kKeep},

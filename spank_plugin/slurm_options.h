@@ -46,6 +46,7 @@ enum class Effect {
   kMemPerNode,
   kMemPerCpu,
   kMemPerGpu,
+  kTime,
   kPartition,
   kAccount,
   kChdir,

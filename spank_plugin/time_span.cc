@@ -82,6 +82,19 @@ bool WithUnit(std::string_view s, double* seconds) {
 
 }  // namespace
 
+bool ParseSlurmTimeLimit(std::string_view text, double* seconds) {
+  if (text == "INFINITE" || text == "UNLIMITED" || text == "infinite" || text == "unlimited") {
+    *seconds = 0;
+    return true;
+  }
+  long minutes = 0;
+  if (WholeNumber(text, &minutes)) {
+    *seconds = minutes * 60.0;
+    return true;
+  }
+  return SlurmTime(text, seconds);
+}
+
 bool ParseTimeSpan(std::string_view text, double* seconds, std::string* error) {
   double s = 0, hours = 0;
   bool ok = false;

@@ -12,4 +12,9 @@ namespace xdeep::spank {
 // not a positive duration of at most a million hours.
 bool ParseTimeSpan(std::string_view text, double* seconds, std::string* error);
 
+// Slurm's --time as srun / sbatch / salloc take it: a lone number is minutes,
+// else "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS"; "INFINITE" and
+// "UNLIMITED" are 0 (no limit). False when it is none of these.
+bool ParseSlurmTimeLimit(std::string_view text, double* seconds);
+
 }  // namespace xdeep::spank

@@ -45,6 +45,9 @@ struct Prediction {
   double steps = 0;                // optimizer steps to solution
   double samples_needed = 0;       // after the gradient-noise-scale correction
   double parallel_efficiency = 0;  // ideal single-GPU time / (GPUs x time), per sample
+  // Jobs the run takes under the search's time limit (SearchLimits::
+  // time_limit_s): 1 unless it is planned as checkpointed segments.
+  int segments = 1;
   // What the prediction rests on beyond the profile's measurements, in words
   // (GEMMs beyond the probed micro-batches, collectives over more ranks than
   // measured, settings modelled from cited figures); empty when nothing.

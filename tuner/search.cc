@@ -103,6 +103,18 @@ int SearchMicroBatchLimit(const Workload& w, const HardwareProfile& hw) {
   return probed > 0 ? std::min(limit, 2 * probed) : limit;
 }
 
+int SegmentsWithin(const SearchLimits& limits, double run_s) {
+  const double usable = limits.time_limit_s - limits.segment_restart_s;
+  if (limits.time_limit_s <= 0 || run_s <= limits.time_limit_s || usable <= 0) return 1;
+  return static_cast<int>(std::min(1e9, std::ceil(run_s / usable)));
+}
+
+double SegmentCost(const SearchLimits& limits, const Prediction& p) {
+  if (p.segments <= 1 || p.time_to_solution_s <= 0) return p.cost;
+  // Each segment runs at most the time limit: that share of the whole.
+  return p.cost * std::min(1.0, limits.time_limit_s / p.time_to_solution_s);
+}
+
 std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
                               const Configuration& c) {
   std::vector<std::string> notes;
@@ -190,6 +202,8 @@ Prediction ScoreWith(StrategyModel& model, const SearchLimits& limits, const Con
   p.samples_needed = SamplesNeeded(w, c.global_batch);
   p.steps = std::ceil(p.samples_needed / c.global_batch);
   p.time_to_solution_s = p.steps * t.total_s;
+  p.segments = SegmentsWithin(limits, p.time_to_solution_s);
+  p.time_to_solution_s += (p.segments - 1) * limits.segment_restart_s;
   const double hours = p.time_to_solution_s / 3600.0;
   p.cost = limits.price_per_node_hour > 0 ? hours * c.nodes * limits.price_per_node_hour
                                           : hours * c.TotalGpus() * limits.price_per_gpu_hour;
@@ -247,6 +261,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     return absl::InvalidArgumentError(
         "objective=budget needs a budget: give --xdeep-budget=AMOUNT (xdeep plan: --budget "
         "AMOUNT)");
+  }
+  if (limits.time_limit_s > 0 && limits.time_limit_s <= 2 * limits.segment_restart_s) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a time limit of %s leaves no time to train: each checkpointed segment spends %s "
+        "restarting; allow a longer --time (the site's segment_restart_s is %.0f s)",
+        Hours(limits.time_limit_s), Hours(limits.segment_restart_s), limits.segment_restart_s));
   }
   // Strategies every list allows: the site's, the launch's, the workload's.
   bool allow_dp = true, allow_tp = true, allow_pp = true, allow_sp = true, allow_cp = true,
@@ -780,6 +800,12 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       result.pruned, " ruled out by a memory bound): ", StrategyName(result.best.config), " on ",
       result.best.config.nodes, "x", result.best.config.gpus_per_node, " GPUs, ",
       Hours(b.time_to_solution_s), ", cost ", Money(b.cost),
+      b.segments <= 1
+          ? std::string()
+          : absl::StrFormat(", as %d checkpointed jobs of at most %s each (time limit; %s "
+                            "restarting each after the first)",
+                            b.segments, Hours(limits.time_limit_s),
+                            Hours(limits.segment_restart_s)),
       b.extrapolated.empty() ? std::string() : absl::StrCat(". Extrapolated: ", b.extrapolated));
   for (size_t i = 1; i < top.size(); ++i) {
     Candidate& a = top[i];

@@ -41,6 +41,13 @@ struct SearchLimits {
   double budget = 0;      // 0 = none; a hard limit for every objective
   double deadline_s = 0;  // 0 = none; a hard limit for every objective
   double min_parallel_efficiency = 0;
+  // Longest a job may run (the launch's --time, the partition's MaxTime, an
+  // enclosing allocation's time left); 0 = none. A run longer than this is
+  // planned as checkpointed segments, each a job within it, and each segment
+  // after the first spends segment_restart_s restarting from its checkpoint
+  // (time and cost count it; queue waits between segments are not modelled).
+  double time_limit_s = 0;
+  double segment_restart_s = 0;
   std::vector<std::string>
       allowed_strategies;  // empty = all; "dp","tp","pp","zero1","zero2","zero3" ("fsdp" = zero3)
   // The launch's --xdeep-strategies (same names); with the site's list above
@@ -91,6 +98,15 @@ int SearchMicroBatchLimit(const Workload& w, const HardwareProfile& hw);
 // What a prediction for `c` extrapolates beyond the profile's measurements,
 // as "; "-separated clauses; empty when nothing (Prediction::extrapolated).
 std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw, const Configuration& c);
+
+// Jobs a run of `run_s` seconds (without restarts) takes under
+// limits.time_limit_s: ceil(run_s / (time_limit_s - segment_restart_s)), 1
+// without a limit or when it fits. Search refuses limits that leave no time.
+int SegmentsWithin(const SearchLimits& limits, double run_s);
+
+// Predicted cost of one segment of `p` (the whole cost when it is one job):
+// the hold a budget carries at a time.
+double SegmentCost(const SearchLimits& limits, const Prediction& p);
 
 // e.g. "dp4", "dp2xtp2", "fsdp8", "dp2xpp2 (1f1b)", "zero1-dp8xtp8xpp4 (interleaved)",
 // "zero1-dp8xtp8spxcp16xpp16 (interleaved v2)" (sp: sequence parallel; cp: context parallel).

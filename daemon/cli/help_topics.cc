@@ -68,6 +68,10 @@ XDEEP_RECOMPUTE (docs/user.md).
   why            why the chosen row won, how much each alternative loses, or
                  why a layout was rejected (memory, budget, deadline, policy)
 
+Below the table, "time limit" gives each job's limit (--time, the partition's
+MaxTime, an allocation's time left) and the checkpointed segments a longer run
+is planned as; "limited by" names the bounds the chosen layout reached.
+
 A "-" is a figure xdeep did not estimate: a layout rejected before it was
 timed or priced. Narrow terminals drop batch, mem GiB and the degrees first and
 cut "why"; --wide (xdeep plan) shows everything; --json gives every figure.

@@ -49,6 +49,10 @@ nlohmann::json PlanJson(const spank::TuneAnswer& a) {
   doc["currency"] = a.currency;
   doc["configurations_evaluated"] = a.candidates_evaluated;
   doc["explanation"] = a.explanation;
+  doc["time_limit_s"] = a.time_limit_s;
+  doc["segments"] = a.segments;
+  doc["segment_cost"] = a.segment_cost;
+  doc["limited_by"] = a.limited_by;
   doc["chosen"] = LayoutJson(a.best);
   doc["alternatives"] = nlohmann::json::array();
   for (const spank::LayoutRow& r : a.alternatives) doc["alternatives"].push_back(LayoutJson(r));

@@ -43,6 +43,9 @@ PlanCommand::PlanCommand(CLI::App& app) {
   command_->add_option("--deadline", deadline_,
                        "time to solution to meet: hours (12), 90min, 2h or Slurm's 2:00:00 "
                        "(implies --objective deadline)");
+  command_->add_option("-t,--time", time_limit_,
+                       "each job's time limit, as sbatch --time takes it (minutes, HH:MM:SS, "
+                       "D-HH:MM:SS); a longer run is planned as checkpointed segments");
   command_->add_flag("--wide", wide_, "every column and the full reasons, whatever the width");
   command_
       ->add_option("--emit", emit_,
@@ -78,6 +81,9 @@ int PlanCommand::Run(const CliContext& context) const {
     if (!spank::ParseTimeSpan(deadline_, &q.deadline_s, &error))
       return Fail("--deadline: " + error);
     if (q.objective.empty()) q.objective = "deadline";
+  }
+  if (!time_limit_.empty() && !spank::ParseSlurmTimeLimit(time_limit_, &q.time_limit_s)) {
+    return Fail("--time " + time_limit_ + ": give minutes (90), HH:MM:SS or D-HH:MM:SS");
   }
   if (q.objective == "deadline" && q.deadline_s <= 0) {
     return Fail("--objective deadline needs --deadline TIME (e.g. --deadline 2:00:00)");

@@ -54,6 +54,56 @@ TEST(BuildLimitsTest, PlacementBoundsOfTheLaunch) {
   EXPECT_EQ(BuildLimits(policy, shape, req).max_gpus_per_node, 0);
 }
 
+TEST(BuildLimitsTest, TimeLimitIsTheTightestOfTimeMaxTimeAndTheAllocation) {
+  PolicyConfig policy;
+  policy.segment_restart_s = 120;
+  PartitionShape shape = Shape(8, 4);
+  v1::TuneRequest req;
+  LimitSources sources;
+  EXPECT_EQ(BuildLimits(policy, shape, req, &sources).time_limit_s, 0) << "none anywhere";
+  shape.max_time_s = 86400;
+  auto l = BuildLimits(policy, shape, req, &sources);
+  EXPECT_EQ(l.time_limit_s, 86400);
+  EXPECT_EQ(l.segment_restart_s, 120);
+  EXPECT_EQ(sources.time, "partition debug's MaxTime");
+  req.set_time_limit_s(7200);
+  EXPECT_EQ(BuildLimits(policy, shape, req, &sources).time_limit_s, 7200);
+  EXPECT_EQ(sources.time, "--time");
+  req.mutable_allocation()->set_job_id(9);
+  req.mutable_allocation()->set_time_left_s(1800);
+  req.mutable_allocation()->set_gpu_request("gpu:2 per node");
+  EXPECT_EQ(BuildLimits(policy, shape, req, &sources).time_limit_s, 1800);
+  EXPECT_EQ(sources.time, "the allocation (job 9, gpu:2 per node)'s time left");
+}
+
+TEST(BuildLimitsTest, LimitedByNamesTheBoundsTheChoiceReached) {
+  PolicyConfig policy;
+  policy.max_nodes = 16;
+  v1::TuneRequest req;
+  req.mutable_allocation()->set_job_id(12);
+  req.mutable_allocation()->set_nodes(1);
+  req.mutable_allocation()->set_gpus_per_node(2);
+  req.mutable_allocation()->set_gpu_request("gpu:2 per node");
+  LimitSources sources;
+  const tuner::SearchLimits l = BuildLimits(policy, Shape(8, 4), req, &sources);
+  tuner::Configuration c;
+  c.nodes = 1;
+  c.gpus_per_node = 2;
+  tuner::Prediction p;
+  EXPECT_EQ(LimitedBy(l, sources, c, p),
+            "1 node: the allocation (job 12, gpu:2 per node); 2 GPUs per node: the allocation "
+            "(job 12, gpu:2 per node)");
+  c.gpus_per_node = 1;
+  EXPECT_EQ(LimitedBy(l, sources, c, p), "1 node: the allocation (job 12, gpu:2 per node)");
+
+  v1::TuneRequest tasks;
+  tasks.mutable_bounds()->set_tasks(2);
+  const tuner::SearchLimits t = BuildLimits(policy, Shape(8, 4), tasks, &sources);
+  c.nodes = 1;
+  c.gpus_per_node = 2;
+  EXPECT_EQ(LimitedBy(t, sources, c, p), "2 GPUs in all: -n (one task per GPU)");
+}
+
 class DecisionMakerTest : public ::testing::Test {
  protected:
   void SetUp() override {

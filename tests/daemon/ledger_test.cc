@@ -181,6 +181,65 @@ TEST(LedgerTest, AHeterogeneousComponentsHoldIsBoundAtOnce) {
   EXPECT_EQ(l.Get("het0")->state, "settled");
 }
 
+TEST(LedgerTest, SegmentedRunHoldsOneSegmentAtATime) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  std::vector<BudgetScope> scopes = {{"user", "alice", 100}};
+  Charge c = ChargeOf("seg", 8);  // one segment: 4 GPUs x 1 h at 2.0
+  c.segments = 3;
+  ASSERT_TRUE(l.Reserve(c, scopes, 0, 1000, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-seg").ok());
+  // Slurm requeued the job after segment 1 (its record says PENDING): the
+  // run is spent and the next segment is held again.
+  JobUsage first = RunOf(30, 2000, 5600, "seg");
+  first.state = "PENDING";
+  ASSERT_TRUE(l.ChargeJob(first, 6000).ok());
+  EXPECT_EQ(l.Get("seg")->state, "bound");
+  EXPECT_DOUBLE_EQ(l.Get("seg")->settled_amount, 8.0);
+  auto use = l.Use(scopes, 0);
+  EXPECT_DOUBLE_EQ(use->front().spent, 8.0);
+  EXPECT_DOUBLE_EQ(use->front().reserved, 8.0) << "the next segment's hold";
+  JobUsage second = RunOf(30, 6100, 9700, "seg");
+  second.state = "PENDING";
+  ASSERT_TRUE(l.ChargeJob(second, 9800).ok());
+  EXPECT_EQ(l.Get("seg")->state, "bound");
+  // The last planned segment ends the hold whatever its state says.
+  JobUsage last = RunOf(30, 9800, 11600, "seg");
+  last.state = "PENDING";
+  ASSERT_TRUE(l.ChargeJob(last, 11700).ok());
+  EXPECT_EQ(l.Get("seg")->state, "settled");
+  EXPECT_DOUBLE_EQ(l.Get("seg")->settled_amount, 8.0 + 8.0 + 4.0);
+  use = l.Use(scopes, 0);
+  EXPECT_DOUBLE_EQ(use->front().spent, 20.0);
+  EXPECT_DOUBLE_EQ(use->front().reserved, 0.0);
+  EXPECT_DOUBLE_EQ(*l.TotalSettled(), 20.0);
+}
+
+TEST(LedgerTest, SegmentedRunThatEndsEarlyAndExpiredPartialHoldsKeepTheirCharges) {
+  auto ledger = Ledger::Open(":memory:");
+  Ledger& l = **ledger;
+  Charge c = ChargeOf("early", 8);
+  c.segments = 5;
+  ASSERT_TRUE(l.Reserve(c, {}, 0, 1000, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-early").ok());
+  JobUsage run = RunOf(31, 2000, 5600, "early");
+  run.state = "COMPLETED";  // finished before its planned segments: final
+  ASSERT_TRUE(l.ChargeJob(run, 6000).ok());
+  EXPECT_EQ(l.Get("early")->state, "settled");
+
+  c = ChargeOf("stale", 8);
+  c.segments = 5;
+  ASSERT_TRUE(l.Reserve(c, {}, 0, 1000, 60).ok());
+  ASSERT_TRUE(AdmitOf(l, "tok-stale").ok());
+  run = RunOf(32, 2000, 5600, "stale");
+  run.state = "PENDING";
+  ASSERT_TRUE(l.ChargeJob(run, 6000).ok());
+  ASSERT_TRUE(l.ExpireStale(6000 + 1000000).ok());
+  EXPECT_EQ(l.Get("stale")->state, "settled") << "what ran stays spent";
+  EXPECT_DOUBLE_EQ(l.Get("stale")->settled_amount, 8.0);
+  EXPECT_DOUBLE_EQ(*l.TotalSettled(), 16.0);
+}
+
 TEST(LedgerTest, JobsWithoutAReservationAreChargedToTheirUser) {
   auto ledger = Ledger::Open(":memory:");
   Ledger& l = **ledger;

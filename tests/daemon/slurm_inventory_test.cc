@@ -42,5 +42,23 @@ TEST(SlurmInventoryTest, UnknownPartition) {
   EXPECT_NE(std::string(s.status().message()).find("no partition 'nope'"), std::string::npos);
 }
 
+TEST(SlurmInventoryTest, PartitionMaxTime) {
+  PartitionShape shape;
+  ParseMaxTime("PartitionName=short AllowGroups=ALL DefaultTime=NONE MaxTime=1-00:00:00 "
+               "MinNodes=0 State=UP",
+               &shape);
+  EXPECT_DOUBLE_EQ(shape.max_time_s, 86400);
+  ParseMaxTime("PartitionName=debug MaxTime=UNLIMITED MinNodes=0", &shape);
+  EXPECT_DOUBLE_EQ(shape.max_time_s, 0);
+  ParseMaxTime("PartitionName=s MaxTime=02:30:00\n", &shape);
+  EXPECT_DOUBLE_EQ(shape.max_time_s, 9000);
+  EXPECT_EQ(SlurmDurationSeconds("90"), 5400) << "a lone number is minutes";
+  EXPECT_EQ(SlurmDurationSeconds("30:00"), 1800);
+  EXPECT_EQ(SlurmDurationSeconds("2-12"), 2.5 * 86400);
+  EXPECT_EQ(SlurmDurationSeconds("INFINITE"), 0);
+  EXPECT_FALSE(SlurmDurationSeconds("soon").has_value());
+  EXPECT_FALSE(SlurmDurationSeconds("1:2:3:4").has_value());
+}
+
 }  // namespace
 }  // namespace xdeep::daemon

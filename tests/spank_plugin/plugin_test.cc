@@ -21,6 +21,7 @@ class FakeClient final : public DaemonClient {
   ClientError failure;
   int tune_calls = 0;
   TuneQuery last;
+  int segments = 1;  // the decision's checkpointed segments, within its query's time limit
 
   bool Tune(const TuneQuery& q, std::chrono::steady_clock::time_point, const ProgressCallback&,
             TuneAnswer* a, ClientError* e) override {
@@ -40,6 +41,8 @@ class FakeClient final : public DaemonClient {
     a->best.micro_batch = 8;
     a->best.global_batch = 32;
     a->admission_token = "0123abcd";
+    a->segments = segments;
+    a->time_limit_s = q.time_limit_s;
     return true;
   }
   bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point deadline,
@@ -89,6 +92,7 @@ class PluginTest : public ::testing::Test {
       auto c = std::make_unique<FakeClient>();
       c->ok = client_ok_;
       c->failure = failure_;
+      c->segments = segments_;
       client_ = c.get();
       return c;
     };
@@ -109,6 +113,7 @@ class PluginTest : public ::testing::Test {
   Host host_;
   std::unique_ptr<Plugin> plugin_;
   bool client_ok_ = true;
+  int segments_ = 1;
   ClientError failure_;
   FakeClient* client_ = nullptr;
   std::vector<std::string> infos_, errors_, reexec_;
@@ -279,11 +284,115 @@ TEST_F(PluginTest, UserBoundsAndAllocationReachTheDaemon) {
   EXPECT_EQ(client_->last.max_tasks, 3);
   EXPECT_EQ(client_->last.allocation_job_id, 77u);
   EXPECT_EQ(client_->last.allocation_nodes, 2);
-  EXPECT_EQ(client_->last.allocation_gpus_per_node, 3) << "CPUs bound tasks per node too";
+  // The GPUs it holds, whatever its CPUs: a step with more tasks than CPUs
+  // runs with --overcommit.
+  EXPECT_EQ(client_->last.allocation_gpus_per_node, 4);
+  EXPECT_EQ(client_->last.allocation_cpus_per_node, 3);
   for (const char* v :
        {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
     unsetenv(v);
   }
+}
+
+TEST_F(PluginTest, AllocationsOwnTaskCountBoundsNoStep) {
+  // salloc -N1 sets SLURM_NTASKS=1 for the srun inside: that describes the
+  // allocation, not this step, so it bounds nothing (the rewrite overrides it).
+  setenv("SLURM_JOB_ID", "78", 1);
+  setenv("SLURM_JOB_NUM_NODES", "1", 1);
+  setenv("SLURM_NTASKS", "1", 1);
+  setenv("SLURM_GPUS_PER_NODE", "2", 1);
+  setenv("SLURM_JOB_CPUS_PER_NODE", "1", 1);
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--xdeep-tune", "hostname"}, 2),
+            0);
+  EXPECT_EQ(client_->last.max_tasks, 0);
+  EXPECT_EQ(client_->last.max_nodes, 0);
+  EXPECT_EQ(client_->last.allocation_gpus_per_node, 2);
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--overcommit"), reexec_.end())
+      << "2 tasks per node on 1 allocated CPU";
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--ntasks=4"), reexec_.end());
+  for (const char* v : {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS",
+                        "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
+    unsetenv(v);
+  }
+}
+
+TEST_F(PluginTest, AdviseNeverStopsALaunch) {
+  client_ok_ = false;
+  failure_ = {ClientError::kRefused, "no configuration of 'w' fits on up to 1 node(s)"};
+  EXPECT_EQ(Launch({"fail=closed"}, {{kOptTune, "advise"}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--xdeep-tune=advise", "hostname"}, 2),
+            0);
+  EXPECT_TRUE(errors_.empty());
+  ASSERT_FALSE(infos_.empty());
+  EXPECT_NE(infos_.back().find("advise mode runs the launch unchanged"), std::string::npos)
+      << infos_.back();
+  failure_ = {ClientError::kUnavailable, "connection refused"};
+  EXPECT_EQ(Launch({"fail=closed"}, {{kOptTune, "advise"}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--xdeep-tune=advise", "hostname"}, 2),
+            0)
+      << "fail=closed refuses tuned launches, never advised ones";
+  EXPECT_TRUE(errors_.empty());
+  EXPECT_TRUE(reexec_.empty());
+}
+
+TEST_F(PluginTest, SiteDefaultKeepsTheUsersLayoutAndAdvises) {
+  ASSERT_EQ(Launch({"default=on"}, {{kOptWorkload, "gpt-125m"}}, {"srun", "-n2", "hostname"}, 2),
+            0);
+  ASSERT_NE(client_, nullptr);
+  EXPECT_EQ(client_->last.mode, "advise");
+  EXPECT_TRUE(client_->last.implicit);
+  EXPECT_TRUE(reexec_.empty()) << "the launch runs as written";
+  ASSERT_FALSE(infos_.empty());
+  EXPECT_NE(infos_.back().find("your -n 2 kept as given"), std::string::npos) << infos_.back();
+  // Without a layout of their own, the site's default tunes it.
+  ASSERT_EQ(Launch({"default=on"}, {{kOptWorkload, "gpt-125m"}}, {"srun", "hostname"}, 1), 0);
+  EXPECT_EQ(client_->last.mode, "auto");
+  EXPECT_FALSE(reexec_.empty());
+  // With --xdeep-tune, -n is an upper bound and the decision replaces it.
+  reexec_.clear();
+  ASSERT_EQ(Launch({"default=on"}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "-n8", "--xdeep-tune", "hostname"}, 3),
+            0);
+  EXPECT_EQ(client_->last.mode, "auto");
+  EXPECT_EQ(client_->last.max_tasks, 8);
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--ntasks=4"), reexec_.end());
+}
+
+TEST_F(PluginTest, TimeLimitAndSegmentsReachTheLaunch) {
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"sbatch", "-t", "1-00:00:00", "--xdeep-tune", "--wrap=true"}, 5,
+                   Launcher::kSbatch),
+            0);
+  EXPECT_DOUBLE_EQ(client_->last.time_limit_s, 86400);
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--time=1440"), reexec_.end());
+  EXPECT_EQ(std::find(reexec_.begin(), reexec_.end(), "--requeue"), reexec_.end())
+      << "one job needs no requeue";
+  EXPECT_EQ(std::find(reexec_.begin(), reexec_.end(), "-t"), reexec_.end()) << "replaced";
+  std::map<std::string, std::string> env;
+  for (const char* v : {"XDEEP_TIME_LIMIT_S", "XDEEP_SEGMENTS"})
+    env[v] = getenv(v) ? getenv(v) : "";
+  EXPECT_EQ(env["XDEEP_TIME_LIMIT_S"], "86400");
+  EXPECT_EQ(env["XDEEP_SEGMENTS"], "1");
+
+  segments_ = 3;
+  reexec_.clear();
+  unsetenv("XDEEP_TUNED");
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"sbatch", "--time=90", "--xdeep-tune", "--wrap=true"}, 4, Launcher::kSbatch),
+            0);
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--time=90"), reexec_.end());
+  EXPECT_NE(std::find(reexec_.begin(), reexec_.end(), "--requeue"), reexec_.end());
+  EXPECT_STREQ(getenv("XDEEP_SEGMENTS"), "3");
+  EXPECT_STREQ(getenv("XDEEP_TIME_LIMIT_S"), "5400");
+
+  // A time limit Slurm would not take stops the tuned launch with a fix.
+  unsetenv("XDEEP_TUNED");
+  EXPECT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}},
+                   {"srun", "--time=soon", "--xdeep-tune", "hostname"}, 3),
+            -1);
+  ASSERT_FALSE(errors_.empty());
+  EXPECT_NE(errors_.back().find("is not a Slurm time limit"), std::string::npos) << errors_.back();
 }
 
 TEST_F(PluginTest, ModeWordWhereTheProgramShouldBeLaunchesNothing) {

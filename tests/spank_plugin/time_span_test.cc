@@ -41,3 +41,26 @@ TEST(ParseTimeSpan, RefusesWhatIsNotAPositiveDuration) {
 
 }  // namespace
 }  // namespace xdeep::spank
+
+namespace xdeep::spank {
+namespace {
+
+TEST(ParseSlurmTimeLimit, MinutesAndSlurmForms) {
+  double s = -1;
+  ASSERT_TRUE(ParseSlurmTimeLimit("90", &s));
+  EXPECT_DOUBLE_EQ(s, 90 * 60) << "a lone number is minutes, as --time takes it";
+  ASSERT_TRUE(ParseSlurmTimeLimit("30:00", &s));
+  EXPECT_DOUBLE_EQ(s, 1800);
+  ASSERT_TRUE(ParseSlurmTimeLimit("2:00:00", &s));
+  EXPECT_DOUBLE_EQ(s, 7200);
+  ASSERT_TRUE(ParseSlurmTimeLimit("1-12", &s));
+  EXPECT_DOUBLE_EQ(s, 36 * 3600);
+  ASSERT_TRUE(ParseSlurmTimeLimit("UNLIMITED", &s));
+  EXPECT_DOUBLE_EQ(s, 0);
+  for (const char* bad : {"", "abc", "1h", "-5", "1:2:3:4", "1:61"}) {
+    EXPECT_FALSE(ParseSlurmTimeLimit(bad, &s)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace xdeep::spank
