@@ -232,6 +232,7 @@ void DecisionMaker::SetPolicy(std::shared_ptr<const PolicyConfig> policy) {
 void DecisionMaker::SetHardware(tuner::HardwareProfile hardware) {
   std::lock_guard lock(mu_);
   hardware_ = std::make_shared<const tuner::HardwareProfile>(std::move(hardware));
+  ++hardware_generation_;
 }
 
 std::shared_ptr<const tuner::HardwareProfile> DecisionMaker::hardware() const {
@@ -327,10 +328,16 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
 }
 
 absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
-                                                   const Caller& caller,
-                                                   const ProgressFn& progress) const {
+                                                   const Caller& caller, const ProgressFn& progress,
+                                                   const InterruptFn& interrupt) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
-  std::shared_ptr<const tuner::HardwareProfile> profile = this->hardware();
+  std::shared_ptr<const tuner::HardwareProfile> profile;
+  uint64_t hardware_generation;
+  {
+    std::lock_guard lock(mu_);
+    profile = hardware_;
+    hardware_generation = hardware_generation_;
+  }
   std::string partition =
       request.partition().empty() ? policy->default_partition : request.partition();
   if (request.implicit() && !policy->TuningDefault(partition)) {
@@ -348,8 +355,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       !s.ok()) {
     return s;
   }
-  auto workload = LoadWorkload(request.workload());
-  if (!workload.ok()) return workload.status();
+  auto parsed = cache_.Workload(request.workload());
+  if (!parsed.ok()) return parsed.status();
+  const std::shared_ptr<const tuner::Workload> workload = *std::move(parsed);
   progress(Step("workload", fmt::format("workload {}", workload->name)));
 
   auto shape = shape_(partition);
@@ -377,7 +385,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     absl::Status probed =
         launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s, shapes);
     if (probed.ok()) {
-      profile = this->hardware();
+      std::lock_guard lock(mu_);
+      profile = hardware_;
+      hardware_generation = hardware_generation_;
     } else {
       progress(Step("probe", fmt::format("{}; deciding from {}", std::string(probed.message()),
                                          profile->Label())));
@@ -416,21 +426,39 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                        policy->learning_scope)));
     }
   }
-  auto result = tuner::Search(*workload, hardware, limits);
-  if (!result.ok()) return result.status();
+  // Bounded work per request (the policy's caps), and the caller's interrupt.
+  limits.max_candidates = policy->search_max_candidates;
+  const auto search_deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(policy->search_max_seconds);
+  limits.interrupt = [&]() -> absl::Status {
+    if (std::chrono::steady_clock::now() > search_deadline) {
+      return absl::ResourceExhaustedError(fmt::format(
+          "the search took longer than this site's limit of {} s per request; narrow it: fewer "
+          "nodes (-N), a fixed global batch or a smaller [batch] max / max_micro, or fewer "
+          "strategies (--xdeep-strategies)",
+          policy->search_max_seconds));
+    }
+    return interrupt ? interrupt() : absl::OkStatus();
+  };
+  // Identical requests under the same hardware, policy limits and learned
+  // correction get the same search result: computed once.
+  const std::string search_key = DecisionCache::SearchKey(request.workload(), hardware_generation,
+                                                          limits, correction_note);
+  std::shared_ptr<const tuner::SearchResult> result = cache_.FindSearch(search_key);
+  if (result == nullptr) {
+    auto searched = tuner::Search(*workload, hardware, limits);
+    if (!searched.ok()) return searched.status();
+    cache_.PutSearch(search_key, *searched);
+    result = std::make_shared<const tuner::SearchResult>(*std::move(searched));
+  }
   progress(Step("search", fmt::format("{} configurations evaluated", result->evaluated)));
 
   v1::Decision decision;
   decision.set_decision_id(NewDecisionId());
   Fill(result->best.config, decision.mutable_config());
   Fill(result->best.prediction, decision.mutable_prediction());
-  {
-    // Keep the uncorrected figure too: corrections are fitted against it.
-    tuner::SearchLimits raw = limits;
-    raw.step_time_correction = nullptr;
-    decision.set_analytical_step_time_s(
-        tuner::Evaluate(*workload, hardware, raw, result->best.config).step_time_s);
-  }
+  // Keep the uncorrected figure too: corrections are fitted against it.
+  decision.set_analytical_step_time_s(result->best.prediction.analytical_step_time_s);
   for (const auto* list : {&result->alternatives, &result->rejected_examples}) {
     for (const tuner::Candidate& c : *list) {
       v1::Alternative* alt = decision.add_alternatives();

@@ -36,6 +36,9 @@ struct Prediction {
   double steps = 0;                // optimizer steps to solution
   double samples_needed = 0;       // after the gradient-noise-scale correction
   double parallel_efficiency = 0;  // ideal single-GPU time / (GPUs x time), per sample
+  // The model's step time before any correction from real runs
+  // (SearchLimits::step_time_correction): corrections are fitted against it.
+  double analytical_step_time_s = 0;
   // What the prediction rests on beyond the profile's measurements, in words
   // (GEMMs beyond the probed micro-batches, collectives over more ranks than
   // measured, settings modelled from cited figures); empty when nothing.

@@ -42,11 +42,6 @@ class FakeClient final : public DaemonClient {
     a->admission_token = "0123abcd";
     return true;
   }
-  bool Bind(const std::string&, uint32_t, uint32_t, std::chrono::steady_clock::time_point deadline,
-            ClientError*) override {
-    deadlines.push_back(deadline);
-    return true;
-  }
   bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
               ClientError*) override {
     deadlines.push_back(deadline);
@@ -222,7 +217,6 @@ TEST_F(PluginTest, StepsInsideATunedJobOnlyAddStepTimes) {
   plugin_->LocalExit(0);
   EXPECT_EQ(client_, nullptr) << "a failed inner step does not release the job's money";
   ASSERT_EQ(Launch({}, {}), 0);
-  plugin_->LocalUserInit(42, 1);
   plugin_->LocalExit(42);
   EXPECT_EQ(client_, nullptr) << "a step without step times never calls the daemon";
   const std::string steps = ::testing::TempDir() + "/inner.steps";
@@ -236,7 +230,7 @@ TEST_F(PluginTest, StepsInsideATunedJobOnlyAddStepTimes) {
   EXPECT_FALSE(client_->reports[0].final);
   EXPECT_FALSE(client_->reports[0].launch_failed);
   EXPECT_EQ(client_->reports[0].step_times_s, (std::vector<double>{0.5, 0.25}));
-  EXPECT_TRUE(client_->deadlines.size() == 1u) << "no Bind from an inner step";
+  EXPECT_TRUE(client_->deadlines.size() == 1u) << "one call: the report";
 }
 
 TEST_F(PluginTest, AdmissionTokenReachesTheJobsSpankEnvironmentOnly) {
@@ -259,16 +253,15 @@ TEST_F(PluginTest, AdmissionTokenReachesTheJobsSpankEnvironmentOnly) {
   EXPECT_TRUE(job_env_.empty());
 }
 
-TEST_F(PluginTest, BindAndReportShareWhatTheDecisionLeftOfTimeout) {
+TEST_F(PluginTest, ReportGetsWhatTheDecisionLeftOfTimeout) {
   setenv("XDEEP_TUNED", "abc123", 1);
   setenv("XDEEP_REEXEC_PID", std::to_string(getpid()).c_str(), 1);
   setenv("XDEEP_WAIT_LEFT_MS", "40", 1);
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(Launch({"timeout_ms=3000"}, {}), 0);
   EXPECT_EQ(getenv("XDEEP_WAIT_LEFT_MS"), nullptr);
-  plugin_->LocalUserInit(7, 0);
   plugin_->LocalExit(7);
-  ASSERT_EQ(client_->deadlines.size(), 2u);
+  ASSERT_EQ(client_->deadlines.size(), 1u) << "no Bind: the daemon binds the job from the report";
   for (const auto& d : client_->deadlines) {
     EXPECT_LE(d - start, std::chrono::milliseconds(1000)) << "not a fresh timeout_ms";
   }
