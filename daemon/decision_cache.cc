@@ -35,6 +35,31 @@ absl::StatusOr<std::shared_ptr<const tuner::Workload>> DecisionCache::Workload(
   return shared;
 }
 
+// Every field of SearchLimits that changes a result must be in the key: a
+// field added there fails this check until it is added to SearchKey (and the
+// size here updated). x86-64 (the build and CI machines).
+static_assert(sizeof(void*) != 8 || sizeof(tuner::SearchLimits) == 216,
+              "SearchLimits changed: add the new field to DecisionCache::SearchKey");
+
+absl::StatusOr<std::shared_ptr<const FittedCorrection>> DecisionCache::Correction(
+    Store& store, const LearningScope& scope) {
+  // The generation is read before the runs: a run recorded meanwhile makes
+  // the next request fit again, never the reverse.
+  const uint64_t generation = store.learning_generation();
+  const std::string key =
+      fmt::format("{}|{}:{}|{}:{}|{}:{}|{}|{}:{}", generation, scope.fingerprint.size(),
+                  scope.fingerprint, scope.hardware.size(), scope.hardware,
+                  scope.partition.size(), scope.partition,
+                  scope.uid ? static_cast<int64_t>(*scope.uid) : -1, scope.account.size(),
+                  scope.account);
+  if (auto hit = corrections_.Find(key)) return hit;
+  auto fitted = FitCorrection(store, scope);
+  if (!fitted.ok()) return fitted.status();
+  auto shared = std::make_shared<const FittedCorrection>(*std::move(fitted));
+  corrections_.Put(key, shared);
+  return shared;
+}
+
 std::string DecisionCache::SearchKey(const xdeep::v1::Workload& w, uint64_t hardware_generation,
                                      const tuner::SearchLimits& l, const std::string& correction) {
   // %a: doubles exactly, so two limits share a key only when equal.

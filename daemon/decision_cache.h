@@ -1,7 +1,8 @@
 // What repeated Tune requests share, kept so that only the first pays for it:
-// parsed workloads (by the request's workload text or preset) and search
-// results (by workload, hardware profile, search limits and the learned
-// correction in force). Both are pure functions of their keys, so a hit
+// parsed workloads (by the request's workload text or preset), corrections
+// learned from real runs (by learning scope, until the store's runs change)
+// and search results (by workload, hardware profile, search limits and the
+// learned correction in force). Both are pure functions of their keys, so a hit
 // returns exactly what a fresh computation would. Bounded LRU maps, safe to
 // use from every worker thread.
 #pragma once
@@ -15,6 +16,7 @@
 #include <unordered_map>
 
 #include "absl/status/statusor.h"
+#include "daemon/learning.h"
 #include "tuner/search.h"
 #include "tuner/workload.h"
 #include "xdeep/v1/tuning.pb.h"
@@ -77,6 +79,11 @@ class DecisionCache {
   // returned (and not kept).
   absl::StatusOr<std::shared_ptr<const tuner::Workload>> Workload(const xdeep::v1::Workload& w);
 
+  // The correction fitted from `scope`'s runs, fitted once per state of the
+  // store's runs (Store::learning_generation).
+  absl::StatusOr<std::shared_ptr<const FittedCorrection>> Correction(Store& store,
+                                                                     const LearningScope& scope);
+
   // What a search result depends on besides the workload, as one string:
   // every scalar and list of `limits` (not its functions: the caller adds
   // what the correction is, `correction`), and the hardware's generation.
@@ -90,6 +97,7 @@ class DecisionCache {
 
  private:
   LruMap<tuner::Workload> workloads_;
+  LruMap<FittedCorrection> corrections_{1024};
   LruMap<tuner::SearchResult> searches_;
   size_t max_cached_layers_;
 };

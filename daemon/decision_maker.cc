@@ -20,9 +20,14 @@ namespace {
 namespace v1 = xdeep::v1;
 
 std::string NewDecisionId() {
-  std::random_device rd;
+  // Unique, not secret (the admission token is): one generator per worker
+  // thread, seeded once (a random_device per decision cost a file open).
+  thread_local std::mt19937_64 gen = [] {
+    std::random_device rd;
+    std::seed_seq seed{rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seed);
+  }();
   std::uniform_int_distribution<uint64_t> dist;
-  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
   return fmt::format("{:016x}{:016x}", dist(gen), dist(gen));
 }
 
@@ -405,10 +410,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   const std::string fingerprint = tuner::ModelFingerprint(*workload);
   if (store_ != nullptr) {
     auto correction =
-        FitCorrection(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
-                                        hardware.Label(), shape->partition));
-    if (correction.ok() && correction->runs > 0) {
-      auto fitted = std::make_shared<const modeling::ScalingCorrection>(correction->correction);
+        cache_.Correction(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
+                                            hardware.Label(), shape->partition));
+    if (correction.ok() && (*correction)->runs > 0) {
+      std::shared_ptr<const FittedCorrection> held = *correction;
+      auto fitted = std::shared_ptr<const modeling::ScalingCorrection>(held, &held->correction);
       // The factor depends only on (GPUs, micro-batch); the search asks once
       // per candidate, so each pair is evaluated once.
       limits.step_time_correction = [fitted, memo = std::map<std::pair<int, int>, double>()](
@@ -419,10 +425,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       };
       static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
       correction_note = fmt::format("; step time corrected from {} real run(s): {}",
-                                    correction->runs, fitted->Describe(kNames));
+                                    held->runs, fitted->Describe(kNames));
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of model {} "
                                        "on {} ({} scope)",
-                                       correction->runs, fingerprint, shape->partition,
+                                       held->runs, fingerprint, shape->partition,
                                        policy->learning_scope)));
     }
   }

@@ -185,6 +185,12 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   auto result = work->maker->Decide(
       work->request, caller,
       [&](const v1::Progress& p) {
+        // Each event is a stream write. Clients show the steps of a decision
+        // in explain mode only; probe waits and budget warnings always.
+        if (work->request.mode() != v1::TUNE_MODE_EXPLAIN && p.stage() != "probe" &&
+            p.stage() != "budget") {
+          return;
+        }
         if (!work->sent.insert(p.stage() + "\n" + p.message()).second) return;
         v1::TuneEvent event;
         *event.mutable_progress() = p;

@@ -6,7 +6,12 @@
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
-//                   [--heavy N --heavy-workload FILE]
+//                   [--heavy N --heavy-workload FILE] [--cpu-of NAME=PID ...]
+//
+// --cpu-of (e.g. xdeepd=PID munged=PID): each process's CPU time per request
+// (/proc/PID/stat), and the rate those processes alone would sustain on 2
+// cores: the figure that does not depend on how busy the machine is (the
+// clients and everything else running here share the same cores).
 //
 // --mix: repeated = one request over and over; varied = a pool of 240
 // distinct requests (4 presets x 12 node bounds x 5 objectives / budgets);
@@ -18,6 +23,7 @@
 // them and their ratio (issue #27: within 2x).
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -38,6 +44,22 @@ namespace {
 namespace v1 = xdeep::v1;
 using Clock = std::chrono::steady_clock;
 
+// utime + stime of a process and all its threads, in seconds.
+double ProcessCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::stod(f);
+    if (i == 15) stime = std::stod(f);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 struct Options {
   std::string daemon;
   int clients = 16;
@@ -48,6 +70,12 @@ struct Options {
   int heavy = 0;
   std::string heavy_workload;
   int heavy_deadline_ms = 3000;
+  std::vector<std::string> cpu_of;  // NAME=PID
+};
+
+struct Watched {
+  std::string name;
+  int pid;
 };
 
 struct Stats {
@@ -55,6 +83,7 @@ struct Stats {
   uint64_t ok = 0, errors = 0;
   std::string first_error;
   double seconds = 0;
+  std::vector<double> cpu_s;  // per watched process, during the run
   double Rate() const { return seconds > 0 ? ok / seconds : 0; }
   double Percentile(double q) const {
     if (latency_ms.empty()) return 0;
@@ -94,9 +123,13 @@ v1::TuneRequest OrdinaryRequest(const Options& o, uint64_t n) {
 }
 
 // Runs `clients` threads calling `call(stub, n)` until `seconds` pass.
+std::vector<Watched> g_watched;
+
 template <typename Call>
 Stats Run(const Options& o, int clients, double seconds, Call call) {
   Stats total;
+  std::vector<double> cpu_before;
+  for (const Watched& w : g_watched) cpu_before.push_back(ProcessCpuSeconds(w.pid));
   std::mutex mu;
   std::atomic<uint64_t> next{0};
   const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -132,6 +165,9 @@ Stats Run(const Options& o, int clients, double seconds, Call call) {
   }
   for (auto& t : threads) t.join();
   total.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (size_t i = 0; i < g_watched.size(); ++i) {
+    total.cpu_s.push_back(ProcessCpuSeconds(g_watched[i].pid) - cpu_before[i]);
+  }
   return total;
 }
 
@@ -159,6 +195,16 @@ void Print(const std::string& what, const Stats& s) {
   fmt::print("  {:<44} {:8.0f}/s  p50 {:7.2f} ms  p99 {:7.2f} ms  ({} ok, {} errors{})\n", what,
              s.Rate(), s.Percentile(0.5), s.Percentile(0.99), s.ok, s.errors,
              s.first_error.empty() ? "" : ": " + s.first_error);
+  if (g_watched.empty() || s.ok == 0) return;
+  double per_request = 0;
+  std::string parts;
+  for (size_t i = 0; i < g_watched.size(); ++i) {
+    const double ms = 1e3 * s.cpu_s[i] / static_cast<double>(s.ok);
+    per_request += ms;
+    parts += fmt::format("{}{} {:.3f} ms", i ? ", " : "", g_watched[i].name, ms);
+  }
+  fmt::print("  {:<44} CPU per request: {} -> {:.0f}/s on 2 cores\n", "", parts,
+             2000.0 / per_request);
 }
 
 }  // namespace
@@ -179,7 +225,16 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--heavy-deadline-ms", o.heavy_deadline_ms, "each worst-case request's deadline")
       ->check(CLI::Range(100, 600000));
+  app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& item : o.cpu_of) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "decisions_bench: --cpu-of wants NAME=PID, not " << item << "\n";
+      return 2;
+    }
+    g_watched.push_back({item.substr(0, eq), std::atoi(item.c_str() + eq + 1)});
+  }
   if (o.heavy > 0 && o.heavy_workload.empty()) {
     std::cerr << "decisions_bench: --heavy needs --heavy-workload FILE\n";
     return 2;
