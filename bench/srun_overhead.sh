@@ -2,10 +2,11 @@
 # What xdeep costs a launch, against plain srun measured in the same run,
 # interleaved so drift hits every kind alike (medians of RUNS rounds):
 #   plain      a cluster with no plugin anywhere
-#   unused     the local stack (scripts/local-stack.sh): xdeep_spank.so loaded
-#              by srun and by slurmstepd on the compute nodes, job_submit.lua
-#              in slurmctld; the launch does not ask for tuning (non-strict
-#              partition): the per-step cost of having xdeep installed
+#   plugin     a cluster whose srun and slurmstepd (compute nodes) load
+#              xdeep_spank.so, not asked for: the plugin's per-step cost
+#   unused     the local stack (scripts/local-stack.sh): the plugin as above,
+#              plus job_submit.lua and the jobcomp script in slurmctld; not
+#              asked, non-strict partition: what an installed xdeep costs a job
 #   tuned      --xdeep-tune on the non-strict partition (decision, re-exec,
 #              bind, report), against plain srun of the same shape
 #   strict     the same on the strict partition: slurmctld's job_submit.lua
@@ -26,6 +27,7 @@ dir=$(mktemp -d /tmp/xdeep-bench.XXXXXX)
 cleanup() {
   "$root/scripts/local-stack.sh" stop "$dir/stack" > /dev/null 2>&1 || true
   "$root/scripts/slurm-cluster.sh" stop "$dir/plain" > /dev/null 2>&1 || true
+  "$root/scripts/slurm-cluster.sh" stop "$dir/plugin" > /dev/null 2>&1 || true
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -36,11 +38,16 @@ mkdir -p "$dir/plain"
 "$root/scripts/slurm-cluster.sh" start "$dir/plain" --nodes 1 \
   --plugstack "$dir/plain/empty.plugstack" > /dev/null
 "$root/scripts/local-stack.sh" start "$dir/stack" "$build" --nodes 1 > /dev/null
+mkdir -p "$dir/plugin"
+cp "$dir/stack/plugstack.conf" "$dir/plugin/xdeep.plugstack"
+"$root/scripts/slurm-cluster.sh" start "$dir/plugin" --nodes 1 \
+  --plugstack "$dir/plugin/xdeep.plugstack" > /dev/null
 
 python3 - "$dir" "$runs" "$workload" "$build/spank_plugin" <<'PY'
 import glob, os, re, resource, statistics, subprocess, sys, time
 d, runs, workload, plugin_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 plain_conf, stack_conf = f"{d}/plain/slurm.conf", f"{d}/stack/slurm.conf"
+plugin_conf = f"{d}/plugin/slurm.conf"
 tune = ["--xdeep-tune", f"--xdeep-workload={workload}"]
 
 def srun(conf, args, capture=False):
@@ -57,6 +64,7 @@ nodes, tasks, gpus = shape
 same = [f"-N{nodes}", f"-n{tasks}", f"--gpus-per-node={gpus}"]
 kinds = {
     "plain":        (plain_conf, ["-N1", "-n1", "true"]),
+    "plugin":       (plugin_conf, ["-N1", "-n1", "true"]),
     "unused":       (stack_conf, ["-N1", "-n1", "true"]),
     "plain shaped": (plain_conf, [*same, "true"]),
     "tuned":        (stack_conf, [*tune, "-N1", "true"]),
@@ -105,16 +113,32 @@ def line(label, name, base):
     print(f"  {label:<52} {m[name]:10.2f} ms  {m[name]/m[base]:5.3f}  {mc[name]:8.2f} ms "
           f"(+{mc[name]-mc[base]:6.2f} ms, ratio {mc[name]/mc[base]:.3f})")
 print(f"  {'plain srun -N1 -n1 true':<52} {m['plain']:10.2f} ms  {1:5.3f}  {mc['plain']:8.2f} ms")
-line("xdeep installed (srun + compute nodes), not asked", "unused", "plain")
+line("plugin in srun + slurmstepd, not asked", "plugin", "plain")
+line("whole stack (+ job_submit.lua, jobcomp), not asked", "unused", "plain")
 print(f"  {'plain srun of the decided shape':<52} {m['plain shaped']:10.2f} ms  {1:5.3f}  "
       f"{mc['plain shaped']:8.2f} ms")
 line("tuned launch, non-strict partition", "tuned", "plain shaped")
 line("tuned launch, strict partition (job_submit check)", "strict", "plain shaped")
 def both(a, b):
     return f"wall {m[a]-m[b]:+.2f} ms, CPU {mc[a]-mc[b]:+.2f} ms"
-print(f"  step cost of a non-strict partition: {both('unused', 'plain')} (target 0)")
+print(f"  plugin's cost per step, not tuned: {both('plugin', 'plain')} (target 0)")
+print(f"  controller hooks per job, not tuned: {both('unused', 'plugin')}")
 print(f"  strict check (strict - non-strict tuned): {both('strict', 'tuned')} (target <= 3 ms)")
 print(f"  tuned launch over plain srun: {both('tuned', 'plain shaped')} (target <= 30 ms)")
+# The submission-time check itself: job_submit.lua runs xdeep-admit once per
+# job that carries a token (every tuned launch; required on strict partitions).
+admit_wall, admit_cpu = [], []
+for _ in range(runs):
+    c0 = children_cpu()
+    t0 = time.perf_counter()
+    subprocess.run([f"{plugin_dir}/xdeep-admit", f"--daemon=unix://{d}/stack/xdeepd.sock",
+                    "--timeout-ms=3000", "--uid=0", "--partition=strict", "--nodes=1",
+                    "--token=0000"], capture_output=True)
+    admit_wall.append(time.perf_counter() - t0)
+    admit_cpu.append(children_cpu() - c0)
+print(f"  xdeep-admit (the submission check, per tuned job): wall median "
+      f"{statistics.median(admit_wall)*1000:.2f} ms, CPU mean {statistics.mean(admit_cpu)*1000:.2f} ms"
+      f" (its own process; the daemon's Admit not counted)")
 libs = subprocess.run(["ldd", f"{plugin_dir}/xdeep_spank.so"], capture_output=True,
                       text=True).stdout
 print(f"  xdeep_spank.so links {len(libs.splitlines())} libraries, gRPC among them: "
