@@ -334,7 +334,8 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
 
 absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
                                                    const Caller& caller, const ProgressFn& progress,
-                                                   const InterruptFn& interrupt) const {
+                                                   const InterruptFn& interrupt,
+                                                   bool allow_heavy) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
   std::shared_ptr<const tuner::HardwareProfile> profile;
   uint64_t hardware_generation;
@@ -363,6 +364,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   auto parsed = cache_.Workload(request.workload());
   if (!parsed.ok()) return parsed.status();
   const std::shared_ptr<const tuner::Workload> workload = *std::move(parsed);
+  if (!allow_heavy && workload->layers.size() > kHeavyLayers) {
+    return absl::AbortedError(kMovedToHeavyLane);
+  }
   progress(Step("workload", fmt::format("workload {}", workload->name)));
 
   auto shape = shape_(partition);

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
 #include "daemon/decision_cache.h"
+#include "daemon/request_weight.h"
 #include "daemon/identity.h"
 #include "daemon/learning.h"
 #include "daemon/ledger.h"
@@ -42,6 +43,10 @@ using LaunchProbeFn = std::function<absl::Status(const std::string& partition, i
 // request's answer (the client's deadline passed, it went away).
 using InterruptFn = std::function<absl::Status()>;
 
+// The status a request ends with when it is too heavy for the lane it runs in
+// (Aborted with this message): the caller runs it again in its heavy lane.
+inline constexpr char kMovedToHeavyLane[] = "moved to the heavy lane";
+
 // A decision, or the reason the launch is left as the user wrote it.
 struct DecideResult {
   std::optional<xdeep::v1::Decision> decision;
@@ -53,9 +58,12 @@ class DecisionMaker {
   DecisionMaker(std::shared_ptr<const PolicyConfig> policy, tuner::HardwareProfile hardware,
                 ShapeFn shape, Store* store, Ledger* ledger, ClockFn clock = nullptr);
 
+  // Without `allow_heavy`, a workload of more than kHeavyLayers layers ends
+  // the request with kMovedToHeavyLane before any work that grows with it.
   absl::StatusOr<DecideResult> Decide(const xdeep::v1::TuneRequest& request, const Caller& caller,
                                       const ProgressFn& progress,
-                                      const InterruptFn& interrupt = nullptr) const;
+                                      const InterruptFn& interrupt = nullptr,
+                                      bool allow_heavy = true) const;
 
   // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
   void SetPolicy(std::shared_ptr<const PolicyConfig> policy);

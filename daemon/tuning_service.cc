@@ -178,7 +178,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
             budget_s &&
         ThreadCpuSeconds() - cpu_at_start > budget_s) {
       demoted = true;
-      return absl::AbortedError("moved to the heavy lane");
+      return absl::AbortedError(kMovedToHeavyLane);
     }
     return absl::OkStatus();
   };
@@ -196,7 +196,9 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
         *event.mutable_progress() = p;
         channel->Push(std::move(event));
       },
-      interrupt);
+      interrupt, /*allow_heavy=*/heavy == nullptr);
+  demoted |= heavy != nullptr && result.status().code() == absl::StatusCode::kAborted &&
+             result.status().message() == kMovedToHeavyLane;
   if (demoted) {
     spdlog::info("event=tune.heavy user={} after_ms={}", caller.user, work->heavy_after.count());
     heavy->Post([work] { RunTune(work, nullptr); });
@@ -281,7 +283,13 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
                                                   .deadline = context->deadline(),
                                                   .heavy_after = p_.heavy_after,
                                                   .sent = {}});
-  p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
+  if (p_.heavy != nullptr && HeavyWorkload(request->workload())) {
+    spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", caller->user,
+                 kHeavyLayers);
+    p_.heavy->Post([work] { RunTune(work, nullptr); });
+  } else {
+    p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
+  }
   return reactor;
 }
 
