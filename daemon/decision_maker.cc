@@ -91,6 +91,8 @@ void Fill(const tuner::Configuration& c, v1::Configuration* out) {
   out->set_recompute(c.recompute);
   out->set_global_batch(c.global_batch);
   out->set_strategy(tuner::StrategyName(c));
+  if (c.pp > 1) out->set_pipeline_schedule(std::string(tuner::ScheduleName(c.schedule)));
+  out->set_virtual_stages(c.pp > 1 ? std::max(1, c.virtual_stages) : 1);
 }
 
 void Fill(const tuner::Prediction& p, v1::Prediction* out) {
@@ -465,6 +467,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
 
   v1::Decision decision;
   decision.set_decision_id(NewDecisionId());
+  decision.set_app_launcher(workload->parallel.launcher);
   Fill(result->best.config, decision.mutable_config());
   Fill(result->best.prediction, decision.mutable_prediction());
   // Keep the uncorrected figure too: corrections are fitted against it.

@@ -2,7 +2,8 @@
 """A training script launched by `srun --xdeep-tune python3 examples/train.py`.
 
 It reads the layout xdeep chose from XDEEP_* (and Slurm's SLURM_* for its own
-rank), trains, and appends each step's time to $XDEEP_REPORT so the daemon can
+rank), trains, and appends each step's time to $XDEEP_REPORT (a file in the
+step's private directory on the node; the plugin sends it) so the daemon can
 compare prediction and outcome. With PyTorch and GPUs it trains a small GPT
 with DDP (or FSDP when XDEEP_SHARDING_STAGE=3); without them it runs the same
 loop on the CPU with a pure-Python stand-in model, so the demo works anywhere.

@@ -92,9 +92,10 @@ def gpt_classes(torch):
 
         def forward(self, x):
             b, s, h = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+            # -1 heads: under tensor parallelism a rank holds heads / tp of them.
+            q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, -1, h // self.heads).permute(2, 0, 3, 1, 4)
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).reshape(b, s, h))
+            x = x + self.proj(y.transpose(1, 2).reshape(b, s, -1))
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
     class Gpt(nn.Module):
@@ -276,6 +277,8 @@ def measure(args, rank, world, folder):
         for name, shape, model, inputs, target in networks:
             passes = {"plain": training_pass(torch, device, model, inputs, target)}
             for kind, wrap in wraps.items():
+                if kind == "tp" and name != "gpt":
+                    continue  # tensor parallelism is probed on the GPT only
                 tried = tried_pass(torch, device, kind, lambda: wrap(name, copy.deepcopy(model)),
                                    inputs, target)
                 if tried:
@@ -298,6 +301,9 @@ def measure(args, rank, world, folder):
             entries[-1][f"{kind}_median_s"] = statistics.median(times[kind])
         if "fsdp" in passes:  # DDP's step is the plain one's: its parameters are plain tensors
             entries[-1]["fsdp_step_host_s"] = statistics.median(step_host["fsdp"])
+        if "tp" in passes:
+            entries[-1]["tp_step_host_s"] = statistics.median(step_host["tp"])
+            entries[-1]["tp_linears"] = TP_LINEARS_PER_BLOCK * shape["layers"]
         if straggle:
             entries[-1]["straggle"] = straggle
     del networks, timed
@@ -374,7 +380,35 @@ def wrappers(torch, device):
     except Exception as e:  # noqa: BLE001 - an FSDP2 that does not import (old PyTorch) is skipped
         print(f"framework_probe: no FSDP pass ({type(e).__name__}: {e}); FSDP2 needs "
               "PyTorch 2.6 or later", file=sys.stderr)
+    try:
+        import torch.distributed.tensor.parallel  # noqa: F401 - only whether it imports
+        out["tp"] = lambda name, model: tensor_parallel_as_trained(torch, model.to(device), device)
+    except Exception as e:  # noqa: BLE001 - no DTensor tensor parallelism in this PyTorch
+        print(f"framework_probe: no TP pass ({type(e).__name__}: {e})", file=sys.stderr)
     return out
+
+
+# Linear layers of a probe GPT block that tensor parallelism splits (Megatron-style:
+# column-parallel qkv and fc1, row-parallel proj and fc2).
+TP_LINEARS_PER_BLOCK = 4
+
+
+def tensor_parallel_as_trained(torch, model, device):
+    """The GPT's blocks split as torch.distributed.tensor.parallel splits a decoder's
+    (column-parallel qkv and fc1, row-parallel proj and fc2) over all ranks: every split
+    Linear is a DTensor op whose host dispatch (sharding propagation, redistribution,
+    the wrapping and unwrapping hooks) a plain pass does not pay. Only the GPT: a CNN has
+    no tensor parallelism here."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    if not hasattr(model, "blocks"):
+        raise ValueError("tensor parallelism is probed on the GPT only")
+    mesh = init_device_mesh(device.type, (torch.distributed.get_world_size(),))
+    plan = {"qkv": ColwiseParallel(), "fc1": ColwiseParallel(),
+            "proj": RowwiseParallel(), "fc2": RowwiseParallel()}
+    for block in model.blocks:
+        parallelize_module(block, mesh, plan)
+    return model
 
 
 def tried_pass(torch, device, kind, build, inputs, target):
@@ -394,7 +428,16 @@ def training_pass(torch, device, model, inputs, target):
     """The model's forward + backward (bf16 autocast) and the AdamW step that follows it
     (untimed: the tuner times the optimizer apart)."""
     model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    # One AdamW per kind of parameter: a foreach step takes plain tensors or DTensors
+    # (tensor parallelism's split weights), not both in one call.
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # a PyTorch without DTensor has no tensor parallelism either
+        DTensor = ()
+    params = list(model.parameters())
+    groups = [[p for p in params if isinstance(p, DTensor)],
+              [p for p in params if not isinstance(p, DTensor)]]
+    opts = [torch.optim.AdamW(g, lr=1e-4) for g in groups if g]
 
     def forward_backward():
         with torch.autocast(device.type, dtype=torch.bfloat16):
@@ -403,8 +446,9 @@ def training_pass(torch, device, model, inputs, target):
         loss.backward()
 
     def step():
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        for opt in opts:
+            opt.step()
+            opt.zero_grad(set_to_none=True)
 
     return forward_backward, step
 
@@ -541,7 +585,7 @@ def run_rank(rank, args, folder):
               f"in {e['median_s'] * 1e3:.2f} ms, {e['kernels']} kernels, "
               f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
               + "".join(f"; {e[f'{kind}_median_s'] * 1e3:.2f} ms under {kind.upper()}"
-                        for kind in ("ddp", "fsdp") if f"{kind}_median_s" in e)
+                        for kind in ("ddp", "fsdp", "tp") if f"{kind}_median_s" in e)
               + (f"; slowest rank {e['straggle']:.3f}x the mean" if "straggle" in e else "")
               + "; optimizer step's host time " + ", ".join(
                   f"{e[f'{kind}step_host_s'] * 1e3:.2f} ms{label}"

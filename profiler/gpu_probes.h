@@ -72,7 +72,10 @@ std::vector<AttentionEntry> RunAttentionProbes(const AttentionProbeOptions& opti
 
 struct DeviceBandwidthOptions {
   int64_t elements = int64_t{1} << 28;  // fp32 per array: 1 GiB, far beyond L2
-  std::vector<std::string> kernels = {"copy", "triad", "adam_update"};
+  // Row length of layer_norm, softmax and bias_gelu (profiler/bandwidth_kernels.h).
+  int64_t row_length = 4096;
+  std::vector<std::string> kernels = {"copy",       "triad",   "adam_update",
+                                      "layer_norm", "softmax", "bias_gelu"};
   HarnessOptions harness;
 };
 std::vector<BandwidthEntry> RunDeviceBandwidth(const DeviceBandwidthOptions& options,

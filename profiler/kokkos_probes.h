@@ -1,10 +1,10 @@
-// Memory-bandwidth probes written as Kokkos kernels: copy, triad and a fused Adam
-// update (the optimizer step is bandwidth-bound: 4 arrays read, 3 written per element).
+// Memory-bandwidth probes written as Kokkos kernels (profiler/kokkos_kernels.h): copy,
+// triad, the fused AdamW update, layer norm, softmax and a bias + GeLU epilogue, fp32.
 //
-// They run on Kokkos' default host execution space (Debian's Kokkos is Serial-only);
-// a site's own Kokkos build with a device backend runs the same kernels templated on
-// its execution space. Kokkos must be initialised by the caller (xdeep-probe's main or
-// a test environment): Kokkos allows one initialize per process.
+// They run on Kokkos' default host execution space, and on its default execution space
+// where that is a device (a Kokkos built with CUDA or HIP, scripts/build-kokkos.sh).
+// Kokkos must be initialised by the caller (kokkos::Runtime in xdeep-probe's main or a
+// test environment): Kokkos allows one initialize per process.
 #ifndef XDEEP_PROFILER_KOKKOS_PROBES_H_
 #define XDEEP_PROFILER_KOKKOS_PROBES_H_
 
@@ -12,15 +12,18 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "profiler/harness.h"
+#include "profiler/kokkos_kernels.h"
 #include "profiler/report.h"
 
 namespace xdeep::profiler {
 
 struct KokkosBandwidthOptions {
-  int64_t elements = int64_t{1} << 23;  // per array (doubles / floats)
-  std::vector<std::string> kernels = {"copy", "triad", "adam_update"};
+  int64_t elements = int64_t{1} << 23;  // fp32 per full array
+  // Row length of layer_norm, softmax and bias_gelu (a hidden size, a sequence length);
+  // rows = elements / row_length.
+  int64_t row_length = 4096;
+  std::vector<std::string> kernels = kokkos::KernelNames();
   HarnessOptions harness;
 };
 
@@ -36,6 +39,7 @@ std::vector<BandwidthEntry> RunKokkosDeviceBandwidth(const KokkosBandwidthOption
 // The Kokkos version and default execution space, for the report's "versions".
 std::string KokkosVersionString();
 bool KokkosInitialized();
+bool KokkosHasDeviceSpace();
 
 }  // namespace xdeep::profiler
 

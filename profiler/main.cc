@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -19,10 +18,12 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "profiler/bandwidth_kernels.h"
 #include "profiler/bootstrap.h"
 #include "profiler/collective_math.h"
 #include "profiler/deadline.h"
 #include "profiler/gpu_probes.h"
+#include "profiler/kokkos_kernels.h"
 #include "profiler/report.h"
 #include "profiler/shapes.h"
 #include "profiler/suites.h"
@@ -109,8 +110,10 @@ int main(int argc, char** argv) {
   double settle_ms = absl::ToDoubleMilliseconds(gemm_defaults.settle),
          warm_up_ms = absl::ToDoubleMilliseconds(gemm_defaults.warm_up),
          gemm_duty = gemm_defaults.duty;
-  compute->add_option("--suite", suite, "cpu (Kokkos host), gpu (cuBLASLt + CUDA) or all")
-      ->check(CLI::IsMember({"cpu", "gpu", "all"}));
+  compute->add_option("--suite", suite,
+                      "cpu (Kokkos host), gpu (cuBLASLt + CUDA, and Kokkos on its device), all, "
+                      "or memory (the device bandwidth kernels alone, CUDA and Kokkos)")
+      ->check(CLI::IsMember({"cpu", "gpu", "all", "memory"}));
   compute->add_option("--shapes", shapes_file, "JSON shapes file (schema xdeep.gemm_shapes/1)");
   bool anchors = true;
   compute->add_flag("!--no-anchors", anchors,
@@ -127,7 +130,18 @@ int main(int argc, char** argv) {
                       "Bytes per array for the device bandwidth probes");
   bool kokkos_device = false;
   compute->add_flag("--kokkos-on-device", kokkos_device,
-                    "With cpu/all: also run the Kokkos kernels on Kokkos' device space");
+                    "With cpu: also run the Kokkos kernels on Kokkos' device space (an error "
+                    "when this Kokkos has none; gpu, all and memory run them where it has one)");
+  int64_t row_length = xp::DeviceBandwidthOptions{}.row_length;
+  compute->add_option("--row-length", row_length,
+                      "Row length of the layer_norm, softmax and bias_gelu bandwidth kernels "
+                      "(a hidden size or sequence length; a multiple of 4)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
+  std::vector<std::string> bandwidth_kernels;
+  compute->add_option("--bandwidth-kernels", bandwidth_kernels,
+                      "Comma list of copy, triad, adam_update, layer_norm, softmax, bias_gelu "
+                      "(default: all on a device, the first three on the host)")
+      ->delimiter(',');
   compute->add_option("--samples", samples, "Timed samples per probe")->check(CLI::Range(3, 1000));
   compute->add_option("--algos", algos, "cuBLASLt heuristic candidates to time per GEMM (1: the kernel cuBLAS runs)")
       ->check(CLI::Range(1, 32));
@@ -311,22 +325,47 @@ int main(int argc, char** argv) {
       spdlog::error("xdeep: bad --host-bytes or --device-bytes");
       return 1;
     }
-    o.host_bandwidth.elements = std::max<int64_t>(*hb / 8, 1024);
-    o.device_bandwidth.elements = std::max<int64_t>(*db / 4, 1024);
+    if (row_length % 4 != 0) {
+      spdlog::error("xdeep: --row-length {} is not a multiple of 4", row_length);
+      return 1;
+    }
+    // Whole rows of fp32: every kernel then sees the same elements.
+    auto elements = [row_length](int64_t bytes) {
+      return std::max<int64_t>(bytes / 4 / row_length, 1) * row_length;
+    };
+    o.host_bandwidth.elements = elements(*hb);
+    o.device_bandwidth.elements = o.kokkos_device_bandwidth.elements = elements(*db);
+    o.host_bandwidth.row_length = o.device_bandwidth.row_length =
+        o.kokkos_device_bandwidth.row_length = row_length;
+    if (!bandwidth_kernels.empty()) {
+      for (const std::string& k : bandwidth_kernels) {
+        if (!xp::FindBandwidthKernel(k)) {
+          spdlog::error("xdeep: unknown --bandwidth-kernels entry '{}' (copy, triad, adam_update, "
+                        "layer_norm, softmax, bias_gelu)", k);
+          return 1;
+        }
+      }
+      o.host_bandwidth.kernels = o.device_bandwidth.kernels = o.kokkos_device_bandwidth.kernels =
+          bandwidth_kernels;
+    }
     o.gemm.algo_candidates = algos;
     o.gemm.settle = absl::Milliseconds(settle_ms);
     o.gemm.warm_up = absl::Milliseconds(warm_up_ms);
     o.gemm.duty = gemm_duty;
-    for (xp::HarnessOptions* h : {&o.gemm.harness, &o.attention.harness,
-                                  &o.device_bandwidth.harness, &o.host_bandwidth.harness}) {
+    for (xp::HarnessOptions* h :
+         {&o.gemm.harness, &o.attention.harness, &o.device_bandwidth.harness,
+          &o.host_bandwidth.harness, &o.kokkos_device_bandwidth.harness}) {
       h->max_samples = samples;
       h->time_limit = absl::Seconds(probe_limit);
     }
     // Host kernels are slow per operation; fewer samples keep the CI run short.
     o.host_bandwidth.harness.max_samples = std::min(samples, 10);
-    // No argv: Kokkos would parse (and choke on) flags of ours such as --kokkos-*;
-    // its KOKKOS_* environment variables still apply.
-    Kokkos::ScopeGuard kokkos;
+    xp::kokkos::Runtime kokkos;
+    if (!kokkos.error().empty()) {
+      spdlog::error("xdeep: {}; run this xdeep-probe where its Kokkos device is visible, or "
+                    "build one against a host Kokkos", kokkos.error());
+      return 1;
+    }
     absl::StatusOr<xp::Report> r = xp::RunComputeSuite(o);
     if (!r.ok()) {
       spdlog::error("xdeep: {}", std::string(r.status().message()));

@@ -39,25 +39,29 @@ std::vector<AttentionSpec> DefaultAttention() { return {AttentionSpec{4, 32, 204
 
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
   const bool cpu = options.suite == "cpu" || options.suite == "all";
-  const bool gpu = options.suite == "gpu" || options.suite == "all";
+  const bool memory = options.suite == "memory";
+  const bool gpu = options.suite == "gpu" || options.suite == "all" || memory;
   if (!cpu && !gpu)
     return absl::InvalidArgumentError(absl::StrCat("unknown suite '", options.suite, "'"));
+  if (!KokkosInitialized()) return absl::FailedPreconditionError("Kokkos is not initialised");
   const absl::Time start = absl::Now();
   Report report = NewReport();
   report.versions["xdeep_probe"] = "0.1.0";
+  report.versions["kokkos"] = KokkosVersionString();
   if (cpu) {
-    if (!KokkosInitialized()) return absl::FailedPreconditionError("Kokkos is not initialised");
-    report.versions["kokkos"] = KokkosVersionString();
     for (BandwidthEntry& e : RunKokkosHostBandwidth(options.host_bandwidth, &report.errors)) {
       report.bandwidth.push_back(e);
     }
-    if (options.kokkos_device) {
-      for (BandwidthEntry& e : RunKokkosDeviceBandwidth(options.host_bandwidth, &report.errors)) {
-        report.bandwidth.push_back(e);
-      }
+  }
+  // Kokkos picks its device itself (KOKKOS_DEVICE_ID, else the first visible one); the
+  // CUDA probes below bind device 0, the same one.
+  if ((cpu && options.kokkos_device) || (gpu && KokkosHasDeviceSpace())) {
+    for (BandwidthEntry& e :
+         RunKokkosDeviceBandwidth(options.kokkos_device_bandwidth, &report.errors)) {
+      report.bandwidth.push_back(e);
     }
   }
-  if (gpu) {
+  if (gpu && (BuiltWithCuda() || !memory)) {
     if (absl::Status s = SelectDevice(0); !s.ok()) {
       report.errors.push_back({"gpu", std::string(s.message())});
     } else {
@@ -69,9 +73,11 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
         report.gpus_per_node = info->count;
       }
       AddGpuVersions(&report.versions);
-      for (GemmEntry& e : RunGemmProbes(options.gemm, &report.errors)) report.gemm.push_back(e);
-      for (AttentionEntry& e : RunAttentionProbes(options.attention, &report.errors))
-        report.attention.push_back(e);
+      if (!memory) {
+        for (GemmEntry& e : RunGemmProbes(options.gemm, &report.errors)) report.gemm.push_back(e);
+        for (AttentionEntry& e : RunAttentionProbes(options.attention, &report.errors))
+          report.attention.push_back(e);
+      }
       for (BandwidthEntry& e : RunDeviceBandwidth(options.device_bandwidth, &report.errors)) {
         report.bandwidth.push_back(e);
       }

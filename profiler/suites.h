@@ -14,16 +14,23 @@
 namespace xdeep::profiler {
 
 struct ComputeSuiteOptions {
-  std::string suite = "cpu";  // cpu | gpu | all
+  std::string suite = "cpu";  // cpu | gpu | all | memory
   GemmProbeOptions gemm;
   AttentionProbeOptions attention;
   DeviceBandwidthOptions device_bandwidth;
-  KokkosBandwidthOptions host_bandwidth;
-  // Also run the Kokkos kernels on Kokkos' device space (a site Kokkos with CUDA/HIP).
+  // On the host the STREAM-like three: the tuner models GPU training, and the row
+  // kernels' exp / tanh make a CI core compute bound.
+  KokkosBandwidthOptions host_bandwidth{.kernels = {"copy", "triad", "adam_update"}};
+  // The Kokkos kernels on Kokkos' device space (a Kokkos built with CUDA or HIP).
+  KokkosBandwidthOptions kokkos_device_bandwidth;
+  // With cpu: run them too, an error when this Kokkos has no device space.
   bool kokkos_device = false;
 };
 
-// cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs, attention, CUDA bandwidth. all: both.
+// cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs, attention, CUDA bandwidth, and the
+// Kokkos kernels on the device where this Kokkos has one. all: both. memory: the device
+// bandwidth kernels alone (CUDA where built, Kokkos where it has a device space), which
+// is what a Kokkos-only site (HIP, no CUDA) can measure.
 // Probe failures become report.errors; only bad options fail the call.
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options);
 

@@ -14,6 +14,7 @@ packages=(
   groff-base  # tests only: the man pages render without warnings
   slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   python3-torch  # tests only: profiler/framework_probe.py's CPU smoke run
+  patch  # scripts/build-kokkos.sh applies scripts/kokkos-patches
 )
 missing=()
 for p in "${packages[@]}"; do

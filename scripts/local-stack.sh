@@ -28,8 +28,11 @@ start)
   chown "$daemon_user": "$dir" "$dir/jobcomp"
   chmod 0755 "$dir"
   chmod 0700 "$dir/jobcomp"
+  # Stacks of several checkouts share this host and all number jobs from 1:
+  # each draws its steps' MASTER_PORTs from its own range.
+  ports=$((20000 + (RANDOM % 200) * 100))
   cat > "$dir/plugstack.conf" <<CONF
-required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open
+required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open rendezvous_ports=$ports-$((ports + 99))
 CONF
   sed -e "s|^local ADMIT = .*|local ADMIT = \"$build/spank_plugin/xdeep-admit\"|" \
       -e "s|^local DAEMON = .*|local DAEMON = \"unix://$dir/xdeepd.sock\"|" \

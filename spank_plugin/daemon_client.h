@@ -42,6 +42,8 @@ struct LayoutRow {
   int micro_batch = 1, grad_accumulation = 1;
   bool recompute = false;
   int64_t global_batch = 0;
+  std::string pipeline_schedule;  // "1f1b" or "interleaved" when pp > 1, else empty
+  int virtual_stages = 1;
   double step_time_s = 0, time_to_solution_s = 0, cost = 0;
   int64_t memory_per_gpu_bytes = 0;
   std::string why;
@@ -56,6 +58,7 @@ struct TuneAnswer {
   bool skipped = false;  // the daemon chose not to tune; the launch runs as written
   std::string skip_reason;
   std::string admission_token;  // single-use proof of the reservation, for job_submit.lua
+  std::string app_launcher;     // the workload's [parallel] launcher; empty: srun
 };
 
 struct ReportQuery {

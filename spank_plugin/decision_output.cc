@@ -226,27 +226,4 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
   return lines;
 }
 
-std::vector<std::pair<std::string, std::string>> DecisionEnvironment(
-    const TuneAnswer& a, const std::string& report_path) {
-  const LayoutRow& b = a.best;
-  return {
-      {"XDEEP_DECISION_ID", a.decision_id},
-      {"XDEEP_NODES", std::to_string(b.nodes)},
-      {"XDEEP_GPUS_PER_NODE", std::to_string(b.gpus_per_node)},
-      {"XDEEP_TASKS", std::to_string(b.tasks)},
-      {"XDEEP_STRATEGY", b.strategy},
-      {"XDEEP_DP", std::to_string(b.dp)},
-      {"XDEEP_TP", std::to_string(b.tp)},
-      {"XDEEP_PP", std::to_string(b.pp)},
-      {"XDEEP_SHARDING_STAGE", std::to_string(b.sharding_stage)},
-      {"XDEEP_MICRO_BATCH", std::to_string(b.micro_batch)},
-      {"XDEEP_GRAD_ACCUM", std::to_string(b.grad_accumulation)},
-      {"XDEEP_GLOBAL_BATCH", std::to_string(b.global_batch)},
-      {"XDEEP_RECOMPUTE", b.recompute ? "1" : "0"},
-      {"XDEEP_PREDICTED_STEP_TIME_S", Format("%.6f", b.step_time_s)},
-      {"XDEEP_PREDICTED_COST", Format("%.4f", b.cost)},
-      {"XDEEP_REPORT", report_path},
-  };
-}
-
 }  // namespace xdeep::spank

@@ -1,6 +1,6 @@
 // How a decision reaches the user and the application: the one-line summary,
 // the explain table (the one renderer behind the plugin's explain mode and
-// `xdeep plan`), and the XDEEP_* environment the training script reads.
+// `xdeep plan`); the variables the training script reads are run_decision.h's.
 #pragma once
 
 #include <string>
@@ -38,9 +38,5 @@ std::vector<std::string> ExplainTable(const TuneAnswer& answer, const TableLayou
 // The strategy as shown in tables: the strategy name plus "+rc" when
 // activations are recomputed, so layouts differing only in that differ here.
 std::string StrategyLabel(const LayoutRow& row);
-
-// XDEEP_* variables for the application (name, value).
-std::vector<std::pair<std::string, std::string>> DecisionEnvironment(
-    const TuneAnswer& answer, const std::string& report_path);
 
 }  // namespace xdeep::spank

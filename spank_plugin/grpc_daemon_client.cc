@@ -2,6 +2,7 @@
 // module xdeep_spank_client.so that the plugin loads only on demand.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "spank_plugin/daemon_client.h"
@@ -59,6 +60,8 @@ LayoutRow ToRow(const v1::Configuration& c, const v1::Prediction& p, const std::
   r.grad_accumulation = c.grad_accumulation();
   r.recompute = c.recompute();
   r.global_batch = c.global_batch();
+  r.pipeline_schedule = c.pipeline_schedule();
+  r.virtual_stages = std::max(1, c.virtual_stages());
   r.step_time_s = p.step_time_s();
   r.time_to_solution_s = p.time_to_solution_s();
   r.cost = p.cost();
@@ -148,6 +151,7 @@ class GrpcDaemonClient final : public DaemonClient {
         answer->currency = d.currency();
         answer->candidates_evaluated = d.candidates_evaluated();
         answer->admission_token = d.admission_token();
+        answer->app_launcher = d.app_launcher();
         decided = true;
       }
     }

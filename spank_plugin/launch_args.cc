@@ -233,9 +233,12 @@ std::vector<std::string> RewriteLaunch(Launcher launcher, const std::vector<std:
   // environment still do: override it with values that agree with the decision.
   if (Has(bounds, Effect::kGpus, true))
     out.push_back("--gpus=" + Typed(type, shape.nodes * shape.gpus_per_node));
-  if (Has(bounds, Effect::kGpusPerTask, true)) out.push_back("--gpus-per-task=" + Typed(type, 1));
-  if (Has(bounds, Effect::kTasksPerNode, true))
-    out.push_back("--ntasks-per-node=" + std::to_string(shape.gpus_per_node));
+  const int per_node = shape.tasks_per_node > 0 ? shape.tasks_per_node : shape.gpus_per_node;
+  // Each task holds its node's GPUs when one task per node starts them all.
+  if (Has(bounds, Effect::kGpusPerTask, true))
+    out.push_back("--gpus-per-task=" + Typed(type, shape.gpus_per_node / std::max(per_node, 1)));
+  // Always: without it Slurm packs tasks by CPUs (3 + 1 on two 2-GPU nodes).
+  out.push_back("--ntasks-per-node=" + std::to_string(per_node));
   if (Has(bounds, Effect::kTasksPerGpu, true)) out.push_back("--ntasks-per-gpu=1");
   if (Has(bounds, Effect::kGres, false)) {
     std::string gres_value;

@@ -48,6 +48,7 @@ struct LaunchShape {
   int nodes = 0;
   int tasks = 0;
   int gpus_per_node = 0;
+  int tasks_per_node = 0;  // one per GPU, or 1 for a per-node launcher (torchrun)
 };
 
 // argv with the replaced options cut from the command line and the decision

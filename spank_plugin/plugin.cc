@@ -7,14 +7,13 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "spank_plugin/batch_script.h"
 #include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/node_features.h"
+#include "spank_plugin/run_decision.h"
 #include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {
@@ -50,15 +49,6 @@ int MinOfCompressedList(const std::string& list) {
     if (v > 0) best = best == 0 ? v : std::min(best, v);
   }
   return best;
-}
-
-std::string ReportPath(const std::string& decision_id) {
-  std::string dir = Env("XDEEP_REPORT_DIR");
-  if (dir.empty()) {
-    std::string home = Env("HOME");
-    dir = (home.empty() ? std::string("/tmp") : home) + "/.cache/xdeep";
-  }
-  return dir + "/" + decision_id + ".steps";
 }
 
 // Heterogeneous launches put ':' between components: srun anywhere in its
@@ -273,10 +263,17 @@ bool Plugin::BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std:
     const int listed = static_cast<int>(bounds.nodelist.size());
     q->max_nodes = q->max_nodes > 0 ? std::min(q->max_nodes, listed) : listed;
   }
-  q->max_tasks = bounds.tasks;
+  // A per-node launcher's tasks are nodes, not GPUs (srun -N2
+  // --ntasks-per-node=1 --gpus-per-node=4 torchrun ...): its task counts bound nothing.
+  launcher_ = options_.launcher();
+  if (launcher_.empty() && static_cast<size_t>(std::max(first_command, 0)) < argv.size())
+    launcher_ = LauncherOfProgram(argv[std::max(first_command, 0)]);
+  AppLauncher app = AppLauncher::kSrun;
+  const bool per_node = ParseAppLauncher(launcher_, &app) && PerNode(app);
+  q->max_tasks = per_node ? 0 : bounds.tasks;
   q->max_gpus_per_node = bounds.gpus_per_node;
   q->max_gpus = bounds.gpus;
-  q->max_tasks_per_node = bounds.tasks_per_node;
+  q->max_tasks_per_node = per_node ? 0 : bounds.tasks_per_node;
   q->cpus_per_task = bounds.cpus_per_task;
   q->excluded_nodes = bounds.excluded_nodes;
   q->partition = bounds.partition;
@@ -333,7 +330,6 @@ int Plugin::InitPostOpt(Launcher launcher,
     decision_id_ = guard;
     owns_launch_ = Env(kGuardPidVar) == std::to_string(getpid());
     if (!owns_launch_ && launcher != Launcher::kSrun) decision_id_.clear();
-    report_path_ = Env("XDEEP_REPORT");
     const std::string token = Env(kAdmissionVar);
     unsetenv(kAdmissionVar);
     if (owns_launch_ && !Env(kWaitLeftVar).empty()) {
@@ -436,12 +432,10 @@ int Plugin::InitPostOpt(Launcher launcher,
   }
 
   host_.info("xdeep: " + SummaryLine(answer));
-  const std::string report = ReportPath(answer.decision_id);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(report).parent_path(), ec);
-  for (const auto& [name, value] : DecisionEnvironment(answer, report)) {
-    setenv(name.c_str(), value.c_str(), 1);
-  }
+  AppLauncher app_launcher = AppLauncher::kSrun;
+  ParseAppLauncher(launcher_.empty() ? answer.app_launcher : launcher_, &app_launcher);
+  const Variables variables = DecisionVariables(RunDecisionOf(answer, app_launcher));
+  for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
   setenv(kGuardVar, answer.decision_id.c_str(), 1);
   setenv(kGuardPidVar, std::to_string(getpid()).c_str(), 1);
   if (!answer.admission_token.empty()) setenv(kAdmissionVar, answer.admission_token.c_str(), 1);
@@ -451,11 +445,11 @@ int Plugin::InitPostOpt(Launcher launcher,
   setenv(kWaitLeftVar, std::to_string(left).c_str(), 1);
   const bool heterogeneous = IsHeterogeneous(launcher, argv, first_command);
   std::vector<std::string> exported = {kGuardVar, kGuardPidVar};
-  for (const auto& [name, value] : DecisionEnvironment(answer, report)) exported.push_back(name);
+  for (const auto& [name, value] : variables) exported.push_back(name);
   if (heterogeneous) {
     // Component 0 alone gets the decision, as NAME=value in its --export.
     exported = {std::string(kGuardVar) + "=" + answer.decision_id};
-    for (const auto& [name, value] : DecisionEnvironment(answer, report)) {
+    for (const auto& [name, value] : variables) {
       if (value.find(',') != std::string::npos) {
         return Refuse("the decision's " + name +
                       " holds a comma, which --export cannot carry to component 0 of this "
@@ -464,7 +458,10 @@ int Plugin::InitPostOpt(Launcher launcher,
       exported.push_back(name + "=" + value);
     }
   }
-  const LaunchShape shape{answer.best.nodes, answer.best.tasks, answer.best.gpus_per_node};
+  // A per-node launcher (torchrun, ...) is one task per node that starts the GPUs' processes.
+  const bool per_node = PerNode(app_launcher);
+  const LaunchShape shape{answer.best.nodes, per_node ? answer.best.nodes : answer.best.tasks,
+                          answer.best.gpus_per_node, per_node ? 1 : answer.best.gpus_per_node};
   // sbatch has read a redirected script to its end; the new sbatch reads it again.
   if (script_on_stdin_) RewindStdinScript();
   host_.reexec(
@@ -484,27 +481,17 @@ std::chrono::steady_clock::time_point Plugin::WaitDeadline() const {
 
 void Plugin::LocalExit(uint32_t job_id) {
   // Called from slurm_spank_exit and again from atexit (srun skips the SPANK
-  // exit hook when its allocation fails): report once.
-  if (decision_id_.empty() || reported_) return;
+  // exit hook when its allocation fails): report once. A step that ran
+  // reports its own outcome from the compute node (step_runtime.h); srun
+  // speaks only for a launch Slurm never received, to free its hold.
+  if (decision_id_.empty() || reported_ || job_id != 0 || !owns_launch_) return;
   reported_ = true;
-  // A step inside a tuned job that failed to start does not end the job.
-  if (job_id == 0 && !owns_launch_) return;
   ReportQuery report;
   report.decision_id = decision_id_;
-  report.job_id = job_id;
-  // No job id at exit: the allocation or step never came to be.
-  report.launch_failed = job_id == 0;
-  report.final = owns_launch_;
+  report.launch_failed = true;
+  report.final = true;
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const std::string& path = report_path_;
-  if (!path.empty()) {
-    std::ifstream in(path);
-    double t = 0;
-    while (in >> t) report.step_times_s.push_back(t);
-  }
-  // A step inside a tuned job only adds step times: none, no call.
-  if (!owns_launch_ && report.step_times_s.empty()) return;
   std::string error;
   DaemonClient* client = Client(&error);
   if (client == nullptr) return;

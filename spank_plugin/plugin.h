@@ -91,7 +91,8 @@ class Plugin {
   LaunchBounds bounds_;
   bool script_on_stdin_ = false;  // sbatch read its script from a redirected file
   bool post_opt_seen_ = false;    // InitPostOpt ran (srun: once per het component)
-  std::string report_path_;       // $XDEEP_REPORT of the tuned launch
+  // --xdeep-launcher, else the launcher the command starts ("torchrun"); empty: the workload's.
+  std::string launcher_;
   std::unique_ptr<DaemonClient> client_;
   std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
   bool owns_launch_ = false;

@@ -1,6 +1,7 @@
 // Plugstack argument parsing (see plugin_config.h).
 #include "spank_plugin/plugin_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -19,7 +20,8 @@ bool ParsePluginConfig(const std::vector<std::string>& args, PluginConfig* confi
     };
     if (eq == std::string::npos || value.empty()) {
       *error = "plugstack.conf: argument '" + arg +
-               "' must be key=value; known keys: daemon, default, timeout_ms, fail";
+               "' must be key=value; known keys: daemon, default, timeout_ms, fail, job_tmp, "
+               "rendezvous_ports";
       return false;
     }
     if (key == "daemon") {
@@ -37,9 +39,26 @@ bool ParsePluginConfig(const std::vector<std::string>& args, PluginConfig* confi
     } else if (key == "fail") {
       if (value != "open" && value != "closed") return bad("use fail=open or fail=closed");
       result.fail_closed = value == "closed";
+    } else if (key == "job_tmp") {
+      if (value.front() != '/' || value.find("..") != std::string::npos)
+        return bad("give an absolute node-local directory such as job_tmp=/tmp");
+      result.job_tmp = value;
+    } else if (key == "rendezvous_ports") {
+      int first = 0, last = 0;
+      const size_t dash = value.find('-');
+      const char* end = value.data() + value.size();
+      auto a = std::from_chars(value.data(), value.data() + std::min(dash, value.size()), first);
+      auto b = dash == std::string::npos ? a : std::from_chars(value.data() + dash + 1, end, last);
+      if (dash == std::string::npos || a.ec != std::errc() || b.ec != std::errc() ||
+          a.ptr != value.data() + dash || b.ptr != end || first < 1024 || last > 65535 ||
+          first > last) {
+        return bad("use a port range such as rendezvous_ports=29500-30499 (1024-65535)");
+      }
+      result.port_first = first;
+      result.port_last = last;
     } else {
       *error = "plugstack.conf: unknown argument '" + key +
-               "'; known keys: daemon, default, timeout_ms, fail";
+               "'; known keys: daemon, default, timeout_ms, fail, job_tmp, rendezvous_ports";
       return false;
     }
   }

@@ -23,6 +23,7 @@ SPANK_PLUGIN(xdeep, 1)
 
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/plugin.h"
+#include "spank_plugin/step_runtime.h"
 
 namespace {
 
@@ -62,6 +63,39 @@ Plugin& Instance() {
 }
 
 uint32_t g_job_id = 0;
+
+// slurmstepd's view of a tuned step; the spank handle of the running hook
+// is what its environment callbacks act on.
+spank_t g_remote = nullptr;
+
+std::string RemoteGetenv(const char* name) {
+  char buffer[4096];
+  if (g_remote == nullptr || spank_getenv(g_remote, name, buffer, sizeof buffer) != ESPANK_SUCCESS)
+    return "";
+  return buffer;
+}
+
+xdeep::spank::StepRuntime& Step() {
+  static xdeep::spank::StepRuntime step(
+      Instance().config(),
+      xdeep::spank::StepHost{
+          .getenv = RemoteGetenv,
+          .setenv =
+              [](const std::string& name, const std::string& value) {
+                return g_remote != nullptr &&
+                       spank_setenv(g_remote, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
+              },
+          .error = [](const std::string& line) { slurm_error("%s", line.c_str()); },
+      });
+  return step;
+}
+
+template <typename T>
+T Item(spank_t sp, spank_item_t item) {
+  T value{};
+  spank_get_item(sp, item, &value);
+  return value;
+}
 
 template <typename F>
 int Guarded(const char* hook, F&& body) noexcept {
@@ -152,9 +186,51 @@ extern "C" int slurm_spank_local_user_init(spank_t sp, int /*ac*/, char** /*av*/
   });
 }
 
+// slurmstepd, privileges dropped to the user, before the tasks are forked.
+extern "C" int slurm_spank_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  Guarded("user_init", [&] {
+    if (spank_context() != S_CTX_REMOTE) return 0;
+    g_remote = sp;
+    xdeep::spank::StepIdentity id;
+    id.job_id = Item<uint32_t>(sp, S_JOB_ID);
+    id.step_id = Item<uint32_t>(sp, S_JOB_STEPID);
+    id.uid = Item<uid_t>(sp, S_JOB_UID);
+    id.gid = Item<gid_t>(sp, S_JOB_GID);
+    id.node_id = static_cast<int>(Item<uint32_t>(sp, S_JOB_NODEID));
+    id.nnodes = static_cast<int>(Item<uint32_t>(sp, S_JOB_NNODES));
+    id.ntasks = static_cast<int>(Item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT));
+    id.tasks_on_node = static_cast<int>(Item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT));
+    Step().Begin(id);
+    return 0;
+  });
+  return 0;  // never fail a step (a failed batch step drains its node)
+}
+
+// Each task, as the user, just before exec: its own rank variables.
+extern "C" int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  Guarded("task_init", [&] {
+    if (spank_context() != S_CTX_REMOTE) return 0;
+    g_remote = sp;
+    Step().TaskEnvironment(static_cast<int>(Item<uint32_t>(sp, S_TASK_GLOBAL_ID)),
+                           static_cast<int>(Item<uint32_t>(sp, S_TASK_ID)));
+    return 0;
+  });
+  return 0;
+}
+
+extern "C" int slurm_spank_task_exit(spank_t sp, int /*ac*/, char** /*av*/) {
+  Guarded("task_exit", [&] {
+    if (spank_context() != S_CTX_REMOTE) return 0;
+    Step().TaskExited(Item<int>(sp, S_TASK_EXIT_STATUS));
+    return 0;
+  });
+  return 0;
+}
+
 extern "C" int slurm_spank_exit(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
   return Guarded("exit", [&] {
     if (spank_context() == S_CTX_LOCAL) Instance().LocalExit(g_job_id);
+    if (spank_context() == S_CTX_REMOTE) Step().End();
     return 0;
   });
 }

@@ -35,6 +35,10 @@ const UserOption kUserOptions[kOptCount] = {
      "The only parallel strategies your script implements, comma-separated: dp, tp, pp, zero1, "
      "zero2, zero3 (fsdp)",
      1, "XDEEP_STRATEGIES"},
+    {"xdeep-launcher", "srun|torchrun|accelerate|deepspeed",
+     "What starts the training processes: srun (one task per GPU, default) or a per-node "
+     "launcher that gets one task per node and starts the GPUs' processes itself",
+     1, "XDEEP_LAUNCHER"},
 };
 
 std::string_view TuneModeName(TuneMode mode) {
@@ -165,6 +169,16 @@ bool UserOptions::SetFrom(OptionId id, const char* value, const std::string& nam
         return false;
       }
       strategies_ = std::move(names);
+      break;
+    }
+    case kOptLauncher: {
+      std::string_view v = value == nullptr ? "" : value;
+      if (v != "srun" && v != "torchrun" && v != "accelerate" && v != "deepspeed") {
+        *error = name + "=" + std::string(v) +
+                 " is not a launcher; use srun, torchrun, accelerate or deepspeed";
+        return false;
+      }
+      launcher_ = v;
       break;
     }
     case kOptCount:

@@ -32,6 +32,7 @@ enum OptionId {
   kOptDeadline,
   kOptCostTolerance,
   kOptStrategies,
+  kOptLauncher,
   kOptCount
 };
 
@@ -63,6 +64,9 @@ class UserOptions {
   std::optional<double> cost_tolerance_pct() const { return cost_tolerance_pct_; }
   // The only strategies the script runs (--xdeep-strategies=dp,zero3); empty: any.
   const std::vector<std::string>& strategies() const { return strategies_; }
+  // --xdeep-launcher: srun, torchrun, accelerate, deepspeed; empty: the
+  // workload's [parallel] launcher, else srun.
+  const std::string& launcher() const { return launcher_; }
 
  private:
   bool SetFrom(OptionId id, const char* value, const std::string& label, std::string* error);
@@ -76,6 +80,7 @@ class UserOptions {
   double deadline_s_ = 0;
   std::optional<double> cost_tolerance_pct_;
   std::vector<std::string> strategies_;
+  std::string launcher_;
 };
 
 }  // namespace xdeep::spank

@@ -314,6 +314,33 @@ namespace {
 
 using json = nlohmann::json;
 
+// The Kokkos device kernels' figures (profiler/kokkos_probes.h): the fused AdamW update
+// for the optimizer step, the median of layer norm, softmax and bias + GeLU for
+// elementwise work. The CUDA entries stay out: they would change every existing
+// profile's optimizer time, which was validated against copy bandwidth.
+struct KokkosDeviceFigures {
+  double optimizer_gbps = 0;
+  double elementwise_gbps = 0;
+};
+KokkosDeviceFigures KokkosDeviceBandwidth(const json& bandwidth) {
+  KokkosDeviceFigures out;
+  std::vector<double> elementwise;
+  for (const json& b : bandwidth) {
+    if (!b.is_object() || b.value("backend", std::string()) != "kokkos" ||
+        b.value("space", std::string()) != "device") {
+      continue;
+    }
+    const std::string kernel = b.value("kernel", std::string());
+    const double gbps = b.value("gbps", 0.0);
+    if (!(gbps > 0 && gbps < 1e5)) continue;  // absurd figures are not measurements
+    if (kernel == "adam_update") out.optimizer_gbps = std::max(out.optimizer_gbps, gbps);
+    if (kernel == "layer_norm" || kernel == "softmax" || kernel == "bias_gelu")
+      elementwise.push_back(gbps);
+  }
+  if (!elementwise.empty()) out.elementwise_gbps = modeling::Median(elementwise);
+  return out;
+}
+
 absl::Status ReportError(absl::string_view source, absl::string_view path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", path, ": ", what));
 }
@@ -506,6 +533,8 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     if (kernel == "copy" || kernel == "triad") best_bw = std::max(best_bw, b.value("gbps", 0.0));
   }
   hw.memory_bandwidth_gbps = best_bw;
+  const KokkosDeviceFigures kokkos = KokkosDeviceBandwidth(section("bandwidth"));
+  hw.optimizer_bandwidth_gbps = kokkos.optimizer_gbps;
 
   // Attention efficiency: mean ratio of attention to the best GEMM rate.
   double best_gemm = 0;
@@ -532,6 +561,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
   std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, rank_cv,
       elementwise_gbps, optimizer_per_tensor;
   FsdpProbe fsdp_gpt, fsdp_cnn;
+  std::map<int, std::vector<double>> tp_per_linear_by_ranks;
   std::map<std::string, std::map<int, std::vector<double>>> plain_by_ranks;
   i = 0;
   for (const json& f : section("framework")) {
@@ -562,7 +592,7 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     int forward_kernels = 0, ddp_launches = 0, tensors = 0;
     std::set<std::string> units;  // the root unit (embeddings, stem, head) named ""
     for (const LayerCost& l : probed.layers) {
-      forward_kernels += l.kernels;
+      forward_kernels += l.kernels - l.library_kernels;  // as the model counts host time
       ddp_launches += 2 * ParamTensors(l) + l.buffer_tensors;
       tensors += ParamTensors(l);
       if (l.params > 0) units.insert(l.unit);
@@ -587,6 +617,13 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       fsdp.added_s.push_back(std::max(0.0, fsdp_s / straggle - wall_s));
       const double step_s = f.value("fsdp_step_host_s", 0.0);
       if (step_s > 0 && tensors > 0) fsdp.step_host_per_tensor_s.push_back(step_s / tensors);
+    }
+    // The TP-split pass: what DTensor's dispatch adds per split Linear, the
+    // straggle out first as for FSDP.
+    const double tp_s = f.value("tp_median_s", 0.0);
+    const int tp_linears = f.value("tp_linears", 0);
+    if (tp_s > 0 && tp_linears > 0) {
+      tp_per_linear_by_ranks[ranks].push_back(std::max(0.0, tp_s / straggle - wall_s) / tp_linears);
     }
     // The other figures are one process's: single-GPU training's host, and the
     // DDP reducer's work apart from the all-reduce the model times itself.
@@ -629,6 +666,14 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
         "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
         hw.fsdp_host_per_tensor_s * 1e6, ranks, ranks > 1 ? "s" : ""));
   }
+  if (!tp_per_linear_by_ranks.empty()) {
+    // On the most ranks: each split Linear's collectives wait for the others.
+    const auto& [ranks, per_linear] = *tp_per_linear_by_ranks.rbegin();
+    hw.tp_host_per_linear_s = modeling::Median(per_linear);
+    host_parts.push_back(absl::StrFormat("TP %.0f us per split Linear on %d rank%s",
+                                         hw.tp_host_per_linear_s * 1e6, ranks,
+                                         ranks > 1 ? "s" : ""));
+  }
   if (!optimizer_per_tensor.empty()) {
     hw.optimizer_host_per_tensor_s = modeling::Median(optimizer_per_tensor);
     host_parts.push_back(
@@ -663,6 +708,21 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
     hw.elementwise_bandwidth_gbps = modeling::Median(elementwise_gbps);
     absl::StrAppendFormat(&framework_note, " (elementwise kernels at %.0f GB/s)",
                           hw.elementwise_bandwidth_gbps);
+  } else if (kokkos.elementwise_gbps > 0) {
+    // No framework measurement: the Kokkos layer norm / softmax / bias + GeLU kernels
+    // are closer to training's elementwise work than a copy.
+    hw.elementwise_bandwidth_gbps = kokkos.elementwise_gbps;
+  }
+  if (kokkos.optimizer_gbps > 0 || kokkos.elementwise_gbps > 0) {
+    std::vector<std::string> parts;
+    if (kokkos.optimizer_gbps > 0)
+      parts.push_back(absl::StrFormat("optimizer at %.0f GB/s", kokkos.optimizer_gbps));
+    if (kokkos.elementwise_gbps > 0 && elementwise_gbps.empty())
+      parts.push_back(absl::StrFormat("elementwise at %.0f GB/s", kokkos.elementwise_gbps));
+    if (!parts.empty()) {
+      absl::StrAppend(&framework_note, " (", absl::StrJoin(parts, ", "),
+                      " from the Kokkos device probes)");
+    }
   }
 
   // Collectives: least-squares fit of t = alpha + beta * bytes per (op, scope,

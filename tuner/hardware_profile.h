@@ -60,6 +60,10 @@ struct HardwareProfile {
   // not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4). 0: not
   // measured, memory_bandwidth_gbps.
   double elementwise_bandwidth_gbps = 0;
+  // The bandwidth the fused AdamW update reaches (7 fp32 arrays moved per element):
+  // from the Kokkos adam_update probe on the device where the report has one
+  // (profiler/kokkos_probes.h). 0: not measured, memory_bandwidth_gbps.
+  double optimizer_bandwidth_gbps = 0;
   int sm_count = 132;
   std::vector<GemmPoint> gemm;  // the probe's points (none in a built-in profile)
   // The GEMM model per precision (indexed by DType), fitted to `gemm`
@@ -80,8 +84,16 @@ struct HardwareProfile {
   // views, casts and attention: on 2x H200 ResNet-50 trained at ~16 us per
   // profiled kernel where the probe's GPT took ~21,
   // bench/validate/data/2026-11-26_h200x2_heldout2). From the framework
-  // probe's ResNet entry; 0: host_overhead_per_kernel_s.
+  // probe's ResNet entry; 0: host_overhead_per_kernel_s x cnn_host_op_ratio.
+  // Counted per op the host issues: cuDNN's layout transforms inside a 16-bit
+  // NCHW convolution call are not (LayerCost::library_kernels), and per such
+  // op a CNN costs the host more than a transformer (cuDNN's convolution and
+  // BatchNorm dispatch): 1.14x the probe's GPT figure on a 2x H200 host
+  // (24 against 21 us, bench/validate/data/2026-11-26_h200x2_heldout2), 1.37x
+  // on a 2x H100 one (39 against 28.6, _h100x2_library_heldout2); the ratio
+  // stands in where the probe has no ResNet entry.
   double host_overhead_per_kernel_cnn_s = 0;
+  double cnn_host_op_ratio = 1.25;
   // FSDP2's host work per micro-batch (hooks, all-gather copy-in and copy-out,
   // reduce-scatter staging), in kernel launches' worth so that it follows the
   // host's measured speed: per unit, and per parameter tensor it shards. Fitted
@@ -135,6 +147,18 @@ struct HardwareProfile {
   // other (_lanes_check), so it is the job's ranks (their NCCL threads beside
   // the main ones), not any neighbour. 1: not measured.
   double side_by_side_host_factor = 1;
+  // Host time tensor parallelism adds per split Linear in one forward +
+  // backward (PyTorch's DTensor tensor parallelism: each split Linear's op
+  // dispatched through DTensor, sharding propagation, the hooks that wrap and
+  // unwrap its input and output, the redistributions): on 2x H100 the Llama-1B
+  // blocks split over 2 ranks trained at 280-300 ms per step at micro-batch 1
+  // to 16 where their GPU work is 35-140 ms (bench/validate/data/
+  // 2026-11-26_h100x2_library_heldout2, calibration). Measured by the
+  // framework probe (its GPT's blocks split as torch.distributed.tensor.parallel
+  // splits them, tp_median_s); else tp_linear_host_kernels launches' worth at
+  // the host's time per kernel, fitted to that run's micro-batch-1 step.
+  double tp_host_per_linear_s = 0;
+  double tp_linear_host_kernels = 100;
   std::string host;  // measured profiles: where and when
   std::string date;
 

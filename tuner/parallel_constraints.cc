@@ -71,7 +71,8 @@ absl::Status CheckStrategyNames(const std::vector<std::string>& names, std::stri
 absl::Status ParseParallelTable(const toml::table& table, std::string_view source,
                                 ParallelConstraints* out) {
   const std::set<std::string> keys = {
-      "strategies", "tp", "max_tp", "pp", "max_pp", "sharding", "pipeline_schedule", "recompute"};
+      "strategies",        "tp",        "max_tp",  "pp", "max_pp", "sharding",
+      "pipeline_schedule", "recompute", "launcher"};
   for (const auto& [key, node] : table) {
     if (!keys.count(std::string(key.str()))) {
       return Error(source, &node,
@@ -116,6 +117,15 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
                    "true: always recompute activations; false: never; leave it out for either");
     }
     p.recompute = *v ? "on" : "off";
+  }
+  if (const toml::node* n = table.get("launcher")) {
+    auto v = n->value_exact<std::string>();
+    if (!v || (*v != "srun" && *v != "torchrun" && *v != "accelerate" && *v != "deepspeed")) {
+      return Error(source, n,
+                   "'launcher' must be \"srun\", \"torchrun\", \"accelerate\" or \"deepspeed\"",
+                   "name what starts the training processes (srun: one task per GPU)");
+    }
+    p.launcher = *v;
   }
   *out = std::move(p);
   return absl::OkStatus();

@@ -22,6 +22,10 @@ struct ParallelConstraints {
   std::vector<std::string> sharding;
   std::string pipeline_schedule;  // "1f1b", "interleaved"; empty: either
   std::string recompute;          // "on", "off"; empty: either
+  // How the script is started: "srun" (one task per GPU) or a per-node
+  // launcher ("torchrun", "accelerate", "deepspeed"); empty: srun. It does not
+  // change the search, only the launch (one task per node) and its variables.
+  std::string launcher;
 
   bool empty() const {
     return strategies.empty() && !tp && !max_tp && !pp && !max_pp && sharding.empty() &&

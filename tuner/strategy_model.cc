@@ -390,9 +390,12 @@ struct StrategyModel::Impl {
                                                         : hw.memory_bandwidth_gbps) *
         1e9;
     const double host_per_kernel =
-        w.family == ModelFamily::kCnn && hw.host_overhead_per_kernel_cnn_s > 0
-            ? hw.host_overhead_per_kernel_cnn_s
-            : hw.host_overhead_per_kernel_s;
+        w.family != ModelFamily::kCnn         ? hw.host_overhead_per_kernel_s
+        : hw.host_overhead_per_kernel_cnn_s > 0 ? hw.host_overhead_per_kernel_cnn_s
+                                                : hw.host_overhead_per_kernel_s * hw.cnn_host_op_ratio;
+    const double tp_host_per_linear = hw.tp_host_per_linear_s > 0
+                                          ? hw.tp_host_per_linear_s
+                                          : hw.tp_linear_host_kernels * host_per_kernel;
     // The profile's attention efficiency is FlashAttention's (the probe runs
     // sdpa at 16 bits). The memory-efficient kernel (xformers' CUTLASS
     // kernel) reaches about half of FlashAttention-2's forward + backward
@@ -443,8 +446,16 @@ struct StrategyModel::Impl {
         bwd += fused_traffic * e.bwd * mb / elementwise_bw;
         r.fwd += fwd;
         r.bwd += bwd;
-        const int kernels = compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels;
+        // Host time: the ops the framework issues (a library's own launches
+        // inside one of them cost the host little).
+        const int kernels =
+            compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels - l.library_kernels;
         r.launch_fwd += kernels * host_per_kernel;
+        if (t > 1) {
+          // Each split Linear's DTensor dispatch, over forward and backward
+          // (backward's launches are counted at twice the forward's).
+          r.launch_fwd += static_cast<double>(l.gemms.size()) * tp_host_per_linear / 3;
+        }
         if (t > 1 && l.tp_allreduces_fwd > 0) {
           // [MLM19] all-reduces of the layer output inside the tp group.
           r.tp_comm_fwd +=
@@ -874,7 +885,10 @@ StepTime StrategyModel::Time(const Configuration& c) {
   } else if (w_.settings.optimizer_impl == OptimizerImpl::kForLoop) {
     per_tensor = std::max(per_tensor, OptimizerOpsPerTensor(w_) * hw.host_overhead_per_kernel_s);
   }
-  st.optimizer_s = HostAndDevice(local * OptimizerTrafficBytes(w_) / bw, grad_tensors * per_tensor);
+  const double optimizer_bw =
+      hw.optimizer_bandwidth_gbps > 0 ? hw.optimizer_bandwidth_gbps * 1e9 : bw;
+  st.optimizer_s =
+      HostAndDevice(local * OptimizerTrafficBytes(w_) / optimizer_bw, grad_tensors * per_tensor);
   return WithAccumulation(st, c.grad_accum);
 }
 

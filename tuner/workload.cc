@@ -96,6 +96,16 @@ std::string_view CheckpointingName(Checkpointing c) {
   return "?";
 }
 
+std::string_view NormName(Norm n) {
+  switch (n) {
+    case Norm::kLayerNorm:
+      return "layernorm";
+    case Norm::kRmsNormEager:
+      return "rmsnorm_eager";
+  }
+  return "?";
+}
+
 std::string_view ActivationName(Activation a) {
   switch (a) {
     case Activation::kGelu:
@@ -253,6 +263,27 @@ void BuildTransformerLayers(Workload& w) {
     // products) for GELU's one, and their fp32 result's cast for fc2;
     // compiled, one kernel as GELU.
     if (act == Activation::kGeluTanhUnfused) b.kernels += 8;
+    if (w.settings.norm == Norm::kRmsNormEager) {
+      // Two RMSNorms of six kernels each over the fp32 residual stream
+      // (pow, mean, add, rsqrt, two products) where LayerNorm is one: five
+      // more per norm, each reading and writing 4 bytes an element (twice
+      // that in backward), and the fp32 normalised input kept for the
+      // weight's product. Compiled, one kernel as LayerNorm.
+      b.kernels += 10;
+      b.extra_traffic_fwd_bytes += s * 2 * 5 * 8.0 * h;
+      b.extra_traffic_bwd_bytes += s * 2 * 5 * 16.0 * h;
+      b.saved_activation_bytes += s * 2 * 4.0 * h;
+    }
+    if (!t.learned_positions) {
+      // Rotary positions applied in eager ops, as transformers' Llama-style
+      // models do (q * cos + rotate_half(q) * sin, rotate_half slicing,
+      // negating and concatenating): five kernels each for q and k, each
+      // reading and writing its 16-bit tensor; compiled, one.
+      b.kernels += 10;
+      b.fused_kernels += 1;
+      b.extra_traffic_fwd_bytes += s * 5 * 2.0 * a * (h + kv_dim);
+      b.extra_traffic_bwd_bytes += s * 5 * 4.0 * a * (h + kv_dim);
+    }
     if (bias) {
       // The bias add rides in cuBLASLt's epilogue; backward reduces each
       // output gradient over the tokens, one kernel per biased Linear, which
@@ -337,6 +368,12 @@ struct CnnBuilder {
     const bool transforms = !channels_last;
     l.kernels = 2 + (transforms ? 2 : 0) + (bn ? 1 : 0) + (relu ? 1 : 0);
     l.fused_kernels = 2 + (bn ? 2 : (relu ? 1 : 0));
+    // The transforms run inside cuDNN's convolution call: a channels_last
+    // model issues as many ops from the host (2x H100: torchvision's
+    // ResNet-50 channels_last trained at micro-batch 1 in 24.7-28.8 ms where
+    // the probe's NCHW one took 25.2 forward + backward,
+    // bench/validate/data/2026-11-26_h100x2_library_heldout{,2}, calibration).
+    l.library_kernels = transforms ? 2 : 0;
     if (transforms) {
       const double in = double{1} * c * hw * hw;
       l.extra_traffic_fwd_bytes = 2.0 * (in + out) * a;
@@ -741,6 +778,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.activation = static_cast<Activation>(activation);
+  int norm = static_cast<int>(st.norm);
+  if (auto s = choose(model, "norm",
+                      {{"layernorm", int(Norm::kLayerNorm)},
+                       {"rmsnorm_eager", int(Norm::kRmsNormEager)}},
+                      &norm);
+      !s.ok()) {
+    return s;
+  }
+  st.norm = static_cast<Norm>(norm);
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
@@ -849,6 +895,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "causal",
                               "memory_format",
                               "activation",
+                              "norm",
                               "fp32_logits",
                               "arch",
                               "image_size",
@@ -945,6 +992,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   for (const auto& [key, needs] : {std::pair<const char*, const char*>{"attention", "transformer"},
                                    {"linear_bias", "transformer"},
                                    {"activation", "transformer"},
+                                   {"norm", "transformer"},
                                    {"fp32_logits", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {

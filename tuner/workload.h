@@ -51,12 +51,19 @@ enum class Checkpointing { kOff, kOn, kTuned };
 //                  eight elementwise kernels, mostly in fp32 under autocast,
 //                  each keeping its inputs for backward.
 enum class Activation { kGelu, kRelu, kSilu, kGeluTanhUnfused };
+//  Norm            the blocks' normalisation: one fused kernel (nn.LayerNorm,
+//                  "layernorm"), or RMSNorm written out in Python as
+//                  Hugging Face's Llama, Mistral and Qwen have it
+//                  ("rmsnorm_eager": fp32 upcast, pow, mean, add, rsqrt and
+//                  two products, each a kernel over fp32 tensors).
+enum class Norm { kLayerNorm, kRmsNormEager };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
 std::string_view MemoryFormatName(MemoryFormat m);
 std::string_view CheckpointingName(Checkpointing c);
 std::string_view ActivationName(Activation a);
+std::string_view NormName(Norm n);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -72,6 +79,7 @@ struct TrainingSettings {
   Checkpointing activation_checkpointing = Checkpointing::kTuned;
   bool compile = false;  // torch.compile (inductor) of the model or each block
   Activation activation = Activation::kGelu;
+  Norm norm = Norm::kLayerNorm;
   // The script casts the logits to fp32 itself before the loss and keeps
   // that copy to the end of the step (Hugging Face's causal-LM loss,
   // `logits.float()`), instead of cross_entropy upcasting internally.
@@ -135,6 +143,10 @@ struct LayerCost {
   // between two library calls (GEMM, convolution, attention) into one.
   int kernels = 0;
   int fused_kernels = 0;
+  // Of `kernels`, those a library launches inside one framework call (cuDNN's
+  // layout transforms around a 16-bit NCHW convolution): they cost the GPU's
+  // time, not the host's per-op dispatch, so host time counts the others.
+  int library_kernels = 0;
   // Parameter tensors of the layer (weights, biases, norm scales): FSDP2
   // shards and gathers them one by one, so its host time grows with their
   // number. 0: one tensor if the layer has parameters.

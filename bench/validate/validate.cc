@@ -171,7 +171,7 @@ double Mape(const std::vector<std::pair<double, double>>& pairs) {
 
 // The GEMM model fitted to a probe report, against cuBLAS times of other shapes.
 int GemmCheck(const std::string& fit_path, const std::string& check_path, double median_target,
-              double p95_target) {
+              double p95_target, int worst) {
   std::string fit_text, check_text;
   if (!ReadFile(fit_path, &fit_text) || !ReadFile(check_path, &check_text)) {
     std::fprintf(stderr, "xdeep_validate: cannot read %s or %s\n", fit_path.c_str(),
@@ -192,6 +192,11 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path, double
   const std::map<std::string, tuner::DType> dtypes = {
       {"bf16", tuner::DType::kBf16}, {"fp16", tuner::DType::kFp16}, {"tf32", tuner::DType::kTf32}};
   std::map<std::string, std::vector<double>> errors;
+  struct Miss {
+    double error, predicted, measured;
+    std::string what;
+  };
+  std::vector<Miss> misses;
   for (const auto& g : doc["gemm"]) {
     const std::string dt = g.value("dtype", "");
     const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0),
@@ -209,6 +214,9 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path, double
     const double e = std::abs(predicted / measured - 1);
     errors[dt].push_back(e);
     errors["all"].push_back(e);
+    misses.push_back({predicted / measured - 1, predicted, measured,
+                      fmt::format("{} {:<5} m={:<6} n={:<6} k={:<6} {}", dt, pass, m, n, k,
+                                  g.value("layer", ""))});
   }
   auto quantile = [](std::vector<double> v, double q) {
     std::sort(v.begin(), v.end());
@@ -230,6 +238,13 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path, double
   }
   std::printf("targets: median <= %.0f %%, 95th percentile <= %.0f %%\n", 100 * median_target,
               100 * p95_target);
+  std::sort(misses.begin(), misses.end(),
+            [](const Miss& a, const Miss& b) { return std::abs(a.error) > std::abs(b.error); });
+  for (int i = 0; i < std::min<int>(worst, misses.size()); ++i) {
+    const Miss& x = misses[i];
+    std::printf("  %+6.1f %%  predicted %9.4f ms, measured %9.4f ms  %s\n", 100 * x.error,
+                x.predicted * 1e3, x.measured * 1e3, x.what.c_str());
+  }
   return ok ? 0 : 1;
 }
 
@@ -629,6 +644,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   gemm_check->add_option("--median", median_target, "largest median relative error accepted");
   gemm_check->add_option("--p95", p95_target, "largest 95th-percentile error accepted");
+  int worst = 0;
+  gemm_check->add_option("--worst", worst, "also list the N shapes the model misses most");
   std::string profile, json_out;
   std::vector<std::string> run_files;
   bool check = false;
@@ -661,7 +678,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   xdeep::validate::WorkloadDir() = workloads;
   if (gemm_check->parsed()) {
-    return xdeep::validate::GemmCheck(fit_report, check_file, median_target, p95_target);
+    return xdeep::validate::GemmCheck(fit_report, check_file, median_target, p95_target, worst);
   }
   if (shapes->parsed()) {
     std::vector<int> mbs;

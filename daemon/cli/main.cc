@@ -2,6 +2,7 @@
 // its own file; this only parses and dispatches. Commands that ask the daemon
 // carry the caller's MUNGE identity.
 //   xdeep plan -w FILE|PRESET [...]    what xdeep would run, and the alternatives
+//   xdeep emit FORMAT                  inside a tuned job: the decision for a framework
 //   xdeep budget [--user U]            spent / reserved / remaining per period
 //   xdeep history [--user U|*]         recent decisions and their outcomes
 //   xdeep presets                      workloads that can be named instead of a file
@@ -14,6 +15,7 @@
 #include "daemon/cli/account_commands.h"
 #include "daemon/cli/admin_commands.h"
 #include "daemon/cli/cli_context.h"
+#include "daemon/cli/emit_command.h"
 #include "daemon/cli/help_topics.h"
 #include "daemon/cli/plan_command.h"
 
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   AddCommonOptions(app, &context);
 
   PlanCommand plan(app);
+  EmitCommand emit(app);
   BudgetCommand budget(app);
   HistoryCommand history(app);
   PresetsCommand presets(app);
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (plan.selected()) return plan.Run(context);
+  if (emit.selected()) return emit.Run(context);
   if (budget.selected()) return budget.Run(context);
   if (history.selected()) return history.Run(context);
   if (presets.selected()) return presets.Run(context);

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "daemon/cli/framework_config.h"
 #include "daemon/cli/gnuplot_plot.h"
 #include "daemon/cli/json_output.h"
 #include "spank_plugin/daemon_client.h"
@@ -43,6 +44,15 @@ PlanCommand::PlanCommand(CLI::App& app) {
                        "time to solution to meet: hours (12), 90min, 2h or Slurm's 2:00:00 "
                        "(implies --objective deadline)");
   command_->add_flag("--wide", wide_, "every column and the full reasons, whatever the width");
+  command_
+      ->add_option("--emit", emit_,
+                   "print the decision for a framework instead of the table: json (the "
+                   "decision file), torchrun, deepspeed, megatron, lightning, accelerate")
+      ->check(CLI::IsMember(EmitFormats()));
+  command_
+      ->add_option("--launcher", launcher_,
+                   "what starts the processes, as --xdeep-launcher (default: the workload's)")
+      ->check(CLI::IsMember({"srun", "torchrun", "accelerate", "deepspeed"}));
   command_->add_option("--plot", plot_,
                        "also draw time to solution against cost into FILE (.svg or .png)");
 }
@@ -92,6 +102,16 @@ int PlanCommand::Run(const CliContext& context) const {
     if (answer.skipped || !PlotPlan(answer, plot_, &plot_error)) {
       return Fail("--plot " + plot_ + ": " + (answer.skipped ? answer.skip_reason : plot_error));
     }
+  }
+  if (!emit_.empty()) {
+    if (answer.skipped) return Fail("not tuned: " + answer.skip_reason);
+    spank::AppLauncher launcher = spank::AppLauncher::kSrun;
+    spank::ParseAppLauncher(launcher_.empty() ? answer.app_launcher : launcher_, &launcher);
+    std::string text, error;
+    if (!EmitFramework(emit_, spank::RunDecisionOf(answer, launcher), nullptr, &text, &error))
+      return Fail(error);
+    std::cout << text;
+    return 0;
   }
   if (context.json) {
     std::cout << PlanJson(answer).dump(2) << "\n";

@@ -17,7 +17,7 @@ class PlanCommand {
 
  private:
   CLI::App* command_;
-  std::string workload_, objective_, partition_, deadline_, plot_;
+  std::string workload_, objective_, partition_, deadline_, plot_, emit_, launcher_;
   int nodes_ = 0, gpus_per_node_ = 0, tasks_ = 0;
   double budget_ = 0;
   double cost_tolerance_ = -1;  // < 0: the site's default

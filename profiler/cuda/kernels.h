@@ -1,4 +1,5 @@
-// Plain launchers for the probes' CUDA kernels (fill, copy, triad, Adam update).
+// Plain launchers for the probes' CUDA kernels (fill, copy, triad, Adam update, layer norm,
+// bias + GeLU, softmax).
 //
 // Only this header's .cu implementation goes through nvcc; the probes that call it are
 // ordinary C++ (absl included), which keeps absl's headers away from nvcc's front end.
@@ -30,6 +31,15 @@ struct AdamHyper {
 // PyTorch's fused AdamW element update, fp32 state: reads p, g, m, v; writes p, m, v.
 cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, AdamHyper h,
                        cudaStream_t s);
+
+// fp32 layer norm of `rows` rows of `cols` (a multiple of 4): mean, variance about it,
+// then y = (x - mean) / sqrt(var + eps) * gamma + beta; one block per row.
+cudaError_t LaunchLayerNormRows(float* y, const float* x, const float* gamma, const float* beta,
+                                int64_t rows, int64_t cols, float eps, cudaStream_t s);
+// y = gelu_tanh(x + bias[i % cols]) over n elements (n and cols multiples of 4): the
+// bias + GeLU epilogue of an MLP's first GEMM, run as its own kernel.
+cudaError_t LaunchBiasGelu(float* y, const float* x, const float* bias, int64_t n, int64_t cols,
+                           cudaStream_t s);
 
 // Row softmax in place over `rows` rows of length `cols` (bf16 or fp16 storage, fp32
 // arithmetic), scaling by `scale` first; with `causal`, row r keeps columns

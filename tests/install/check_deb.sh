@@ -15,7 +15,8 @@ for lib in libgrpc++ libmunge2 libsqlite3-0 munge slurm-client; do
 done
 dpkg-deb -x "$deb" "$work/root"
 for f in usr/bin/xdeep usr/sbin/xdeepd usr/lib/slurm/xdeep_spank.so \
-         usr/lib/slurm/xdeep_spank_client.so usr/share/man/man1/xdeep.1 \
+         usr/lib/slurm/xdeep_spank_client.so usr/lib/slurm/xdeep-step-report \
+         usr/share/man/man1/xdeep.1 \
          usr/share/doc/xdeep/examples/xdeepd.toml; do
   [[ -e $work/root/$f ]] || { echo "check_deb: the package lacks /$f" >&2; exit 1; }
 done

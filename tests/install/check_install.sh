@@ -11,7 +11,9 @@ cmake --install "$build" --prefix "$prefix" > /dev/null
 
 missing=0
 for f in bin/xdeep sbin/xdeepd bin/xdeep-probe lib/slurm/xdeep_spank.so \
-         lib/slurm/xdeep_spank_client.so lib/xdeep/xdeep-admit lib/xdeep/xdeep-jobcomp.sh \
+         lib/slurm/xdeep_spank_client.so lib/slurm/xdeep-step-report lib/xdeep/xdeep-admit \
+         lib/xdeep/xdeep-jobcomp.sh share/xdeep/python/pyproject.toml \
+         share/xdeep/python/xdeep/__init__.py share/doc/xdeep/decision-file.md \
          share/xdeep/job_submit.lua share/man/man1/xdeep.1 share/man/man8/xdeepd.8 \
          share/doc/xdeep/user.md share/doc/xdeep/admin.md share/doc/xdeep/json.md \
          share/doc/xdeep/examples/xdeepd.toml share/doc/xdeep/examples/xdeepd.service \

@@ -95,16 +95,23 @@ TEST(LaunchArgsTest, RewriteInsertsBeforeCommandAndCutsReplacedOptions) {
   Argv argv = {"srun",         "-N1",     "--gpus=2", "--ntasks-per-node", "2", "--gpus-per-node=1",
                "--xdeep-tune", "python3", "train.py", "--gpus=9"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 7, FromCommandLine(argv, 7), {2, 8, 4}, {});
-  Argv want = {"srun",    "--xdeep-tune", "--nodes=2", "--ntasks=8", "--gpus-per-node=4",
-               "python3", "train.py",     "--gpus=9"};
+  Argv want = {"srun",       "--xdeep-tune",      "--nodes=2",
+               "--ntasks=8", "--gpus-per-node=4", "--ntasks-per-node=4",
+               "python3",    "train.py",          "--gpus=9"};
   EXPECT_EQ(out, want);
 }
 
 TEST(LaunchArgsTest, RewriteKeepsGpuTypeAndOtherGres) {
   Argv argv = {"srun", "--gres=nic:1,gpu:h100:2", "-c2", "prog"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 4, 4}, {});
-  Argv want = {"srun",         "-c2", "--nodes=1", "--ntasks=4", "--gpus-per-node=h100:4",
-               "--gres=nic:1", "prog"};
+  Argv want = {"srun",
+               "-c2",
+               "--nodes=1",
+               "--ntasks=4",
+               "--gpus-per-node=h100:4",
+               "--ntasks-per-node=4",
+               "--gres=nic:1",
+               "prog"};
   EXPECT_EQ(out, want);
 }
 
@@ -124,7 +131,7 @@ TEST(LaunchArgsTest, RewriteOverridesWhatTheScriptSays) {
 TEST(LaunchArgsTest, RewriteTrimsTheNodeList) {
   Argv argv = {"srun", "-w", "n[1-3]", "prog"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {2, 8, 4}, {});
-  EXPECT_EQ(out[4], "--nodelist=n1,n2");
+  EXPECT_EQ(out[5], "--nodelist=n1,n2");
   EXPECT_EQ(std::count(out.begin(), out.end(), "-w"), 0);
 }
 
@@ -132,9 +139,13 @@ TEST(LaunchArgsTest, RestrictedExportStillPassesTheDecision) {
   Argv argv = {"srun", "--export=NONE", "-E", "prog"};
   Argv out = RewriteLaunch(Launcher::kSrun, argv, 3, FromCommandLine(argv, 3), {1, 1, 1},
                            {"XDEEP_A", "XDEEP_B"});
-  Argv want = {
-      "srun", "--nodes=1", "--ntasks=1", "--gpus-per-node=1", "--export=NIL,XDEEP_A,XDEEP_B",
-      "prog"};
+  Argv want = {"srun",
+               "--nodes=1",
+               "--ntasks=1",
+               "--gpus-per-node=1",
+               "--ntasks-per-node=1",
+               "--export=NIL,XDEEP_A,XDEEP_B",
+               "prog"};
   EXPECT_EQ(out, want) << "-E is cut: it would let the environment override the decision";
   Argv all = {"srun", "--export=ALL,FOO=1", "prog"};
   Argv kept =
@@ -147,8 +158,17 @@ TEST(LaunchArgsTest, RewriteWithoutCommand) {
   Argv argv = {"sbatch", "--wrap", "srun hostname"};
   Argv out = RewriteLaunch(Launcher::kSbatch, argv, 3, FromCommandLine(argv, 3, Launcher::kSbatch),
                            {1, 2, 2}, {});
-  EXPECT_EQ(out.back(), "--gpus-per-node=2");
+  EXPECT_EQ(out.back(), "--ntasks-per-node=2");
   EXPECT_EQ(out[2], "srun hostname");
+}
+
+TEST(LaunchArgsTest, PerNodeLauncherGetsOneTaskPerNodeHoldingItsGpus) {
+  // srun -N2 --ntasks-per-node=1 --gpus-per-task=4 torchrun train.py
+  Argv argv = {"srun", "-N2", "--ntasks-per-node=1", "--gpus-per-task=4", "torchrun", "train.py"};
+  Argv out = RewriteLaunch(Launcher::kSrun, argv, 4, FromCommandLine(argv, 4), {2, 2, 4, 1}, {});
+  Argv want = {"srun",     "--nodes=2", "--ntasks=2", "--gpus-per-node=4", "--ntasks-per-node=1",
+               "torchrun", "train.py"};
+  EXPECT_EQ(out, want) << "the task counts are cut: each node's one task holds its GPUs";
 }
 
 }  // namespace

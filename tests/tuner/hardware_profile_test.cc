@@ -183,8 +183,14 @@ TEST(ProbeReportTest, FrameworkProbeSetsHostTimePerKernelInTheModelsUnits) {
 TEST(ProbeReportTest, FrameworkProbesResNetEntrySetsTheHostTimeOfConvolutionalNetworks) {
   auto resnet = CnnLayerTable("resnet50", 64, 10, Precision::kBf16Autocast);
   ASSERT_TRUE(resnet.ok());
-  int forward = 0;
-  for (const LayerCost& l : *resnet) forward += l.kernels;
+  // The ops the host issues: cuDNN's layout transforms inside each NCHW
+  // convolution call are not among them.
+  int forward = 0, library = 0;
+  for (const LayerCost& l : *resnet) {
+    forward += l.kernels - l.library_kernels;
+    library += l.library_kernels;
+  }
+  EXPECT_GT(library, 0);
   const std::string entry = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 64,
       "classes": 10, "batch": 1, "kernels": 906, "median_s": 0.02, "gpu_busy_fraction": 0.1})";
   auto hw = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry),
@@ -325,6 +331,25 @@ TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {
   EXPECT_EQ(without.fsdp_optimizer_host_per_tensor_s, 0);
 }
 
+TEST(ProbeReportTest, FrameworkProbesTensorParallelPassSetsItsHostTimePerSplitLinear) {
+  // The tiny GPT's 16 split Linears: its TP pass took 6.4 ms more than the
+  // plain one on one rank (400 us each); on two ranks, the straggle (1.1x)
+  // taken out first, 12.32 / 1.1 - 6 = 5.2 ms (325 us each), which wins.
+  const std::string one_rank =
+      With(FrameworkEntry(0.006, 0.1), R"("tp_median_s": 0.0124, "tp_linears": 16)");
+  auto hw = HardwareProfileFromProbeReport(WithFramework(one_rank), "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->tp_host_per_linear_s, 400e-6, 1e-12);
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("TP 400 us per split Linear on 1 rank"));
+  const std::string two_ranks = OnRanks(
+      With(FrameworkEntry(0.006, 0.1), R"("tp_median_s": 0.01232, "tp_linears": 16)"), 2, 1.1);
+  hw = HardwareProfileFromProbeReport(WithFramework(one_rank + "," + two_ranks), "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_NEAR(hw->tp_host_per_linear_s, 325e-6, 1e-9);
+  // Unmeasured: 0, and the model counts tp_linear_host_kernels launches' worth.
+  EXPECT_EQ(PlainGptOnly().tp_host_per_linear_s, 0);
+}
+
 TEST(ProbeReportTest, FrameworkProbesRanksSideBySideSetTheirHostFactor) {
   // Plain passes of each network on one rank (median 6 ms GPT, 16 ms ResNet-50)
   // and on two (7.2 and 17.6 ms): 1.2x and 1.1x, the median 1.15x.
@@ -392,6 +417,57 @@ TEST(ProbeReportTest, FrameworkProbesMemoryBoundGptSetsTheElementwiseBandwidth) 
   EXPECT_NEAR(EstimateStepTime(*gpt, faster, small).total_s,
               EstimateStepTime(*gpt, *hw, small).total_s,
               0.05 * EstimateStepTime(*gpt, *hw, small).total_s);
+}
+
+// Bandwidth entries beside the report's CUDA copy (JSON fragments).
+std::string WithBandwidth(const std::string& entries) {
+  std::string with = kReport;
+  const std::string copy_end = R"("gbps": 2900.0})";
+  with.insert(with.find(copy_end) + copy_end.size(), "," + entries);
+  return with;
+}
+std::string BandwidthEntry(const char* kernel, const char* backend, double gbps) {
+  return absl::StrCat(R"({"kernel": ")", kernel, R"(", "space": "device", "backend": ")", backend,
+                      R"(", "bytes": 1073741824, "median_s": 0.001, "gbps": )", gbps, "}");
+}
+
+TEST(ProbeReportTest, KokkosDeviceProbesSetTheOptimizerAndElementwiseBandwidth) {
+  auto hw = HardwareProfileFromProbeReport(
+      WithBandwidth(BandwidthEntry("adam_update", "kokkos", 2500) + "," +
+                    BandwidthEntry("layer_norm", "kokkos", 2200) + "," +
+                    BandwidthEntry("softmax", "kokkos", 2000) + "," +
+                    BandwidthEntry("bias_gelu", "kokkos", 2600) + "," +
+                    // The CUDA kernels and host figures are not the Kokkos device ones.
+                    BandwidthEntry("adam_update", "cuda", 2700) +
+                    R"(, {"kernel": "adam_update", "space": "host", "backend": "kokkos",
+                          "bytes": 1000, "median_s": 0.001, "gbps": 30})"),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_DOUBLE_EQ(hw->optimizer_bandwidth_gbps, 2500);
+  EXPECT_DOUBLE_EQ(hw->elementwise_bandwidth_gbps, 2200);  // the median of the three
+  EXPECT_DOUBLE_EQ(hw->memory_bandwidth_gbps, 2900);       // the copy, as before
+  EXPECT_THAT(hw->Label(),
+              ::testing::HasSubstr("(optimizer at 2500 GB/s, elementwise at 2200 GB/s from the "
+                                   "Kokkos device probes)"));
+
+  // Without them: no optimizer figure (the model uses the copy bandwidth), no label.
+  auto plain = HardwareProfileFromProbeReport(
+      WithBandwidth(BandwidthEntry("adam_update", "cuda", 2700)), "probe.json");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->optimizer_bandwidth_gbps, 0);
+  EXPECT_EQ(plain->elementwise_bandwidth_gbps, 0);
+  EXPECT_THAT(plain->Label(), ::testing::Not(::testing::HasSubstr("Kokkos")));
+
+  // The model's optimizer step follows the Kokkos figure: half the bandwidth, at
+  // least 1.5x the (device-bound) step time for a large model on one GPU.
+  auto gpt = PresetWorkload("gpt-350m");
+  ASSERT_TRUE(gpt.ok());
+  Configuration c;
+  c.micro_batch = 1;
+  HardwareProfile slower = *hw;
+  slower.optimizer_bandwidth_gbps /= 2;
+  EXPECT_GT(EstimateStepTime(*gpt, slower, c).optimizer_s,
+            1.5 * EstimateStepTime(*gpt, *hw, c).optimizer_s);
 }
 
 TEST(ProbeReportTest, FrameworkProbesSpreadSetsTheHostsPassToPassVariation) {

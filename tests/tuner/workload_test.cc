@@ -254,9 +254,10 @@ TEST(ParallelTableTest, ReadsWhatTheScriptSupports) {
   auto w = ParseWorkloadToml(std::string(kGpt) +
                                  "[parallel]\nstrategies = [\"dp\", \"pp\", \"fsdp\"]\nmax_pp = 4\n"
                                  "sharding = [\"none\", \"fsdp\"]\npipeline_schedule = \"1f1b\"\n"
-                                 "recompute = false\n",
+                                 "recompute = false\nlauncher = \"torchrun\"\n",
                              "p.toml");
   ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->parallel.launcher, "torchrun");
   EXPECT_EQ(w->parallel.strategies, (std::vector<std::string>{"dp", "pp", "fsdp"}));
   EXPECT_EQ(w->parallel.max_pp, 4);
   EXPECT_EQ(w->parallel.tp, 0);
@@ -278,6 +279,7 @@ TEST(ParallelTableTest, MistakesNameTheLineAndTheFix) {
       {"recompute = \"yes\"", "'recompute' must be true or false"},
       {"sharding = [\"zero4\"]", "unknown name in 'sharding': 'zero4'"},
       {"tensor = 2", "unknown key 'tensor' in [parallel]"},
+      {"launcher = \"mpirun\"", "'launcher' must be \"srun\", \"torchrun\""},
   };
   for (const auto& [table, want] : bad) {
     auto w = ParseWorkloadToml(std::string(kGpt) + "[parallel]\n" + table + "\n", "p.toml");

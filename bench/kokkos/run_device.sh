@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One device call for issue 26: the Kokkos bandwidth kernels on the GPU against the
+# hand-written CUDA probes and torch, at two sizes, two rounds each.
+#   OUT=... bench/kokkos/run_device.sh
+# Needs build-kokkos-device/carry (bench/kokkos/pack_carry.sh build-kokkos-device), or
+# XDEEP_CARRY naming a copy (relative or absolute), carried
+# and torch on the GPU machine. Writes under $OUT: log.txt, probe_reports.json (every
+# xdeep-probe report), torch.json (every torch run), summary.csv (bench/kokkos/compare.py),
+# kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device). Every step has a timeout.
+set -u
+OUT=${OUT:-/tmp/xdeep-kokkos-out}
+mkdir -p "$OUT" /tmp/xk
+carry=$(cd "${XDEEP_CARRY:-build-kokkos-device/carry}" && pwd) || { echo "no carry directory"; exit 1; }
+probe=$carry/xdeep-probe
+here=bench/kokkos
+# cuBLASLt and NCCL from the host's CUDA, else the wheels torch brought.
+tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+export LD_LIBRARY_PATH=$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
+exec > >(tee "$OUT/log.txt") 2>&1
+echo "== $(date -u +%FT%TZ) $(hostname)"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+ldd $probe | grep -E "not found" && { echo "missing libraries"; exit 1; }
+$probe --version || { echo "xdeep-probe does not start"; exit 1; }
+el() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
+t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc: $*"; return $rc; }
+
+echo "== Kokkos probe unit tests on the device (data checks, sizes, errors)"
+t timeout 60 $carry/profiler_kokkos_probes_test --gtest_output=xml:$OUT/kokkos_tests.xml
+echo "== CUDA bandwidth probes' unit test (the six kernels' data checks)"
+t timeout 60 $carry/profiler_gpu_probes_test --gtest_filter='*DeviceBandwidth*' --gtest_output=xml:$OUT/cuda_bandwidth_test.xml
+
+# Workload sizes: 256 MiB per array is a 16384-token x 4096-hidden activation (layer
+# norm rows, a GEMM epilogue) or a 64M-parameter optimizer group; 1 GiB a 268M one.
+for size in 256 1024; do
+  elements=$((size * 1024 * 1024 / 4))
+  for round in 1 2; do
+    echo "== xdeep-probe memory suite, ${size} MiB per array, round $round"
+    t timeout 90 $probe compute --suite memory --device-bytes ${size}M --row-length 4096 \
+      --samples 30 --out /tmp/xk/memory_${size}M_r$round.json
+  done
+  echo "== torch, ${size} MiB per array (two rounds in one process)"
+  t timeout 150 python3 $here/torch_memory.py --elements $elements --row-length 4096 \
+    --rounds 2 --out /tmp/xk/torch_${size}M.json
+done
+python3 -c "import json,sys; json.dump({f.split('/')[-1]: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/probe_reports.json','w'), indent=1)" /tmp/xk/memory_*.json
+python3 -c "import json,sys; json.dump({f.split('/')[-1]: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/torch.json','w'), indent=1)" /tmp/xk/torch_*.json
+echo "== comparison"
+python3 $here/compare.py --probe /tmp/xk/memory_*.json --torch /tmp/xk/torch_*.json --out $OUT/summary.csv
+ls -la $OUT
