@@ -38,6 +38,12 @@ class TableReader {
         return;
       }
       Fail(*node, key, "an integer");
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      if (node->is_integer()) {
+        out = *node->value<int64_t>();
+        return;
+      }
+      Fail(*node, key, "an integer");
     } else if constexpr (std::is_same_v<T, double>) {
       if (node->is_number()) {
         out = *node->value<double>();
@@ -180,6 +186,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          TableReader r(t, src, "server");
          r.Get("listen", config.server.listen);
          r.Get("worker_threads", config.server.worker_threads);
+         r.Get("heavy_after_ms", config.server.heavy_after_ms);
+         r.Range("heavy_after_ms", config.server.heavy_after_ms, 1, 600000);
          r.Get("shutdown_grace_ms", config.server.shutdown_grace_ms);
          r.Get("ledger_interval_s", config.server.ledger_interval_s);
          r.Range("ledger_interval_s", config.server.ledger_interval_s, 1, 3600);
@@ -282,6 +290,11 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Range("segment_restart_s", p.segment_restart_s, 0.0, 86400.0);
          r.Get("learning_scope", p.learning_scope);
          r.Get("learning_max_ratio", p.learning_max_ratio);
+         r.Get("search_max_candidates", p.search_max_candidates);
+         r.Get("search_max_seconds", p.search_max_seconds);
+         r.Range("search_max_candidates", p.search_max_candidates, int64_t{1000},
+                 int64_t{1} << 40);
+         r.Range("search_max_seconds", p.search_max_seconds, 1, 3600);
          r.OneOf("learning_scope", p.learning_scope, {"user", "account", "site"});
          r.Range("learning_max_ratio", p.learning_max_ratio, 1.5, 1000.0);
          r.OneOf("enforcement", p.enforcement, {"advisory", "strict"});

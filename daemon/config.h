@@ -22,6 +22,9 @@ struct ServerConfig {
   // "unix:///path/to.sock" or "host:port" (TCP).
   std::string listen = "unix:///run/xdeep/xdeepd.sock";
   int worker_threads = 4;        // concurrent Tune computations
+  // A Tune search still running after this much CPU moves to the heavy lane
+  // (one low-priority thread), so worst-case requests cannot hold the workers.
+  int heavy_after_ms = 50;
   int shutdown_grace_ms = 5000;  // in-flight calls get this long on SIGTERM
   // How often the ledger settles finished batch jobs and expires stale
   // reservations.
@@ -120,6 +123,11 @@ struct PolicyConfig {
   // A run whose median step time is more than this factor away from the
   // model's prediction is kept, flagged and never learned from.
   double learning_max_ratio = 10;
+  // Bounded work per Tune request: configurations one search may score, and
+  // seconds it may run (docs/policy.md); past either the request is refused
+  // with what to narrow. A client's own deadline stops it sooner.
+  int64_t search_max_candidates = 50'000'000;
+  int search_max_seconds = 30;
   std::map<std::string, PartitionPolicy> partitions;
   std::map<std::string, BudgetLimit> user_budgets;     // by user name
   std::map<std::string, BudgetLimit> account_budgets;  // by Slurm account

@@ -16,9 +16,14 @@
 
 namespace xdeep::daemon {
 std::string NewDecisionId() {
-  std::random_device rd;
+  // Unique, not secret (the admission token is): one generator per worker
+  // thread, seeded once (a random_device per decision cost a file open).
+  thread_local std::mt19937_64 gen = [] {
+    std::random_device rd;
+    std::seed_seq seed{rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seed);
+  }();
   std::uniform_int_distribution<uint64_t> dist;
-  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
   return fmt::format("{:016x}{:016x}", dist(gen), dist(gen));
 }
 
@@ -307,6 +312,7 @@ void DecisionMaker::SetPolicy(std::shared_ptr<const PolicyConfig> policy) {
 void DecisionMaker::SetHardware(tuner::HardwareProfile hardware) {
   std::lock_guard lock(mu_);
   hardware_ = std::make_shared<const tuner::HardwareProfile>(std::move(hardware));
+  ++hardware_generation_;
 }
 
 std::shared_ptr<const tuner::HardwareProfile> DecisionMaker::hardware() const {
@@ -409,10 +415,17 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
 }
 
 absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
-                                                   const Caller& caller,
-                                                   const ProgressFn& progress) const {
+                                                   const Caller& caller, const ProgressFn& progress,
+                                                   const InterruptFn& interrupt,
+                                                   bool allow_heavy) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
-  std::shared_ptr<const tuner::HardwareProfile> profile = this->hardware();
+  std::shared_ptr<const tuner::HardwareProfile> profile;
+  uint64_t hardware_generation;
+  {
+    std::lock_guard lock(mu_);
+    profile = hardware_;
+    hardware_generation = hardware_generation_;
+  }
   std::string partition =
       request.partition().empty() ? policy->default_partition : request.partition();
   if (request.implicit() && !policy->TuningDefault(partition)) {
@@ -430,8 +443,12 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       !s.ok()) {
     return s;
   }
-  auto workload = LoadWorkload(request.workload());
-  if (!workload.ok()) return workload.status();
+  auto parsed = cache_.Workload(request.workload());
+  if (!parsed.ok()) return parsed.status();
+  const std::shared_ptr<const tuner::Workload> workload = *std::move(parsed);
+  if (!allow_heavy && workload->layers.size() > kHeavyLayers) {
+    return absl::AbortedError(kMovedToHeavyLane);
+  }
   progress(Step("workload", fmt::format("workload {}", workload->name)));
 
   auto shape = shape_(partition);
@@ -459,7 +476,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     absl::Status probed =
         launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s, shapes);
     if (probed.ok()) {
-      profile = this->hardware();
+      std::lock_guard lock(mu_);
+      profile = hardware_;
+      hardware_generation = hardware_generation_;
     } else {
       progress(Step("probe", fmt::format("{}; deciding from {}", std::string(probed.message()),
                                          profile->Label())));
@@ -478,10 +497,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   const std::string fingerprint = tuner::ModelFingerprint(*workload);
   if (store_ != nullptr) {
     auto correction =
-        FitCorrection(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
-                                        hardware.Label(), shape->partition));
-    if (correction.ok() && correction->runs > 0) {
-      auto fitted = std::make_shared<const modeling::ScalingCorrection>(correction->correction);
+        cache_.Correction(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
+                                            hardware.Label(), shape->partition));
+    if (correction.ok() && (*correction)->runs > 0) {
+      std::shared_ptr<const FittedCorrection> held = *correction;
+      auto fitted = std::shared_ptr<const modeling::ScalingCorrection>(held, &held->correction);
       // The factor depends only on (GPUs, micro-batch); the search asks once
       // per candidate, so each pair is evaluated once.
       limits.step_time_correction = [fitted, memo = std::map<std::pair<int, int>, double>()](
@@ -492,15 +512,38 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       };
       static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
       correction_note = fmt::format("; step time corrected from {} real run(s): {}",
-                                    correction->runs, fitted->Describe(kNames));
+                                    held->runs, fitted->Describe(kNames));
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of model {} "
                                        "on {} ({} scope)",
-                                       correction->runs, fingerprint, shape->partition,
+                                       held->runs, fingerprint, shape->partition,
                                        policy->learning_scope)));
     }
   }
-  auto result = tuner::Search(*workload, hardware, limits);
-  if (!result.ok()) return result.status();
+  // Bounded work per request (the policy's caps), and the caller's interrupt.
+  limits.max_candidates = policy->search_max_candidates;
+  const auto search_deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(policy->search_max_seconds);
+  limits.interrupt = [&]() -> absl::Status {
+    if (std::chrono::steady_clock::now() > search_deadline) {
+      return absl::ResourceExhaustedError(fmt::format(
+          "the search took longer than this site's limit of {} s per request; narrow it: fewer "
+          "nodes (-N), a fixed global batch or a smaller [batch] max / max_micro, or fewer "
+          "strategies (--xdeep-strategies)",
+          policy->search_max_seconds));
+    }
+    return interrupt ? interrupt() : absl::OkStatus();
+  };
+  // Identical requests under the same hardware, policy limits and learned
+  // correction get the same search result: computed once.
+  const std::string search_key = DecisionCache::SearchKey(request.workload(), hardware_generation,
+                                                          limits, correction_note);
+  std::shared_ptr<const tuner::SearchResult> result = cache_.FindSearch(search_key);
+  if (result == nullptr) {
+    auto searched = tuner::Search(*workload, hardware, limits);
+    if (!searched.ok()) return searched.status();
+    cache_.PutSearch(search_key, *searched);
+    result = std::make_shared<const tuner::SearchResult>(*std::move(searched));
+  }
   progress(Step("search", fmt::format("{} configurations evaluated", result->evaluated)));
 
   v1::Decision decision;
@@ -508,13 +551,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_app_launcher(workload->parallel.launcher);
   Fill(result->best.config, decision.mutable_config());
   Fill(result->best.prediction, decision.mutable_prediction());
-  {
-    // Keep the uncorrected figure too: corrections are fitted against it.
-    tuner::SearchLimits raw = limits;
-    raw.step_time_correction = nullptr;
-    decision.set_analytical_step_time_s(
-        tuner::Evaluate(*workload, hardware, raw, result->best.config).step_time_s);
-  }
+  // Keep the uncorrected figure too: corrections are fitted against it.
+  decision.set_analytical_step_time_s(result->best.prediction.analytical_step_time_s);
   for (const auto* list : {&result->alternatives, &result->rejected_examples}) {
     for (const tuner::Candidate& c : *list) {
       v1::Alternative* alt = decision.add_alternatives();

@@ -13,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
+#include "daemon/decision_cache.h"
+#include "daemon/request_weight.h"
 #include "daemon/identity.h"
 #include "daemon/learning.h"
 #include "daemon/ledger.h"
@@ -37,6 +39,14 @@ using ClockFn = std::function<int64_t()>;
 using LaunchProbeFn = std::function<absl::Status(const std::string& partition, int gpus_per_node,
                                                  int wait_s, const std::string& gemm_shapes)>;
 
+// Asked while the search runs; a non-OK status stops it and becomes the
+// request's answer (the client's deadline passed, it went away).
+using InterruptFn = std::function<absl::Status()>;
+
+// The status a request ends with when it is too heavy for the lane it runs in
+// (Aborted with this message): the caller runs it again in its heavy lane.
+inline constexpr char kMovedToHeavyLane[] = "moved to the heavy lane";
+
 // A decision, or the reason the launch is left as the user wrote it.
 struct DecideResult {
   std::optional<xdeep::v1::Decision> decision;
@@ -48,8 +58,12 @@ class DecisionMaker {
   DecisionMaker(std::shared_ptr<const PolicyConfig> policy, tuner::HardwareProfile hardware,
                 ShapeFn shape, Store* store, Ledger* ledger, ClockFn clock = nullptr);
 
+  // Without `allow_heavy`, a workload of more than kHeavyLayers layers ends
+  // the request with kMovedToHeavyLane before any work that grows with it.
   absl::StatusOr<DecideResult> Decide(const xdeep::v1::TuneRequest& request, const Caller& caller,
-                                      const ProgressFn& progress) const;
+                                      const ProgressFn& progress,
+                                      const InterruptFn& interrupt = nullptr,
+                                      bool allow_heavy = true) const;
 
   // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
   void SetPolicy(std::shared_ptr<const PolicyConfig> policy);
@@ -72,12 +86,14 @@ class DecisionMaker {
   std::shared_ptr<const PolicyConfig> policy_;
   // Shared, not copied per decision; swapped whole when probes measure anew.
   std::shared_ptr<const tuner::HardwareProfile> hardware_;
+  uint64_t hardware_generation_ = 0;  // counts SetHardware calls (a cache key)
   ShapeFn shape_;
   Store* store_;
   Ledger* ledger_;
   ClockFn clock_;
   LaunchProbeFn launch_probe_;
   mutable std::set<std::string> probed_partitions_;  // guarded by mu_
+  mutable DecisionCache cache_;
 };
 
 // The workload a request names (TOML text or preset); errors say how to fix it.

@@ -63,6 +63,83 @@ CREATE TABLE IF NOT EXISTS run_starts (
 CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_unix);
 )sql";
 
+// Running totals: what each user and account has spent per UTC day, kept by
+// triggers in the same transaction as every write that settles money, so a
+// budget check reads at most a period's days (31 rows for a month) instead of
+// every reservation the user ever had. Spent = settled reservations by the
+// day they closed, plus charges of jobs that held no reservation by the day
+// they were charged (UseLocked's definition).
+constexpr const char* kSpentByDay = R"sql(
+CREATE TABLE IF NOT EXISTS spent_by_day (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  day INTEGER NOT NULL,
+  amount REAL NOT NULL,
+  PRIMARY KEY (kind, name, day)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS reservations_user_closed ON reservations(user, state, closed_unix);
+CREATE INDEX IF NOT EXISTS reservations_account_closed
+  ON reservations(account, state, closed_unix);
+CREATE TRIGGER IF NOT EXISTS spent_reservation_insert AFTER INSERT ON reservations
+WHEN NEW.state = 'settled' BEGIN
+  INSERT INTO spent_by_day VALUES ('user', NEW.user, NEW.closed_unix - NEW.closed_unix % 86400,
+    NEW.settled_amount) ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+  INSERT INTO spent_by_day VALUES ('account', NEW.account,
+    NEW.closed_unix - NEW.closed_unix % 86400, NEW.settled_amount)
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+END;
+CREATE TRIGGER IF NOT EXISTS spent_reservation_update
+AFTER UPDATE OF state, settled_amount, closed_unix, user, account ON reservations
+WHEN OLD.state = 'settled' OR NEW.state = 'settled' BEGIN
+  INSERT INTO spent_by_day SELECT 'user', OLD.user, OLD.closed_unix - OLD.closed_unix % 86400,
+    -OLD.settled_amount WHERE OLD.state = 'settled'
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+  INSERT INTO spent_by_day SELECT 'account', OLD.account,
+    OLD.closed_unix - OLD.closed_unix % 86400, -OLD.settled_amount WHERE OLD.state = 'settled'
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+  INSERT INTO spent_by_day SELECT 'user', NEW.user, NEW.closed_unix - NEW.closed_unix % 86400,
+    NEW.settled_amount WHERE NEW.state = 'settled'
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+  INSERT INTO spent_by_day SELECT 'account', NEW.account,
+    NEW.closed_unix - NEW.closed_unix % 86400, NEW.settled_amount WHERE NEW.state = 'settled'
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+END;
+CREATE TRIGGER IF NOT EXISTS spent_reservation_delete AFTER DELETE ON reservations
+WHEN OLD.state = 'settled' BEGIN
+  INSERT INTO spent_by_day VALUES ('user', OLD.user, OLD.closed_unix - OLD.closed_unix % 86400,
+    -OLD.settled_amount) ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+  INSERT INTO spent_by_day VALUES ('account', OLD.account,
+    OLD.closed_unix - OLD.closed_unix % 86400, -OLD.settled_amount)
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+END;
+CREATE TRIGGER IF NOT EXISTS spent_charge_insert AFTER INSERT ON job_charges
+WHEN NEW.decision_id IS NULL BEGIN
+  INSERT INTO spent_by_day VALUES ('user', NEW.user, NEW.charged_unix - NEW.charged_unix % 86400,
+    NEW.amount) ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+  INSERT INTO spent_by_day VALUES ('account', NEW.account,
+    NEW.charged_unix - NEW.charged_unix % 86400, NEW.amount)
+    ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
+END;
+)sql";
+
+// A ledger written before the running totals existed: its history, summed once.
+constexpr const char* kBackfillSpentByDay = R"sql(
+INSERT INTO spent_by_day
+SELECT kind, name, day, SUM(amount) FROM (
+  SELECT 'user' AS kind, user AS name, closed_unix - closed_unix % 86400 AS day,
+         settled_amount AS amount FROM reservations WHERE state = 'settled'
+  UNION ALL
+  SELECT 'account', account, closed_unix - closed_unix % 86400, settled_amount
+    FROM reservations WHERE state = 'settled'
+  UNION ALL
+  SELECT 'user', user, charged_unix - charged_unix % 86400, amount
+    FROM job_charges WHERE decision_id IS NULL
+  UNION ALL
+  SELECT 'account', account, charged_unix - charged_unix % 86400, amount
+    FROM job_charges WHERE decision_id IS NULL)
+GROUP BY kind, name, day;
+)sql";
+
 // Ledgers created before admission tokens (and the charged run's state)
 // existed gain the columns; the error for one that has them already is
 // expected and ignored.
@@ -160,15 +237,33 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   auto ledger = std::unique_ptr<Ledger>(new Ledger(db));
   sqlite3_busy_timeout(db, 10000);
   for (const char* sql : kAddColumns) sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
-  for (const char* sql :
-       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema, kTokenIndex}) {
+  auto exec = [db](const char* sql) -> absl::Status {
     char* error = nullptr;
     if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
       std::string message = error ? error : "unknown";
       sqlite3_free(error);
       return absl::InternalError(fmt::format("ledger: {}", message));
     }
+    return absl::OkStatus();
+  };
+  for (const char* sql :
+       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema, kTokenIndex}) {
+    if (absl::Status s = exec(sql); !s.ok()) return s;
   }
+  // The running totals and their backfill in one transaction: a ledger never
+  // has one without the other.
+  Transaction tx(db);
+  if (!tx.ok()) return SqlError(db, "ledger", "begin");
+  bool have_totals = false;
+  {
+    Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='spent_by_day'");
+    have_totals = st.ok() && sqlite3_step(st.get()) == SQLITE_ROW;
+  }
+  if (absl::Status s = exec(kSpentByDay); !s.ok()) return s;
+  if (!have_totals) {
+    if (absl::Status s = exec(kBackfillSpentByDay); !s.ok()) return s;
+  }
+  if (absl::Status s = tx.Commit(); !s.ok()) return s;
   return ledger;
 }
 
@@ -176,19 +271,30 @@ Ledger::~Ledger() { sqlite3_close(db_); }
 
 absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t period_start) {
   // Spent: settled reservations (their jobs' charges), the runs already
-  // charged to a segmented hold still bound, plus the charges of jobs that
-  // held none; reserved: open holds.
+  // charged to a hold still bound (a requeued run, a segment), plus the
+  // charges of jobs that held none, since the period start: whole days from the running
+  // totals, and a period that starts within a day adds that day's part from
+  // the rows themselves (through the closed / charged time indexes). Reserved:
+  // open holds (an index range: holds expire). Nothing here grows with the
+  // scope's history.
   const std::string column = scope.kind == "account" ? "account" : "user";
   const std::string sql = fmt::format(
-      "SELECT COALESCE(SUM(CASE WHEN (state='settled' AND closed_unix >= ?2) OR state='bound' "
-      "THEN settled_amount END), 0) + (SELECT COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND "
-      "decision_id IS NULL AND charged_unix >= ?2), COALESCE(SUM(CASE WHEN state IN "
-      "('reserved','bound') THEN amount END), 0) FROM reservations WHERE {0} = ?1",
+      "SELECT (SELECT COALESCE(SUM(amount), 0) FROM spent_by_day WHERE kind = ?3 AND name = ?1 "
+      "AND day >= ?4) + (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
+      "{0} = ?1 AND state = 'settled' AND closed_unix >= ?2 AND closed_unix < ?4) + (SELECT "
+      "COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND decision_id IS NULL AND "
+      "charged_unix >= ?2 AND charged_unix < ?4) + (SELECT COALESCE(SUM(settled_amount), 0) FROM "
+      "reservations WHERE {0} = ?1 AND state = 'bound'), (SELECT COALESCE(SUM(amount), 0) FROM "
+      "reservations WHERE {0} = ?1 AND state IN ('reserved', 'bound'))",
       column);
+  const int64_t first_whole_day =
+      period_start % 86400 == 0 ? period_start : period_start - period_start % 86400 + 86400;
   Statement st(db_, sql.c_str());
   if (!st.ok()) return SqlError(db_, "ledger", "prepare budget use");
   st.Text(1, scope.name);
   st.Int(2, period_start);
+  st.Text(3, column);
+  st.Int(4, first_whole_day);
   if (sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "budget use");
   BudgetUse use;
   use.scope = scope;

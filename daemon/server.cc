@@ -116,6 +116,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       [inventory](const std::string& partition) { return inventory->Shape(partition); },
       daemon->store_.get(), daemon->ledger_.get());
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
+  daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/10);
   Daemon* self = daemon.get();
   daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
                                         const std::string& shapes) {
@@ -130,6 +131,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       .store = daemon->store_.get(),
       .ledger = daemon->ledger_.get(),
       .work = daemon->work_.get(),
+      .heavy = daemon->heavy_.get(),
+      .heavy_after = std::chrono::milliseconds(config.server.heavy_after_ms),
       .reload_policy = [self] { return self->ReloadPolicy(); },
       .run_probes = [self](const xdeep::v1::RunProbesRequest& r) { return self->RunProbes(r); },
       .slurm_holds_job = SlurmHoldsJob,
@@ -341,7 +344,10 @@ Daemon::~Daemon() {
   }
   expiry_cv_.notify_all();
   if (expiry_.joinable()) expiry_.join();
-  work_.reset();  // joins workers before the maker and store they use go away
+  // Workers first (one may still hand a search to the heavy lane), both
+  // before the maker and store they use go away.
+  work_.reset();
+  heavy_.reset();
 }
 
 }  // namespace xdeep::daemon

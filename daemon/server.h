@@ -64,6 +64,7 @@ class Daemon {
   std::unique_ptr<SlurmInventory> inventory_;
   std::unique_ptr<DecisionMaker> maker_;
   std::unique_ptr<WorkQueue> work_;
+  std::unique_ptr<WorkQueue> heavy_;  // Tune searches past heavy_after_ms of CPU
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   int bound_port_ = 0;

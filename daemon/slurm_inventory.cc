@@ -141,13 +141,20 @@ void ParseMaxTime(std::string_view out, PartitionShape* shape) {
 }
 
 absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
-  {
+  auto cached = [&]() -> std::optional<PartitionShape> {
     std::lock_guard lock(mu_);
     auto it = cache_.find(partition);
     if (it != cache_.end() && std::chrono::steady_clock::now() - it->second.at < ttl_) {
       return it->second.shape;
     }
-  }
+    return std::nullopt;
+  };
+  if (auto shape = cached()) return *shape;
+  // One refresh at a time: when the entry expires under load, the requests
+  // that find it stale wait for one sinfo instead of each running their own
+  // (16 concurrent launches ran 16 sinfo, 18 ms of CPU each).
+  std::lock_guard refreshing(refresh_mu_);
+  if (auto shape = cached()) return *shape;
   auto run = RunCommand({"sinfo", "-h", "-N", "-o", "%P|%N|%c|%G|%t"}, std::chrono::seconds(10));
   if (!run.ok()) return run.status();
   if (run->exit_code != 0) {

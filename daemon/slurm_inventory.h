@@ -55,6 +55,7 @@ class SlurmInventory {
   };
   std::chrono::seconds ttl_;
   std::mutex mu_;
+  std::mutex refresh_mu_;  // held while sinfo runs
   std::map<std::string, Entry> cache_;
 };
 

@@ -235,6 +235,7 @@ absl::Status Store::RecordOutcome(const OutcomeRecord& o) {
     return absl::NotFoundError(fmt::format("no decision with id '{}'", o.decision_id));
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "store", "insert outcome");
+  ++learning_generation_;
   return absl::OkStatus();
 }
 
@@ -331,6 +332,7 @@ absl::Status Store::RecordJobEnd(const std::string& decision_id, uint32_t job_id
   st.Int(2, job_id);
   st.Text(3, state);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "insert job end");
+  ++learning_generation_;
   return absl::OkStatus();
 }
 
@@ -367,6 +369,7 @@ absl::StatusOr<int> Store::Forget(const std::string& decision_id) {
   if (!st.ok()) return SqlError(db_, "store", "prepare forget");
   st.Text(1, decision_id);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "store", "forget");
+  ++learning_generation_;
   return sqlite3_changes(db_);
 }
 

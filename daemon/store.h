@@ -2,6 +2,7 @@
 // loses nothing that was committed): decisions, their Slurm jobs, outcomes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -96,6 +97,9 @@ class Store {
                                const std::string& path, bool ingested);
   // Most recent first; uid == nullopt lists everyone's.
   absl::StatusOr<std::vector<DecisionRecord>> Recent(std::optional<uint32_t> uid, int limit);
+  // Changes whenever what MeasuredRuns reads changes (an outcome recorded or
+  // forgotten, a job's end): what was learned before may be reused until then.
+  uint64_t learning_generation() const { return learning_generation_.load(); }
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
@@ -105,6 +109,8 @@ class Store {
 
   std::mutex mu_;
   sqlite3* db_;
+  // Every writer of outcomes or job_ends bumps it.
+  std::atomic<uint64_t> learning_generation_{0};
 };
 
 }  // namespace xdeep::daemon

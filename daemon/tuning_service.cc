@@ -5,12 +5,16 @@
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "daemon/grpc_status.h"
 #include "daemon/job_records.h"
@@ -41,7 +45,11 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
       reactor_->finish_ = std::move(status);
       reactor_->MaybeWriteLocked();
     }
+    // When the client went away (steady clock, ns; 0: it has not).
+    int64_t cancelled_at_ns() const { return cancelled_at_ns_.load(std::memory_order_relaxed); }
+    // The client went away or cancelled (its deadline passed, Ctrl-C).
     bool cancelled() {
+      if (cancelled_.load(std::memory_order_relaxed)) return true;
       std::lock_guard lock(mu_);
       return reactor_ == nullptr;
     }
@@ -50,6 +58,8 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
     friend class TuneReactor;
     std::mutex mu_;
     TuneReactor* reactor_;
+    std::atomic<bool> cancelled_{false};
+    std::atomic<int64_t> cancelled_at_ns_{0};
   };
 
   TuneReactor() : channel_(std::make_shared<Channel>(this)) {}
@@ -68,6 +78,14 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
       return;
     }
     MaybeWriteLocked();
+  }
+
+  // The worker polls this through Channel::cancelled and stops its search.
+  void OnCancel() override {
+    channel_->cancelled_at_ns_.store(
+        std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1),
+        std::memory_order_relaxed);
+    channel_->cancelled_.store(true, std::memory_order_relaxed);
   }
 
   void OnDone() override {
@@ -112,6 +130,124 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, const Auth
   return reactor;
 }
 
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// One Tune request's work. It runs first in the ordinary lane; a search that
+// has used `heavy_after` of CPU there starts again in the heavy lane (one
+// low-priority thread), so a few worst-case requests never hold the workers
+// that everyone else's decisions need.
+struct TuneWork {
+  const DecisionMaker* maker;
+  std::shared_ptr<TuneReactor::Channel> channel;
+  v1::TuneRequest request;
+  Caller caller;
+  std::chrono::system_clock::time_point deadline;  // the client's
+  std::chrono::milliseconds heavy_after;
+  std::set<std::string> sent;  // progress already streamed: a rerun repeats it
+};
+
+void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
+  const std::shared_ptr<TuneReactor::Channel>& channel = work->channel;
+  if (channel->cancelled()) return;
+  const Caller& caller = work->caller;
+  auto client_gone = [&]() -> absl::Status {
+    if (channel->cancelled()) return absl::CancelledError("the client went away");
+    if (std::chrono::system_clock::now() >= work->deadline) {
+      return absl::DeadlineExceededError("the client's deadline passed before a decision");
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status gone = client_gone(); !gone.ok()) {
+    channel->Finish(ToGrpcStatus(gone));
+    return;
+  }
+  bool demoted = false;
+  const auto started = std::chrono::steady_clock::now();
+  const double cpu_at_start = ThreadCpuSeconds();
+  auto interrupt = [&]() -> absl::Status {
+    if (absl::Status gone = client_gone(); !gone.ok()) return gone;
+    // CPU, not wall time: a busy machine does not make a request heavy.
+    // The wall clock (cheap) is asked first: CPU time never exceeds it.
+    const double budget_s = std::chrono::duration<double>(work->heavy_after).count();
+    if (heavy != nullptr &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+            budget_s &&
+        ThreadCpuSeconds() - cpu_at_start > budget_s) {
+      demoted = true;
+      return absl::AbortedError(kMovedToHeavyLane);
+    }
+    return absl::OkStatus();
+  };
+  auto result = work->maker->Decide(
+      work->request, caller,
+      [&](const v1::Progress& p) {
+        // Each event is a stream write. Clients show the steps of a decision
+        // in explain mode only; probe waits and budget warnings always.
+        if (work->request.mode() != v1::TUNE_MODE_EXPLAIN && p.stage() != "probe" &&
+            p.stage() != "budget") {
+          return;
+        }
+        if (!work->sent.insert(p.stage() + "\n" + p.message()).second) return;
+        v1::TuneEvent event;
+        *event.mutable_progress() = p;
+        channel->Push(std::move(event));
+      },
+      interrupt, /*allow_heavy=*/heavy == nullptr);
+  demoted |= heavy != nullptr && result.status().code() == absl::StatusCode::kAborted &&
+             result.status().message() == kMovedToHeavyLane;
+  if (demoted) {
+    spdlog::info("event=tune.heavy user={} after_ms={}", caller.user, work->heavy_after.count());
+    heavy->Post([work] { RunTune(work, nullptr); });
+    return;
+  }
+  const absl::StatusCode code = result.status().code();
+  if (code == absl::StatusCode::kCancelled || code == absl::StatusCode::kDeadlineExceeded) {
+    // How long the work went on after the client stopped waiting (#27: 50 ms),
+    // from the first of its deadline and its cancellation.
+    double late_ms = 0;
+    const auto wall_now = std::chrono::system_clock::now();
+    if (wall_now >= work->deadline) {
+      late_ms = std::chrono::duration<double, std::milli>(wall_now - work->deadline).count();
+    }
+    if (const int64_t at = channel->cancelled_at_ns(); at != 0) {
+      const int64_t now =
+          std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+      late_ms = std::max(late_ms, (now - at) / 1e6);
+    }
+    spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}", caller.user,
+                 absl::StatusCodeToString(code), late_ms);
+    channel->Finish(ToGrpcStatus(result.status()));
+    return;
+  }
+  if (!result.ok()) {
+    spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", caller.user,
+                 absl::StatusCodeToString(result.status().code()),
+                 std::string(result.status().message()));
+    channel->Finish(ToGrpcStatus(result.status()));
+    return;
+  }
+  v1::TuneEvent event;
+  if (!result->decision) {
+    spdlog::info("event=tune.skipped user={} reason=\"{}\"", caller.user, result->skip_reason);
+    event.mutable_skip()->set_reason(result->skip_reason);
+  } else {
+    const v1::Decision& d = *result->decision;
+    spdlog::info(
+        "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
+        "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
+        caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
+        d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
+        d.prediction().cost());
+    *event.mutable_decision() = std::move(*result->decision);
+  }
+  channel->Push(std::move(event));
+  channel->Finish(grpc::Status::OK);
+}
+
 int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -140,37 +276,20 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
     return reactor;
   }
   // The request outlives this call only through the copy the worker owns.
-  p_.work->Post([maker = p_.maker, channel, request = *request, caller = *caller] {
-    if (channel->cancelled()) return;
-    auto result = maker->Decide(request, caller, [&](const v1::Progress& p) {
-      v1::TuneEvent event;
-      *event.mutable_progress() = p;
-      channel->Push(std::move(event));
-    });
-    if (!result.ok()) {
-      spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", caller.user,
-                   absl::StatusCodeToString(result.status().code()),
-                   std::string(result.status().message()));
-      channel->Finish(ToGrpcStatus(result.status()));
-      return;
-    }
-    v1::TuneEvent event;
-    if (!result->decision) {
-      spdlog::info("event=tune.skipped user={} reason=\"{}\"", caller.user, result->skip_reason);
-      event.mutable_skip()->set_reason(result->skip_reason);
-    } else {
-      const v1::Decision& d = *result->decision;
-      spdlog::info(
-          "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
-          "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
-          caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
-          d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
-          d.prediction().cost());
-      *event.mutable_decision() = std::move(*result->decision);
-    }
-    channel->Push(std::move(event));
-    channel->Finish(grpc::Status::OK);
-  });
+  auto work = std::make_shared<TuneWork>(TuneWork{.maker = p_.maker,
+                                                  .channel = channel,
+                                                  .request = *request,
+                                                  .caller = *caller,
+                                                  .deadline = context->deadline(),
+                                                  .heavy_after = p_.heavy_after,
+                                                  .sent = {}});
+  if (p_.heavy != nullptr && HeavyWorkload(request->workload())) {
+    spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", caller->user,
+                 kHeavyLayers);
+    p_.heavy->Post([work] { RunTune(work, nullptr); });
+  } else {
+    p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
+  }
   return reactor;
 }
 
@@ -211,6 +330,15 @@ grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* con
         if (holds.ok() && !*holds) {
           status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix(), true);
         }
+      }
+    }
+    // The launch's job, for history: srun no longer calls Bind (it would load
+    // the gRPC client a second time per launch), the report names the job.
+    if (status.ok() && !request->launch_failed() && request->job_id() != 0) {
+      if (absl::Status bound = p_.store->BindJob(request->decision_id(), request->job_id());
+          !bound.ok()) {
+        spdlog::warn("event=bind user={} decision={} job={} reason=\"{}\"", caller.user,
+                     request->decision_id(), request->job_id(), std::string(bound.message()));
       }
     }
     if (status.ok() && !request->launch_failed()) {

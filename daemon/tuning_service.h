@@ -3,6 +3,7 @@
 // DecisionMaker / Store / Ledger and converts results; nothing else.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "daemon/decision_maker.h"
@@ -20,6 +21,10 @@ struct ServiceParts {
   Store* store = nullptr;
   Ledger* ledger = nullptr;
   WorkQueue* work = nullptr;
+  // Where a Tune request goes once its search has used `heavy_after` of CPU
+  // in `work` (null: it stays where it is).
+  WorkQueue* heavy = nullptr;
+  std::chrono::milliseconds heavy_after{50};
   // Re-reads the policy from the configuration file (SIGHUP does the same).
   std::function<absl::Status()> reload_policy;
   // Runs a probe job and ingests its report (admins only; may take minutes).

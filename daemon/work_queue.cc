@@ -1,9 +1,12 @@
 // WorkQueue (see work_queue.h).
 #include "daemon/work_queue.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace xdeep::daemon {
 
-WorkQueue::WorkQueue(int threads) {
+WorkQueue::WorkQueue(int threads, int nice) : nice_(nice) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -25,6 +28,8 @@ void WorkQueue::Post(std::function<void()> task) {
 }
 
 void WorkQueue::Loop() {
+  // Linux keeps a nice value per thread: this one alone runs lower.
+  if (nice_ > 0) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice_);
   for (;;) {
     std::function<void()> task;
     {

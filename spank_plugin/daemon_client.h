@@ -112,8 +112,6 @@ class DaemonClient {
   // All calls give up at `deadline`; false and `error` on failure.
   virtual bool Tune(const TuneQuery& query, std::chrono::steady_clock::time_point deadline,
                     const ProgressCallback& progress, TuneAnswer* answer, ClientError* error) = 0;
-  virtual bool Bind(const std::string& decision_id, uint32_t job_id, uint32_t step_id,
-                    std::chrono::steady_clock::time_point deadline, ClientError* error) = 0;
   virtual bool Report(const ReportQuery& query, std::chrono::steady_clock::time_point deadline,
                       ClientError* error) = 0;
   // From slurmctld's job_submit.lua (a controller user): may this job be submitted?

@@ -179,17 +179,6 @@ class GrpcDaemonClient final : public DaemonClient {
     return true;
   }
 
-  bool Bind(const std::string& decision_id, uint32_t job_id, uint32_t step_id,
-            std::chrono::steady_clock::time_point deadline, ClientError* error) override {
-    v1::BindRequest req;
-    req.set_credential(MungeCredential());
-    req.set_decision_id(decision_id);
-    req.set_job_id(job_id);
-    req.set_step_id(step_id);
-    v1::BindResponse resp;
-    return Unary(&v1::Tuning::Stub::Bind, req, &resp, deadline, error);
-  }
-
   bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
               ClientError* error) override {
     v1::ReportRequest req;

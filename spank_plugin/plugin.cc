@@ -29,8 +29,8 @@ constexpr const char* kGuardPidVar = "XDEEP_REEXEC_PID";
 // Carries the decision's admission token across the re-exec into the job's
 // SPANK environment, where job_submit.lua finds it; never left in the job.
 constexpr const char* kAdmissionVar = "XDEEP_ADMISSION";
-// What is left of the launch's timeout_ms after the decision, for Bind and
-// Report together: a hung daemon delays a tuned launch by timeout_ms at most.
+// What is left of the launch's timeout_ms after the decision, for the
+// Report: a hung daemon delays a tuned launch by timeout_ms at most.
 constexpr const char* kWaitLeftVar = "XDEEP_WAIT_LEFT_MS";
 
 std::string Env(const char* name) {
@@ -571,29 +571,6 @@ int Plugin::InitPostOpt(Launcher launcher,
 std::chrono::steady_clock::time_point Plugin::WaitDeadline() const {
   return std::chrono::steady_clock::now() +
          wait_left_.value_or(std::chrono::milliseconds(config_.timeout_ms));
-}
-
-void Plugin::WaitSpent(std::chrono::steady_clock::time_point since) {
-  if (!wait_left_) return;
-  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - since);
-  wait_left_ = std::max(std::chrono::milliseconds(0), *wait_left_ - spent);
-}
-
-void Plugin::LocalUserInit(uint32_t job_id, uint32_t step_id) {
-  // Steps inside a tuned job cost nothing: the controller bound the job.
-  if (decision_id_.empty() || job_id == 0 || !owns_launch_) return;
-  std::string error;
-  DaemonClient* client = Client(&error);
-  if (client == nullptr) return;
-  ClientError client_error;
-  const auto asked = std::chrono::steady_clock::now();
-  const bool bound = client->Bind(decision_id_, job_id, step_id, WaitDeadline(), &client_error);
-  WaitSpent(asked);
-  if (!bound) {
-    host_.info("xdeep: warning: could not bind job " + std::to_string(job_id) +
-               " to its decision: " + client_error.message);
-  }
 }
 
 void Plugin::LocalExit(uint32_t job_id) {

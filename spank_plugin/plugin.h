@@ -2,7 +2,7 @@
 // translates the hooks into these calls, so GoogleTest can drive all of it.
 //
 //   srun (local):        Init -> option callbacks -> InitPostOpt (ask, re-exec)
-//                        -> LocalUserInit (bind job) -> LocalExit (report)
+//                        -> LocalExit (report; the daemon binds the job from it)
 //   sbatch/salloc:       Init -> option callbacks -> InitPostOpt (ask, re-exec)
 //   slurmstepd (remote): Init -> option callbacks (the environment passes on);
 //                        nothing that could fail a step (a failed batch step
@@ -57,8 +57,6 @@ class Plugin {
   // srun passes here); `first_command` is the index of the user's command (optind).
   int InitPostOpt(Launcher launcher, const std::function<std::vector<std::string>()>& read_argv,
                   int first_command);
-  // srun, once the job exists.
-  void LocalUserInit(uint32_t job_id, uint32_t step_id);
   // srun, at the end.
   void LocalExit(uint32_t job_id);
   const PluginConfig& config() const { return config_; }
@@ -71,7 +69,6 @@ class Plugin {
   // Deadline of the next daemon call: the launch's leftover budget (the
   // re-executed launch) or a fresh timeout_ms.
   std::chrono::steady_clock::time_point WaitDeadline() const;
-  void WaitSpent(std::chrono::steady_clock::time_point since);
   bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
                   int first_command, TuneQuery* query, std::string* error, bool* skip);
   // The launch's limits from #SBATCH lines, the input environment and the

@@ -175,13 +175,13 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) 
   });
 }
 
+// srun, once the job exists: its id, for the report at exit. Nothing asks
+// the daemon here: a launch pays for loading the gRPC client once (issue #27).
 extern "C" int slurm_spank_local_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
   return Guarded("local_user_init", [&] {
-    uint32_t job_id = 0, step_id = 0;
+    uint32_t job_id = 0;
     spank_get_item(sp, S_JOB_ID, &job_id);
-    spank_get_item(sp, S_JOB_STEPID, &step_id);
     g_job_id = job_id;
-    Instance().LocalUserInit(job_id, step_id);
     return 0;
   });
 }

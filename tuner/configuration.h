@@ -48,6 +48,9 @@ struct Prediction {
   // Jobs the run takes under the search's time limit (SearchLimits::
   // time_limit_s): 1 unless it is planned as checkpointed segments.
   int segments = 1;
+  // The model's step time before any correction from real runs
+  // (SearchLimits::step_time_correction): corrections are fitted against it.
+  double analytical_step_time_s = 0;
   // What the prediction rests on beyond the profile's measurements, in words
   // (GEMMs beyond the probed micro-batches, collectives over more ranks than
   // measured, settings modelled from cited figures); empty when nothing.

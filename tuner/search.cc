@@ -194,6 +194,7 @@ Prediction ScoreWith(StrategyModel& model, const SearchLimits& limits, const Con
   // 0 = not computed here; the search fills it in for the candidates it keeps.
   p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(memory_total));
   p.step_time_s = t.total_s;
+  p.analytical_step_time_s = analytical.total_s;
   p.compute_s = t.compute_s;
   p.exposed_comm_s = t.exposed_comm_s;
   p.bubble_s = t.bubble_s;
@@ -444,6 +445,25 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
                                   std::numeric_limits<int>::max());
 
+  // Bounded work: the cap and the caller's interrupt are checked every few
+  // model evaluations (each costs time in proportion to the layers), and a
+  // stop leaves the loops below at once (goto: ten loops deep).
+  absl::Status stopped;
+  const uint32_t poll_every = static_cast<uint32_t>(std::max(1, 2048 / std::max(L, 1)));
+  uint32_t since_poll = 0;
+  auto poll = [&] {
+    if (++since_poll < poll_every) return false;
+    since_poll = 0;
+    if (limits.max_candidates > 0 && result.evaluated > limits.max_candidates) {
+      stopped = absl::ResourceExhaustedError(absl::StrCat(
+          "the search for '", w.name, "' passed this site's limit of ", limits.max_candidates,
+          " configurations per request; narrow it: fewer nodes (-N), a fixed global batch or a "
+          "smaller [batch] max / max_micro, or fewer strategies (--xdeep-strategies)"));
+    } else if (limits.interrupt) {
+      stopped = limits.interrupt();
+    }
+    return !stopped.ok();
+  };
   Configuration c;
   for (int nodes = 1; nodes <= limits.max_nodes; ++nodes) {
     for (int g : gpn) {
@@ -542,6 +562,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     } else if (monotone && dp >= bound_min_good[slot]) {
                       fits = true;
                     } else {
+                      if (poll()) goto interrupted;
                       need = model.MemoryTotal(lb);
                       mem = need;
                       mem_ga = 1;
@@ -592,6 +613,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     const int kmax = StrategyModel::MemoryAccumulation(cm);
                     if (kmax != mem_ga) {
                       cm.grad_accum = kmax;
+                      if (poll()) goto interrupted;
                       const double m = model.MemoryTotal(cm);
                       if (m <= capacity) {
                         all_fit = true;
@@ -611,6 +633,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     if (!all_fit && key != mem_ga) {
                       Configuration cm = c;
                       cm.grad_accum = key;
+                      if (poll()) goto interrupted;
                       mem = model.MemoryTotal(cm);
                       mem_ga = key;
                     }
@@ -624,6 +647,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       break;  // more accumulation only holds more
                     }
                     if (!timed) {
+                      if (poll()) goto interrupted;
                       base_time = model.Time(c);
                       timed = true;
                     }
@@ -704,6 +728,8 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
       }
     }
   }
+interrupted:
+  if (!stopped.ok()) return stopped;
   result.rejected_memory = counts[kMemory];
   result.rejected_policy = counts[kPolicy] + counts[kEfficiency];
   result.rejected_budget = counts[kBudget];

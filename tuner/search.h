@@ -60,6 +60,14 @@ struct SearchLimits {
   // outcomes of real runs (xdeep::modeling::ScalingCorrection); empty = none.
   // It scales the analytical step time before cost and objectives see it.
   std::function<double(const Configuration&)> step_time_correction;
+  // Bounds on one search's work (the daemon derives them from its policy):
+  // past `max_candidates` configurations scored (0 = no cap) the search ends
+  // with ResourceExhausted naming the limits to narrow. `interrupt` is asked
+  // every few model evaluations (a few milliseconds apart at most); a non-OK
+  // status (the client's deadline passed, it went away) ends the search with
+  // that status.
+  uint64_t max_candidates = 0;
+  std::function<absl::Status()> interrupt;
 };
 
 struct Candidate {

@@ -1,0 +1,309 @@
+// decisions_bench: authenticated Tune decisions per second against a running
+// xdeepd, each request with a fresh MUNGE credential (as every srun sends),
+// from several concurrent clients. Prints decisions/s, p50 and p99 latency,
+// and as the baseline measured in the same run, the rate of the cheapest
+// authenticated call (GetBudget: one MUNGE decode and one ledger read).
+//
+//   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
+//                   [--mode advise|auto] [--mix repeated|varied|unique]
+//                   [--heavy N --heavy-workload FILE] [--cpu-of NAME=PID ...]
+//
+// --cpu-of (e.g. xdeepd=PID munged=PID): each process's CPU time per request
+// (/proc/PID/stat), and the rate those processes alone would sustain on 2
+// cores: the figure that does not depend on how busy the machine is (the
+// clients and everything else running here share the same cores).
+//
+// --mix: repeated = one request over and over; varied = a pool of 240
+// distinct requests (4 presets x 12 node bounds x 5 objectives / budgets);
+// unique = no two requests alike (a distinct --xdeep-budget each), so nothing
+// any cache holds can answer them.
+// --heavy N: after the ordinary run, N more clients send the worst-case
+// request in FILE (each with a 3 s deadline, as the plugin's timeout) while
+// the ordinary clients run again; prints the ordinary p99 with and without
+// them and their ratio (issue #27: within 2x).
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "spank_plugin/munge_credential.h"
+#include "xdeep/v1/tuning.grpc.pb.h"
+
+namespace {
+
+namespace v1 = xdeep::v1;
+using Clock = std::chrono::steady_clock;
+
+// utime + stime of a process and all its threads, in seconds.
+double ProcessCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::stod(f);
+    if (i == 15) stime = std::stod(f);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+struct Options {
+  std::string daemon;
+  int clients = 16;
+  double seconds = 5;
+  std::string mode = "advise";
+  std::string mix = "varied";
+  std::string partition;
+  int heavy = 0;
+  std::string heavy_workload;
+  int heavy_deadline_ms = 3000;
+  std::vector<std::string> cpu_of;  // NAME=PID
+};
+
+struct Watched {
+  std::string name;
+  int pid;
+};
+
+struct Stats {
+  std::vector<double> latency_ms;
+  uint64_t ok = 0, errors = 0;
+  std::string first_error;
+  double seconds = 0;
+  std::vector<double> cpu_s;  // per watched process, during the run
+  double Rate() const { return seconds > 0 ? ok / seconds : 0; }
+  double Percentile(double q) const {
+    if (latency_ms.empty()) return 0;
+    std::vector<double> v = latency_ms;
+    const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+    std::nth_element(v.begin(), v.begin() + i, v.end());
+    return v[i];
+  }
+};
+
+v1::TuneRequest OrdinaryRequest(const Options& o, uint64_t n) {
+  static const char* const kPresets[] = {"gpt-125m", "gpt-350m", "gpt-1.3b", "llama-7b"};
+  static const v1::Objective kObjectives[] = {v1::OBJECTIVE_COST, v1::OBJECTIVE_TIME};
+  v1::TuneRequest r;
+  r.set_mode(o.mode == "auto" ? v1::TUNE_MODE_AUTO : v1::TUNE_MODE_ADVISE);
+  r.set_launcher(v1::LAUNCHER_SRUN);
+  r.set_partition(o.partition);
+  r.set_client_version("bench");
+  r.mutable_workload()->set_preset("gpt-125m");
+  r.mutable_workload()->set_source_name("gpt-125m");
+  if (o.mix == "repeated") return r;
+  // varied: 4 presets x 12 node bounds x 5 (2 objectives, 3 budgets) = 240.
+  const uint64_t k = o.mix == "unique" ? n : n % 240;
+  const char* preset = kPresets[k % 4];
+  r.mutable_workload()->set_preset(preset);
+  r.mutable_workload()->set_source_name(preset);
+  r.mutable_bounds()->set_nodes(static_cast<int>(1 + (k / 4) % 12));
+  const uint64_t variant = (k / 48) % 5;
+  if (variant < 2) {
+    r.set_objective(kObjectives[variant]);
+  } else {
+    r.set_budget(1e6 * static_cast<double>(variant));
+  }
+  // A budget no other request has: no cache can answer it.
+  if (o.mix == "unique") r.set_budget(1e6 + static_cast<double>(n));
+  return r;
+}
+
+// Runs `clients` threads calling `call(stub, n)` until `seconds` pass.
+std::vector<Watched> g_watched;
+
+template <typename Call>
+Stats Run(const Options& o, int clients, double seconds, Call call) {
+  Stats total;
+  std::vector<double> cpu_before;
+  for (const Watched& w : g_watched) cpu_before.push_back(ProcessCpuSeconds(w.pid));
+  std::mutex mu;
+  std::atomic<uint64_t> next{0};
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(seconds));
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      auto stub = v1::Tuning::NewStub(
+          grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+      Stats mine;
+      while (Clock::now() < end) {
+        const uint64_t n = next.fetch_add(1);
+        const auto a = Clock::now();
+        std::string error;
+        const bool ok = call(*stub, n, &error);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
+        if (ok) {
+          ++mine.ok;
+          mine.latency_ms.push_back(ms);
+        } else {
+          ++mine.errors;
+          if (mine.first_error.empty()) mine.first_error = error;
+        }
+      }
+      std::lock_guard lock(mu);
+      total.ok += mine.ok;
+      total.errors += mine.errors;
+      if (total.first_error.empty()) total.first_error = mine.first_error;
+      total.latency_ms.insert(total.latency_ms.end(), mine.latency_ms.begin(),
+                              mine.latency_ms.end());
+    });
+  }
+  for (auto& t : threads) t.join();
+  total.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (size_t i = 0; i < g_watched.size(); ++i) {
+    total.cpu_s.push_back(ProcessCpuSeconds(g_watched[i].pid) - cpu_before[i]);
+  }
+  return total;
+}
+
+bool Tune(v1::Tuning::Stub& stub, v1::TuneRequest request, int deadline_ms, std::string* error) {
+  request.set_credential(xdeep::spank::MungeCredential());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  auto reader = stub.Tune(&ctx, request);
+  v1::TuneEvent event;
+  bool decided = false;
+  while (reader->Read(&event)) decided |= event.has_decision() || event.has_skip();
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) *error = status.error_message();
+  if (status.ok() && !decided) *error = "no decision";
+  return status.ok() && decided;
+}
+
+auto OrdinaryCall(const Options& o) {
+  return [&o](v1::Tuning::Stub& stub, uint64_t n, std::string* error) {
+    return Tune(stub, OrdinaryRequest(o, n), 10000, error);
+  };
+}
+
+void Print(const std::string& what, const Stats& s) {
+  fmt::print("  {:<44} {:8.0f}/s  p50 {:7.2f} ms  p99 {:7.2f} ms  ({} ok, {} errors{})\n", what,
+             s.Rate(), s.Percentile(0.5), s.Percentile(0.99), s.ok, s.errors,
+             s.first_error.empty() ? "" : ": " + s.first_error);
+  if (g_watched.empty() || s.ok == 0) return;
+  double per_request = 0;
+  std::string parts;
+  for (size_t i = 0; i < g_watched.size(); ++i) {
+    const double ms = 1e3 * s.cpu_s[i] / static_cast<double>(s.ok);
+    per_request += ms;
+    parts += fmt::format("{}{} {:.3f} ms", i ? ", " : "", g_watched[i].name, ms);
+  }
+  fmt::print("  {:<44} CPU per request: {} -> {:.0f}/s on 2 cores\n", "", parts,
+             2000.0 / per_request);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app("Authenticated Tune decisions per second against a running xdeepd");
+  app.add_option("--daemon", o.daemon, "unix:///path/xdeepd.sock or host:port")->required();
+  app.add_option("--clients", o.clients, "concurrent clients")->check(CLI::Range(1, 1024));
+  app.add_option("--seconds", o.seconds, "seconds per measurement")->check(CLI::Range(0.5, 600.0));
+  app.add_option("--mode", o.mode, "advise or auto")->check(CLI::IsMember({"advise", "auto"}));
+  app.add_option("--mix", o.mix, "repeated, varied or unique")
+      ->check(CLI::IsMember({"repeated", "varied", "unique"}));
+  app.add_option("--partition", o.partition, "partition to decide for (empty: default)");
+  app.add_option("--heavy", o.heavy, "worst-case clients alongside (second run)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--heavy-workload", o.heavy_workload, "TOML of the worst-case request")
+      ->check(CLI::ExistingFile);
+  app.add_option("--heavy-deadline-ms", o.heavy_deadline_ms, "each worst-case request's deadline")
+      ->check(CLI::Range(100, 600000));
+  app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
+  CLI11_PARSE(app, argc, argv);
+  for (const std::string& item : o.cpu_of) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "decisions_bench: --cpu-of wants NAME=PID, not " << item << "\n";
+      return 2;
+    }
+    g_watched.push_back({item.substr(0, eq), std::atoi(item.c_str() + eq + 1)});
+  }
+  if (o.heavy > 0 && o.heavy_workload.empty()) {
+    std::cerr << "decisions_bench: --heavy needs --heavy-workload FILE\n";
+    return 2;
+  }
+
+  fmt::print("{} clients, {} s each, mode {}, mix {}, fresh MUNGE credential per request\n",
+             o.clients, o.seconds, o.mode, o.mix);
+  // Warm-up: connections, and whatever the daemon caches on first use.
+  Run(o, o.clients, 0.5, OrdinaryCall(o));
+  const Stats baseline = Run(o, o.clients, o.seconds, [](v1::Tuning::Stub& stub, uint64_t,
+                                                         std::string* error) {
+    v1::BudgetRequest req;
+    req.set_credential(xdeep::spank::MungeCredential());
+    v1::BudgetResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    const grpc::Status s = stub.GetBudget(&ctx, req, &resp);
+    if (!s.ok()) *error = s.error_message();
+    return s.ok();
+  });
+  const Stats decisions = Run(o, o.clients, o.seconds, OrdinaryCall(o));
+  Print("baseline: GetBudget (MUNGE decode + ledger read)", baseline);
+  Print(fmt::format("Tune ({}, {})", o.mode, o.mix), decisions);
+  fmt::print("  ratio decisions / baseline calls: {:.3f}\n",
+             baseline.Rate() > 0 ? decisions.Rate() / baseline.Rate() : 0);
+  fmt::print("  target 5000 decisions/s: {} ({:.2f} of target)\n",
+             decisions.Rate() >= 5000 ? "MET" : "not met", decisions.Rate() / 5000);
+  int rc = decisions.errors == 0 ? 0 : 1;
+
+  if (o.heavy > 0) {
+    std::ifstream in(o.heavy_workload);
+    std::stringstream text;
+    text << in.rdbuf();
+    v1::TuneRequest heavy;
+    heavy.set_mode(v1::TUNE_MODE_ADVISE);
+    heavy.set_launcher(v1::LAUNCHER_SRUN);
+    heavy.set_partition(o.partition);
+    heavy.mutable_workload()->set_toml(text.str());
+    heavy.mutable_workload()->set_source_name(o.heavy_workload);
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> heavy_done{0}, heavy_stopped{0};
+    std::vector<std::thread> heavies;
+    for (int h = 0; h < o.heavy; ++h) {
+      heavies.emplace_back([&] {
+        auto stub = v1::Tuning::NewStub(
+            grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+        while (!stop) {
+          std::string error;
+          if (Tune(*stub, heavy, o.heavy_deadline_ms, &error)) {
+            ++heavy_done;
+          } else {
+            ++heavy_stopped;
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let them start
+    const Stats loaded = Run(o, o.clients, o.seconds, OrdinaryCall(o));
+    stop = true;
+    for (auto& t : heavies) t.join();
+    Print(fmt::format("Tune ({}, {}) beside {} worst-case", o.mode, o.mix, o.heavy), loaded);
+    const double ratio = decisions.Percentile(0.99) > 0
+                             ? loaded.Percentile(0.99) / decisions.Percentile(0.99)
+                             : 0;
+    fmt::print("  worst-case requests: {} answered, {} stopped (deadline {} ms or site limit)\n",
+               heavy_done.load(), heavy_stopped.load(), o.heavy_deadline_ms);
+    fmt::print("  ordinary p99 ratio with / without worst-case requests: {:.2f} ({} 2x)\n", ratio,
+               ratio <= 2 ? "within" : "beyond");
+    if (loaded.errors > 0) rc = 1;
+  }
+  return rc;
+}

@@ -1,0 +1,105 @@
+// What repeated Tune requests share, kept so that only the first pays for it:
+// parsed workloads (by the request's workload text or preset), corrections
+// learned from real runs (by learning scope, until the store's runs change)
+// and search results (by workload, hardware profile, search limits and the
+// learned correction in force). Both are pure functions of their keys, so a hit
+// returns exactly what a fresh computation would. Bounded LRU maps, safe to
+// use from every worker thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "daemon/learning.h"
+#include "tuner/search.h"
+#include "tuner/workload.h"
+#include "xdeep/v1/tuning.pb.h"
+
+namespace xdeep::daemon {
+
+// A map of at most `capacity` entries that forgets the least recently used.
+template <typename Value>
+class LruMap {
+ public:
+  explicit LruMap(size_t capacity) : capacity_(capacity) {}
+
+  std::shared_ptr<const Value> Find(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+
+  void Put(const std::string& key, std::shared_ptr<const Value> value) {
+    std::lock_guard lock(mu_);
+    if (capacity_ == 0) return;
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      it->second->second = std::move(value);
+      order_.splice(order_.begin(), order_, it->second);
+      return;
+    }
+    order_.emplace_front(key, std::move(value));
+    index_.emplace(key, order_.begin());
+    if (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+
+  size_t size() {
+    std::lock_guard lock(mu_);
+    return order_.size();
+  }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const Value>>;
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> order_;  // most recent first
+  std::unordered_map<std::string, typename std::list<Entry>::iterator> index_;
+};
+
+class DecisionCache {
+ public:
+  // Workloads of more layers than `max_cached_layers` are parsed each time:
+  // their tables are large and such requests rare.
+  explicit DecisionCache(size_t workloads = 256, size_t searches = 1024,
+                         size_t max_cached_layers = 4096)
+      : workloads_(workloads), searches_(searches), max_cached_layers_(max_cached_layers) {}
+
+  // The request's workload, parsed once per distinct text; parse errors are
+  // returned (and not kept).
+  absl::StatusOr<std::shared_ptr<const tuner::Workload>> Workload(const xdeep::v1::Workload& w);
+
+  // The correction fitted from `scope`'s runs, fitted once per state of the
+  // store's runs (Store::learning_generation).
+  absl::StatusOr<std::shared_ptr<const FittedCorrection>> Correction(Store& store,
+                                                                     const LearningScope& scope);
+
+  // What a search result depends on besides the workload, as one string:
+  // every scalar and list of `limits` (not its functions: the caller adds
+  // what the correction is, `correction`), and the hardware's generation.
+  static std::string SearchKey(const xdeep::v1::Workload& w, uint64_t hardware_generation,
+                               const tuner::SearchLimits& limits, const std::string& correction);
+  std::shared_ptr<const tuner::SearchResult> FindSearch(const std::string& key) {
+    return searches_.Find(key);
+  }
+  // Keeps `result` without its Pareto front (decisions never read it).
+  void PutSearch(const std::string& key, const tuner::SearchResult& result);
+
+ private:
+  LruMap<tuner::Workload> workloads_;
+  LruMap<FittedCorrection> corrections_{1024};
+  LruMap<tuner::SearchResult> searches_;
+  size_t max_cached_layers_;
+};
+
+}  // namespace xdeep::daemon

@@ -1,0 +1,41 @@
+"""Bounded work per request (issue #27) on the real stack: worst-case requests
+beside ordinary ones, through bench/daemon/decisions_bench (fresh MUNGE
+credential per request). The worst case moves to the daemon's heavy lane, its
+client's deadline stops it soon after it passes, and the ordinary requests'
+p99 stays near what it was without them (the bench prints the ratio; the
+bound checked here is generous, for a shared 2-core machine)."""
+import os
+import re
+import subprocess
+import unittest
+
+from harness import BUILD, SOURCE, STACK, daemon_log
+
+BENCH = os.path.join(BUILD, "bench", "daemon", "decisions_bench")
+WORST = os.path.join(SOURCE, "bench", "daemon", "worst_case.toml")
+
+
+@unittest.skipUnless(os.path.exists(BENCH), "decisions_bench not built (XDEEP_BUILD_BENCH)")
+class BoundedWorkTest(unittest.TestCase):
+    def test_worst_case_requests_neither_starve_others_nor_outlive_their_client(self):
+        before = len(daemon_log())
+        proc = subprocess.run(
+            [BENCH, "--daemon", f"unix://{STACK}/xdeepd.sock", "--clients", "4",
+             "--seconds", "2", "--mix", "varied", "--heavy", "4", "--heavy-workload", WORST,
+             "--heavy-deadline-ms", "1500"],
+            capture_output=True, text=True, timeout=120)
+        print(proc.stdout)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        ratio = float(re.search(r"ordinary p99 ratio with / without worst-case requests: "
+                                r"([0-9.]+)", proc.stdout).group(1))
+        self.assertLess(ratio, 5.0, "ordinary requests starved beside worst-case ones")
+        log = daemon_log()[before:]
+        self.assertIn("event=tune.heavy", log, "the worst case stayed in the ordinary lane")
+        late = [float(x) for x in re.findall(r"event=tune\.stopped .*late_ms=([0-9.]+)", log)]
+        self.assertTrue(late, "no worst-case request was stopped at its deadline")
+        # Issue #27 asks 50 ms; scheduling on a loaded 2-core VM adds to it.
+        self.assertLess(max(late), 250, f"work went on after the client's deadline: {late}")
+
+
+if __name__ == "__main__":
+    unittest.main()
