@@ -67,17 +67,25 @@ template <class Exec>
 using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
 
 // One team per row: 256 threads on a device, whatever the host backend likes on a host.
-template <class Exec>
-Kokkos::TeamPolicy<Exec> RowPolicy(int64_t rows) {
+// `Bounds` may ask for several teams resident per multiprocessor (Kokkos::LaunchBounds;
+// host backends ignore it).
+template <class Exec, class... Bounds>
+Kokkos::TeamPolicy<Exec, Bounds...> RowPolicy(int64_t rows) {
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename Exec::memory_space>::accessible) {
-    return Kokkos::TeamPolicy<Exec>(rows, Kokkos::AUTO);
+    return Kokkos::TeamPolicy<Exec, Bounds...>(rows, Kokkos::AUTO);
   } else {
-    return Kokkos::TeamPolicy<Exec>(rows, 256);
+    return Kokkos::TeamPolicy<Exec, Bounds...>(rows, 256);
   }
 }
-template <class Exec>
-using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
+template <class Exec, class... Bounds>
+using Member = typename Kokkos::TeamPolicy<Exec, Bounds...>::member_type;
+
+// Softmax's first pass waits on DRAM between two team barriers, so it needs many rows in
+// flight: 8 teams of 256 per multiprocessor (full occupancy), as the CUDA twin gets by
+// default. Without the bound, Kokkos' team kernel ran 10 % behind it at 16384 rows on
+// H100 (bench/kokkos/data/2026-11-27_h100x1_run3).
+using SoftmaxBounds = Kokkos::LaunchBounds<256, 8>;
 
 template <class Exec>
 void FillPattern(float* p, int64_t n, int salt) {
@@ -170,7 +178,8 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
 template <class Exec>
 void Softmax(F4* p, int64_t rows, int64_t c4) {
   Kokkos::parallel_for(
-      "xdeep::softmax", RowPolicy<Exec>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
+      "xdeep::softmax", RowPolicy<Exec, SoftmaxBounds>(rows),
+      KOKKOS_LAMBDA(const Member<Exec, SoftmaxBounds>& t) {
         F4* row = p + t.league_rank() * c4;
         float mx = 0;
         Kokkos::parallel_reduce(
