@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -97,23 +98,37 @@ class Scanner {
                       "TOML allows non-ASCII text only inside \"strings\" and after #; quote "
                       "the key or value");
         }
+        if (c == '[' && expression_start_ && !in_value_) return TableHeader();
+        // toml++ reads a bare value up to the next blank, ',', ']', '}' or
+        // '#', quotes included: a quote glued to a word opens no string there.
+        if ((c == '"' || c == '\'') && !CanOpenString(last_)) {
+          return Fail(absl::StrCat("a quote right after '", std::string(1, static_cast<char>(last_)),
+                                   "'"),
+                      "put a blank or '=' before a quoted value, or '.' between parts of a key");
+        }
         Advance(cp);
+        Track(c);
         if (c == '#') context_ = Context::kComment;
         if (c == '"') context_ = OpenString('"', Context::kBasic, Context::kMultiLineBasic);
         if (c == '\'') context_ = OpenString('\'', Context::kLiteral, Context::kMultiLineLiteral);
         return absl::OkStatus();
       case Context::kComment:
         Advance(cp);
-        if (c == '\n') context_ = Context::kOutside;
+        if (c == '\n') {
+          context_ = Context::kOutside;
+          Track(c);
+        }
         return absl::OkStatus();
       case Context::kBasic:
         if (c == '\\') return Escape(false);
         Advance(cp);
         if (c == '"' || c == '\n') context_ = Context::kOutside;
+        if (c == '"' || c == '\n') Track(c);
         return absl::OkStatus();
       case Context::kLiteral:
         Advance(cp);
         if (c == '\'' || c == '\n') context_ = Context::kOutside;
+        if (c == '\'' || c == '\n') Track(c);
         return absl::OkStatus();
       case Context::kMultiLineBasic:
         if (c == '\\') return Escape(true);
@@ -126,6 +141,60 @@ class Scanner {
         return absl::OkStatus();
     }
     return absl::OkStatus();
+  }
+
+  // Where the text outside strings stands: toml++ reads a '[' that starts
+  // an expression (not inside a value) as a table header, and a quote after
+  // a '.' as part of a dotted key only where a key stands.
+  void Track(char32_t c) {
+    last_ = c;
+    if (c == '\n') {
+      if (open_.empty()) in_value_ = false;
+      expression_start_ = !in_value_;
+      return;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '#') return;
+    expression_start_ = false;
+    if (!in_value_) {
+      in_value_ = c == '=';
+      return;
+    }
+    const bool in_table = !open_.empty() && open_.back().bracket == '{';
+    if (c == '[' || c == '{') {
+      open_.push_back({static_cast<char>(c), c == '['});
+    } else if ((c == ']' || c == '}') && !open_.empty()) {
+      open_.pop_back();
+    } else if (in_table && (c == '=' || c == ',')) {
+      open_.back().at_value = c == '=';  // inline table: key = value, key = value
+    }
+  }
+
+  bool AtKey() const {
+    return !in_value_ || (!open_.empty() && open_.back().bracket == '{' && !open_.back().at_value);
+  }
+
+  bool CanOpenString(char32_t previous) const {
+    return previous == '\n' || previous == ' ' || previous == '\t' || previous == '=' ||
+           previous == '[' || previous == '{' || previous == ',' || (previous == '.' && AtKey());
+  }
+
+  // On the '[' of a table header. toml++ assumes (and asserts) that a name
+  // follows the brackets and blanks; anything else is undefined behaviour there.
+  absl::Status TableHeader() {
+    AdvanceAscii(1);
+    if (pos_ < text_.size() && text_[pos_] == '[') AdvanceAscii(1);
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) AdvanceAscii(1);
+    expression_start_ = false;
+    if (pos_ >= text_.size()) return absl::OkStatus();
+    const char c = text_[pos_];
+    const bool bare = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-';
+    if (bare || c == '"' || c == '\'' || c == ']') return absl::OkStatus();
+    // Binary and non-ASCII bytes get their own message from Run() and Step().
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\r') || byte >= 0x7F) return absl::OkStatus();
+    return Fail("a table header must start with a name",
+                "write [name], [a.b] or [\"quoted name\"] on a line of its own");
   }
 
   // Just past an opening quote: two more open a multi-line string.
@@ -141,7 +210,10 @@ class Scanner {
     size_t run = 0;
     while (pos_ + run < text_.size() && text_[pos_ + run] == quote) ++run;
     AdvanceAscii(run);
-    if (run >= 3) context_ = Context::kOutside;
+    if (run >= 3) {
+      context_ = Context::kOutside;
+      Track(static_cast<unsigned char>(quote));
+    }
     return absl::OkStatus();
   }
 
@@ -205,6 +277,16 @@ class Scanner {
   int line_ = 1;
   int column_ = 1;
   Context context_ = Context::kOutside;
+  char32_t last_ = '\n';           // the last character outside strings and comments
+  bool expression_start_ = true;  // only blanks since the last line break
+  bool in_value_ = false;         // after a key's '=', until the value ends
+  // Arrays and inline tables open in the value; at_value: an inline table is
+  // past a key's '=' (an array holds only values).
+  struct Open {
+    char bracket;
+    bool at_value;
+  };
+  std::vector<Open> open_;
 };
 
 }  // namespace

@@ -75,6 +75,29 @@ TEST(TomlTextTest, RefusesNonAsciiWhereTomlAllowsOnlyAscii) {
               HasSubstr("w.toml:3: column 3: character U+00F4 right after a line-ending"));
 }
 
+TEST(TomlTextTest, TableHeadersStartWithAName) {
+  EXPECT_TRUE(Check("[a]\n[ b . c ]\n[[d]]\n[\"q r\"]\n['s']\n").ok());
+  // Brackets inside a value, even at the start of a line, are arrays.
+  EXPECT_TRUE(Check("a = [\n  [1],\n  {b = 2},\n]\n[t]\n").ok());
+  // "[+]" trips toml++'s assertion in parse_key (release: an assumption).
+  EXPECT_THAT(Check("[+]").message(), HasSubstr("w.toml:1: column 2: a table header must start"));
+  EXPECT_THAT(Check("a = 1\n[[ \n").message(), HasSubstr("w.toml:2: column 4: a table header"));
+  EXPECT_THAT(Check("a = 'x'\n  [{]\n").message(), HasSubstr("w.toml:2: column 4: a table"));
+}
+
+TEST(TomlTextTest, QuotesOpenStringsOnlyWhereTomlHasThem) {
+  EXPECT_TRUE(Check("a = [\"x\",'y']\nb.\"c\".'d' = {\"k\"=\"ô\"}\n\"e\"=1\n").ok());
+  // toml++ reads "0\"modè" as one bare value and tests the 'è' for whitespace.
+  EXPECT_THAT(Check("a =0\"modèle\"\n").message(),
+              HasSubstr("w.toml:1: column 5: a quote right after '0'"));
+  EXPECT_THAT(Check("a = \"x\"\"y\"\n").message(), HasSubstr("a quote right after '\"'"));
+  // A '.' before a quote belongs to a dotted key, never to a value.
+  EXPECT_TRUE(Check("[a.\"b\"]\nc = {d.\"e\" = 1, f.'g' = [2]}\n").ok());
+  EXPECT_THAT(Check("a = 7.\"zô\"\n").message(), HasSubstr("column 7: a quote right after '.'"));
+  EXPECT_THAT(Check("a = [x.'ô']\n").message(), HasSubstr("a quote right after '.'"));
+  EXPECT_THAT(Check("a = {b = 1.\"ô\"}\n").message(), HasSubstr("a quote right after '.'"));
+}
+
 TEST(TomlTextTest, RefusesOversizedText) {
   const std::string big(kMaxTomlTextBytes + 1, '#');
   EXPECT_THAT(Check(big).message(), HasSubstr("more than the 1048576"));
