@@ -106,6 +106,12 @@ class Scanner {
                                    "'"),
                       "put a blank or '=' before a quoted value, or '.' between parts of a key");
         }
+        if ((c == ']' || c == '}') && in_value_ &&
+            (open_.empty() || open_.back().bracket != (c == ']' ? '[' : '{'))) {
+          return Fail(absl::StrCat("'", std::string(1, static_cast<char>(c)), "' closes ",
+                                   open_.empty() ? "nothing" : "a bracket of the other kind"),
+                      "close arrays with ']' and inline tables with '}'");
+        }
         Advance(cp);
         Track(c);
         if (c == '#') context_ = Context::kComment;

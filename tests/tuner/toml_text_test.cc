@@ -98,6 +98,15 @@ TEST(TomlTextTest, QuotesOpenStringsOnlyWhereTomlHasThem) {
   EXPECT_THAT(Check("a = {b = 1.\"ô\"}\n").message(), HasSubstr("a quote right after '.'"));
 }
 
+TEST(TomlTextTest, BracketsOfValuesMatch) {
+  EXPECT_TRUE(Check("a = [{b = [1, {c = 2}]}, []]\nd = {}\n").ok());
+  // "n=[}" reaches toml++'s parse_value with a value terminator (an assertion).
+  EXPECT_THAT(Check("n=[}*;").message(),
+              HasSubstr("w.toml:1: column 4: '}' closes a bracket of the other kind"));
+  EXPECT_THAT(Check("a = {b = 1]\n").message(), HasSubstr("']' closes a bracket"));
+  EXPECT_THAT(Check("a = 1}\n").message(), HasSubstr("'}' closes nothing"));
+}
+
 TEST(TomlTextTest, RefusesOversizedText) {
   const std::string big(kMaxTomlTextBytes + 1, '#');
   EXPECT_THAT(Check(big).message(), HasSubstr("more than the 1048576"));
