@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang),
-# the nightly check of docs/sanitizers.md: any report fails the run.
+# the nightly check of docs/fuzzing.md: any report fails the run.
 #   scripts/sanitize.sh [BUILD_DIR] [ctest args...]     (default build-sanitize/)
 # A cold build of everything takes about an hour on the 2-core CI VM, so this
 # runs nightly rather than in .ci/run. Extra cmake options come from

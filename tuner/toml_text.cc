@@ -99,12 +99,11 @@ class Scanner {
                       "the key or value");
         }
         if (c == '[' && expression_start_ && !in_value_) return TableHeader();
-        // toml++ reads a bare value up to the next blank, ',', ']', '}' or
-        // '#', quotes included: a quote glued to a word opens no string there.
-        if ((c == '"' || c == '\'') && !CanOpenString(last_)) {
-          return Fail(absl::StrCat("a quote right after '", std::string(1, static_cast<char>(last_)),
-                                   "'"),
-                      "put a blank or '=' before a quoted value, or '.' between parts of a key");
+        // toml++ reads a bare value (number, date, boolean) up to the next
+        // blank, ',', ']', '}' or '#', quotes included: no string opens there.
+        if ((c == '"' || c == '\'') && in_bare_value_) {
+          return Fail("a quote inside a bare value",
+                      "put a blank, ',' or a line break between a value and a quoted string");
         }
         if ((c == ']' || c == '}') && in_value_ &&
             (open_.empty() || open_.back().bracket != (c == ']' ? '[' : '{'))) {
@@ -150,10 +149,13 @@ class Scanner {
   }
 
   // Where the text outside strings stands: toml++ reads a '[' that starts
-  // an expression (not inside a value) as a table header, and a quote after
-  // a '.' as part of a dotted key only where a key stands.
+  // an expression (not inside a value) as a table header, and a bare value
+  // (anything but a string, array or inline table) up to a terminator.
   void Track(char32_t c) {
-    last_ = c;
+    const bool terminator = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' ||
+                            c == ']' || c == '}' || c == '#';
+    if (in_bare_value_ && !terminator) return;  // '[', '{', '=' are part of it too
+    in_bare_value_ = false;
     if (c == '\n') {
       if (open_.empty()) in_value_ = false;
       expression_start_ = !in_value_;
@@ -166,22 +168,16 @@ class Scanner {
       return;
     }
     const bool in_table = !open_.empty() && open_.back().bracket == '{';
+    const bool at_value = !in_table || open_.back().at_value;
     if (c == '[' || c == '{') {
       open_.push_back({static_cast<char>(c), c == '['});
     } else if ((c == ']' || c == '}') && !open_.empty()) {
       open_.pop_back();
     } else if (in_table && (c == '=' || c == ',')) {
       open_.back().at_value = c == '=';  // inline table: key = value, key = value
+    } else if (at_value && c != '"' && c != '\'' && c != ',') {
+      in_bare_value_ = true;
     }
-  }
-
-  bool AtKey() const {
-    return !in_value_ || (!open_.empty() && open_.back().bracket == '{' && !open_.back().at_value);
-  }
-
-  bool CanOpenString(char32_t previous) const {
-    return previous == '\n' || previous == ' ' || previous == '\t' || previous == '=' ||
-           previous == '[' || previous == '{' || previous == ',' || (previous == '.' && AtKey());
   }
 
   // On the '[' of a table header. toml++ assumes (and asserts) that a name
@@ -283,9 +279,9 @@ class Scanner {
   int line_ = 1;
   int column_ = 1;
   Context context_ = Context::kOutside;
-  char32_t last_ = '\n';           // the last character outside strings and comments
   bool expression_start_ = true;  // only blanks since the last line break
   bool in_value_ = false;         // after a key's '=', until the value ends
+  bool in_bare_value_ = false;    // inside a number, date, boolean or stray word
   // Arrays and inline tables open in the value; at_value: an inline table is
   // past a key's '=' (an array holds only values).
   struct Open {

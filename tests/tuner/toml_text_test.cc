@@ -86,16 +86,17 @@ TEST(TomlTextTest, TableHeadersStartWithAName) {
 }
 
 TEST(TomlTextTest, QuotesOpenStringsOnlyWhereTomlHasThem) {
-  EXPECT_TRUE(Check("a = [\"x\",'y']\nb.\"c\".'d' = {\"k\"=\"ô\"}\n\"e\"=1\n").ok());
-  // toml++ reads "0\"modè" as one bare value and tests the 'è' for whitespace.
+  EXPECT_TRUE(Check("a = [\"x\",'y']\nb.\"c\".'d' = {\"k\"=\"ô\", e.'f' = [2]}\n\"e\"=1\n").ok());
+  EXPECT_TRUE(Check("[a.\"b\"]\nt = 1979-05-27 07:32:00Z\nu = [true,\"ô\"]\n").ok());
+  // toml++ reads a bare value up to a blank, ',', ']', '}' or '#', and tests
+  // each character of it for whitespace: "0\"modè" is one such value to it.
   EXPECT_THAT(Check("a =0\"modèle\"\n").message(),
-              HasSubstr("w.toml:1: column 5: a quote right after '0'"));
-  EXPECT_THAT(Check("a = \"x\"\"y\"\n").message(), HasSubstr("a quote right after '\"'"));
-  // A '.' before a quote belongs to a dotted key, never to a value.
-  EXPECT_TRUE(Check("[a.\"b\"]\nc = {d.\"e\" = 1, f.'g' = [2]}\n").ok());
-  EXPECT_THAT(Check("a = 7.\"zô\"\n").message(), HasSubstr("column 7: a quote right after '.'"));
-  EXPECT_THAT(Check("a = [x.'ô']\n").message(), HasSubstr("a quote right after '.'"));
-  EXPECT_THAT(Check("a = {b = 1.\"ô\"}\n").message(), HasSubstr("a quote right after '.'"));
+              HasSubstr("w.toml:1: column 5: a quote inside a bare value"));
+  EXPECT_THAT(Check("a = 7.\"zô\"\n").message(), HasSubstr("column 7: a quote inside a bare"));
+  EXPECT_THAT(Check("a = [x.'ô']\n").message(), HasSubstr("a quote inside a bare value"));
+  EXPECT_THAT(Check("a = {b = 1.\"ô\"}\n").message(), HasSubstr("a quote inside a bare value"));
+  EXPECT_THAT(Check("KK=2=2bt=\"2ô\"").message(), HasSubstr("column 10: a quote inside a bare"));
+  EXPECT_THAT(Check("a = 1[\"ô\"]").message(), HasSubstr("a quote inside a bare value"));
 }
 
 TEST(TomlTextTest, BracketsOfValuesMatch) {
