@@ -434,11 +434,8 @@ std::optional<double> SideBySideHostFactor(
   return modeling::Median(ratios);
 }
 
-}  // namespace
-
-absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
-                                                               std::string_view source_view) {
-  const std::string source_name(source_view);
+absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
+                                                  const std::string& source_name) {
   json doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return ReportError(source_name, "$", "not a JSON object; pass the file xdeep-probe wrote");
@@ -805,6 +802,22 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       bf16.points > 0 ? absl::StrCat(" (bf16 GEMM model ", bf16.note, ")") : "";
   hw.date += filled + extrapolated + framework_note + gemm_note;
   return hw;
+}
+
+}  // namespace
+
+absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
+                                                               std::string_view source_view) {
+  const std::string source_name(source_view);
+  // json::value() throws where a field holds another type than its default
+  // (found by tests/fuzz/fuzz_probe_report): a bad report, not a crash.
+  try {
+    return ProfileFromReport(json_text, source_name);
+  } catch (const json::exception& e) {
+    return ReportError(source_name, "$",
+                       absl::StrCat("a field has the wrong type (", e.what(),
+                                    "); pass the file xdeep-probe wrote, unedited"));
+  }
 }
 
 }  // namespace xdeep::tuner

@@ -82,6 +82,15 @@ constexpr char kReport[] = R"({
   "errors": []
 })";
 
+TEST(ProbeReportTest, FieldOfTheWrongTypeIsAnErrorNotAnException) {
+  // Found by tests/fuzz/fuzz_probe_report: json::value() threw out of the library.
+  std::string report = kReport;
+  report.replace(report.find("\"node01\""), 8, "17");
+  auto hw = HardwareProfileFromProbeReport(report, "probe.json");
+  ASSERT_FALSE(hw.ok());
+  EXPECT_THAT(hw.status().message(), ::testing::HasSubstr("probe.json: $: a field has the wrong type"));
+}
+
 TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
   auto hw = HardwareProfileFromProbeReport(kReport, "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
