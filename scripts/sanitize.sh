@@ -10,6 +10,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-sanitize}
 shift || true
 
+command -v clang++ > /dev/null || {
+  echo "sanitize.sh: needs clang; apt-get install clang libclang-rt-14-dev" >&2
+  exit 1
+}
+
 # Every finding stops the test that made it; leaks count.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
