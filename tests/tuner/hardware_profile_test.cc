@@ -91,7 +91,7 @@ TEST(ProbeReportTest, FieldOfTheWrongTypeIsAnErrorNotAnException) {
   EXPECT_THAT(hw.status().message(), ::testing::HasSubstr("probe.json: $: a field has the wrong type"));
   // A float too large for the integer field it fills (undefined behaviour to cast).
   report = kReport;
-  report.replace(report.find("\"m\": 8192"), 10, "\"m\": 1e113");
+  report.replace(report.find("\"m\": 8192"), 9, "\"m\": 1e113");
   hw = HardwareProfileFromProbeReport(report, "probe.json");
   ASSERT_FALSE(hw.ok());
   EXPECT_THAT(hw.status().message(), ::testing::HasSubstr("$.gemm[0].m: number out of range"));
