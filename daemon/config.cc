@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "tuner/toml_text.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -170,6 +171,7 @@ using SectionParser = std::function<absl::Status(const toml::table&, std::string
 }  // namespace
 
 absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::string_view source) {
+  if (auto st = tuner::CheckTomlText(text, source); !st.ok()) return st;
   toml::table root;
   try {
     root = toml::parse(text, source);

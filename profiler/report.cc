@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -70,6 +71,14 @@ int64_t Int(const json& j, const char* key, const std::string& where) {
   const int64_t i = v.get<int64_t>();
   if (i < 0) throw FieldError{absl::StrCat(where, ".", key, ": negative")};
   return i;
+}
+
+// An integer field held in an int (counts of GPUs, ranks, nodes): larger
+// values would not survive the cast (found by fuzz_probe_report).
+int Count(const json& j, const char* key, const std::string& where) {
+  const int64_t i = Int(j, key, where);
+  if (i > std::numeric_limits<int>::max()) throw FieldError{absl::StrCat(where, ".", key, ": too large")};
+  return static_cast<int>(i);
 }
 
 std::string Str(const json& j, const char* key, const std::string& where) {
@@ -247,9 +256,9 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       const json& g = j["gpu"];
       GpuInfo gi;
       gi.name = Str(g, "name", "gpu");
-      gi.count = static_cast<int>(Int(g, "count", "gpu"));
+      gi.count = Count(g, "count", "gpu");
       gi.memory_bytes = g.contains("memory_bytes") ? Int(g, "memory_bytes", "gpu") : 0;
-      gi.sm_count = g.contains("sm_count") ? static_cast<int>(Int(g, "sm_count", "gpu")) : 0;
+      gi.sm_count = g.contains("sm_count") ? Count(g, "sm_count", "gpu") : 0;
       gi.compute_capability = OptStr(g, "compute_capability");
       r.gpu = gi;
     }
@@ -260,10 +269,10 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
         r.versions[k] = v.get<std::string>();
       }
     }
-    r.nodes = j.contains("nodes") ? static_cast<int>(Int(j, "nodes", "report")) : 1;
-    r.ranks = j.contains("ranks") ? static_cast<int>(Int(j, "ranks", "report")) : 1;
+    r.nodes = j.contains("nodes") ? Count(j, "nodes", "report") : 1;
+    r.ranks = j.contains("ranks") ? Count(j, "ranks", "report") : 1;
     r.gpus_per_node =
-        j.contains("gpus_per_node") ? static_cast<int>(Int(j, "gpus_per_node", "report")) : 0;
+        j.contains("gpus_per_node") ? Count(j, "gpus_per_node", "report") : 0;
     r.elapsed_s = j.contains("elapsed_s") ? Num(j, "elapsed_s", "report") : 0;
     int i = 0;
     for (const json& o : Array(j, "gemm")) {
@@ -316,8 +325,8 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       OneOf(e.op,
             {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "all_to_all"},
             w + ".op");
-      e.ranks = static_cast<int>(Int(o, "ranks", w));
-      e.nodes = static_cast<int>(Int(o, "nodes", w));
+      e.ranks = Count(o, "ranks", w);
+      e.nodes = Count(o, "nodes", w);
       e.scope = Str(o, "scope", w);
       OneOf(e.scope, {"intra_node", "inter_node"}, w + ".scope");
       e.bytes = Int(o, "bytes", w);
@@ -338,11 +347,11 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
       e.model = Str(o, "model", w);
       OneOf(e.model, {"gpt", "resnet"}, w + ".model");
       if (o.contains("ranks")) {
-        e.ranks = static_cast<int>(Int(o, "ranks", w));
+        e.ranks = Count(o, "ranks", w);
         if (e.ranks < 1) throw FieldError{absl::StrCat(w, ".ranks: must be at least 1")};
       }
       for (auto [key, field] : ShapeFields(e)) {
-        *field = static_cast<int>(Int(o, key, w));
+        *field = Count(o, key, w);
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }
       e.kernels = Int(o, "kernels", w);

@@ -474,11 +474,8 @@ std::optional<double> SideBySideHostFactor(
   return modeling::Median(ratios);
 }
 
-}  // namespace
-
-absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
-                                                               std::string_view source_view) {
-  const std::string source_name(source_view);
+absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
+                                                  const std::string& source_name) {
   json doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return ReportError(source_name, "$", "not a JSON object; pass the file xdeep-probe wrote");
@@ -885,6 +882,43 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
       bf16.points > 0 ? absl::StrCat(" (bf16 GEMM model ", bf16.note, ")") : "";
   hw.date += filled + extrapolated + framework_note + gemm_note;
   return hw;
+}
+
+// The path of the first floating-point number of `j` outside +-2^31, if any.
+// json::value() casts a float read into an integer field without a range
+// check, undefined past the integer's range (found by fuzz_probe_report); no
+// measured figure comes near 2^31 unless written as an integer.
+std::optional<std::string> OutOfRangeNumber(const json& j, const std::string& path) {
+  if (j.is_number_float()) {
+    return std::fabs(j.get<double>()) < 2147483648.0 ? std::nullopt : std::optional(path);
+  }
+  int i = 0;
+  for (auto it = j.begin(); (j.is_object() || j.is_array()) && it != j.end(); ++it, ++i) {
+    const std::string where =
+        j.is_object() ? absl::StrCat(path, ".", it.key()) : absl::StrCat(path, "[", i, "]");
+    if (auto bad = OutOfRangeNumber(*it, where)) return bad;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view json_text,
+                                                               std::string_view source_view) {
+  const std::string source_name(source_view);
+  const json doc = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (auto bad = doc.is_discarded() ? std::nullopt : OutOfRangeNumber(doc, "$")) {
+    return ReportError(source_name, *bad, "number out of range; pass the file xdeep-probe wrote");
+  }
+  // json::value() throws where a field holds another type than its default
+  // (found by tests/fuzz/fuzz_probe_report): a bad report, not a crash.
+  try {
+    return ProfileFromReport(json_text, source_name);
+  } catch (const json::exception& e) {
+    return ReportError(source_name, "$",
+                       absl::StrCat("a field has the wrong type (", e.what(),
+                                    "); pass the file xdeep-probe wrote, unedited"));
+  }
 }
 
 }  // namespace xdeep::tuner

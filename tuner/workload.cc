@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "toml++/toml.h"
 #include "tuner/parallel_table.h"
+#include "tuner/toml_text.h"
 
 namespace xdeep::tuner {
 
@@ -847,6 +848,7 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
 absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                            std::string_view source_view) {
   const std::string source_name(source_view);
+  if (auto st = CheckTomlText(toml_text, source_name); !st.ok()) return st;
   TomlReader rd(source_name);
   toml::table root;
   try {

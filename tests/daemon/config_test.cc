@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace xdeep::daemon {
 namespace {
 
@@ -47,7 +49,7 @@ framework_probe = ["python3", "/opt/xdeep/framework_probe.py"]
 
 TEST(ConfigTest, ErrorsNameFileLineAndFix) {
   struct Case {
-    const char* text;
+    std::string text;
     const char* needle;
   };
   for (const Case& k : {
@@ -72,6 +74,9 @@ TEST(ConfigTest, ErrorsNameFileLineAndFix) {
                 "x.toml:2: [fabric] builtin: unknown built-in fabric 'torus-9000'"},
            Case{"[fabric]\ntopology = [\"fat-tree\"]\n",
                 "x.toml:2: [fabric] topology must be a number or a string"},
+           // Checked before toml++ sees it (tuner/toml_text.h).
+           Case{std::string("[\0]", 3), "x.toml:1: column 2: a NUL byte"},
+           Case{"[server]\nworker_threads = 1\xC3\xB4\n", "x.toml:2: column 19: character U+00F4"},
        }) {
     auto c = ParseDaemonConfig(k.text, "x.toml");
     ASSERT_FALSE(c.ok()) << k.text;

@@ -82,6 +82,21 @@ constexpr char kReport[] = R"({
   "errors": []
 })";
 
+TEST(ProbeReportTest, FieldOfTheWrongTypeIsAnErrorNotAnException) {
+  // Found by tests/fuzz/fuzz_probe_report: json::value() threw out of the library.
+  std::string report = kReport;
+  report.replace(report.find("\"node01\""), 8, "17");
+  auto hw = HardwareProfileFromProbeReport(report, "probe.json");
+  ASSERT_FALSE(hw.ok());
+  EXPECT_THAT(hw.status().message(), ::testing::HasSubstr("probe.json: $: a field has the wrong type"));
+  // A float too large for the integer field it fills (undefined behaviour to cast).
+  report = kReport;
+  report.replace(report.find("\"m\": 8192"), 9, "\"m\": 1e113");
+  hw = HardwareProfileFromProbeReport(report, "probe.json");
+  ASSERT_FALSE(hw.ok());
+  EXPECT_THAT(hw.status().message(), ::testing::HasSubstr("$.gemm[0].m: number out of range"));
+}
+
 TEST(ProbeReportTest, ReadsMeasuredFiguresAndLabelsThem) {
   auto hw = HardwareProfileFromProbeReport(kReport, "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();

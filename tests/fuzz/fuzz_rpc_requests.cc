@@ -1,0 +1,157 @@
+// libFuzzer target: each RPC of xdeep.v1.Tuning as the daemon receives it. The
+// first byte picks the method; the rest is the request's protobuf encoding.
+// The real TuningService (with its DecisionMaker, Store and Ledger on SQLite
+// in memory) serves it over gRPC's in-process transport, so every request goes
+// through gRPC's decoding, authentication (trusting: the caller is this
+// process's user, an admin and a controller user, which opens every path) and
+// the service's own validation. Only the partition shape is fixed: it comes
+// from sinfo in production.
+//
+// Properties checked: the daemon never crashes or leaks, and every refusal
+// carries a message (bad input gets one clear message).
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "daemon/decision_maker.h"
+#include "daemon/identity.h"
+#include "daemon/ledger.h"
+#include "daemon/store.h"
+#include "daemon/tuning_service.h"
+#include "daemon/work_queue.h"
+#include "tuner/hardware_profile.h"
+#include "xdeep/v1/tuning.grpc.pb.h"
+
+namespace {
+
+namespace daemon = xdeep::daemon;
+namespace v1 = xdeep::v1;
+
+// One daemon for the whole run: starting one per input would measure SQLite
+// and thread start-up instead of the requests.
+class InProcessDaemon {
+ public:
+  InProcessDaemon() {
+    store_ = std::move(*daemon::Store::Open(":memory:"));
+    ledger_ = std::move(*daemon::Ledger::Open(":memory:"));
+    auth_ = daemon::MakeTrustingAuthenticator();
+    const std::string me = daemon::UserName(getuid());
+    auto policy = std::make_shared<daemon::PolicyConfig>();
+    policy->admins = {me};
+    maker_ = std::make_unique<daemon::DecisionMaker>(
+        policy, *xdeep::tuner::BuiltinHardwareProfile("h100-sxm"),
+        [](const std::string& partition) -> absl::StatusOr<daemon::PartitionShape> {
+          if (!partition.empty() && partition != "gpu") {
+            return absl::NotFoundError("no partition " + partition);
+          }
+          return daemon::PartitionShape{"gpu", 4, 8, 64};
+        },
+        store_.get(), ledger_.get());
+    work_ = std::make_unique<daemon::WorkQueue>(2);
+    service_ = std::make_unique<daemon::TuningService>(daemon::ServiceParts{
+        .maker = maker_.get(),
+        .auth = auth_.get(),
+        .store = store_.get(),
+        .ledger = ledger_.get(),
+        .work = work_.get(),
+        .reload_policy = [] { return absl::OkStatus(); },
+        .run_probes = nullptr,
+        .slurm_holds_job = [](const std::string&) -> absl::StatusOr<bool> { return false; },
+        .controller_users = {me},
+    });
+    grpc::ServerBuilder builder;
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    stub_ = v1::Tuning::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+  }
+
+  v1::Tuning::Stub& stub() { return *stub_; }
+
+ private:
+  std::unique_ptr<daemon::Store> store_;
+  std::unique_ptr<daemon::Ledger> ledger_;
+  std::unique_ptr<daemon::Authenticator> auth_;
+  std::unique_ptr<daemon::DecisionMaker> maker_;
+  std::unique_ptr<daemon::WorkQueue> work_;
+  std::unique_ptr<daemon::TuningService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::Tuning::Stub> stub_;
+};
+
+void Expect(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+void CheckStatus(const grpc::Status& status) {
+  Expect(status.ok() || !status.error_message().empty());
+}
+
+void Deadline(grpc::ClientContext& context) {
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+}
+
+// Decodes `bytes` as Request and makes the unary call `method`.
+template <typename Request, typename Response, typename Method>
+void CallUnary(v1::Tuning::Stub& stub, Method method, const std::string& bytes) {
+  Request request;
+  if (!request.ParseFromString(bytes)) return;  // gRPC refuses it before the service
+  Response response;
+  grpc::ClientContext context;
+  Deadline(context);
+  CheckStatus((stub.*method)(&context, request, &response));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static InProcessDaemon* const daemon = new InProcessDaemon();
+  if (size == 0) return 0;
+  const std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
+  v1::Tuning::Stub& stub = daemon->stub();
+  using S = v1::Tuning::Stub;
+  switch (data[0] % 9) {
+    case 0: {
+      v1::TuneRequest request;
+      if (!request.ParseFromString(bytes)) return 0;
+      grpc::ClientContext context;
+      Deadline(context);
+      auto reader = stub.Tune(&context, request);
+      v1::TuneEvent event;
+      while (reader->Read(&event)) {
+      }
+      CheckStatus(reader->Finish());
+      break;
+    }
+    case 1:
+      CallUnary<v1::BindRequest, v1::BindResponse>(stub, &S::Bind, bytes);
+      break;
+    case 2:
+      CallUnary<v1::ReportRequest, v1::ReportResponse>(stub, &S::Report, bytes);
+      break;
+    case 3:
+      CallUnary<v1::BudgetRequest, v1::BudgetResponse>(stub, &S::GetBudget, bytes);
+      break;
+    case 4:
+      CallUnary<v1::ListDecisionsRequest, v1::ListDecisionsResponse>(stub, &S::ListDecisions,
+                                                                     bytes);
+      break;
+    case 5:
+      CallUnary<v1::AdmitRequest, v1::AdmitResponse>(stub, &S::Admit, bytes);
+      break;
+    case 6:
+      CallUnary<v1::RunProbesRequest, v1::RunProbesResponse>(stub, &S::RunProbes, bytes);
+      break;
+    case 7:
+      CallUnary<v1::ReloadPolicyRequest, v1::ReloadPolicyResponse>(stub, &S::ReloadPolicy, bytes);
+      break;
+    default:
+      CallUnary<v1::ForgetRunsRequest, v1::ForgetRunsResponse>(stub, &S::ForgetRuns, bytes);
+      break;
+  }
+  return 0;
+}
