@@ -1,22 +1,13 @@
 // The partition's nodes from sinfo (see node_features.h).
 #include "spank_plugin/node_features.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
-extern char** environ;
+#include "spank_plugin/run_command.h"
 
 namespace xdeep::spank {
 namespace {
@@ -100,49 +91,7 @@ PartitionNodes ReadPartitionNodes(const std::string& sinfo_output, const std::st
 }
 
 bool RunSinfo(int timeout_ms, std::string* output, std::string* error) {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    *error = "pipe failed";
-    return false;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  char* argv[] = {const_cast<char*>("sinfo"),      const_cast<char*>("-h"),
-                  const_cast<char*>("-N"),         const_cast<char*>("-o"),
-                  const_cast<char*>(kSinfoFormat), nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "sinfo", &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    *error = std::string("cannot run sinfo: ") + std::strerror(rc);
-    return false;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string text;
-  char buffer[4096];
-  pollfd fd{out[0], POLLIN, 0};
-  bool done = false;
-  while (!done && std::chrono::steady_clock::now() < deadline) {
-    if (poll(&fd, 1, 20) > 0) {
-      const ssize_t n = read(out[0], buffer, sizeof buffer);
-      if (n <= 0) done = true;
-      if (n > 0) text.append(buffer, static_cast<size_t>(n));
-    }
-  }
-  close(out[0]);
-  int status = 0;
-  if (!done) kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *error = done ? "sinfo failed" : "sinfo did not answer in time";
-    return false;
-  }
-  *output = std::move(text);
-  return true;
+  return RunCommand({"sinfo", "-h", "-N", "-o", kSinfoFormat}, timeout_ms, output, error);
 }
 
 }  // namespace xdeep::spank

@@ -41,11 +41,12 @@ std::string ModelFingerprint(const Workload& w) {
   absl::StrAppend(
       &text,
       absl::StrFormat(";precision=%s;optimizer=%s;fsdp16=%d,%d;impl=%s;attention=%s;"
-                      "format=%s;bias=%d;checkpointing=%s;compile=%d",
+                      "format=%s;bias=%d;checkpointing=%s;compile=%d;tp=%s",
                       PrecisionName(w.precision), OptimizerName(w.optimizer), w.fsdp_16bit_params,
                       w.fsdp_16bit_reduce, OptimizerImplName(s.optimizer_impl),
                       AttentionKernelName(s.attention), MemoryFormatName(s.memory_format),
-                      s.linear_bias, CheckpointingName(s.activation_checkpointing), s.compile));
+                      s.linear_bias, CheckpointingName(s.activation_checkpointing), s.compile,
+                      TensorParallelName(s.tensor_parallel)));
   return absl::StrFormat("%016x", Fnv1a(text));
 }
 

@@ -134,19 +134,6 @@ HardwareProfile FromSpec(const BuiltinSpec& s) {
   return hw;
 }
 
-double BusFactor(CollectiveOp op, int n) {
-  switch (op) {
-    case CollectiveOp::kAllReduce:
-      return 2.0 * (n - 1) / n;
-    case CollectiveOp::kAllGather:
-    case CollectiveOp::kReduceScatter:
-      return double(n - 1) / n;
-    case CollectiveOp::kSendRecv:
-      return 1.0;
-  }
-  return 1.0;
-}
-
 // Linear interpolation in log2(ranks) over fits sorted by ranks; clamped for
 // bandwidth, extrapolated along the last segment for latency (tree/ring
 // latency grows with the rank count).
@@ -210,6 +197,19 @@ FitQuery FitOrFallback(const HardwareProfile& hw, CollectiveOp op, FabricScope s
 }
 
 }  // namespace
+
+double BusFactor(CollectiveOp op, int n) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+      return double(n - 1) / n;
+    case CollectiveOp::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
 
 void FitGemmModels(HardwareProfile* hw) {
   GemmFit start;

@@ -25,6 +25,9 @@ namespace xdeep::tuner {
 std::string_view DTypeName(DType d);
 
 enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
+
+// Bytes a rank moves per byte of message in a ring of n ranks (NCCL's bus factor).
+double BusFactor(CollectiveOp op, int n);
 enum class FabricScope { kIntraNode, kInterNode };
 
 // One fitted line t(bytes) = latency_s + bytes * bus_factor(op, n) / busbw for a

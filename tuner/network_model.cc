@@ -25,23 +25,6 @@
 
 namespace xdeep::tuner {
 
-namespace {
-
-double BusFactorOf(CollectiveOp op, int n) {
-  switch (op) {
-    case CollectiveOp::kAllReduce:
-      return 2.0 * (n - 1) / n;
-    case CollectiveOp::kAllGather:
-    case CollectiveOp::kReduceScatter:
-      return double(n - 1) / n;
-    case CollectiveOp::kSendRecv:
-      return 1.0;
-  }
-  return 1.0;
-}
-
-}  // namespace
-
 double InterNodeBandwidth(const Fabric& f, const NodeLinks& node, int ranks_per_node, int nodes,
                           bool tree) {
   // A node has at least as many GPUs as NICs (rails; a probe's profile may
@@ -84,7 +67,7 @@ CollectiveLine NetworkCollective(const Fabric& f, const NodeLinks& node, Collect
   const int steps = all_reduce ? 2 * (ranks - 1) : ranks - 1;
   const int inter_steps = all_reduce ? 2 * (nodes - 1) : nodes - 1;
   const int intra_steps = steps - inter_steps;
-  const double factor = BusFactorOf(op, ranks);
+  const double factor = BusFactor(op, ranks);
   const double ring_bw = InterNodeBandwidth(f, node, k, nodes, false);
   // Ring, Simple: the plateau factor applies to large all-reduces, the
   // sizes Simple wins at.

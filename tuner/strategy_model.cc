@@ -461,7 +461,7 @@ struct StrategyModel::Impl {
         const int kernels =
             compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels - l.library_kernels;
         r.launch_fwd += kernels * host_per_kernel;
-        if (t > 1) {
+        if (t > 1 && w.settings.tensor_parallel == TensorParallel::kDTensor) {
           // Each split Linear's DTensor dispatch, over forward and backward
           // (backward's launches are counted at twice the forward's).
           r.launch_fwd += static_cast<double>(l.gemms.size()) * tp_host_per_linear / 3;

@@ -97,6 +97,10 @@ std::string_view CheckpointingName(Checkpointing c) {
   return "?";
 }
 
+std::string_view TensorParallelName(TensorParallel t) {
+  return t == TensorParallel::kMegatron ? "megatron" : "dtensor";
+}
+
 std::string_view NormName(Norm n) {
   switch (n) {
     case Norm::kLayerNorm:
@@ -792,6 +796,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.norm = static_cast<Norm>(norm);
+  int tensor_parallel = static_cast<int>(st.tensor_parallel);
+  if (auto s = choose(model, "tensor_parallel",
+                      {{"dtensor", int(TensorParallel::kDTensor)},
+                       {"megatron", int(TensorParallel::kMegatron)}},
+                      &tensor_parallel);
+      !s.ok()) {
+    return s;
+  }
+  st.tensor_parallel = static_cast<TensorParallel>(tensor_parallel);
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
@@ -902,6 +915,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "memory_format",
                               "activation",
                               "norm",
+                              "tensor_parallel",
                               "fp32_logits",
                               "arch",
                               "image_size",
@@ -999,6 +1013,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"linear_bias", "transformer"},
                                    {"activation", "transformer"},
                                    {"norm", "transformer"},
+                                   {"tensor_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {

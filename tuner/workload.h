@@ -57,6 +57,12 @@ enum class Activation { kGelu, kRelu, kSilu, kGeluTanhUnfused };
 //                  ("rmsnorm_eager": fp32 upcast, pow, mean, add, rsqrt and
 //                  two products, each a kernel over fp32 tensors).
 enum class Norm { kLayerNorm, kRmsNormEager };
+//  TensorParallel  how tensor parallelism is run: PyTorch's DTensor
+//                  (torch.distributed.tensor.parallel, its 2.x default: each
+//                  split Linear dispatched through DTensor on the host) or
+//                  Megatron-style layers (plain kernels and explicit
+//                  collectives: Megatron-LM, megatron-core, DeepSpeed).
+enum class TensorParallel { kDTensor, kMegatron };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
@@ -64,6 +70,7 @@ std::string_view MemoryFormatName(MemoryFormat m);
 std::string_view CheckpointingName(Checkpointing c);
 std::string_view ActivationName(Activation a);
 std::string_view NormName(Norm n);
+std::string_view TensorParallelName(TensorParallel t);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -80,6 +87,7 @@ struct TrainingSettings {
   bool compile = false;  // torch.compile (inductor) of the model or each block
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
+  TensorParallel tensor_parallel = TensorParallel::kDTensor;
   // The script casts the logits to fp32 itself before the loss and keeps
   // that copy to the end of the step (Hugging Face's causal-LM loss,
   // `logits.float()`), instead of cross_entropy upcasting internally.

@@ -95,6 +95,7 @@ Workload MakeWorkload(const Row& r) {
   w.optimizer = OptimizerKind::kAdamW;
   w.settings.optimizer_impl = OptimizerImpl::kFused;
   w.settings.compile = true;
+  w.settings.tensor_parallel = TensorParallel::kMegatron;
   w.settings.attention =
       r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;

@@ -17,6 +17,9 @@ Workload LongLlama(int seq) {
   w.transformer.seq_len = seq;
   w.transformer.kv_heads = 8;
   w.settings.attention = AttentionKernel::kFlash;
+  // Long-sequence runs with context parallelism use Megatron-style layers
+  // (megatron-core, as Llama 3), not DTensor's per-Linear host dispatch.
+  w.settings.tensor_parallel = TensorParallel::kMegatron;
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = 16;
   w.samples = 1e9 / seq;

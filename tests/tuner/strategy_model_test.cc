@@ -416,6 +416,23 @@ TEST(StrategyTimeTest, TensorParallelAllReducesPerLayer) {
   EXPECT_NE(StructuralProblem(*w, c), "");  // 12 heads do not split 8 ways
 }
 
+TEST(StrategyTimeTest, DTensorTensorParallelPaysHostTimePerSplitLinearMegatronDoesNot) {
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  Configuration c = Single(2);
+  c.gpus_per_node = c.tp = 2;
+  const HardwareProfile hw = SimpleProfile(100, 200);
+  Workload megatron = *w;
+  megatron.settings.tensor_parallel = TensorParallel::kMegatron;
+  const double dtensor_s = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  const double megatron_s = EstimateStepTime(megatron, hw, c).per_micro_batch_s;
+  EXPECT_GT(dtensor_s, megatron_s);
+  // Without tensor parallelism the two are the same model.
+  Configuration one = Single(2);
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, one).per_micro_batch_s,
+                   EstimateStepTime(megatron, hw, one).per_micro_batch_s);
+}
+
 TEST(StrategyModelTest, MemoisedModelEqualsFreshOne) {
   auto w = PresetWorkload("gpt-1.3b");
   ASSERT_TRUE(w.ok());

@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuner/test_util.h"
+#include "tuner/fingerprint.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -136,6 +137,15 @@ TEST(WorkloadTest, TrainingSettingsDefaultToPyTorchs) {
   EXPECT_EQ(w->Parameters() - bare->Parameters(), 2 * 9 * 256);
   EXPECT_EQ(ParamTensors(w->layers[1]) - ParamTensors(bare->layers[1]), 4);
   // An encoder attends to every position: twice a causal decoder's attention.
+  EXPECT_EQ(w->settings.tensor_parallel, TensorParallel::kDTensor);  // PyTorch 2.x's own
+  auto megatron = ParseWorkloadToml(gpt + "tensor_parallel = \"megatron\"\n", "d.toml");
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  EXPECT_EQ(megatron->settings.tensor_parallel, TensorParallel::kMegatron);
+  EXPECT_NE(ModelFingerprint(*megatron), ModelFingerprint(*w));
+  auto unknown = ParseWorkloadToml(gpt + "tensor_parallel = \"deepspeed\"\n", "d.toml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("tensor_parallel"), std::string::npos)
+      << unknown.status();
   auto encoder = ParseWorkloadToml(gpt + "causal = false\n", "d.toml");
   ASSERT_TRUE(encoder.ok()) << encoder.status();
   EXPECT_TRUE(w->transformer.causal);
