@@ -36,6 +36,8 @@ class Decision:
     global_batch: int
     recompute: bool
     predicted: dict = field(default_factory=dict)
+    time_limit_s: float = 0.0  # a job's time limit; 0: none
+    segments: int = 1  # checkpointed jobs the run is planned as
 
     @property
     def per_node_launcher(self):
@@ -68,6 +70,8 @@ class Decision:
                 global_batch=int(batch["global_batch"]),
                 recompute=bool(doc.get("recompute", False)),
                 predicted=dict(doc.get("predicted") or {}),
+                time_limit_s=float((doc.get("time") or {}).get("limit_s", 0.0)),
+                segments=int((doc.get("time") or {}).get("segments", 1)),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise DecisionError(f"a field is missing or has the wrong type: {e}") from None

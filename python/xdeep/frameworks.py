@@ -133,6 +133,7 @@ def decision_json(d):
         "batch": {"micro_batch": d.micro_batch, "grad_accumulation": d.grad_accumulation,
                   "global_batch": d.global_batch},
         "recompute": d.recompute, "predicted": d.predicted,
+        "time": {"limit_s": d.time_limit_s, "segments": d.segments},
     }
 
 
