@@ -43,6 +43,8 @@ namespace {
 
 namespace v1 = xdeep::v1;
 using Clock = std::chrono::steady_clock;
+// gRPC names its generated client class "Stub".
+using TuningClient = v1::Tuning::Stub;
 
 // utime + stime of a process and all its threads, in seconds.
 double ProcessCpuSeconds(int pid) {
@@ -122,7 +124,7 @@ v1::TuneRequest OrdinaryRequest(const Options& o, uint64_t n) {
   return r;
 }
 
-// Runs `clients` threads calling `call(stub, n)` until `seconds` pass.
+// Runs `clients` threads calling `call(client, n)` until `seconds` pass.
 std::vector<Watched> g_watched;
 
 template <typename Call>
@@ -138,14 +140,14 @@ Stats Run(const Options& o, int clients, double seconds, Call call) {
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&] {
-      auto stub = v1::Tuning::NewStub(
+      auto client = v1::Tuning::NewStub(
           grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
       Stats mine;
       while (Clock::now() < end) {
         const uint64_t n = next.fetch_add(1);
         const auto a = Clock::now();
         std::string error;
-        const bool ok = call(*stub, n, &error);
+        const bool ok = call(*client, n, &error);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
         if (ok) {
           ++mine.ok;
@@ -171,11 +173,11 @@ Stats Run(const Options& o, int clients, double seconds, Call call) {
   return total;
 }
 
-bool Tune(v1::Tuning::Stub& stub, v1::TuneRequest request, int deadline_ms, std::string* error) {
+bool Tune(TuningClient& client, v1::TuneRequest request, int deadline_ms, std::string* error) {
   request.set_credential(xdeep::spank::MungeCredential());
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
-  auto reader = stub.Tune(&ctx, request);
+  auto reader = client.Tune(&ctx, request);
   v1::TuneEvent event;
   bool decided = false;
   while (reader->Read(&event)) decided |= event.has_decision() || event.has_skip();
@@ -186,8 +188,8 @@ bool Tune(v1::Tuning::Stub& stub, v1::TuneRequest request, int deadline_ms, std:
 }
 
 auto OrdinaryCall(const Options& o) {
-  return [&o](v1::Tuning::Stub& stub, uint64_t n, std::string* error) {
-    return Tune(stub, OrdinaryRequest(o, n), 10000, error);
+  return [&o](TuningClient& client, uint64_t n, std::string* error) {
+    return Tune(client, OrdinaryRequest(o, n), 10000, error);
   };
 }
 
@@ -244,14 +246,14 @@ int main(int argc, char** argv) {
              o.clients, o.seconds, o.mode, o.mix);
   // Warm-up: connections, and whatever the daemon caches on first use.
   Run(o, o.clients, 0.5, OrdinaryCall(o));
-  const Stats baseline = Run(o, o.clients, o.seconds, [](v1::Tuning::Stub& stub, uint64_t,
+  const Stats baseline = Run(o, o.clients, o.seconds, [](TuningClient& client, uint64_t,
                                                          std::string* error) {
     v1::BudgetRequest req;
     req.set_credential(xdeep::spank::MungeCredential());
     v1::BudgetResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    const grpc::Status s = stub.GetBudget(&ctx, req, &resp);
+    const grpc::Status s = client.GetBudget(&ctx, req, &resp);
     if (!s.ok()) *error = s.error_message();
     return s.ok();
   });
@@ -279,11 +281,11 @@ int main(int argc, char** argv) {
     std::vector<std::thread> heavies;
     for (int h = 0; h < o.heavy; ++h) {
       heavies.emplace_back([&] {
-        auto stub = v1::Tuning::NewStub(
+        auto client = v1::Tuning::NewStub(
             grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
         while (!stop) {
           std::string error;
-          if (Tune(*stub, heavy, o.heavy_deadline_ms, &error)) {
+          if (Tune(*client, heavy, o.heavy_deadline_ms, &error)) {
             ++heavy_done;
           } else {
             ++heavy_stopped;
