@@ -43,6 +43,9 @@ GPT_SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vo
 # probe read ~13 % above ResNet-50 training on the same 1x H200, 07:43-07:51,
 # bench/validate/data/2026-11-26_h200x1_*; the tuner ignores an entry busy >= 50 %).
 RESNET_SHAPE = {"depth": 50, "image": 224, "classes": 1000, "batch": 1}
+# On the CPU (smoke runs; the tuner ignores CPU entries) the same network at a size a
+# loaded 2-core host runs in seconds: at 224 pixels one rank took over 4 minutes there.
+RESNET_SHAPE_CPU = {"depth": 50, "image": 64, "classes": 1000, "batch": 1}
 # A GPT at the size xdeep's GPT workloads train (hidden 1024, seq 1024, GPT-2's
 # vocabulary), where its norms, activations, casts and loss are bound by memory, not by
 # the host: their GPU time (`elementwise_s`) against the bytes the tuner counts for them
@@ -262,7 +265,7 @@ def measure(args, rank, world, folder):
     gen = torch.Generator(device=device)
     gen.manual_seed(1234)
     _, gpt = gpt_classes(torch)
-    r = RESNET_SHAPE
+    r = RESNET_SHAPE if device.type == "cuda" else RESNET_SHAPE_CPU
     networks = [
         ("gpt", GPT_SHAPE, *gpt_and_batch(torch, gpt, GPT_SHAPE, device, gen)),
         ("resnet", r, resnet50_class(torch)(r["classes"]),
