@@ -52,8 +52,15 @@ def check_engine(engine, d, groups, dp):
     if sorted(dp_ranks) != sorted(groups.members["dp"]):
         fail(f"DeepSpeed's data-parallel group {dp_ranks}, xdeep's {groups.members['dp']}")
     wrapper = type(engine.optimizer).__name__
-    if d.sharding_stage > 0 and "Zero" not in wrapper:
-        fail(f"ZeRO stage {d.sharding_stage} decided, but the optimizer is a {wrapper}")
+    if d.sharding_stage > 0:
+        # ZeRO-1 with bf16 is DeepSpeed's BF16_Optimizer, ZeRO-2 / 3 its ZeRO optimizers:
+        # all of them ZeROOptimizer, each sharding over the data-parallel ranks.
+        from deepspeed.runtime.base_optimizer import ZeROOptimizer
+        shards = getattr(engine.optimizer, "partition_count", None)
+        shards = set(shards) if isinstance(shards, list) else {shards}
+        if not isinstance(engine.optimizer, ZeROOptimizer) or shards != {dp}:
+            fail(f"ZeRO stage {d.sharding_stage} decided, but the optimizer is a {wrapper} "
+                 f"sharding over {shards}, not over the {dp} data-parallel ranks")
     return wrapper, dp_ranks
 
 

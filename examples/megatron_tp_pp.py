@@ -83,6 +83,7 @@ class Stage(torch.nn.Module):
 
     def __init__(self, config, stage, tp, tp_rank, device):
         super().__init__()
+        from megatron.core import parallel_state as ps
         from megatron.core.enums import ModelType
         from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear
         self.config = config  # megatron-core's schedules read the model's config and type
@@ -90,10 +91,12 @@ class Stage(torch.nn.Module):
         self.first = stage == 0
         self.fc1 = ColumnParallelLinear(HIDDEN, 4 * HIDDEN, config=config,
                                         init_method=torch.nn.init.zeros_, bias=False,
-                                        gather_output=False)
+                                        gather_output=False,
+                                        tp_group=ps.get_tensor_model_parallel_group())
         self.fc2 = RowParallelLinear(4 * HIDDEN, HIDDEN, config=config,
                                      init_method=torch.nn.init.zeros_, bias=False,
-                                     input_is_parallel=True, skip_bias_add=False)
+                                     input_is_parallel=True, skip_bias_add=False,
+                                     tp_group=ps.get_tensor_model_parallel_group())
         cols = 4 * HIDDEN // tp
         w1, w2 = stage_weights(stage)
         with torch.no_grad():  # torch.nn.functional.linear keeps the transpose

@@ -7,8 +7,8 @@
 # accumulation are the decided ones:
 #   ddp_fsdp.py        srun-style (one process per GPU), ZeRO-3 decision -> FSDP
 #   ddp_fsdp.py        under the real torchrun with `python3 -m xdeep emit torchrun`
-#   deepspeed_train.py srun-style, ZeRO-2; then under DeepSpeed's own launcher
-#                      (deepspeed.launcher.runner --no_ssh), ZeRO-3
+#   deepspeed_train.py srun-style with ZeRO-2, then ZeRO-3; then ZeRO-1 under
+#                      DeepSpeed's own launcher (deepspeed.launcher.runner --no_ssh)
 #   megatron_tp_pp.py  tp=GPUS, then pp=GPUS (1F1B)
 # DeepSpeed and megatron-core are used when importable (put their source trees
 # on PYTHONPATH), else the examples' torch fallbacks run; XDEEP_REQUIRE_ENGINE=1
@@ -110,11 +110,13 @@ finish torchrun $?
 
 decision deepspeed srun "$gpus" 1 1 2 2 4 >/dev/null
 PYTHONPATH=$ds_path srun_style deepspeed deepspeed_train.py --steps 5
+decision deepspeed_zero3 srun "$gpus" 1 1 3 2 4 >/dev/null
+PYTHONPATH=$ds_path srun_style deepspeed_zero3 deepspeed_train.py --steps 5
 
 # The per-node launch the plugin makes for --xdeep-launcher=deepspeed: one task
 # with XDEEP_NODE_RANK / XDEEP_NPROC_PER_NODE, DeepSpeed's launcher starting the
 # GPUs' processes (it names the node's process count LOCAL_SIZE).
-dir=$(decision deepspeed_launcher deepspeed "$gpus" 1 1 3 2 4)
+dir=$(decision deepspeed_launcher deepspeed "$gpus" 1 1 1 2 4)
 port=$((port + 1))
 launch=(python3 -m deepspeed.launcher.runner --no_ssh --node_rank=0 --num_nodes=1
         --num_gpus="$gpus" --master_addr=127.0.0.1 --master_port=$port)
