@@ -66,12 +66,13 @@ def check_parallel_state(ps, d, groups, dp):
                      ps.get_data_parallel_world_size(), ps.get_context_parallel_world_size()),
            "coords": (ps.get_tensor_model_parallel_rank(), ps.get_pipeline_model_parallel_rank(),
                       ps.get_data_parallel_rank()),
-           "tp": dist.get_process_group_ranks(ps.get_tensor_model_parallel_group()),
-           "pp": dist.get_process_group_ranks(ps.get_pipeline_model_parallel_group()),
-           "dp": dist.get_process_group_ranks(ps.get_data_parallel_group())}
+           "tp": sorted(dist.get_process_group_ranks(ps.get_tensor_model_parallel_group())),
+           "pp": dist.get_process_group_ranks(ps.get_pipeline_model_parallel_group()),  # in stage order
+           "dp": sorted(dist.get_process_group_ranks(ps.get_data_parallel_group()))}
     want = {"sizes": (d.tp, d.pp, dp, d.cp),
             "coords": (groups.coords.tp, groups.coords.pp, groups.coords.dp),
-            "tp": groups.members["tp"], "pp": groups.members["pp"], "dp": groups.members["dp"]}
+            "tp": sorted(groups.members["tp"]), "pp": groups.members["pp"],
+            "dp": sorted(groups.members["dp"])}
     if got != want:
         fail(f"megatron-core's parallel_state has {got}, xdeep decided {want}")
 
@@ -207,7 +208,7 @@ def run_megatron_core(core, d, groups, device, steps):
         xdeep.report_step(time.perf_counter() - start)
     dist.barrier()
     result = {"megatron_core": "megatron-core " + getattr(core, "__version__", "?"),
-              "schedule": schedule.__name__, "num_microbatches": get_num_microbatches(),
+              "schedule": getattr(schedule, "__name__", str(schedule)), "num_microbatches": get_num_microbatches(),
               "outputs_checked": checked, "grads_checked": steps}
     ps.destroy_model_parallel()
     return result
