@@ -208,7 +208,8 @@ def run_megatron_core(core, d, groups, device, steps):
         xdeep.report_step(time.perf_counter() - start)
     dist.barrier()
     result = {"megatron_core": "megatron-core " + getattr(core, "__version__", "?"),
-              "schedule": getattr(schedule, "__name__", str(schedule)), "num_microbatches": get_num_microbatches(),
+              "schedule": getattr(schedule, "__name__", str(schedule)),
+              "num_microbatches": get_num_microbatches(),
               "outputs_checked": checked, "grads_checked": steps}
     ps.destroy_model_parallel()
     return result
