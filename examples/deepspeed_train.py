@@ -3,7 +3,8 @@
 micro-batch, accumulation, global batch, ZeRO stage, bf16):
 
     srun --xdeep-tune --xdeep-workload=w.toml python3 examples/deepspeed_train.py
-    srun --xdeep-tune --xdeep-launcher=deepspeed ... sh -c 'deepspeed --no_ssh ... examples/deepspeed_train.py'
+    srun --xdeep-tune --xdeep-launcher=deepspeed ... \
+        sh -c 'deepspeed --no_ssh ... examples/deepspeed_train.py'
 
 With DeepSpeed importable, its engine takes the generated config unchanged
 (plus torch's AdamW as the optimizer, so no DeepSpeed op is compiled), and

@@ -67,7 +67,8 @@ def check_parallel_state(ps, d, groups, dp):
            "coords": (ps.get_tensor_model_parallel_rank(), ps.get_pipeline_model_parallel_rank(),
                       ps.get_data_parallel_rank()),
            "tp": sorted(dist.get_process_group_ranks(ps.get_tensor_model_parallel_group())),
-           "pp": dist.get_process_group_ranks(ps.get_pipeline_model_parallel_group()),  # in stage order
+           # pp members in stage order
+           "pp": dist.get_process_group_ranks(ps.get_pipeline_model_parallel_group()),
            "dp": sorted(dist.get_process_group_ranks(ps.get_data_parallel_group()))}
     want = {"sizes": (d.tp, d.pp, dp, d.cp),
             "coords": (groups.coords.tp, groups.coords.pp, groups.coords.dp),
@@ -192,7 +193,8 @@ def run_megatron_core(core, d, groups, device, steps):
                  f"decision {d.grad_accumulation}")
         for x0, out in outputs:
             if out.shape != (SEQ, d.micro_batch, HIDDEN):
-                fail(f"micro-batch output {tuple(out.shape)}, expected {(SEQ, d.micro_batch, HIDDEN)}")
+                fail(f"micro-batch output {tuple(out.shape)}, "
+                     f"expected {(SEQ, d.micro_batch, HIDDEN)}")
             err = (out - reference(x0, d.pp)).abs().max().item()
             if err > 1e-4:
                 fail(f"pipeline output differs from the unsplit model by {err:.3g}")
@@ -203,7 +205,8 @@ def run_megatron_core(core, d, groups, device, steps):
         for name, got, ref in (("W1", stage.fc1.weight.grad, want[0]),
                                ("W2", stage.fc2.weight.grad, want[1])):
             if got is None or not torch.allclose(got.double().cpu(), ref, rtol=1e-3, atol=1e-5):
-                diff = "none" if got is None else f"{(got.double().cpu() - ref).abs().max().item():.3g}"
+                diff = ("none" if got is None else
+                        f"{(got.double().cpu() - ref).abs().max().item():.3g}")
                 fail(f"stage {c.pp} {name} gradient differs from the unsplit model's by {diff}")
         xdeep.report_step(time.perf_counter() - start)
     dist.barrier()
