@@ -3,7 +3,7 @@
 micro-batch, accumulation, global batch, ZeRO stage, bf16):
 
     srun --xdeep-tune --xdeep-workload=w.toml python3 examples/deepspeed_train.py
-    srun --xdeep-tune --xdeep-launcher=deepspeed ... \
+    srun --xdeep-tune --xdeep-launcher=deepspeed ... \\
         sh -c 'deepspeed --no_ssh ... examples/deepspeed_train.py'
 
 With DeepSpeed importable, its engine takes the generated config unchanged
