@@ -54,8 +54,8 @@ def check_engine(engine, d, groups, dp):
         fail(f"DeepSpeed's data-parallel group {dp_ranks}, xdeep's {groups.members['dp']}")
     wrapper = type(engine.optimizer).__name__
     if d.sharding_stage > 0:
-        # ZeRO-1 with bf16 is DeepSpeed's BF16_Optimizer, ZeRO-2 / 3 its ZeRO optimizers:
-        # all of them ZeROOptimizer, each sharding over the data-parallel ranks.
+        # DeepSpeedZeroOptimizer (stages 1, 2), _Stage3, or BF16_Optimizer (ZeRO-1 with
+        # bf16 and fp32 accumulation): all ZeROOptimizer, sharding over the dp ranks.
         from deepspeed.runtime.base_optimizer import ZeROOptimizer
         shards = getattr(engine.optimizer, "partition_count", None)
         shards = set(shards) if isinstance(shards, list) else {shards}
