@@ -13,6 +13,12 @@ def fail(message):
     sys.exit(3)
 
 
+def local_world_size():
+    """Processes on this node: LOCAL_WORLD_SIZE (srun through the plugin,
+    torchrun), or LOCAL_SIZE, the name DeepSpeed's launcher gives it."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("LOCAL_SIZE") or "0")
+
+
 def check_world(d, world_size, rank):
     """The processes torch sees are the ones xdeep decided."""
     if world_size != d.ranks:
@@ -20,7 +26,7 @@ def check_world(d, world_size, rank):
     if not 0 <= rank < d.ranks:
         fail(f"rank {rank} outside the decision's {d.ranks}")
     local = int(os.environ.get("LOCAL_RANK", "-1"))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
+    local_world = local_world_size()
     if local_world != d.gpus_per_node or not 0 <= local < local_world:
         fail(f"LOCAL_RANK {local} of LOCAL_WORLD_SIZE {local_world}, decision "
              f"{d.gpus_per_node} GPUs per node")
@@ -34,7 +40,7 @@ def record(d, example, **extra):
         "rank": int(os.environ["RANK"]),
         "world": int(os.environ["WORLD_SIZE"]),
         "local_rank": int(os.environ["LOCAL_RANK"]),
-        "local_world": int(os.environ["LOCAL_WORLD_SIZE"]),
+        "local_world": local_world_size(),
         "master": f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}",
         "decision_file": os.environ.get("XDEEP_DECISION_FILE", ""),
         "slurm_task": os.environ.get("SLURM_PROCID", ""),
