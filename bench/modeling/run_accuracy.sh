@@ -6,7 +6,9 @@
 # fetch puts it), unpacked into BUILD_DIR/extrap-src (ignored, never
 # committed), and runs under Debian's python3 with Debian's packages
 # (python3-numpy python3-scipy python3-marshmallow python3-tqdm
-# python3-packaging python3-sklearn). Results land in BUILD_DIR/modeling-accuracy.
+# python3-packaging python3-sklearn). Results land in BUILD_DIR/modeling-accuracy
+# (BUILD_DIR/modeling-accuracy-seed-N for SEED=N, a fresh noise draw of the same
+# cases; without SEED the development seed, 1000, see README.md).
 # Takes ~1-1.5 min on the 2-core VM (Extra-P ~20-30 s, xdeep ~40 s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +16,10 @@ build=${1:-$root/build}
 shift || true
 bin=$build/bench/modeling/xdeep_modeling_accuracy
 [[ -x $bin ]] || { echo "build it first: cmake --build $build --target xdeep_modeling_accuracy" >&2; exit 1; }
-out=$build/modeling-accuracy
+seed=${SEED:-}
+[[ -z $seed || $seed =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer, got '$seed'" >&2; exit 2; }
+out=$build/modeling-accuracy${seed:+-seed-$seed}
+seed_args=(${seed:+--seed "$seed"})
 mkdir -p "$out"
 # Where Extra-P comes from, first found: EXTRAP_SOURCE (a folder holding the
 # `extrap` package); a snapshot git directory (EXTRAP_SNAPSHOT); else pip in a
@@ -46,6 +51,6 @@ if ! "$python" -c 'import numpy, marshmallow, tqdm, packaging' 2>/dev/null; then
        "python3-packaging python3-sklearn (apt-get install them)" >&2
   exit 1
 fi
-"$bin" --cases-out "$out/cases.json"
+"$bin" "${seed_args[@]}" --cases-out "$out/cases.json"
 "$python" "$root/bench/modeling/extrap_models.py" "$source_dir" "$out/cases.json" "$out/extrap.json"
-"$bin" --extrap "$out/extrap.json" --csv "$out/results.csv" "$@"
+"$bin" "${seed_args[@]}" --extrap "$out/extrap.json" --csv "$out/results.csv" "$@"
