@@ -100,9 +100,9 @@ std::map<int, Result> ReadExtraP(const std::vector<SyntheticCase>& cases, uint64
     return {};
   }
   // Files from before seeds were recorded hold the development seed's cases.
-  const uint64_t file_seed =
-      j.contains("seed") && j["seed"].is_number_unsigned() ? j["seed"].get<uint64_t>()
-                                                           : bench::kDevelopmentSeed;
+  const uint64_t file_seed = j.contains("seed") && j["seed"].is_number_unsigned()
+                                 ? j["seed"].get<uint64_t>()
+                                 : bench::kDevelopmentSeed;
   if (file_seed != seed) {
     *error = std::string(path) + " holds Extra-P's results for noise seed " +
              std::to_string(file_seed) + ", not " + std::to_string(seed) +
@@ -256,8 +256,8 @@ int main(int argc, char** argv) {
       labels.push_back(c->NoiseLabel());
   }
   const char* metrics[] = {"true-model recovery (PMNF-space cases)", "median held-out error %",
-                           "mean held-out error %",
-                           "95th-percentile held-out error %", "worst held-out error %"};
+                           "mean held-out error %", "95th-percentile held-out error %",
+                           "worst held-out error %"};
   for (int metric = 0; metric < 5; ++metric) {
     std::printf("\n%s\n%-10s", metrics[metric], "noise");
     for (const std::string& col : columns) std::printf(" %24s", col.c_str());
@@ -313,10 +313,11 @@ int main(int argc, char** argv) {
     if (!(def.error > ref.error + 0.1)) continue;
     ++worse;
     much_worse += def.error > ref.error + 2.0 ? 1 : 0;
-    std::printf("  #%d %s, %s: default %.2f %% vs %.2f %% (%+.2f pp)\n    default: %s\n    %s: %s\n",
-                selected[i]->id, selected[i]->function.c_str(), selected[i]->NoiseLabel().c_str(),
-                def.error, ref.error, def.error - ref.error, def.detail.c_str(),
-                columns[reference].c_str(), ref.model.c_str());
+    std::printf(
+        "  #%d %s, %s: default %.2f %% vs %.2f %% (%+.2f pp)\n    default: %s\n    %s: %s\n",
+        selected[i]->id, selected[i]->function.c_str(), selected[i]->NoiseLabel().c_str(),
+        def.error, ref.error, def.error - ref.error, def.detail.c_str(), columns[reference].c_str(),
+        ref.model.c_str());
   }
   std::printf("  %d of %zu worse by > 0.1 pp, %d by > 2 pp\n", worse, selected.size(), much_worse);
 

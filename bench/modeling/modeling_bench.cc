@@ -12,9 +12,9 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <string>

@@ -2,13 +2,12 @@
 // hypotheses, judged by a noise-aware score and by extrapolation.
 #include "tuner/modeling/model_selection.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <optional>
 #include <set>
-
-#include <Eigen/Dense>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -235,8 +234,7 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   if (best == &out.model) return out;
   out.other_modeler = proportional ? "joint search, relative LS" : "joint search, absolute LS";
   out.other_cv_error = ExtrapolationError(points, *best, proportional, options.held_out_values);
-  if (extrap_score - best_score >= options.min_evidence &&
-      out.other_cv_error <= out.cv_error &&
+  if (extrap_score - best_score >= options.min_evidence && out.other_cv_error <= out.cv_error &&
       out.other_cv_error < options.max_cv_error) {
     out.model = *best;
     std::swap(out.modeler, out.other_modeler);
