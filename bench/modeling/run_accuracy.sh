@@ -2,14 +2,14 @@
 # Accuracy of xdeep's modelers against Extra-P itself on the synthetic cases.
 #   bench/modeling/run_accuracy.sh [BUILD_DIR] [extra xdeep_modeling_accuracy args...]
 # PyPI is not reachable from this VM, so Extra-P 4.2.5's source comes from a
-# snapshot of github.com/extra-p/extrap (by default where the search tool's
-# fetch puts it), unpacked into BUILD_DIR/extrap-src (ignored, never
+# snapshot of github.com/extra-p/extrap (its git directory in EXTRAP_SNAPSHOT),
+# unpacked into BUILD_DIR/extrap-src (ignored, never
 # committed), and runs under Debian's python3 with Debian's packages
 # (python3-numpy python3-scipy python3-marshmallow python3-tqdm
 # python3-packaging python3-sklearn). Results land in BUILD_DIR/modeling-accuracy
 # (BUILD_DIR/modeling-accuracy-seed-N for SEED=N, a fresh noise draw of the same
 # cases; without SEED the development seed, 1000, see README.md).
-# Takes ~1-1.5 min on the 2-core VM (Extra-P ~20-30 s, xdeep ~40 s).
+# Takes 2-7 min on the shared 2-core VM (Extra-P 60-220 s, xdeep ~40 s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
