@@ -151,6 +151,38 @@ bool FitsWithinNoise(const Model& model, std::span<const Measurement> points) {
   return chi2 <= dof + 2.33 * std::sqrt(2.0 * dof);
 }
 
+// Whether `candidate`'s extrapolation one doubling past the grid (each
+// parameter alone and all together, the others at their largest value)
+// differs from `reference`'s by more than `z` standard errors of the
+// candidate's prediction there (its coefficients' part only).
+bool ExtrapolatesDifferently(const Model& reference, Model candidate,
+                             std::span<const Measurement> points, bool relative, double z) {
+  candidate.set_relative_errors(relative);
+  candidate.ComputeStatistics(points);
+  const double sigma = candidate.quality().residual_stddev;
+  if (!(sigma > 0)) return true;
+  const size_t dims = points[0].coordinate.size();
+  std::vector<double> largest(dims, 0.0);
+  for (const Measurement& m : points) {
+    for (size_t p = 0; p < dims; ++p) largest[p] = std::max(largest[p], m.coordinate[p]);
+  }
+  std::vector<std::vector<double>> targets;
+  for (size_t p = 0; p < dims; ++p) {
+    targets.push_back(largest);
+    targets.back()[p] *= 2;
+  }
+  targets.push_back(largest);
+  for (double& v : targets.back()) v *= 2;
+  for (const auto& x : targets) {
+    const double f = candidate.Evaluate(x);
+    const double u = candidate.Uncertainty(x);
+    const double noise = relative ? sigma * std::abs(f) : sigma;
+    const double se = std::sqrt(std::max(0.0, u * u - noise * noise));
+    if (std::abs(f - reference.Evaluate(x)) > z * se) return true;
+  }
+  return false;
+}
+
 bool SameTerms(const Model& a, const Model& b) {
   if (a.terms().size() != b.terms().size()) return false;
   for (const ProductTerm& t : a.terms()) {
@@ -189,7 +221,8 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   if (std::isnan(out.cv_error)) return out;
   if (shape == NoiseShape::kProportional && out.cv_error < options.max_cv_error) {
     std::optional<Model> m = Refit(out.model, points, true);
-    if (m && FitsWithinNoise(*m, points)) {
+    if (m && FitsWithinNoise(*m, points) &&
+        ExtrapolatesDifferently(out.model, *m, points, true, options.min_shift)) {
       const double cv = ExtrapolationError(points, *m, true, options.held_out_values);
       if (cv <= out.cv_error) {
         out.model = *std::move(m);
@@ -234,8 +267,9 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   if (best == &out.model) return out;
   out.other_modeler = proportional ? "joint search, relative LS" : "joint search, absolute LS";
   out.other_cv_error = ExtrapolationError(points, *best, proportional, options.held_out_values);
-  if (extrap_score - best_score >= options.min_evidence && out.other_cv_error <= out.cv_error &&
-      out.other_cv_error < options.max_cv_error) {
+  if (extrap_score - best_score >= options.min_evidence &&
+      ExtrapolatesDifferently(out.model, *best, points, proportional, options.min_shift) &&
+      out.other_cv_error <= out.cv_error && out.other_cv_error < options.max_cv_error) {
     out.model = *best;
     std::swap(out.modeler, out.other_modeler);
     std::swap(out.cv_error, out.other_cv_error);

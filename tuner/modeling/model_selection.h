@@ -4,8 +4,9 @@
 // 1. Extra-P's rules pick a model. Where the repetitions show noise that
 //    grows with the value (slope of log σ over log mean >= 0.5), its terms
 //    are refitted by relative least squares (the right weighting for such
-//    noise) if that fit's misfit is what the noise explains (χ² test, 99 %)
-//    and its cross-validated error is no higher.
+//    noise) if that fit's misfit is what the noise explains (χ² test, 99 %),
+//    its cross-validated error is no higher and it moves the extrapolation
+//    (see 3.).
 // 2. The joint exponent search (weighted as the noise is: relative, or
 //    absolute under additive noise) proposes `alternatives` hypotheses. Each,
 //    and Extra-P's terms, is scored by RSS / σ²_mean + k·ln(n) +
@@ -18,7 +19,10 @@
 //    such differences), its cross-validated error is no higher than
 //    Extra-P's, and below max_cv_error (where both miss one doubling by tens
 //    of percent, the data lie outside the PMNF space and Extra-P's reference
-//    choice stays).
+//    choice stays), and where its prediction one doubling past the grid
+//    (each parameter alone, and all together) differs from Extra-P's by more
+//    than min_shift standard errors of its own prediction there: where the
+//    data cannot tell the two extrapolations apart, the reference stays.
 //
 // The cross-validated error mimics extrapolation: for every parameter with at
 // least 4 distinct values, the points at its largest value are left out, the
@@ -26,8 +30,9 @@
 // values also the points at its two largest. It is the mean relative error of
 // those predictions (%), averaged over the folds. Where no parameter has 4
 // values, Extra-P's model is kept and the error is NaN. The rules and their
-// thresholds were chosen on bench/modeling's synthetic cases (seed 1000) and
-// checked on a fresh seed (bench/modeling/README.md).
+// thresholds were chosen on bench/modeling's synthetic cases (seed 1000 and,
+// for min_shift, three more seeds) and checked on a fresh seed
+// (bench/modeling/README.md).
 #ifndef XDEEP_TUNER_MODELING_MODEL_SELECTION_H_
 #define XDEEP_TUNER_MODELING_MODEL_SELECTION_H_
 
@@ -44,7 +49,10 @@ struct SelectionOptions {
   int alternatives = 5;            // joint-search hypotheses beside Extra-P's
   double complexity_weight = 1.0;  // score per log power or fractional exponent
   double min_evidence = 6.0;       // score difference needed to leave Extra-P
-  double max_cv_error = 10.0;      // %
+  // Standard errors by which a change must move the extrapolation one
+  // doubling past the grid (else the data cannot tell the two apart).
+  double min_shift = 2.0;
+  double max_cv_error = 10.0;  // %
   // Folds per parameter: 1 leaves out its largest value; 2 also its two
   // largest (where 5 or more values leave 3 to fit).
   int held_out_values = 2;
