@@ -3,8 +3,11 @@
 // worst held-out error of every xdeep modeler and, given its results, of
 // Extra-P itself (extrap_models.py; run_accuracy.sh runs the whole chain).
 //
-//   xdeep_modeling_accuracy --cases-out FILE   write the cases for Extra-P, exit
-//   xdeep_modeling_accuracy [--extrap FILE] [--csv FILE] [--dims N] [--skip-generic]
+//   xdeep_modeling_accuracy [--seed N] --cases-out FILE   write the cases for Extra-P, exit
+//   xdeep_modeling_accuracy [--seed N] [--extrap FILE] [--csv FILE] [--dims N] [--skip-generic]
+//
+// --seed picks the noise draw (default: the development seed, 1000); the
+// Extra-P results must come from cases written with the same seed.
 //
 // Without --extrap the Extra-P column is absent; the Extra-P mode modeler
 // (which selects Extra-P 4.2.5's model on all 791 conformance cases) stands
@@ -70,8 +73,9 @@ double Percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
-void WriteCases(const std::vector<SyntheticCase>& cases, const char* path) {
+void WriteCases(const std::vector<SyntheticCase>& cases, uint64_t seed, const char* path) {
   nlohmann::json out;
+  out["seed"] = seed;
   out["cases"] = nlohmann::json::array();
   for (const SyntheticCase& c : cases) {
     nlohmann::json j;
@@ -86,10 +90,25 @@ void WriteCases(const std::vector<SyntheticCase>& cases, const char* path) {
   std::ofstream(path) << out.dump();
 }
 
-std::map<int, Result> ReadExtraP(const std::vector<SyntheticCase>& cases, const char* path,
-                                 double* seconds) {
+// Extra-P's results, or an error message (unreadable, or another seed's).
+std::map<int, Result> ReadExtraP(const std::vector<SyntheticCase>& cases, uint64_t seed,
+                                 const char* path, double* seconds, std::string* error) {
   std::ifstream in(path);
-  const nlohmann::json j = nlohmann::json::parse(in);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("results")) {
+    *error = std::string(path) + " is not extrap_models.py's output; rerun run_accuracy.sh";
+    return {};
+  }
+  // Files from before seeds were recorded hold the development seed's cases.
+  const uint64_t file_seed = j.contains("seed") && j["seed"].is_number_unsigned()
+                                 ? j["seed"].get<uint64_t>()
+                                 : bench::kDevelopmentSeed;
+  if (file_seed != seed) {
+    *error = std::string(path) + " holds Extra-P's results for noise seed " +
+             std::to_string(file_seed) + ", not " + std::to_string(seed) +
+             "; pass the same --seed or rerun run_accuracy.sh with SEED=" + std::to_string(seed);
+    return {};
+  }
   *seconds = j.value("seconds", 0.0);
   std::map<int, Result> out;
   for (const auto& r : j.at("results")) {
@@ -114,13 +133,19 @@ int main(int argc, char** argv) {
   const char* csv_path = nullptr;
   int only_dims = 0;
   bool skip_generic = false;
-  std::vector<SyntheticCase> cases = bench::SyntheticCases();
+  uint64_t seed = bench::kDevelopmentSeed;
+  const char* cases_out = nullptr;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--cases-out") && has_value) {
-      WriteCases(cases, argv[++i]);
-      std::printf("wrote %zu cases to %s\n", cases.size(), argv[i]);
-      return 0;
+    if (!std::strcmp(argv[i], "--seed") && has_value) {
+      char* end = nullptr;
+      seed = std::strtoull(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0') {
+        std::fprintf(stderr, "--seed needs a non-negative integer, got '%s'\n", argv[i]);
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "--cases-out") && has_value) {
+      cases_out = argv[++i];
     } else if (!std::strcmp(argv[i], "--extrap") && has_value) {
       extrap_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--csv") && has_value) {
@@ -131,11 +156,19 @@ int main(int argc, char** argv) {
       skip_generic = true;
     } else {
       std::fprintf(stderr,
-                   "unknown or incomplete option %s\nusage: %s [--cases-out FILE] [--extrap FILE] "
-                   "[--csv FILE] [--dims 1|2|3] [--skip-generic]\n",
+                   "unknown or incomplete option %s\nusage: %s [--seed N] [--cases-out FILE] "
+                   "[--extrap FILE] [--csv FILE] [--dims 1|2|3] [--skip-generic]\n",
                    argv[i], argv[0]);
       return 2;
     }
+  }
+
+  const std::vector<SyntheticCase> cases = bench::SyntheticCases(seed);
+  if (cases_out != nullptr) {
+    WriteCases(cases, seed, cases_out);
+    std::printf("wrote %zu cases (seed %llu) to %s\n", cases.size(),
+                static_cast<unsigned long long>(seed), cases_out);
+    return 0;
   }
 
   std::vector<Modeler> modelers = {
@@ -174,7 +207,12 @@ int main(int argc, char** argv) {
   std::map<int, Result> extrap;
   double extrap_seconds = 0.0;
   if (extrap_path != nullptr) {
-    extrap = ReadExtraP(cases, extrap_path, &extrap_seconds);
+    std::string error;
+    extrap = ReadExtraP(cases, seed, extrap_path, &extrap_seconds, &error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
     columns.insert(columns.begin(), "Extra-P 4.2.5");
   }
 
@@ -207,9 +245,10 @@ int main(int argc, char** argv) {
   }
 
   std::printf(
-      "xdeep modeling accuracy: %zu synthetic cases (%s), held-out error = mean relative "
-      "error at 8-64x the largest measured values\n",
-      selected.size(), only_dims ? "one dimension" : "1-3 parameters");
+      "xdeep modeling accuracy: %zu synthetic cases (%s, noise seed %llu), held-out error = "
+      "mean relative error at 8-64x the largest measured values\n",
+      selected.size(), only_dims ? "one dimension" : "1-3 parameters",
+      static_cast<unsigned long long>(seed));
   // Noise conditions in first-seen order.
   std::vector<std::string> labels;
   for (const SyntheticCase* c : selected) {
@@ -217,8 +256,9 @@ int main(int argc, char** argv) {
       labels.push_back(c->NoiseLabel());
   }
   const char* metrics[] = {"true-model recovery (PMNF-space cases)", "median held-out error %",
-                           "95th-percentile held-out error %", "worst held-out error %"};
-  for (int metric = 0; metric < 4; ++metric) {
+                           "mean held-out error %", "95th-percentile held-out error %",
+                           "worst held-out error %"};
+  for (int metric = 0; metric < 5; ++metric) {
     std::printf("\n%s\n%-10s", metrics[metric], "noise");
     for (const std::string& col : columns) std::printf(" %24s", col.c_str());
     std::printf("\n");
@@ -239,8 +279,12 @@ int main(int argc, char** argv) {
         }
         if (metric == 0) {
           std::printf(" %17d / %4d", recovered, pmnf);
+        } else if (metric == 2) {
+          double sum = 0.0;
+          for (double e : errors) sum += e;
+          std::printf(" %24.2f", sum / static_cast<double>(errors.size()));
         } else {
-          const double q = metric == 1 ? 0.5 : metric == 2 ? 0.95 : 1.0;
+          const double q = metric == 1 ? 0.5 : metric == 3 ? 0.95 : 1.0;
           std::printf(metric == 1 ? " %24.3f" : " %24.2f", Percentile(errors, q));
         }
       }
@@ -260,18 +304,22 @@ int main(int argc, char** argv) {
   for (size_t col = 0; col < columns.size(); ++col) {
     if (columns[col] == "xdeep default (selected)") default_col = col;
   }
-  std::printf("\ncases where the default is > 2 pp worse than %s:\n", columns[reference].c_str());
-  int worse = 0;
+  // Every case where the default is worse by > 0.1 pp, and how many by > 2 pp.
+  std::printf("\ncases where the default is > 0.1 pp worse than %s:\n", columns[reference].c_str());
+  int worse = 0, much_worse = 0;
   for (size_t i = 0; i < selected.size(); ++i) {
     const Result& ref = results[i][reference];
     const Result& def = results[i][default_col];
-    if (!(def.error > ref.error + 2.0)) continue;
+    if (!(def.error > ref.error + 0.1)) continue;
     ++worse;
-    std::printf("  #%d %s, %s: default %.2f %% (%s) vs %.2f %% (%s)\n    %s\n", selected[i]->id,
-                selected[i]->function.c_str(), selected[i]->NoiseLabel().c_str(), def.error,
-                def.model.c_str(), ref.error, ref.model.c_str(), def.detail.c_str());
+    much_worse += def.error > ref.error + 2.0 ? 1 : 0;
+    std::printf(
+        "  #%d %s, %s: default %.2f %% vs %.2f %% (%+.2f pp)\n    default: %s\n    %s: %s\n",
+        selected[i]->id, selected[i]->function.c_str(), selected[i]->NoiseLabel().c_str(),
+        def.error, ref.error, def.error - ref.error, def.detail.c_str(), columns[reference].c_str(),
+        ref.model.c_str());
   }
-  std::printf("  %d of %zu\n", worse, selected.size());
+  std::printf("  %d of %zu worse by > 0.1 pp, %d by > 2 pp\n", worse, selected.size(), much_worse);
 
   if (csv_path != nullptr) {
     std::ofstream csv(csv_path);

@@ -49,7 +49,8 @@ def main():
     from extrap.modelers.model_generator import ModelGenerator
 
     with open(sys.argv[2]) as f:
-        cases = json.load(f)['cases']
+        written = json.load(f)
+    cases = written['cases']
     results = []
     start = time.monotonic()
     for case in cases:
@@ -76,7 +77,7 @@ def main():
         })
     with open(sys.argv[3], 'w') as f:
         json.dump({'modeler': 'Extra-P (Default modeler)', 'seconds': time.monotonic() - start,
-                   'results': results}, f)
+                   'seed': written.get('seed'), 'results': results}, f)
 
 
 if __name__ == '__main__':

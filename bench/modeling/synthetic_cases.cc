@@ -129,7 +129,7 @@ std::string SyntheticCase::NoiseLabel() const {
                       kind == NoiseKind::kMultiplicative ? "mult" : "add");
 }
 
-std::vector<SyntheticCase> SyntheticCases() {
+std::vector<SyntheticCase> SyntheticCases(uint64_t seed) {
   struct Condition {
     double level;
     NoiseKind kind;
@@ -182,7 +182,7 @@ std::vector<SyntheticCase> SyntheticCases() {
       c.kind = cond.kind;
       double f_min = std::numeric_limits<double>::infinity();
       for (const auto& x : grid) f_min = std::min(f_min, f(x));
-      std::mt19937_64 rng(static_cast<uint64_t>(1000 + c.id));
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(c.id));
       std::uniform_real_distribution<double> u(-cond.level, cond.level);
       for (const auto& x : grid) {
         Measurement m{x, {}};

@@ -561,6 +561,7 @@ TEST(ProbeReportTest, LatencyOverRanksExtrapolatedWithPmnf) {
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr("all_reduce inter-node past 64 ranks: "));
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr("ranks^(1)"));
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr("cross-validated error"));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("(modeler "));
   // One byte: latency only (plus a negligible bandwidth term).
   EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 1024, 1), 1026e-6, 20e-6);
   EXPECT_NEAR(CollectiveTime(*hw, CollectiveOp::kAllReduce, 1, 32, 1), 34e-6, 1e-6);

@@ -1,12 +1,14 @@
 // The accuracy bench's synthetic cases (bench/modeling/synthetic_cases.h) as
 // a CI check: the generic fit recovers every noise-free PMNF case exactly,
 // and the default modeler (FitSelected) is never more than 2 points worse
-// than Extra-P's rules on any case of 1-2 parameters, nor worse by median per
-// noise condition. The full comparison with Extra-P itself is
+// than Extra-P's rules on any case, no worse by median and
+// 95th percentile per noise condition, and better by one of them from 2 %
+// noise on. The full comparison with Extra-P itself is
 // bench/modeling/run_accuracy.sh.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "bench/modeling/synthetic_cases.h"
@@ -25,9 +27,11 @@ double Error(const SyntheticCase& c, const Model& m) {
   return bench::HeldOutError(c, predicted);
 }
 
-double LowerMedian(std::vector<double> v) {
+// The accuracy bench's percentile: the ceil(q·n)-th smallest.
+double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
+  const size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size(), std::max<size_t>(i, 1)) - 1];
 }
 
 TEST(SyntheticAccuracy, GenericFitRecoversEveryNoiseFreePmnfCase) {
@@ -47,7 +51,6 @@ TEST(SyntheticAccuracy, GenericFitRecoversEveryNoiseFreePmnfCase) {
 TEST(SyntheticAccuracy, DefaultNeverMuchWorseThanExtraPRules) {
   std::map<std::string, std::vector<double>> selected, extrap;
   for (const SyntheticCase& c : bench::SyntheticCases()) {
-    if (c.params.size() > 2) continue;  // 3 parameters: the bench (slower)
     absl::StatusOr<Model> reference = Fit(c.points, ModelerOptions::ExtraP());
     absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
     ASSERT_TRUE(reference.ok() && chosen.ok()) << c.function;
@@ -58,16 +61,21 @@ TEST(SyntheticAccuracy, DefaultNeverMuchWorseThanExtraPRules) {
     selected[c.NoiseLabel()].push_back(e_sel);
     extrap[c.NoiseLabel()].push_back(e_ref);
   }
+  // Issue #28 item 2 on the development seed's 306 cases: by
+  // median and 95th percentile at least as good at every noise level, and
+  // strictly better by one of them from 2 % noise on, multiplicative and
+  // additive (the full 306 cases and a fresh seed: run_accuracy.sh).
   for (const auto& [label, errors] : selected) {
-    EXPECT_LE(LowerMedian(errors), LowerMedian(extrap[label]) + 1e-9) << label;
+    const double med = Percentile(errors, 0.5), ref_med = Percentile(extrap[label], 0.5);
+    const double p95 = Percentile(errors, 0.95), ref_p95 = Percentile(extrap[label], 0.95);
+    EXPECT_LE(med, ref_med + 1e-9) << label;
+    EXPECT_LE(p95, ref_p95 + 1e-9) << label;
+    if (label != "0 %" && label.rfind("1 %", 0) != 0) {
+      EXPECT_TRUE(med < ref_med - 1e-9 || p95 < ref_p95 - 1e-9)
+          << label << ": median " << med << " vs " << ref_med << ", p95 " << p95 << " vs "
+          << ref_p95;
+    }
   }
-  // The robust model won somewhere under multiplicative noise, and helped.
-  double sum_selected = 0.0, sum_extrap = 0.0;
-  for (const char* label : {"2 % mult", "5 % mult", "10 % mult"}) {
-    for (double e : selected[label]) sum_selected += e;
-    for (double e : extrap[label]) sum_extrap += e;
-  }
-  EXPECT_LT(sum_selected, sum_extrap);
 }
 
 TEST(SyntheticAccuracy, SelectedModelExplainsItself) {
