@@ -1,7 +1,7 @@
 """Decisions users can trust (issue 20, items 2, 4 and 6) on the real stack:
 time limits plan long runs as checkpointed, requeued segments and the ledger
 holds one segment at a time; allocations are used as granted, whichever way
-they asked for GPUs (read from squeue --json); advise never stops a launch and
+they asked for GPUs (read from scontrol -d show job); advise never stops a launch and
 the site's default keeps the user's own layout."""
 import json
 import math
@@ -157,7 +157,7 @@ class AllocationsTest(StackTest):
                     *step], timeout=90)
 
     def test_every_way_of_asking_for_gpus_is_used_as_granted(self):
-        # (allocation, its GPUs, how squeue says it asked, GPUs each task sees:
+        # (allocation, its GPUs, how scontrol says it asked, GPUs each task sees:
         # the allocation's --gpus-per-task stays in the step's environment,
         # so the rewrite binds one GPU to each task there).
         cases = [
