@@ -34,8 +34,6 @@ CREATE TABLE IF NOT EXISTS reservations (
   admitted_unix INTEGER,
   segments INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX IF NOT EXISTS reservations_user ON reservations(user, state);
-CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
 CREATE INDEX IF NOT EXISTS reservations_job ON reservations(job_id);
 -- One row per finished job run as slurmctld recorded it; decision_id NULL for
 -- a job that held no reservation (fail=open, or submitted around the plugin).
@@ -80,6 +78,10 @@ CREATE TABLE IF NOT EXISTS spent_by_day (
 CREATE INDEX IF NOT EXISTS reservations_user_closed ON reservations(user, state, closed_unix);
 CREATE INDEX IF NOT EXISTS reservations_account_closed
   ON reservations(account, state, closed_unix);
+-- They serve every (user|account, state) lookup: the two-column indexes of
+-- older ledgers only cost writes.
+DROP INDEX IF EXISTS reservations_user;
+DROP INDEX IF EXISTS reservations_account;
 CREATE TRIGGER IF NOT EXISTS spent_reservation_insert AFTER INSERT ON reservations
 WHEN NEW.state = 'settled' BEGIN
   INSERT INTO spent_by_day VALUES ('user', NEW.user, NEW.closed_unix - NEW.closed_unix % 86400,
