@@ -32,9 +32,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
 #include "tuner/network_model.h"
@@ -231,7 +233,8 @@ struct StrategyModel::Impl {
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
   // first chunk, head with the last); other tables greedily by FLOPs.
-  std::vector<std::pair<int, int>> Chunks(int n) const {
+  double chunk_total_flops = -1;  // the table's FLOPs summed once, not per layout
+  std::vector<std::pair<int, int>> Chunks(int n) {
     std::vector<std::pair<int, int>> out;
     const int L = static_cast<int>(w.layers.size());
     if (w.family == ModelFamily::kTransformer) {
@@ -245,8 +248,11 @@ struct StrategyModel::Impl {
       }
       return out;
     }
-    double total = 0;
-    for (const LayerCost& l : w.layers) total += l.fwd_flops + 1;
+    if (chunk_total_flops < 0) {
+      chunk_total_flops = 0;
+      for (const LayerCost& l : w.layers) chunk_total_flops += l.fwd_flops + 1;
+    }
+    const double total = chunk_total_flops;
     int lo = 0;
     double acc = 0;
     for (int i = 0; i < L && static_cast<int>(out.size()) < n - 1; ++i) {
@@ -276,12 +282,14 @@ struct StrategyModel::Impl {
     std::vector<RankData> ranks(pp);
     const auto chunks = Chunks(pp * v);
     const int L = static_cast<int>(w.layers.size());
-    std::unordered_map<std::string, double>
-        unit_sum;  // a unit split by a stage boundary counts per stage
+    // A unit split by a stage boundary counts per stage. Keys view the
+    // workload's own strings (a generic table names a unit per layer: 100k).
+    absl::flat_hash_map<std::string_view, double> unit_sum;
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankData& r = ranks[c % pp];
       r.chunks = v;
       unit_sum.clear();
+      unit_sum.reserve(chunks[c].second - chunks[c].first);
       const std::string* current_unit = nullptr;
       double previous_unit = 0;  // the neighbour FSDP prefetches next to the current unit
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
@@ -346,14 +354,27 @@ struct StrategyModel::Impl {
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
-  std::unordered_map<std::array<double, 4>, double, ShapeHash> gemm_cache;
+  // Open addressing: the lookup is most of a search's time (issue #27).
+  absl::flat_hash_map<std::array<double, 4>, double, ShapeHash> gemm_cache;
   GemmModel gemm_model{hw, pb.dtype};
+  // The last shape per layout in front of the map: layers alike in a row
+  // (transformer blocks, a generic table) ask for the same shapes again.
+  std::array<double, 4> last_gemm_key[3] = {};
+  double last_gemm[3] = {-1, -1, -1};
   double Gemm(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) {
     const std::array<double, 4> key{m, n, k, static_cast<double>(layout)};
+    const int slot = static_cast<int>(layout);
+    if (last_gemm[slot] >= 0 && last_gemm_key[slot] == key) return last_gemm[slot];
     auto it = gemm_cache.find(key);
-    if (it != gemm_cache.end()) return it->second;
-    const double t = gemm_model.Seconds(m, n, k, layout);
-    gemm_cache.emplace(key, t);
+    double t;
+    if (it != gemm_cache.end()) {
+      t = it->second;
+    } else {
+      t = gemm_model.Seconds(m, n, k, layout);
+      gemm_cache.emplace(key, t);
+    }
+    last_gemm_key[slot] = key;
+    last_gemm[slot] = t;
     return t;
   }
 
