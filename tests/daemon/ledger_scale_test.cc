@@ -20,8 +20,7 @@ constexpr int64_t kDay = 86400;
 constexpr int64_t kNow = 1'790'000'000;  // a fixed "now" (2026-09)
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          (name + "-" + std::to_string(getpid()) + ".db"))
+  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".db"))
       .string();
 }
 
@@ -73,8 +72,8 @@ void FillHistory(const std::string& path, const std::string& user, int n) {
     ASSERT_EQ(sqlite3_step(res), SQLITE_DONE);
     sqlite3_reset(res);
     if (i % 10 == 0) {
-      sqlite3_bind_int64(chg, 1, static_cast<int64_t>(std::hash<std::string>()(user) % 1000) *
-                                     1'000'000 + i);
+      sqlite3_bind_int64(
+          chg, 1, static_cast<int64_t>(std::hash<std::string>()(user) % 1000) * 1'000'000 + i);
       sqlite3_bind_int64(chg, 2, t - 600);
       sqlite3_bind_int64(chg, 3, t);
       sqlite3_bind_text(chg, 4, user.c_str(), -1, SQLITE_TRANSIENT);

@@ -57,8 +57,8 @@ TEST(AllocationTest, NodesWithoutGpusAndBadInputs) {
   Allocation a;
   std::string error;
   ASSERT_TRUE(ParseAllocationScontrol(
-      "JobId=5 JobName=cpu\n   NumNodes=2 NumCPUs=2\n     Nodes=n[1-2] CPU_IDs=0 Mem=0\n", 5,
-      &a, &error))
+      "JobId=5 JobName=cpu\n   NumNodes=2 NumCPUs=2\n     Nodes=n[1-2] CPU_IDs=0 Mem=0\n", 5, &a,
+      &error))
       << error;
   EXPECT_EQ(a.gpus_on_node, (std::vector<int>{0, 0}));
   EXPECT_EQ(a.gpus_per_node, 0);
@@ -70,8 +70,7 @@ TEST(AllocationTest, NodesWithoutGpusAndBadInputs) {
   EXPECT_FALSE(ParseAllocationScontrol("", 1, &a, &error));
   EXPECT_FALSE(ParseAllocationScontrol("JobId=1 JobName=x\n   NumNodes=two\n", 1, &a, &error));
   EXPECT_NE(error.find("no node count"), std::string::npos) << error;
-  EXPECT_FALSE(ParseAllocationScontrol("JobId=1\n   NumNodes=1\n     Nodes=n[1-\n", 1, &a,
-                                       &error));
+  EXPECT_FALSE(ParseAllocationScontrol("JobId=1\n   NumNodes=1\n     Nodes=n[1-\n", 1, &a, &error));
   EXPECT_NE(error.find("malformed node list"), std::string::npos) << error;
 }
 

@@ -4,16 +4,15 @@
 // and the uncorrected step time comes with every prediction, so the daemon
 // never evaluates the winner a second time.
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "tests/tuner/test_util.h"
 #include "tuner/fingerprint.h"
 #include "tuner/search.h"
 #include "tuner/workload.h"
-#include "tests/tuner/test_util.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -109,8 +108,7 @@ TEST(SearchBoundsTest, StagesBeforeTheSearchAreShortAtTheLayerLimit) {
   start = ThreadCpuMs();
   const std::string fingerprint = ModelFingerprint(*w);
   const double fingerprint_ms = ThreadCpuMs() - start;
-  std::printf("worst case: parse %.1f ms CPU, fingerprint %.1f ms CPU\n", parse_ms,
-              fingerprint_ms);
+  std::printf("worst case: parse %.1f ms CPU, fingerprint %.1f ms CPU\n", parse_ms, fingerprint_ms);
   EXPECT_FALSE(fingerprint.empty());
   EXPECT_LT(parse_ms, 50);
   EXPECT_LT(fingerprint_ms, 50);
