@@ -449,6 +449,11 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   if (!allow_heavy && workload->layers.size() > kHeavyLayers) {
     return absl::AbortedError(kMovedToHeavyLane);
   }
+  // Each stage before the search costs time in proportion to the layers
+  // (tens of milliseconds at the parser's limit): a client that went away
+  // in one stops the request before the next.
+  auto interrupted = [&] { return interrupt ? interrupt() : absl::OkStatus(); };
+  if (absl::Status s = interrupted(); !s.ok()) return s;
   progress(Step("workload", fmt::format("workload {}", workload->name)));
 
   auto shape = shape_(partition);
@@ -495,6 +500,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   }
   std::string correction_note;  // the fitted correction model, for the explanation
   const std::string fingerprint = tuner::ModelFingerprint(*workload);
+  if (absl::Status s = interrupted(); !s.ok()) return s;
   if (store_ != nullptr) {
     auto correction =
         cache_.Correction(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,

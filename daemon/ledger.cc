@@ -34,8 +34,6 @@ CREATE TABLE IF NOT EXISTS reservations (
   admitted_unix INTEGER,
   segments INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX IF NOT EXISTS reservations_user ON reservations(user, state);
-CREATE INDEX IF NOT EXISTS reservations_account ON reservations(account, state);
 CREATE INDEX IF NOT EXISTS reservations_job ON reservations(job_id);
 -- One row per finished job run as slurmctld recorded it; decision_id NULL for
 -- a job that held no reservation (fail=open, or submitted around the plugin).
@@ -80,6 +78,10 @@ CREATE TABLE IF NOT EXISTS spent_by_day (
 CREATE INDEX IF NOT EXISTS reservations_user_closed ON reservations(user, state, closed_unix);
 CREATE INDEX IF NOT EXISTS reservations_account_closed
   ON reservations(account, state, closed_unix);
+-- They serve every (user|account, state) lookup: the two-column indexes of
+-- older ledgers only cost writes.
+DROP INDEX IF EXISTS reservations_user;
+DROP INDEX IF EXISTS reservations_account;
 CREATE TRIGGER IF NOT EXISTS spent_reservation_insert AFTER INSERT ON reservations
 WHEN NEW.state = 'settled' BEGIN
   INSERT INTO spent_by_day VALUES ('user', NEW.user, NEW.closed_unix - NEW.closed_unix % 86400,
@@ -120,6 +122,69 @@ WHEN NEW.decision_id IS NULL BEGIN
     NEW.charged_unix - NEW.charged_unix % 86400, NEW.amount)
     ON CONFLICT DO UPDATE SET amount = amount + excluded.amount;
 END;
+)sql";
+
+// Open holds per user and account, kept by triggers like spent_by_day: a
+// budget check reads one row instead of every hold still open (an auto
+// decision holds money until its job is admitted or the hold expires, so a
+// busy user has thousands). `holds` counts them: the sums return to exactly
+// zero when the last one closes, whatever rounding the additions left.
+constexpr const char* kHeldByScope = R"sql(
+CREATE TABLE IF NOT EXISTS held_by_scope (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  holds INTEGER NOT NULL,
+  amount REAL NOT NULL,
+  bound_settled REAL NOT NULL,
+  PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS held_reservation_insert AFTER INSERT ON reservations
+WHEN NEW.state IN ('reserved', 'bound') BEGIN
+  INSERT INTO held_by_scope SELECT kind, name, 1, NEW.amount,
+    CASE WHEN NEW.state = 'bound' THEN NEW.settled_amount ELSE 0 END
+    FROM (SELECT 'user' AS kind, NEW.user AS name UNION ALL SELECT 'account', NEW.account)
+    WHERE true ON CONFLICT DO UPDATE SET holds = holds + 1, amount = amount + excluded.amount,
+    bound_settled = bound_settled + excluded.bound_settled;
+END;
+CREATE TRIGGER IF NOT EXISTS held_reservation_update
+AFTER UPDATE OF state, amount, settled_amount, user, account ON reservations
+WHEN OLD.state IN ('reserved', 'bound') OR NEW.state IN ('reserved', 'bound') BEGIN
+  INSERT INTO held_by_scope SELECT kind, name, -1, -OLD.amount,
+    CASE WHEN OLD.state = 'bound' THEN -OLD.settled_amount ELSE 0 END
+    FROM (SELECT 'user' AS kind, OLD.user AS name UNION ALL SELECT 'account', OLD.account)
+    WHERE OLD.state IN ('reserved', 'bound')
+    ON CONFLICT DO UPDATE SET holds = holds - 1,
+    amount = CASE WHEN holds = 1 THEN 0 ELSE amount + excluded.amount END,
+    bound_settled = CASE WHEN holds = 1 THEN 0 ELSE bound_settled + excluded.bound_settled END;
+  INSERT INTO held_by_scope SELECT kind, name, 1, NEW.amount,
+    CASE WHEN NEW.state = 'bound' THEN NEW.settled_amount ELSE 0 END
+    FROM (SELECT 'user' AS kind, NEW.user AS name UNION ALL SELECT 'account', NEW.account)
+    WHERE NEW.state IN ('reserved', 'bound')
+    ON CONFLICT DO UPDATE SET holds = holds + 1, amount = amount + excluded.amount,
+    bound_settled = bound_settled + excluded.bound_settled;
+END;
+CREATE TRIGGER IF NOT EXISTS held_reservation_delete AFTER DELETE ON reservations
+WHEN OLD.state IN ('reserved', 'bound') BEGIN
+  INSERT INTO held_by_scope SELECT kind, name, -1, -OLD.amount,
+    CASE WHEN OLD.state = 'bound' THEN -OLD.settled_amount ELSE 0 END
+    FROM (SELECT 'user' AS kind, OLD.user AS name UNION ALL SELECT 'account', OLD.account)
+    WHERE true ON CONFLICT DO UPDATE SET holds = holds - 1,
+    amount = CASE WHEN holds = 1 THEN 0 ELSE amount + excluded.amount END,
+    bound_settled = CASE WHEN holds = 1 THEN 0 ELSE bound_settled + excluded.bound_settled END;
+END;
+)sql";
+
+// A ledger written before the open-hold totals existed: its open holds, summed once.
+constexpr const char* kBackfillHeldByScope = R"sql(
+INSERT INTO held_by_scope
+SELECT kind, name, COUNT(*), SUM(amount), SUM(bound_settled) FROM (
+  SELECT 'user' AS kind, user AS name, amount,
+         CASE WHEN state = 'bound' THEN settled_amount ELSE 0 END AS bound_settled
+    FROM reservations WHERE state IN ('reserved', 'bound')
+  UNION ALL
+  SELECT 'account', account, amount, CASE WHEN state = 'bound' THEN settled_amount ELSE 0 END
+    FROM reservations WHERE state IN ('reserved', 'bound'))
+GROUP BY kind, name;
 )sql";
 
 // A ledger written before the running totals existed: its history, summed once.
@@ -254,38 +319,48 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   // has one without the other.
   Transaction tx(db);
   if (!tx.ok()) return SqlError(db, "ledger", "begin");
-  bool have_totals = false;
-  {
-    Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='spent_by_day'");
-    have_totals = st.ok() && sqlite3_step(st.get()) == SQLITE_ROW;
-  }
+  auto have_table = [db](const char* name) {
+    Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?");
+    if (!st.ok()) return false;
+    st.Text(1, name);
+    return sqlite3_step(st.get()) == SQLITE_ROW;
+  };
+  const bool have_totals = have_table("spent_by_day");
+  const bool have_held = have_table("held_by_scope");
   if (absl::Status s = exec(kSpentByDay); !s.ok()) return s;
   if (!have_totals) {
     if (absl::Status s = exec(kBackfillSpentByDay); !s.ok()) return s;
+  }
+  if (absl::Status s = exec(kHeldByScope); !s.ok()) return s;
+  if (!have_held) {
+    if (absl::Status s = exec(kBackfillHeldByScope); !s.ok()) return s;
   }
   if (absl::Status s = tx.Commit(); !s.ok()) return s;
   return ledger;
 }
 
-Ledger::~Ledger() { sqlite3_close(db_); }
+Ledger::~Ledger() {
+  ForgetStatements(db_);
+  sqlite3_close(db_);
+}
 
 absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t period_start) {
   // Spent: settled reservations (their jobs' charges), the runs already
   // charged to a hold still bound (a requeued run, a segment), plus the
   // charges of jobs that held none, since the period start: whole days from the running
   // totals, and a period that starts within a day adds that day's part from
-  // the rows themselves (through the closed / charged time indexes). Reserved:
-  // open holds (an index range: holds expire). Nothing here grows with the
-  // scope's history.
+  // the rows themselves (through the closed / charged time indexes). Reserved
+  // and the bound holds' charges: one row of held_by_scope. Nothing here
+  // grows with the scope's history or its open holds.
   const std::string column = scope.kind == "account" ? "account" : "user";
   const std::string sql = fmt::format(
       "SELECT (SELECT COALESCE(SUM(amount), 0) FROM spent_by_day WHERE kind = ?3 AND name = ?1 "
       "AND day >= ?4) + (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
       "{0} = ?1 AND state = 'settled' AND closed_unix >= ?2 AND closed_unix < ?4) + (SELECT "
       "COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND decision_id IS NULL AND "
-      "charged_unix >= ?2 AND charged_unix < ?4) + (SELECT COALESCE(SUM(settled_amount), 0) FROM "
-      "reservations WHERE {0} = ?1 AND state = 'bound'), (SELECT COALESCE(SUM(amount), 0) FROM "
-      "reservations WHERE {0} = ?1 AND state IN ('reserved', 'bound'))",
+      "charged_unix >= ?2 AND charged_unix < ?4) + (SELECT COALESCE(SUM(bound_settled), 0) FROM "
+      "held_by_scope WHERE kind = ?3 AND name = ?1), (SELECT COALESCE(SUM(amount), 0) FROM "
+      "held_by_scope WHERE kind = ?3 AND name = ?1)",
       column);
   const int64_t first_whole_day =
       period_start % 86400 == 0 ? period_start : period_start - period_start % 86400 + 86400;

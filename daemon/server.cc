@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       [inventory](const std::string& partition) { return inventory->Shape(partition); },
       daemon->store_.get(), daemon->ledger_.get());
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
-  daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/10);
+  daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/19);
   Daemon* self = daemon.get();
   daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
                                         const std::string& shapes) {

@@ -119,7 +119,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return store;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  ForgetStatements(db_);
+  sqlite3_close(db_);
+}
 
 absl::Status Store::Exec(const char* sql) {
   char* error = nullptr;

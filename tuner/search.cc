@@ -328,6 +328,22 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   gpn.push_back(max_g);
 
   StrategyModel model(w, hw);
+  // The ideal time per sample scores every micro-batch the workload allows,
+  // one per-layer table each (21 tables of 100k layers for the heaviest legal
+  // request: ~180 ms of CPU). Built here one table at a time, the caller's
+  // interrupt asked between them, so a cancelled request stops before its
+  // first candidate too; IdealTimePerSample then reads what these left.
+  if (limits.interrupt && w.layers.size() > 2048) {
+    Configuration single;
+    for (int mb = 1; mb <= std::max(1, w.max_micro_batch); mb *= 2) {
+      if (absl::Status s = limits.interrupt(); !s.ok()) return s;
+      single.micro_batch = mb;
+      single.global_batch = mb;
+      (void)model.Time(single);
+      if (mb > (1 << 29)) break;
+    }
+    if (absl::Status s = limits.interrupt(); !s.ok()) return s;
+  }
   const double ideal = model.IdealTimePerSample();
   const int max_mb = SearchMicroBatchLimit(w, hw);
   const double capacity = static_cast<double>(hw.memory_bytes);

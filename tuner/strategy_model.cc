@@ -32,9 +32,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
 #include "tuner/network_model.h"
@@ -231,7 +233,8 @@ struct StrategyModel::Impl {
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
   // first chunk, head with the last); other tables greedily by FLOPs.
-  std::vector<std::pair<int, int>> Chunks(int n) const {
+  double chunk_total_flops = -1;  // the table's FLOPs summed once, not per layout
+  std::vector<std::pair<int, int>> Chunks(int n) {
     std::vector<std::pair<int, int>> out;
     const int L = static_cast<int>(w.layers.size());
     if (w.family == ModelFamily::kTransformer) {
@@ -245,8 +248,11 @@ struct StrategyModel::Impl {
       }
       return out;
     }
-    double total = 0;
-    for (const LayerCost& l : w.layers) total += l.fwd_flops + 1;
+    if (chunk_total_flops < 0) {
+      chunk_total_flops = 0;
+      for (const LayerCost& l : w.layers) chunk_total_flops += l.fwd_flops + 1;
+    }
+    const double total = chunk_total_flops;
     int lo = 0;
     double acc = 0;
     for (int i = 0; i < L && static_cast<int>(out.size()) < n - 1; ++i) {
@@ -276,12 +282,14 @@ struct StrategyModel::Impl {
     std::vector<RankData> ranks(pp);
     const auto chunks = Chunks(pp * v);
     const int L = static_cast<int>(w.layers.size());
-    std::unordered_map<std::string, double>
-        unit_sum;  // a unit split by a stage boundary counts per stage
+    // A unit split by a stage boundary counts per stage. Keys view the
+    // workload's own strings (a generic table names a unit per layer: 100k).
+    absl::flat_hash_map<std::string_view, double> unit_sum;
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankData& r = ranks[c % pp];
       r.chunks = v;
       unit_sum.clear();
+      unit_sum.reserve(chunks[c].second - chunks[c].first);
       const std::string* current_unit = nullptr;
       double previous_unit = 0;  // the neighbour FSDP prefetches next to the current unit
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
@@ -338,56 +346,52 @@ struct StrategyModel::Impl {
   }
 
   // GEMM time; shapes repeat across layers and configurations, so results
-  // are memoised (the model itself is cheap, the hash cheaper).
-  struct ShapeHash {
-    size_t operator()(const std::array<double, 4>& a) const {
-      uint64_t h = 0;
-      for (double x : a) h = (h ^ std::bit_cast<uint64_t>(x)) * 0x9E3779B97F4A7C15ull;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<std::array<double, 4>, double, ShapeHash> gemm_cache;
+  // are memoised (the model itself is cheap, the hash cheaper). Open
+  // addressing with absl's hash: the lookup is most of a search's time, and
+  // shape doubles (whole numbers: zero low mantissa bits) need its mixing.
+  absl::flat_hash_map<std::array<double, 4>, double> gemm_cache;
   GemmModel gemm_model{hw, pb.dtype};
+  // The last shape per layout in front of the map: layers alike in a row
+  // (transformer blocks, a generic table) ask for the same shapes again.
+  std::array<double, 4> last_gemm_key[3] = {};
+  double last_gemm[3] = {-1, -1, -1};
   double Gemm(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) {
     const std::array<double, 4> key{m, n, k, static_cast<double>(layout)};
+    const int slot = static_cast<int>(layout);
+    if (last_gemm[slot] >= 0 && last_gemm_key[slot] == key) return last_gemm[slot];
     auto it = gemm_cache.find(key);
-    if (it != gemm_cache.end()) return it->second;
-    const double t = gemm_model.Seconds(m, n, k, layout);
-    gemm_cache.emplace(key, t);
+    double t;
+    if (it != gemm_cache.end()) {
+      t = it->second;
+    } else {
+      t = gemm_model.Seconds(m, n, k, layout);
+      gemm_cache.emplace(key, t);
+    }
+    last_gemm_key[slot] = key;
+    last_gemm[slot] = t;
     return t;
   }
 
   uint64_t last_times_key = ~0ull;
   const Timed* last_times = nullptr;
-  // Direct-mapped index for the common small keys (tp < 16, pp < 128, v <= 2,
-  // power-of-two micro-batches < 2^16): a search looks these up per group.
-  std::vector<const Timed*> times_index;
-  static int TimesSlot(int tp, int pp, int v, int mb) {
-    if (tp >= 16 || pp >= 128 || v < 1 || v > 2 || mb <= 0 || (mb & (mb - 1)) != 0 ||
-        mb >= (1 << 16)) {
-      return -1;
-    }
-    return (((tp * 128 + pp) * 2 + (v - 1)) << 4) | std::countr_zero(static_cast<unsigned>(mb));
-  }
+  // Open-addressing index in front of the map (whose nodes stay put): a
+  // search looks these up per group. (A direct-mapped table of every small
+  // key cost a 512 KB clear per model, a tenth of an uncached decision.)
+  absl::flat_hash_map<uint64_t, const Timed*> times_index;
   const Timed& Times(int tp, int pp, int v, int mb) {
     const uint64_t key =
         (uint64_t(tp) << 48) | (uint64_t(pp) << 32) | (uint64_t(v) << 24) | uint64_t(mb);
     if (key == last_times_key) return *last_times;
-    const int slot = TimesSlot(tp, pp, v, mb);
-    if (slot >= 0 && static_cast<size_t>(slot) < times_index.size() &&
-        times_index[slot] != nullptr) {
+    if (auto hit = times_index.find(key); hit != times_index.end()) {
       last_times_key = key;
-      last_times = times_index[slot];
+      last_times = hit->second;
       return *last_times;
     }
     auto it = times.find(key);
     if (it != times.end()) {
       last_times_key = key;
       last_times = &it->second;
-      if (slot >= 0) {
-        if (times_index.empty()) times_index.assign(16 * 128 * 2 * 16, nullptr);
-        times_index[slot] = last_times;
-      }
+      times_index.emplace(key, last_times);
       return it->second;
     }
     std::vector<RankTimes> out(pp);

@@ -1123,6 +1123,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     const double p = *params / n;
     const double width = std::max(1.0, std::sqrt(p));
     w.layers.clear();
+    w.layers.reserve(n);  // 100k layers grown by doubling cost more than the parse
     for (int i = 0; i < n; ++i) {
       LayerCost l;
       l.name = absl::StrCat("layer", i);

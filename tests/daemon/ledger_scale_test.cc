@@ -1,6 +1,7 @@
 // The ledger's budget check does not grow with a user's history: at 100k
-// settled reservations it reads the running totals (spent_by_day), which agree
-// with summing the rows themselves, and an older ledger gains them on open.
+// settled reservations it reads the running totals (spent_by_day), at 20k open
+// holds their totals (held_by_scope); both agree with summing the rows
+// themselves, and an older ledger gains them on open.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -19,8 +20,7 @@ constexpr int64_t kDay = 86400;
 constexpr int64_t kNow = 1'790'000'000;  // a fixed "now" (2026-09)
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          (name + "-" + std::to_string(getpid()) + ".db"))
+  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".db"))
       .string();
 }
 
@@ -72,8 +72,8 @@ void FillHistory(const std::string& path, const std::string& user, int n) {
     ASSERT_EQ(sqlite3_step(res), SQLITE_DONE);
     sqlite3_reset(res);
     if (i % 10 == 0) {
-      sqlite3_bind_int64(chg, 1, static_cast<int64_t>(std::hash<std::string>()(user) % 1000) *
-                                     1'000'000 + i);
+      sqlite3_bind_int64(
+          chg, 1, static_cast<int64_t>(std::hash<std::string>()(user) % 1000) * 1'000'000 + i);
       sqlite3_bind_int64(chg, 2, t - 600);
       sqlite3_bind_int64(chg, 3, t);
       sqlite3_bind_text(chg, 4, user.c_str(), -1, SQLITE_TRANSIENT);
@@ -184,6 +184,103 @@ TEST(LedgerScaleTest, OlderLedgerGainsTotalsFromItsHistory) {
   use = (*ledger)->Use({{"user", "old", 0}}, month);
   ASSERT_TRUE(use.ok());
   EXPECT_NEAR((*use)[0].spent, SpentFromRows(path, "old", month), 1e-6);
+  ledger->reset();
+  std::filesystem::remove(path);
+}
+
+// `n` open holds of `user` written straight into the table (as a busy day of
+// auto decisions leaves them): every 4th bound to a job with 0.5 charged.
+void FillHolds(const std::string& path, const std::string& user, int n) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  Exec(db, "PRAGMA synchronous=OFF");
+  Exec(db, "BEGIN");
+  sqlite3_stmt* res = nullptr;
+  sqlite3_prepare_v2(db,
+                     "INSERT INTO reservations (decision_id, uid, user, account, partition, "
+                     "amount, nodes, gpus, price_per_gpu_hour, price_per_node_hour, state, "
+                     "created_unix, expires_unix, settled_amount) VALUES "
+                     "(?, 1000, ?, 'acct', 'gpu', ?, 1, 4, 1, 0, ?, ?, ?, ?)",
+                     -1, &res, nullptr);
+  for (int i = 0; i < n; ++i) {
+    const std::string id = user + "-hold-" + std::to_string(i);
+    const bool bound = i % 4 == 0;
+    sqlite3_bind_text(res, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(res, 2, user.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(res, 3, 0.1 * (1 + i % 9));
+    sqlite3_bind_text(res, 4, bound ? "bound" : "reserved", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(res, 5, kNow - 60);
+    sqlite3_bind_int64(res, 6, kNow + 600);
+    sqlite3_bind_double(res, 7, bound ? 0.5 : 0);
+    ASSERT_EQ(sqlite3_step(res), SQLITE_DONE);
+    sqlite3_reset(res);
+  }
+  sqlite3_finalize(res);
+  Exec(db, "COMMIT");
+  sqlite3_close(db);
+}
+
+// Open holds of `user` as the rows say: (their amounts, the bound ones' charges).
+std::pair<double, double> HeldFromRows(const std::string& path, const std::string& user) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string where = " FROM reservations WHERE user='" + user + "' AND state IN ";
+  const double held = Query(db, "SELECT COALESCE(SUM(amount), 0)" + where + "('reserved','bound')");
+  const double charged = Query(db, "SELECT COALESCE(SUM(settled_amount), 0)" + where + "('bound')");
+  sqlite3_close(db);
+  return {held, charged};
+}
+
+TEST(LedgerScaleTest, OpenHoldsReadFromTotalsAt20kHolds) {
+  const std::string path = TempPath("ledger-holds");
+  std::filesystem::remove(path);
+  { ASSERT_TRUE(Ledger::Open(path).ok()); }
+  FillHolds(path, "busy", 20'000);
+  FillHolds(path, "quiet", 10);
+  auto ledger = Ledger::Open(path);
+  ASSERT_TRUE(ledger.ok());
+  auto check = [&](const char* when) {
+    auto use = (*ledger)->Use({{"user", "busy", 1e9}}, 0);
+    ASSERT_TRUE(use.ok());
+    const auto [held, charged] = HeldFromRows(path, "busy");
+    EXPECT_NEAR((*use)[0].reserved, held, 1e-6) << when;
+    EXPECT_NEAR((*use)[0].spent, charged + SpentFromRows(path, "busy", 0), 1e-6) << when;
+  };
+  check("written");
+  // Holds released, expired and settled through the ledger keep them current.
+  for (int i = 1; i < 400; i += 4)
+    ASSERT_TRUE((*ledger)->Release("busy-hold-" + std::to_string(i), 1000, kNow).ok());
+  check("released");
+  ASSERT_TRUE((*ledger)->Settle("busy-hold-2", 1000, 3600, kNow).ok());
+  check("settled");
+  ASSERT_TRUE((*ledger)->ExpireStale(kNow + 3600).ok());
+  check("expired");
+  auto use = (*ledger)->Use({{"user", "busy", 1e9}}, 0);
+  ASSERT_TRUE(use.ok());
+  EXPECT_EQ((*use)[0].reserved, 0) << "no hold open: exactly zero, whatever the rounding";
+
+  // The cost at 20k open holds against 10.
+  FillHolds(path, "busy2", 20'000);
+  UseMicros(**ledger, "busy2", 0, 20);
+  const double busy = UseMicros(**ledger, "busy2", 0, 200);
+  const double quiet = UseMicros(**ledger, "quiet", 0, 200);
+  std::printf("Use(): %.1f us at 20k open holds, %.1f us at 10 (ratio %.2f)\n", busy, quiet,
+              busy / quiet);
+  EXPECT_LT(busy, 5 * quiet + 50);
+
+  // A ledger from before the hold totals gains them from its open holds.
+  ledger->reset();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    Exec(db, "DROP TABLE held_by_scope");
+    sqlite3_close(db);
+  }
+  ledger = Ledger::Open(path);
+  ASSERT_TRUE(ledger.ok());
+  use = (*ledger)->Use({{"user", "busy2", 1e9}}, 0);
+  ASSERT_TRUE(use.ok());
+  EXPECT_NEAR((*use)[0].reserved, HeldFromRows(path, "busy2").first, 1e-6);
   ledger->reset();
   std::filesystem::remove(path);
 }

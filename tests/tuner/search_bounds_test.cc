@@ -4,15 +4,15 @@
 // and the uncorrected step time comes with every prediction, so the daemon
 // never evaluates the winner a second time.
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "tests/tuner/test_util.h"
+#include "tuner/fingerprint.h"
 #include "tuner/search.h"
 #include "tuner/workload.h"
-#include "tests/tuner/test_util.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -92,6 +92,26 @@ TEST(SearchBoundsTest, InterruptStopsTheWorstCaseWithin50Ms) {
       first_poll, widest, stopped - last);
   EXPECT_LT(widest, 50);
   EXPECT_LT(stopped - last, 50);
+}
+
+// What the daemon does before the search, each stage followed by an
+// interrupt check (DecisionMaker::Decide): parsing the worst case and taking
+// its fingerprint, each well under the 50 ms a cancelled request may run on.
+TEST(SearchBoundsTest, StagesBeforeTheSearchAreShortAtTheLayerLimit) {
+  const std::string text =
+      testing::ReadTextFile(std::string(XDEEP_SOURCE_DIR) + "/bench/daemon/worst_case.toml");
+  double start = ThreadCpuMs();
+  auto w = ParseWorkloadToml(text, "worst_case.toml");
+  const double parse_ms = ThreadCpuMs() - start;
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->layers.size(), 100000u);
+  start = ThreadCpuMs();
+  const std::string fingerprint = ModelFingerprint(*w);
+  const double fingerprint_ms = ThreadCpuMs() - start;
+  std::printf("worst case: parse %.1f ms CPU, fingerprint %.1f ms CPU\n", parse_ms, fingerprint_ms);
+  EXPECT_FALSE(fingerprint.empty());
+  EXPECT_LT(parse_ms, 50);
+  EXPECT_LT(fingerprint_ms, 50);
 }
 
 TEST(SearchBoundsTest, PredictionKeepsTheUncorrectedStepTime) {
