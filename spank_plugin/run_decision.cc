@@ -48,6 +48,10 @@ bool Consistent(const RunDecision& d, std::string* error) {
              std::to_string(d.global_batch);
     return false;
   }
+  if (d.recompute && d.selective_recompute) {
+    *error = "the decision asks for full and selective recomputation at once; it has one mode";
+    return false;
+  }
   return true;
 }
 
@@ -294,10 +298,6 @@ bool ParseDecisionFile(const std::string& text, RunDecision* out, std::string* e
     d.global_batch = b.at("global_batch").get<int64_t>();
     d.recompute = doc.value("recompute", false);
     d.selective_recompute = doc.value("selective_recompute", false);
-    if (d.recompute && d.selective_recompute) {
-      *error = "recompute and selective_recompute are both true; a decision has one mode";
-      return false;
-    }
     if (doc.contains("predicted") && doc["predicted"].is_object()) {
       const json& q = doc["predicted"];
       d.predicted_step_time_s = q.value("step_time_s", 0.0);
