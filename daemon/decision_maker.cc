@@ -89,6 +89,7 @@ void Fill(const tuner::Configuration& c, v1::Configuration* out) {
   out->set_micro_batch(c.micro_batch);
   out->set_grad_accumulation(c.grad_accum);
   out->set_recompute(c.recompute);
+  out->set_selective_recompute(c.selective_recompute);
   out->set_global_batch(c.global_batch);
   out->set_strategy(tuner::StrategyName(c));
   if (c.pp > 1) out->set_pipeline_schedule(std::string(tuner::ScheduleName(c.schedule)));

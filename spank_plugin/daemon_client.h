@@ -45,6 +45,7 @@ struct LayoutRow {
   bool sequence_parallel = false;
   int micro_batch = 1, grad_accumulation = 1;
   bool recompute = false;
+  bool selective_recompute = false;  // only the attention core recomputed
   int64_t global_batch = 0;
   std::string pipeline_schedule;  // "1f1b" or "interleaved" when pp > 1, else empty
   int virtual_stages = 1;

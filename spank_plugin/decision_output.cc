@@ -145,7 +145,9 @@ int TerminalColumns(int fd) {
   return 0;
 }
 
-std::string StrategyLabel(const LayoutRow& r) { return r.strategy + (r.recompute ? "+rc" : ""); }
+std::string StrategyLabel(const LayoutRow& r) {
+  return r.strategy + (r.recompute ? "+rc" : r.selective_recompute ? "+src" : "");
+}
 
 std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& layout) {
   std::vector<const LayoutRow*> rows = {&a.best};
@@ -219,11 +221,12 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
                a.hardware_label.c_str(), static_cast<unsigned long long>(a.candidates_evaluated)));
   lines.push_back(line(
       "  ", [&](size_t c) { return std::string(columns[c].header); }, "why"));
-  bool any_recompute = false, any_unknown = false;
+  bool any_recompute = false, any_selective = false, any_unknown = false;
   for (size_t i = 0; i < rows.size(); ++i) {
     lines.push_back(line(
         i == 0 ? "* " : "  ", [&](size_t c) { return cells[c][i]; }, rows[i]->why));
     any_recompute |= rows[i]->recompute;
+    any_selective |= rows[i]->selective_recompute;
     any_unknown |= rows[i]->step_time_s <= 0 || rows[i]->cost <= 0;
   }
   // The chosen row's reason is a sentence; when the table cut it, it follows in full.
@@ -241,6 +244,7 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
   if (!a.limited_by.empty()) prose("limited by: " + a.limited_by);
   std::string legend = "* chosen";
   if (any_recompute) legend += "; +rc: activations recomputed in the backward pass";
+  if (any_selective) legend += "; +src: the attention core recomputed in the backward pass";
   if (any_unknown) legend += "; -: not estimated (rejected before timing)";
   prose(legend + "; strategy names: xdeep help strategies");
   return lines;

@@ -61,6 +61,7 @@ LayoutRow ToRow(const v1::Configuration& c, const v1::Prediction& p, const std::
   r.micro_batch = c.micro_batch();
   r.grad_accumulation = c.grad_accumulation();
   r.recompute = c.recompute();
+  r.selective_recompute = c.selective_recompute();
   r.global_batch = c.global_batch();
   r.pipeline_schedule = c.pipeline_schedule();
   r.virtual_stages = std::max(1, c.virtual_stages());

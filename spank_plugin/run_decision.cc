@@ -48,6 +48,10 @@ bool Consistent(const RunDecision& d, std::string* error) {
              std::to_string(d.global_batch);
     return false;
   }
+  if (d.recompute && d.selective_recompute) {
+    *error = "the decision asks for full and selective recomputation at once; it has one mode";
+    return false;
+  }
   return true;
 }
 
@@ -111,6 +115,7 @@ RunDecision RunDecisionOf(const TuneAnswer& a, AppLauncher launcher) {
   d.grad_accumulation = b.grad_accumulation;
   d.global_batch = b.global_batch;
   d.recompute = b.recompute;
+  d.selective_recompute = b.selective_recompute;
   d.predicted_step_time_s = b.step_time_s;
   d.predicted_cost = b.cost;
   d.predicted_time_to_solution_s = b.time_to_solution_s;
@@ -142,6 +147,7 @@ Variables DecisionVariables(const RunDecision& d) {
       {"XDEEP_GRAD_ACCUM", std::to_string(d.grad_accumulation)},
       {"XDEEP_GLOBAL_BATCH", std::to_string(d.global_batch)},
       {"XDEEP_RECOMPUTE", d.recompute ? "1" : "0"},
+      {"XDEEP_SELECTIVE_RECOMPUTE", d.selective_recompute ? "1" : "0"},
       {"XDEEP_PREDICTED_STEP_TIME_S", Fixed(d.predicted_step_time_s, 6)},
       {"XDEEP_PREDICTED_COST", Fixed(d.predicted_cost, 4)},
       {"XDEEP_PREDICTED_TIME_TO_SOLUTION_S", Fixed(d.predicted_time_to_solution_s, 1)},
@@ -169,6 +175,7 @@ bool ReadDecisionVariables(const std::function<std::string(const char*)>& get, R
   const std::string schedule = get("XDEEP_PIPELINE_SCHEDULE");
   d.pipeline_schedule = schedule == "none" ? "" : schedule;
   d.recompute = get("XDEEP_RECOMPUTE") == "1";
+  d.selective_recompute = get("XDEEP_SELECTIVE_RECOMPUTE") == "1";
   d.sequence_parallel = get("XDEEP_SEQUENCE_PARALLEL") == "1";
   struct Int {
     const char* name;
@@ -240,6 +247,7 @@ std::string DecisionFileJson(const RunDecision& d) {
         {"grad_accumulation", d.grad_accumulation},
         {"global_batch", d.global_batch}}},
       {"recompute", d.recompute},
+      {"selective_recompute", d.selective_recompute},
       {"predicted",
        {{"step_time_s", d.predicted_step_time_s},
         {"cost", d.predicted_cost},
@@ -289,6 +297,7 @@ bool ParseDecisionFile(const std::string& text, RunDecision* out, std::string* e
     d.grad_accumulation = b.at("grad_accumulation").get<int>();
     d.global_batch = b.at("global_batch").get<int64_t>();
     d.recompute = doc.value("recompute", false);
+    d.selective_recompute = doc.value("selective_recompute", false);
     if (doc.contains("predicted") && doc["predicted"].is_object()) {
       const json& q = doc["predicted"];
       d.predicted_step_time_s = q.value("step_time_s", 0.0);

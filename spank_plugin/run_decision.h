@@ -43,6 +43,7 @@ struct RunDecision {
   int micro_batch = 1, grad_accumulation = 1;
   int64_t global_batch = 1;
   bool recompute = false;
+  bool selective_recompute = false;  // only the attention core recomputed (Megatron's selective)
   bool sequence_parallel = false;  // Megatron sequence parallelism inside the tp group
   double predicted_step_time_s = 0, predicted_cost = 0, predicted_time_to_solution_s = 0;
   int64_t predicted_memory_per_gpu_bytes = 0;

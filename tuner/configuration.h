@@ -17,7 +17,11 @@ struct Configuration {
   int nodes = 1, gpus_per_node = 1, dp = 1, tp = 1, pp = 1;  // GPUs = dp x tp x pp x cp
   Sharding sharding = Sharding::kNone;
   int micro_batch = 1, grad_accum = 1;
-  bool recompute = false;
+  bool recompute = false;  // full recomputation: each block's forward again in backward
+  // Selective recomputation (Korthikanti et al. 2022, sec. 5): only the
+  // attention core (Q K^T, softmax, dropout, scores x V) is recomputed in
+  // backward, its s^2-sized activations not kept. Excludes `recompute`.
+  bool selective_recompute = false;
   int64_t global_batch = 1;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;  // meaningful when pp > 1
   int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule)

@@ -125,11 +125,13 @@ absl::Status ParseParallelTable(const toml::table& table, std::string_view sourc
   }
   if (const toml::node* n = table.get("recompute")) {
     auto v = n->value_exact<bool>();
-    if (!v) {
-      return Error(source, n, "'recompute' must be true or false",
-                   "true: always recompute activations; false: never; leave it out for either");
+    auto mode = n->value_exact<std::string>();
+    if (!v && !(mode && *mode == "selective")) {
+      return Error(source, n, "'recompute' must be true, false or \"selective\"",
+                   "true: always recompute activations; false: never; \"selective\": only the "
+                   "attention core (Megatron's --recompute-activations); leave it out for any");
     }
-    p.recompute = *v ? "on" : "off";
+    p.recompute = v ? (*v ? "on" : "off") : "selective";
   }
   if (const toml::node* n = table.get("launcher")) {
     auto v = n->value_exact<std::string>();

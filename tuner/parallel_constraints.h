@@ -22,7 +22,7 @@ struct ParallelConstraints {
   // Sharding stages with data parallelism: none, zero1, zero2, zero3 (fsdp); empty: all.
   std::vector<std::string> sharding;
   std::string pipeline_schedule;  // "1f1b", "interleaved"; empty: either
-  std::string recompute;          // "on", "off"; empty: either
+  std::string recompute;          // "on" (full), "off", "selective"; empty: any
   // How the script is started: "srun" (one task per GPU) or a per-node
   // launcher ("torchrun", "accelerate", "deepspeed"); empty: srun. It does not
   // change the search, only the launch (one task per node) and its variables.

@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tuner/probe_shapes.h"
+#include "tuner/selective_recompute.h"
 #include "tuner/strategy_model.h"
 
 namespace xdeep::tuner {
@@ -453,9 +454,24 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     cps.push_back(cp);
   }
   std::vector<std::pair<size_t, int>> layouts;
+  // A fixed global batch: its divisors, the only data-parallel degrees that
+  // reach it (ascending).
+  std::vector<int64_t> batch_divisors;
+  if (!w.batch_may_change) {
+    const int64_t b = w.reference_global_batch;
+    for (int64_t d = 1; d * d <= b; ++d) {
+      if (b % d != 0) continue;
+      batch_divisors.push_back(d);
+      if (d * d != b) batch_divisors.push_back(b / d);
+    }
+    std::sort(batch_divisors.begin(), batch_divisors.end());
+  }
+  const bool selective_matters = SelectiveRecomputeMatters(w);
+  const int recompute_modes = selective_matters ? 3 : 2;
   // Memory-bound table per (tp, pp, schedule, recompute, sharding, log2 mb):
   // the largest dp known not to fit and the smallest known to fit.
-  const size_t bound_slots = cps.size() * static_cast<size_t>(max_g + 1) * (L + 1) * 2 * 2 * 4 * 32;
+  const size_t bound_slots =
+      cps.size() * static_cast<size_t>(max_g + 1) * (L + 1) * 2 * recompute_modes * 4 * 32;
   const bool bound_table_ok = bound_slots <= (size_t{1} << 22);
   std::vector<int> bound_max_bad(bound_table_ok ? bound_slots : 0, 0);
   std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
@@ -498,13 +514,27 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
         // allowed every tensor-parallel layout uses it.
         c.sequence_parallel = tp > 1 && allow_sp;
         // (cp, pp) pairs: each context-parallel degree, then every pipeline
-        // depth dividing the rest (a stage holds at least one layer).
+        // depth dividing the rest (a stage holds at least one layer) whose dp
+        // can reach an allowed global batch: at a micro-batch of 1 a dp above
+        // the largest batch overshoots it, and a fixed batch needs dp to
+        // divide it. The loops below would score nothing for the others; on
+        // 10,000 nodes they are nearly all.
         layouts.clear();
         for (size_t ci = 0; ci < cps.size(); ++ci) {
           if ((n_gpus / tp) % cps[ci] != 0) continue;
           const int rest = n_gpus / (tp * cps[ci]);
-          for (int pp = 1; pp <= std::min(rest, L); ++pp) {
-            if (rest % pp == 0) layouts.push_back({ci, pp});
+          if (batch_divisors.empty()) {
+            const int64_t most = std::max<int64_t>(1, w.max_global_batch);
+            for (int pp = static_cast<int>(std::max<int64_t>(1, (rest + most - 1) / most));
+                 pp <= std::min(rest, L); ++pp) {
+              if (rest % pp == 0) layouts.push_back({ci, pp});
+            }
+          } else {
+            // Descending dp is ascending pp: the order ties are ranked in.
+            for (auto d = batch_divisors.rbegin(); d != batch_divisors.rend(); ++d) {
+              if (*d > rest || rest % *d != 0) continue;
+              if (rest / *d <= L) layouts.push_back({ci, static_cast<int>(rest / *d)});
+            }
           }
         }
         for (const auto& [ci, pp] : layouts) {
@@ -529,15 +559,22 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                   user.pipeline_schedule != (sched == 0 ? "1f1b" : "interleaved")) {
                 continue;
               }
-              for (int rc = 0; rc < 2; ++rc) {
+              // rc: 0 none, 1 full, 2 selective (only where attention keeps its scores).
+              for (int rc = 0; rc < recompute_modes; ++rc) {
                 c.recompute = rc == 1;
-                // The script checkpoints always, never, or as told (XDEEP_RECOMPUTE).
+                c.selective_recompute = rc == 2;
+                // The script checkpoints always, never, or as told
+                // (XDEEP_RECOMPUTE, XDEEP_SELECTIVE_RECOMPUTE).
                 const Checkpointing ck = w.settings.activation_checkpointing;
-                if ((ck == Checkpointing::kOff && c.recompute) ||
-                    (ck == Checkpointing::kOn && !c.recompute)) {
+                if ((ck == Checkpointing::kOff && rc != 0) ||
+                    (ck == Checkpointing::kOn && rc != 1)) {
                   continue;
                 }
-                if (!user.recompute.empty() && c.recompute != (user.recompute == "on")) continue;
+                if (!user.recompute.empty() && user.recompute != (rc == 0   ? "off"
+                                                                  : rc == 1 ? "on"
+                                                                            : "selective")) {
+                  continue;
+                }
                 for (int mb = 1; mb <= max_mb; mb *= 2) {
                   c.micro_batch = mb;
                   const int64_t per_ga = int64_t{dp} * mb;
@@ -565,7 +602,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                         monotone
                             ? (((((ci * (max_g + 1) + static_cast<size_t>(tp)) * (L + 1) + pp) * 2 +
                                  sched) *
-                                    2 +
+                                    recompute_modes +
                                 rc) *
                                    4 +
                                z) * 32 +
@@ -815,6 +852,7 @@ interrupted:
                k.config.micro_batch == pick->config.micro_batch &&
                k.config.grad_accum == pick->config.grad_accum &&
                k.config.recompute == pick->config.recompute &&
+               k.config.selective_recompute == pick->config.selective_recompute &&
                k.config.global_batch == pick->config.global_batch;
       });
       top.insert(top.begin(), *pick);

@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
 #include "tuner/network_model.h"
+#include "tuner/selective_recompute.h"
 
 namespace xdeep::tuner {
 
@@ -143,6 +144,7 @@ struct RankData {
   double act_full = 0;              // saved activations per sample, no recomputation
   double act_recompute = 0;         // saved activations per sample with full recomputation
   double max_layer_act = 0;         // largest single layer's activations (recomputed in backward)
+  double max_layer_core = 0;        // largest attention core selective recomputation rebuilds
   double input_bytes = 0;           // input batch held on the first rank
   double logits_bytes = 0;          // per sample, the rank holding the loss
   double send_bytes = 0;            // boundary activations per sample per chunk
@@ -178,8 +180,8 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
          a.act_recompute_blocks >= b.act_recompute_blocks && a.unit_params >= b.unit_params &&
          a.unit_pair_params >= b.unit_pair_params && a.root_params >= b.root_params &&
          a.act_full >= b.act_full && a.act_recompute >= b.act_recompute &&
-         a.max_layer_act >= b.max_layer_act && a.input_bytes >= b.input_bytes &&
-         a.logits_bytes >= b.logits_bytes;
+         a.max_layer_act >= b.max_layer_act && a.max_layer_core >= b.max_layer_core &&
+         a.input_bytes >= b.input_bytes && a.logits_bytes >= b.logits_bytes;
 }
 
 // Step time per micro-batch is non-decreasing in each of these (the overlap
@@ -229,7 +231,39 @@ struct StrategyModel::Impl {
   int cp = 1;  // the context-parallel degree this model's workload is split for
 
   Impl(const Workload& wl, const HardwareProfile& h, int context_parallel = 1)
-      : w(wl), hw(h), pb(BytesFor(wl)), cp(context_parallel) {}
+      : w(wl), hw(h), pb(BytesFor(wl)), cp(context_parallel) {
+    // A transformer's blocks are one layer repeated: Times computes each
+    // distinct layer once per (tp, micro-batch) and adds its figures again.
+    layer_class.resize(w.layers.size());
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      layer_class[i] = static_cast<int>(i);
+      if (i > 0 && SameTimes(w.layers[i], w.layers[i - 1])) layer_class[i] = layer_class[i - 1];
+    }
+  }
+  std::vector<int> layer_class;  // index of the first of a run of layers Times sees as one
+
+  // Whether two layers' figures in Times are the same (every field it reads).
+  static bool SameTimes(const LayerCost& a, const LayerCost& b) {
+    auto same_gemms = [](const std::vector<GemmShape>& x, const std::vector<GemmShape>& y) {
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i].m_per_sample != y[i].m_per_sample || x[i].n != y[i].n || x[i].k != y[i].k)
+          return false;
+      }
+      return true;
+    };
+    return same_gemms(a.gemms, b.gemms) && a.tp_split_n == b.tp_split_n &&
+           a.tp_split_m == b.tp_split_m && a.tp_capable == b.tp_capable &&
+           a.attention_flops == b.attention_flops &&
+           a.attention_core_recomputed == b.attention_core_recomputed &&
+           a.saved_activation_bytes == b.saved_activation_bytes &&
+           a.tp_split_activation_bytes == b.tp_split_activation_bytes &&
+           a.extra_traffic_fwd_bytes == b.extra_traffic_fwd_bytes &&
+           a.extra_traffic_bwd_bytes == b.extra_traffic_bwd_bytes && a.kernels == b.kernels &&
+           a.fused_kernels == b.fused_kernels && a.library_kernels == b.library_kernels &&
+           a.cp_kv_bytes == b.cp_kv_bytes && a.tp_allreduces_fwd == b.tp_allreduces_fwd &&
+           a.tp_comm_bytes == b.tp_comm_bytes;
+  }
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
   // first chunk, head with the last); other tables greedily by FLOPs.
@@ -325,6 +359,9 @@ struct StrategyModel::Impl {
         r.act_full += act;
         r.act_recompute += l.recompute_saved_bytes;
         r.max_layer_act = std::max(r.max_layer_act, act);
+        if (l.attention_core_recomputed) {
+          r.max_layer_core = std::max(r.max_layer_core, l.attention_core_bytes / div);
+        }
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
           r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / tp *
@@ -421,67 +458,94 @@ struct StrategyModel::Impl {
     // activation forward): about half the traffic, and fewer launches.
     const bool compiled = w.settings.compile;
     const double fused_traffic = compiled ? 0.5 : 1.0;
+    // One layer's figures; each addend kept apart, so a repeated layer adds
+    // exactly what computing it again would.
+    struct LayerFigures {
+      double fwd = 0, bwd = 0, launch = 0, dtensor_launch = 0, cp_comm = 0, tp_comm = 0;
+    };
+    auto layer_figures = [&](const LayerCost& l) {
+      LayerFigures out_l;
+      const int t = l.tp_capable ? tp : 1;
+      double fwd = 0, bwd = 0, core_fwd = 0;
+      for (size_t g = 0; g < l.gemms.size(); ++g) {
+        const GemmShape& s = l.gemms[g];
+        const bool split_m = g < l.tp_split_m.size() && l.tp_split_m[g];
+        const bool split_n = !split_m && g < l.tp_split_n.size() && l.tp_split_n[g];
+        // A rank holds ceil(n / tp) columns (rows) where tp does not
+        // divide them (a 50257-word head), misaligned as they are.
+        const double m = s.m_per_sample * mb / (split_m ? t : 1);
+        const double n = split_n ? std::ceil(double(s.n) / t) : double(s.n);
+        const double k = split_n || split_m ? double(s.k) : std::ceil(double(s.k) / t);
+        const double f = Gemm(m, n, k, GemmLayout::kForward);
+        fwd += f;
+        if (split_m) core_fwd += f;  // attention's batched GEMMs over heads
+        // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
+        // and stored as xdeep-probe measures a layer (profiler/shapes.cc
+        // LayerGemms): which dimensions lead decides their alignment.
+        bwd += Gemm(m, k, n, GemmLayout::kDgrad) + Gemm(n, k, m, GemmLayout::kWgrad);
+      }
+      // [ACT] sec. 5: selective recomputation runs the core's GEMMs forward
+      // again in backward (its elementwise passes are in the layer's traffic).
+      if (l.attention_core_recomputed) bwd += core_fwd;
+      if (l.attention_flops > 0) {
+        double ref = 100.0;  // TFLOP/s; only for a table row with attention but no GEMM
+        if (!l.gemms.empty()) {
+          const double m = l.gemms[0].m_per_sample * mb, n = double(l.gemms[0].n) / t,
+                       k = double(l.gemms[0].k);
+          ref = 2.0 * m * n * k / Gemm(m, n, k) / 1e12;
+        }
+        const double rate = ref * hw.attention_efficiency * attention_rate * 1e12;
+        const double fa = l.attention_flops * mb / t / rate;
+        fwd += fa;
+        bwd += 2.5 * fa;  // [FA2] five matmuls in backward against two forward
+      }
+      // Elementwise work is memory bound, at the bandwidth eager kernels reach.
+      const ElementwiseTraffic e = ElementwiseBytes(l, t);
+      fwd += fused_traffic * e.fwd * mb / elementwise_bw;
+      bwd += fused_traffic * e.bwd * mb / elementwise_bw;
+      out_l.fwd = fwd;
+      out_l.bwd = bwd;
+      // Host time: the ops the framework issues (a library's own launches
+      // inside one of them cost the host little).
+      const int kernels =
+          compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels - l.library_kernels;
+      out_l.launch = kernels * host_per_kernel;
+      if (t > 1 && w.settings.tensor_parallel == TensorParallel::kDTensor) {
+        // Each split Linear's DTensor dispatch, over forward and backward
+        // (backward's launches are counted at twice the forward's).
+        out_l.dtensor_launch = static_cast<double>(l.gemms.size()) * tp_host_per_linear / 3;
+      }
+      if (cp > 1 && l.cp_kv_bytes > 0) {
+        // Keys and values of the whole sequence gathered before attention
+        // (Llama 3 sec. 3.3.2: all-gather, not overlapped); cp ranks sit
+        // next to the tensor-parallel group in rank order.
+        const int cp_rpn = std::clamp(hw.gpus_per_node / std::max(1, tp), 1, cp);
+        out_l.cp_comm = Coll(CollectiveOp::kAllGather, l.cp_kv_bytes * mb, cp, cp_rpn);
+      }
+      if (t > 1 && l.tp_allreduces_fwd > 0) {
+        // [MLM19] all-reduces of the layer output inside the tp group.
+        out_l.tp_comm =
+            l.tp_allreduces_fwd * Coll(CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
+      }
+      return out_l;
+    };
+    std::vector<LayerFigures> figures(w.layers.size());
+    std::vector<char> known(w.layers.size(), 0);
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       RankTimes& r = out[c % pp];
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
-        const LayerCost& l = w.layers[i];
-        const int t = l.tp_capable ? tp : 1;
-        double fwd = 0, bwd = 0;
-        for (size_t g = 0; g < l.gemms.size(); ++g) {
-          const GemmShape& s = l.gemms[g];
-          const bool split_m = g < l.tp_split_m.size() && l.tp_split_m[g];
-          const bool split_n = !split_m && g < l.tp_split_n.size() && l.tp_split_n[g];
-          // A rank holds ceil(n / tp) columns (rows) where tp does not
-          // divide them (a 50257-word head), misaligned as they are.
-          const double m = s.m_per_sample * mb / (split_m ? t : 1);
-          const double n = split_n ? std::ceil(double(s.n) / t) : double(s.n);
-          const double k = split_n || split_m ? double(s.k) : std::ceil(double(s.k) / t);
-          fwd += Gemm(m, n, k, GemmLayout::kForward);
-          // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
-          // and stored as xdeep-probe measures a layer (profiler/shapes.cc
-          // LayerGemms): which dimensions lead decides their alignment.
-          bwd += Gemm(m, k, n, GemmLayout::kDgrad) + Gemm(n, k, m, GemmLayout::kWgrad);
+        const int k = layer_class[i];
+        if (!known[k]) {
+          figures[k] = layer_figures(w.layers[i]);
+          known[k] = 1;
         }
-        if (l.attention_flops > 0) {
-          double ref = 100.0;  // TFLOP/s; only for a table row with attention but no GEMM
-          if (!l.gemms.empty()) {
-            const double m = l.gemms[0].m_per_sample * mb, n = double(l.gemms[0].n) / t,
-                         k = double(l.gemms[0].k);
-            ref = 2.0 * m * n * k / Gemm(m, n, k) / 1e12;
-          }
-          const double rate = ref * hw.attention_efficiency * attention_rate * 1e12;
-          const double fa = l.attention_flops * mb / t / rate;
-          fwd += fa;
-          bwd += 2.5 * fa;  // [FA2] five matmuls in backward against two forward
-        }
-        // Elementwise work is memory bound, at the bandwidth eager kernels reach.
-        const ElementwiseTraffic e = ElementwiseBytes(l, t);
-        fwd += fused_traffic * e.fwd * mb / elementwise_bw;
-        bwd += fused_traffic * e.bwd * mb / elementwise_bw;
-        r.fwd += fwd;
-        r.bwd += bwd;
-        // Host time: the ops the framework issues (a library's own launches
-        // inside one of them cost the host little).
-        const int kernels =
-            compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels - l.library_kernels;
-        r.launch_fwd += kernels * host_per_kernel;
-        if (t > 1 && w.settings.tensor_parallel == TensorParallel::kDTensor) {
-          // Each split Linear's DTensor dispatch, over forward and backward
-          // (backward's launches are counted at twice the forward's).
-          r.launch_fwd += static_cast<double>(l.gemms.size()) * tp_host_per_linear / 3;
-        }
-        if (cp > 1 && l.cp_kv_bytes > 0) {
-          // Keys and values of the whole sequence gathered before attention
-          // (Llama 3 sec. 3.3.2: all-gather, not overlapped); cp ranks sit
-          // next to the tensor-parallel group in rank order.
-          const int cp_rpn = std::clamp(hw.gpus_per_node / std::max(1, tp), 1, cp);
-          r.cp_comm_fwd += Coll(CollectiveOp::kAllGather, l.cp_kv_bytes * mb, cp, cp_rpn);
-        }
-        if (t > 1 && l.tp_allreduces_fwd > 0) {
-          // [MLM19] all-reduces of the layer output inside the tp group.
-          r.tp_comm_fwd +=
-              l.tp_allreduces_fwd * Coll(CollectiveOp::kAllReduce, l.tp_comm_bytes * mb, t, t);
-        }
+        const LayerFigures& f = figures[k];
+        r.fwd += f.fwd;
+        r.bwd += f.bwd;
+        r.launch_fwd += f.launch;
+        r.launch_fwd += f.dtensor_launch;
+        r.cp_comm_fwd += f.cp_comm;
+        r.tp_comm_fwd += f.tp_comm;
       }
     }
     if (mb > 1) {
@@ -575,8 +639,9 @@ StrategyModel::~StrategyModel() = default;
 
 StrategyModel::Impl& StrategyModel::For(const Configuration& c) {
   const bool sp = c.sequence_parallel && c.tp > 1;
-  if (c.cp <= 1 && !sp) return *impl_;
-  const int key = std::max(1, c.cp) * 2 + (sp ? 1 : 0);
+  const bool selective = c.selective_recompute && !c.recompute;
+  if (c.cp <= 1 && !sp && !selective) return *impl_;
+  const int key = std::max(1, c.cp) * 4 + (sp ? 2 : 0) + (selective ? 1 : 0);
   if (key == last_variant_key_) return *last_variant_;
   for (const auto& v : variants_) {
     if (v->key == key) {
@@ -587,7 +652,9 @@ StrategyModel::Impl& StrategyModel::For(const Configuration& c) {
   }
   auto v = std::make_unique<Variant>();
   v->key = key;
-  v->workload = std::make_unique<Workload>(PerRankWorkload(w_, std::max(1, c.cp), sp));
+  Workload per_rank = PerRankWorkload(w_, std::max(1, c.cp), sp);
+  v->workload = std::make_unique<Workload>(selective ? WithSelectiveRecompute(per_rank)
+                                                     : std::move(per_rank));
   v->impl = std::make_unique<Impl>(*v->workload, hw_, std::max(1, c.cp));
   last_variant_key_ = key;
   last_variant_ = v->impl.get();
@@ -729,7 +796,9 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
         held * c.micro_batch * per_sample + (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
     // [ACT] sec. 4: with full recomputation one layer's activations are
     // rebuilt at a time during backward.
-    const double recompute_peak = c.recompute ? c.micro_batch * r.max_layer_act : 0;
+    // Selective recomputation rebuilds one layer's attention core at a time.
+    const double recompute_peak =
+        c.recompute ? c.micro_batch * r.max_layer_act : c.micro_batch * r.max_layer_core;
     const double logits = c.micro_batch * r.logits_bytes;
     // Optimizer step temporaries: PyTorch's foreach Adam builds the
     // denominator sqrt(v) + eps as one fp32 tensor list over the local shard.
@@ -1024,6 +1093,9 @@ std::string StructuralProblem(const Workload& w, const Configuration& c) {
     }
   }
   if (c.sequence_parallel && c.tp < 2) return "sequence parallelism needs tp > 1";
+  if (c.recompute && c.selective_recompute) {
+    return "full and selective recomputation exclude each other";
+  }
   if (c.gpus_per_node % c.tp != 0)
     return "tp must divide the GPUs per node (tp stays inside a node)";
   if (c.global_batch != int64_t{c.dp} * c.micro_batch * c.grad_accum) {

@@ -243,6 +243,7 @@ void BuildTransformerLayers(Workload& w) {
       // softmax in fp32) and its 16-bit cast for the second GEMM, s scores
       // per head and token (Korthikanti's 5 a s / h term, for autocast).
       split += (4.0 + a) * t.heads * s;
+      b.attention_core_bytes = s * (4.0 + a) * t.heads * s;
     }
     // The activation (on the gate for SwiGLU): a ReLU's output is both what
     // it keeps and the next Linear's input, one tensor instead of two. HF's
@@ -990,8 +991,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   if (const toml::table* parallel = root["parallel"].as_table()) {
     if (auto st = ParseParallelTable(*parallel, source_name, &w.parallel); !st.ok()) return st;
     const Checkpointing ck = w.settings.activation_checkpointing;
-    if ((ck == Checkpointing::kOn && w.parallel.recompute == "off") ||
-        (ck == Checkpointing::kOff && w.parallel.recompute == "on")) {
+    if ((ck == Checkpointing::kOn && w.parallel.recompute != "on" &&
+         !w.parallel.recompute.empty()) ||
+        (ck == Checkpointing::kOff && w.parallel.recompute != "off" &&
+         !w.parallel.recompute.empty())) {
       return rd.Error(parallel->get("recompute"),
                       "[parallel] recompute contradicts [training] activation_checkpointing",
                       "keep one of them");

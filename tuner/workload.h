@@ -142,6 +142,13 @@ struct LayerCost {
   // sequence that each rank gathers before attention, per sample.
   double cp_kv_bytes = 0;
   double recompute_saved_bytes = 0;  // what full recomputation keeps (the block input)
+  // Of tp_split_activation_bytes, the attention core's materialised scores
+  // (softmax output and its 16-bit cast), which selective recomputation frees;
+  // 0 where a fused attention kernel keeps none.
+  double attention_core_bytes = 0;
+  // Selective recomputation applied (WithSelectiveRecompute): attention_core_bytes
+  // are out of the saved activations and the core runs forward again in backward.
+  bool attention_core_recomputed = false;
   // Memory traffic per sample of unfused kernels beyond the passes over saved
   // activations, forward and backward (a transformer's loss on its logits, an
   // NCHW convolution's layout transforms).

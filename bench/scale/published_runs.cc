@@ -123,6 +123,7 @@ Configuration MakeConfig(const Row& r, int gpn) {
   c.global_batch = r.I("global_batch");
   c.grad_accum = static_cast<int>(c.global_batch / (int64_t{c.dp} * c.micro_batch));
   c.recompute = r.S("recompute") == "full";
+  c.selective_recompute = r.S("recompute") == "selective";
   const std::string sched = r.S("schedule");
   if (sched.rfind("interleaved", 0) == 0) {
     c.schedule = PipelineSchedule::kInterleaved;
@@ -256,8 +257,10 @@ int main(int argc, char** argv) {
           return;
         }
         const Configuration& b = res->best.config;
-        *name =
-            StrategyName(b) + " mb" + std::to_string(b.micro_batch) + (b.recompute ? " rc" : "");
+        *name = StrategyName(b) + " mb" + std::to_string(b.micro_batch) +
+                (b.recompute             ? " rc"
+                 : b.selective_recompute ? " src"
+                                         : "");
         *g = st.total_s / res->best.prediction.step_time_s - 1;
       };
       run_search(w, &pick, &gain);
@@ -268,8 +271,11 @@ int main(int argc, char** argv) {
         same.parallel.strategies.push_back(list.substr(at, end - at));
         at = end + 1;
       }
-      same.settings.activation_checkpointing =
-          r.S("recompute") == "full" ? Checkpointing::kOn : Checkpointing::kOff;
+      const std::string rc = r.S("recompute");
+      same.settings.activation_checkpointing = rc == "full"        ? Checkpointing::kOn
+                                               : rc == "selective" ? Checkpointing::kTuned
+                                                                   : Checkpointing::kOff;
+      if (rc == "selective") same.parallel.recompute = "selective";
       run_search(same, &pick_same, &gain_same);
     }
     Summary& s = sums[r.S("set")];

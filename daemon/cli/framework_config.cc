@@ -49,7 +49,11 @@ std::string Megatron(const RunDecision& d) {
   // Megatron shards optimizer state (ZeRO-1) with its distributed optimizer.
   if (d.sequence_parallel) args += " --sequence-parallel";
   if (d.sharding_stage >= 1) args += " --use-distributed-optimizer";
-  if (d.recompute) args += " --recompute-granularity full --recompute-method uniform";
+  if (d.recompute) {
+    args += " --recompute-granularity full --recompute-method uniform";
+  } else if (d.selective_recompute) {
+    args += " --recompute-granularity selective";
+  }
   return args + " --bf16\n";
 }
 
@@ -105,7 +109,8 @@ std::string Accelerate(const RunDecision& d, const std::function<std::string(con
     y += "megatron_lm_config:\n  megatron_lm_tp_degree: " + std::to_string(d.tp) +
          "\n  megatron_lm_pp_degree: " + std::to_string(d.pp) +
          "\n  megatron_lm_num_micro_batches: " + std::to_string(d.grad_accumulation) +
-         "\n  megatron_lm_recompute_activations: " + (d.recompute ? "true" : "false") + "\n";
+         "\n  megatron_lm_recompute_activations: " +
+         (d.recompute || d.selective_recompute ? "true" : "false") + "\n";
   }
   return y;
 }

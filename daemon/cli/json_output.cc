@@ -16,6 +16,7 @@ nlohmann::json LayoutJson(const spank::LayoutRow& r) {
       {"strategy", r.strategy},
       {"label", spank::StrategyLabel(r)},
       {"recompute", r.recompute},
+      {"selective_recompute", r.selective_recompute},
       {"nodes", r.nodes},
       {"gpus_per_node", r.gpus_per_node},
       {"tasks", r.tasks},

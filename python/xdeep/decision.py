@@ -35,6 +35,7 @@ class Decision:
     grad_accumulation: int
     global_batch: int
     recompute: bool
+    selective_recompute: bool = False  # only the attention core recomputed (Megatron's selective)
     predicted: dict = field(default_factory=dict)
     time_limit_s: float = 0.0  # a job's time limit; 0: none
     segments: int = 1  # checkpointed jobs the run is planned as
@@ -69,6 +70,7 @@ class Decision:
                 grad_accumulation=int(batch["grad_accumulation"]),
                 global_batch=int(batch["global_batch"]),
                 recompute=bool(doc.get("recompute", False)),
+                selective_recompute=bool(doc.get("selective_recompute", False)),
                 predicted=dict(doc.get("predicted") or {}),
                 time_limit_s=float((doc.get("time") or {}).get("limit_s", 0.0)),
                 segments=int((doc.get("time") or {}).get("segments", 1)),
@@ -93,6 +95,9 @@ class Decision:
         if self.dp * self.tp * self.pp * self.cp != self.ranks:
             raise DecisionError(f"dp x tp x pp x cp ({self.dp} x {self.tp} x {self.pp} x {self.cp})"
                                 f" is not the {self.ranks} ranks")
+        if self.recompute and self.selective_recompute:
+            raise DecisionError("recompute and selective_recompute are both set; a decision has "
+                                "one recomputation mode")
         if self.micro_batch * self.grad_accumulation * self.dp != self.global_batch:
             raise DecisionError("micro-batch x accumulation x dp is not the global batch "
                                 f"{self.global_batch}")

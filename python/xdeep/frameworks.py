@@ -55,6 +55,8 @@ def megatron_args(d=None):
         args.append("--use-distributed-optimizer")
     if d.recompute:
         args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
+    elif d.selective_recompute:
+        args += ["--recompute-granularity", "selective"]
     return args + ["--bf16"]
 
 
@@ -115,7 +117,8 @@ def accelerate_config(d=None, env=None):
         y += ["megatron_lm_config:", "  megatron_lm_tp_degree: %d" % d.tp,
               "  megatron_lm_pp_degree: %d" % d.pp,
               "  megatron_lm_num_micro_batches: %d" % d.grad_accumulation,
-              "  megatron_lm_recompute_activations: " + ("true" if d.recompute else "false")]
+              "  megatron_lm_recompute_activations: "
+              + ("true" if d.recompute or d.selective_recompute else "false")]
     return "\n".join(y) + "\n"
 
 
@@ -132,7 +135,8 @@ def decision_json(d):
                      "virtual_stages": d.virtual_stages, "rank_order": d.rank_order},
         "batch": {"micro_batch": d.micro_batch, "grad_accumulation": d.grad_accumulation,
                   "global_batch": d.global_batch},
-        "recompute": d.recompute, "predicted": d.predicted,
+        "recompute": d.recompute, "selective_recompute": d.selective_recompute,
+        "predicted": d.predicted,
         "time": {"limit_s": d.time_limit_s, "segments": d.segments},
     }
 

@@ -118,6 +118,15 @@ class FrameworkTest(unittest.TestCase):
         self.assertIn("--use-distributed-optimizer", a)
         self.assertEqual(xdeep.megatron_core_kwargs(self.d)["virtual_pipeline_model_parallel_size"], 2)
 
+    def test_selective_recompute(self):
+        d = xdeep.Decision.from_json(decision_doc(recompute=False, selective_recompute=True))
+        a = xdeep.megatron_args(d)
+        self.assertEqual(a[a.index("--recompute-granularity") + 1], "selective")
+        self.assertNotIn("--recompute-method", a)
+        self.assertNotIn("activation_checkpointing", xdeep.deepspeed_config(d))
+        with self.assertRaises(xdeep.DecisionError):
+            xdeep.Decision.from_json(decision_doc(recompute=True, selective_recompute=True))
+
     def test_lightning_refuses_pipelines(self):
         with self.assertRaises(ValueError):
             xdeep.lightning_settings(self.d)
@@ -133,7 +142,8 @@ class FrameworkTest(unittest.TestCase):
                     decision_doc(parallel__pp=1, parallel__dp=4, parallel__pipeline_schedule=None,
                                  parallel__virtual_stages=1, batch__global_batch=128,
                                  parallel__sharding_stage=3, recompute=False),
-                    decision_doc(launcher="torchrun", layout__tasks_per_node=1)]
+                    decision_doc(launcher="torchrun", layout__tasks_per_node=1),
+                    decision_doc(recompute=False, selective_recompute=True)]
         env = dict(os.environ, MASTER_ADDR="10.0.0.7")
         env.pop("MASTER_PORT", None)
         env.pop("XDEEP_NODE_RANK", None)

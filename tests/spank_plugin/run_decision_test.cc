@@ -66,13 +66,36 @@ TEST(RunDecisionTest, InconsistentVariablesAreRefused) {
                                                       {{"XDEEP_MICRO_BATCH", "x"}},
                                                       {{"XDEEP_LAUNCHER", "mpirun"}},
                                                       {{"XDEEP_DECISION_ID", ""}},
-                                                      {{"XDEEP_SHARDING_STAGE", "4"}}};
+                                                      {{"XDEEP_SHARDING_STAGE", "4"}},
+                                                      {{"XDEEP_SELECTIVE_RECOMPUTE", "1"}}};
   for (const auto& over : cases) {
     RunDecision d;
     std::string error;
     EXPECT_FALSE(ReadDecisionVariables(Lookup(vars, over), &d, &error)) << over.begin()->first;
     EXPECT_NE(error, "");
   }
+}
+
+TEST(RunDecisionTest, SelectiveRecomputeRoundTrip) {
+  RunDecision d = Sample();
+  d.recompute = false;
+  d.selective_recompute = true;
+  const Variables vars = DecisionVariables(d);
+  RunDecision back;
+  std::string error;
+  ASSERT_TRUE(ReadDecisionVariables(Lookup(vars), &back, &error)) << error;
+  EXPECT_TRUE(back.selective_recompute);
+  EXPECT_FALSE(back.recompute);
+  RunDecision parsed;
+  ASSERT_TRUE(ParseDecisionFile(DecisionFileJson(d), &parsed, &error)) << error;
+  EXPECT_TRUE(parsed.selective_recompute);
+  // Both modes at once is no decision.
+  std::string both = DecisionFileJson(d);
+  const size_t at = both.find("\"recompute\": false");
+  ASSERT_NE(at, std::string::npos);
+  both.replace(at, 18, "\"recompute\": true");
+  EXPECT_FALSE(ParseDecisionFile(both, &parsed, &error));
+  EXPECT_NE(error.find("selective"), std::string::npos) << error;
 }
 
 TEST(RunDecisionTest, BrokenFilesAreRefused) {

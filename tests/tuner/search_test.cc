@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuner/test_util.h"
+#include "tuner/selective_recompute.h"
 #include "tuner/strategy_model.h"
 
 namespace xdeep::tuner {
@@ -49,7 +50,9 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
             const int dp = n / (tp * pp * cp);
             for (int z = 0; z < 4; ++z) {
               for (int sched = 0; sched < 2; ++sched) {
-                for (int rc = 0; rc < 2; ++rc) {
+                // No, full and selective recomputation (the last where
+                // attention keeps its scores).
+                for (int rc = 0; rc < (SelectiveRecomputeMatters(w) ? 3 : 2); ++rc) {
                   for (int mb = 1; mb <= w.max_micro_batch; mb *= 2) {
                     for (int64_t ga = 1; ga <= w.max_global_batch; ++ga) {
                       Configuration c;
@@ -64,7 +67,8 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
                       c.sharding = static_cast<Sharding>(z);
                       c.schedule = sched ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
                       c.virtual_stages = sched ? 2 : 1;
-                      c.recompute = rc;
+                      c.recompute = rc == 1;
+                      c.selective_recompute = rc == 2;
                       c.micro_batch = mb;
                       c.grad_accum = static_cast<int>(ga);
                       c.global_batch = int64_t{dp} * mb * ga;
@@ -129,6 +133,7 @@ void ExpectSameConfig(const Configuration& a, const Configuration& b) {
   EXPECT_EQ(a.micro_batch, b.micro_batch);
   EXPECT_EQ(a.grad_accum, b.grad_accum);
   EXPECT_EQ(a.recompute, b.recompute);
+  EXPECT_EQ(a.selective_recompute, b.selective_recompute);
 }
 
 void CheckAgainstBruteForce(const Workload& w, const HardwareProfile& hw, const SearchLimits& l) {
@@ -182,6 +187,25 @@ TEST(SearchBruteForceTest, Gpt125mFixedBatch) {
   SearchLimits l;
   l.max_nodes = 2;
   l.max_gpus_per_node = 4;
+  CheckAgainstBruteForce(*w, *hw, l);
+}
+
+// Attention over materialised scores: selective recomputation is a third
+// mode, and a fixed batch that few data-parallel degrees divide (24).
+TEST(SearchBruteForceTest, MathAttentionWithSelectiveRecompute) {
+  auto w = PresetWorkload("gpt-350m");
+  ASSERT_TRUE(w.ok());
+  w->settings.attention = AttentionKernel::kMath;
+  BuildTransformerLayers(*w);
+  w->reference_global_batch = w->min_global_batch = w->max_global_batch = 24;
+  w->max_micro_batch = 4;
+  ASSERT_TRUE(SelectiveRecomputeMatters(*w));
+  auto hw = BuiltinHardwareProfile("a100-sxm-40gb");
+  ASSERT_TRUE(hw.ok());
+  SearchLimits l;
+  l.max_nodes = 3;
+  l.max_gpus_per_node = 4;
+  l.objective = Objective::kTime;
   CheckAgainstBruteForce(*w, *hw, l);
 }
 

@@ -286,7 +286,7 @@ TEST(ParallelTableTest, MistakesNameTheLineAndTheFix) {
       {"tp = 2\nmax_tp = 4", "give either 'tp' or 'max_tp', not both"},
       {"strategies = [\"dp\"]\ntp = 2", "a degree above 1 for a strategy that 'strategies'"},
       {"pipeline_schedule = \"gpipe\"", "'pipeline_schedule' must be \"1f1b\" or \"interleaved\""},
-      {"recompute = \"yes\"", "'recompute' must be true or false"},
+      {"recompute = \"yes\"", "'recompute' must be true, false or \"selective\""},
       {"sharding = [\"zero4\"]", "unknown name in 'sharding': 'zero4'"},
       {"tensor = 2", "unknown key 'tensor' in [parallel]"},
       {"launcher = \"mpirun\"", "'launcher' must be \"srun\", \"torchrun\""},
@@ -303,6 +303,20 @@ TEST(ParallelTableTest, MistakesNameTheLineAndTheFix) {
                                  "c.toml");
   ASSERT_FALSE(clash.ok());
   EXPECT_NE(std::string(clash.status().message()).find("contradicts"), std::string::npos);
+  // Selective recomputation: a script told by the launcher (tuned), not one
+  // that always checkpoints whole blocks.
+  auto selective = ParseWorkloadToml(std::string(kGpt) +
+                                         "[training]\nactivation_checkpointing = \"tuned\"\n"
+                                         "[parallel]\nrecompute = \"selective\"\n",
+                                     "s.toml");
+  ASSERT_TRUE(selective.ok()) << selective.status();
+  EXPECT_EQ(selective->parallel.recompute, "selective");
+  auto always = ParseWorkloadToml(std::string(kGpt) +
+                                      "[training]\nactivation_checkpointing = true\n"
+                                      "[parallel]\nrecompute = \"selective\"\n",
+                                  "a.toml");
+  ASSERT_FALSE(always.ok());
+  EXPECT_NE(std::string(always.status().message()).find("contradicts"), std::string::npos);
 }
 
 }  // namespace
