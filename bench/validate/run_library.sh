@@ -103,7 +103,7 @@ lane0() {
 lane1() {
   if stage gemm; then
     stamp "GPU 1: GEMM fit (xdeep-probe)"
-    python3 "$here/gemm_shapes.py" fitset --out /tmp/fit_shapes.json
+    python3 "$here/gemm_shapes.py" fitset --exclude "$CHECK_SHAPES" --out /tmp/fit_shapes.json
     CUDA_VISIBLE_DEVICES=1 run $((T_GEMM + 10)) "$carry/xdeep-probe" compute --suite gpu \
       --shapes /tmp/fit_shapes.json --dtypes bf16,fp16,tf32 --time-limit $T_GEMM --out "$res/gemm_fit.json"
     echo "fit rc=$?"
