@@ -286,7 +286,7 @@ struct StrategyModel::Impl {
       double previous_unit = 0;  // the neighbour FSDP prefetches next to the current unit
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
         const LayerCost& l = w.layers[i];
-        const double div = l.tp_capable ? tp : 1;
+        const double div = TpWays(l, w.settings.tensor_parallel, tp);
         r.params += l.params / div;
         r.matmul_params += l.matmul_params / div;
         r.param_tensors += ParamTensors(l);
@@ -319,7 +319,7 @@ struct StrategyModel::Impl {
         r.max_layer_act = std::max(r.max_layer_act, act);
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
-          r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / tp *
+          r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / div *
                            LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
@@ -421,7 +421,7 @@ struct StrategyModel::Impl {
       RankTimes& r = out[c % pp];
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
         const LayerCost& l = w.layers[i];
-        const int t = l.tp_capable ? tp : 1;
+        const int t = TpWays(l, w.settings.tensor_parallel, tp);
         double fwd = 0, bwd = 0;
         for (size_t g = 0; g < l.gemms.size(); ++g) {
           const GemmShape& s = l.gemms[g];

@@ -320,13 +320,8 @@ void BuildTransformerLayers(Workload& w) {
   head.fwd_flops = 2.0 * s * v * h;
   head.saved_activation_bytes = s * h * (r + a);  // final LN input, projection input
   head.recompute_saved_bytes = head.saved_activation_bytes;
-  // Megatron splits the output layer over the vocabulary and computes the loss
-  // vocabulary-parallel; PyTorch's DTensor plans leave the head whole or gather
-  // its logits (transformers' tp_plan "colwise_rep"), so every rank holds the
-  // logits and the loss whole (2x H100, the library suite's Llama-1B TP: memory
-  // -10..-16 % when they were split, bench/validate/data/2026-11-2{6,7}_h100x2_
-  // library_heldout*, calibration).
-  head.tp_capable = w.settings.tensor_parallel == TensorParallel::kMegatron;
+  head.tp_capable = true;     // vocabulary-parallel output layer (Megatron)
+  head.vocab_parallel = true;
   head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
   head.fused_kernels = 5;  // compiled: LayerNorm with its cast, the loss as one kernel
   head.param_tensors = t.tied_embeddings ? 2 : 3;  // final LayerNorm, projection
