@@ -8,7 +8,7 @@
       FFN ratios, vocabularies, channel counts, sequence lengths and micro-batches are
       drawn from what public models use, aligned and not (vocabularies 50257, 32001,
       30522, channel counts 147 or 27 of a first convolution, odd hidden sizes).
-  gemm_shapes.py time --shapes shapes.json --out timed.json
+  gemm_shapes.py time --shapes shapes.json --out timed.json [--deadline-s S]
       torch.matmul (cuBLAS) at every shape, timed as xdeep-probe times a GEMM
       (bench/profiler/compare_torch.py torch_like_probe: warm-up, back-to-back batches
       of ~2 ms between CUDA events behind a hold, the median of the samples).
@@ -159,6 +159,9 @@ def cmd_time(args):
     results = []
     t0 = time.time()
     for s in shapes:
+        if time.time() - t0 > args.deadline_s:  # keep what was timed: the check of fewer shapes
+            print(f"deadline: {len(results)} of {len(shapes)} shapes timed")
+            break
         tflops = torch_like_probe(s["m"], s["n"], s["k"], s["dtype"], 0.0, args.warm_up_ms / 1e3,
                                   args.samples, hold, torch, pas=s["pass"])
         e = dict(s)
@@ -172,8 +175,9 @@ def cmd_time(args):
             if hasattr(torch.backends.cuda, "preferred_blas_library") else "",
             "seconds": round(time.time() - t0, 1), "hold_short_batches": hold.short,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    json.dump({"schema": "xdeep.gemm_check/1", "meta": meta, "gemm": results},
-              open(args.out, "w"), indent=1)
+    with open(args.out + ".part", "w") as f:
+        json.dump({"schema": "xdeep.gemm_check/1", "meta": meta, "gemm": results}, f, indent=1)
+    os.replace(args.out + ".part", args.out)
     rates = [e["tflops"] for e in results]
     print(f"{len(results)} GEMMs in {meta['seconds']} s; median {statistics.median(rates):.0f} "
           f"TFLOP/s -> {args.out}")
@@ -200,6 +204,8 @@ def main():
     t.add_argument("--out", required=True)
     t.add_argument("--samples", type=int, default=7)
     t.add_argument("--warm-up-ms", type=float, default=20)
+    t.add_argument("--deadline-s", type=float, default=float("inf"),
+                   help="time no further shape after this many seconds; write those timed")
     args = p.parse_args()
     {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time}[args.cmd](args)
 

@@ -95,8 +95,9 @@ lane0() {
   fi
   if stage gemm; then
     stamp "GPU 0: GEMM check (torch.matmul) at $(basename "$CHECK_SHAPES")"
-    CUDA_VISIBLE_DEVICES=0 run ${T_CHECK:-$T_GEMM} python3 "$here/gemm_shapes.py" time \
-      --shapes "$CHECK_SHAPES" --out "$res/gemm_check.json"
+    t=$(box ${T_CHECK:-$T_GEMM})
+    CUDA_VISIBLE_DEVICES=0 run $t python3 "$here/gemm_shapes.py" time \
+      --shapes "$CHECK_SHAPES" --deadline-s $((t > 20 ? t - 15 : 5)) --out "$res/gemm_check.json"
     echo "check rc=$?"
   fi
 }
