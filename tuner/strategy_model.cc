@@ -254,6 +254,7 @@ struct StrategyModel::Impl {
     };
     return same_gemms(a.gemms, b.gemms) && a.tp_split_n == b.tp_split_n &&
            a.tp_split_m == b.tp_split_m && a.tp_capable == b.tp_capable &&
+           a.vocab_parallel == b.vocab_parallel &&
            a.attention_flops == b.attention_flops &&
            a.attention_core_recomputed == b.attention_core_recomputed &&
            a.saved_activation_bytes == b.saved_activation_bytes &&
@@ -328,7 +329,7 @@ struct StrategyModel::Impl {
       double previous_unit = 0;  // the neighbour FSDP prefetches next to the current unit
       for (int i = chunks[c].first; i < chunks[c].second; ++i) {
         const LayerCost& l = w.layers[i];
-        const double div = l.tp_capable ? tp : 1;
+        const double div = TpWays(l, w.settings.tensor_parallel, tp);
         r.params += l.params / div;
         r.matmul_params += l.matmul_params / div;
         r.param_tensors += ParamTensors(l);
@@ -364,7 +365,7 @@ struct StrategyModel::Impl {
         }
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
-          r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / tp *
+          r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / div *
                            LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
@@ -465,7 +466,7 @@ struct StrategyModel::Impl {
     };
     auto layer_figures = [&](const LayerCost& l) {
       LayerFigures out_l;
-      const int t = l.tp_capable ? tp : 1;
+      const int t = TpWays(l, w.settings.tensor_parallel, tp);
       double fwd = 0, bwd = 0, core_fwd = 0;
       for (size_t g = 0; g < l.gemms.size(); ++g) {
         const GemmShape& s = l.gemms[g];
@@ -860,7 +861,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
   const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
   const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
-  double t_mb = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0, dp_exposed = 0;
+  double t_mb = 0, t_mb_device = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0,
+         dp_exposed = 0;
   const int world = c.dp * c.tp * c.pp;
   // Compute lost to NCCL's blocks while data-parallel traffic across nodes
   // overlaps it (network_model.h).
@@ -963,6 +965,11 @@ StepTime StrategyModel::Time(const Configuration& given) {
       if (dp_rpn < c.dp) z3_exposed += overlap_share * std::min(rs, r.bwd);
     }
     const double total = f + b + z3_exposed;
+    // The same micro-batch with the host's launches taken out: what a
+    // neighbouring pipeline stage waits for.
+    const double device = total - (HostAndDevice(r.fwd + cast_f, launch_f) - (r.fwd + cast_f)) -
+                          (b_launched - b_device);
+    t_mb_device = std::max(t_mb_device, device);
     if (total > t_mb) {
       t_mb = total;
       t_b_last = b;
@@ -973,8 +980,15 @@ StepTime StrategyModel::Time(const Configuration& given) {
   }
   st.per_micro_batch_s = t_mb;
   if (c.pp > 1) {
-    // [MLM] eq. (1) and sec. 2.2.2: bubble = (p - 1) / v micro-batch times.
-    st.bubble_s = (c.pp - 1) * t_mb / v;
+    // [MLM] eq. (1) and sec. 2.2.2: bubble = (p - 1) / v micro-batch times,
+    // of the GPU's: a stage's host issues its receives and kernels without
+    // waiting for them (NCCL's wait orders streams, not the host), so where
+    // the host bounds a micro-batch the fill and drain cost only the
+    // neighbour's device time (2x H100, torch.distributed.pipelining 1F1B at
+    // micro-batch 1: the launch-bound bubble over-predicted the step by
+    // 47-58 %, bench/validate/data/2026-11-27_h100x2_library_heldout,
+    // calibration since).
+    st.bubble_s = (c.pp - 1) * t_mb_device / v;
   }
   if (c.dp > 1 && (c.sharding == Sharding::kNone || c.sharding == Sharding::kZero1)) {
     // [DDP] buckets are reduced as soon as they fill, overlapping the last

@@ -321,7 +321,8 @@ void BuildTransformerLayers(Workload& w) {
   head.fwd_flops = 2.0 * s * v * h;
   head.saved_activation_bytes = s * h * (r + a);  // final LN input, projection input
   head.recompute_saved_bytes = head.saved_activation_bytes;
-  head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
+  head.tp_capable = true;     // vocabulary-parallel output layer (Megatron)
+  head.vocab_parallel = true;
   head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
   head.fused_kernels = 5;  // compiled: LayerNorm with its cast, the loss as one kernel
   head.param_tensors = t.tied_embeddings ? 2 : 3;  // final LayerNorm, projection

@@ -131,6 +131,9 @@ struct LayerCost {
   // gemms[i] is column-parallel (n split) if tp_split_n[i], else row-parallel.
   bool tp_capable = false;
   std::vector<bool> tp_split_n;
+  // The output layer and its loss, split over the vocabulary: only by
+  // Megatron-style tensor parallelism (TpWays).
+  bool vocab_parallel = false;
   // gemms[i] is split by rows instead (attention's batched GEMMs over heads:
   // each tensor-parallel rank takes heads / tp of them); overrides tp_split_n.
   std::vector<bool> tp_split_m;
@@ -180,6 +183,18 @@ struct LayerCost {
   // whole step (embeddings, output head, a CNN's stem and classifier).
   std::string unit;
 };
+
+// How many ways tensor parallelism of degree tp splits a layer. Megatron splits the
+// output layer over the vocabulary and computes the loss vocabulary-parallel;
+// PyTorch's DTensor plans leave the head whole or gather its logits
+// (transformers' tp_plan "colwise_rep"), so every rank holds the logits and the
+// loss whole (2x H100, the library suite's Llama-1B TP: memory -10..-16 % when
+// they were split, bench/validate/data/2026-11-2{6,7}_h100x2_library_heldout*,
+// calibration).
+inline int TpWays(const LayerCost& l, TensorParallel how, int tp) {
+  if (!l.tp_capable) return 1;
+  return l.vocab_parallel && how == TensorParallel::kDTensor ? 1 : tp;
+}
 
 // A layer's parameter tensors, the default (one where it has parameters) resolved.
 inline int ParamTensors(const LayerCost& l) {

@@ -5,12 +5,14 @@
   torchrun --nproc_per_node=2 library_suite.py --mode ddp|fsdp|tp|pp --models ... --out X.json
 
 The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small, medium,
-large and xl; LlamaForCausalLM of a 1B Llama-style config; from_config, random weights,
-no download) and torchvision (ResNet-50, ViT-B/16). They are trained the way those
-libraries' own recipes train them: transformers' Trainer with bf16=True (autocast) and its
-default optimizer (fused AdamW, `adamw_torch_fused`), the model's default attention (SDPA);
-torchvision's classification reference (channels_last, SGD with momentum for ResNet-50,
-AdamW for ViT), under bf16 autocast. Data parallelism is PyTorch's DDP and FSDP2
+large and xl; LlamaForCausalLM of a 1B Llama-style config; BertForMaskedLM of BERT base and
+large; MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; from_config, random
+weights, no download), torchvision (ResNet-50, ResNet-152, ViT-B/16) and timm (ViT-L/16).
+They are trained the way those libraries' own recipes train them: transformers' Trainer
+with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
+model's default attention (SDPA) and dropout; torchvision's classification reference
+(channels_last, SGD with momentum for the ResNets, AdamW for ViT) and timm's ViT recipe
+(AdamW, NCHW), under bf16 autocast. Data parallelism is PyTorch's DDP and FSDP2
 (fully_shard per block, bf16 parameters for the transformers); tensor and pipeline
 parallelism are PyTorch's own torch.distributed.tensor.parallel (Megatron-style column /
 row split of the Llama blocks' projections) and torch.distributed.pipelining (two stages,
@@ -47,8 +49,25 @@ TRANSFORMERS = {
     "hf-gpt2-xl": ("gpt2", dict(n_embd=1600, n_layer=48, n_head=25)),
     "hf-llama-1b": ("llama", dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
                                   num_attention_heads=16, num_key_value_heads=8, vocab_size=32000)),
+    # BertConfig's defaults are BERT-base; sequences of its 512 positions.
+    "hf-bert-base": ("bert", dict()),
+    "hf-bert-large": ("bert", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                   intermediate_size=4096)),
+    "hf-mistral-1b": ("mistral", dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=16,
+                                      num_attention_heads=16, num_key_value_heads=4, vocab_size=32000)),
+    # Qwen2-0.5B's shape (QKV biases, tied head, 151936-word vocabulary).
+    "hf-qwen2-0.5b": ("qwen2", dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                                    num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
+                                    tie_word_embeddings=True)),
 }
-VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16"}
+SEQ_OF = {"bert": 512}
+VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
+          "timm-vit-l16": "timm:vit_large_patch16_224"}
+CNNS = {"tv-resnet50", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
+
+
+def seq_of(name):
+    return SEQ_OF.get(TRANSFORMERS[name][0], SEQ)
 
 
 def build(name, device):
@@ -58,10 +77,17 @@ def build(name, device):
         if kind == "gpt2":
             cfg = transformers.GPT2Config(n_positions=SEQ, vocab_size=50257, **kw)
             model = transformers.GPT2LMHeadModel(cfg)
+        elif kind == "bert":
+            model = transformers.BertForMaskedLM(transformers.BertConfig(**kw))
         else:
-            cfg = transformers.LlamaConfig(max_position_embeddings=SEQ, **kw)
-            model = transformers.LlamaForCausalLM(cfg)
+            config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+                                 "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+                                 "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[kind]
+            model = causal_lm(config(max_position_embeddings=SEQ, **kw))
         return model.to(device)
+    if VISION[name].startswith("timm:"):
+        import timm
+        return timm.create_model(VISION[name][5:], num_classes=1000).to(device)
     import torchvision
     model = getattr(torchvision.models, VISION[name])(num_classes=1000)
     return model.to(device, memory_format=torch.channels_last)
@@ -71,6 +97,10 @@ def blocks(model):
     """The repeated blocks: FSDP2's units, the pipeline's split."""
     if hasattr(model, "transformer"):
         return list(model.transformer.h)
+    if hasattr(model, "bert"):
+        return list(model.bert.encoder.layer)
+    if hasattr(model, "blocks"):  # timm ViT
+        return list(model.blocks)
     if hasattr(model, "model") and hasattr(model.model, "layers"):
         return list(model.model.layers)
     if hasattr(model, "encoder"):  # torchvision ViT
@@ -99,19 +129,22 @@ class Optimizers:
 
 
 def optimizer_for(name, params):
-    if name == "tv-resnet50":
+    if name in CNNS:
         return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4)
-    if name == "tv-vit-b16":
-        return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.3)  # foreach: torch's default
+    if name in VISION:  # ViTs: torchvision's and timm's recipes, foreach (torch's default)
+        return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.3)
     return torch.optim.AdamW(params, lr=5e-5, weight_decay=0.0, fused=True)  # Trainer's default
 
 
 def batch_for(name, mb, device):
     if name in TRANSFORMERS:
-        vocab = TRANSFORMERS[name][1].get("vocab_size", 50257)
-        ids = torch.randint(0, vocab, (mb, SEQ), device=device)
+        kind, kw = TRANSFORMERS[name]
+        vocab = kw.get("vocab_size", 30522 if kind == "bert" else 50257)
+        ids = torch.randint(0, vocab, (mb, seq_of(name)), device=device)
         return ids, ids
-    x = torch.randn(mb, 3, IMAGE, IMAGE, device=device).to(memory_format=torch.channels_last)
+    x = torch.randn(mb, 3, IMAGE, IMAGE, device=device)
+    if name in CNNS:
+        x = x.to(memory_format=torch.channels_last)
     return x, torch.randint(0, 1000, (mb,), device=device)
 
 
@@ -169,7 +202,7 @@ def wrap(name, model, mode, rank, world):
     if mode == "fsdp":
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
-            if name != "tv-resnet50" else MixedPrecisionPolicy()
+            if name not in CNNS else MixedPrecisionPolicy()
         for b in blocks(model):
             fully_shard(b, mp_policy=mp)
         fully_shard(model, mp_policy=mp)

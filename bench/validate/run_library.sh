@@ -11,13 +11,16 @@
 # fit shapes), gemm_check.json (cuBLAS times of CHECK_SHAPES), compute.json,
 # framework*.json, coll_2gpu.json (the suite's probes) and profile.json (them merged,
 # as the daemon keeps them), settings_effects.json (where SETTINGS_EFFECTS names the
-# script), suite_<mode>.json, lane1.log. Every step has a timeout.
+# script), suite_<mode>.json, lane1.log, and the frozen model's predictions made there
+# (compare.txt, gemm_check.txt; stage `predict`). Every step has a timeout, none runs
+# past DEADLINE_S seconds from the start, and results.tgz is rewritten after every
+# stage, so a configuration or stage that fails or hangs loses only itself.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/xdeep-library}
 carry=${XDEEP_CARRY:-build/carry}
-STAGES=,${STAGES:-gemm,probes,suite},
+STAGES=,${STAGES:-gemm,probes,suite,predict},
 MODES=,${MODES:-single,ddp,fsdp,tp,pp},
 LM=${LM:-hf-gpt2,hf-gpt2-medium,hf-gpt2-large,hf-gpt2-xl,hf-llama-1b}
 VISION=${VISION:-tv-resnet50,tv-vit-b16}
@@ -31,17 +34,37 @@ SETTINGS_EFFECTS=${SETTINGS_EFFECTS:-}  # settings_effects.py to run too (GPU 1)
 T_SINGLE=${T_SINGLE:-280}  # seconds per single-GPU lane
 T_2GPU=${T_2GPU:-150}      # seconds per two-GPU mode
 RANKS2=${RANKS2:-1}        # the framework probe on two ranks too
+DEADLINE_S=${DEADLINE_S:-100000}  # no step starts or runs past this many seconds
+MODELS_DDP=${MODELS_DDP:-${MODELS_2GPU:-$LM,$VISION}}
+MODELS_FSDP=${MODELS_FSDP:-${MODELS_2GPU:-$LM,$VISION}}
+MODELS_TP=${MODELS_TP:-hf-llama-1b}
+MODELS_PP=${MODELS_PP:-hf-gpt2-medium,hf-llama-1b}
 here=$(cd "$(dirname "$0")" && pwd)
 suite="python3 $here/library_suite.py --steps $STEPS"
 mkdir -p "$OUT"
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
 export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
 exec > >(tee "$OUT/log.txt") 2>&1
-# The device returns at most 8 files: everything but the log travels as one archive.
+# The device returns at most 8 files: everything but the log travels as one archive,
+# packed again after each stage (a call cut off at its limit keeps what was done).
 res=$(mktemp -d)
-trap 'tar -C "$res" -czf "$OUT/results.tgz" .; rm -rf "$res"' EXIT
+pack() { tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"; }
+trap 'pack; rm -rf "$res"' EXIT
 T0=$SECONDS
 stamp() { echo "[t=$((SECONDS - T0)) s] $*"; }
+# A step's timeout: its own, or what is left before DEADLINE_S (0: skip it).
+box() {
+  local left=$((DEADLINE_S - (SECONDS - T0)))
+  if [ "$left" -lt 5 ]; then echo 0; elif [ "$1" -lt "$left" ]; then echo "$1"; else echo "$left"; fi
+}
+# `run T cmd...`: cmd under timeout T (boxed), or a note that the deadline skipped it.
+run() {
+  local t
+  t=$(box "$1")
+  shift
+  if [ "$t" -eq 0 ]; then echo "skipped (deadline ${DEADLINE_S} s): $*"; return 124; fi
+  timeout "$t" "$@"
+}
 stage() { [[ $STAGES == *,$1,* ]]; }
 mode() { [[ $MODES == *,$1,* ]]; }
 
@@ -50,44 +73,46 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=c
 python3 -c 'import torch, transformers, torchvision; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "cublas", torch.backends.cuda.preferred_blas_library(), "transformers", transformers.__version__, "torchvision", torchvision.__version__)'
 "$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
 
-# 1-2. The GEMM check and the suite's probes, in two GPU lanes side by side (each
-# process on its own GPU: neither slows the other's kernels; the host has cores for both).
-# GPU 0: xdeep-probe compute at the workloads' GEMM shapes, the framework probe (one
-# rank), the GEMM check (torch.matmul at the check shapes). GPU 1: xdeep-probe at the
-# GEMM model's fit shapes, then settings_effects.py. Then the collectives on both GPUs.
+# 1. The GEMM check and the compute probe, in two GPU lanes side by side (each process
+# on its own GPU: neither slows the other's kernels). GPU 0: xdeep-probe compute at the
+# workloads' GEMM shapes, then the GEMM check (torch.matmul at the check shapes). GPU 1:
+# xdeep-probe at the GEMM model's fit shapes, then settings_effects.py.
+# 2. The framework probe (host time per kernel) alone on the machine, on one rank and on
+# two, as the daemon runs it on an idle node: beside another lane's probe it read the
+# host 20-45 % slower than training then ran (38.7 and 41.6 us per kernel against 26.5 and
+# 32.1 alone; bench/validate/data/2026-11-2{6,7}_h100x2_library_heldout*). Then the
+# collectives, and every report merged into the profile.
 CHECK_SHAPES=${CHECK_SHAPES:-$here/gemm_check_shapes.json}
 lane0() {
   if stage probes; then
     stamp "GPU 0: compute probe at the suite's shapes"
     if "$carry/xdeep_validate" shapes --workloads "$here/workloads" --models "$LM,$VISION" \
       --micro-batches "$MBS" --out /tmp/suite_shapes.json; then
-      CUDA_VISIBLE_DEVICES=0 timeout $((T_COMPUTE + 10)) "$carry/xdeep-probe" compute --suite gpu \
+      CUDA_VISIBLE_DEVICES=0 run $((T_COMPUTE + 10)) "$carry/xdeep-probe" compute --suite gpu \
         --shapes /tmp/suite_shapes.json --time-limit $T_COMPUTE --out "$res/compute.json"
       echo "compute rc=$?"
     fi
-    stamp "GPU 0: framework probe"
-    CUDA_VISIBLE_DEVICES=0 timeout 100 python3 "$here/../../profiler/framework_probe.py" --out "$res/framework.json"
-    echo "framework rc=$?"
   fi
   if stage gemm; then
     stamp "GPU 0: GEMM check (torch.matmul) at $(basename "$CHECK_SHAPES")"
-    CUDA_VISIBLE_DEVICES=0 timeout $T_GEMM python3 "$here/gemm_shapes.py" time \
-      --shapes "$CHECK_SHAPES" --out "$res/gemm_check.json"
+    t=$(box ${T_CHECK:-$T_GEMM})
+    CUDA_VISIBLE_DEVICES=0 run $t python3 "$here/gemm_shapes.py" time \
+      --shapes "$CHECK_SHAPES" --deadline-s $((t > 20 ? t - 15 : 5)) --out "$res/gemm_check.json"
     echo "check rc=$?"
   fi
 }
 lane1() {
   if stage gemm; then
     stamp "GPU 1: GEMM fit (xdeep-probe)"
-    python3 "$here/gemm_shapes.py" fitset --out /tmp/fit_shapes.json
-    CUDA_VISIBLE_DEVICES=1 timeout $((T_GEMM + 10)) "$carry/xdeep-probe" compute --suite gpu \
+    python3 "$here/gemm_shapes.py" fitset --exclude "$CHECK_SHAPES" --out /tmp/fit_shapes.json
+    CUDA_VISIBLE_DEVICES=1 run $((T_GEMM + 10)) "$carry/xdeep-probe" compute --suite gpu \
       --shapes /tmp/fit_shapes.json --dtypes bf16,fp16,tf32 --time-limit $T_GEMM --out "$res/gemm_fit.json"
     echo "fit rc=$?"
   fi
   # The measurement of the training settings' effects (a script; empty: none).
   if [ -n "$SETTINGS_EFFECTS" ]; then
     stamp "GPU 1: $(basename "$SETTINGS_EFFECTS")"
-    CUDA_VISIBLE_DEVICES=1 timeout 75 python3 "$SETTINGS_EFFECTS" --deadline-s 62 \
+    CUDA_VISIBLE_DEVICES=1 run 75 python3 "$SETTINGS_EFFECTS" --deadline-s 62 \
       > "$res/settings_effects.json" 2> "$res/settings_effects.log"
     echo "settings_effects rc=$?"
   fi
@@ -98,45 +123,81 @@ if stage gemm || stage probes; then
   lane0
   wait $lane1_pid
   cat "$res/lane1.log"
+  pack
 fi
 if stage probes; then
-  [ "$RANKS2" = 1 ] && stamp "framework probe, 2 ranks" && timeout ${T_RANKS2:-100} python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$res/framework_2ranks.json"
+  stamp "framework probe, 1 rank, alone"
+  CUDA_VISIBLE_DEVICES=0 run ${T_FRAMEWORK:-100} python3 "$here/../../profiler/framework_probe.py" --out "$res/framework.json"
+  echo "framework rc=$?"
+  if [ "$RANKS2" = 1 ]; then
+    stamp "framework probe, 2 ranks"
+    run ${T_RANKS2:-100} python3 "$here/../../profiler/framework_probe.py" --ranks 2 --out "$res/framework_2ranks.json"
+    echo "framework 2 ranks rc=$?"
+  fi
   stamp "collectives"
-  RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
-    timeout 100 "$carry/xdeep-probe" collectives --out /tmp/unused.json > /tmp/rank1.txt 2>&1 &
-  RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
-    timeout 100 "$carry/xdeep-probe" collectives --out "$res/coll_2gpu.json"
-  wait $!
+  t=$(box 100)
+  if [ "$t" -gt 0 ]; then
+    RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
+      timeout "$t" "$carry/xdeep-probe" collectives --out /tmp/unused.json > /tmp/rank1.txt 2>&1 &
+    RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
+      timeout "$t" "$carry/xdeep-probe" collectives --out "$res/coll_2gpu.json"
+    wait $!
+  fi
   # The hardware profile as the daemon keeps it: every report of the node merged.
-  "$carry/xdeep-probe" merge "$res/compute.json" "$res/framework.json" \
-    $( [ -f "$res/framework_2ranks.json" ] && echo "$res/framework_2ranks.json") \
-    "$res/coll_2gpu.json" --out "$res/profile.json"
+  reports=()
+  for f in compute framework framework_2ranks coll_2gpu; do
+    [ -s "$res/$f.json" ] && reports+=("$res/$f.json")
+  done
+  "$carry/xdeep-probe" merge "${reports[@]}" --out "$res/profile.json"
   echo "merge rc=$?"
+  pack
 fi
 
 # 3. The suite: single-GPU lanes side by side (transformers on GPU 0, vision on GPU 1),
-# then each two-GPU mode.
+# then each two-GPU mode, each in its own time box (a hung or failed mode loses itself).
 if stage suite; then
   if mode single; then
     stamp "single GPU"
-    CUDA_VISIBLE_DEVICES=0 timeout $T_SINGLE $suite --mode single --models "$LM" --micro-batches "$MBS" --model-seconds $((T_SINGLE / 6)) \
+    t=$(box $T_SINGLE)
+    CUDA_VISIBLE_DEVICES=0 run $t $suite --mode single --models "$LM" --micro-batches "$MBS" --model-seconds $((t / 6)) \
       --out "$res/suite_single_lm.json" &
     lane=$!
-    CUDA_VISIBLE_DEVICES=1 timeout $T_SINGLE $suite --mode single --models "$VISION" \
-      --vision-micro-batches "$VMBS" --model-seconds $((T_SINGLE / 3)) --out "$res/suite_single_vision.json"
+    CUDA_VISIBLE_DEVICES=1 run $t $suite --mode single --models "$VISION" \
+      --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --out "$res/suite_single_vision.json"
     wait $lane
+    pack
   fi
   for m in ddp fsdp tp pp; do
     mode $m || continue
-    models=${MODELS_2GPU:-$LM,$VISION}
-    [ $m = tp ] && models=hf-llama-1b
-    [ $m = pp ] && models=${MODELS_PP:-hf-gpt2-medium,hf-llama-1b}
-    t=$T_2GPU
-    [ $m = tp ] && t=${T_TP:-$T_2GPU}
+    case $m in
+      ddp) models=$MODELS_DDP t=$T_2GPU ;;
+      fsdp) models=$MODELS_FSDP t=$T_2GPU ;;
+      tp) models=$MODELS_TP t=${T_TP:-$T_2GPU} ;;
+      pp) models=$MODELS_PP t=${T_PP:-$T_2GPU} ;;
+    esac
+    t=$(box "$t")
     stamp "$m on 2 GPUs: $models"
-    timeout $t torchrun --standalone --nproc_per_node=2 "$here/library_suite.py" --steps "$STEPS" \
+    run "$t" torchrun --standalone --nproc_per_node=2 "$here/library_suite.py" --steps "$STEPS" \
       --mode $m --models "$models" --micro-batches "$MBS_2GPU" --vision-micro-batches "${VMBS_2GPU:-$MBS_2GPU,64}" \
       --model-seconds $((t / 4)) --out "$res/suite_$m.json" 2>&1 | grep -v "^W1\|warn" | tail -40
+    pack
   done
+fi
+
+# 4. The frozen model's predictions, made here from this machine's probes (CPU only).
+if stage predict; then
+  stamp "predictions"
+  if [ -s "$res/profile.json" ] && ls "$res"/suite_*.json > /dev/null 2>&1; then
+    run 60 "$carry/xdeep_validate" compare --workloads "$here/workloads" --profile "$res/profile.json" \
+      --runs "$res"/suite_*.json --step-time-target 0.10 > "$res/compare.txt" 2>&1
+    echo "compare rc=$?"
+  fi
+  if [ -s "$res/gemm_fit.json" ] && [ -s "$res/gemm_check.json" ]; then
+    run 60 "$carry/xdeep_validate" gemm-check --fit "$res/gemm_fit.json" --check "$res/gemm_check.json" \
+      --worst 20 > "$res/gemm_check.txt" 2>&1
+    echo "gemm-check rc=$?"
+  fi
+  tail -25 "$res/compare.txt" 2>/dev/null
+  head -9 "$res/gemm_check.txt" 2>/dev/null
 fi
 stamp "done"
