@@ -8,9 +8,11 @@
 #include <string_view>
 
 #include "spank_plugin/hostlist.h"
-#include "spank_plugin/time_span.h"
+#include "client/time_span.h"
 
 namespace xdeep::spank {
+
+using client::ParseSlurmTimeLimit;
 namespace {
 
 bool IsNumber(std::string_view s) {

@@ -22,6 +22,9 @@
 #include "spank_plugin/run_command.h"
 
 namespace xdeep::spank {
+
+using client::DecisionFileJson;
+using client::ReadDecisionVariables;
 namespace {
 
 constexpr const char* kDecisionFileName = "decision.json";
