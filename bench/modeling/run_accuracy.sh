@@ -21,8 +21,8 @@ mkdir -p "$out"
 # virtual environment (needs PyPI, which this VM cannot reach).
 python=/usr/bin/python3
 source_dir=${EXTRAP_SOURCE:-}
-snapshot=${EXTRAP_SNAPSHOT:-/work/.mirror/extra-p+extrap/repo}
-if [[ -z $source_dir && -d $snapshot ]]; then
+snapshot=${EXTRAP_SNAPSHOT:-}
+if [[ -z $source_dir && -n $snapshot && -d $snapshot ]]; then
   source_dir=$build/extrap-src
   rm -rf "$source_dir" && mkdir -p "$source_dir"
   git --git-dir="$snapshot" archive HEAD extrap | tar -x -C "$source_dir"
