@@ -53,6 +53,7 @@ std::string StepRuntime::MasterAddress(const std::string& nodelist) const {
   const std::string first = hosts && !hosts->empty() ? hosts->front() : std::string();
   if (first.empty() || Resolves(first)) return first;
   std::string output, error;
+  // Text: Slurm 22.05's scontrol has no --json, and sinfo --json ignores -n.
   if (RunCommand({"scontrol", "show", "node", first, "-o"}, config_.timeout_ms, &output, &error)) {
     std::istringstream in(output);
     std::string word;
