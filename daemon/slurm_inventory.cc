@@ -41,8 +41,8 @@ int GpusFromGres(std::string_view gres) {
 bool Usable(const nlohmann::json& node) {
   static const std::set<std::string> kUnusableStates = {"down", "future", "unknown", "error"};
   static const std::set<std::string> kUnusableFlags = {
-      "DRAIN", "FAIL", "MAINTENANCE", "INVALID_REG", "POWERED_DOWN",
-      "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"};
+      "DRAIN",        "FAIL",        "MAINTENANCE",   "INVALID_REG",
+      "POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"};
   if (kUnusableStates.contains(node.value("state", std::string("unknown")))) return false;
   const nlohmann::json flags = node.value("state_flags", nlohmann::json::array());
   if (!flags.is_array()) return true;
@@ -154,8 +154,7 @@ absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partitio
   auto part = RunCommand({"scontrol", "-o", "show", "partition"}, std::chrono::seconds(10));
   if (!part.ok()) return part.status();
   if (part->exit_code != 0) {
-    return absl::UnavailableError(
-        fmt::format("scontrol show partition failed: {}", part->err));
+    return absl::UnavailableError(fmt::format("scontrol show partition failed: {}", part->err));
   }
   auto shape = FindPartition(ParsePartitions(part->out), partition);
   if (!shape.ok()) return shape.status();

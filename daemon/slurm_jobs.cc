@@ -26,8 +26,7 @@ std::string TextOr(const nlohmann::json& job, const char* key) {
 
 absl::StatusOr<std::vector<SlurmJob>> ParseSqueueJson(std::string_view json) {
   const nlohmann::json doc = nlohmann::json::parse(json, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("jobs") ||
-      !doc["jobs"].is_array()) {
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("jobs") || !doc["jobs"].is_array()) {
     return absl::InvalidArgumentError("squeue --json gave no job list");
   }
   std::vector<SlurmJob> jobs;
@@ -48,7 +47,7 @@ absl::StatusOr<std::vector<SlurmJob>> ParseSqueueJson(std::string_view json) {
 
 bool JobInQueue(std::string_view state) {
   static constexpr std::string_view kActive[] = {
-      "PENDING",  "CONFIGURING",  "RUNNING",     "COMPLETING", "SUSPENDED", "REQUEUED",
+      "PENDING",      "CONFIGURING", "RUNNING",  "COMPLETING", "SUSPENDED", "REQUEUED",
       "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING",  "STAGE_OUT", "STOPPED"};
   return std::find(std::begin(kActive), std::end(kActive), state) != std::end(kActive);
 }

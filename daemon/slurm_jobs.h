@@ -16,7 +16,7 @@ namespace xdeep::daemon {
 
 struct SlurmJob {
   uint32_t job_id = 0;
-  std::string state;          // PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, ...
+  std::string state;  // PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, ...
   std::string partition;
   int64_t start_time = 0;     // epoch seconds; 0 before the job starts
   std::string admin_comment;  // set by job_submit.lua ("xdeep:<decision>")

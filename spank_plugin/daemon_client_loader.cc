@@ -1,9 +1,9 @@
 // Finds and dlopens xdeep_spank_client.so (see daemon_client_loader.h).
+#include "spank_plugin/daemon_client_loader.h"
+
 #include <dlfcn.h>
 
 #include <string>
-
-#include "spank_plugin/daemon_client_loader.h"
 
 namespace xdeep::spank {
 

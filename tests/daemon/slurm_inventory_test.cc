@@ -19,8 +19,7 @@ constexpr const char* kPartitions =
 
 // One node as `sinfo --json` lists it (the fields xdeep reads, and a few it does not).
 std::string Node(const std::string& name, const std::string& partitions, int cpus,
-                 const std::string& gres, const std::string& state,
-                 const std::string& flags = "") {
+                 const std::string& gres, const std::string& state, const std::string& flags = "") {
   return R"({"name": ")" + name + R"(", "architecture": "x86_64", "cpus": )" +
          std::to_string(cpus) + R"(, "gres": ")" + gres + R"(", "gres_used": "gpu:0", "state": ")" +
          state + R"(", "state_flags": [)" + flags + R"(], "partitions": [)" + partitions +
@@ -85,15 +84,14 @@ TEST(SlurmInventoryTest, UnknownPartitionAndNoDefault) {
   EXPECT_NE(std::string(s.status().message()).find("no partition 'nope'"), std::string::npos);
   auto none = FindPartition(ParsePartitions("PartitionName=a Default=NO\n"), "");
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(std::string(none.status().message()).find("no default partition"),
-            std::string::npos);
+  EXPECT_NE(std::string(none.status().message()).find("no default partition"), std::string::npos);
 }
 
 TEST(SlurmInventoryTest, PartitionWithoutUsableNodes) {
   PartitionShape empty;
   empty.partition = "debug";
-  auto s = AddSinfoNodes(R"({"nodes": [)" + Node("n3", R"("debug")", 4, "gpu:4", "down") + "]}",
-                         empty);
+  auto s =
+      AddSinfoNodes(R"({"nodes": [)" + Node("n3", R"("debug")", 4, "gpu:4", "down") + "]}", empty);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
 }

@@ -103,9 +103,8 @@ TEST(ManPages, DaemonConfigPageNamesEverySectionAndKey) {
     for (const std::string& key : KeysInFix(ConfigError(toml))) keys.insert(key);
   }
   // Tables inside tables: a partition's overrides, one user's and one account's budget.
-  for (const std::string& table :
-       {"[policy.partition.gpu]\n", "[budget.user.alice]\nlimit = 1\n",
-        "[budget.account.physics]\nlimit = 1\n"}) {
+  for (const std::string& table : {"[policy.partition.gpu]\n", "[budget.user.alice]\nlimit = 1\n",
+                                   "[budget.account.physics]\nlimit = 1\n"}) {
     const std::string message = ConfigError(table + "zz_unknown = 1\n");
     if (message.find("use one of") == std::string::npos) continue;  // no list: no keys
     for (const std::string& key : KeysInFix(message)) keys.insert(key);
