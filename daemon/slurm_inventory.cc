@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -35,6 +36,19 @@ int GpusFromGres(std::string_view gres) {
   return total;
 }
 
+// A field of sinfo's JSON, or null when absent: value() would throw on a
+// field of another type, and nothing may leave the daemon's parsers as an exception.
+const nlohmann::json& FieldOf(const nlohmann::json& node, const char* key) {
+  static const nlohmann::json kNull;
+  const auto it = node.find(key);
+  return it == node.end() ? kNull : *it;
+}
+
+std::string TextOf(const nlohmann::json& node, const char* key) {
+  const nlohmann::json& v = FieldOf(node, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
 // sinfo --json gives a node's base state ("idle", "mixed", "down", ...) and
 // its flags ("DRAIN", "FAIL", ...) apart; down, drained, failing, booting and
 // unregistered nodes cannot run a job now.
@@ -43,8 +57,9 @@ bool Usable(const nlohmann::json& node) {
   static const std::set<std::string> kUnusableFlags = {
       "DRAIN",        "FAIL",        "MAINTENANCE",   "INVALID_REG",
       "POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"};
-  if (kUnusableStates.contains(node.value("state", std::string("unknown")))) return false;
-  const nlohmann::json flags = node.value("state_flags", nlohmann::json::array());
+  const std::string state = TextOf(node, "state");
+  if (state.empty() || kUnusableStates.contains(state)) return false;
+  const nlohmann::json& flags = FieldOf(node, "state_flags");
   if (!flags.is_array()) return true;
   return std::none_of(flags.begin(), flags.end(), [](const nlohmann::json& f) {
     return f.is_string() && kUnusableFlags.contains(f.get<std::string>());
@@ -112,17 +127,17 @@ absl::StatusOr<PartitionShape> AddSinfoNodes(std::string_view sinfo_json, Partit
   int min_gpus = -1, min_cpus = -1;
   for (const nlohmann::json& node : doc["nodes"]) {
     if (!node.is_object()) continue;
-    const nlohmann::json partitions = node.value("partitions", nlohmann::json::array());
+    const nlohmann::json& partitions = FieldOf(node, "partitions");
     if (!partitions.is_array() ||
         std::find(partitions.begin(), partitions.end(), shape.partition) == partitions.end()) {
       continue;
     }
     if (!Usable(node)) continue;
-    nodes.insert(node.value("name", std::string()));
-    const nlohmann::json cpus_field = node.value("cpus", nlohmann::json());
-    const int cpus = cpus_field.is_number_integer() ? cpus_field.get<int>() : 0;
-    const nlohmann::json gres = node.value("gres", nlohmann::json());
-    const int gpus = gres.is_string() ? GpusFromGres(gres.get<std::string>()) : 0;
+    nodes.insert(TextOf(node, "name"));
+    const nlohmann::json& cpus_field = FieldOf(node, "cpus");
+    const int64_t cpus_read = cpus_field.is_number_integer() ? cpus_field.get<int64_t>() : 0;
+    const int cpus = cpus_read > 0 && cpus_read < 1'000'000 ? static_cast<int>(cpus_read) : 0;
+    const int gpus = GpusFromGres(TextOf(node, "gres"));
     min_gpus = min_gpus < 0 ? gpus : std::min(min_gpus, gpus);
     min_cpus = min_cpus < 0 ? cpus : std::min(min_cpus, cpus);
   }

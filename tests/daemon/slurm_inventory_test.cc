@@ -113,6 +113,16 @@ TEST(SlurmInventoryTest, NotSinfoJson) {
   EXPECT_EQ(s->nodes, 1);
   EXPECT_EQ(s->cpus_per_node, 0);
   EXPECT_EQ(s->gpus_per_node, 0);
+  // A state that is not text is no usable node; a name, partition list or
+  // CPU count of another type throws nothing.
+  s = AddSinfoNodes(
+      R"({"nodes": [{"name": 5, "partitions": ["debug"], "cpus": 4, "state": 3},
+                    {"name": "n2", "partitions": [1, "debug"], "cpus": -4, "state": "idle"},
+                    {"name": "n3", "partitions": "debug", "state": "idle"}]})",
+      debug);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->nodes, 1);
+  EXPECT_EQ(s->cpus_per_node, 0);
 }
 
 TEST(SlurmInventoryTest, MalformedMaxTimeIsUnknown) {
