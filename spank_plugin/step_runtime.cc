@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "spank_plugin/daemon_client_loader.h"
 #include "spank_plugin/hostlist.h"
 #include "spank_plugin/run_command.h"
 
