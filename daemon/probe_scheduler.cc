@@ -206,8 +206,7 @@ JobState ProbeScheduler::ParseSqueue(const CommandResult& result, const std::str
 }
 
 absl::StatusOr<JobState> ProbeScheduler::Poll(const std::string& job_id) {
-  absl::StatusOr<CommandResult> r =
-      runner_({"squeue", "--json"}, CommandTimeout());
+  absl::StatusOr<CommandResult> r = runner_({"squeue", "--json"}, CommandTimeout());
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || !ParseSqueueJson(r->out).ok()) {
     // slurmctld busy or restarting: not an answer about the job; ask again.

@@ -7,8 +7,8 @@
 #include <iterator>
 #include <string_view>
 
-#include "spank_plugin/hostlist.h"
 #include "client/time_span.h"
+#include "spank_plugin/hostlist.h"
 
 namespace xdeep::spank {
 

@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "client/decision_output.h"
+#include "client/run_decision.h"
 #include "spank_plugin/allocation.h"
 #include "spank_plugin/batch_script.h"
-#include "client/decision_output.h"
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/node_features.h"
-#include "client/run_decision.h"
 #include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {

@@ -37,8 +37,8 @@ struct Host {
   // job_submit.lua reads (spank_job_control_setenv); false on failure.
   std::function<bool(const std::string& name, const std::string& value)> set_job_env;
   // Loads the gRPC client (dlopen); replaced in tests.
-  std::function<std::unique_ptr<client::DaemonClient>(const std::string&, std::string*)> load_client =
-      LoadDaemonClient;
+  std::function<std::unique_ptr<client::DaemonClient>(const std::string&, std::string*)>
+      load_client = LoadDaemonClient;
 };
 
 class Plugin {

@@ -35,7 +35,7 @@ client::Variables StepRendezvous(const StepFacts& step, const client::RunDecisio
 // Variables of one task: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 // GROUP_RANK for srun-native launches; none for per-node launchers, which
 // give their own processes these.
-client::Variables TaskRendezvous(const StepFacts& step, const client::RunDecision& decision, int global_rank,
-                         int local_rank);
+client::Variables TaskRendezvous(const StepFacts& step, const client::RunDecision& decision,
+                                 int global_rank, int local_rank);
 
 }  // namespace xdeep::spank

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "client/daemon_client.h"
+#include "client/run_decision.h"
 #include "spank_plugin/plugin_config.h"
 #include "spank_plugin/rendezvous.h"
-#include "client/run_decision.h"
 
 namespace xdeep::spank {
 

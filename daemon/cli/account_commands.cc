@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "client/munge_credential.h"
 #include "daemon/cli/gnuplot_plot.h"
 #include "daemon/cli/json_output.h"
-#include "client/munge_credential.h"
 
 namespace xdeep::cli {
 namespace {

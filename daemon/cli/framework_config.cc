@@ -6,8 +6,8 @@
 namespace xdeep::cli {
 namespace {
 
-using nlohmann::json;
 using client::RunDecision;
+using nlohmann::json;
 
 // The value of a rendezvous variable, or a reference a script fills in.
 std::string Rendezvous(const std::function<std::string(const char*)>& env, const char* name) {

@@ -6,12 +6,12 @@
 #include <iostream>
 #include <memory>
 
-#include "daemon/cli/framework_config.h"
-#include "daemon/cli/gnuplot_plot.h"
-#include "daemon/cli/json_output.h"
 #include "client/daemon_client.h"
 #include "client/decision_output.h"
 #include "client/time_span.h"
+#include "daemon/cli/framework_config.h"
+#include "daemon/cli/gnuplot_plot.h"
+#include "daemon/cli/json_output.h"
 
 namespace xdeep::cli {
 
