@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -157,22 +156,6 @@ absl::StatusOr<JobUsage> ParseJobRecord(std::string_view text) {
     u.slurm_gpus.reset();
   }
   return u;
-}
-
-std::vector<std::pair<uint32_t, int64_t>> ParseRunStarts(std::string_view squeue_output) {
-  std::vector<std::pair<uint32_t, int64_t>> starts;
-  for (std::string_view line : Split(squeue_output, '\n', true)) {
-    size_t bar = line.find('|');
-    if (bar == std::string_view::npos) continue;
-    auto job = ParseNumber<uint32_t>(line.substr(0, bar));
-    std::string when(line.substr(bar + 1));
-    std::tm tm{};
-    const char* end = strptime(when.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!job || end == nullptr || *end != '\0') continue;
-    tm.tm_isdst = -1;  // squeue prints local time
-    starts.emplace_back(*job, static_cast<int64_t>(mktime(&tm)));
-  }
-  return starts;
 }
 
 int DrainJobRecords(const std::string& spool, const PolicyConfig& policy, Ledger& ledger,

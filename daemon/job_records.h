@@ -45,9 +45,6 @@ std::optional<int> CountArrayTasks(std::string_view indices);
 // "gres/gpu=4"): 0 when it asks none, nullopt when it cannot be read.
 std::optional<int> GpusInTres(std::string_view tres);
 
-// `squeue -h -t RUNNING -o "%A|%S"` output: (job id, start in epoch seconds).
-std::vector<std::pair<uint32_t, int64_t>> ParseRunStarts(std::string_view squeue_output);
-
 // GPUs per node of a partition, for records whose TRES names no GPUs.
 using GpusPerNodeFn = std::function<int(const std::string& partition)>;
 

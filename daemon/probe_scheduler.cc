@@ -14,6 +14,8 @@
 #include <system_error>
 #include <utility>
 
+#include "daemon/slurm_jobs.h"
+
 namespace xdeep::daemon {
 namespace {
 
@@ -188,30 +190,29 @@ absl::StatusOr<std::string> ProbeScheduler::ParseJobId(const std::string& sbatch
   return id;
 }
 
-JobState ProbeScheduler::ParseSqueue(const CommandResult& result) {
+JobState ProbeScheduler::ParseSqueue(const CommandResult& result, const std::string& job_id) {
   JobState s;
-  // Without accounting, a finished job stays visible for MinJobAge and is then purged:
-  // squeue prints nothing, or fails with "Invalid job id specified". Both mean gone.
   if (result.exit_code != 0) return s;
-  s.state = Trim(result.out);
-  if (size_t nl = s.state.find('\n'); nl != std::string::npos) s.state.resize(nl);
-  static const char* const kActive[] = {"PENDING",   "CONFIGURING", "RUNNING",      "COMPLETING",
-                                        "SUSPENDED", "REQUEUED",    "REQUEUE_HOLD", "REQUEUE_FED",
-                                        "RESIZING",  "SIGNALING",   "STAGE_OUT",    "STOPPED"};
-  s.in_queue = std::any_of(std::begin(kActive), std::end(kActive),
-                           [&](const char* a) { return s.state == a; });
+  absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueueJson(result.out);
+  if (!jobs.ok()) return s;
+  // Without accounting, a finished job stays listed for MinJobAge and is then
+  // purged: not listed means gone.
+  for (const SlurmJob& job : *jobs) {
+    if (std::to_string(job.job_id) != job_id) continue;
+    s.state = job.state;
+    s.in_queue = JobInQueue(job.state);
+  }
   return s;
 }
 
 absl::StatusOr<JobState> ProbeScheduler::Poll(const std::string& job_id) {
-  absl::StatusOr<CommandResult> r =
-      runner_({"squeue", "-h", "-j", job_id, "-t", "all", "-o", "%T"}, CommandTimeout());
+  absl::StatusOr<CommandResult> r = runner_({"squeue", "--json"}, CommandTimeout());
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0 && r->err.find("Invalid job id") == std::string::npos) {
+  if (r->exit_code != 0 || !ParseSqueueJson(r->out).ok()) {
     // slurmctld busy or restarting: not an answer about the job; ask again.
     return absl::UnavailableError(fmt::format("squeue: {}", Trim(r->err)));
   }
-  return ParseSqueue(*r);
+  return ParseSqueue(*r, job_id);
 }
 
 void ProbeScheduler::Cancel(const std::string& job_id) {

@@ -65,7 +65,7 @@ struct ProbeOutcome {
 // A job's state as squeue shows it, reduced to what the wait needs.
 struct JobState {
   bool in_queue = false;  // pending, running, completing, ...
-  std::string state;      // squeue's %T (e.g. COMPLETED, FAILED, TIMEOUT); empty once purged
+  std::string state;      // squeue's job_state (COMPLETED, FAILED, TIMEOUT...); empty once purged
 };
 
 class ProbeScheduler {
@@ -95,8 +95,8 @@ class ProbeScheduler {
   static int ProbeTimeLimitSeconds(absl::Duration job_time_limit);
   // `sbatch --parsable` prints "jobid" or "jobid;cluster".
   static absl::StatusOr<std::string> ParseJobId(const std::string& sbatch_out);
-  // Reads `squeue -h -j ID -t all -o %T`'s answer.
-  static JobState ParseSqueue(const CommandResult& result);
+  // Job `job_id` in `squeue --json`'s answer (Slurm 22.05 lists every job there).
+  static JobState ParseSqueue(const CommandResult& result, const std::string& job_id);
   // Reads and checks the report a job of `request` wrote.
   static absl::StatusOr<profiler::Report> CheckReport(const std::string& path,
                                                       const ProbeRequest& request);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "daemon/job_records.h"
 #include "daemon/probe_scheduler.h"
+#include "daemon/slurm_jobs.h"
 #include "daemon/subprocess.h"
 #include "profiler/atomic_file.h"
 #include "tuner/probe_shapes.h"
@@ -45,18 +47,19 @@ absl::Status PrepareUnixSocket(const std::string& listen) {
 // Decisions named by the AdminComment (set by job_submit.lua) of a job in
 // slurmctld's memory: running, pending, or ended within MinJobAge.
 absl::StatusOr<std::set<std::string>> DecisionsSlurmHolds() {
-  auto run = RunCommand({"scontrol", "show", "job"}, std::chrono::seconds(10));
+  auto run = RunCommand({"squeue", "--json"}, std::chrono::seconds(10));
   if (!run.ok()) return run.status();
-  std::set<std::string> held;
-  if (run->out.find("No jobs in the system") != std::string::npos) return held;
   if (run->exit_code != 0) {
-    return absl::UnavailableError(fmt::format("scontrol show job failed: {}", run->err));
+    return absl::UnavailableError(fmt::format("squeue --json failed: {}", run->err));
   }
-  constexpr std::string_view kField = "\n   AdminComment=xdeep:";
-  for (size_t at = run->out.find(kField); at != std::string::npos;
-       at = run->out.find(kField, at + 1)) {
-    const size_t start = at + kField.size();
-    held.insert(run->out.substr(start, run->out.find_first_of(" \n", start) - start));
+  auto jobs = ParseSqueueJson(run->out);
+  if (!jobs.ok()) return absl::UnavailableError(jobs.status().message());
+  constexpr std::string_view kPrefix = "xdeep:";
+  std::set<std::string> held;
+  for (const SlurmJob& job : *jobs) {
+    if (job.admin_comment.starts_with(kPrefix) && job.admin_comment.size() > kPrefix.size()) {
+      held.insert(job.admin_comment.substr(kPrefix.size()));
+    }
   }
   return held;
 }
@@ -263,18 +266,21 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
 
 void Daemon::NoteRunningStrictJobs(const PolicyConfig& policy) {
   // Only strict partitions are billed without a reservation; with none, nothing to watch.
-  std::vector<std::string> argv = {"squeue", "-h", "-t", "RUNNING", "-o", "%A|%S"};
-  if (!policy.Strict("")) {
-    std::string strict;
-    for (const auto& [name, partition] : policy.partitions) {
-      if (policy.Strict(name)) strict += (strict.empty() ? "" : ",") + name;
-    }
-    if (strict.empty()) return;
-    argv.insert(argv.end(), {"-p", strict});
+  if (!policy.Strict("") &&
+      std::none_of(policy.partitions.begin(), policy.partitions.end(),
+                   [&](const auto& named) { return policy.Strict(named.first); })) {
+    return;
   }
-  auto run = RunCommand(argv, std::chrono::seconds(10));
+  auto run = RunCommand({"squeue", "--json"}, std::chrono::seconds(10));
   if (!run.ok() || run->exit_code != 0) return;
-  auto starts = ParseRunStarts(run->out);
+  auto jobs = ParseSqueueJson(run->out);
+  if (!jobs.ok()) return;
+  std::vector<std::pair<uint32_t, int64_t>> starts;
+  for (const SlurmJob& job : *jobs) {
+    if (job.state == "RUNNING" && job.start_time > 0 && policy.Strict(job.partition)) {
+      starts.emplace_back(job.job_id, job.start_time);
+    }
+  }
   if (!starts.empty()) (void)ledger_->NoteRunStarts(starts);
 }
 

@@ -1,19 +1,23 @@
-// sinfo-backed partition shapes (see slurm_inventory.h).
+// Partition shapes from scontrol and `sinfo --json` (see slurm_inventory.h).
 #include "daemon/slurm_inventory.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "absl/status/status.h"
+#include "client/time_span.h"
 #include "daemon/subprocess.h"
 #include "daemon/text.h"
 
 namespace xdeep::daemon {
 namespace {
 
-// "gpu:4", "gpu:h100:8(S:0-1)", "gpu:a100:4,shard:8" -> GPUs; "(null)" -> 0.
+// "gpu:4", "gpu:h100:8(S:0-1)", "gpu:a100:4,shard:8" -> GPUs; "" or "(null)" -> 0.
 int GpusFromGres(std::string_view gres) {
   // Socket bindings "(S:0,1)" hold ':' and ',' of their own: drop them first.
   std::string plain;
@@ -32,58 +36,47 @@ int GpusFromGres(std::string_view gres) {
   return total;
 }
 
-bool Usable(std::string_view state) {
-  // Abbreviated states from %t; drained, down and failing nodes cannot run jobs.
-  static const std::set<std::string_view> kUnusable = {"down",  "down*", "drain", "drain*",
-                                                       "drng",  "fail",  "failg", "inval",
-                                                       "maint", "boot",  "futr",  "unk"};
-  return !kUnusable.contains(state);
+// A field of sinfo's JSON, or null when absent: value() would throw on a
+// field of another type, and nothing may leave the daemon's parsers as an exception.
+const nlohmann::json& FieldOf(const nlohmann::json& node, const char* key) {
+  static const nlohmann::json kNull;
+  const auto it = node.find(key);
+  return it == node.end() ? kNull : *it;
 }
 
-}  // namespace
-
-absl::StatusOr<PartitionShape> ParseSinfo(std::string_view sinfo_output,
-                                          std::string_view partition) {
-  PartitionShape shape;
-  std::set<std::string> nodes;
-  int min_gpus = -1, min_cpus = -1;
-  for (std::string_view line : Split(sinfo_output, '\n', true)) {
-    std::vector<std::string_view> f = Split(line, '|');
-    if (f.size() != 5) continue;
-    std::string_view part = f[0];
-    bool is_default = !part.empty() && part.back() == '*';
-    if (is_default) part.remove_suffix(1);
-    if (partition.empty() ? !is_default : part != partition) continue;
-    shape.partition = std::string(part);
-    if (!Usable(f[4])) continue;
-    nodes.insert(std::string(f[1]));
-    int cpus = ParseNumber<int>(f[2]).value_or(0);
-    int gpus = GpusFromGres(f[3]);
-    min_gpus = min_gpus < 0 ? gpus : std::min(min_gpus, gpus);
-    min_cpus = min_cpus < 0 ? cpus : std::min(min_cpus, cpus);
-  }
-  if (shape.partition.empty()) {
-    return absl::NotFoundError(
-        partition.empty()
-            ? std::string("Slurm has no default partition; name one with -p")
-            : fmt::format("Slurm has no partition '{}'; check the name with sinfo", partition));
-  }
-  if (nodes.empty()) {
-    return absl::UnavailableError(
-        fmt::format("partition '{}' has no usable nodes right now", shape.partition));
-  }
-  shape.nodes = static_cast<int>(nodes.size());
-  shape.gpus_per_node = std::max(min_gpus, 0);
-  shape.cpus_per_node = std::max(min_cpus, 0);
-  return shape;
+std::string TextOf(const nlohmann::json& node, const char* key) {
+  const nlohmann::json& v = FieldOf(node, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
 }
 
-void ParseBillingWeights(std::string_view out, PartitionShape* shape) {
-  constexpr std::string_view kKey = "TRESBillingWeights=";
-  size_t at = out.find(kKey);
-  if (at == std::string_view::npos) return;
-  std::string_view weights = out.substr(at + kKey.size());
-  weights = weights.substr(0, weights.find_first_of(" \n"));
+// sinfo --json gives a node's base state ("idle", "mixed", "down", ...) and
+// its flags ("DRAIN", "FAIL", ...) apart; down, drained, failing, booting and
+// unregistered nodes cannot run a job now.
+bool Usable(const nlohmann::json& node) {
+  static const std::set<std::string> kUnusableStates = {"down", "future", "unknown", "error"};
+  static const std::set<std::string> kUnusableFlags = {
+      "DRAIN",        "FAIL",        "MAINTENANCE",   "INVALID_REG",
+      "POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"};
+  const std::string state = TextOf(node, "state");
+  if (state.empty() || kUnusableStates.contains(state)) return false;
+  const nlohmann::json& flags = FieldOf(node, "state_flags");
+  if (!flags.is_array()) return true;
+  return std::none_of(flags.begin(), flags.end(), [](const nlohmann::json& f) {
+    return f.is_string() && kUnusableFlags.contains(f.get<std::string>());
+  });
+}
+
+// The value of `key=` in one `scontrol -o` line; nullopt when absent.
+std::optional<std::string_view> Field(std::string_view line, std::string_view key) {
+  for (std::string_view item : Split(line, ' ', true)) {
+    if (item.size() > key.size() && item.starts_with(key) && item[key.size()] == '=') {
+      return item.substr(key.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+void ReadBillingWeights(std::string_view weights, PartitionShape* shape) {
   for (std::string_view item : Split(weights, ',', true)) {
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) continue;
@@ -94,50 +87,68 @@ void ParseBillingWeights(std::string_view out, PartitionShape* shape) {
   }
 }
 
-std::optional<double> SlurmDurationSeconds(std::string_view text) {
-  if (text == "UNLIMITED" || text == "INFINITE" || text == "infinite") return 0.0;
-  long days = 0;
-  bool has_days = false;
-  if (size_t dash = text.find('-'); dash != std::string_view::npos) {
-    auto d = ParseNumber<long>(text.substr(0, dash));
-    if (!d || *d < 0) return std::nullopt;
-    days = *d;
-    has_days = true;
-    text.remove_prefix(dash + 1);
+}  // namespace
+
+std::vector<PartitionSettings> ParsePartitions(std::string_view scontrol_output) {
+  std::vector<PartitionSettings> partitions;
+  for (std::string_view line : Split(scontrol_output, '\n', true)) {
+    std::optional<std::string_view> name = Field(line, "PartitionName");
+    if (!name || name->empty()) continue;
+    PartitionSettings p;
+    p.shape.partition = std::string(*name);
+    p.is_default = Field(line, "Default") == "YES";
+    if (auto max_time = Field(line, "MaxTime")) {
+      double seconds = 0;
+      if (client::ParseSlurmTimeLimit(*max_time, &seconds)) p.shape.max_time_s = seconds;
+    }
+    if (auto weights = Field(line, "TRESBillingWeights")) ReadBillingWeights(*weights, &p.shape);
+    partitions.push_back(std::move(p));
   }
-  std::vector<long> fields;
-  for (std::string_view f : Split(text, ':')) {
-    auto v = ParseNumber<long>(f);
-    if (!v || *v < 0) return std::nullopt;
-    fields.push_back(*v);
-  }
-  if (fields.empty() || fields.size() > 3) return std::nullopt;
-  // Slurm's forms: M, M:S, H:M:S; with days D-H, D-H:M, D-H:M:S.
-  long h = 0, m = 0, sec = 0;
-  if (has_days) {
-    h = fields[0];
-    if (fields.size() > 1) m = fields[1];
-    if (fields.size() > 2) sec = fields[2];
-  } else if (fields.size() == 1) {
-    m = fields[0];
-  } else if (fields.size() == 2) {
-    m = fields[0];
-    sec = fields[1];
-  } else {
-    h = fields[0];
-    m = fields[1];
-    sec = fields[2];
-  }
-  return days * 86400.0 + h * 3600.0 + m * 60.0 + sec;
+  return partitions;
 }
 
-void ParseMaxTime(std::string_view out, PartitionShape* shape) {
-  constexpr std::string_view kKey = "MaxTime=";
-  size_t at = out.find(kKey);
-  if (at == std::string_view::npos) return;
-  std::string_view value = out.substr(at + kKey.size());
-  value = value.substr(0, value.find_first_of(" \n"));
-  shape->max_time_s = SlurmDurationSeconds(value).value_or(0);
+absl::StatusOr<PartitionShape> FindPartition(const std::vector<PartitionSettings>& partitions,
+                                             std::string_view name) {
+  for (const PartitionSettings& p : partitions) {
+    if (name.empty() ? p.is_default : p.shape.partition == name) return p.shape;
+  }
+  return absl::NotFoundError(
+      name.empty() ? std::string("Slurm has no default partition; name one with -p")
+                   : fmt::format("Slurm has no partition '{}'; check the name with sinfo", name));
+}
+
+absl::StatusOr<PartitionShape> AddSinfoNodes(std::string_view sinfo_json, PartitionShape shape) {
+  const nlohmann::json doc = nlohmann::json::parse(sinfo_json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("nodes") ||
+      !doc["nodes"].is_array()) {
+    return absl::InvalidArgumentError("sinfo --json gave no node list");
+  }
+  std::set<std::string> nodes;
+  int min_gpus = -1, min_cpus = -1;
+  for (const nlohmann::json& node : doc["nodes"]) {
+    if (!node.is_object()) continue;
+    const nlohmann::json& partitions = FieldOf(node, "partitions");
+    if (!partitions.is_array() ||
+        std::find(partitions.begin(), partitions.end(), shape.partition) == partitions.end()) {
+      continue;
+    }
+    if (!Usable(node)) continue;
+    nodes.insert(TextOf(node, "name"));
+    const nlohmann::json& cpus_field = FieldOf(node, "cpus");
+    const int64_t cpus_read = cpus_field.is_number_integer() ? cpus_field.get<int64_t>() : 0;
+    const int cpus = cpus_read > 0 && cpus_read < 1'000'000 ? static_cast<int>(cpus_read) : 0;
+    const int gpus = GpusFromGres(TextOf(node, "gres"));
+    min_gpus = min_gpus < 0 ? gpus : std::min(min_gpus, gpus);
+    min_cpus = min_cpus < 0 ? cpus : std::min(min_cpus, cpus);
+  }
+  if (nodes.empty()) {
+    return absl::UnavailableError(
+        fmt::format("partition '{}' has no usable nodes right now", shape.partition));
+  }
+  shape.nodes = static_cast<int>(nodes.size());
+  shape.gpus_per_node = std::max(min_gpus, 0);
+  shape.cpus_per_node = std::max(min_cpus, 0);
+  return shape;
 }
 
 absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
@@ -155,19 +166,20 @@ absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partitio
   // (16 concurrent launches ran 16 sinfo, 18 ms of CPU each).
   std::lock_guard refreshing(refresh_mu_);
   if (auto shape = cached()) return *shape;
-  auto run = RunCommand({"sinfo", "-h", "-N", "-o", "%P|%N|%c|%G|%t"}, std::chrono::seconds(10));
+  auto part = RunCommand({"scontrol", "-o", "show", "partition"}, std::chrono::seconds(10));
+  if (!part.ok()) return part.status();
+  if (part->exit_code != 0) {
+    return absl::UnavailableError(fmt::format("scontrol show partition failed: {}", part->err));
+  }
+  auto shape = FindPartition(ParsePartitions(part->out), partition);
+  if (!shape.ok()) return shape.status();
+  auto run = RunCommand({"sinfo", "--json"}, std::chrono::seconds(10));
   if (!run.ok()) return run.status();
   if (run->exit_code != 0) {
     return absl::UnavailableError(fmt::format("sinfo failed: {}", run->err));
   }
-  auto shape = ParseSinfo(run->out, partition);
+  shape = AddSinfoNodes(run->out, *std::move(shape));
   if (!shape.ok()) return shape.status();
-  auto part = RunCommand({"scontrol", "-o", "show", "partition", shape->partition},
-                         std::chrono::seconds(10));
-  if (part.ok() && part->exit_code == 0) {
-    ParseBillingWeights(part->out, &*shape);
-    ParseMaxTime(part->out, &*shape);
-  }
   std::lock_guard lock(mu_);
   cache_[partition] = {*shape, std::chrono::steady_clock::now()};
   return shape;

@@ -1,12 +1,16 @@
 // What a Slurm partition offers: node count and GPUs per node, read from
-// slurmctld through sinfo (the daemon runs where Slurm's commands work).
+// slurmctld (the daemon runs where Slurm's commands work). Nodes come from
+// `sinfo --json`; partitions from `scontrol -o show partition`, as text:
+// Slurm 22.05 has no JSON form of partitions (`sinfo --json` lists nodes
+// only, with no default-partition mark; `scontrol` has no --json).
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -24,28 +28,29 @@ struct PartitionShape {
   double max_time_s = 0;
 };
 
-// Seconds in a Slurm duration as scontrol prints it ("UNLIMITED", "1-00:00:00",
-// "02:30:00", "30:00") or as --time takes it (a lone number is minutes);
-// 0 for UNLIMITED / INFINITE; nullopt when it is not one.
-std::optional<double> SlurmDurationSeconds(std::string_view text);
+// One line of `scontrol -o show partition`: the partition's name, whether
+// it is the default, and the settings a shape carries (MaxTime,
+// TRESBillingWeights); `shape.nodes` etc. stay 0 until the nodes are read.
+struct PartitionSettings {
+  bool is_default = false;
+  PartitionShape shape;
+};
+std::vector<PartitionSettings> ParsePartitions(std::string_view scontrol_output);
 
-// Reads MaxTime from `scontrol -o show partition` output (Slurm 22.05 has no
-// JSON form of partitions: `sinfo --json` lists nodes only, `scontrol` has
-// no --json).
-void ParseMaxTime(std::string_view scontrol_output, PartitionShape* shape);
+// The partition named `name` (empty: the default one) among `partitions`;
+// NotFound with a message naming the fix when there is none.
+absl::StatusOr<PartitionShape> FindPartition(const std::vector<PartitionSettings>& partitions,
+                                             std::string_view name);
 
-// Reads GRES/gpu and CPU weights from `scontrol -o show partition` output.
-void ParseBillingWeights(std::string_view scontrol_output, PartitionShape* shape);
-
-// Parses `sinfo -h -N -o "%P|%N|%c|%G|%t"` output for `partition` (empty =
-// the default partition, marked with '*'). Exposed for tests.
-absl::StatusOr<PartitionShape> ParseSinfo(std::string_view sinfo_output,
-                                          std::string_view partition);
+// Counts the usable nodes of `shape.partition` in `sinfo --json` output and
+// the GPUs and CPUs of the smallest; Unavailable when none is usable,
+// InvalidArgument when the text is not sinfo's JSON.
+absl::StatusOr<PartitionShape> AddSinfoNodes(std::string_view sinfo_json, PartitionShape shape);
 
 class SlurmInventory {
  public:
   explicit SlurmInventory(std::chrono::seconds ttl = std::chrono::seconds(30)) : ttl_(ttl) {}
-  // Cached for `ttl`; asks sinfo when stale.
+  // Cached for `ttl`; asks scontrol and sinfo when stale.
   absl::StatusOr<PartitionShape> Shape(const std::string& partition);
 
  private:

@@ -6,13 +6,13 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libtrilinos-kokkos-dev libeigen3-dev liblapack-dev libpagmo-dev libnlopt-cxx-dev libabsl-dev
+  libgtest-dev libgmock-dev
+  libtrilinos-kokkos-dev libeigen3-dev liblapack-dev libpagmo-dev libabsl-dev
   libsqlite3-dev sqlite3 libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libcli11-dev libyaml-cpp-dev
+  libcli11-dev
   gnuplot-nox  # xdeep plan --plot, xdeep history --plot
   groff-base  # tests only: the man pages render without warnings
-  slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
+  slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   python3-torch  # tests only: profiler/framework_probe.py's CPU smoke run
   patch  # scripts/build-kokkos.sh applies scripts/kokkos-patches
 )

@@ -8,13 +8,13 @@
 #include <chrono>
 #include <iostream>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"xdeep-admit: may this Slurm job be submitted?"};
   std::string daemon;
   int timeout_ms = 3000;
-  xdeep::spank::AdmitQuery q;
+  xdeep::client::AdmitQuery q;
   app.add_option("--daemon", daemon)->required();
   app.add_option("--timeout-ms", timeout_ms)->check(CLI::Range(1, 600000));
   app.add_option("--uid", q.job_uid)->required();
@@ -34,13 +34,13 @@ int main(int argc, char** argv) {
     std::cout << "xdeep-admit: bad arguments: " << e.what() << "\n";
     return 3;
   }
-  std::unique_ptr<xdeep::spank::DaemonClient> client(xdeep_spank_client_create(daemon.c_str()));
-  xdeep::spank::AdmitAnswer answer;
-  xdeep::spank::ClientError error;
+  std::unique_ptr<xdeep::client::DaemonClient> client = xdeep::client::ConnectDaemon(daemon);
+  xdeep::client::AdmitAnswer answer;
+  xdeep::client::ClientError error;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   if (!client->Admit(q, deadline, &answer, &error)) {
     std::cout << error.message << "\n";
-    return error.kind == xdeep::spank::ClientError::kRefused ? 1 : 3;
+    return error.kind == xdeep::client::ClientError::kRefused ? 1 : 3;
   }
   std::cout << (answer.admitted ? answer.decision_id : answer.reason) << "\n";
   return answer.admitted ? 0 : 1;

@@ -8,9 +8,11 @@
 
 #include "spank_plugin/hostlist.h"
 #include "spank_plugin/run_command.h"
-#include "spank_plugin/time_span.h"
+#include "client/time_span.h"
 
 namespace xdeep::spank {
+
+using client::ParseSlurmTimeLimit;
 namespace {
 
 // "gres:gpu:2", "gres:gpu:h100:2", "gres/gpu:2" -> "gpu:2" / "gpu:h100:2";

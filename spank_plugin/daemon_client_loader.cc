@@ -1,11 +1,13 @@
-// Finds and dlopens xdeep_spank_client.so (see daemon_client.h).
+// Finds and dlopens xdeep_spank_client.so (see daemon_client_loader.h).
+#include "spank_plugin/daemon_client_loader.h"
+
 #include <dlfcn.h>
 
 #include <string>
 
-#include "spank_plugin/daemon_client.h"
-
 namespace xdeep::spank {
+
+using client::DaemonClient;
 
 std::string PluginDirectory() {
   Dl_info self{};

@@ -7,10 +7,12 @@
 #include <iterator>
 #include <string_view>
 
+#include "client/time_span.h"
 #include "spank_plugin/hostlist.h"
-#include "spank_plugin/time_span.h"
 
 namespace xdeep::spank {
+
+using client::ParseSlurmTimeLimit;
 namespace {
 
 bool IsNumber(std::string_view s) {

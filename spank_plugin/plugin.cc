@@ -9,15 +9,32 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "client/decision_output.h"
+#include "client/run_decision.h"
 #include "spank_plugin/allocation.h"
 #include "spank_plugin/batch_script.h"
-#include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/node_features.h"
-#include "spank_plugin/run_decision.h"
 #include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {
+
+using client::AppLauncher;
+using client::ClientError;
+using client::DaemonClient;
+using client::DecisionVariables;
+using client::ExplainTable;
+using client::LauncherOfProgram;
+using client::ParseAppLauncher;
+using client::PerNode;
+using client::ReportQuery;
+using client::RunDecisionOf;
+using client::SummaryLine;
+using client::TableLayout;
+using client::TerminalColumns;
+using client::TuneAnswer;
+using client::TuneQuery;
+using client::Variables;
 namespace {
 
 // Set before re-executing: the decision, and the pid that re-executes. execv

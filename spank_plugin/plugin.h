@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
+#include "spank_plugin/daemon_client_loader.h"
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/plugin_config.h"
 #include "spank_plugin/user_options.h"
@@ -36,8 +37,8 @@ struct Host {
   // job_submit.lua reads (spank_job_control_setenv); false on failure.
   std::function<bool(const std::string& name, const std::string& value)> set_job_env;
   // Loads the gRPC client (dlopen); replaced in tests.
-  std::function<std::unique_ptr<DaemonClient>(const std::string&, std::string*)> load_client =
-      LoadDaemonClient;
+  std::function<std::unique_ptr<client::DaemonClient>(const std::string&, std::string*)>
+      load_client = LoadDaemonClient;
 };
 
 class Plugin {
@@ -65,23 +66,23 @@ class Plugin {
 
  private:
   int Refuse(const std::string& message);
-  DaemonClient* Client(std::string* error);
+  client::DaemonClient* Client(std::string* error);
   // Deadline of the next daemon call: the launch's leftover budget (the
   // re-executed launch) or a fresh timeout_ms.
   std::chrono::steady_clock::time_point WaitDeadline() const;
   bool BuildQuery(Launcher launcher, TuneMode mode, const std::vector<std::string>& argv,
-                  int first_command, TuneQuery* query, std::string* error, bool* skip);
+                  int first_command, client::TuneQuery* query, std::string* error, bool* skip);
   // The launch's limits from #SBATCH lines, the input environment and the
   // command line; false with `error` when they cannot be read or tuned.
   bool ReadBounds(Launcher launcher, const std::vector<std::string>& argv, int first_command,
                   std::string* error);
   // The workload file or preset; false with `error`, or true with `skip` set
   // when a site-default launch names none.
-  bool ReadWorkload(TuneQuery* q, std::string* error, bool* skip);
+  bool ReadWorkload(client::TuneQuery* q, std::string* error, bool* skip);
   // Limits only sinfo knows: nodes with -C's features and --mem, GPUs whose
   // tasks' --mem-per-gpu / --mem-per-cpu fit a node; false with `error` when
   // none fit.
-  bool NodeBounds(TuneQuery* q, std::string* error);
+  bool NodeBounds(client::TuneQuery* q, std::string* error);
   // Removes every XDEEP_* variable from this process's environment.
   static void UnsetXdeepEnvironment();
 
@@ -93,7 +94,7 @@ class Plugin {
   bool post_opt_seen_ = false;    // InitPostOpt ran (srun: once per het component)
   // --xdeep-launcher, else the launcher the command starts ("torchrun"); empty: the workload's.
   std::string launcher_;
-  std::unique_ptr<DaemonClient> client_;
+  std::unique_ptr<client::DaemonClient> client_;
   std::string decision_id_;  // set in a re-executed (tuned) launch or a tuned job's srun
   bool owns_launch_ = false;
   bool reported_ = false;

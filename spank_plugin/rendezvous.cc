@@ -3,6 +3,11 @@
 
 namespace xdeep::spank {
 
+using client::AppLauncher;
+using client::PerNode;
+using client::RunDecision;
+using client::Variables;
+
 int RendezvousPort(uint32_t job_id, uint32_t step_id, int first, int last) {
   const uint64_t span = static_cast<uint64_t>(last - first + 1);
   // Neighbouring steps of one job and neighbouring jobs get different ports.

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "spank_plugin/run_decision.h"
+#include "client/run_decision.h"
 
 namespace xdeep::spank {
 
@@ -30,12 +30,12 @@ int RendezvousPort(uint32_t job_id, uint32_t step_id, int first, int last);
 // MASTER_PORT, XDEEP_NODE_RANK, XDEEP_NPROC_PER_NODE, and for a per-node
 // launcher torchrun's PET_* defaults (so a bare `torchrun train.py` runs the
 // decided layout).
-Variables StepRendezvous(const StepFacts& step, const RunDecision& decision);
+client::Variables StepRendezvous(const StepFacts& step, const client::RunDecision& decision);
 
 // Variables of one task: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 // GROUP_RANK for srun-native launches; none for per-node launchers, which
 // give their own processes these.
-Variables TaskRendezvous(const StepFacts& step, const RunDecision& decision, int global_rank,
-                         int local_rank);
+client::Variables TaskRendezvous(const StepFacts& step, const client::RunDecision& decision,
+                                 int global_rank, int local_rank);
 
 }  // namespace xdeep::spank

@@ -11,14 +11,14 @@
 #include <filesystem>
 #include <iostream>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
 #include "spank_plugin/step_runtime.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"xdeep-step-report: report a tuned step from its compute node"};
   std::string daemon, directory;
   int timeout_ms = 3000, node_id = 0;
-  xdeep::spank::ReportQuery q;
+  xdeep::client::ReportQuery q;
   app.add_option("--daemon", daemon)->required();
   app.add_option("--timeout-ms", timeout_ms)->check(CLI::Range(1, 600000));
   app.add_option("--decision", q.decision_id)->required();
@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
   // The first node speaks for the step (Slurm's record has every node's
   // state); others only add the step times their ranks wrote.
   if (node_id != 0 && q.step_times_s.empty()) return 0;
-  std::unique_ptr<xdeep::spank::DaemonClient> client(xdeep_spank_client_create(daemon.c_str()));
-  xdeep::spank::ClientError error;
+  std::unique_ptr<xdeep::client::DaemonClient> client = xdeep::client::ConnectDaemon(daemon);
+  xdeep::client::ClientError error;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   if (!client->Report(q, deadline, &error)) {
     std::cerr << "xdeep: the step's outcome did not reach the daemon: " << error.message << "\n";

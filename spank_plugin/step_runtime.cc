@@ -18,10 +18,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "spank_plugin/daemon_client_loader.h"
 #include "spank_plugin/hostlist.h"
 #include "spank_plugin/run_command.h"
 
 namespace xdeep::spank {
+
+using client::DecisionFileJson;
+using client::ReadDecisionVariables;
 namespace {
 
 constexpr const char* kDecisionFileName = "decision.json";
@@ -50,6 +54,7 @@ std::string StepRuntime::MasterAddress(const std::string& nodelist) const {
   const std::string first = hosts && !hosts->empty() ? hosts->front() : std::string();
   if (first.empty() || Resolves(first)) return first;
   std::string output, error;
+  // Text: Slurm 22.05's scontrol has no --json, and sinfo --json ignores -n.
   if (RunCommand({"scontrol", "show", "node", first, "-o"}, config_.timeout_ms, &output, &error)) {
     std::istringstream in(output);
     std::string word;

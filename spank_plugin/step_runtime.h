@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
+#include "client/run_decision.h"
 #include "spank_plugin/plugin_config.h"
 #include "spank_plugin/rendezvous.h"
-#include "spank_plugin/run_decision.h"
 
 namespace xdeep::spank {
 
@@ -81,7 +81,7 @@ class StepRuntime {
   PluginConfig config_;
   StepHost host_;
   StepIdentity id_;
-  RunDecision decision_;
+  client::RunDecision decision_;
   StepFacts facts_;
   std::string dir_;
   bool active_ = false;

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "spank_plugin/time_span.h"
+#include "client/time_span.h"
 
 namespace xdeep::spank {
+
+using client::ParseTimeSpan;
 
 const UserOption kUserOptions[kOptCount] = {
     {"xdeep-tune", "auto|advise|explain|off",

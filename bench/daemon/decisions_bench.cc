@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "spank_plugin/munge_credential.h"
+#include "client/munge_credential.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
 namespace {
@@ -174,7 +174,7 @@ Stats Run(const Options& o, int clients, double seconds, Call call) {
 }
 
 bool Tune(TuningClient& client, v1::TuneRequest request, int deadline_ms, std::string* error) {
-  request.set_credential(xdeep::spank::MungeCredential());
+  request.set_credential(xdeep::client::MungeCredential());
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
   auto reader = client.Tune(&ctx, request);
@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
   const Stats baseline = Run(o, o.clients, o.seconds, [](TuningClient& client, uint64_t,
                                                          std::string* error) {
     v1::BudgetRequest req;
-    req.set_credential(xdeep::spank::MungeCredential());
+    req.set_credential(xdeep::client::MungeCredential());
     v1::BudgetResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -4,7 +4,7 @@
 # lacks those packages. CUDA's cuBLASLt, NCCL, the driver and the C/C++ runtime come
 # from the GPU machine itself (same CUDA 13 major version; NCCL ABI is stable).
 set -euo pipefail
-build=${1:-/work/main/build-profiler}
+build=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build-profiler}
 dest=$build/carry
 rm -rf "$dest"
 mkdir -p "$dest/lib"

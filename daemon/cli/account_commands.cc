@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "client/munge_credential.h"
 #include "daemon/cli/gnuplot_plot.h"
 #include "daemon/cli/json_output.h"
-#include "spank_plugin/munge_credential.h"
 
 namespace xdeep::cli {
 namespace {
@@ -23,7 +23,7 @@ BudgetCommand::BudgetCommand(CLI::App& app) {
 
 int BudgetCommand::Run(const CliContext& context) const {
   v1::BudgetRequest req;
-  req.set_credential(spank::MungeCredential());
+  req.set_credential(client::MungeCredential());
   req.set_user(user_);
   v1::BudgetResponse resp;
   grpc::ClientContext ctx;
@@ -70,7 +70,7 @@ HistoryCommand::HistoryCommand(CLI::App& app) {
 int HistoryCommand::Run(const CliContext& context) const {
   if (!forget_.empty()) {
     v1::ForgetRunsRequest forget;
-    forget.set_credential(spank::MungeCredential());
+    forget.set_credential(client::MungeCredential());
     forget.set_decision_id(forget_);
     v1::ForgetRunsResponse forgotten;
     grpc::ClientContext forget_ctx;
@@ -82,7 +82,7 @@ int HistoryCommand::Run(const CliContext& context) const {
     return 0;
   }
   v1::ListDecisionsRequest req;
-  req.set_credential(spank::MungeCredential());
+  req.set_credential(client::MungeCredential());
   req.set_user(user_);
   // Filters apply here, so ask for the most the daemon gives, then keep --limit.
   const bool filtered = launched_ || !workload_.empty() || !state_.empty();

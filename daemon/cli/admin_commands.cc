@@ -4,7 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "spank_plugin/munge_credential.h"
+#include "client/munge_credential.h"
 
 namespace xdeep::cli {
 
@@ -14,7 +14,7 @@ ReloadCommand::ReloadCommand(CLI::App& app) {
 
 int ReloadCommand::Run(const CliContext& context) const {
   v1::ReloadPolicyRequest req;
-  req.set_credential(spank::MungeCredential());
+  req.set_credential(client::MungeCredential());
   v1::ReloadPolicyResponse resp;
   grpc::ClientContext ctx;
   context.SetDeadline(&ctx);
@@ -46,7 +46,7 @@ ProbeCommand::ProbeCommand(CLI::App& app) {
 
 int ProbeCommand::Run(const CliContext& context) const {
   v1::RunProbesRequest req;
-  req.set_credential(spank::MungeCredential());
+  req.set_credential(client::MungeCredential());
   req.set_partition(partition_);
   req.set_collectives(collectives_);
   req.set_nodes(nodes_);

@@ -37,9 +37,9 @@ int EmitCommand::Run(const CliContext& /*context*/) const {
   if (!in) return Fail("cannot read the decision file " + path);
   std::stringstream text;
   text << in.rdbuf();
-  spank::RunDecision decision;
+  client::RunDecision decision;
   std::string error;
-  if (!spank::ParseDecisionFile(text.str(), &decision, &error))
+  if (!client::ParseDecisionFile(text.str(), &decision, &error))
     return Fail(path + ": " + error + "; write it again with xdeep plan --emit json");
   std::string out;
   auto env = [](const char* name) {

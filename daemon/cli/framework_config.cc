@@ -6,8 +6,8 @@
 namespace xdeep::cli {
 namespace {
 
+using client::RunDecision;
 using nlohmann::json;
-using spank::RunDecision;
 
 // The value of a rendezvous variable, or a reference a script fills in.
 std::string Rendezvous(const std::function<std::string(const char*)>& env, const char* name) {
@@ -127,7 +127,7 @@ bool EmitFramework(const std::string& format, const RunDecision& d,
                    const std::function<std::string(const char*)>& env, std::string* text,
                    std::string* error) {
   if (format == "json") {
-    *text = spank::DecisionFileJson(d);
+    *text = client::DecisionFileJson(d);
   } else if (format == "torchrun") {
     *text = Torchrun(d, env);
   } else if (format == "deepspeed") {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "spank_plugin/run_decision.h"
+#include "client/run_decision.h"
 
 namespace xdeep::cli {
 
@@ -19,7 +19,7 @@ const std::vector<std::string>& EmitFormats();
 // expressed there (Lightning has no pipeline parallelism). Rendezvous values
 // (node rank, master address and port) come from `env` where it has them
 // (inside the job), else they are written as ${NAME} for a script to fill.
-bool EmitFramework(const std::string& format, const spank::RunDecision& decision,
+bool EmitFramework(const std::string& format, const client::RunDecision& decision,
                    const std::function<std::string(const char*)>& env, std::string* text,
                    std::string* error);
 

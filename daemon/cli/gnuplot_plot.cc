@@ -15,7 +15,7 @@
 #include <sstream>
 #include <vector>
 
-#include "spank_plugin/decision_output.h"
+#include "client/decision_output.h"
 
 extern char** environ;
 
@@ -146,7 +146,7 @@ struct Point {
 
 }  // namespace
 
-bool PlotPlan(const spank::TuneAnswer& a, const std::string& path, std::string* error) {
+bool PlotPlan(const client::TuneAnswer& a, const std::string& path, std::string* error) {
   std::string terminal;
   fs::path tmp_output;
   ScratchDir dir;
@@ -155,16 +155,16 @@ bool PlotPlan(const spank::TuneAnswer& a, const std::string& path, std::string* 
   // Every layout with a time and a cost, by strategy (recomputation apart).
   std::map<std::string, std::vector<Point>> series;
   std::vector<Point> all;
-  auto add = [&](const spank::LayoutRow& r) {
+  auto add = [&](const client::LayoutRow& r) {
     if (r.time_to_solution_s <= 0 || r.cost <= 0) return;
     Point p{r.time_to_solution_s / 3600, r.cost,
-            spank::StrategyLabel(r) + " " + std::to_string(r.nodes) + "x" +
+            client::StrategyLabel(r) + " " + std::to_string(r.nodes) + "x" +
                 std::to_string(r.gpus_per_node)};
-    series[spank::StrategyLabel(r)].push_back(p);
+    series[client::StrategyLabel(r)].push_back(p);
     all.push_back(p);
   };
   add(a.best);
-  for (const spank::LayoutRow& r : a.alternatives) add(r);
+  for (const client::LayoutRow& r : a.alternatives) add(r);
   if (all.empty()) {
     *error = "nothing to plot: no layout has a predicted time and cost";
     return false;

@@ -6,14 +6,14 @@
 
 #include <string>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
 #include "xdeep/v1/tuning.pb.h"
 
 namespace xdeep::cli {
 
 // Time to solution against cost, one series per strategy, the Pareto front of
 // the layouts shown and the chosen one marked. False and `error` on failure.
-bool PlotPlan(const spank::TuneAnswer& answer, const std::string& path, std::string* error);
+bool PlotPlan(const client::TuneAnswer& answer, const std::string& path, std::string* error);
 
 // Predicted against measured step time of the decisions that ran, one series
 // per workload, with the line where they agree.

@@ -1,7 +1,7 @@
 // JSON documents of the CLI (see json_output.h and docs/json.md).
 #include "daemon/cli/json_output.h"
 
-#include "spank_plugin/decision_output.h"
+#include "client/decision_output.h"
 
 namespace xdeep::cli {
 namespace {
@@ -11,10 +11,10 @@ nlohmann::json Known(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::js
 
 }  // namespace
 
-nlohmann::json LayoutJson(const spank::LayoutRow& r) {
+nlohmann::json LayoutJson(const client::LayoutRow& r) {
   return {
       {"strategy", r.strategy},
-      {"label", spank::StrategyLabel(r)},
+      {"label", client::StrategyLabel(r)},
       {"recompute", r.recompute},
       {"selective_recompute", r.selective_recompute},
       {"nodes", r.nodes},
@@ -36,7 +36,7 @@ nlohmann::json LayoutJson(const spank::LayoutRow& r) {
   };
 }
 
-nlohmann::json PlanJson(const spank::TuneAnswer& a) {
+nlohmann::json PlanJson(const client::TuneAnswer& a) {
   nlohmann::json doc = {{"schema", "xdeep.plan/1"}};
   if (a.skipped) {
     doc["skipped"] = true;
@@ -56,7 +56,7 @@ nlohmann::json PlanJson(const spank::TuneAnswer& a) {
   doc["limited_by"] = a.limited_by;
   doc["chosen"] = LayoutJson(a.best);
   doc["alternatives"] = nlohmann::json::array();
-  for (const spank::LayoutRow& r : a.alternatives) doc["alternatives"].push_back(LayoutJson(r));
+  for (const client::LayoutRow& r : a.alternatives) doc["alternatives"].push_back(LayoutJson(r));
   return doc;
 }
 

@@ -5,15 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
 #include "xdeep/v1/tuning.pb.h"
 
 namespace xdeep::cli {
 
 // xdeep.plan/1: the decision, its alternatives and rejected examples.
-nlohmann::json PlanJson(const spank::TuneAnswer& answer);
+nlohmann::json PlanJson(const client::TuneAnswer& answer);
 // One layout row; values a rejected row was never given are null.
-nlohmann::json LayoutJson(const spank::LayoutRow& row);
+nlohmann::json LayoutJson(const client::LayoutRow& row);
 // xdeep.budget/1
 nlohmann::json BudgetJson(const v1::BudgetResponse& response);
 // xdeep.history/1

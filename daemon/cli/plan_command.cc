@@ -6,12 +6,12 @@
 #include <iostream>
 #include <memory>
 
+#include "client/daemon_client.h"
+#include "client/decision_output.h"
+#include "client/time_span.h"
 #include "daemon/cli/framework_config.h"
 #include "daemon/cli/gnuplot_plot.h"
 #include "daemon/cli/json_output.h"
-#include "spank_plugin/daemon_client.h"
-#include "spank_plugin/decision_output.h"
-#include "spank_plugin/time_span.h"
 
 namespace xdeep::cli {
 
@@ -61,7 +61,7 @@ PlanCommand::PlanCommand(CLI::App& app) {
 }
 
 int PlanCommand::Run(const CliContext& context) const {
-  spank::TuneQuery q;
+  client::TuneQuery q;
   q.mode = "explain";
   q.launcher = "srun";
   WorkloadArg w;
@@ -78,11 +78,11 @@ int PlanCommand::Run(const CliContext& context) const {
   q.cost_tolerance_pct = cost_tolerance_;
   if (!deadline_.empty()) {
     std::string error;
-    if (!spank::ParseTimeSpan(deadline_, &q.deadline_s, &error))
+    if (!client::ParseTimeSpan(deadline_, &q.deadline_s, &error))
       return Fail("--deadline: " + error);
     if (q.objective.empty()) q.objective = "deadline";
   }
-  if (!time_limit_.empty() && !spank::ParseSlurmTimeLimit(time_limit_, &q.time_limit_s)) {
+  if (!time_limit_.empty() && !client::ParseSlurmTimeLimit(time_limit_, &q.time_limit_s)) {
     return Fail("--time " + time_limit_ + ": give minutes (90), HH:MM:SS or D-HH:MM:SS");
   }
   if (q.objective == "deadline" && q.deadline_s <= 0) {
@@ -92,13 +92,13 @@ int PlanCommand::Run(const CliContext& context) const {
     return Fail("--objective budget needs --budget AMOUNT");
   }
 
-  std::unique_ptr<spank::DaemonClient> client(xdeep_spank_client_create(context.address.c_str()));
-  spank::TuneAnswer answer;
-  spank::ClientError error;
+  std::unique_ptr<client::DaemonClient> client = client::ConnectDaemon(context.address);
+  client::TuneAnswer answer;
+  client::ClientError error;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(context.timeout_ms);
   if (!client->Tune(q, deadline, nullptr, &answer, &error)) {
-    return Fail(error.kind == spank::ClientError::kUnavailable
+    return Fail(error.kind == client::ClientError::kUnavailable
                     ? "cannot reach xdeepd at " + context.address + " (" + error.message +
                           "); is it running? set --daemon or XDEEP_DAEMON"
                     : error.message);
@@ -111,10 +111,10 @@ int PlanCommand::Run(const CliContext& context) const {
   }
   if (!emit_.empty()) {
     if (answer.skipped) return Fail("not tuned: " + answer.skip_reason);
-    spank::AppLauncher launcher = spank::AppLauncher::kSrun;
-    spank::ParseAppLauncher(launcher_.empty() ? answer.app_launcher : launcher_, &launcher);
+    client::AppLauncher launcher = client::AppLauncher::kSrun;
+    client::ParseAppLauncher(launcher_.empty() ? answer.app_launcher : launcher_, &launcher);
     std::string text, error;
-    if (!EmitFramework(emit_, spank::RunDecisionOf(answer, launcher), nullptr, &text, &error))
+    if (!EmitFramework(emit_, client::RunDecisionOf(answer, launcher), nullptr, &text, &error))
       return Fail(error);
     std::cout << text;
     return 0;
@@ -127,8 +127,8 @@ int PlanCommand::Run(const CliContext& context) const {
     std::cout << "not tuned: " << answer.skip_reason << "\n";
     return 0;
   }
-  const spank::TableLayout layout{spank::TerminalColumns(STDOUT_FILENO), wide_};
-  for (const std::string& line : spank::ExplainTable(answer, layout)) std::cout << line << "\n";
+  const client::TableLayout layout{client::TerminalColumns(STDOUT_FILENO), wide_};
+  for (const std::string& line : client::ExplainTable(answer, layout)) std::cout << line << "\n";
   if (!plot_.empty()) std::cout << "picture: " << plot_ << "\n";
   return 0;
 }

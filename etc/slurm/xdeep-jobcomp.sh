@@ -29,6 +29,8 @@ tmp="$spool/.$name.$$"
   # slurmctld's record of the job, for the AdminComment job_submit.lua set
   # (users cannot change it) and the GPUs the job was allocated (JOB_GRES; the
   # jobcomp environment of Slurm 22.05 has no TRES). The daemon reads this
-  # job's fields and trusts none that user text repeats.
+  # job's fields and trusts none that user text repeats. Text, not JSON:
+  # Slurm 22.05's scontrol has no --json, and squeue --json ignores -j (it
+  # would print every job in slurmctld's memory once per finished job).
   scontrol -d -o show job "$JOBID" 2>/dev/null | sed 's/^/SCONTROL=/'
 } > "$tmp" && mv -f "$tmp" "$spool/$name.job"

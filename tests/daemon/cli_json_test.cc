@@ -8,8 +8,8 @@
 namespace xdeep::cli {
 namespace {
 
-spank::TuneAnswer Answer() {
-  spank::TuneAnswer a;
+client::TuneAnswer Answer() {
+  client::TuneAnswer a;
   a.decision_id = "0123456789abcdef";
   a.workload_name = "gpt-125m";
   a.currency = "EUR";
@@ -20,7 +20,7 @@ spank::TuneAnswer Answer() {
   a.best.time_to_solution_s = 3600;
   a.best.cost = 10;
   a.best.global_batch = 256;
-  spank::LayoutRow rejected;
+  client::LayoutRow rejected;
   rejected.strategy = "dp8";
   rejected.recompute = true;
   rejected.why = "memory: needs 97.3 GiB per GPU";
@@ -43,7 +43,7 @@ TEST(PlanJson, RoundTripsAndNullsWhatWasNotEstimated) {
 }
 
 TEST(PlanJson, SkippedAnswerSaysWhy) {
-  spank::TuneAnswer a;
+  client::TuneAnswer a;
   a.skipped = true;
   a.skip_reason = "not a GPU partition";
   const auto doc = PlanJson(a);

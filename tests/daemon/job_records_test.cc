@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -98,21 +97,6 @@ TEST(JobRecordTest, GpusAJobAsksFor) {
   EXPECT_EQ(GpusInTres("gres/gpu=3"), 3);
   EXPECT_EQ(GpusInTres("gres:gpumem:100"), 0);
   EXPECT_FALSE(GpusInTres("gres:gpu:4x").has_value());
-}
-
-TEST(JobRecordTest, RunStartsFromSqueue) {
-  auto starts = ParseRunStarts("12|2026-11-26T21:20:37\n13_2|2026-11-26T21:20:37\nbad\n");
-  ASSERT_EQ(starts.size(), 1u);
-  EXPECT_EQ(starts[0].first, 12u);
-  std::tm tm{};
-  tm.tm_year = 126;
-  tm.tm_mon = 10;
-  tm.tm_mday = 26;
-  tm.tm_hour = 21;
-  tm.tm_min = 20;
-  tm.tm_sec = 37;
-  tm.tm_isdst = -1;
-  EXPECT_EQ(starts[0].second, static_cast<int64_t>(mktime(&tm)));
 }
 
 TEST(JobRecordTest, RequeuedRunIsChargedFromWhenItWasSeenStarting) {

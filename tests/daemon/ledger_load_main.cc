@@ -28,7 +28,7 @@
 #include <random>
 #include <thread>
 
-#include "spank_plugin/munge_credential.h"
+#include "client/munge_credential.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
 namespace {
@@ -81,7 +81,7 @@ int RunUser(const Options& o, int index) {
     v1::Decision decision;
     grpc::Status s = WithRetry(o, [&] {
       v1::TuneRequest req;
-      req.set_credential(xdeep::spank::MungeCredential());
+      req.set_credential(xdeep::client::MungeCredential());
       req.set_mode(v1::TUNE_MODE_AUTO);
       req.mutable_workload()->set_preset(o.workload);
       req.set_partition(o.partition);
@@ -109,7 +109,7 @@ int RunUser(const Options& o, int index) {
     const uint32_t job = static_cast<uint32_t>(uid) * 1000 + static_cast<uint32_t>(k);
     s = WithRetry(o, [&] {
       v1::ReportRequest req;
-      req.set_credential(xdeep::spank::MungeCredential());
+      req.set_credential(xdeep::client::MungeCredential());
       req.set_decision_id(decision.decision_id());
       req.set_job_id(job);
       req.set_elapsed_s(-1e6);
@@ -139,7 +139,7 @@ int RunReplay(const Options& o) {
   }
   auto stub =
       v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
-  const std::string credential = xdeep::spank::MungeCredential();
+  const std::string credential = xdeep::client::MungeCredential();
   for (const char* which : {"first", "replayed"}) {
     v1::BudgetRequest req;
     req.set_credential(credential);
@@ -193,7 +193,7 @@ int RunController(const Options& o, const std::vector<Reserved>& all, int first,
     v1::AdmitResponse resp;
     grpc::Status s = WithRetry(o, [&] {
       v1::AdmitRequest req;
-      req.set_credential(xdeep::spank::MungeCredential());
+      req.set_credential(xdeep::client::MungeCredential());
       req.set_token(r.token);
       req.set_job_uid(r.uid);
       req.set_partition(o.partition);

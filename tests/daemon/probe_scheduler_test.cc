@@ -38,6 +38,16 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// `squeue --json` as Slurm 22.05 prints it: another user's job, and job 4242
+// in `state` unless that is empty.
+std::string SqueueJson(const std::string& state) {
+  std::string jobs = R"({"job_id": 17, "job_state": "RUNNING", "partition": "debug"})";
+  if (!state.empty()) {
+    jobs += R"(, {"job_id": 4242, "job_state": ")" + state + R"(", "partition": "debug"})";
+  }
+  return R"({"meta": {}, "errors": [], "jobs": [)" + jobs + "]}";
+}
+
 // Plays Slurm: answers sbatch with a job id, squeue with a scripted state sequence
 // (the last repeats), records scancel; on the "job's end" it runs `on_finish`, which
 // writes whatever report the test wants where --out pointed.
@@ -67,14 +77,12 @@ struct FakeSlurm {
         report_path = wrap.substr(at, wrap.find('\'', at) - at);
       } else if (argv[0] == "squeue") {
         const std::string& s = states[std::min(polls++, states.size() - 1)];
-        if (s == "PURGED") {
-          r.exit_code = 1;
-          r.err = "slurm_load_jobs error: Invalid job id specified";
-        } else if (s == "BUSY") {
+        if (s == "BUSY") {
           r.exit_code = 1;
           r.err = "slurm_load_jobs error: Socket timed out on send/recv operation";
         } else {
-          r.out = s + "\n";
+          // Slurm 22.05 lists every job with --json; past MinJobAge ours is gone.
+          r.out = SqueueJson(s == "PURGED" ? "" : s);
         }
         const bool finished = s != "PENDING" && s != "RUNNING" && s != "BUSY";
         if (finished && on_finish) {
@@ -263,18 +271,24 @@ TEST(ProbeSchedulerParse, JobId) {
 
 TEST(ProbeSchedulerParse, Squeue) {
   CommandResult r;
-  r.out = "RUNNING\n";
-  EXPECT_TRUE(ProbeScheduler::ParseSqueue(r).in_queue);
-  r.out = "COMPLETING\n";
-  EXPECT_TRUE(ProbeScheduler::ParseSqueue(r).in_queue);
-  r.out = "COMPLETED\n";
-  JobState s = ProbeScheduler::ParseSqueue(r);
+  r.out = SqueueJson("RUNNING");
+  EXPECT_TRUE(ProbeScheduler::ParseSqueue(r, "4242").in_queue);
+  EXPECT_TRUE(ProbeScheduler::ParseSqueue(r, "17").in_queue);
+  r.out = SqueueJson("COMPLETING");
+  EXPECT_TRUE(ProbeScheduler::ParseSqueue(r, "4242").in_queue);
+  r.out = SqueueJson("COMPLETED");
+  JobState s = ProbeScheduler::ParseSqueue(r, "4242");
   EXPECT_FALSE(s.in_queue);
   EXPECT_EQ(s.state, "COMPLETED");
-  r.out = "";
-  EXPECT_FALSE(ProbeScheduler::ParseSqueue(r).in_queue);
+  r.out = SqueueJson("");
+  s = ProbeScheduler::ParseSqueue(r, "4242");
+  EXPECT_FALSE(s.in_queue) << "another job's state is not ours";
+  EXPECT_EQ(s.state, "");
+  r.out = "not json";
+  EXPECT_FALSE(ProbeScheduler::ParseSqueue(r, "4242").in_queue);
+  r.out = SqueueJson("RUNNING");
   r.exit_code = 1;
-  EXPECT_FALSE(ProbeScheduler::ParseSqueue(r).in_queue);
+  EXPECT_FALSE(ProbeScheduler::ParseSqueue(r, "4242").in_queue);
 }
 
 TEST_F(ProbeSchedulerTest, CompletedJobGivesItsValidatedReport) {

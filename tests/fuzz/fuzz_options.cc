@@ -11,14 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "client/time_span.h"
 #include "spank_plugin/batch_script.h"
 #include "spank_plugin/hostlist.h"
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/node_features.h"
-#include "spank_plugin/time_span.h"
 #include "spank_plugin/user_options.h"
 #include "tests/fuzz/fuzz_words.h"
 
+namespace client = xdeep::client;
 namespace spank = xdeep::spank;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -50,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& word : words) {
     (void)user.Set(option, word.c_str(), &error);
     double seconds = 0;
-    (void)spank::ParseTimeSpan(word, &seconds, &error);
+    (void)client::ParseTimeSpan(word, &seconds, &error);
     (void)spank::ExpandHostlist(word, 4096);
     (void)spank::MemoryMb(word);
   }

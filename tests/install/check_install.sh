@@ -15,6 +15,7 @@ for f in bin/xdeep sbin/xdeepd bin/xdeep-probe lib/slurm/xdeep_spank.so \
          lib/xdeep/xdeep-jobcomp.sh share/xdeep/python/pyproject.toml \
          share/xdeep/python/xdeep/__init__.py share/doc/xdeep/decision-file.md \
          share/xdeep/job_submit.lua share/man/man1/xdeep.1 share/man/man8/xdeepd.8 \
+         share/man/man5/xdeep.toml.5 share/man/man5/xdeepd.toml.5 \
          share/doc/xdeep/user.md share/doc/xdeep/admin.md share/doc/xdeep/json.md \
          share/doc/xdeep/examples/xdeepd.toml share/doc/xdeep/examples/xdeepd.service \
          share/doc/xdeep/examples/plugstack.conf.d/xdeep.conf \
@@ -35,7 +36,7 @@ done
 out=$("$prefix/sbin/xdeepd" --version)
 [[ $out == "xdeepd $version" ]] || { echo "check_install: xdeepd --version says '$out'" >&2; exit 1; }
 
-for page in man1/xdeep.1 man8/xdeepd.8; do
+for page in man1/xdeep.1 man8/xdeepd.8 man5/xdeep.toml.5 man5/xdeepd.toml.5; do
   grep -q "\"xdeep $version\"" "$prefix/share/man/$page" ||
     { echo "check_install: $page does not name version $version" >&2; exit 1; }
   warnings=$(groff -man -ww -z "$prefix/share/man/$page" 2>&1)

@@ -13,6 +13,15 @@
 #include <map>
 
 namespace xdeep::spank {
+
+using client::AdmitAnswer;
+using client::AdmitQuery;
+using client::ClientError;
+using client::DaemonClient;
+using client::ProgressCallback;
+using client::ReportQuery;
+using client::TuneAnswer;
+using client::TuneQuery;
 namespace {
 
 class FakeClient final : public DaemonClient {

@@ -7,6 +7,10 @@
 #include <set>
 
 namespace xdeep::spank {
+
+using client::AppLauncher;
+using client::RunDecision;
+using client::Variables;
 namespace {
 
 std::map<std::string, std::string> AsMap(const Variables& v) { return {v.begin(), v.end()}; }

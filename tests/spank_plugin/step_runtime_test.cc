@@ -12,6 +12,14 @@
 #include <sstream>
 
 namespace xdeep::spank {
+
+using client::AppLauncher;
+using client::DecisionVariables;
+using client::LayoutRow;
+using client::ParseDecisionFile;
+using client::RunDecision;
+using client::RunDecisionOf;
+using client::TuneAnswer;
 namespace {
 
 class StepRuntimeTest : public ::testing::Test {

@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
 
-namespace xdeep::spank {
+namespace xdeep::client {
 
 // "gpt-125m: dp8 on 2 nodes x 4 GPUs, micro-batch 8 x 4 steps = batch 256; ..."
 std::string SummaryLine(const TuneAnswer& answer);
@@ -39,4 +39,4 @@ std::vector<std::string> ExplainTable(const TuneAnswer& answer, const TableLayou
 // activations are recomputed, so layouts differing only in that differ here.
 std::string StrategyLabel(const LayoutRow& row);
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

@@ -1,15 +1,15 @@
-// The gRPC + MUNGE implementation of DaemonClient, built as the separate
-// module xdeep_spank_client.so that the plugin loads only on demand.
+// The gRPC + MUNGE implementation of DaemonClient, linked into the CLI and
+// the tools, and into the module the plugin loads only on demand.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "spank_plugin/daemon_client.h"
-#include "spank_plugin/munge_credential.h"
+#include "client/daemon_client.h"
+#include "client/munge_credential.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 namespace v1 = xdeep::v1;
@@ -235,8 +235,9 @@ class GrpcDaemonClient final : public DaemonClient {
 };
 
 }  // namespace
-}  // namespace xdeep::spank
 
-extern "C" xdeep::spank::DaemonClient* xdeep_spank_client_create(const char* address) {
-  return new xdeep::spank::GrpcDaemonClient(address);
+std::unique_ptr<DaemonClient> ConnectDaemon(const std::string& address) {
+  return std::make_unique<GrpcDaemonClient>(address);
 }
+
+}  // namespace xdeep::client

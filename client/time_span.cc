@@ -1,12 +1,12 @@
 // Deadline parsing (see time_span.h).
-#include "spank_plugin/time_span.h"
+#include "client/time_span.h"
 
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <vector>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 constexpr double kMaxSeconds = 1e6 * 3600;
@@ -114,4 +114,4 @@ bool ParseTimeSpan(std::string_view text, double* seconds, std::string* error) {
   return true;
 }
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

@@ -1,7 +1,8 @@
-// What the plugin asks the daemon, as plain C++ (no gRPC, no protobuf), so the
-// plugin itself loads nothing heavy. The gRPC implementation lives in a
-// separate module, xdeep_spank_client.so, that is dlopen'ed only when a
-// request is actually made (no cost for launches that do not use xdeep).
+// What the plugin, the `xdeep` CLI, xdeep-admit and xdeep-step-report ask the
+// daemon, as plain C++ (no gRPC, no protobuf), so the plugin itself loads
+// nothing heavy. The gRPC implementation (grpc_daemon_client.cc) is linked
+// into the tools, and into the module the plugin dlopens only when a request
+// is actually made (spank_plugin/daemon_client_loader.h).
 #pragma once
 
 #include <chrono>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 
 struct TuneQuery {
   std::string mode;             // "auto", "advise", "explain"
@@ -120,14 +121,8 @@ class DaemonClient {
                      AdmitAnswer* answer, ClientError* error) = 0;
 };
 
-// The directory holding xdeep_spank.so and its companions (ends with '/').
-std::string PluginDirectory();
+// The gRPC client connected to `address` ("unix:///run/xdeep/xdeepd.sock",
+// "host:port"); every request carries a fresh MUNGE credential.
+std::unique_ptr<DaemonClient> ConnectDaemon(const std::string& address);
 
-// dlopens the client module that sits next to the plugin and connects it to
-// `address`; null and `error` when the module cannot be loaded.
-std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::string* error);
-
-}  // namespace xdeep::spank
-
-// Entry point of xdeep_spank_client.so.
-extern "C" xdeep::spank::DaemonClient* xdeep_spank_client_create(const char* address);
+}  // namespace xdeep::client

@@ -1,12 +1,12 @@
 // Decision variables and the decision file: round trips, and every
 // inconsistency refused with a line naming it.
-#include "spank_plugin/run_decision.h"
+#include "client/run_decision.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 RunDecision Sample() {
@@ -115,4 +115,4 @@ TEST(RunDecisionTest, LauncherOfTheCommand) {
 }
 
 }  // namespace
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

@@ -1,5 +1,5 @@
 // Decision formatting and environment (see decision_output.h).
-#include "spank_plugin/decision_output.h"
+#include "client/decision_output.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <functional>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 std::string Format(const char* fmt, auto... args) {
@@ -250,4 +250,4 @@ std::vector<std::string> ExplainTable(const TuneAnswer& a, const TableLayout& la
   return lines;
 }
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

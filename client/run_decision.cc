@@ -1,11 +1,11 @@
 // Decision variables and file (see run_decision.h).
-#include "spank_plugin/run_decision.h"
+#include "client/run_decision.h"
 
 #include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 using nlohmann::json;
@@ -318,4 +318,4 @@ bool ParseDecisionFile(const std::string& text, RunDecision* out, std::string* e
   return true;
 }
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

@@ -4,9 +4,9 @@
 
 #include <string>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 
 // Empty when munged cannot be reached (the daemon then says what is wrong).
 std::string MungeCredential();
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

@@ -1,12 +1,12 @@
 // The explain table: fits the width it is given, keeps the essential columns,
 // aligns header and data, prints "-" for what a rejected row lacks, and tells
 // layouts differing only in recomputation apart.
-#include "spank_plugin/decision_output.h"
+#include "client/decision_output.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 LayoutRow Row(const std::string& strategy, int nodes, int gpus, double step, double cost,
@@ -150,4 +150,4 @@ TEST(TerminalColumns, ColumnsVariableWinsAndGarbageIsIgnored) {
 }
 
 }  // namespace
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

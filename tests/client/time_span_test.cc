@@ -1,9 +1,9 @@
 // Deadlines in every form a user may type, and the ones refused.
-#include "spank_plugin/time_span.h"
+#include "client/time_span.h"
 
 #include <gtest/gtest.h>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 double Seconds(const char* text) {
@@ -40,9 +40,9 @@ TEST(ParseTimeSpan, RefusesWhatIsNotAPositiveDuration) {
 }
 
 }  // namespace
-}  // namespace xdeep::spank
+}  // namespace xdeep::client
 
-namespace xdeep::spank {
+namespace xdeep::client {
 namespace {
 
 TEST(ParseSlurmTimeLimit, MinutesAndSlurmForms) {
@@ -63,4 +63,4 @@ TEST(ParseSlurmTimeLimit, MinutesAndSlurmForms) {
 }
 
 }  // namespace
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "spank_plugin/daemon_client.h"
+#include "client/daemon_client.h"
 
-namespace xdeep::spank {
+namespace xdeep::client {
 
 // Version of the decision file's layout ("schema": "xdeep.decision/1").
 inline constexpr int kDecisionFileVersion = 1;
@@ -71,4 +71,4 @@ std::string DecisionFileJson(const RunDecision& d);
 // Parses a decision file; false with one line saying what is wrong.
 bool ParseDecisionFile(const std::string& text, RunDecision* d, std::string* error);
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client

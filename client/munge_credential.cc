@@ -1,11 +1,11 @@
 // MUNGE credential encoding (see munge_credential.h).
-#include "spank_plugin/munge_credential.h"
+#include "client/munge_credential.h"
 
 #include <munge.h>
 
 #include <cstdlib>
 
-namespace xdeep::spank {
+namespace xdeep::client {
 
 std::string MungeCredential() {
   char* cred = nullptr;
@@ -18,4 +18,4 @@ std::string MungeCredential() {
   return out;
 }
 
-}  // namespace xdeep::spank
+}  // namespace xdeep::client
