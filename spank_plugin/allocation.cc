@@ -6,13 +6,14 @@
 #include <map>
 #include <string_view>
 
+#include "client/time_span.h"
 #include "spank_plugin/hostlist.h"
 #include "spank_plugin/run_command.h"
-#include "client/time_span.h"
 
 namespace xdeep::spank {
 
 using client::ParseSlurmTimeLimit;
+
 namespace {
 
 // "gres:gpu:2", "gres:gpu:h100:2", "gres/gpu:2" -> "gpu:2" / "gpu:h100:2";
