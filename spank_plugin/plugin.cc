@@ -14,7 +14,9 @@
 #include "spank_plugin/decision_output.h"
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/node_features.h"
+#include "spank_plugin/progress_line.h"
 #include "spank_plugin/run_decision.h"
+#include "spank_plugin/version_skew.h"
 #include "spank_plugin/workload_file.h"
 
 namespace xdeep::spank {
@@ -478,15 +480,28 @@ int Plugin::InitPostOpt(Launcher launcher,
 
   TuneAnswer answer;
   ClientError client_error;
+  // A probe wait is one line that the daemon's updates redraw (ProgressLine).
+  ProgressLine probe_wait(host_.terminal, host_.info);
   auto progress = [&](const std::string& stage, const std::string& line) {
-    if (mode == TuneMode::kExplain || stage == "probe")
-      host_.info("xdeep: [" + stage + "] " + line);
+    if (stage == "probe") {
+      probe_wait.Update("xdeep: [probe] " + line);
+      return;
+    }
+    probe_wait.Done();
+    if (mode == TuneMode::kExplain) host_.info("xdeep: [" + stage + "] " + line);
   };
-  if (!client->Tune(query, deadline, progress, &answer, &client_error)) {
+  const bool tuned = client->Tune(query, deadline, progress, &answer, &client_error);
+  probe_wait.Done();
+  if (!tuned) {
     if (client_error.kind == ClientError::kRefused) return stop(client_error.message);
     return unavailable(client_error.message + " at " + config_.daemon);
   }
 
+  if (!answer.skipped) {
+    const std::string skew =
+        VersionSkew("this plugin", XDEEP_VERSION, config_.daemon, answer.server_version);
+    if (!skew.empty()) host_.info("xdeep: " + skew);
+  }
   if (answer.skipped) {
     if (!implicit) host_.info("xdeep: not tuned: " + answer.skip_reason);
     return 0;

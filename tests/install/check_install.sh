@@ -17,7 +17,8 @@ for f in bin/xdeep sbin/xdeepd bin/xdeep-probe lib/slurm/xdeep_spank.so \
          share/xdeep/job_submit.lua share/man/man1/xdeep.1 share/man/man8/xdeepd.8 \
          share/doc/xdeep/user.md share/doc/xdeep/admin.md share/doc/xdeep/json.md \
          share/doc/xdeep/examples/xdeepd.toml share/doc/xdeep/examples/xdeepd.service \
-         share/doc/xdeep/examples/plugstack.conf.d/xdeep.conf \
+         share/doc/xdeep/examples/plugstack.conf.d/xdeep.conf share/doc/xdeep/examples/logrotate.d/xdeep \
+         lib/systemd/system/xdeepd.service \
          share/doc/xdeep/examples/slurm/job_submit.lua; do
   if [[ ! -e $prefix/$f ]]; then
     echo "check_install: $f was not installed" >&2
@@ -27,6 +28,10 @@ done
 [[ -x $prefix/share/doc/xdeep/examples/slurm/xdeep-jobcomp.sh ]] ||
   { echo "check_install: the example jobcomp script lost its execute bit" >&2; missing=1; }
 [[ $missing == 0 ]] || exit 1
+# The unit starts the xdeepd this install placed.
+grep -qxF "ExecStart=$prefix/sbin/xdeepd --config /etc/xdeep/xdeepd.toml" \
+  "$prefix/lib/systemd/system/xdeepd.service" ||
+  { echo "check_install: the unit does not start $prefix/sbin/xdeepd" >&2; exit 1; }
 
 for tool in xdeep xdeep-probe; do
   out=$("$prefix/bin/$tool" --version)
