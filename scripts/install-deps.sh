@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtrilinos-kokkos-dev libeigen3-dev liblapack-dev libpagmo-dev libnlopt-cxx-dev libabsl-dev
   libsystemd-dev  # xdeepd tells systemd it is ready (sd_notify, Type=notify)
+  systemd  # tests only: systemd-analyze verify reads the unit
   libsqlite3-dev sqlite3 libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libcli11-dev libyaml-cpp-dev
   gnuplot-nox  # xdeep plan --plot, xdeep history --plot

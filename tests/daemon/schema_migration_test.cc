@@ -54,11 +54,14 @@ int VersionOf(const std::string& path, const std::string& part) {
   return v.ok() ? *v : -1;
 }
 
-void SetVersion(const std::string& path, int version) {
+void SetVersion(const std::string& path, const std::string& part, int version) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_TRUE(
-      ExecSql(db, "test", ("PRAGMA user_version = " + std::to_string(version)).c_str()).ok());
+  const std::string sql =
+      "CREATE TABLE IF NOT EXISTS xdeep_schema (part TEXT PRIMARY KEY, version INTEGER NOT NULL);"
+      "INSERT OR REPLACE INTO xdeep_schema VALUES ('" +
+      part + "', " + std::to_string(version) + ")";
+  ASSERT_TRUE(ExecSql(db, "test", sql.c_str()).ok());
   sqlite3_close(db);
 }
 

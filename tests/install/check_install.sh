@@ -32,6 +32,10 @@ done
 grep -qxF "ExecStart=$prefix/sbin/xdeepd --config /etc/xdeep/xdeepd.toml" \
   "$prefix/lib/systemd/system/xdeepd.service" ||
   { echo "check_install: the unit does not start $prefix/sbin/xdeepd" >&2; exit 1; }
+# systemd's own reading of it: no unknown key, no bad value.
+out=$(systemd-analyze verify --man=no "$prefix/lib/systemd/system/xdeepd.service" 2>&1) ||
+  { echo "check_install: systemd-analyze verify: $out" >&2; exit 1; }
+[[ -z $out ]] || { echo "check_install: systemd-analyze verify: $out" >&2; exit 1; }
 
 for tool in xdeep xdeep-probe; do
   out=$("$prefix/bin/$tool" --version)
