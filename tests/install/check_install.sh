@@ -41,6 +41,11 @@ for tool in xdeep xdeep-probe; do
   out=$("$prefix/bin/$tool" --version)
   [[ $out == "$tool $version" ]] || { echo "check_install: $tool --version says '$out'" >&2; exit 1; }
 done
+for tool in lib/xdeep/xdeep-admit lib/slurm/xdeep-step-report; do
+  out=$("$prefix/$tool" --version)
+  [[ $out == "$(basename "$tool") $version" ]] ||
+    { echo "check_install: $tool --version says '$out'" >&2; exit 1; }
+done
 out=$("$prefix/sbin/xdeepd" --version)
 [[ $out == "xdeepd $version" ]] || { echo "check_install: xdeepd --version says '$out'" >&2; exit 1; }
 

@@ -12,6 +12,8 @@ from harness import BUILD, SOURCE, STACK, WORKLOADS, StackTest, run
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
 XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
 PROBE = os.path.join(BUILD, "profiler", "xdeep-probe")
+ADMIT = os.path.join(BUILD, "spank_plugin", "xdeep-admit")
+STEP_REPORT = os.path.join(BUILD, "spank_plugin", "xdeep-step-report")
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 
 
@@ -32,7 +34,8 @@ def project_version():
 
 class VersionAndHelpTest(StackTest):
     def test_every_binary_has_version(self):
-        for binary, name in ((XDEEP, "xdeep"), (XDEEPD, "xdeepd"), (PROBE, "xdeep-probe")):
+        for binary, name in ((XDEEP, "xdeep"), (XDEEPD, "xdeepd"), (PROBE, "xdeep-probe"),
+                             (ADMIT, "xdeep-admit"), (STEP_REPORT, "xdeep-step-report")):
             r = run([binary, "--version"])
             self.assertEqual(r.rc, 0, r)
             self.assertEqual(r.out.strip(), f"{name} {project_version()}", r)
