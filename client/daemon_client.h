@@ -69,6 +69,7 @@ struct TuneAnswer {
   int segments = 1;             // checkpointed jobs the run is planned as
   double segment_cost = 0;      // what one segment is predicted to cost (the hold)
   std::string limited_by;       // which bounds limited the choice, empty: none
+  std::string server_version;   // xdeepd's version, empty: a daemon that does not say
 };
 
 struct ReportQuery {

@@ -163,6 +163,7 @@ class GrpcDaemonClient final : public DaemonClient {
         answer->segments = std::max(1, d.segments());
         answer->segment_cost = d.segment_cost();
         answer->limited_by = d.limited_by();
+        answer->server_version = d.server_version();
         decided = true;
       }
     }

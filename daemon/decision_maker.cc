@@ -480,7 +480,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     const std::string shapes =
         tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
     absl::Status probed =
-        launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s, shapes);
+        launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s, shapes,
+                      [&](const std::string& line) { progress(Step("probe", line)); });
     if (probed.ok()) {
       std::lock_guard lock(mu_);
       profile = hardware_;

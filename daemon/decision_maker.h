@@ -35,9 +35,11 @@ using ClockFn = std::function<int64_t()>;
 
 // Runs the compute probes on a partition for at most `wait_s` and, when they
 // succeed, installs the measured profile (DecisionMaker::SetHardware).
-// `gemm_shapes` is the launching workload's xdeep.gemm_shapes/1 document.
-using LaunchProbeFn = std::function<absl::Status(const std::string& partition, int gpus_per_node,
-                                                 int wait_s, const std::string& gemm_shapes)>;
+// `gemm_shapes` is the launching workload's xdeep.gemm_shapes/1 document;
+// `on_wait` gets one line on the wait (what runs, elapsed, at most) as it goes.
+using LaunchProbeFn = std::function<absl::Status(
+    const std::string& partition, int gpus_per_node, int wait_s, const std::string& gemm_shapes,
+    const std::function<void(const std::string&)>& on_wait)>;
 
 // Asked while the search runs; a non-OK status stops it and becomes the
 // request's answer (the client's deadline passed, it went away).

@@ -7,12 +7,14 @@
 #include <ctime>
 #include <string_view>
 
+#include "daemon/schema_migrations.h"
 #include "daemon/sqlite_statement.h"
 
 namespace xdeep::daemon {
 namespace {
 
-constexpr const char* kSchema = R"sql(
+// Version 1: the reservations of the first release.
+constexpr const char* kReservationsV1 = R"sql(
 CREATE TABLE IF NOT EXISTS reservations (
   decision_id TEXT PRIMARY KEY,
   uid INTEGER NOT NULL,
@@ -29,12 +31,14 @@ CREATE TABLE IF NOT EXISTS reservations (
   created_unix INTEGER NOT NULL,
   expires_unix INTEGER NOT NULL,
   settled_amount REAL NOT NULL DEFAULT 0,
-  closed_unix INTEGER,
-  admission_token TEXT,
-  admitted_unix INTEGER,
-  segments INTEGER NOT NULL DEFAULT 1
+  closed_unix INTEGER
 );
 CREATE INDEX IF NOT EXISTS reservations_job ON reservations(job_id);
+)sql";
+
+// Version 2: Slurm's records of each job run (charges, run starts), admission
+// tokens, checkpointed segments.
+constexpr const char* kJobChargesV2 = R"sql(
 -- One row per finished job run as slurmctld recorded it; decision_id NULL for
 -- a job that held no reservation (fail=open, or submitted around the plugin).
 CREATE TABLE IF NOT EXISTS job_charges (
@@ -60,6 +64,19 @@ CREATE TABLE IF NOT EXISTS run_starts (
 );
 CREATE INDEX IF NOT EXISTS job_charges_account ON job_charges(account, charged_unix);
 )sql";
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* definition;
+};
+constexpr AddedColumn kColumnsV2[] = {
+    {"reservations", "admission_token", "TEXT"},
+    {"reservations", "admitted_unix", "INTEGER"},
+    {"reservations", "segments", "INTEGER NOT NULL DEFAULT 1"},
+    {"job_charges", "state", "TEXT"},
+};
+constexpr const char* kTokenIndex =
+    "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
 
 // Running totals: what each user and account has spent per UTC day, kept by
 // triggers in the same transaction as every write that settles money, so a
@@ -205,16 +222,46 @@ SELECT kind, name, day, SUM(amount) FROM (
 GROUP BY kind, name, day;
 )sql";
 
-// Ledgers created before admission tokens (and the charged run's state)
-// existed gain the columns; the error for one that has them already is
-// expected and ignored.
-constexpr const char* kAddColumns[] = {
-    "ALTER TABLE reservations ADD COLUMN admission_token TEXT",
-    "ALTER TABLE reservations ADD COLUMN admitted_unix INTEGER",
-    "ALTER TABLE job_charges ADD COLUMN state TEXT",
-    "ALTER TABLE reservations ADD COLUMN segments INTEGER NOT NULL DEFAULT 1"};
-constexpr const char* kTokenIndex =
-    "CREATE UNIQUE INDEX IF NOT EXISTS reservations_token ON reservations(admission_token)";
+// Every version of the ledger's schema, oldest first (schema_migrations.h).
+const Migration kLedgerMigrations[] = {
+    {1, "reservations", [](sqlite3* db) { return ExecSql(db, "ledger", kReservationsV1); }},
+    {2, "job charges, run starts, admission tokens, segments",
+     [](sqlite3* db) {
+       if (absl::Status s = ExecSql(db, "ledger", kJobChargesV2); !s.ok()) return s;
+       for (const AddedColumn& c : kColumnsV2) {
+         if (absl::Status s = AddColumnIfMissing(db, "ledger", c.table, c.column, c.definition);
+             !s.ok()) {
+           return s;
+         }
+       }
+       return ExecSql(db, "ledger", kTokenIndex);
+     }},
+    // The running totals and their backfill in one migration (one
+    // transaction): a ledger never has one without the other.
+    {3, "running totals per user, account and day",
+     [](sqlite3* db) {
+       bool have_totals = false;
+       {
+         Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='spent_by_day'");
+         have_totals = st.ok() && sqlite3_step(st.get()) == SQLITE_ROW;
+       }
+       if (absl::Status s = ExecSql(db, "ledger", kSpentByDay); !s.ok()) return s;
+       if (have_totals) return absl::OkStatus();
+       return ExecSql(db, "ledger", kBackfillSpentByDay);
+     }},
+    // Open holds per user and account, with their backfill (as version 3).
+    {4, "open holds per user and account",
+     [](sqlite3* db) {
+       bool have_held = false;
+       {
+         Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='held_by_scope'");
+         have_held = st.ok() && sqlite3_step(st.get()) == SQLITE_ROW;
+       }
+       if (absl::Status s = ExecSql(db, "ledger", kHeldByScope); !s.ok()) return s;
+       if (have_held) return absl::OkStatus();
+       return ExecSql(db, "ledger", kBackfillHeldByScope);
+     }},
+};
 
 // Rolls back unless committed: no half-written charge survives an error.
 class Transaction {
@@ -301,47 +348,21 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   }
   auto ledger = std::unique_ptr<Ledger>(new Ledger(db));
   sqlite3_busy_timeout(db, 10000);
-  for (const char* sql : kAddColumns) sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
-  auto exec = [db](const char* sql) -> absl::Status {
-    char* error = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-      std::string message = error ? error : "unknown";
-      sqlite3_free(error);
-      return absl::InternalError(fmt::format("ledger: {}", message));
-    }
-    return absl::OkStatus();
-  };
-  for (const char* sql :
-       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", kSchema, kTokenIndex}) {
-    if (absl::Status s = exec(sql); !s.ok()) return s;
+  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;"}) {
+    if (absl::Status s = ExecSql(db, "ledger", sql); !s.ok()) return s;
   }
-  // The running totals and their backfill in one transaction: a ledger never
-  // has one without the other.
-  Transaction tx(db);
-  if (!tx.ok()) return SqlError(db, "ledger", "begin");
-  auto have_table = [db](const char* name) {
-    Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?");
-    if (!st.ok()) return false;
-    st.Text(1, name);
-    return sqlite3_step(st.get()) == SQLITE_ROW;
-  };
-  const bool have_totals = have_table("spent_by_day");
-  const bool have_held = have_table("held_by_scope");
-  if (absl::Status s = exec(kSpentByDay); !s.ok()) return s;
-  if (!have_totals) {
-    if (absl::Status s = exec(kBackfillSpentByDay); !s.ok()) return s;
-  }
-  if (absl::Status s = exec(kHeldByScope); !s.ok()) return s;
-  if (!have_held) {
-    if (absl::Status s = exec(kBackfillHeldByScope); !s.ok()) return s;
-  }
-  if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  if (absl::Status s = MigrateSchema(db, "ledger", kLedgerMigrations); !s.ok()) return s;
   return ledger;
 }
 
 Ledger::~Ledger() {
   ForgetStatements(db_);
   sqlite3_close(db_);
+}
+
+absl::StatusOr<int> Ledger::SchemaVersion() {
+  std::lock_guard lock(mu_);
+  return xdeep::daemon::SchemaVersion(db_, "ledger");
 }
 
 absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t period_start) {

@@ -156,6 +156,9 @@ class Ledger {
   // Sum of settled amounts, reserved and unreserved (for audits and tests).
   absl::StatusOr<double> TotalSettled();
 
+  // The schema version of the file (schema_migrations.h).
+  absl::StatusOr<int> SchemaVersion();
+
  private:
   explicit Ledger(sqlite3* db) : db_(db) {}
   absl::StatusOr<BudgetUse> UseLocked(const BudgetScope& scope, int64_t period_start_unix);

@@ -1,15 +1,16 @@
 // xdeepd: the xdeep tuning daemon. Flags live here only; everything else is
 // in the daemon library.
 #include <signal.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <thread>
 
 #include "daemon/config.h"
+#include "daemon/log_file.h"
 #include "daemon/server.h"
 
 int main(int argc, char** argv) {
@@ -38,9 +39,11 @@ int main(int argc, char** argv) {
 
   // Ledger, WAL, store, spool and log are the daemon user's alone.
   umask(077);
+  std::shared_ptr<xdeep::daemon::ReopenableFileSink> log_file;
   try {
     if (!config->log.file.empty()) {
-      spdlog::set_default_logger(spdlog::basic_logger_mt("xdeepd", config->log.file));
+      log_file = std::make_shared<xdeep::daemon::ReopenableFileSink>(config->log.file);
+      spdlog::set_default_logger(std::make_shared<spdlog::logger>("xdeepd", log_file));
     }
   } catch (const spdlog::spdlog_ex& e) {
     std::cerr << "xdeepd: cannot open log file: " << e.what() << "\n";
@@ -66,15 +69,30 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // systemd (Type=notify) starts units that need xdeepd only now that it
+  // answers; without systemd (no NOTIFY_SOCKET) this does nothing.
+  sd_notifyf(0, "READY=1\nSTATUS=xdeepd %s serving on %s", XDEEP_VERSION,
+             config->server.listen.c_str());
+
   std::thread signal_thread([&] {
     for (;;) {
       int sig = 0;
       sigwait(&signals, &sig);
       if (sig == SIGHUP) {
+        // logrotate moved the log away: the next line goes to a new file.
+        sd_notify(0, "RELOADING=1");
+        std::string error;
+        if (log_file != nullptr && !log_file->Reopen(&error)) {
+          spdlog::error("event=log.reopen_failed reason=\"{}\"", error);
+        } else if (log_file != nullptr) {
+          spdlog::info("event=log.reopened version={}", XDEEP_VERSION);
+        }
         (void)(*daemon)->ReloadPolicy();  // logs the outcome; a bad file keeps the old policy
+        sd_notify(0, "READY=1");
         continue;
       }
       spdlog::info("event=signal signal={}", sig);
+      sd_notify(0, "STOPPING=1");
       (*daemon)->Shutdown();
       return;
     }

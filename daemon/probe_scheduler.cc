@@ -253,6 +253,27 @@ absl::StatusOr<profiler::Report> ProbeScheduler::CheckReport(const std::string& 
   return report;
 }
 
+namespace {
+
+// "1:05:09", "4:07": a wait's figures as a clock shows them.
+std::string ClockText(absl::Duration d) {
+  const int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(d));
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+}  // namespace
+
+std::string DescribeWait(const ProbeRequest& request, const ProbeWait& wait) {
+  const std::string set = request.set == ProbeSet::kCollectives
+                              ? fmt::format("collectives over {} nodes", request.nodes)
+                          : request.gpus_per_node > 0 ? std::string("compute set")
+                                                      : std::string("CPU suite");
+  return fmt::format("probe job {} ({}, partition {}): {}, {} elapsed, at most {}", wait.job_id,
+                     set, request.partition, wait.state.empty() ? "submitted" : wait.state,
+                     ClockText(wait.elapsed), ClockText(wait.at_most));
+}
+
 absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, absl::Duration wait) {
   if (absl::Status s = Validate(request); !s.ok()) return s;
   const absl::Time deadline = clock_.now() + wait;
@@ -283,11 +304,15 @@ absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, ab
   out.job_id = *id;
 
   JobState last;
+  const absl::Time submitted = clock_.now();
   for (;;) {
     absl::StatusOr<JobState> s = Poll(out.job_id);
     if (s.ok()) {
       last = *s;
       if (!last.in_queue) break;
+    }
+    if (request.on_wait) {
+      request.on_wait({out.job_id, last.state, clock_.now() - submitted, wait});
     }
     if (clock_.now() >= deadline) {
       Cancel(out.job_id);

@@ -35,6 +35,14 @@ enum class ProbeSet {
   kCollectives,  // NCCL collectives over nodes x gpus_per_node ranks
 };
 
+// Where a probe job's wait stands, after each poll of its state.
+struct ProbeWait {
+  std::string job_id;
+  std::string state;       // squeue's (PENDING, RUNNING, ...); empty: not known yet
+  absl::Duration elapsed;  // since submission
+  absl::Duration at_most;  // the wait's limit (queue time included)
+};
+
 struct ProbeRequest {
   std::string partition;
   // The job's Slurm time limit (-t), rounded up to whole minutes.
@@ -43,7 +51,13 @@ struct ProbeRequest {
   int nodes = 1;            // collectives only; the compute set uses one node
   int gpus_per_node = 0;    // 0: the partition has no GPUs, so the CPU (Kokkos) suite runs
   std::string shapes_file;  // compute on GPUs: the workload's xdeep.gemm_shapes/1 file
+  // Called after every poll of the job's state; may be empty.
+  std::function<void(const ProbeWait&)> on_wait;
 };
+
+// "probe job 42 (compute set, partition gpu): RUNNING, 0:40 elapsed, at most 5:00":
+// what runs, for how long so far, and the longest the wait may take.
+std::string DescribeWait(const ProbeRequest& request, const ProbeWait& wait);
 
 struct ProbeSchedulerOptions {
   std::string probe_path;   // xdeep-probe as the compute nodes see it

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -122,8 +123,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/19);
   Daemon* self = daemon.get();
   daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
-                                        const std::string& shapes) {
-    auto probed = self->Probe(partition, false, 1, gpus, wait_s, shapes);
+                                        const std::string& shapes,
+                                        const std::function<void(const std::string&)>& on_wait) {
+    auto probed = self->Probe(partition, false, 1, gpus, wait_s, shapes, on_wait);
     if (!probed.ok()) return probed.status();
     return probed->ingested() ? absl::OkStatus()
                               : absl::FailedPreconditionError("the probes found no GPU figures");
@@ -140,6 +142,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       .run_probes = [self](const xdeep::v1::RunProbesRequest& r) { return self->RunProbes(r); },
       .slurm_holds_job = SlurmHoldsJob,
       .controller_users = config.identity.controller_users,
+      .listen = config.server.listen,
+      .started_unix = static_cast<int64_t>(std::time(nullptr)),
   });
 
   if (absl::Status s = PrepareUnixSocket(config.server.listen); !s.ok()) return s;
@@ -185,10 +189,9 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
                r.gpus_per_node(), pc.time_limit_s + 60, shapes);
 }
 
-absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& partition,
-                                                           bool collectives, int nodes,
-                                                           int gpus_per_node, int wait_s,
-                                                           const std::string& gemm_shapes) {
+absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
+    const std::string& partition, bool collectives, int nodes, int gpus_per_node, int wait_s,
+    const std::string& gemm_shapes, const std::function<void(const std::string&)>& on_wait) {
   namespace v1 = xdeep::v1;
   auto policy = maker_->policy();
   const ProbeConfig& pc = policy->probes;
@@ -222,6 +225,18 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(const std::string& pa
   req.set = collectives ? ProbeSet::kCollectives : ProbeSet::kCompute;
   req.nodes = std::max(1, nodes);
   req.gpus_per_node = gpus_per_node;
+  if (on_wait) {
+    // A line when the state changes and every 5 s: enough for a redrawn
+    // progress line, few events on the stream.
+    req.on_wait = [&req, &on_wait, last_state = std::string("-"),
+                   last_sent = absl::InfinitePast()](const ProbeWait& w) mutable {
+      const absl::Time now = absl::Now();
+      if (w.state == last_state && now - last_sent < absl::Seconds(5)) return;
+      last_state = w.state;
+      last_sent = now;
+      on_wait(DescribeWait(req, w));
+    };
+  }
   if (!collectives && gpus_per_node > 0 && !gemm_shapes.empty()) {
     // Next to the reports: the compute node reads it from the shared directory.
     const std::string path =

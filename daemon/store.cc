@@ -9,13 +9,15 @@
 #include <chrono>
 #include <sstream>
 
+#include "daemon/schema_migrations.h"
 #include "daemon/sqlite_statement.h"
 #include "daemon/text.h"
 
 namespace xdeep::daemon {
 namespace {
 
-constexpr const char* kSchema = R"sql(
+// Version 1: the tables of the first release.
+constexpr const char* kTablesV1 = R"sql(
 CREATE TABLE IF NOT EXISTS decisions (
   id TEXT PRIMARY KEY,
   uid INTEGER NOT NULL,
@@ -38,6 +40,12 @@ CREATE TABLE IF NOT EXISTS outcomes (
   reported_unix INTEGER NOT NULL,
   PRIMARY KEY (decision_id, job_id)
 );
+)sql";
+
+// Version 2: probe reports, Slurm's end states, and the learning scope of a
+// decision. Rows written before have empty scopes and match none (their
+// model is unknown).
+constexpr const char* kTablesV2 = R"sql(
 CREATE TABLE IF NOT EXISTS probe_reports (
   job_id TEXT PRIMARY KEY,
   partition TEXT NOT NULL,
@@ -52,21 +60,34 @@ CREATE TABLE IF NOT EXISTS job_ends (
   PRIMARY KEY (decision_id, job_id)
 );
 )sql";
-
-// Columns added after the first release: added in place on older databases,
-// whose rows then match no learning scope (their model is unknown).
 struct AddedColumn {
   const char* table;
   const char* column;
   const char* definition;
 };
-constexpr AddedColumn kAddedColumns[] = {
+constexpr AddedColumn kColumnsV2[] = {
     {"decisions", "fingerprint", "TEXT NOT NULL DEFAULT ''"},
     {"decisions", "hardware", "TEXT NOT NULL DEFAULT ''"},
     {"decisions", "partition", "TEXT NOT NULL DEFAULT ''"},
     {"decisions", "account", "TEXT NOT NULL DEFAULT ''"},
     {"outcomes", "flag", "TEXT NOT NULL DEFAULT ''"},
     {"outcomes", "forgotten", "INTEGER NOT NULL DEFAULT 0"},
+};
+
+// Every version of the store's schema, oldest first (schema_migrations.h).
+const Migration kStoreMigrations[] = {
+    {1, "decisions and outcomes", [](sqlite3* db) { return ExecSql(db, "store", kTablesV1); }},
+    {2, "probe reports, job end states, learning scope",
+     [](sqlite3* db) {
+       if (absl::Status s = ExecSql(db, "store", kTablesV2); !s.ok()) return s;
+       for (const AddedColumn& c : kColumnsV2) {
+         if (absl::Status s = AddColumnIfMissing(db, "store", c.table, c.column, c.definition);
+             !s.ok()) {
+           return s;
+         }
+       }
+       return absl::OkStatus();
+     }},
 };
 
 // A run teaches the model only when it is known to have succeeded: the
@@ -107,21 +128,22 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   }
   auto store = std::unique_ptr<Store>(new Store(db));
   sqlite3_busy_timeout(db, 5000);
-  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;",
-                          "PRAGMA foreign_keys=ON;", kSchema}) {
+  for (const char* sql :
+       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", "PRAGMA foreign_keys=ON;"}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
-  for (const AddedColumn& c : kAddedColumns) {
-    if (absl::Status s = store->AddColumnIfMissing(c.table, c.column, c.definition); !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = MigrateSchema(db, "store", kStoreMigrations); !s.ok()) return s;
   return store;
 }
 
 Store::~Store() {
   ForgetStatements(db_);
   sqlite3_close(db_);
+}
+
+absl::StatusOr<int> Store::SchemaVersion() {
+  std::lock_guard lock(mu_);
+  return xdeep::daemon::SchemaVersion(db_, "store");
 }
 
 absl::Status Store::Exec(const char* sql) {
@@ -132,17 +154,6 @@ absl::Status Store::Exec(const char* sql) {
     return s;
   }
   return absl::OkStatus();
-}
-
-absl::Status Store::AddColumnIfMissing(const char* table, const char* column,
-                                       const char* definition) {
-  const std::string sql =
-      fmt::format("SELECT 1 FROM pragma_table_info('{}') WHERE name = ?", table);
-  Statement info(db_, sql.c_str());
-  if (!info.ok()) return SqlError(db_, "store", "prepare table info");
-  info.Text(1, column);
-  if (sqlite3_step(info.get()) == SQLITE_ROW) return absl::OkStatus();
-  return Exec(fmt::format("ALTER TABLE {} ADD COLUMN {} {};", table, column, definition).c_str());
 }
 
 absl::Status Store::SaveDecision(const DecisionRecord& r) {

@@ -101,11 +101,12 @@ class Store {
   // forgotten, a job's end): what was learned before may be reused until then.
   uint64_t learning_generation() const { return learning_generation_.load(); }
 
+  // The schema version of the file (schema_migrations.h).
+  absl::StatusOr<int> SchemaVersion();
+
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql);
-  // Databases written by an older daemon lack the newer columns.
-  absl::Status AddColumnIfMissing(const char* table, const char* column, const char* definition);
 
   std::mutex mu_;
   sqlite3* db_;

@@ -130,6 +130,20 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, const Auth
   return reactor;
 }
 
+// A client of another version than this daemon: one log line per version
+// seen (the plugin and `xdeep` print their own line to the user).
+void NoteClientVersion(const std::string& client_version, const std::string& who) {
+  if (client_version.empty() || client_version == XDEEP_VERSION) return;
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard lock(mu);
+  if (!seen.insert(client_version).second) return;
+  spdlog::warn(
+      "event=version_skew client={} client_version={} daemon_version={} reason=\"install "
+      "the same xdeep version on the daemon's host, submit hosts and compute nodes\"",
+      who, client_version, XDEEP_VERSION);
+}
+
 double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -243,6 +257,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
         d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
         d.prediction().cost());
     *event.mutable_decision() = std::move(*result->decision);
+    event.mutable_decision()->set_server_version(XDEEP_VERSION);
   }
   channel->Push(std::move(event));
   channel->Finish(grpc::Status::OK);
@@ -275,6 +290,7 @@ grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServe
     channel->Finish(ToGrpcStatus(caller.status()));
     return reactor;
   }
+  NoteClientVersion(request->client_version(), "plugin");
   // The request outlives this call only through the copy the worker owns.
   auto work = std::make_shared<TuneWork>(TuneWork{.maker = p_.maker,
                                                   .channel = channel,
@@ -650,6 +666,28 @@ grpc::ServerUnaryReactor* TuningService::ForgetRuns(grpc::CallbackServerContext*
                  record->id, UserName(record->uid), *forgotten);
     return absl::OkStatus();
   });
+}
+
+grpc::ServerUnaryReactor* TuningService::Health(grpc::CallbackServerContext* context,
+                                                const v1::HealthRequest* request,
+                                                v1::HealthResponse* response) {
+  // No credential: whether the daemon answers, and as which version, is no secret.
+  NoteClientVersion(request->client_version(), "xdeep");
+  response->set_version(XDEEP_VERSION);
+  response->set_started_unix(p_.started_unix);
+  response->set_listen(p_.listen);
+  absl::StatusOr<int> store_schema = p_.store->SchemaVersion();
+  absl::StatusOr<int> ledger_schema = p_.ledger->SchemaVersion();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!store_schema.ok() || !ledger_schema.ok()) {
+    reactor->Finish(
+        ToGrpcStatus(store_schema.ok() ? ledger_schema.status() : store_schema.status()));
+    return reactor;
+  }
+  response->set_store_schema(*store_schema);
+  response->set_ledger_schema(*ledger_schema);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 }  // namespace xdeep::daemon

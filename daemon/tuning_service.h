@@ -35,6 +35,9 @@ struct ServiceParts {
   std::function<absl::StatusOr<bool>(const std::string& decision_id)> slurm_holds_job;
   // Who may call Admit (slurmctld's user): names or numeric uids.
   std::vector<std::string> controller_users;
+  // What Health answers: where the daemon listens and since when.
+  std::string listen;
+  int64_t started_unix = 0;
 };
 
 class TuningService final : public xdeep::v1::Tuning::CallbackService {
@@ -67,6 +70,9 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
   grpc::ServerUnaryReactor* ForgetRuns(grpc::CallbackServerContext* context,
                                        const xdeep::v1::ForgetRunsRequest* request,
                                        xdeep::v1::ForgetRunsResponse* response) override;
+  grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* context,
+                                   const xdeep::v1::HealthRequest* request,
+                                   xdeep::v1::HealthResponse* response) override;
 
  private:
   // The user whose data a request may read: the caller, or anyone for admins.

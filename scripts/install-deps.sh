@@ -8,6 +8,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   libtrilinos-kokkos-dev libeigen3-dev liblapack-dev libpagmo-dev libabsl-dev
+  libsystemd-dev  # xdeepd tells systemd it is ready (sd_notify, Type=notify)
+  systemd  # tests only: systemd-analyze verify reads the unit
   libsqlite3-dev sqlite3 libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libcli11-dev
   gnuplot-nox  # xdeep plan --plot, xdeep history --plot

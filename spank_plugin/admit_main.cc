@@ -28,8 +28,11 @@ int main(int argc, char** argv) {
   app.add_flag("--heterogeneous", q.heterogeneous);
   app.add_option("--time-limit-s", q.time_limit_s)->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--account", q.account);
+  app.set_version_flag("--version", "xdeep-admit " XDEEP_VERSION);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --version, --help
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cout << "xdeep-admit: bad arguments: " << e.what() << "\n";
     return 3;

@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "client/decision_output.h"
+#include "client/progress_line.h"
 #include "client/run_decision.h"
+#include "client/version_skew.h"
 #include "spank_plugin/allocation.h"
 #include "spank_plugin/batch_script.h"
 #include "spank_plugin/launch_args.h"
@@ -27,6 +29,7 @@ using client::ExplainTable;
 using client::LauncherOfProgram;
 using client::ParseAppLauncher;
 using client::PerNode;
+using client::ProgressLine;
 using client::ReportQuery;
 using client::RunDecisionOf;
 using client::SummaryLine;
@@ -35,6 +38,7 @@ using client::TerminalColumns;
 using client::TuneAnswer;
 using client::TuneQuery;
 using client::Variables;
+using client::VersionSkew;
 namespace {
 
 // Set before re-executing: the decision, and the pid that re-executes. execv
@@ -495,15 +499,28 @@ int Plugin::InitPostOpt(Launcher launcher,
 
   TuneAnswer answer;
   ClientError client_error;
+  // A probe wait is one line that the daemon's updates redraw (ProgressLine).
+  ProgressLine probe_wait(host_.terminal, host_.info);
   auto progress = [&](const std::string& stage, const std::string& line) {
-    if (mode == TuneMode::kExplain || stage == "probe")
-      host_.info("xdeep: [" + stage + "] " + line);
+    if (stage == "probe") {
+      probe_wait.Update("xdeep: [probe] " + line);
+      return;
+    }
+    probe_wait.Done();
+    if (mode == TuneMode::kExplain) host_.info("xdeep: [" + stage + "] " + line);
   };
-  if (!client->Tune(query, deadline, progress, &answer, &client_error)) {
+  const bool tuned = client->Tune(query, deadline, progress, &answer, &client_error);
+  probe_wait.Done();
+  if (!tuned) {
     if (client_error.kind == ClientError::kRefused) return stop(client_error.message);
     return unavailable(client_error.message + " at " + config_.daemon);
   }
 
+  if (!answer.skipped) {
+    const std::string skew =
+        VersionSkew("this plugin", XDEEP_VERSION, config_.daemon, answer.server_version);
+    if (!skew.empty()) host_.info("xdeep: " + skew);
+  }
   if (answer.skipped) {
     if (!implicit) host_.info("xdeep: not tuned: " + answer.skip_reason);
     return 0;

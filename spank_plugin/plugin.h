@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/daemon_client.h"
@@ -36,6 +37,9 @@ struct Host {
   // Puts NAME=value in the job's SPANK environment, which slurmctld's
   // job_submit.lua reads (spank_job_control_setenv); false on failure.
   std::function<bool(const std::string& name, const std::string& value)> set_job_env;
+  // Writes raw bytes to the user's terminal (progress redrawn in place);
+  // empty where stderr is no terminal.
+  std::function<void(std::string_view)> terminal;
   // Loads the gRPC client (dlopen); replaced in tests.
   std::function<std::unique_ptr<client::DaemonClient>(const std::string&, std::string*)>
       load_client = LoadDaemonClient;

@@ -23,6 +23,7 @@ SPANK_PLUGIN(xdeep, 1)
 
 #include "spank_plugin/launch_args.h"
 #include "spank_plugin/plugin.h"
+#include "client/progress_line.h"
 #include "spank_plugin/step_runtime.h"
 
 namespace {
@@ -58,6 +59,7 @@ Plugin& Instance() {
                    spank_job_control_setenv(g_spank, name.c_str(), value.c_str(), 1) ==
                        ESPANK_SUCCESS;
           },
+      .terminal = xdeep::client::TerminalWriter(STDERR_FILENO),
   });
   return plugin;
 }

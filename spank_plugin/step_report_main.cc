@@ -27,8 +27,11 @@ int main(int argc, char** argv) {
   app.add_option("--elapsed-s", q.elapsed_s);
   app.add_option("--node", node_id);
   app.add_option("--directory", directory)->required();
+  app.set_version_flag("--version", "xdeep-step-report " XDEEP_VERSION);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --version, --help
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "xdeep: xdeep-step-report: bad arguments: " << e.what() << "\n";
     return 2;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -213,6 +214,29 @@ bool PlotPlan(const client::TuneAnswer& a, const std::string& path, std::string*
   return RunGnuplot(dir, gp.str(), tmp_output, path, error);
 }
 
+std::string LogAxisTics(double lo, double hi) {
+  for (const std::vector<double>& mantissas :
+       {std::vector<double>{1, 1.5, 2, 3, 4, 5, 6, 8}, std::vector<double>{1, 2, 5},
+        std::vector<double>{1}}) {
+    std::vector<double> tics;
+    for (int e = static_cast<int>(std::floor(std::log10(lo))) - 1;
+         e <= static_cast<int>(std::ceil(std::log10(hi))); ++e) {
+      for (double m : mantissas) {
+        const double v = m * std::pow(10.0, e);
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) tics.push_back(v);  // 6 * 0.1 > 0.6
+      }
+    }
+    if (tics.size() <= 8 || mantissas.size() == 1) {
+      std::ostringstream out;
+      out << "(";
+      for (size_t i = 0; i < tics.size(); ++i) out << (i ? ", " : "") << tics[i];
+      out << ")";
+      return out.str();
+    }
+  }
+  return "";
+}
+
 bool PlotHistory(const v1::ListDecisionsResponse& history, const std::string& path,
                  std::string* error) {
   std::string terminal;
@@ -240,6 +264,8 @@ bool PlotHistory(const v1::ListDecisionsResponse& history, const std::string& pa
      << "set logscale xy\nset grid lc rgb '#dddddd'\nset key outside right top noenhanced box\n"
      << "set xrange [" << lo / 1.5 << ":" << hi * 1.5 << "]\nset yrange [" << lo / 1.5 << ":"
      << hi * 1.5 << "]\nset size ratio -1\n"
+     << "set format xy '%g'\nset xtics " << LogAxisTics(lo / 1.5, hi * 1.5) << "\nset ytics "
+     << LogAxisTics(lo / 1.5, hi * 1.5) << "\n"
      << "plot x with lines lw 2 lc rgb '#555555' title 'measured = predicted', \\\n"
      << "  1.2*x with lines dt 2 lc rgb '#aaaaaa' title '+/- 20 %', \\\n"
      << "  x/1.2 with lines dt 2 lc rgb '#aaaaaa' notitle";

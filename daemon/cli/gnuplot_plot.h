@@ -20,4 +20,9 @@ bool PlotPlan(const client::TuneAnswer& answer, const std::string& path, std::st
 bool PlotHistory(const v1::ListDecisionsResponse& history, const std::string& path,
                  std::string* error);
 
+// gnuplot's tic list "(0.2, 0.3, 0.5)" for a logarithmic axis over [lo, hi]
+// (lo > 0): gnuplot alone labels only powers of ten, so an axis inside one
+// decade would carry no figure. At most 8 tics, mantissas 1-2-5 or finer.
+std::string LogAxisTics(double lo, double hi);
+
 }  // namespace xdeep::cli

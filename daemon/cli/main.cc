@@ -9,6 +9,7 @@
 //   xdeep help [strategies|plan|...]   what the names and columns mean
 //   xdeep reload                       re-read the daemon's policy (admins)
 //   xdeep probe [-p P] [...]           run a probe job through Slurm now (admins)
+//   xdeep status                       whether the daemon answers, and its version
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -18,6 +19,7 @@
 #include "daemon/cli/emit_command.h"
 #include "daemon/cli/help_topics.h"
 #include "daemon/cli/plan_command.h"
+#include "daemon/cli/status_command.h"
 
 int main(int argc, char** argv) {
   using namespace xdeep::cli;
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   HelpCommand help(app);
   ReloadCommand reload(app);
   ProbeCommand probe(app);
+  StatusCommand status(app);
   CLI11_PARSE(app, argc, argv);
 
   if (plan.selected()) return plan.Run(context);
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   if (help.selected()) return help.Run(context);
   if (reload.selected()) return reload.Run(context);
   if (probe.selected()) return probe.Run(context);
+  if (status.selected()) return status.Run(context);
   // Bare `xdeep`: the help, not an error.
   std::cout << app.help();
   return 0;

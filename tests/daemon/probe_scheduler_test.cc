@@ -262,6 +262,23 @@ TEST_F(ProbeSchedulerTest, RejectsBadRequests) {
   EXPECT_TRUE(slurm_.calls.empty());
 }
 
+TEST_F(ProbeSchedulerTest, TheWaitIsReportedAfterEveryPoll) {
+  slurm_.states = {"PENDING", "PENDING", "RUNNING", "COMPLETED"};
+  slurm_.on_finish = WriteCpuReport;
+  ProbeRequest r = CpuRequest();
+  std::vector<std::string> lines;
+  r.on_wait = [&](const ProbeWait& w) { lines.push_back(DescribeWait(r, w)); };
+  ASSERT_TRUE(Make().Run(r, absl::Minutes(5)).ok());
+  // Polls every 2 s (simulated); the job's end is not a wait.
+  EXPECT_THAT(lines,
+              ElementsAre("probe job 4242 (CPU suite, partition debug): PENDING, 0:00 elapsed, "
+                          "at most 5:00",
+                          "probe job 4242 (CPU suite, partition debug): PENDING, 0:02 elapsed, "
+                          "at most 5:00",
+                          "probe job 4242 (CPU suite, partition debug): RUNNING, 0:04 elapsed, "
+                          "at most 5:00"));
+}
+
 TEST(ProbeSchedulerParse, JobId) {
   EXPECT_EQ(*ProbeScheduler::ParseJobId("123\n"), "123");
   EXPECT_EQ(*ProbeScheduler::ParseJobId("77;cluster1\n"), "77");

@@ -6,9 +6,12 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "xdeep/v1/tuning.grpc.pb.h"
 
@@ -107,6 +110,41 @@ TEST_F(ServerTest, HealthServiceSaysServing) {
   std::string bytes;
   for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+}
+
+// xdeep.v1.Tuning/Health: no credential (munge mode here), the daemon's
+// version and schema versions; a client of another version is logged once.
+TEST_F(ServerTest, HealthSaysTheVersionAndLogsASkewOnce) {
+  daemon_.reset();
+  config_.identity.mode = "munge";
+  auto daemon = Daemon::Start(config_);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  daemon_ = std::move(*daemon);
+  stub_ = v1::Tuning::NewStub(
+      grpc::CreateChannel(config_.server.listen, grpc::InsecureChannelCredentials()));
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  for (const char* client : {XDEEP_VERSION, "0.0.1-skewed", "0.0.1-skewed"}) {
+    v1::HealthRequest req;
+    req.set_client_version(client);
+    v1::HealthResponse resp;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->Health(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.version(), XDEEP_VERSION);
+    EXPECT_EQ(resp.listen(), config_.server.listen);
+    EXPECT_GT(resp.started_unix(), 0);
+    EXPECT_GE(resp.store_schema(), 2);
+    EXPECT_GE(resp.ledger_schema(), 3);
+  }
+  spdlog::default_logger()->sinks().pop_back();
+  const std::string text = log.str();
+  const std::string skew =
+      std::string("client_version=0.0.1-skewed daemon_version=") + XDEEP_VERSION;
+  const size_t first = text.find(skew);
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find(skew, first + 1), std::string::npos) << "logged once per version: " << text;
+  EXPECT_EQ(text.find(std::string("client_version=") + XDEEP_VERSION), std::string::npos) << text;
 }
 
 TEST(TcpServerTest, ListensOnTcpWhenConfigured) {

@@ -18,7 +18,8 @@ for f in bin/xdeep sbin/xdeepd bin/xdeep-probe lib/slurm/xdeep_spank.so \
          share/man/man5/xdeep.toml.5 share/man/man5/xdeepd.toml.5 \
          share/doc/xdeep/user.md share/doc/xdeep/admin.md share/doc/xdeep/json.md \
          share/doc/xdeep/examples/xdeepd.toml share/doc/xdeep/examples/xdeepd.service \
-         share/doc/xdeep/examples/plugstack.conf.d/xdeep.conf \
+         share/doc/xdeep/examples/plugstack.conf.d/xdeep.conf share/doc/xdeep/examples/logrotate.d/xdeep \
+         lib/systemd/system/xdeepd.service \
          share/doc/xdeep/examples/slurm/job_submit.lua; do
   if [[ ! -e $prefix/$f ]]; then
     echo "check_install: $f was not installed" >&2
@@ -28,10 +29,23 @@ done
 [[ -x $prefix/share/doc/xdeep/examples/slurm/xdeep-jobcomp.sh ]] ||
   { echo "check_install: the example jobcomp script lost its execute bit" >&2; missing=1; }
 [[ $missing == 0 ]] || exit 1
+# The unit starts the xdeepd this install placed.
+grep -qxF "ExecStart=$prefix/sbin/xdeepd --config /etc/xdeep/xdeepd.toml" \
+  "$prefix/lib/systemd/system/xdeepd.service" ||
+  { echo "check_install: the unit does not start $prefix/sbin/xdeepd" >&2; exit 1; }
+# systemd's own reading of it: no unknown key, no bad value.
+out=$(systemd-analyze verify --man=no "$prefix/lib/systemd/system/xdeepd.service" 2>&1) ||
+  { echo "check_install: systemd-analyze verify: $out" >&2; exit 1; }
+[[ -z $out ]] || { echo "check_install: systemd-analyze verify: $out" >&2; exit 1; }
 
 for tool in xdeep xdeep-probe; do
   out=$("$prefix/bin/$tool" --version)
   [[ $out == "$tool $version" ]] || { echo "check_install: $tool --version says '$out'" >&2; exit 1; }
+done
+for tool in lib/xdeep/xdeep-admit lib/slurm/xdeep-step-report; do
+  out=$("$prefix/$tool" --version)
+  [[ $out == "$(basename "$tool") $version" ]] ||
+    { echo "check_install: $tool --version says '$out'" >&2; exit 1; }
 done
 out=$("$prefix/sbin/xdeepd" --version)
 [[ $out == "xdeepd $version" ]] || { echo "check_install: xdeepd --version says '$out'" >&2; exit 1; }

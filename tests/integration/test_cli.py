@@ -12,6 +12,8 @@ from harness import BUILD, SOURCE, STACK, WORKLOADS, StackTest, run
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
 XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
 PROBE = os.path.join(BUILD, "profiler", "xdeep-probe")
+ADMIT = os.path.join(BUILD, "spank_plugin", "xdeep-admit")
+STEP_REPORT = os.path.join(BUILD, "spank_plugin", "xdeep-step-report")
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 
 
@@ -32,7 +34,8 @@ def project_version():
 
 class VersionAndHelpTest(StackTest):
     def test_every_binary_has_version(self):
-        for binary, name in ((XDEEP, "xdeep"), (XDEEPD, "xdeepd"), (PROBE, "xdeep-probe")):
+        for binary, name in ((XDEEP, "xdeep"), (XDEEPD, "xdeepd"), (PROBE, "xdeep-probe"),
+                             (ADMIT, "xdeep-admit"), (STEP_REPORT, "xdeep-step-report")):
             r = run([binary, "--version"])
             self.assertEqual(r.rc, 0, r)
             self.assertEqual(r.out.strip(), f"{name} {project_version()}", r)
@@ -40,7 +43,7 @@ class VersionAndHelpTest(StackTest):
     def test_bare_xdeep_prints_help(self):
         r = run([XDEEP])
         self.assertEqual(r.rc, 0, r)
-        for command in ("plan", "budget", "history", "presets", "help"):
+        for command in ("plan", "budget", "history", "presets", "help", "status"):
             self.assertIn(command, r.out)
         self.assertEqual(r.err, "")
 
@@ -60,7 +63,7 @@ class VersionAndHelpTest(StackTest):
     def test_every_option_has_a_description(self):
         # CLI11 prints the description from column 30, on the option's line or the next.
         for command in ([], ["plan"], ["budget"], ["history"], ["probe"], ["presets"],
-                        ["reload"], ["help"]):
+                        ["reload"], ["help"], ["status"]):
             r = run([XDEEP, *command, "--help"])
             self.assertEqual(r.rc, 0, r)
             lines = r.out.splitlines()
@@ -74,6 +77,18 @@ class VersionAndHelpTest(StackTest):
                          and lines[i + 1].strip() != "")
                 self.assertTrue(same or below, f"xdeep {' '.join(command)}: {line!r}")
             self.assertGreater(options, 0, r)
+
+    def test_status_names_the_daemons_version(self):
+        r = xdeep("status")
+        self.assertEqual(r.rc, 0, r)
+        self.assertTrue(r.out.startswith(f"xdeepd {project_version()} at {daemon()}: serving"), r)
+        self.assertEqual(r.err, "", "same version: no skew line")
+        doc = json.loads(xdeep("status", "--json").out)
+        self.assertEqual(doc["schema"], "xdeep.status/1")
+        self.assertEqual(doc["daemon_version"], project_version())
+        self.assertFalse(doc["version_skew"])
+        self.assertGreaterEqual(doc["store_schema"], 2)
+        self.assertGreaterEqual(doc["ledger_schema"], 3)
 
     def test_help_strategies_explains_every_name_a_plan_shows(self):
         text = run([XDEEP, "help", "strategies"]).out

@@ -215,9 +215,19 @@ class ProbeLimitsTest(OwnDaemonTest):
         self.assertEqual(r.rc, 0, r)
         self.assertTrue(r.tasks(), r)
         probe_lines = [l for l in r.xdeep_lines() if "[probe]" in l]
-        self.assertEqual(len(probe_lines), 2, r)
         self.assertIn("waiting at most 2 s", probe_lines[0])
-        self.assertIn("deciding from built-in profile", probe_lines[1])
+        self.assertIn("deciding from built-in profile", probe_lines[-1])
+        # The wait in between: what runs, elapsed, at most. Not a terminal, so
+        # plain lines, a new one only when the job's state changes.
+        waits = probe_lines[1:-1]
+        self.assertGreaterEqual(len(waits), 1, r)
+        states = []
+        for line in waits:
+            m = re.search(r"\[probe\] probe job \d+ \(compute set, partition \S+\): ([A-Za-z]+), "
+                          r"0:0\d elapsed, at most 0:02$", line)
+            self.assertTrue(m, line)
+            states.append(m.group(1))
+        self.assertEqual(len(states), len(set(states)), waits)
         self.assertLess(r.elapsed, 8, r)
         # The probe job was cancelled, not left running.
         time.sleep(1)
@@ -242,6 +252,25 @@ class ProbeLimitsTest(OwnDaemonTest):
         # Once per partition: the next launch does not wait again.
         again = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV], conf=conf)
         self.assertEqual([l for l in again.xdeep_lines() if "[probe]" in l], [], again)
+
+    def test_probe_wait_redraws_one_line_on_a_terminal(self):
+        hang = self.stand_in_probe("sleep 120")
+        self.start(f'[policy]\nadmins = ["root"]\n[probes]\non_launch = true\nmax_wait_s = 3\n'
+                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{hang}"\n'
+                   f'reports_dir = "{self.tmp}/reports"\n')
+        conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} timeout_ms=10000")
+        # script(1) gives srun a real terminal; its typescript keeps the bytes.
+        typescript = os.path.join(self.tmp, "typescript")
+        srun = f"srun --xdeep-tune --xdeep-workload={GPT} true"
+        r = run(["script", "-qec", srun, typescript], conf=conf, timeout=120)
+        self.assertEqual(r.rc, 0, r)
+        with open(typescript, "rb") as f:
+            seen = f.read().decode(errors="replace")
+        # Each update goes back to the line's start and clears it: one line.
+        redraws = re.findall(r"\r\x1b\[Kxdeep: \[probe\] probe job \d+ \(compute set, partition "
+                             r"\S+\): [A-Za-z]+, 0:0\d elapsed, at most 0:03", seen)
+        self.assertGreaterEqual(len(redraws), 1, seen)
+        self.assertIn("deciding from built-in profile", seen)
 
     def test_admin_probe_measures_the_named_workloads_shapes(self):
         record = self.stand_in_probe()

@@ -31,6 +31,7 @@ class FakeClient final : public DaemonClient {
   int tune_calls = 0;
   TuneQuery last;
   int segments = 1;  // the decision's checkpointed segments, within its query's time limit
+  std::string server_version = XDEEP_VERSION;
 
   bool Tune(const TuneQuery& q, std::chrono::steady_clock::time_point, const ProgressCallback&,
             TuneAnswer* a, ClientError* e) override {
@@ -52,6 +53,7 @@ class FakeClient final : public DaemonClient {
     a->admission_token = "0123abcd";
     a->segments = segments;
     a->time_limit_s = q.time_limit_s;
+    a->server_version = server_version;
     return true;
   }
   bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
@@ -97,6 +99,7 @@ class PluginTest : public ::testing::Test {
       c->ok = client_ok_;
       c->failure = failure_;
       c->segments = segments_;
+      c->server_version = server_version_;
       client_ = c.get();
       return c;
     };
@@ -118,6 +121,7 @@ class PluginTest : public ::testing::Test {
   std::unique_ptr<Plugin> plugin_;
   bool client_ok_ = true;
   int segments_ = 1;
+  std::string server_version_ = XDEEP_VERSION;
   ClientError failure_;
   FakeClient* client_ = nullptr;
   std::vector<std::string> infos_, errors_, reexec_;
@@ -141,6 +145,33 @@ TEST_F(PluginTest, AutoReexecutesWithTheDecision) {
   EXPECT_EQ(client_->last.workload_preset, "gpt-125m");
   EXPECT_EQ(client_->last.argv, std::vector<std::string>{"hostname"});
   EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(PluginTest, ADaemonOfAnotherVersionIsOneLine) {
+  for (const std::string theirs : {"0.0.9", ""}) {
+    infos_.clear();
+    server_version_ = theirs;
+    ASSERT_EQ(Launch({"daemon=unix:///run/x.sock"},
+                     {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+    int skew_lines = 0;
+    for (const std::string& line : infos_) {
+      if (line.find("version skew") == std::string::npos) continue;
+      ++skew_lines;
+      EXPECT_NE(line.find(std::string("this plugin is ") + XDEEP_VERSION), std::string::npos);
+      EXPECT_NE(line.find("xdeepd at unix:///run/x.sock is " +
+                          (theirs.empty() ? std::string("older than") : theirs)),
+                std::string::npos)
+          << line;
+    }
+    EXPECT_EQ(skew_lines, 1) << theirs;
+    EXPECT_FALSE(reexec_.empty()) << "a skew warns; the launch is still tuned";
+    reexec_.clear();
+    unsetenv("XDEEP_REEXEC_PID");
+  }
+  infos_.clear();
+  server_version_ = XDEEP_VERSION;
+  ASSERT_EQ(Launch({}, {{kOptTune, nullptr}, {kOptWorkload, "gpt-125m"}}), 0);
+  for (const std::string& line : infos_) EXPECT_EQ(line.find("version skew"), std::string::npos);
 }
 
 TEST_F(PluginTest, AlreadyTunedDoesNotAskAgain) {
