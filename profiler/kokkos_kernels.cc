@@ -66,26 +66,40 @@ KOKKOS_INLINE_FUNCTION float GeluTanh(float x) {
 template <class Exec>
 using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
 
-// One team per row: 256 threads on a device, whatever the host backend likes on a host.
-// `Bounds` may ask for several teams resident per multiprocessor (Kokkos::LaunchBounds;
-// host backends ignore it).
-template <class Exec, class... Bounds>
-Kokkos::TeamPolicy<Exec, Bounds...> RowPolicy(int64_t rows) {
+// Layer norm: one team per row, 256 threads on a device, whatever the host backend
+// likes on a host.
+template <class Exec>
+Kokkos::TeamPolicy<Exec> RowPolicy(int64_t rows) {
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename Exec::memory_space>::accessible) {
-    return Kokkos::TeamPolicy<Exec, Bounds...>(rows, Kokkos::AUTO);
+    return Kokkos::TeamPolicy<Exec>(rows, Kokkos::AUTO);
   } else {
-    return Kokkos::TeamPolicy<Exec, Bounds...>(rows, 256);
+    return Kokkos::TeamPolicy<Exec>(rows, 256);
   }
 }
-template <class Exec, class... Bounds>
-using Member = typename Kokkos::TeamPolicy<Exec, Bounds...>::member_type;
+template <class Exec>
+using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 
-// Softmax's first pass waits on DRAM between two team barriers, so it needs many rows in
-// flight: 8 teams of 256 per multiprocessor (full occupancy), as the CUDA twin gets by
-// default. Without the bound, Kokkos' team kernel ran 10 % behind it at 16384 rows on
-// H100 (bench/kokkos/data/2026-11-27_h100x1_run3).
+// Softmax: one team per row, each member a contiguous share of the row that its vector
+// lanes stride through (on a GPU: 8 members of 32 lanes, a warp each), so the row
+// reductions are lane shuffles plus one exchange through team scratch. Kokkos' own
+// team-wide reduction over 256 single-lane members (TeamThreadRange) ran 10 % behind
+// the CUDA twin at 16384 rows on H100, with or without launch bounds
+// (bench/kokkos/data/2026-11-27_h100x1_run3, run4). Hosts: one member, one lane.
 using SoftmaxBounds = Kokkos::LaunchBounds<256, 8>;
+template <class Exec>
+using SoftmaxMember = typename Kokkos::TeamPolicy<Exec, SoftmaxBounds>::member_type;
+
+template <class Exec>
+Kokkos::TeamPolicy<Exec, SoftmaxBounds> SoftmaxPolicy(int64_t rows) {
+  constexpr bool host =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+  const int members = host ? 1 : 8, lanes = host ? 1 : 32;
+  Kokkos::TeamPolicy<Exec, SoftmaxBounds> policy(rows, members, lanes);
+  // Two partials per member: the row max, then the row sum.
+  policy.set_scratch_size(0, Kokkos::PerTeam(2 * members * sizeof(float)));
+  return policy;
+}
 
 template <class Exec>
 void FillPattern(float* p, int64_t n, int salt) {
@@ -178,31 +192,45 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
 template <class Exec>
 void Softmax(F4* p, int64_t rows, int64_t c4) {
   Kokkos::parallel_for(
-      "xdeep::softmax", RowPolicy<Exec, SoftmaxBounds>(rows),
-      KOKKOS_LAMBDA(const Member<Exec, SoftmaxBounds>& t) {
+      "xdeep::softmax", SoftmaxPolicy<Exec>(rows), KOKKOS_LAMBDA(const SoftmaxMember<Exec>& t) {
         F4* row = p + t.league_rank() * c4;
+        // Indices within a row in 32 bits: fewer registers, so 8 teams fit a multiprocessor.
+        const int n = static_cast<int>(c4), members = t.team_size(), me = t.team_rank();
+        const int share = (n + members - 1) / members;
+        const int begin = me * share < n ? me * share : n;
+        const int end = begin + share < n ? begin + share : n;
+        float* partial = static_cast<float*>(t.team_shmem().get_shmem(2 * members * sizeof(float)));
         float mx = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, c4),
-            [&](const int64_t j, float& m) {
+            Kokkos::ThreadVectorRange(t, begin, end),
+            [&](const int j, float& m) {
               const F4 v = row[j];
               const float a = v.x > v.y ? v.x : v.y, b = v.z > v.w ? v.z : v.w;
               const float c = a > b ? a : b;
               if (c > m) m = c;
             },
             Kokkos::Max<float>(mx));
+        Kokkos::single(Kokkos::PerThread(t), [&] { partial[me] = mx; });
+        t.team_barrier();
+        mx = partial[0];
+        for (int i = 1; i < members; ++i) mx = partial[i] > mx ? partial[i] : mx;
         float sum = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, c4),
-            [&](const int64_t j, float& s) {
+            Kokkos::ThreadVectorRange(t, begin, end),
+            [&](const int j, float& s) {
               const F4 v = row[j];
               s += kmath::exp(v.x - mx) + kmath::exp(v.y - mx) + kmath::exp(v.z - mx) +
                    kmath::exp(v.w - mx);
             },
             sum);
+        // Its own slots: a member still reading the maxima is not overwritten.
+        Kokkos::single(Kokkos::PerThread(t), [&] { partial[members + me] = sum; });
+        t.team_barrier();
+        sum = 0;
+        for (int i = 0; i < members; ++i) sum += partial[members + i];
         const float inv = 1.f / sum;
-        // Each thread rewrites only the packets it reads: in place is safe.
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, c4), [&](const int64_t j) {
+        // Each lane rewrites only the packets it reads: in place is safe.
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, begin, end), [&](const int j) {
           const F4 v = row[j];
           row[j] = F4{kmath::exp(v.x - mx) * inv, kmath::exp(v.y - mx) * inv,
                       kmath::exp(v.z - mx) * inv, kmath::exp(v.w - mx) * inv};
