@@ -66,7 +66,7 @@ KOKKOS_INLINE_FUNCTION float GeluTanh(float x) {
 template <class Exec>
 using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
 
-// Layer norm: one team per row, 256 threads on a device, whatever the host backend
+// Row kernels: one team per row, 256 threads on a device, whatever the host backend
 // likes on a host.
 template <class Exec>
 Kokkos::TeamPolicy<Exec> RowPolicy(int64_t rows) {
@@ -80,25 +80,18 @@ Kokkos::TeamPolicy<Exec> RowPolicy(int64_t rows) {
 template <class Exec>
 using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 
-// Softmax: one team per row, each member a contiguous share of the row that its vector
-// lanes stride through (on a GPU: 8 members of 32 lanes, a warp each), so the row
-// reductions are lane shuffles plus one exchange through team scratch. Kokkos' own
-// team-wide reduction over 256 single-lane members (TeamThreadRange) ran 10 % behind
-// the CUDA twin at 16384 rows on H100, with or without launch bounds
-// (bench/kokkos/data/2026-11-27_h100x1_run3, run4). Hosts: one member, one lane.
-using SoftmaxBounds = Kokkos::LaunchBounds<256, 8>;
-template <class Exec>
-using SoftmaxMember = typename Kokkos::TeamPolicy<Exec, SoftmaxBounds>::member_type;
+// The row kernels wait on DRAM between team barriers: each thread keeps
+// kPacketsInFlight 16-byte loads in flight instead of one per loop trip. Thread k of a
+// team takes packets k, k + s, ... (s = ceil(packets / kPacketsInFlight)), so with 256
+// threads and 4096-float rows it reads what the CUDA twin's thread k reads. With one
+// load per trip the softmax ran 8-10 % behind the twin at 256 MiB on H100 in every
+// reduction form tried (bench/kokkos/softmax_study.cc, data/2026-11-27_h100x1_run5).
+constexpr int kPacketsInFlight = 2;
 
-template <class Exec>
-Kokkos::TeamPolicy<Exec, SoftmaxBounds> SoftmaxPolicy(int64_t rows) {
-  constexpr bool host =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
-  const int members = host ? 1 : 8, lanes = host ? 1 : 32;
-  Kokkos::TeamPolicy<Exec, SoftmaxBounds> policy(rows, members, lanes);
-  // Two partials per member: the row max, then the row sum.
-  policy.set_scratch_size(0, Kokkos::PerTeam(2 * members * sizeof(float)));
-  return policy;
+// Packet q of thread k's group, or packet k again where the group runs past the row
+// (the caller skips those).
+KOKKOS_INLINE_FUNCTION int GroupPacket(int k, int q, int s, int n) {
+  return k + q * s < n ? k + q * s : k;
 }
 
 template <class Exec>
@@ -153,37 +146,54 @@ void BiasGelu(F4* y, const F4* x, const F4* bias, int64_t n4, int64_t c4) {
 }
 
 // Mean, then variance about it (two reductions over a row that stays in cache), then
-// the normalised row: what torch's layer_norm computes, fp32 throughout.
+// the normalised row: what torch's layer_norm computes, fp32 throughout. Packets grouped
+// as in the softmax below.
 template <class Exec>
 void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4) {
+  constexpr int U = kPacketsInFlight;
   const float inv_cols = 1.f / static_cast<float>(c4 * 4);
   Kokkos::parallel_for(
       "xdeep::layer_norm", RowPolicy<Exec>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
         const F4* xr = x + t.league_rank() * c4;
         F4* yr = y + t.league_rank() * c4;
+        const int n = static_cast<int>(c4), s = (n + U - 1) / U;
         float sum = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, c4),
-            [&](const int64_t j, float& s) {
-              const F4 v = xr[j];
-              s += v.x + v.y + v.z + v.w;
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& acc) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+              for (int q = 0; q < U; ++q) {
+                if (k + q * s < n) acc += v[q].x + v[q].y + v[q].z + v[q].w;
+              }
             },
             sum);
         const float mean = sum * inv_cols;
         float sq = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, c4),
-            [&](const int64_t j, float& s) {
-              const F4 v = xr[j];
-              const float a = v.x - mean, b = v.y - mean, c = v.z - mean, d = v.w - mean;
-              s += a * a + b * b + c * c + d * d;
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& acc) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+              for (int q = 0; q < U; ++q) {
+                const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean,
+                            d = v[q].w - mean;
+                if (k + q * s < n) acc += a * a + b * b + c * c + d * d;
+              }
             },
             sq);
         const float rstd = 1.f / kmath::sqrt(sq * inv_cols + kLayerNormEps);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, c4), [&](const int64_t j) {
-          const F4 v = xr[j], g = gamma[j], b = beta[j];
-          yr[j] = F4{(v.x - mean) * rstd * g.x + b.x, (v.y - mean) * rstd * g.y + b.y,
-                     (v.z - mean) * rstd * g.z + b.z, (v.w - mean) * rstd * g.w + b.w};
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
+          F4 v[U];
+          for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+          for (int q = 0; q < U; ++q) {
+            const int j = k + q * s;
+            if (j < n) {
+              const F4 g = gamma[j], b = beta[j];
+              yr[j] = F4{(v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
+                         (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w};
+            }
+          }
         });
       });
 }
@@ -191,49 +201,50 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
 // Row max, sum of exponentials, normalise in place: the softmax of attention scores.
 template <class Exec>
 void Softmax(F4* p, int64_t rows, int64_t c4) {
+  constexpr int U = kPacketsInFlight;
   Kokkos::parallel_for(
-      "xdeep::softmax", SoftmaxPolicy<Exec>(rows), KOKKOS_LAMBDA(const SoftmaxMember<Exec>& t) {
+      "xdeep::softmax", RowPolicy<Exec>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
         F4* row = p + t.league_rank() * c4;
-        // Indices within a row in 32 bits: fewer registers, so 8 teams fit a multiprocessor.
-        const int n = static_cast<int>(c4), members = t.team_size(), me = t.team_rank();
-        const int share = (n + members - 1) / members;
-        const int begin = me * share < n ? me * share : n;
-        const int end = begin + share < n ? begin + share : n;
-        float* partial = static_cast<float*>(t.team_shmem().get_shmem(2 * members * sizeof(float)));
+        const int n = static_cast<int>(c4), s = (n + U - 1) / U;
         float mx = 0;
         Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(t, begin, end),
-            [&](const int j, float& m) {
-              const F4 v = row[j];
-              const float a = v.x > v.y ? v.x : v.y, b = v.z > v.w ? v.z : v.w;
-              const float c = a > b ? a : b;
-              if (c > m) m = c;
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& m) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+              for (int q = 0; q < U; ++q) {  // a repeated packet k changes no maximum
+                const float a = v[q].x > v[q].y ? v[q].x : v[q].y;
+                const float b = v[q].z > v[q].w ? v[q].z : v[q].w;
+                const float c = a > b ? a : b;
+                if (c > m) m = c;
+              }
             },
             Kokkos::Max<float>(mx));
-        Kokkos::single(Kokkos::PerThread(t), [&] { partial[me] = mx; });
-        t.team_barrier();
-        mx = partial[0];
-        for (int i = 1; i < members; ++i) mx = partial[i] > mx ? partial[i] : mx;
         float sum = 0;
         Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(t, begin, end),
-            [&](const int j, float& s) {
-              const F4 v = row[j];
-              s += kmath::exp(v.x - mx) + kmath::exp(v.y - mx) + kmath::exp(v.z - mx) +
-                   kmath::exp(v.w - mx);
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& acc) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+              for (int q = 0; q < U; ++q) {
+                if (k + q * s < n) {
+                  acc += kmath::exp(v[q].x - mx) + kmath::exp(v[q].y - mx) +
+                         kmath::exp(v[q].z - mx) + kmath::exp(v[q].w - mx);
+                }
+              }
             },
             sum);
-        // Its own slots: a member still reading the maxima is not overwritten.
-        Kokkos::single(Kokkos::PerThread(t), [&] { partial[members + me] = sum; });
-        t.team_barrier();
-        sum = 0;
-        for (int i = 0; i < members; ++i) sum += partial[members + i];
         const float inv = 1.f / sum;
-        // Each lane rewrites only the packets it reads: in place is safe.
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, begin, end), [&](const int j) {
-          const F4 v = row[j];
-          row[j] = F4{kmath::exp(v.x - mx) * inv, kmath::exp(v.y - mx) * inv,
-                      kmath::exp(v.z - mx) * inv, kmath::exp(v.w - mx) * inv};
+        // Each thread rewrites only the packets it reads: in place is safe.
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
+          F4 v[U];
+          for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+          for (int q = 0; q < U; ++q) {
+            if (k + q * s < n) {
+              row[k + q * s] = F4{kmath::exp(v[q].x - mx) * inv, kmath::exp(v[q].y - mx) * inv,
+                                  kmath::exp(v[q].z - mx) * inv, kmath::exp(v[q].w - mx) * inv};
+            }
+          }
         });
       });
 }

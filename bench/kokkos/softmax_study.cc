@@ -3,9 +3,10 @@
 // events on Kokkos' stream), so a form, a buffer or the timing can each be told apart.
 //   softmax_study [--row-length 4096] [--sizes 64,128,256,512,1024] > study.csv
 // Forms: the CUDA twin (profiler/cuda/kernels.cu); Kokkos with 256 single-lane members
-// reducing through TeamThreadRange (the probe's kernel until this study); Kokkos with 8
-// members of 32 vector lanes reducing through ThreadVectorRange and team scratch (the
-// probe's kernel now, profiler/kokkos_kernels.cc), with and without launch bounds.
+// reducing through TeamThreadRange, one load per loop trip (the probe's kernel up to
+// run 4); the same with 2 or 4 loads in flight per thread (team_ilp2_nobounds is the
+// probe's kernel from run 6); Kokkos with 8 members of 32 vector lanes reducing through
+// ThreadVectorRange and team scratch (run 5's), with and without launch bounds.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
 // Built by bench/kokkos/build_softmax_study.sh; run by bench/kokkos/run_device.sh.
@@ -28,7 +29,7 @@ struct alignas(16) F4 {
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
-// The probe's kernel before this study.
+// The probe's kernel up to run 4.
 void SoftmaxTeamReduce(F4* p, int64_t rows, int64_t c4) {
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<256, 8>>;
   Kokkos::parallel_for(
@@ -62,7 +63,60 @@ void SoftmaxTeamReduce(F4* p, int64_t rows, int64_t c4) {
       });
 }
 
-// The probe's kernel now (profiler/kokkos_kernels.cc, device branch), `Bounds` aside.
+// The team form with U loads in flight per thread: thread k of the team takes packets
+// k, k + s, ..., k + (U - 1) s (s = ceil(packets / U)), so with 1024 packets and 256
+// threads it reads what the CUDA twin's thread k reads, but issues the U loads together
+// instead of one per loop trip. Out-of-row slots reload packet k and are left out.
+template <int U, class Bounds>
+void SoftmaxTeamIlp(F4* p, int64_t rows, int64_t c4) {
+  using Policy = Kokkos::TeamPolicy<Exec, Bounds>;
+  Kokkos::parallel_for(
+      "study::team_ilp", Policy(rows, 256), KOKKOS_LAMBDA(const typename Policy::member_type& t) {
+        F4* row = p + t.league_rank() * c4;
+        const int n = static_cast<int>(c4), s = (n + U - 1) / U;
+        float mx = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& m) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = row[k + q * s < n ? k + q * s : k];
+              for (int q = 0; q < U; ++q) {
+                const float a = v[q].x > v[q].y ? v[q].x : v[q].y;
+                const float b = v[q].z > v[q].w ? v[q].z : v[q].w;
+                const float c = a > b ? a : b;
+                if (c > m) m = c;
+              }
+            },
+            Kokkos::Max<float>(mx));
+        float sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& acc) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = row[k + q * s < n ? k + q * s : k];
+              for (int q = 0; q < U; ++q) {
+                if (k + q * s < n) {
+                  acc += Kokkos::exp(v[q].x - mx) + Kokkos::exp(v[q].y - mx) +
+                         Kokkos::exp(v[q].z - mx) + Kokkos::exp(v[q].w - mx);
+                }
+              }
+            },
+            sum);
+        const float inv = 1.f / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
+          F4 v[U];
+          for (int q = 0; q < U; ++q) v[q] = row[k + q * s < n ? k + q * s : k];
+          for (int q = 0; q < U; ++q) {
+            if (k + q * s < n) {
+              row[k + q * s] = F4{Kokkos::exp(v[q].x - mx) * inv, Kokkos::exp(v[q].y - mx) * inv,
+                                  Kokkos::exp(v[q].z - mx) * inv, Kokkos::exp(v[q].w - mx) * inv};
+            }
+          }
+        });
+      });
+}
+
+// The probe's kernel in run 5, `Bounds` aside.
 template <class Bounds>
 void SoftmaxLaneReduce(F4* p, int64_t rows, int64_t c4) {
   using Policy = Kokkos::TeamPolicy<Exec, Bounds>;
@@ -113,13 +167,27 @@ void SoftmaxLaneReduce(F4* p, int64_t rows, int64_t c4) {
       });
 }
 
-enum class Form { kCuda, kTeamReduce, kLaneReduce, kLaneReduceNoBounds };
-constexpr Form kForms[] = {Form::kCuda, Form::kTeamReduce, Form::kLaneReduce,
-                           Form::kLaneReduceNoBounds};
+enum class Form {
+  kCuda,
+  kTeamReduce,
+  kTeamIlp2,
+  kTeamIlp4,
+  kTeamIlp2NoBounds,
+  kTeamIlp4NoBounds,
+  kLaneReduce,
+  kLaneReduceNoBounds
+};
+constexpr Form kForms[] = {Form::kCuda,          Form::kTeamReduce,       Form::kTeamIlp2,
+                           Form::kTeamIlp4,      Form::kTeamIlp2NoBounds, Form::kTeamIlp4NoBounds,
+                           Form::kLaneReduce,    Form::kLaneReduceNoBounds};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
     case Form::kTeamReduce: return "kokkos_team_reduce";
+    case Form::kTeamIlp2: return "kokkos_team_ilp2";
+    case Form::kTeamIlp4: return "kokkos_team_ilp4";
+    case Form::kTeamIlp2NoBounds: return "kokkos_team_ilp2_nobounds";
+    case Form::kTeamIlp4NoBounds: return "kokkos_team_ilp4_nobounds";
     case Form::kLaneReduce: return "kokkos_lane_reduce";
     case Form::kLaneReduceNoBounds: return "kokkos_lane_reduce_nobounds";
   }
@@ -135,6 +203,10 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
                                                false, stream);
       break;
     case Form::kTeamReduce: SoftmaxTeamReduce(p4, rows, cols / 4); break;
+    case Form::kTeamIlp2: SoftmaxTeamIlp<2, Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
+    case Form::kTeamIlp4: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
+    case Form::kTeamIlp2NoBounds: SoftmaxTeamIlp<2, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
+    case Form::kTeamIlp4NoBounds: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
     case Form::kLaneReduce: SoftmaxLaneReduce<Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
     case Form::kLaneReduceNoBounds: SoftmaxLaneReduce<Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
   }
