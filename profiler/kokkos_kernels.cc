@@ -83,10 +83,11 @@ using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 // The row kernels wait on DRAM between team barriers: each thread keeps
 // kPacketsInFlight 16-byte loads in flight instead of one per loop trip. Thread k of a
 // team takes packets k, k + s, ... (s = ceil(packets / kPacketsInFlight)), so with 256
-// threads and 4096-float rows it reads what the CUDA twin's thread k reads. With one
-// load per trip the softmax ran 8-10 % behind the twin at 256 MiB on H100 in every
-// reduction form tried (bench/kokkos/softmax_study.cc, data/2026-11-27_h100x1_run5).
-constexpr int kPacketsInFlight = 2;
+// threads and 4096-float rows it reads what the CUDA twin's thread k reads. One load per
+// trip left the softmax 8-11 % behind the twin up to 256 MiB on H100 whatever the
+// reduction form, two loads 7 %; four (46 registers, 5 teams per multiprocessor) run at
+// copy's bandwidth (bench/kokkos/data/2026-11-27_h100x1_run6, study.csv).
+constexpr int kPacketsInFlight = 4;
 
 // Packet q of thread k's group, or packet k again where the group runs past the row
 // (the caller skips those).
