@@ -85,8 +85,9 @@ using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 // team takes packets k, k + s, ... (s = ceil(packets / kPacketsInFlight)), so with 256
 // threads and 4096-float rows it reads what the CUDA twin's thread k reads. One load per
 // trip left the softmax 8-11 % behind the twin up to 256 MiB on H100 whatever the
-// reduction form, two loads 7 %; four (46 registers, 5 teams per multiprocessor) run at
-// copy's bandwidth (bench/kokkos/data/2026-11-27_h100x1_run6, study.csv).
+// reduction form, two loads 7 %; with four (46-47 registers, 5 teams per multiprocessor;
+// launch bounds for 8 made it spill) softmax and layer norm run at copy's bandwidth
+// (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7).
 constexpr int kPacketsInFlight = 4;
 
 // Packet q of thread k's group, or packet k again where the group runs past the row
