@@ -6,7 +6,8 @@
 # XDEEP_CARRY naming a copy (relative or absolute), carried
 # and torch on the GPU machine. Writes under $OUT: log.txt, probe_reports.json (every
 # xdeep-probe report), torch.json (every torch run), summary.csv (bench/kokkos/compare.py),
-# kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device). Every step has a timeout.
+# kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device), study.csv (the
+# softmax forms of bench/kokkos/softmax_study.cc). Every step has a timeout.
 set -u
 OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
@@ -29,6 +30,12 @@ echo "== Kokkos probe unit tests on the device (data checks, sizes, errors)"
 t timeout 60 $carry/profiler_kokkos_probes_test --gtest_output=xml:$OUT/kokkos_tests.xml
 echo "== CUDA bandwidth probes' unit test (the six kernels' data checks)"
 t timeout 60 $carry/profiler_gpu_probes_test --gtest_filter='*DeviceBandwidth*' --gtest_output=xml:$OUT/cuda_bandwidth_test.xml
+echo "== softmax forms x buffers x sizes, all timed by CUDA events (softmax_study.cc)"
+s0=$EPOCHREALTIME
+timeout 60 $carry/softmax_study --row-length 4096 --sizes 64,128,256,512,1024 > $OUT/study.csv
+rc=$?
+echo "[time] $(el $s0) s rc=$rc: softmax_study"
+cat $OUT/study.csv
 
 # Workload sizes: 256 MiB per array is a 16384-token x 4096-hidden activation (layer
 # norm rows, a GEMM epilogue) or a 64M-parameter optimizer group; 1 GiB a 268M one.

@@ -168,33 +168,68 @@ __global__ void SoftmaxRowsKernel(void* p, int64_t cols, ElemKind kind, float sc
   }
 }
 
-// One block per row, 16-byte loads: sum, sum of squared deviations, write.
+// The fp32 row kernels below keep kPacketsInFlight 16-byte loads in flight per thread,
+// as the Kokkos row kernels (profiler/kokkos_kernels.cc) do, with the same split: thread
+// k of a block takes packets k, k + s, ... (s = ceil(packets / kPacketsInFlight)) at
+// once, then k + blockDim.x, ... With one load per loop trip these twins reached 2.0 TB/s
+// (layer norm) and 2.7-2.8 TB/s (softmax) on H100 while Kokkos' 4-load form ran at copy's
+// 2.9-3.0 TB/s (bench/kokkos/data/2026-11-27_h100x1_run7): the twin measured the loop
+// form, not the access pattern.
+constexpr int kPacketsInFlight = 4;
+
+// Packet q of thread k's group, or packet k again where the group runs past the row
+// (the caller skips those; re-reading k keeps every load unconditional).
+__device__ __forceinline__ int64_t GroupPacket(int64_t k, int q, int64_t s, int64_t n) {
+  return k + q * s < n ? k + q * s : k;
+}
+
+// One block per row: sum, sum of squared deviations about the mean, write.
 __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restrict__ x,
                                     const float* __restrict__ gamma,
                                     const float* __restrict__ beta, int64_t cols, float eps) {
+  constexpr int U = kPacketsInFlight;
   __shared__ float shared[32];
-  const int64_t c4 = cols / 4;
-  const auto* xr = reinterpret_cast<const float4*>(x) + blockIdx.x * c4;
-  auto* yr = reinterpret_cast<float4*>(y) + blockIdx.x * c4;
+  const int64_t n = cols / 4, s = (n + U - 1) / U;
+  const auto* xr = reinterpret_cast<const float4*>(x) + blockIdx.x * n;
+  auto* yr = reinterpret_cast<float4*>(y) + blockIdx.x * n;
   const auto* g4 = reinterpret_cast<const float4*>(gamma);
   const auto* b4 = reinterpret_cast<const float4*>(beta);
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
-    const float4 v = xr[j];
-    sum += v.x + v.y + v.z + v.w;
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      if (k + q * s < n) sum += v[q].x + v[q].y + v[q].z + v[q].w;
+    }
   }
   const float mean = BlockReduce<false>(sum, shared) / static_cast<float>(cols);
   float sq = 0.f;
-  for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
-    const float4 v = xr[j];
-    const float a = v.x - mean, b = v.y - mean, c = v.z - mean, d = v.w - mean;
-    sq += a * a + b * b + c * c + d * d;
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean, d = v[q].w - mean;
+      if (k + q * s < n) sq += a * a + b * b + c * c + d * d;
+    }
   }
   const float rstd = rsqrtf(BlockReduce<false>(sq, shared) / static_cast<float>(cols) + eps);
-  for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
-    const float4 v = xr[j], g = g4[j], b = b4[j];
-    yr[j] = make_float4((v.x - mean) * rstd * g.x + b.x, (v.y - mean) * rstd * g.y + b.y,
-                        (v.z - mean) * rstd * g.z + b.z, (v.w - mean) * rstd * g.w + b.w);
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      const int64_t j = k + q * s;
+      if (j < n) {
+        const float4 g = g4[j], b = b4[j];
+        yr[j] = make_float4((v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
+                            (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w);
+      }
+    }
   }
 }
 
@@ -218,31 +253,53 @@ __global__ void BiasGeluKernel(float* __restrict__ y, const float* __restrict__ 
 }
 
 // fp32 rows of a multiple of 4 (no causal mask): the same three passes with 16-byte
-// accesses, as the Kokkos softmax probe and tuned row kernels make them, and the same
-// math: expf, as Kokkos::exp and torch's softmax use, not the __expf intrinsic (with
-// it this kernel ran 11 % ahead of the Kokkos one at 256 MiB on H100 and level at 1 GiB,
-// bench/kokkos/data/2026-11-27_h100x1_run2).
+// accesses, kPacketsInFlight of them in flight per thread, as the Kokkos softmax probe
+// makes them, and the same math: expf, as Kokkos::exp and torch's softmax use, not the
+// __expf intrinsic (with it this kernel ran 11 % ahead of the Kokkos one at 256 MiB on
+// H100 and level at 1 GiB, bench/kokkos/data/2026-11-27_h100x1_run2).
 __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float scale) {
+  constexpr int U = kPacketsInFlight;
   __shared__ float shared[32];
-  const int64_t c4 = cols / 4;
-  auto* row = reinterpret_cast<float4*>(p) + blockIdx.x * c4;
+  const int64_t n = cols / 4, s = (n + U - 1) / U;
+  auto* row = reinterpret_cast<float4*>(p) + blockIdx.x * n;
   float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
-    const float4 v = row[j];
-    m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)) * scale);
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+#pragma unroll
+    for (int q = 0; q < U; ++q) {  // a repeated packet k changes no maximum
+      m = fmaxf(m, fmaxf(fmaxf(v[q].x, v[q].y), fmaxf(v[q].z, v[q].w)) * scale);
+    }
   }
   m = BlockReduce<true>(m, shared);
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
-    const float4 v = row[j];
-    sum += expf(v.x * scale - m) + expf(v.y * scale - m) + expf(v.z * scale - m) +
-           expf(v.w * scale - m);
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      if (k + q * s < n) {
+        sum += expf(v[q].x * scale - m) + expf(v[q].y * scale - m) + expf(v[q].z * scale - m) +
+               expf(v[q].w * scale - m);
+      }
+    }
   }
   const float inv = 1.f / BlockReduce<false>(sum, shared);
-  for (int64_t j = threadIdx.x; j < c4; j += blockDim.x) {
-    const float4 v = row[j];
-    row[j] = make_float4(expf(v.x * scale - m) * inv, expf(v.y * scale - m) * inv,
-                         expf(v.z * scale - m) * inv, expf(v.w * scale - m) * inv);
+  // Each thread rewrites only the packets it reads: in place is safe.
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      if (k + q * s < n) {
+        row[k + q * s] =
+            make_float4(expf(v[q].x * scale - m) * inv, expf(v[q].y * scale - m) * inv,
+                        expf(v[q].z * scale - m) * inv, expf(v[q].w * scale - m) * inv);
+      }
+    }
   }
 }
 

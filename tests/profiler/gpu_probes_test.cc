@@ -129,6 +129,23 @@ TEST_F(GpuProbesTest, DeviceBandwidth) {
   for (const BandwidthEntry& e : r) EXPECT_GT(e.gbps, 10) << e.kernel;
 }
 
+// The row kernels split a row's 16-byte packets into groups of 4 in flight per thread:
+// rows whose packets do not split evenly, or number fewer than 4 or than a block's
+// threads, still pass the data check (first, middle and last rows, every column).
+TEST_F(GpuProbesTest, DeviceBandwidthRowKernelsAtUnevenRowLengths) {
+  for (int64_t cols : {int64_t{12}, int64_t{1028}, int64_t{4100}, int64_t{8196}}) {
+    DeviceBandwidthOptions o;
+    o.row_length = cols;
+    o.elements = cols * 257;
+    o.kernels = {"layer_norm", "softmax"};
+    o.harness.max_samples = 3;
+    std::vector<ErrorEntry> errors;
+    std::vector<BandwidthEntry> r = RunDeviceBandwidth(o, &errors);
+    for (const ErrorEntry& e : errors) ADD_FAILURE() << cols << ": " << e.probe << ": " << e.message;
+    EXPECT_EQ(r.size(), 2u) << cols;
+  }
+}
+
 TEST_F(GpuProbesTest, SingleRankCollectives) {
   CollectiveOptions o;
   o.min_bytes = 1024;

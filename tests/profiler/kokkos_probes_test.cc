@@ -129,6 +129,26 @@ TEST(KokkosProbesTest, RowKernelsMatchTheReference) {
   EXPECT_NE(before, y);             // the output buffer was written
 }
 
+// The row kernels give each thread a group of packets spread over the row (2 on every
+// backend): rows whose packets do not split evenly into groups, or are fewer than the
+// team's threads, still pass the data check (first, middle and last row against the
+// host reference), on the host and, with a device Kokkos, on the device.
+TEST(KokkosProbesTest, RowKernelsMatchTheReferenceForAnyRowLength) {
+  for (const int64_t cols : {12, 52, 4100}) {
+    KokkosBandwidthOptions o;
+    o.elements = cols * 40;
+    o.row_length = cols;
+    o.kernels = {"layer_norm", "softmax"};
+    o.harness.max_samples = 3;
+    std::vector<ErrorEntry> errors;
+    EXPECT_EQ(RunKokkosHostBandwidth(o, &errors).size(), 2u) << cols;
+    if (KokkosHasDeviceSpace()) {
+      EXPECT_EQ(RunKokkosDeviceBandwidth(o, &errors).size(), 2u) << cols;
+    }
+    for (const ErrorEntry& e : errors) ADD_FAILURE() << cols << " " << e.probe << ": " << e.message;
+  }
+}
+
 TEST(KokkosProbesTest, VersionNamesTheSpace) {
   const std::string v = KokkosVersionString();
   EXPECT_NE(v.find(" ("), std::string::npos) << v;

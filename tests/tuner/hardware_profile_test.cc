@@ -452,8 +452,12 @@ TEST(ProbeReportTest, KokkosDeviceProbesSetTheOptimizerAndElementwiseBandwidth) 
                     BandwidthEntry("layer_norm", "kokkos", 2200) + "," +
                     BandwidthEntry("softmax", "kokkos", 2000) + "," +
                     BandwidthEntry("bias_gelu", "kokkos", 2600) + "," +
-                    // The CUDA kernels and host figures are not the Kokkos device ones.
-                    BandwidthEntry("adam_update", "cuda", 2700) +
+                    // The CUDA kernels and host figures are not the Kokkos device ones,
+                    // and the CUDA row kernels (with 4 loads in flight, as fast as
+                    // copy) are no memory bandwidth either.
+                    BandwidthEntry("adam_update", "cuda", 2700) + "," +
+                    BandwidthEntry("layer_norm", "cuda", 3100) + "," +
+                    BandwidthEntry("softmax", "cuda", 3050) +
                     R"(, {"kernel": "adam_update", "space": "host", "backend": "kokkos",
                           "bytes": 1000, "median_s": 0.001, "gbps": 30})"),
       "probe.json");
@@ -467,10 +471,14 @@ TEST(ProbeReportTest, KokkosDeviceProbesSetTheOptimizerAndElementwiseBandwidth) 
 
   // Without them: no optimizer figure (the model uses the copy bandwidth), no label.
   auto plain = HardwareProfileFromProbeReport(
-      WithBandwidth(BandwidthEntry("adam_update", "cuda", 2700)), "probe.json");
+      WithBandwidth(BandwidthEntry("adam_update", "cuda", 2700) + "," +
+                    BandwidthEntry("layer_norm", "cuda", 3100) + "," +
+                    BandwidthEntry("softmax", "cuda", 3050)),
+      "probe.json");
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->optimizer_bandwidth_gbps, 0);
   EXPECT_EQ(plain->elementwise_bandwidth_gbps, 0);
+  EXPECT_DOUBLE_EQ(plain->memory_bandwidth_gbps, 2900);
   EXPECT_THAT(plain->Label(), ::testing::Not(::testing::HasSubstr("Kokkos")));
 
   // The model's optimizer step follows the Kokkos figure: half the bandwidth, at

@@ -1,0 +1,340 @@
+// Why the Kokkos softmax trailed its CUDA twin at 256 MiB (issue 26): the row softmax in
+// several forms, on two kinds of buffer, at several sizes, all timed the same way (CUDA
+// events on Kokkos' stream), so a form, a buffer or the timing can each be told apart.
+//   softmax_study [--row-length 4096] [--sizes 64,128,256,512,1024] > study.csv
+// Forms: the CUDA twin (profiler/cuda/kernels.cu); Kokkos with 256 single-lane members
+// reducing through TeamThreadRange, one load per loop trip (the probe's kernel up to
+// run 4); the same with 2 or 4 loads in flight per thread (team_ilp2_nobounds is the
+// probe's kernel from run 6); Kokkos with 8 members of 32 vector lanes reducing through
+// ThreadVectorRange and team scratch (run 5's), with and without launch bounds.
+// Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
+// 128 bytes past its allocation's start, as the Kokkos probe has).
+// Built by bench/kokkos/build_softmax_study.sh; run by bench/kokkos/run_device.sh.
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "profiler/cuda/kernels.h"
+
+namespace {
+
+struct alignas(16) F4 {
+  float x, y, z, w;
+};
+
+using Exec = Kokkos::DefaultExecutionSpace;
+
+// The probe's kernel up to run 4.
+void SoftmaxTeamReduce(F4* p, int64_t rows, int64_t c4) {
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<256, 8>>;
+  Kokkos::parallel_for(
+      "study::team_reduce", Policy(rows, 256), KOKKOS_LAMBDA(const Policy::member_type& t) {
+        F4* row = p + t.league_rank() * c4;
+        float mx = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, c4),
+            [&](const int64_t j, float& m) {
+              const F4 v = row[j];
+              const float a = v.x > v.y ? v.x : v.y, b = v.z > v.w ? v.z : v.w;
+              const float c = a > b ? a : b;
+              if (c > m) m = c;
+            },
+            Kokkos::Max<float>(mx));
+        float sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, c4),
+            [&](const int64_t j, float& s) {
+              const F4 v = row[j];
+              s += Kokkos::exp(v.x - mx) + Kokkos::exp(v.y - mx) + Kokkos::exp(v.z - mx) +
+                   Kokkos::exp(v.w - mx);
+            },
+            sum);
+        const float inv = 1.f / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, c4), [&](const int64_t j) {
+          const F4 v = row[j];
+          row[j] = F4{Kokkos::exp(v.x - mx) * inv, Kokkos::exp(v.y - mx) * inv,
+                      Kokkos::exp(v.z - mx) * inv, Kokkos::exp(v.w - mx) * inv};
+        });
+      });
+}
+
+// The team form with U loads in flight per thread: thread k of the team takes packets
+// k, k + s, ..., k + (U - 1) s (s = ceil(packets / U)), so with 1024 packets and 256
+// threads it reads what the CUDA twin's thread k reads, but issues the U loads together
+// instead of one per loop trip. Out-of-row slots reload packet k and are left out.
+template <int U, class Bounds>
+void SoftmaxTeamIlp(F4* p, int64_t rows, int64_t c4) {
+  using Policy = Kokkos::TeamPolicy<Exec, Bounds>;
+  Kokkos::parallel_for(
+      "study::team_ilp", Policy(rows, 256), KOKKOS_LAMBDA(const typename Policy::member_type& t) {
+        F4* row = p + t.league_rank() * c4;
+        const int n = static_cast<int>(c4), s = (n + U - 1) / U;
+        float mx = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& m) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = row[k + q * s < n ? k + q * s : k];
+              for (int q = 0; q < U; ++q) {
+                const float a = v[q].x > v[q].y ? v[q].x : v[q].y;
+                const float b = v[q].z > v[q].w ? v[q].z : v[q].w;
+                const float c = a > b ? a : b;
+                if (c > m) m = c;
+              }
+            },
+            Kokkos::Max<float>(mx));
+        float sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, s),
+            [&](const int k, float& acc) {
+              F4 v[U];
+              for (int q = 0; q < U; ++q) v[q] = row[k + q * s < n ? k + q * s : k];
+              for (int q = 0; q < U; ++q) {
+                if (k + q * s < n) {
+                  acc += Kokkos::exp(v[q].x - mx) + Kokkos::exp(v[q].y - mx) +
+                         Kokkos::exp(v[q].z - mx) + Kokkos::exp(v[q].w - mx);
+                }
+              }
+            },
+            sum);
+        const float inv = 1.f / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
+          F4 v[U];
+          for (int q = 0; q < U; ++q) v[q] = row[k + q * s < n ? k + q * s : k];
+          for (int q = 0; q < U; ++q) {
+            if (k + q * s < n) {
+              row[k + q * s] = F4{Kokkos::exp(v[q].x - mx) * inv, Kokkos::exp(v[q].y - mx) * inv,
+                                  Kokkos::exp(v[q].z - mx) * inv, Kokkos::exp(v[q].w - mx) * inv};
+            }
+          }
+        });
+      });
+}
+
+// The probe's kernel in run 5, `Bounds` aside.
+template <class Bounds>
+void SoftmaxLaneReduce(F4* p, int64_t rows, int64_t c4) {
+  using Policy = Kokkos::TeamPolicy<Exec, Bounds>;
+  constexpr int kMembers = 8;
+  Policy policy(rows, kMembers, 32);
+  policy.set_scratch_size(0, Kokkos::PerTeam(2 * kMembers * sizeof(float)));
+  Kokkos::parallel_for(
+      "study::lane_reduce", policy, KOKKOS_LAMBDA(const typename Policy::member_type& t) {
+        F4* row = p + t.league_rank() * c4;
+        const int n = static_cast<int>(c4), members = t.team_size(), me = t.team_rank();
+        const int share = (n + members - 1) / members;
+        const int begin = me * share < n ? me * share : n;
+        const int end = begin + share < n ? begin + share : n;
+        float* partial = static_cast<float*>(t.team_shmem().get_shmem(2 * members * sizeof(float)));
+        float mx = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(t, begin, end),
+            [&](const int j, float& m) {
+              const F4 v = row[j];
+              const float a = v.x > v.y ? v.x : v.y, b = v.z > v.w ? v.z : v.w;
+              const float c = a > b ? a : b;
+              if (c > m) m = c;
+            },
+            Kokkos::Max<float>(mx));
+        Kokkos::single(Kokkos::PerThread(t), [&] { partial[me] = mx; });
+        t.team_barrier();
+        mx = partial[0];
+        for (int i = 1; i < members; ++i) mx = partial[i] > mx ? partial[i] : mx;
+        float sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(t, begin, end),
+            [&](const int j, float& s) {
+              const F4 v = row[j];
+              s += Kokkos::exp(v.x - mx) + Kokkos::exp(v.y - mx) + Kokkos::exp(v.z - mx) +
+                   Kokkos::exp(v.w - mx);
+            },
+            sum);
+        Kokkos::single(Kokkos::PerThread(t), [&] { partial[members + me] = sum; });
+        t.team_barrier();
+        sum = 0;
+        for (int i = 0; i < members; ++i) sum += partial[members + i];
+        const float inv = 1.f / sum;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, begin, end), [&](const int j) {
+          const F4 v = row[j];
+          row[j] = F4{Kokkos::exp(v.x - mx) * inv, Kokkos::exp(v.y - mx) * inv,
+                      Kokkos::exp(v.z - mx) * inv, Kokkos::exp(v.w - mx) * inv};
+        });
+      });
+}
+
+enum class Form {
+  kCuda,
+  kTeamReduce,
+  kTeamIlp2,
+  kTeamIlp4,
+  kTeamIlp2NoBounds,
+  kTeamIlp4NoBounds,
+  kLaneReduce,
+  kLaneReduceNoBounds
+};
+constexpr Form kForms[] = {Form::kCuda,          Form::kTeamReduce,       Form::kTeamIlp2,
+                           Form::kTeamIlp4,      Form::kTeamIlp2NoBounds, Form::kTeamIlp4NoBounds,
+                           Form::kLaneReduce,    Form::kLaneReduceNoBounds};
+const char* Name(Form f) {
+  switch (f) {
+    case Form::kCuda: return "cuda_twin";
+    case Form::kTeamReduce: return "kokkos_team_reduce";
+    case Form::kTeamIlp2: return "kokkos_team_ilp2";
+    case Form::kTeamIlp4: return "kokkos_team_ilp4";
+    case Form::kTeamIlp2NoBounds: return "kokkos_team_ilp2_nobounds";
+    case Form::kTeamIlp4NoBounds: return "kokkos_team_ilp4_nobounds";
+    case Form::kLaneReduce: return "kokkos_lane_reduce";
+    case Form::kLaneReduceNoBounds: return "kokkos_lane_reduce_nobounds";
+  }
+  return "?";
+}
+
+void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
+  F4* p4 = reinterpret_cast<F4*>(p);
+  switch (f) {
+    case Form::kCuda:
+      xdeep::profiler::cuda::LaunchSoftmaxRows(p, rows, cols,
+                                               xdeep::profiler::cuda::ElemKind::kFp32, 1.f,
+                                               false, stream);
+      break;
+    case Form::kTeamReduce: SoftmaxTeamReduce(p4, rows, cols / 4); break;
+    case Form::kTeamIlp2: SoftmaxTeamIlp<2, Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
+    case Form::kTeamIlp4: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
+    case Form::kTeamIlp2NoBounds: SoftmaxTeamIlp<2, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
+    case Form::kTeamIlp4NoBounds: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
+    case Form::kLaneReduce: SoftmaxLaneReduce<Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
+    case Form::kLaneReduceNoBounds: SoftmaxLaneReduce<Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
+  }
+}
+
+void Fill(float* p, int64_t n) {
+  Kokkos::parallel_for(
+      "study::fill", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, n),
+      KOKKOS_LAMBDA(const int64_t i) {
+        p[i] = 0.5f + static_cast<float>((i * 2654435761LL + 97) % 1000) / 1000.0f;
+      });
+  Kokkos::fence();
+}
+
+// Rows 0, middle and last sum to 1 after a softmax.
+bool RowsSumToOne(const float* p, int64_t rows, int64_t cols) {
+  std::vector<float> h(cols);
+  for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+    cudaMemcpy(h.data(), p + r * cols, cols * sizeof(float), cudaMemcpyDeviceToHost);
+    double s = 0;
+    for (float v : h) {
+      if (!std::isfinite(v) || v < 0) return false;
+      s += v;
+    }
+    if (std::abs(s - 1) > 1e-3) return false;
+  }
+  return true;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int64_t> ParseSizes(const char* s) {
+  std::vector<int64_t> out;
+  for (const char* c = s; *c;) {
+    char* end = nullptr;
+    out.push_back(std::strtoll(c, &end, 10));
+    c = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t cols = 4096;
+  std::vector<int64_t> sizes_mib = {64, 128, 256, 512, 1024};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--row-length") {
+      cols = std::atoll(argv[i + 1]);
+    } else if (a == "--sizes") {
+      sizes_mib = ParseSizes(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "unknown option %s (--row-length N, --sizes MiB,MiB,...)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (cols <= 0 || cols % 4 != 0) {
+    std::fprintf(stderr, "--row-length must be a positive multiple of 4\n");
+    return 2;
+  }
+  Kokkos::ScopeGuard guard;
+  const cudaStream_t stream = Exec().cuda_stream();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::printf(
+      "size_mib,buffer,form,rows,offset_bytes,gpu_us_per_op,gbps,enqueue_us_per_op,"
+      "host_us_per_op,reps,check\n");
+  for (const int64_t mib : sizes_mib) {
+    const int64_t n = mib * 1024 * 1024 / 4 / cols * cols, rows = n / cols;
+    float* raw = nullptr;
+    if (cudaMalloc(&raw, n * sizeof(float)) != cudaSuccess) {
+      std::fprintf(stderr, "cudaMalloc of %lld MiB failed\n", static_cast<long long>(mib));
+      return 1;
+    }
+    Kokkos::View<float*, Exec::memory_space> view(
+        Kokkos::view_alloc("study::view", Kokkos::WithoutInitializing), n);
+    for (const bool use_view : {false, true}) {
+      float* p = use_view ? view.data() : raw;
+      for (const Form f : kForms) {
+        Fill(p, n);
+        for (int w = 0; w < 3; ++w) Launch(f, p, rows, cols, stream);
+        cudaEventRecord(start, stream);
+        Launch(f, p, rows, cols, stream);
+        cudaEventRecord(stop, stream);
+        cudaEventSynchronize(stop);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start, stop);
+        // Batches of about 2 ms, 11 of them; GPU time from events, enqueue and host
+        // (enqueue + wait) time from the host clock.
+        const int reps = std::max(3, static_cast<int>(2.0 / std::max(ms, 1e-3f)));
+        std::vector<double> gpu, enqueue, host;
+        for (int s = 0; s < 11; ++s) {
+          Kokkos::fence();
+          const auto t0 = std::chrono::steady_clock::now();
+          cudaEventRecord(start, stream);
+          for (int r = 0; r < reps; ++r) Launch(f, p, rows, cols, stream);
+          cudaEventRecord(stop, stream);
+          const auto t1 = std::chrono::steady_clock::now();
+          cudaEventSynchronize(stop);
+          Kokkos::fence();
+          const auto t2 = std::chrono::steady_clock::now();
+          cudaEventElapsedTime(&ms, start, stop);
+          gpu.push_back(ms * 1e3 / reps);
+          enqueue.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / reps);
+          host.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count() / reps);
+        }
+        Fill(p, n);
+        Launch(f, p, rows, cols, stream);
+        Kokkos::fence();
+        const bool ok = cudaGetLastError() == cudaSuccess && RowsSumToOne(p, rows, cols);
+        const double us = Median(gpu);
+        std::printf("%lld,%s,%s,%lld,%lld,%.2f,%.1f,%.2f,%.2f,%d,%s\n",
+                    static_cast<long long>(mib), use_view ? "kokkos_view" : "cuda_malloc",
+                    Name(f), static_cast<long long>(rows),
+                    static_cast<long long>(reinterpret_cast<uintptr_t>(p) % (2 << 20)), us,
+                    2.0 * n * sizeof(float) / (us * 1e3), Median(enqueue), Median(host), reps,
+                    ok ? "ok" : "FAILED");
+        std::fflush(stdout);
+      }
+    }
+    cudaFree(raw);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 0;
+}
