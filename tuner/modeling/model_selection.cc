@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -17,6 +18,7 @@ namespace xdeep::modeling {
 namespace {
 
 constexpr size_t kMinValuesForFold = 4;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // How the repetitions' spread grows with the value: the slope of log σ over
 // log mean across the points, >= 0.5 proportional (run-time noise, for which
@@ -194,6 +196,32 @@ bool SameTerms(const Model& a, const Model& b) {
   return true;
 }
 
+// Whether `reference`'s prediction one doubling past the grid (every
+// parameter at twice its largest value) lies within the range of the
+// predictions there of the hypotheses scoring below `max_score` (at least two,
+// Extra-P's own terms not counted): where the hypotheses the data cannot tell
+// apart disagree at least as much as the change would move the prediction,
+// the data do not argue for the change.
+template <typename Score>
+bool WithinNearEqualSpread(const Model& reference, std::span<const Model> hypotheses,
+                           const Score& score, double max_score,
+                           std::span<const Measurement> points) {
+  const size_t dims = points[0].coordinate.size();
+  std::vector<double> x(dims, 0.0);
+  for (const Measurement& m : points) {
+    for (size_t p = 0; p < dims; ++p) x[p] = std::max(x[p], 2.0 * m.coordinate[p]);
+  }
+  double lo = kInf, hi = -kInf;
+  int count = 0;
+  for (const Model& m : hypotheses) {
+    if (SameTerms(m, reference) || !(score(m) < max_score)) continue;
+    const double f = m.Evaluate(x);
+    lo = std::min(lo, f), hi = std::max(hi, f), ++count;
+  }
+  const double r = reference.Evaluate(x);
+  return count >= 2 && r >= lo && r <= hi;
+}
+
 }  // namespace
 
 std::string SelectedModel::Explain(std::span<const std::string> names) const {
@@ -267,7 +295,12 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   if (best == &out.model) return out;
   out.other_modeler = proportional ? "joint search, relative LS" : "joint search, absolute LS";
   out.other_cv_error = ExtrapolationError(points, *best, proportional, options.held_out_values);
-  if (extrap_score - best_score >= options.min_evidence &&
+  // Extra-P's extrapolation among those of the hypotheses the data cannot
+  // tell from the best: the evidence is about the hypotheses' shape on the
+  // grid, not about the extrapolation.
+  const bool undecided = WithinNearEqualSpread(out.model, *alternatives, score,
+                                               best_score + options.min_evidence, points);
+  if (extrap_score - best_score >= options.min_evidence && !undecided &&
       ExtrapolatesDifferently(out.model, *best, points, proportional, options.min_shift) &&
       out.other_cv_error <= out.cv_error && out.other_cv_error < options.max_cv_error) {
     out.model = *best;

@@ -23,6 +23,11 @@
 //    (each parameter alone, and all together) differs from Extra-P's by more
 //    than min_shift standard errors of its own prediction there: where the
 //    data cannot tell the two extrapolations apart, the reference stays.
+//    It stays too where its prediction at twice every parameter's largest
+//    value lies within the range of those of the hypotheses scoring within
+//    min_evidence of the best (at least two): they disagree there as much as
+//    the change would move it, so the evidence is about the shape on the
+//    grid, not about the extrapolation.
 //
 // The cross-validated error mimics extrapolation: for every parameter with at
 // least 4 distinct values, the points at its largest value are left out, the
