@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   app.add_option("--heavy-workload", o.heavy_workload, "TOML of the worst-case request")
       ->check(CLI::ExistingFile);
   app.add_option("--heavy-deadline-ms", o.heavy_deadline_ms, "each worst-case request's deadline")
-      ->check(CLI::Range(100, 600000));
+      ->check(CLI::Range(10, 600000));
   app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
   CLI11_PARSE(app, argc, argv);
   for (const std::string& item : o.cpu_of) {
