@@ -56,6 +56,25 @@ TEST(WorkloadTest, BertStructureKeysMatchTransformersCountAndAddLaunches) {
   EXPECT_EQ(bert_kernels - plain_kernels, 12 * (6 + 1) + 4 + 4);
 }
 
+TEST(WorkloadTest, EncoderValidationWorkloadsMatchTransformersCounts) {
+  // transformers' num_parameters() of the masked-LM classes library_suite.py builds,
+  // less the MLM decoder's vocabulary bias the descriptions leave out; RoBERTa's file
+  // also counts two token types and 512 positions for its one and 514 (+768 - 1536).
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-bert-base", 109514298 - 30522},
+                 Case{"hf-roberta-base", 124697433 - 50265 + 768 - 1536},
+                 Case{"hf-distilbert-base", 66985530 - 30522}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 TEST(WorkloadTest, ResNet50ParameterCountMatchesTorchvision) {
   auto w = PresetWorkload("resnet50");
   ASSERT_TRUE(w.ok());
