@@ -8,7 +8,7 @@ The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small
 large and xl; LlamaForCausalLM of a 1B Llama-style config; BertForMaskedLM of BERT base and
 large; RobertaForMaskedLM (base), DistilBertForMaskedLM; MistralForCausalLM and
 Qwen2ForCausalLM of 1B / 0.5B configs; from_config, random
-weights, no download), torchvision (ResNet-50, ResNet-152, ViT-B/16) and timm (ViT-L/16).
+weights, no download), torchvision (ResNet-50, -101, -152, ViT-B/16, ViT-L/16) and timm (ViT-L/16).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -69,8 +69,9 @@ TRANSFORMERS = {
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
+          "tv-resnet101": "resnet101", "tv-vit-l16": "vit_l_16",
           "timm-vit-l16": "timm:vit_large_patch16_224"}
-CNNS = {"tv-resnet50", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
+CNNS = {"tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
