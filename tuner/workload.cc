@@ -181,6 +181,21 @@ void BuildTransformerLayers(Workload& w) {
   embed.kernels = 3;        // token and position lookups, add
   embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
+  if (t.token_types) {
+    // BERT's type_vocab_size 2 table: one more lookup and add (fused: none).
+    embed.params += 2 * int64_t{t.hidden};
+    embed.kernels += 2;
+    embed.param_tensors += 1;
+  }
+  if (t.embedding_norm) {
+    // LayerNorm and dropout over the sum, in the residual precision; the
+    // LayerNorm's input is kept for its backward. Compiled: one more kernel.
+    embed.params += 2 * int64_t{t.hidden};
+    embed.kernels += 2;
+    embed.fused_kernels += 1;
+    embed.param_tensors += 2;
+    embed.saved_activation_bytes += s * h * r;
+  }
   w.layers.push_back(embed);
 
   const AttentionKernel attention = ResolvedAttention(w);
@@ -195,10 +210,21 @@ void BuildTransformerLayers(Workload& w) {
     // nn.Linear's biases: QKV, out-projection, MLP in and out (gate and up for SwiGLU).
     const int64_t mlp_in = int64_t{t.ffn} * (t.gated_mlp ? 2 : 1);
     const int64_t biases = bias ? (t.hidden + 2 * kv_dim) + t.hidden + mlp_in + t.hidden : 0;
+    // Biased Linears: QKV (three if separate), out-projection, MLP in and out.
+    const int biased_linears = (t.separate_qkv ? 3 : 1) + 1 + (t.gated_mlp ? 2 : 1) + 1;
     b.params = b.matmul_params + 4 * int64_t{t.hidden} + biases;  // two LayerNorms (weight + bias)
     // Forward GEMMs per sample (m = tokens): QKV, attention output, MLP.
-    b.gemms.push_back({s, t.hidden + 2 * kv_dim, t.hidden});
-    b.tp_split_n.push_back(true);
+    if (t.separate_qkv) {
+      b.gemms.push_back({s, t.hidden, t.hidden});
+      b.tp_split_n.push_back(true);
+      b.gemms.push_back({s, kv_dim, t.hidden});
+      b.tp_split_n.push_back(true);
+      b.gemms.push_back({s, kv_dim, t.hidden});
+      b.tp_split_n.push_back(true);
+    } else {
+      b.gemms.push_back({s, t.hidden + 2 * kv_dim, t.hidden});
+      b.tp_split_n.push_back(true);
+    }
     b.gemms.push_back({s, t.hidden, t.hidden});
     b.tp_split_n.push_back(false);
     b.gemms.push_back({s, mlp_in, t.hidden});
@@ -294,17 +320,31 @@ void BuildTransformerLayers(Workload& w) {
       b.extra_traffic_fwd_bytes += s * 5 * 2.0 * a * (h + kv_dim);
       b.extra_traffic_bwd_bytes += s * 5 * 4.0 * a * (h + kv_dim);
     }
+    if (t.separate_qkv) {
+      // Three Linears where one was: two more GEMMs, their two weight casts,
+      // and two more casts of the (fp32) LayerNorm output, since autocast
+      // caches only the casts of leaf tensors. Each Linear keeps its own
+      // 16-bit input for its weight gradient; backward sums the three input
+      // gradients (two adds in the residual precision). Compiled, the input
+      // casts fuse into the LayerNorm; the GEMMs and weight casts stay.
+      b.kernels += 6;
+      b.fused_kernels += 4;
+      b.saved_activation_bytes += s * 2.0 * a * h;
+      b.extra_traffic_fwd_bytes += s * 2.0 * (r + a) * h;
+      b.extra_traffic_bwd_bytes += s * 2.0 * 3.0 * r * h;
+    }
     if (bias) {
       // The bias add rides in cuBLASLt's epilogue; backward reduces each
       // output gradient over the tokens, one kernel per biased Linear, which
       // the model counts as half as many forward launches (backward launches
       // twice the forward's), and reads that gradient once.
-      b.kernels += 2;
-      b.fused_kernels += 2;
+      b.kernels += biased_linears / 2;
+      b.fused_kernels += biased_linears / 2;
       b.extra_traffic_bwd_bytes += s * biases * a;
     }
-    b.param_tensors = 4 + 2 + (t.gated_mlp ? 3 : 2);  // 2 LayerNorms, QKV, out, MLP
-    if (bias) b.param_tensors += 2 + (t.gated_mlp ? 3 : 2);
+    // 2 LayerNorms, QKV (three if separate), out, MLP; a bias per Linear.
+    b.param_tensors = 4 + (t.separate_qkv ? 4 : 2) + (t.gated_mlp ? 3 : 2);
+    if (bias) b.param_tensors += biased_linears;
     // Megatron-LM (Shoeybi et al. 2019, fig. 3): one all-reduce after the
     // attention block and one after the MLP in forward, two in backward.
     b.tp_comm_bytes = s * h * a;
@@ -332,6 +372,23 @@ void BuildTransformerLayers(Workload& w) {
   // reads, one write) and the cast back (read 4, write 2) backward.
   head.extra_traffic_fwd_bytes = s * v * (6 + 12);
   head.extra_traffic_bwd_bytes = s * v * (4 + 12 + 6);
+  if (t.head_transform) {
+    // BERT's MLM transform before the projection: a biased hidden x hidden
+    // Linear (input cast, weight cast, GEMM) and the activation, ahead of
+    // the LayerNorm the head already counts; it keeps its 16-bit input and
+    // the activation's input. Compiled: the activation fuses with the norm.
+    const int64_t dense = int64_t{t.hidden} * t.hidden;
+    head.params += dense + t.hidden;
+    head.matmul_params += dense;
+    head.gemms.insert(head.gemms.begin(), {s, t.hidden, t.hidden});
+    head.tp_split_n.insert(head.tp_split_n.begin(), false);
+    head.fwd_flops += 2.0 * s * h * h;
+    head.saved_activation_bytes += s * h * 2.0 * a;
+    head.recompute_saved_bytes = head.saved_activation_bytes;
+    head.kernels += 4;
+    head.fused_kernels += 2;
+    head.param_tensors += 2;
+  }
   w.layers.push_back(std::move(head));
   w.input_bytes_per_sample = s * 8 * 2;  // int64 token ids and targets
 }
@@ -913,6 +970,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "attention",
                               "linear_bias",
                               "learned_positions",
+                              "separate_qkv",
+                              "token_types",
+                              "embedding_norm",
+                              "head_transform",
                               "causal",
                               "memory_format",
                               "activation",
@@ -1049,6 +1110,10 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     const BoolKey bools[] = {{"gated_mlp", &t.gated_mlp},
                              {"tied_embeddings", &t.tied_embeddings},
                              {"learned_positions", &t.learned_positions},
+                             {"separate_qkv", &t.separate_qkv},
+                             {"token_types", &t.token_types},
+                             {"embedding_norm", &t.embedding_norm},
+                             {"head_transform", &t.head_transform},
                              {"causal", &t.causal}};
     for (const BoolKey& k : bools) {
       ASSIGN_OR_RETURN(std::optional<bool> v, rd.Bool(*model, k.key));

@@ -106,6 +106,16 @@ struct TransformerShape {
   bool gated_mlp = false;         // SwiGLU: three MLP matrices instead of two
   bool tied_embeddings = false;   // output projection shares the embedding matrix
   bool learned_positions = true;  // GPT-2 style position embedding table (Llama: rotary, none)
+  // Query, key and value projected by three Linears (transformers' BERT and
+  // Llama-style classes) instead of one fused QKV Linear (GPT-2's c_attn).
+  bool separate_qkv = false;
+  // BERT's embeddings: a token-type table looked up and added to the token
+  // and position lookups, and a LayerNorm (with dropout) over their sum.
+  bool token_types = false;
+  bool embedding_norm = false;
+  // A masked-LM head's transform before the vocabulary projection (BERT's
+  // BertPredictionHeadTransform: hidden x hidden Linear, activation, LayerNorm).
+  bool head_transform = false;
   // Causal self-attention (decoder-only): fused kernels skip the masked half.
   // An encoder (ViT, BERT) attends to every position.
   bool causal = true;

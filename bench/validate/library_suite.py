@@ -6,8 +6,9 @@
 
 The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small, medium,
 large and xl; LlamaForCausalLM of a 1B Llama-style config; BertForMaskedLM of BERT base and
-large; MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; from_config, random
-weights, no download), torchvision (ResNet-50, ResNet-152, ViT-B/16) and timm (ViT-L/16).
+large; RobertaForMaskedLM (base), DistilBertForMaskedLM; MistralForCausalLM and
+Qwen2ForCausalLM of 1B / 0.5B configs; from_config, random
+weights, no download), torchvision (ResNet-50, -101, -152, ViT-B/16, ViT-L/16) and timm (ViT-L/16).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -59,11 +60,18 @@ TRANSFORMERS = {
     "hf-qwen2-0.5b": ("qwen2", dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                                     num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
                                     tie_word_embeddings=True)),
+    # RoBERTa-base (RobertaForMaskedLM): roberta-base's positions (514: ids start past the
+    # padding index) and its single token type; DistilBERT-base (DistilBertForMaskedLM):
+    # DistilBertConfig's defaults, 6 layers.
+    "hf-roberta-base": ("roberta", dict(vocab_size=50265, max_position_embeddings=514,
+                                        type_vocab_size=1)),
+    "hf-distilbert-base": ("distilbert", dict(vocab_size=30522)),
 }
-SEQ_OF = {"bert": 512}
+SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
+          "tv-resnet101": "resnet101", "tv-vit-l16": "vit_l_16",
           "timm-vit-l16": "timm:vit_large_patch16_224"}
-CNNS = {"tv-resnet50", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
+CNNS = {"tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
@@ -79,6 +87,10 @@ def build(name, device):
             model = transformers.GPT2LMHeadModel(cfg)
         elif kind == "bert":
             model = transformers.BertForMaskedLM(transformers.BertConfig(**kw))
+        elif kind == "roberta":
+            model = transformers.RobertaForMaskedLM(transformers.RobertaConfig(**kw))
+        elif kind == "distilbert":
+            model = transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**kw))
         else:
             config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
                                  "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
@@ -99,6 +111,10 @@ def blocks(model):
         return list(model.transformer.h)
     if hasattr(model, "bert"):
         return list(model.bert.encoder.layer)
+    if hasattr(model, "roberta"):
+        return list(model.roberta.encoder.layer)
+    if hasattr(model, "distilbert"):
+        return list(model.distilbert.transformer.layer)
     if hasattr(model, "blocks"):  # timm ViT
         return list(model.blocks)
     if hasattr(model, "model") and hasattr(model.model, "layers"):

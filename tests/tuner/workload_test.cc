@@ -34,6 +34,47 @@ TEST(WorkloadTest, Gpt125mParameterCountMatchesHandCount) {
   EXPECT_EQ(w->Parameters(), expected);
 }
 
+TEST(WorkloadTest, BertStructureKeysMatchTransformersCountAndAddLaunches) {
+  const std::string shape =
+      "name = \"bert\"\n[model]\nfamily = \"transformer\"\ncausal = false\nlayers = 12\n"
+      "hidden = 768\nheads = 12\nffn = 3072\nseq_len = 512\nvocab = 30522\n"
+      "tied_embeddings = true\nlinear_bias = true\nactivation = \"gelu\"\n";
+  const std::string bert_keys =
+      "separate_qkv = true\ntoken_types = true\nembedding_norm = true\nhead_transform = true\n";
+  auto plain = ParseWorkloadToml(shape, "gpt-like.toml");
+  auto bert = ParseWorkloadToml(shape + bert_keys, "bert.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(bert.ok()) << bert.status();
+  // transformers.BertForMaskedLM(BertConfig()).num_parameters() is 109,514,298: the
+  // description leaves out only the MLM decoder's vocabulary bias (30,522).
+  EXPECT_EQ(bert->Parameters(), 109514298 - 30522);
+  int plain_kernels = 0, bert_kernels = 0;
+  for (const LayerCost& l : plain->layers) plain_kernels += l.kernels;
+  for (const LayerCost& l : bert->layers) bert_kernels += l.kernels;
+  // Per layer: two more GEMMs, weight casts and input casts, one more bias
+  // reduction (half a launch, rounded down: 6 / 2 - 4 / 2); embeddings +4; head +4.
+  EXPECT_EQ(bert_kernels - plain_kernels, 12 * (6 + 1) + 4 + 4);
+}
+
+TEST(WorkloadTest, EncoderValidationWorkloadsMatchTransformersCounts) {
+  // transformers' num_parameters() of the masked-LM classes library_suite.py builds,
+  // less the MLM decoder's vocabulary bias the descriptions leave out; RoBERTa's file
+  // also counts two token types and 512 positions for its one and 514 (+768 - 1536).
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-bert-base", 109514298 - 30522},
+                 Case{"hf-roberta-base", 124697433 - 50265 + 768 - 1536},
+                 Case{"hf-distilbert-base", 66985530 - 30522}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 TEST(WorkloadTest, ResNet50ParameterCountMatchesTorchvision) {
   auto w = PresetWorkload("resnet50");
   ASSERT_TRUE(w.ok());
