@@ -183,7 +183,12 @@ __device__ __forceinline__ int64_t GroupPacket(int64_t k, int q, int64_t s, int6
   return k + q * s < n ? k + q * s : k;
 }
 
-// One block per row: sum, sum of squared deviations about the mean, write.
+// One block per row: sum, sum of squared deviations about the mean, write. The row is
+// read through __ldca (ld.global.ca), the plain cached load Kokkos' layer norm and the
+// in-place softmax twin use: the const __restrict__ row otherwise compiles to the
+// read-only ld.global.nc path, the one difference left from the Kokkos kernel (same
+// passes, reductions and split) when the twin ran 6-10 % behind it in
+// bench/kokkos/data/2026-11-27_h100x1_run8.
 __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restrict__ x,
                                     const float* __restrict__ gamma,
                                     const float* __restrict__ beta, int64_t cols, float eps) {
@@ -198,7 +203,7 @@ __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restri
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
 #pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + GroupPacket(k, q, s, n));
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       if (k + q * s < n) sum += v[q].x + v[q].y + v[q].z + v[q].w;
@@ -209,7 +214,7 @@ __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restri
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
 #pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + GroupPacket(k, q, s, n));
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean, d = v[q].w - mean;
@@ -220,12 +225,12 @@ __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restri
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
 #pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
+    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + GroupPacket(k, q, s, n));
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       const int64_t j = k + q * s;
       if (j < n) {
-        const float4 g = g4[j], b = b4[j];
+        const float4 g = __ldca(g4 + j), b = __ldca(b4 + j);
         yr[j] = make_float4((v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
                             (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w);
       }
