@@ -167,7 +167,11 @@ class AllocationsTest(StackTest):
             text = f.read()
         flexible = re.sub(r"(?m)^may_change = false.*$", "may_change = true\nmin = 256\nmax = 2048",
                           text)
-        self.assertNotEqual(flexible, text)
+        # Another vocabulary, so another model fingerprint: corrections the daemon
+        # learned from earlier suites' gpt-125m runs (CPU steps of 0.12 s on one
+        # node, learning is per fingerprint) do not tip these decisions.
+        flexible = re.sub(r"(?m)^vocab = 50257$", "vocab = 50304", flexible)
+        self.assertIn("vocab = 50304", flexible)
         path = os.path.join(self.tmp, "gpt-125m-flexible.toml")
         with open(path, "w") as f:
             f.write(flexible)
@@ -199,8 +203,8 @@ class AllocationsTest(StackTest):
                 self.assertIn(asked, explain.err, explain)
 
     def test_two_node_allocation_runs_on_all_its_gpus(self):
-        # The flexible workload is one no earlier suite has reported steps of:
-        # corrections learned from gpt-125m's CPU runs on one node (0.12 s
+        # The flexible workload is a model no earlier suite has reported steps
+        # of: corrections learned from gpt-125m's CPU runs on one node (0.12 s
         # against 1.15 s predicted) would otherwise favour that node alone.
         r = self.salloc(["-N2", "--gpus-per-node=4"], ["--xdeep-objective=time", SHOW_ENV],
                         self.flexible_gpt())
