@@ -663,7 +663,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                   {
                     Configuration cm = c;
                     cm.grad_accum = gas.back();
-                    const int kmax = StrategyModel::MemoryAccumulation(cm);
+                    const int kmax = model.MemoryAccumulation(cm);
                     if (kmax != mem_ga) {
                       cm.grad_accum = kmax;
                       if (poll()) goto interrupted;
@@ -682,7 +682,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                     c.grad_accum = ga;
                     c.global_batch = per_ga * ga;
                     ++result.evaluated;
-                    const int key = all_fit ? 0 : StrategyModel::MemoryAccumulation(c);
+                    const int key = all_fit ? 0 : model.MemoryAccumulation(c);
                     if (!all_fit && key != mem_ga) {
                       Configuration cm = c;
                       cm.grad_accum = key;

@@ -147,6 +147,7 @@ struct RankData {
   double max_layer_core = 0;        // largest attention core selective recomputation rebuilds
   double input_bytes = 0;           // input batch held on the first rank
   double logits_bytes = 0;          // per sample, the rank holding the loss
+  double logits_entries = 0;        // per sample: the logits' count, the same rank
   double send_bytes = 0;            // boundary activations per sample per chunk
   int chunks = 1;
 };
@@ -365,13 +366,29 @@ struct StrategyModel::Impl {
         }
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
-          r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / div *
-                           LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
+          r.logits_entries = double(w.transformer.seq_len) * w.transformer.vocab / div;
+          r.logits_bytes =
+              r.logits_entries * LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
           r.send_bytes = std::max(r.send_bytes, l.output_bytes);
         }
       }
+    }
+    // A tied head on another stage than the embedding holds its own copy of
+    // the shared matrix (Megatron-LM's last stage allocates one and
+    // all-reduces its gradient with the first stage's; a model split by
+    // torch.distributed.pipelining simply has two): weights, gradients and
+    // optimizer state there too (2x H100, Qwen2-0.5B's last stage at PP=2
+    // -24..-28 % without it, bench/validate/data/calibration).
+    const int n_chunks = static_cast<int>(chunks.size());
+    if (w.family == ModelFamily::kTransformer && w.transformer.tied_embeddings && L > 0 &&
+        n_chunks > 1 && (n_chunks - 1) % pp != 0) {
+      const LayerCost& head = w.layers[L - 1];
+      RankData& r = ranks[(n_chunks - 1) % pp];
+      r.params += double(w.transformer.vocab) * w.transformer.hidden /
+                  TpWays(head, w.settings.tensor_parallel, tp);
+      r.param_tensors += 1;
     }
     Partitioned out;
     for (int i = 0; i < pp; ++i) {
@@ -801,6 +818,15 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
     const double recompute_peak =
         c.recompute ? c.micro_batch * r.max_layer_act : c.micro_batch * r.max_layer_core;
     const double logits = c.micro_batch * r.logits_bytes;
+    // torch.distributed.pipelining's last stage keeps each earlier
+    // micro-batch's output, its 16-bit logits, until the step returns them
+    // (2x H100, the library suite's PP=2 over 4 micro-batches: GPT-2 medium's
+    // last stage 5.4 GiB over the model at micro-batch 16 where 3 logits are
+    // 4.9, bench/validate/data/calibration).
+    const double kept_outputs =
+        c.pp > 1 && w_.settings.pipeline_parallel == PipelineParallel::kTorch
+            ? (c.grad_accum - 1.0) * c.micro_batch * r.logits_entries * ActivationBytes(w_.precision)
+            : 0;
     // Optimizer step temporaries: PyTorch's foreach Adam builds the
     // denominator sqrt(v) + eps as one fp32 tensor list over the local shard.
     const double step_temp = r.params * step_temp_per_param;
@@ -809,12 +835,13 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
     // micro-batches of the step have accumulated into them; otherwise
     // zero_grad(set_to_none=True) has freed them.
     const double start_of_backward = m.weights + m.compute_weights + m.optimizer + m.comm_buffers +
-                                     m.activations + logits + recompute_peak +
+                                     m.activations + logits + recompute_peak + kept_outputs +
                                      (grads_alive ? m.gradients : 0) + workspace;
     // The end of backward: every gradient and the communication buffers, the
     // activations and 16-bit copies freed.
     const double end_of_backward =
-        m.weights + m.gradients + m.optimizer + m.comm_buffers + workspace;
+        m.weights + m.gradients + m.optimizer + m.comm_buffers + workspace + kept_outputs +
+        (kept_outputs > 0 ? c.micro_batch * r.logits_entries * ActivationBytes(w_.precision) : 0);
     // FSDP's gathered units are freed by now; DDP's buckets are not.
     const double step =
         m.weights + m.gradients + m.optimizer + step_temp + (z3 ? 0 : m.comm_buffers) + workspace;
@@ -1025,14 +1052,21 @@ StepTime StrategyModel::Time(const Configuration& given) {
   double per_tensor = c.sharding == Sharding::kZero3 && c.dp > 1
                           ? hw.fsdp_optimizer_host_per_tensor_s
                           : hw.optimizer_host_per_tensor_s;
-  // The probe times the default, foreach. A fused step makes one call over
-  // the tensor lists where foreach makes one per op, so its host time per
-  // tensor is about that share; a for-loop step launches every op for every
+  // The probe times the default, foreach AdamW (kProbedOptimizerOps ops per
+  // tensor). A foreach step makes one call per op over the tensor lists, so
+  // another optimizer's host time per tensor scales with its ops (SGD with
+  // momentum: 3 of AdamW's 10; 2x H100, torchvision's ResNet-101 / -152 at
+  // micro-batch 1 over-predicted by 9-14 ms when charged AdamW's,
+  // bench/validate/data/calibration); a fused step makes one call where
+  // foreach makes one per op; a for-loop step launches every op for every
   // tensor on its own, each at the host's time per kernel.
+  constexpr double kProbedOptimizerOps = 10;
   if (FusedOptimizer(w_)) {
-    per_tensor /= OptimizerOpsPerTensor(w_);
+    per_tensor /= kProbedOptimizerOps;
   } else if (w_.settings.optimizer_impl == OptimizerImpl::kForLoop) {
     per_tensor = std::max(per_tensor, OptimizerOpsPerTensor(w_) * hw.host_overhead_per_kernel_s);
+  } else {
+    per_tensor *= OptimizerOpsPerTensor(w_) / kProbedOptimizerOps;
   }
   const double optimizer_bw =
       hw.optimizer_bandwidth_gbps > 0 ? hw.optimizer_bandwidth_gbps * 1e9 : bw;
@@ -1048,11 +1082,14 @@ StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
   return st;
 }
 
-int StrategyModel::MemoryAccumulation(const Configuration& c) {
+int StrategyModel::MemoryAccumulation(const Configuration& c) const {
   // Memory depends on the accumulation count only through "gradients alive
   // between micro-batches" (> 1) and the in-flight micro-batches of a
-  // pipeline rank, min(warm-up, m), which stop growing at rank 0's warm-up.
+  // pipeline rank, min(warm-up, m), which stop growing at rank 0's warm-up;
+  // under torch.distributed.pipelining also through the outputs its last
+  // stage keeps, one per micro-batch.
   if (c.pp == 1) return std::min(c.grad_accum, 2);
+  if (w_.settings.pipeline_parallel == PipelineParallel::kTorch) return c.grad_accum;
   const int v = VirtualStages(c);
   if (v == 1) return std::min(c.grad_accum, c.pp);
   const int warm0 = (c.pp - 1) * 2 + (v - 1) * c.pp + 1;

@@ -85,7 +85,7 @@ class StrategyModel {
   // Time() of the changed configuration, at the cost of two multiplications.
   static StepTime WithAccumulation(StepTime st, int grad_accum);
   // The smallest accumulation count with the same memory as c's.
-  static int MemoryAccumulation(const Configuration& c);
+  int MemoryAccumulation(const Configuration& c) const;
   // Compute-only time per sample on one GPU at the best micro-batch, ignoring
   // memory: the reference for parallel efficiency.
   double IdealTimePerSample();

@@ -101,6 +101,10 @@ std::string_view TensorParallelName(TensorParallel t) {
   return t == TensorParallel::kMegatron ? "megatron" : "dtensor";
 }
 
+std::string_view PipelineParallelName(PipelineParallel p) {
+  return p == PipelineParallel::kTorch ? "torch" : "megatron";
+}
+
 std::string_view NormName(Norm n) {
   switch (n) {
     case Norm::kLayerNorm:
@@ -447,6 +451,20 @@ struct CnnBuilder {
       l.extra_traffic_fwd_bytes = 2.0 * (in + out) * a;
       l.extra_traffic_bwd_bytes = 4.0 * (in + out) * a;
     }
+    if (bn) {
+      // cuDNN's training BatchNorm reads its input for the statistics and
+      // again to normalise, writing the output (3 passes over the conv
+      // output), an in-place ReLU reads and writes it (2): 5 passes over 2
+      // saved tensors forward. Backward: the ReLU's gradient reads the
+      // gradient and its output and writes one (3), BN's reads gradient and
+      // input for its reductions and again for the input gradient (5): 8.
+      // A transformer's chains of casts and adds make about 4 and 8 per saved
+      // byte; counted so, torchvision's ResNets trained GPU-bound at 2x H100
+      // were over-predicted by 10-17 % (bench/validate/data/calibration).
+      const double saved = relu ? 2.0 : 1.0;
+      l.elementwise_fwd_passes = (relu ? 5.0 : 3.0) / saved;
+      l.elementwise_bwd_passes = (relu ? 8.0 : 5.0) / saved;
+    }
     l.param_tensors = bn ? 3 : 2;  // weight and BN's scale and shift, or a bias
     l.buffer_tensors = bn ? 3 : 0;
     layers.push_back(std::move(l));
@@ -529,6 +547,10 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool cha
         b.Conv(p + ".conv1", widths[stage], 3, stride, true, true);
         b.Conv(p + ".conv2", out_c, 3, 1, true, true);
       }
+      // The residual add (read both, write the sum) before the last ReLU;
+      // backward adds the shortcut's gradient to the block input's.
+      b.layers.back().extra_traffic_fwd_bytes += 3.0 * b.c * b.hw * b.hw * a;
+      b.layers.back().extra_traffic_bwd_bytes += 3.0 * double{1} * in_c * in_hw * in_hw * a;
       if (stride != 1 || in_c != out_c) {
         // Projection shortcut, computed from the block input.
         const int hw_after = b.hw, c_after = b.c;
@@ -864,6 +886,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.tensor_parallel = static_cast<TensorParallel>(tensor_parallel);
+  int pipeline_parallel = static_cast<int>(st.pipeline_parallel);
+  if (auto s = choose(model, "pipeline_parallel",
+                      {{"megatron", int(PipelineParallel::kMegatron)},
+                       {"torch", int(PipelineParallel::kTorch)}},
+                      &pipeline_parallel);
+      !s.ok()) {
+    return s;
+  }
+  st.pipeline_parallel = static_cast<PipelineParallel>(pipeline_parallel);
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
@@ -979,6 +1010,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "activation",
                               "norm",
                               "tensor_parallel",
+                              "pipeline_parallel",
                               "fp32_logits",
                               "arch",
                               "image_size",
@@ -1079,6 +1111,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"activation", "transformer"},
                                    {"norm", "transformer"},
                                    {"tensor_parallel", "transformer"},
+                                   {"pipeline_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {

@@ -63,6 +63,13 @@ enum class Norm { kLayerNorm, kRmsNormEager };
 //                  Megatron-style layers (plain kernels and explicit
 //                  collectives: Megatron-LM, megatron-core, DeepSpeed).
 enum class TensorParallel { kDTensor, kMegatron };
+//  PipelineParallel  what a pipeline's last stage keeps of each micro-batch:
+//                  Megatron-style schedules (Megatron-LM, megatron-core,
+//                  DeepSpeed, what xdeep hands pipeline degrees to) take each
+//                  micro-batch's loss and free its output;
+//                  torch.distributed.pipelining keeps every micro-batch's
+//                  output (the logits) until the step returns them.
+enum class PipelineParallel { kMegatron, kTorch };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
@@ -71,6 +78,7 @@ std::string_view CheckpointingName(Checkpointing c);
 std::string_view ActivationName(Activation a);
 std::string_view NormName(Norm n);
 std::string_view TensorParallelName(TensorParallel t);
+std::string_view PipelineParallelName(PipelineParallel p);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -88,6 +96,7 @@ struct TrainingSettings {
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   TensorParallel tensor_parallel = TensorParallel::kDTensor;
+  PipelineParallel pipeline_parallel = PipelineParallel::kMegatron;
   // The script casts the logits to fp32 itself before the loss and keeps
   // that copy to the end of the step (Hugging Face's causal-LM loss,
   // `logits.float()`), instead of cross_entropy upcasting internally.
@@ -167,6 +176,12 @@ struct LayerCost {
   // NCHW convolution's layout transforms).
   double extra_traffic_fwd_bytes = 0;
   double extra_traffic_bwd_bytes = 0;
+  // Passes over each saved activation byte that the layer's elementwise
+  // kernels make, forward and backward (ElementwiseBytes): a transformer's
+  // chains of norms, casts, activations and adds about 4 and 8; a CNN's
+  // conv-BN-ReLU fewer (CnnBuilder::Conv).
+  double elementwise_fwd_passes = 4;
+  double elementwise_bwd_passes = 8;
   // Parameters of the 16-bit compute copy / FSDP unit (== params unless part of
   // the layer stays in fp32, e.g. normalisation).
   int64_t matmul_params = 0;
@@ -214,16 +229,18 @@ inline int ParamTensors(const LayerCost& l) {
 // Bytes per sample that a layer's elementwise kernels (norms, activations,
 // casts, residual adds, a loss) move in one forward and one backward pass, `tp`
 // ways split where the layer splits. Eager frameworks run them as separate
-// kernels: each saved activation is written by its producer and read by its
-// consumer about twice per pass (4x its size forward), twice that in backward;
-// plus the layer's own extra traffic.
+// kernels: in a transformer each saved activation is written by its producer
+// and read by its consumer about twice per pass (4x its size forward), twice
+// that in backward (the layer's elementwise_*_passes); plus the layer's own
+// extra traffic.
 struct ElementwiseTraffic {
   double fwd = 0, bwd = 0;
 };
 inline ElementwiseTraffic ElementwiseBytes(const LayerCost& l, int tp = 1) {
   const double act =
       (l.saved_activation_bytes - l.tp_split_activation_bytes) + l.tp_split_activation_bytes / tp;
-  return {4 * act + l.extra_traffic_fwd_bytes / tp, 8 * act + l.extra_traffic_bwd_bytes / tp};
+  return {l.elementwise_fwd_passes * act + l.extra_traffic_fwd_bytes / tp,
+          l.elementwise_bwd_passes * act + l.extra_traffic_bwd_bytes / tp};
 }
 
 struct Workload {

@@ -5,10 +5,11 @@
   torchrun --nproc_per_node=2 library_suite.py --mode ddp|fsdp|tp|pp --models ... --out X.json
 
 The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small, medium,
-large and xl; LlamaForCausalLM of a 1B Llama-style config; BertForMaskedLM of BERT base and
-large; RobertaForMaskedLM (base), DistilBertForMaskedLM; MistralForCausalLM and
-Qwen2ForCausalLM of 1B / 0.5B configs; from_config, random
-weights, no download), torchvision (ResNet-50, -101, -152, ViT-B/16, ViT-L/16) and timm (ViT-L/16).
+large and xl; LlamaForCausalLM of a 1B Llama-style config and of Llama 3.2 1B's shape;
+BertForMaskedLM of BERT base and large; RobertaForMaskedLM (base), DistilBertForMaskedLM;
+MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; OPTForCausalLM (OPT-125m);
+from_config, random weights, no download), torchvision (ResNet-34, -50, -101, -152, ViT-B/16,
+ViT-L/16) and timm (ViT-L/16, DeiT-S).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -21,8 +22,10 @@ row split of the Llama blocks' projections) and torch.distributed.pipelining (tw
 reachable from the build machine.
 
 Per configuration: warm-up steps, then timed steps (CUDA-synchronised wall time, the
-median), and torch.cuda.max_memory_allocated over the timed steps, the largest over the
-ranks. Micro-batches are swept in the order given until one does not fit (out of memory
+median), at least --steps of them and, with --min-seconds, as many more as fill that window
+(launch-bound steps of 15-60 ms sample the host's speed, which switches between levels within
+seconds: a handful of them spread 10-20 %; the ranks agree on the count), and
+torch.cuda.max_memory_allocated over the timed steps, the largest over the ranks. Micro-batches are swept in the order given until one does not fit (out of memory
 ends the sweep for that model). The output is measure_pytorch.py's format
 ({"meta", "runs"}), which `xdeep_validate compare --workloads DIR` reads.
 """
@@ -66,12 +69,20 @@ TRANSFORMERS = {
     "hf-roberta-base": ("roberta", dict(vocab_size=50265, max_position_embeddings=514,
                                         type_vocab_size=1)),
     "hf-distilbert-base": ("distilbert", dict(vocab_size=30522)),
+    # OPTForCausalLM: OPTConfig's defaults are OPT-125m (separate q, k, v; ReLU; biases).
+    "hf-opt-125m": ("opt", dict(vocab_size=50272)),
+    # Llama 3.2 1B's shape (32 heads of 64, 8 key-value heads, MLP 8192, 128256-word
+    # vocabulary, tied head).
+    "hf-llama32-1b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                                    num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+                                    tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
           "tv-resnet101": "resnet101", "tv-vit-l16": "vit_l_16",
-          "timm-vit-l16": "timm:vit_large_patch16_224"}
-CNNS = {"tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
+          "timm-vit-l16": "timm:vit_large_patch16_224", "tv-resnet34": "resnet34",
+          "timm-deit-s": "timm:deit_small_patch16_224"}
+CNNS = {"tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
@@ -91,6 +102,8 @@ def build(name, device):
             model = transformers.RobertaForMaskedLM(transformers.RobertaConfig(**kw))
         elif kind == "distilbert":
             model = transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**kw))
+        elif kind == "opt":
+            model = transformers.OPTForCausalLM(transformers.OPTConfig(max_position_embeddings=SEQ, **kw))
         else:
             config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
                                  "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
@@ -115,6 +128,8 @@ def blocks(model):
         return list(model.roberta.encoder.layer)
     if hasattr(model, "distilbert"):
         return list(model.distilbert.transformer.layer)
+    if hasattr(model, "model") and hasattr(model.model, "decoder"):  # OPT
+        return list(model.model.decoder.layers)
     if hasattr(model, "blocks"):  # timm ViT
         return list(model.blocks)
     if hasattr(model, "model") and hasattr(model.model, "layers"):
@@ -238,18 +253,35 @@ def wrap(name, model, mode, rank, world):
     return model
 
 
-def measure(name, model, opt, step, mb, device, warmup, steps):
+MAX_WINDOW_STEPS = 200
+
+
+def measure(name, model, opt, step, mb, device, warmup, steps, min_seconds=0.0, world=1):
     for _ in range(warmup):
         step(mb)
     torch.cuda.synchronize(device)
     steady = torch.cuda.memory_allocated(device)
     torch.cuda.reset_peak_memory_stats(device)
     times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step(mb)
-        torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - t0)
+
+    def timed(n):
+        for _ in range(n):
+            t0 = time.perf_counter()
+            step(mb)
+            torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - t0)
+
+    timed(steps)
+    # As many more steps as fill the window at this speed; every rank runs the most any
+    # rank asks for (a collective step must run on all of them).
+    more = 0
+    if min_seconds > sum(times):
+        more = min(MAX_WINDOW_STEPS, int((min_seconds - sum(times)) / statistics.median(times)) + 1)
+    if world > 1 and min_seconds > 0:
+        n = torch.tensor([float(more)], device=device)
+        dist.all_reduce(n, op=dist.ReduceOp.MAX)
+        more = int(n.item())
+    timed(more)
     return {"step_time_median_s": statistics.median(times), "step_times_s": times,
             "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
             "steady_allocated_bytes": int(steady)}
@@ -304,7 +336,8 @@ def run_model(name, args, rank, world, device):
             recs.append(rec)
             continue
         try:
-            r = measure(name, model, opt, step, mb, device, args.warmup, args.steps)
+            r = measure(name, model, opt, step, mb, device, args.warmup, args.steps,
+                        args.min_seconds, world)
             ok = torch.tensor([1.0], device=device)
         except torch.OutOfMemoryError as e:
             r = {"oom": True, "error": str(e).splitlines()[0][:200]}
@@ -340,6 +373,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--model-seconds", type=float, default=90)
+    p.add_argument("--min-seconds", type=float, default=0.0,
+                   help="time steps until this many seconds have passed (at least --steps)")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -40,7 +40,8 @@ MODELS_FSDP=${MODELS_FSDP:-${MODELS_2GPU:-$LM,$VISION}}
 MODELS_TP=${MODELS_TP:-hf-llama-1b}
 MODELS_PP=${MODELS_PP:-hf-gpt2-medium,hf-llama-1b}
 here=$(cd "$(dirname "$0")" && pwd)
-suite="python3 $here/library_suite.py --steps $STEPS"
+MIN_SECONDS=${MIN_SECONDS:-0}  # each configuration timed for at least this long (library_suite.py)
+suite="python3 $here/library_suite.py --steps $STEPS --min-seconds $MIN_SECONDS"
 mkdir -p "$OUT"
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
 export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
@@ -177,7 +178,7 @@ if stage suite; then
     esac
     t=$(box "$t")
     stamp "$m on 2 GPUs: $models"
-    run "$t" torchrun --standalone --nproc_per_node=2 "$here/library_suite.py" --steps "$STEPS" \
+    run "$t" torchrun --standalone --nproc_per_node=2 "$here/library_suite.py" --steps "$STEPS" --min-seconds "$MIN_SECONDS" \
       --mode $m --models "$models" --micro-batches "$MBS_2GPU" --vision-micro-batches "${VMBS_2GPU:-$MBS_2GPU,64}" \
       --model-seconds $((t / 4)) --out "$res/suite_$m.json" 2>&1 | grep -v "^W1\|warn" | tail -40
     pack

@@ -457,6 +457,55 @@ TEST(StrategyMemoryTest, DTensorTensorParallelKeepsTheLogitsWholeMegatronSplitsT
                    EstimateMemory(megatron, hw, Single(8)).peak_allocated);
 }
 
+TEST(StrategyMemoryTest, TorchPipeliningKeepsEveryMicroBatchsLogitsOnTheLastStage) {
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  Configuration c = Single(4);
+  c.gpus_per_node = c.pp = 2;
+  c.grad_accum = 4;
+  c.global_batch = 16;
+  const HardwareProfile hw = SimpleProfile(100, 200);
+  Workload torch_pp = *w;
+  torch_pp.settings.pipeline_parallel = PipelineParallel::kTorch;
+  StrategyModel megatron_model(*w, hw), torch_model(torch_pp, hw);
+  // Three earlier micro-batches' 16-bit logits (4 x 1024 tokens x 50257) more on the
+  // last stage, which holds the peak here.
+  const double logits = 4.0 * 1024 * 50257 * 2;
+  EXPECT_DOUBLE_EQ(torch_model.Memory(c).peak_allocated,
+                   megatron_model.Memory(c).peak_allocated + 3 * logits);
+  // It grows with the accumulation count, so the search's shortcut over counts
+  // (MemoryAccumulation) keeps every count apart; Megatron's stops at the warm-up.
+  Configuration more = c;
+  more.grad_accum = 8;
+  more.global_batch = 32;
+  EXPECT_DOUBLE_EQ(torch_model.Memory(more).peak_allocated,
+                   torch_model.Memory(c).peak_allocated + 4 * logits);
+  EXPECT_EQ(torch_model.MemoryAccumulation(more), 8);
+  EXPECT_EQ(megatron_model.MemoryAccumulation(more), 2);
+  EXPECT_DOUBLE_EQ(megatron_model.Memory(more).peak_allocated,
+                   megatron_model.Memory(c).peak_allocated);
+}
+
+TEST(StrategyMemoryTest, ATiedHeadOnAnotherStageHoldsItsOwnCopy) {
+  auto tied = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(tied.ok());
+  ASSERT_TRUE(tied->transformer.tied_embeddings);
+  Workload untied = *tied;
+  untied.transformer.tied_embeddings = false;
+  BuildTransformerLayers(untied);
+  const HardwareProfile hw = SimpleProfile(100, 200);
+  // One GPU: the tied model has one matrix fewer (weights, gradients, Adam).
+  EXPECT_LT(EstimateMemory(*tied, hw, Single(1)).peak_allocated,
+            EstimateMemory(untied, hw, Single(1)).peak_allocated);
+  // Two stages: the last one holds a copy of the shared matrix, as an untied head.
+  Configuration c = Single(1);
+  c.gpus_per_node = c.pp = 2;
+  c.grad_accum = 2;
+  c.global_batch = 2;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*tied, hw, c).peak_allocated,
+                   EstimateMemory(untied, hw, c).peak_allocated);
+}
+
 TEST(StrategyModelTest, MemoisedModelEqualsFreshOne) {
   auto w = PresetWorkload("gpt-1.3b");
   ASSERT_TRUE(w.ok());
@@ -484,7 +533,7 @@ TEST(StrategyModelTest, MemoisedModelEqualsFreshOne) {
         EXPECT_EQ(StrategyModel::WithAccumulation(shared.Time(c), ga).total_s,
                   EstimateStepTime(*w, *hw, d).total_s);
         Configuration k = d;
-        k.grad_accum = StrategyModel::MemoryAccumulation(d);
+        k.grad_accum = shared.MemoryAccumulation(d);
         EXPECT_EQ(EstimateMemory(*w, *hw, k).Total(), EstimateMemory(*w, *hw, d).Total());
       }
     }
