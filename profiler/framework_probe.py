@@ -41,7 +41,7 @@ GPT_SHAPE = {"layers": 4, "hidden": 128, "heads": 4, "ffn": 512, "seq": 128, "vo
 # ResNet-50 at the size xdeep's CNN workloads train: at batch 1 its GPU time is a third
 # of the host's on an H200, and the launch path is the training's own (at 64 pixels the
 # probe read ~13 % above ResNet-50 training on the same 1x H200, 07:43-07:51,
-# bench/validate/data/2026-11-26_h200x1_*; the tuner ignores an entry busy >= 50 %).
+# pruned from bench/validate/data at a797375; the tuner ignores an entry busy >= 50 %).
 RESNET_SHAPE = {"depth": 50, "image": 224, "classes": 1000, "batch": 1}
 # On the CPU (smoke runs; the tuner ignores CPU entries) the same network at a size a
 # loaded 2-core host runs in seconds: at 224 pixels one rank took over 4 minutes there.
@@ -51,7 +51,7 @@ RESNET_SHAPE_CPU = {"depth": 50, "image": 64, "classes": 1000, "batch": 1}
 # the host: their GPU time (`elementwise_s`) against the bytes the tuner counts for them
 # is the bandwidth eager elementwise kernels reach on this GPU. They do not follow the
 # device's copy bandwidth: from 2x H200 to 2x H100 (copy 4063 -> 2868 GB/s) training's
-# elementwise time grew 1.2x, not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4).
+# elementwise time grew 1.2x, not 1.4x (bench/validate/data/calibration/2026-11-26_h100x2_heldout4).
 ELEMENTWISE_SHAPE = {"layers": 4, "hidden": 1024, "heads": 16, "ffn": 4096, "seq": 1024,
                      "vocab": 50257, "batch": 4}
 # On the CPU (smoke runs; the tuner ignores CPU entries) a size that runs in seconds.
@@ -203,7 +203,7 @@ def device_kernels(torch, events):
     (DistributedDataParallel.forward, Optimizer.step#AdamW.step, nccl:all_reduce), which
     span kernels counted already: with them GPT-350M's profiled step read 2.9x its
     elementwise GPU time on one GPU and 4.8x under DDP
-    (bench/validate/data/2026-11-26_h100x2_lanes_check)."""
+    (bench/validate/data/checks/2026-11-26_h100x2_lanes_check)."""
     return [evt for evt in events
             if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA
             and not getattr(evt, "is_user_annotation", False)]

@@ -64,7 +64,7 @@ struct HardwareProfile {
   // bytes the model counts for them (ElementwiseBytes): from the framework
   // probe's GPT at a training size. Not the copy bandwidth: from 2x H200 to
   // 2x H100 (copy 4063 -> 2868 GB/s) training's elementwise time grew 1.2x,
-  // not 1.4x (bench/validate/data/2026-11-26_h100x2_heldout4). 0: not
+  // not 1.4x (bench/validate/data/calibration/2026-11-26_h100x2_heldout4). 0: not
   // measured, memory_bandwidth_gbps.
   double elementwise_bandwidth_gbps = 0;
   // The bandwidth the fused AdamW update reaches (7 fp32 arrays moved per element):
@@ -95,13 +95,13 @@ struct HardwareProfile {
   // each (cuDNN's convolution, BatchNorm and ReLU against a transformer's
   // views, casts and attention: on 2x H200 ResNet-50 trained at ~16 us per
   // profiled kernel where the probe's GPT took ~21,
-  // bench/validate/data/2026-11-26_h200x2_heldout2). From the framework
+  // bench/validate/data/calibration/2026-11-26_h200x2_heldout2). From the framework
   // probe's ResNet entry; 0: host_overhead_per_kernel_s x cnn_host_op_ratio.
   // Counted per op the host issues: cuDNN's layout transforms inside a 16-bit
   // NCHW convolution call are not (LayerCost::library_kernels), and per such
   // op a CNN costs the host more than a transformer (cuDNN's convolution and
   // BatchNorm dispatch): 1.14x the probe's GPT figure on a 2x H200 host
-  // (24 against 21 us, bench/validate/data/2026-11-26_h200x2_heldout2), 1.37x
+  // (24 against 21 us, bench/validate/data/calibration/2026-11-26_h200x2_heldout2), 1.37x
   // on a 2x H100 one (39 against 28.6, _h100x2_library_heldout2); the ratio
   // stands in where the probe has no ResNet entry.
   double host_overhead_per_kernel_cnn_s = 0;
@@ -110,7 +110,7 @@ struct HardwareProfile {
   // reduce-scatter staging), in kernel launches' worth so that it follows the
   // host's measured speed: per unit, and per parameter tensor it shards. Fitted
   // to the micro-batch-1 runs of three 2x H200 machines (FSDP minus single-GPU
-  // step time; bench/validate/data/2026-11-26_h200x2_{validation,bound,heldout2}):
+  // step time; bench/validate/data/calibration/2026-11-26_h200x2_{validation,bound,heldout2}):
   // a GPT block (8 tensors) ~140 launches, 3.5 ms at 25 us; ResNet-50 (5 units,
   // 161 tensors) ~1200, where a per-unit figure alone gave 20-40 % short.
   double fsdp_unit_host_kernels = 108;
@@ -122,7 +122,7 @@ struct HardwareProfile {
   // launches (on one 2x H100 host it added ~1.8 ms per GPT block where the
   // counts above gave ~3), and its per-unit collectives wait for every rank:
   // on the next H100 host training added ~2.4-3.4 ms per block where one
-  // rank's passes showed 1.45 (bench/validate/data/2026-11-26_h100x2_heldout4,
+  // rank's passes showed 1.45 (bench/validate/data/calibration/2026-11-26_h100x2_heldout4,
   // _heldout5). 0: not measured.
   double fsdp_host_per_unit_s = 0;
   double fsdp_host_per_tensor_s = 0;
@@ -131,7 +131,7 @@ struct HardwareProfile {
   // buffer copied out of the forward's broadcast (BatchNorm statistics). From
   // the framework probe's DDP-wrapped passes where measured; else this: on 2x
   // H200 ResNet-50's DDP minus single-GPU step time averaged ~5.3 ms over its
-  // 481 such launches (bench/validate/data/2026-11-26_h200x2_*).
+  // 481 such launches (bench/validate/data/calibration/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;
   // The optimizer step's host time per parameter tensor (AdamW's Python loop
   // over the parameters, its foreach launches, zero_grad; over FSDP2's DTensors
@@ -148,13 +148,13 @@ struct HardwareProfile {
   // bound forward + backward): synchronous ranks wait for the slowest. From
   // the framework probe's ranks' straggle where it ran several, else its p95;
   // else this, the median of its p95 entries on 2x H200 (0.11-0.19,
-  // bench/validate/data/2026-11-26_h200x2_heldout{2,3}).
+  // bench/validate/data/calibration/2026-11-26_h200x2_heldout{2,3}).
   double host_step_cv = 0.13;
   // Each rank's host time when the ranks of one job run side by side on a
   // node, over one process's: the framework probe's plain passes on the most
   // ranks over its one-rank passes (median per network, then over networks).
   // On two 2x H100 hosts ResNet-50's two-rank pass took 1.20x, the GPT's
-  // 1.13x and 0.97x (bench/validate/data/2026-11-26_h100x2_heldout6,
+  // 1.13x and 0.97x (bench/validate/data/calibration/2026-11-26_h100x2_heldout6,
   // _heldout7_subset); two independent single-GPU processes did not slow each
   // other (_lanes_check), so it is the job's ranks (their NCCL threads beside
   // the main ones), not any neighbour. 1: not measured.

@@ -602,7 +602,7 @@ namespace {
 // queued, so near the crossover both show: an L2 combination, which on 2x
 // H200 puts GPT-1.3B micro-batches 2-16 within 2 % and GPT-125M's
 // crossover (micro-batch 4) within 10 % where the larger alone is 25 % short
-// (bench/validate/data/2026-11-26_h200x2_calibration).
+// (bench/validate/data/calibration/2026-11-26_h200x2_calibration).
 double HostAndDevice(double device, double host) {
   return std::sqrt(device * device + host * host);
 }
@@ -1013,7 +1013,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // the host bounds a micro-batch the fill and drain cost only the
     // neighbour's device time (2x H100, torch.distributed.pipelining 1F1B at
     // micro-batch 1: the launch-bound bubble over-predicted the step by
-    // 47-58 %, bench/validate/data/2026-11-27_h100x2_library_heldout,
+    // 47-58 %, bench/validate/data/calibration/2026-11-27_h100x2_library_heldout,
     // calibration since).
     st.bubble_s = (c.pp - 1) * t_mb_device / v;
   }
@@ -1031,7 +1031,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
       // as the backward they overlap, both bandwidth-bound: they hide only in
       // the time the GPU waits for the host's launches. On 2x H200 DDP minus
       // single-GPU step time is the whole all-reduce plus the bucket copies at
-      // micro-batch 16, ~30 % less at 4 (bench/validate/data/2026-11-26_h200x2_*).
+      // micro-batch 16, ~30 % less at 4 (bench/validate/data/calibration/2026-11-26_h200x2_*).
       dp_exposed = std::max(last, all - t_b_idle);
     } else {
       dp_exposed = std::max(last, all - t_b_last) + overlap_share * std::min(all, t_b_last);

@@ -430,7 +430,7 @@ struct CnnBuilder {
     // Weight cast, conv, BN, ReLU; cuDNN runs 16-bit convolutions in NHWC on
     // tensor cores, so an NCHW model pays a layout transform in and out of
     // each conv (PyTorch's profile of ResNet-50 on H200: ~920 kernels per
-    // step, bench/validate/data/2026-11-26_h200x2_calibration): each reads and
+    // step, bench/validate/data/calibration/2026-11-26_h200x2_calibration): each reads and
     // writes the tensor, forward (input, output) and backward (the output's
     // gradient in, the input's out, the input again for the weight gradient:
     // twice the forward's). A channels_last model skips them. torch.compile
@@ -444,7 +444,7 @@ struct CnnBuilder {
     // model issues as many ops from the host (2x H100: torchvision's
     // ResNet-50 channels_last trained at micro-batch 1 in 24.7-28.8 ms where
     // the probe's NCHW one took 25.2 forward + backward,
-    // bench/validate/data/2026-11-26_h100x2_library_heldout{,2}, calibration).
+    // bench/validate/data/calibration/2026-11-26_h100x2_library_heldout{,2}, calibration).
     l.library_kernels = transforms ? 2 : 0;
     if (transforms) {
       const double in = double{1} * c * hw * hw;

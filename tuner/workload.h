@@ -214,7 +214,7 @@ struct LayerCost {
 // PyTorch's DTensor plans leave the head whole or gather its logits
 // (transformers' tp_plan "colwise_rep"), so every rank holds the logits and the
 // loss whole (2x H100, the library suite's Llama-1B TP: memory -10..-16 % when
-// they were split, bench/validate/data/2026-11-2{6,7}_h100x2_library_heldout*,
+// they were split, bench/validate/data/calibration/2026-11-2{6,7}_h100x2_library_heldout*,
 // calibration).
 inline int TpWays(const LayerCost& l, TensorParallel how, int tp) {
   if (!l.tp_capable) return 1;

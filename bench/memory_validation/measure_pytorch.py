@@ -140,7 +140,7 @@ def extra_steps(times, min_seconds, world, device, cap=500):
     """Timed steps still to run so that they span min_seconds in all, as many on every rank
     (the ranks' collectives must pair up): the host's speed switches between levels a few
     seconds apart, so a window of seconds samples it as training does
-    (bench/validate/data/2026-11-26_h100x1_host_check_pinned)."""
+    (bench/validate/data/checks/2026-11-26_h100x1_host_check_pinned)."""
     if min_seconds <= 0:  # every rank was given the same --min-seconds
         return 0
     left = min_seconds - sum(times)
@@ -156,7 +156,7 @@ def settle(device, idle_bytes, timeout_s=2.0):
     """Waits until the memory allocated returns to `idle_bytes` (the process's before any
     configuration), at most timeout_s; returns the bytes still held above it. cuBLAS's
     workspaces go too: a fresh process allocates them in its first step, inside the peak.
-    DDP's buckets may not go (bench/validate/data/2026-11-26_h100x2_grouped_check)."""
+    DDP's buckets may not go (bench/validate/data/checks/2026-11-26_h100x2_grouped_check)."""
     clear_cublas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     deadline = time.perf_counter() + timeout_s
     while True:

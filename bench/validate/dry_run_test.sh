@@ -40,7 +40,7 @@ esac
 SH
 chmod +x "$tmp/bin/"*
 PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=$tmp/carry STAGES=single,ddp,fsdp,single2,ddp2,fsdp2,compare \
-  PRIOR=$here/data/2026-11-26_h100x2_heldout9 \
+  PRIOR=$here/data/calibration/2026-11-26_h100x2_heldout9 \
   bash "$here/run_device.sh" > "$tmp/log.txt" 2>&1 || { cat "$tmp/log.txt"; echo "run_device.sh failed"; exit 1; }
 fail() { echo "dry run: $*"; cat "$tmp/log.txt"; exit 1; }
 # Every call as "GPU=g round mode model mb window kernels" per configuration.

@@ -6,7 +6,7 @@
 A site binds tasks to GPU-local cores (Slurm's --gpu-bind / --cpu-bind); run_device.sh
 does the same with BIND=1. Tried as a cure for the launch-bound runs' spread between
 processes (up to 30 %, `eager_op_host_s` in two groups near 5.8 and 8 us): it did not
-cure it (data/2026-11-26_h200x2_bound/README.md). Each GPU gets distinct physical
+cure it (data/calibration/2026-11-26_h200x2_bound/README.md). Each GPU gets distinct physical
 cores (one logical CPU per core) from its own node, as many as the node has for each of
 its GPUs (up to CPUS_PER_GPU), so two lanes never share a core. Prints nothing (no
 binding) where sysfs or nvidia-smi says nothing.

@@ -12,7 +12,7 @@
 set -u
 probe=$(realpath "$1") validate=$(realpath "$2")
 here=$(cd "$(dirname "$0")" && pwd)
-data=$here/data/2026-11-27_h100x2_library_heldout
+data=$here/data/calibration/2026-11-27_h100x2_library_heldout
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/carry/lib"
@@ -36,7 +36,7 @@ case "\$1" in
 esac
 out=\$(echo "\$*" | sed 's/.*--out \([^ ]*\).*/\1/')
 case "\$*" in
-  *"--dtypes bf16,fp16,tf32"*) what=fit src=$here/data/2026-11-27_h100x2_library_heldout2/gemm_fit.json;;
+  *"--dtypes bf16,fp16,tf32"*) what=fit src=$here/data/calibration/2026-11-27_h100x2_library_heldout2/gemm_fit.json;;
   compute*) what=compute src=$data/compute.json;;
   collectives*) what=collectives src=$data/coll_2gpu.json;;
 esac
@@ -49,7 +49,7 @@ case "\$*" in
   -c*) echo "stand-in torch"; exit 0;;
   *framework_probe.py*--ranks*) echo "start framework2" >> "$log"; cp "$data/framework_2ranks.json" "\$out"; echo "end framework2" >> "$log"; exit 0;;
   *framework_probe.py*) echo "start framework" >> "$log"; cp "$data/framework.json" "\$out"; echo "end framework" >> "$log"; exit 0;;
-  *"gemm_shapes.py time"*) echo "start check" >> "$log"; sleep 1; cp "$here/data/2026-11-27_h100x2_library_heldout2/gemm_check.json" "\$out"; echo "end check" >> "$log"; exit 0;;
+  *"gemm_shapes.py time"*) echo "start check" >> "$log"; sleep 1; cp "$here/data/calibration/2026-11-27_h100x2_library_heldout2/gemm_check.json" "\$out"; echo "end check" >> "$log"; exit 0;;
   *library_suite.py*--mode\ fsdp*) echo "fsdp fails" >> "$log"; exit 1;;
   *library_suite.py*--mode\ tp*) echo "tp hangs" >> "$log"; sleep 60; exit 0;;
   *library_suite.py*)

@@ -49,7 +49,7 @@ gpus=$(nvidia-smi -L | wc -l)
 # BIND=1: every process on CPUs of its GPU's NUMA node, distinct cores per GPU, as a
 # site binds tasks (gpu_cpus.py). Off by default: it did not make launch-bound runs
 # reproducible, and the model's host time per kernel comes from unbound runs
-# (data/2026-11-26_h200x2_bound/README.md).
+# (data/calibration/2026-11-26_h200x2_bound/README.md).
 IFS=';' read -r -a gpu_cpus <<< "$( [ "${BIND:-0}" = 1 ] && python3 "$here/gpu_cpus.py" 6)"
 echo "CPUs per GPU: ${gpu_cpus[*]:-not bound}"
 on_gpu() {  # on_gpu GPU COMMAND...: COMMAND bound to GPU's CPUs
@@ -70,7 +70,7 @@ on_gpu 0 timeout 300 "$carry/xdeep-probe" compute --suite gpu --shapes "$work/sh
 echo "rc=$?"
 fi
 # The framework's host costs drift with the host's speed over minutes
-# (data/2026-11-26_h200x2_heldout8): each call of a run times them once, one
+# (data/calibration/2026-11-26_h200x2_heldout8): each call of a run times them once, one
 # process on one GPU and one on two ranks (FSDP's per-unit collectives wait for
 # the other ranks, as in training), so the tuner's medians span the run as the
 # training does. Each report is named by the call's start time.
@@ -106,12 +106,12 @@ fi
 # 2. Real training: one process (torchrun pair) per mode and model, its micro-batches
 # one after the other, each once the one before has left the GPU's memory, and their
 # kernel profiles last (measure_pytorch.py). Single-GPU lanes run side by side, one
-# per GPU (they do not slow each other, data/2026-11-26_h100x2_lanes_check); 2-GPU
+# per GPU (they do not slow each other, data/checks/2026-11-26_h100x2_lanes_check); 2-GPU
 # runs one at a time.
 # Launch-bound configurations (micro-batch <= LAUNCH_BOUND_MB, FSDP's up to
 # FSDP_LAUNCH_BOUND_MB: its hooks keep it host-bound longer, and ResNet-50) follow
 # the host's speed, which switches between levels ~1.5x apart within seconds and
-# drifts over minutes (data/2026-11-26_h100x1_host_check_pinned, _h200x2_heldout8):
+# drifts over minutes (data/checks/2026-11-26_h100x1_host_check_pinned, _h200x2_heldout8):
 # their timed steps span LAUNCH_BOUND_SECONDS, and round 2 (stages single2, ddp2,
 # fsdp2) times them again in new processes minutes later; xdeep_validate averages
 # the two.

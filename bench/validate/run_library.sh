@@ -81,7 +81,7 @@ python3 -c 'import torch, transformers, torchvision; print("torch", torch.__vers
 # 2. The framework probe (host time per kernel) alone on the machine, on one rank and on
 # two, as the daemon runs it on an idle node: beside another lane's probe it read the
 # host 20-45 % slower than training then ran (38.7 and 41.6 us per kernel against 26.5 and
-# 32.1 alone; bench/validate/data/2026-11-2{6,7}_h100x2_library_heldout*). Then the
+# 32.1 alone; bench/validate/data/calibration/2026-11-2{6,7}_h100x2_library_heldout*). Then the
 # collectives, and every report merged into the profile.
 CHECK_SHAPES=${CHECK_SHAPES:-$here/gemm_check_shapes.json}
 lane0() {

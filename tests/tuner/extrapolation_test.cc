@@ -21,7 +21,7 @@ namespace {
 // profile with which the search never picked a micro-batch above 16.
 HardwareProfile MeasuredH100() {
   const std::string path = std::string(XDEEP_SOURCE_DIR) +
-                           "/bench/validate/data/2026-11-26_h100x2_heldout9/profile.json";
+                           "/bench/validate/data/calibration/2026-11-26_h100x2_heldout9/profile.json";
   auto hw = HardwareProfileFromProbeReport(testing::ReadTextFile(path), path);
   EXPECT_TRUE(hw.ok()) << hw.status();
   return hw.ok() ? *hw : HardwareProfile{};

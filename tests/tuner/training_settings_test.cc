@@ -26,9 +26,9 @@ namespace {
 // The measurement, and profiles xdeep's probes took on the GPU types it may
 // come from.
 constexpr char kMeasured[] =
-    "/bench/validate/data/2026-11-27_h100x2_library_heldout/settings_effects.json";
-constexpr char kH100Profile[] = "/bench/validate/data/2026-11-26_h100x2_heldout9/profile.json";
-constexpr char kH200Profile[] = "/bench/validate/data/2026-11-26_h200x2_heldout8/profile.json";
+    "/bench/validate/data/calibration/2026-11-27_h100x2_library_heldout/settings_effects.json";
+constexpr char kH100Profile[] = "/bench/validate/data/calibration/2026-11-26_h100x2_heldout9/profile.json";
+constexpr char kH200Profile[] = "/bench/validate/data/calibration/2026-11-26_h200x2_heldout8/profile.json";
 
 HardwareProfile ProfileFor(const std::string& device) {
   const char* path = device.find("H200") != std::string::npos ? kH200Profile : kH100Profile;
@@ -289,7 +289,7 @@ TEST(TrainingSettingsTest, FsdpParameterDtypeGoesTheWayTheGpuMeasured) {
 // the gap), not a held-out test of them.
 TEST(TrainingSettingsTest, HuggingFaceGpt2MemoryPerSampleNeedsItsActivationAndLogits) {
   const std::string path = std::string(XDEEP_SOURCE_DIR) +
-                           "/bench/validate/data/2026-11-26_h100x2_library_heldout2/"
+                           "/bench/validate/data/calibration/2026-11-26_h100x2_library_heldout2/"
                            "suite_single_lm.json";
   const auto doc = nlohmann::json::parse(testing::ReadTextFile(path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << path;
@@ -368,7 +368,7 @@ TEST(TrainingSettingsTest, HuggingFaceGpt2MemoryPerSampleNeedsItsActivationAndLo
 // ones. Calibration for the key (this run showed the gap), not a held-out test.
 TEST(TrainingSettingsTest, HuggingFaceLlamaNeedsItsEagerRmsNorm) {
   const std::string path = std::string(XDEEP_SOURCE_DIR) +
-                           "/bench/validate/data/2026-11-26_h100x2_library_heldout2/"
+                           "/bench/validate/data/calibration/2026-11-26_h100x2_library_heldout2/"
                            "suite_single_lm.json";
   const auto doc = nlohmann::json::parse(testing::ReadTextFile(path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << path;
