@@ -42,7 +42,8 @@ auto OptionalTimes(Entry& e) {
   return std::array{
       std::pair{"ddp_median_s", &e.ddp_median_s}, std::pair{"fsdp_median_s", &e.fsdp_median_s},
       std::pair{"step_host_s", &e.step_host_s}, std::pair{"fsdp_step_host_s", &e.fsdp_step_host_s},
-      std::pair{"elementwise_s", &e.elementwise_s}};
+      std::pair{"elementwise_s", &e.elementwise_s}, std::pair{"tp_median_s", &e.tp_median_s},
+      std::pair{"tp_step_host_s", &e.tp_step_host_s}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.
@@ -229,6 +230,7 @@ nlohmann::json ToJson(const Report& r) {
     for (auto [key, field] : OptionalTimes(e)) {
       if (*field > 0) o[key] = *field;
     }
+    if (e.tp_linears > 0) o["tp_linears"] = e.tp_linears;
     if (e.straggle > 0) o["straggle"] = e.straggle;
     j["framework"].push_back(o);
   }
@@ -362,6 +364,10 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
         if (!o.contains(key)) continue;
         *field = Num(o, key, w);
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
+      }
+      if (o.contains("tp_linears")) {
+        e.tp_linears = Count(o, "tp_linears", w);
+        if (e.tp_linears <= 0) throw FieldError{absl::StrCat(w, ".tp_linears: must be positive")};
       }
       if (o.contains("straggle")) {
         e.straggle = Num(o, "straggle", w);

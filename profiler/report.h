@@ -106,6 +106,12 @@ struct FrameworkEntry {
   // loss), for the GPT the probe runs at a training size, memory-bound. 0: not
   // measured (the launch-bound entries).
   double elementwise_s = 0;
+  // The GPT's pass with its blocks split by torch.distributed.tensor.parallel
+  // over this entry's ranks (tp_linears split Linears), and its AdamW step's
+  // host time: what DTensor's dispatch adds per split Linear. 0: not measured.
+  double tp_median_s = 0;
+  double tp_step_host_s = 0;
+  int tp_linears = 0;
   // Entries of several ranks: the slowest rank's plain pass over the ranks'
   // mean, averaged over the turns they ran together. 0: one rank.
   double straggle = 0;

@@ -49,6 +49,11 @@ Report Sample() {
   cnn.ranks = 2;
   cnn.straggle = 1.06;
   r.framework.push_back(cnn);
+  // The GPT's tensor-parallel pass: the tuner's DTensor cost per split Linear
+  // (a merged profile without it made every TP prediction take the built-in one).
+  r.framework[0].tp_median_s = 0.0354;
+  r.framework[0].tp_step_host_s = 0.0031;
+  r.framework[0].tp_linears = 16;
   FrameworkEntry wide = f;
   wide.hidden = 1024, wide.heads = 16, wide.ffn = 4096, wide.seq = 1024, wide.vocab = 50257;
   wide.batch = 4;
@@ -94,6 +99,10 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(out->framework[1].fsdp_median_s, 0.045);
   EXPECT_EQ(out->framework[1].ranks, 2);
   EXPECT_DOUBLE_EQ(out->framework[1].straggle, 1.06);
+  EXPECT_DOUBLE_EQ(out->framework[0].tp_median_s, 0.0354);
+  EXPECT_DOUBLE_EQ(out->framework[0].tp_step_host_s, 0.0031);
+  EXPECT_EQ(out->framework[0].tp_linears, 16);
+  EXPECT_EQ(out->framework[1].tp_linears, 0);  // not measured: left out
   EXPECT_DOUBLE_EQ(out->framework[0].straggle, 0);
   EXPECT_EQ(out->framework[0].ranks, 1);
   EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
@@ -157,6 +166,8 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "elementwise_s", -1.0},
       {"framework", "ranks", 0},
       {"framework", "straggle", 0.9},
+      {"framework", "tp_median_s", 0.0},
+      {"framework", "tp_linears", 0},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());
