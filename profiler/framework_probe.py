@@ -458,7 +458,7 @@ def training_pass(torch, device, model, inputs, target):
 
 def alternating_times(torch, args, device, passes):
     """Each pass's forward + backward wall times, in order, by kind, the passes taking turns:
-    the host's speed switches between levels within seconds (bench/validate/data/
+    the host's speed switches between levels within seconds (bench/validate/data/checks/
     2026-11-26_h100x1_host_check_pinned), so passes timed one after the other could see
     different levels and their difference would be the host's, not the wrapper's. Also,
     by kind, the host time of each optimizer step (AdamW's step and zero_grad, from an

@@ -138,7 +138,7 @@ struct HardwareProfile {
   // a dispatch per tensor and op), which a launch-bound step pays after its
   // backward: on three 2x H100 hosts ResNet-50 (161 tensors, 0.9 ms of
   // optimizer kernels) spent 2.8-5.6 ms from its last backward launch to the
-  // step's end, 7-15 ms under FSDP2 (bench/validate/data/
+  // step's end, 7-15 ms under FSDP2 (bench/validate/data/calibration/
   // 2026-11-26_h100x2_heldout{4,5,6}). Measured by the framework probe (its
   // passes' AdamW step, plain and under FSDP2). 0: not measured, and then part
   // of the figures above, which were fitted to whole steps.
@@ -164,11 +164,11 @@ struct HardwareProfile {
   // dispatched through DTensor, sharding propagation, the hooks that wrap and
   // unwrap its input and output, the redistributions): on 2x H100 the Llama-1B
   // blocks split over 2 ranks trained at 280-300 ms per step at micro-batch 1
-  // to 16 where their GPU work is 35-140 ms (bench/validate/data/
-  // 2026-11-26_h100x2_library_heldout2, calibration). Measured by the
-  // framework probe (its GPT's blocks split as torch.distributed.tensor.parallel
-  // splits them, tp_median_s); else tp_linear_host_kernels launches' worth at
-  // the host's time per kernel, fitted to that run's micro-batch-1 step.
+  // to 16 where their GPU work is 35-140 ms (bench/validate/data/calibration/
+  // 2026-11-26_h100x2_library_heldout2). Measured by the framework probe (its
+  // GPT's blocks split as torch.distributed.tensor.parallel splits them,
+  // tp_median_s); else tp_linear_host_kernels launches' worth at the host's
+  // time per kernel, fitted to that run's micro-batch-1 step.
   double tp_host_per_linear_s = 0;
   double tp_linear_host_kernels = 100;
   std::string host;  // measured profiles: where and when

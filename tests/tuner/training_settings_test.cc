@@ -83,7 +83,7 @@ struct Setting {
   bool recompute = false;  // activation checkpointing: the configuration's flag
   // The held-out measurement (2x H100, 2026-11-27 00:43, model frozen at
   // 5a822bd) missed this setting's step time: printed, not held to it, until
-  // a model change that says why (bench/validate/data/
+  // a model change that says why (bench/validate/data/calibration/
   // 2026-11-27_h100x2_library_heldout/README.md). Its memory still is.
   bool time_missed_held_out = false;
 };
