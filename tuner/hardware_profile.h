@@ -168,9 +168,11 @@ struct HardwareProfile {
   // 2026-11-26_h100x2_library_heldout2). Measured by the framework probe (its
   // GPT's blocks split as torch.distributed.tensor.parallel splits them,
   // tp_median_s); else tp_linear_host_kernels launches' worth at the host's
-  // time per kernel, fitted to that run's micro-batch-1 step.
+  // time per kernel, fitted to that run's micro-batch-1 step over the five
+  // split Linears a Llama block has to the model (its gate and up projections
+  // are two modules; 100 when it counted four, one per GEMM).
   double tp_host_per_linear_s = 0;
-  double tp_linear_host_kernels = 100;
+  double tp_linear_host_kernels = 80;
   std::string host;  // measured profiles: where and when
   std::string date;
 

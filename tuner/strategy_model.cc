@@ -531,7 +531,9 @@ struct StrategyModel::Impl {
       if (t > 1 && w.settings.tensor_parallel == TensorParallel::kDTensor) {
         // Each split Linear's DTensor dispatch, over forward and backward
         // (backward's launches are counted at twice the forward's).
-        out_l.dtensor_launch = static_cast<double>(l.gemms.size()) * tp_host_per_linear / 3;
+        const int linears =
+            l.tp_split_linears > 0 ? l.tp_split_linears : static_cast<int>(l.gemms.size());
+        out_l.dtensor_launch = static_cast<double>(linears) * tp_host_per_linear / 3;
       }
       if (cp > 1 && l.cp_kv_bytes > 0) {
         // Keys and values of the whole sequence gathered before attention

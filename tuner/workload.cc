@@ -353,6 +353,12 @@ void BuildTransformerLayers(Workload& w) {
     // attention block and one after the MLP in forward, two in backward.
     b.tp_comm_bytes = s * h * a;
     b.tp_allreduces_fwd = 2;
+    // The Linears a tensor-parallel plan splits, each dispatched through
+    // DTensor: transformers' gated MLPs project gate and up with two modules
+    // (gate_proj, up_proj) where the model runs one GEMM for both (2x H100,
+    // Llama-style TP at micro-batch 1-8 under by 14-20 % with one,
+    // bench/validate/data/calibration/2026-11-27_h100x2_library_run5).
+    b.tp_split_linears = (t.separate_qkv ? 3 : 1) + 1 + (t.gated_mlp ? 2 : 1) + 1;
     w.layers.push_back(std::move(b));
   }
 

@@ -159,6 +159,7 @@ struct LayerCost {
   double tp_split_activation_bytes = 0;  // part of saved_activation_bytes divided by tp
   double tp_comm_bytes = 0;              // bytes of one tensor-parallel all-reduce, per sample
   int tp_allreduces_fwd = 0;             // all-reduces per forward pass (backward does as many)
+  int tp_split_linears = 0;  // Linear modules a tensor-parallel plan splits; 0: one per GEMM
   double attention_flops = 0;            // forward attention FLOPs per sample (not GEMM-shaped)
   // Context parallel only (PerRankWorkload): keys and values of the whole
   // sequence that each rank gathers before attention, per sample.

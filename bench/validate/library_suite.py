@@ -8,8 +8,9 @@ The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small
 large and xl; LlamaForCausalLM of a 1B Llama-style config and of Llama 3.2 1B's shape;
 BertForMaskedLM of BERT base and large; RobertaForMaskedLM (base), DistilBertForMaskedLM;
 MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; OPTForCausalLM (OPT-125m);
-from_config, random weights, no download), torchvision (ResNet-34, -50, -101, -152, ViT-B/16,
-ViT-L/16) and timm (ViT-L/16, DeiT-S).
+LlamaForCausalLM in TinyLlama-1.1B's and SmolLM2-360M's shapes;
+from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
+ViT-B/16, ViT-L/16) and timm (ViT-L/16, DeiT-S, DeiT-Ti).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -76,13 +77,21 @@ TRANSFORMERS = {
     "hf-llama32-1b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                                     num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
                                     tie_word_embeddings=True)),
+    # TinyLlama-1.1B's shape (22 layers, 32 heads of 64, 4 key-value heads) and SmolLM2-360M's
+    # (32 layers of hidden 960, 15 heads, 5 key-value heads, tied head): LlamaForCausalLM too.
+    "hf-tinyllama-1.1b": ("llama", dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                                        num_attention_heads=32, num_key_value_heads=4, vocab_size=32000)),
+    "hf-smollm2-360m": ("llama", dict(hidden_size=960, intermediate_size=2560, num_hidden_layers=32,
+                                      num_attention_heads=15, num_key_value_heads=5, vocab_size=49152,
+                                      tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
           "tv-resnet101": "resnet101", "tv-vit-l16": "vit_l_16",
           "timm-vit-l16": "timm:vit_large_patch16_224", "tv-resnet34": "resnet34",
-          "timm-deit-s": "timm:deit_small_patch16_224"}
-CNNS = {"tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
+          "timm-deit-s": "timm:deit_small_patch16_224", "tv-resnet18": "resnet18",
+          "timm-deit-tiny": "timm:deit_tiny_patch16_224"}
+CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
