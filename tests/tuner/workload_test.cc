@@ -54,6 +54,14 @@ TEST(WorkloadTest, BertStructureKeysMatchTransformersCountAndAddLaunches) {
   // Per layer: two more GEMMs, weight casts and input casts, one more bias
   // reduction (half a launch, rounded down: 6 / 2 - 4 / 2); embeddings +4; head +4.
   EXPECT_EQ(bert_kernels - plain_kernels, 12 * (6 + 1) + 4 + 4);
+  // A tensor-parallel plan splits the Linear modules: QKV (or q, k, v), out, and the
+  // MLP's (a gated one's gate and up are two modules, as transformers' Llama has them).
+  EXPECT_EQ(plain->layers[1].tp_split_linears, 4);
+  EXPECT_EQ(bert->layers[1].tp_split_linears, 6);
+  auto llama = PresetWorkload("llama-7b");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(llama->layers[1].tp_split_linears, 5);
+  EXPECT_EQ(llama->layers[1].gemms.size(), 4u);
 }
 
 TEST(WorkloadTest, EncoderValidationWorkloadsMatchTransformersCounts) {
@@ -242,6 +250,16 @@ TEST(WorkloadTest, TrainingSettingsAreRead) {
   EXPECT_EQ(LogitsBytesPerEntry(Precision::kBf16Autocast, true) -
                 LogitsBytesPerEntry(Precision::kBf16Autocast, false),
             4);
+  auto torch_pp = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_parallel = \"torch\"\n", "pp");
+  ASSERT_TRUE(torch_pp.ok()) << torch_pp.status();
+  EXPECT_EQ(torch_pp->settings.pipeline_parallel, PipelineParallel::kTorch);
+  EXPECT_EQ(plain->settings.pipeline_parallel, PipelineParallel::kMegatron);
+  auto bad_pp = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_parallel = \"gpipe\"\n", "bad.toml");
+  ASSERT_FALSE(bad_pp.ok());
+  EXPECT_NE(bad_pp.status().message().find("pipeline_parallel"), std::string::npos)
+      << bad_pp.status();
   auto on = ParseWorkloadToml(
       "[model]\npreset = \"gpt-125m\"\n[training]\nactivation_checkpointing = true\n", "o");
   ASSERT_TRUE(on.ok()) << on.status();
