@@ -97,12 +97,13 @@ TEST(SyntheticAccuracy, NearEqualHypothesesThatDisagreeKeepExtraP) {
   EXPECT_LE(Error(c, chosen->model), Error(c, *reference) + 2.0) << chosen->Explain(c.params);
 }
 
-// The default against Extra-P's rules on the other development seeds (the
-// per-level medians tie on some of them; bench/modeling/README.md).
+// The default against Extra-P's rules on the other development seeds at 5 and
+// 10 % noise, where every loss of > 1 pp so far was (the per-level medians
+// tie on some seeds; bench/modeling/README.md).
 TEST(SyntheticAccuracy, DefaultNeverMuchWorseOnAnyDevelopmentSeed) {
   for (uint64_t seed : {5000u, 20261127u, 777000u, 424242u, 8675309u}) {
     for (const SyntheticCase& c : bench::SyntheticCases(seed)) {
-      if (c.kind == bench::NoiseKind::kNone) continue;
+      if (c.noise < 0.05) continue;
       absl::StatusOr<Model> reference = Fit(c.points, ModelerOptions::ExtraP());
       absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
       ASSERT_TRUE(reference.ok() && chosen.ok()) << c.function;
