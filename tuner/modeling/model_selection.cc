@@ -333,13 +333,13 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
   // doubling past the grid least: the evidence picks the set, not which of
   // their extrapolations is right.
   const double reference = out.model.Evaluate(doubled);
-  auto move = [&](const Model& m) { return std::abs(m.Evaluate(doubled) - reference); };
+  auto distance = [&](const Model& m) { return std::abs(m.Evaluate(doubled) - reference); };
   const Model* chosen = best;
   double chosen_cv = best_cv;
   for (const Model& m : *alternatives) {
     double cv = kNaN;
     if (&m != best && !SameTerms(m, out.model) && score(m) < best_score + options.min_evidence &&
-        move(m) < move(*chosen) && admissible(m, &cv)) {
+        distance(m) < distance(*chosen) && admissible(m, &cv)) {
       chosen = &m, chosen_cv = cv;
     }
   }

@@ -108,8 +108,8 @@ TEST(SyntheticAccuracy, DefaultNeverMuchWorseOnAnyDevelopmentSeed) {
       absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
       ASSERT_TRUE(reference.ok() && chosen.ok()) << c.function;
       EXPECT_LE(Error(c, chosen->model), Error(c, *reference) + 2.0)
-          << "seed " << seed << " #" << c.id << " " << c.function << ", " << c.NoiseLabel()
-          << ": " << chosen->Explain(c.params) << " vs " << reference->ToString(c.params);
+          << "seed " << seed << " #" << c.id << " " << c.function << ", " << c.NoiseLabel() << ": "
+          << chosen->Explain(c.params) << " vs " << reference->ToString(c.params);
     }
   }
 }
