@@ -101,6 +101,10 @@ std::string_view TensorParallelName(TensorParallel t) {
   return t == TensorParallel::kMegatron ? "megatron" : "dtensor";
 }
 
+std::string_view PipelineEngineName(PipelineEngine e) {
+  return e == PipelineEngine::kDeepSpeed ? "deepspeed" : "megatron";
+}
+
 std::string_view NormName(Norm n) {
   switch (n) {
     case Norm::kLayerNorm:
@@ -181,6 +185,10 @@ void BuildTransformerLayers(Workload& w) {
   embed.kernels = 3;        // token and position lookups, add
   embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
+  // Megatron splits the table over the vocabulary (VocabParallelEmbedding);
+  // DTensor plans leave it whole (TpWays).
+  embed.tp_capable = true;
+  embed.vocab_parallel = true;
   if (t.token_types) {
     // BERT's type_vocab_size 2 table: one more lookup and add (fused: none).
     embed.params += 2 * int64_t{t.hidden};
@@ -864,6 +872,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.tensor_parallel = static_cast<TensorParallel>(tensor_parallel);
+  int engine = static_cast<int>(st.pipeline_engine);
+  if (auto s = choose(training, "pipeline_engine",
+                      {{"megatron", int(PipelineEngine::kMegatron)},
+                       {"deepspeed", int(PipelineEngine::kDeepSpeed)}},
+                      &engine);
+      !s.ok()) {
+    return s;
+  }
+  st.pipeline_engine = static_cast<PipelineEngine>(engine);
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
@@ -994,7 +1011,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   if (auto st = rd.CheckKeys(
           training, "[training]",
           {"precision", "optimizer", "optimizer_impl", "activation_checkpointing", "compile",
-           "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
+           "pipeline_engine", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -1060,6 +1077,13 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       return rd.Error(parallel->get("recompute"),
                       "[parallel] recompute contradicts [training] activation_checkpointing",
                       "keep one of them");
+    }
+    // DeepSpeed's PipelineEngine runs one schedule, TrainSchedule (1F1B).
+    if (w.settings.pipeline_engine == PipelineEngine::kDeepSpeed &&
+        w.parallel.pipeline_schedule == "interleaved") {
+      return rd.Error(parallel->get("pipeline_schedule"),
+                      "DeepSpeed's pipeline engine has no interleaved schedule",
+                      "use pipeline_schedule = \"1f1b\" or pipeline_engine = \"megatron\"");
     }
   }
 

@@ -63,6 +63,10 @@ enum class Norm { kLayerNorm, kRmsNormEager };
 //                  Megatron-style layers (plain kernels and explicit
 //                  collectives: Megatron-LM, megatron-core, DeepSpeed).
 enum class TensorParallel { kDTensor, kMegatron };
+//  PipelineEngine  what runs the pipeline schedule (tuner/pipeline_engine.h):
+//                  Megatron-LM's / megatron-core's schedules, or DeepSpeed's
+//                  PipelineEngine (Megatron-DeepSpeed, GPT-NeoX).
+enum class PipelineEngine { kMegatron, kDeepSpeed };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
@@ -71,6 +75,7 @@ std::string_view CheckpointingName(Checkpointing c);
 std::string_view ActivationName(Activation a);
 std::string_view NormName(Norm n);
 std::string_view TensorParallelName(TensorParallel t);
+std::string_view PipelineEngineName(PipelineEngine e);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -88,6 +93,7 @@ struct TrainingSettings {
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   TensorParallel tensor_parallel = TensorParallel::kDTensor;
+  PipelineEngine pipeline_engine = PipelineEngine::kMegatron;
   // The script casts the logits to fp32 itself before the loss and keeps
   // that copy to the end of the step (Hugging Face's causal-LM loss,
   // `logits.float()`), instead of cross_entropy upcasting internally.
