@@ -4,7 +4,7 @@ namespace xdeep::tuner {
 
 PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   PipelineEngineTraits t;
-  if (c.pp <= 1 || w.settings.pipeline_engine != PipelineEngine::kDeepSpeed) return t;
+  if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return t;
   t.overlaps_gradient_reduction = false;
   t.serial_exchange = true;
   t.partitioned_p2p = c.tp > 1;
@@ -16,7 +16,7 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
 }
 
 std::string PipelineEngineProblem(const Workload& w, const Configuration& c) {
-  if (c.pp <= 1 || w.settings.pipeline_engine != PipelineEngine::kDeepSpeed) return "";
+  if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return "";
   if (c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1) {
     return "DeepSpeed's pipeline engine has no interleaved schedule";
   }

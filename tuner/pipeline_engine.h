@@ -1,5 +1,5 @@
 // What the software running a pipeline does around the schedule's compute
-// ([training] pipeline_engine). The strategy model charges these traits where
+// ([model] pipeline_parallel). The strategy model charges these traits where
 // pp > 1; with one stage the engine does not matter.
 //
 // DeepSpeed's PipelineEngine, from its source (github.com/microsoft/DeepSpeed

@@ -368,19 +368,26 @@ struct StrategyModel::Impl {
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
           r.logits_bytes = double(w.transformer.seq_len) * w.transformer.vocab / div *
                            LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
-          if (w.transformer.tied_embeddings && c % pp != 0) {
-            // A tied head on another stage than the embedding holds its own
-            // copy of the matrix (Megatron's word_embeddings_for_head,
-            // DeepSpeed's TiedLayerSpec); their gradients meet after backward.
-            const double copy = double(w.transformer.vocab) * w.transformer.hidden / div;
-            r.params += copy;
-            r.root_params += copy;
-          }
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
           r.send_bytes = std::max(r.send_bytes, l.output_bytes);
         }
       }
+    }
+    // A tied head on another stage than the embedding holds its own copy of
+    // the shared matrix (Megatron-LM's last stage allocates one and
+    // all-reduces its gradient with the first stage's; a model split by
+    // torch.distributed.pipelining simply has two): weights, gradients and
+    // optimizer state there too (2x H100, Qwen2-0.5B's last stage at PP=2
+    // -24..-28 % without it, bench/validate/data/calibration).
+    const int n_chunks = static_cast<int>(chunks.size());
+    if (w.family == ModelFamily::kTransformer && w.transformer.tied_embeddings && L > 0 &&
+        n_chunks > 1 && (n_chunks - 1) % pp != 0) {
+      const LayerCost& head = w.layers[L - 1];
+      RankData& r = ranks[(n_chunks - 1) % pp];
+      r.params += double(w.transformer.vocab) * w.transformer.hidden /
+                  TpWays(head, w.settings.tensor_parallel, tp);
+      r.param_tensors += 1;
     }
     Partitioned out;
     for (int i = 0; i < pp; ++i) {

@@ -101,8 +101,8 @@ std::string_view TensorParallelName(TensorParallel t) {
   return t == TensorParallel::kMegatron ? "megatron" : "dtensor";
 }
 
-std::string_view PipelineEngineName(PipelineEngine e) {
-  return e == PipelineEngine::kDeepSpeed ? "deepspeed" : "megatron";
+std::string_view PipelineParallelName(PipelineParallel p) {
+  return p == PipelineParallel::kDeepSpeed ? "deepspeed" : "megatron";
 }
 
 std::string_view NormName(Norm n) {
@@ -872,15 +872,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.tensor_parallel = static_cast<TensorParallel>(tensor_parallel);
-  int engine = static_cast<int>(st.pipeline_engine);
-  if (auto s = choose(training, "pipeline_engine",
-                      {{"megatron", int(PipelineEngine::kMegatron)},
-                       {"deepspeed", int(PipelineEngine::kDeepSpeed)}},
-                      &engine);
+  int pipeline_parallel = static_cast<int>(st.pipeline_parallel);
+  if (auto s = choose(model, "pipeline_parallel",
+                      {{"megatron", int(PipelineParallel::kMegatron)},
+                       {"deepspeed", int(PipelineParallel::kDeepSpeed)}},
+                      &pipeline_parallel);
       !s.ok()) {
     return s;
   }
-  st.pipeline_engine = static_cast<PipelineEngine>(engine);
+  st.pipeline_parallel = static_cast<PipelineParallel>(pipeline_parallel);
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
@@ -996,6 +996,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "activation",
                               "norm",
                               "tensor_parallel",
+                              "pipeline_parallel",
                               "fp32_logits",
                               "arch",
                               "image_size",
@@ -1011,7 +1012,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   if (auto st = rd.CheckKeys(
           training, "[training]",
           {"precision", "optimizer", "optimizer_impl", "activation_checkpointing", "compile",
-           "pipeline_engine", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
+           "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -1079,11 +1080,11 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                       "keep one of them");
     }
     // DeepSpeed's PipelineEngine runs one schedule, TrainSchedule (1F1B).
-    if (w.settings.pipeline_engine == PipelineEngine::kDeepSpeed &&
+    if (w.settings.pipeline_parallel == PipelineParallel::kDeepSpeed &&
         w.parallel.pipeline_schedule == "interleaved") {
       return rd.Error(parallel->get("pipeline_schedule"),
                       "DeepSpeed's pipeline engine has no interleaved schedule",
-                      "use pipeline_schedule = \"1f1b\" or pipeline_engine = \"megatron\"");
+                      "use pipeline_schedule = \"1f1b\" or pipeline_parallel = \"megatron\"");
     }
   }
 
@@ -1103,6 +1104,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"activation", "transformer"},
                                    {"norm", "transformer"},
                                    {"tensor_parallel", "transformer"},
+                                   {"pipeline_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {

@@ -99,8 +99,8 @@ Workload MakeWorkload(const Row& r) {
   w.settings.attention =
       r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;
-  w.settings.pipeline_engine =
-      r.S("engine") == "deepspeed" ? PipelineEngine::kDeepSpeed : PipelineEngine::kMegatron;
+  w.settings.pipeline_parallel =
+      r.S("engine") == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = r.I("global_batch");
