@@ -9,7 +9,7 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   t.serial_exchange = true;
   t.partitioned_p2p = c.tp > 1;
   if (w.precision == Precision::kBf16Mixed) {
-    t.accumulation_traffic_bytes = 2 + 4 + 4 + 2;
+    t.accumulation_traffic_bytes = (2 + 4) + (4 + 4 + 4);  // cast to fp32, then add
     t.accumulation_buffer_bytes = 4;
   }
   return t;

@@ -21,9 +21,11 @@
 //    the data-parallel gradient reduction starts when backward has ended.
 //  * bf16 runs BF16_Optimizer, "hardcoded for fp32 gradient accumulation":
 //    a full-size fp32 gradient buffer (4 bytes per parameter beside the bf16
-//    gradients), and after every micro-batch's backward update_hp_grads adds
-//    the bf16 gradients into it (read 2 + 4, write 4 bytes per parameter)
-//    and clear_lp_grads zeroes them (write 2).
+//    gradients), and after every micro-batch's backward update_hp_grads runs
+//    hp_grad.add_(lp.grad.to(float32)) per parameter: the cast reads 2 and
+//    writes a 4-byte temporary, the add reads it and the buffer and writes
+//    the buffer (18 bytes per parameter); clear_lp_grads then drops the bf16
+//    gradients (set to None: no pass).
 //  * No interleaved schedule; ZeRO-2 and ZeRO-3 are refused with pipeline
 //    parallelism (engine.py asserts stage < gradients).
 #ifndef XDEEP_TUNER_PIPELINE_ENGINE_H_
