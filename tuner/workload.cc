@@ -287,6 +287,10 @@ void BuildTransformerLayers(Workload& w) {
     // (1 + tanh) factor and the 16-bit 0.5 x: 10 bytes more per element.
     const Activation act = w.settings.activation;
     if (act == Activation::kRelu && !t.gated_mlp) split -= a * f;
+    // Megatron-style layers fuse SwiGLU into one function that keeps only its
+    // input (gate and up) and recomputes the SiLU in backward
+    // (megatron/core/fusions/fused_bias_swiglu.py): 3 a f, not eager's 4.
+    if (t.gated_mlp && w.settings.tensor_parallel == TensorParallel::kMegatron) split -= a * f;
     if (act == Activation::kGeluTanhUnfused) split += (4.0 + 4.0 + a) * f;
     b.saved_activation_bytes = s * (unsplit + split);
     b.tp_split_activation_bytes = s * split;
