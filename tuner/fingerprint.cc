@@ -55,6 +55,10 @@ std::string ModelFingerprint(const Workload& w) {
                       AttentionKernelName(s.attention), MemoryFormatName(s.memory_format),
                       s.linear_bias, CheckpointingName(s.activation_checkpointing), s.compile,
                       TensorParallelName(s.tensor_parallel)));
+  // Only where it is not the default, so earlier fingerprints stay as they were.
+  if (s.pipeline_parallel != PipelineParallel::kMegatron) {
+    absl::StrAppend(&text, ";pp=", std::string(PipelineParallelName(s.pipeline_parallel)));
+  }
   hash.Add(text);
   return absl::StrFormat("%016x", hash.h);
 }

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tuner/pipeline_engine.h"
 #include "tuner/probe_shapes.h"
 #include "tuner/selective_recompute.h"
 #include "tuner/strategy_model.h"
@@ -551,10 +552,14 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
             if (dp == 1 && z != 0) continue;
             if (dp > 1 && (z == 0 ? !allow_dp : !allow_z[z])) continue;
             c.sharding = sh;
+            c.schedule = PipelineSchedule::k1F1B;
+            c.virtual_stages = 1;
+            if (!PipelineEngineProblem(w, c).empty()) continue;  // DeepSpeed: no ZeRO-2/3 with pp
             for (int sched = 0; sched < (pp > 1 && limits.try_interleaved ? 2 : 1); ++sched) {
               c.schedule = sched == 0 ? PipelineSchedule::k1F1B : PipelineSchedule::kInterleaved;
               c.virtual_stages = sched == 0 ? 1 : 2;
               if (!pp_ok(pp * c.virtual_stages)) continue;
+              if (sched == 1 && !PipelineEngineProblem(w, c).empty()) continue;
               if (pp > 1 && !user.pipeline_schedule.empty() &&
                   user.pipeline_schedule != (sched == 0 ? "1f1b" : "interleaved")) {
                 continue;

@@ -101,6 +101,10 @@ std::string_view TensorParallelName(TensorParallel t) {
   return t == TensorParallel::kMegatron ? "megatron" : "dtensor";
 }
 
+std::string_view PipelineParallelName(PipelineParallel p) {
+  return p == PipelineParallel::kDeepSpeed ? "deepspeed" : "megatron";
+}
+
 std::string_view NormName(Norm n) {
   switch (n) {
     case Norm::kLayerNorm:
@@ -181,6 +185,10 @@ void BuildTransformerLayers(Workload& w) {
   embed.kernels = 3;        // token and position lookups, add
   embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
+  // Megatron splits the table over the vocabulary (VocabParallelEmbedding);
+  // DTensor plans leave it whole (TpWays).
+  embed.tp_capable = true;
+  embed.vocab_parallel = true;
   if (t.token_types) {
     // BERT's type_vocab_size 2 table: one more lookup and add (fused: none).
     embed.params += 2 * int64_t{t.hidden};
@@ -279,6 +287,10 @@ void BuildTransformerLayers(Workload& w) {
     // (1 + tanh) factor and the 16-bit 0.5 x: 10 bytes more per element.
     const Activation act = w.settings.activation;
     if (act == Activation::kRelu && !t.gated_mlp) split -= a * f;
+    // Megatron-style layers fuse SwiGLU into one function that keeps only its
+    // input (gate and up) and recomputes the SiLU in backward
+    // (megatron/core/fusions/fused_bias_swiglu.py): 3 a f, not eager's 4.
+    if (t.gated_mlp && w.settings.tensor_parallel == TensorParallel::kMegatron) split -= a * f;
     if (act == Activation::kGeluTanhUnfused) split += (4.0 + 4.0 + a) * f;
     b.saved_activation_bytes = s * (unsplit + split);
     b.tp_split_activation_bytes = s * split;
@@ -864,6 +876,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     return s;
   }
   st.tensor_parallel = static_cast<TensorParallel>(tensor_parallel);
+  int pipeline_parallel = static_cast<int>(st.pipeline_parallel);
+  if (auto s = choose(model, "pipeline_parallel",
+                      {{"megatron", int(PipelineParallel::kMegatron)},
+                       {"deepspeed", int(PipelineParallel::kDeepSpeed)}},
+                      &pipeline_parallel);
+      !s.ok()) {
+    return s;
+  }
+  st.pipeline_parallel = static_cast<PipelineParallel>(pipeline_parallel);
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
@@ -979,6 +1000,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "activation",
                               "norm",
                               "tensor_parallel",
+                              "pipeline_parallel",
                               "fp32_logits",
                               "arch",
                               "image_size",
@@ -1061,6 +1083,13 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                       "[parallel] recompute contradicts [training] activation_checkpointing",
                       "keep one of them");
     }
+    // DeepSpeed's PipelineEngine runs one schedule, TrainSchedule (1F1B).
+    if (w.settings.pipeline_parallel == PipelineParallel::kDeepSpeed &&
+        w.parallel.pipeline_schedule == "interleaved") {
+      return rd.Error(parallel->get("pipeline_schedule"),
+                      "DeepSpeed's pipeline engine has no interleaved schedule",
+                      "use pipeline_schedule = \"1f1b\" or pipeline_parallel = \"megatron\"");
+    }
   }
 
   std::string fam = family ? *family
@@ -1079,6 +1108,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"activation", "transformer"},
                                    {"norm", "transformer"},
                                    {"tensor_parallel", "transformer"},
+                                   {"pipeline_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {

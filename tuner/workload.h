@@ -63,6 +63,11 @@ enum class Norm { kLayerNorm, kRmsNormEager };
 //                  Megatron-style layers (plain kernels and explicit
 //                  collectives: Megatron-LM, megatron-core, DeepSpeed).
 enum class TensorParallel { kDTensor, kMegatron };
+//  PipelineParallel  what runs a pipeline's stages (tuner/pipeline_engine.h):
+//                  Megatron-style schedules (Megatron-LM, megatron-core, what
+//                  xdeep hands pipeline degrees to), or DeepSpeed's
+//                  PipelineEngine (Megatron-DeepSpeed, GPT-NeoX).
+enum class PipelineParallel { kMegatron, kDeepSpeed };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
@@ -71,6 +76,7 @@ std::string_view CheckpointingName(Checkpointing c);
 std::string_view ActivationName(Activation a);
 std::string_view NormName(Norm n);
 std::string_view TensorParallelName(TensorParallel t);
+std::string_view PipelineParallelName(PipelineParallel p);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -88,6 +94,7 @@ struct TrainingSettings {
   Activation activation = Activation::kGelu;
   Norm norm = Norm::kLayerNorm;
   TensorParallel tensor_parallel = TensorParallel::kDTensor;
+  PipelineParallel pipeline_parallel = PipelineParallel::kMegatron;
   // The script casts the logits to fp32 itself before the loss and keeps
   // that copy to the end of the step (Hugging Face's causal-LM loss,
   // `logits.float()`), instead of cross_entropy upcasting internally.
