@@ -547,8 +547,17 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                                           limits, correction_note);
   std::shared_ptr<const tuner::SearchResult> result = cache_.FindSearch(search_key);
   if (result == nullptr) {
-    auto searched = tuner::Search(*workload, hardware, limits);
+    // Requests that differ only in what scores a configuration (objective,
+    // budget, deadline, prices, time limit, correction) share the model's
+    // figures for every configuration: timed once, scored per request.
+    const std::string space_key =
+        DecisionCache::SpaceKey(request.workload(), hardware_generation, limits);
+    std::shared_ptr<const tuner::ScoredSpace> space = cache_.FindSpace(space_key);
+    const bool recorded = space == nullptr;
+    auto searched = recorded ? tuner::SearchRecording(*workload, hardware, limits, &space)
+                             : tuner::SearchInSpace(*space, *workload, hardware, limits);
     if (!searched.ok()) return searched.status();
+    if (recorded && space != nullptr) cache_.PutSpace(space_key, std::move(space));
     cache_.PutSearch(search_key, *searched);
     result = std::make_shared<const tuner::SearchResult>(*std::move(searched));
   }
