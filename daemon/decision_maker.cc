@@ -332,7 +332,8 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
                                         const tuner::Workload& workload,
                                         const tuner::SearchLimits& limits,
                                         const PartitionShape& shape, v1::Decision& decision,
-                                        const ProgressFn& progress) const {
+                                        const ProgressFn& progress,
+                                        const Ledger::AlongFn& along) const {
   auto scopes = BudgetScopes(policy, caller.user, request.account());
   if (!scopes.ok()) return scopes.status();
   const int64_t now = clock_();
@@ -358,10 +359,12 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   if (!strict) {
     for (BudgetScope& s : enforced) s.limit = 0;  // advisory: track, never refuse
   }
+  // The decision carries its token into the record written along with the hold.
+  decision.set_admission_token(charge.admission_token);
   absl::Status reserved =
-      ledger_->Reserve(charge, enforced, period_start, now, policy.admission_window_s);
+      ledger_->Reserve(charge, enforced, period_start, now, policy.admission_window_s, along);
+  if (!reserved.ok()) decision.clear_admission_token();
   if (reserved.ok()) {
-    decision.set_admission_token(charge.admission_token);
     if (!strict) {
       auto use = ledger_->Use(*scopes, period_start);
       if (use.ok()) {
@@ -590,14 +593,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_candidates_evaluated(result->evaluated);
   decision.set_rewrite(request.mode() == v1::TUNE_MODE_AUTO);
 
-  // Only a launch that submits a job reserves money; advise and explain do
-  // not, nor a step inside an allocation (its job is charged as a whole).
-  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
-    absl::Status s = CheckBudget(*policy, hardware, request, caller, *workload, limits, *shape,
-                                 decision, progress);
-    if (!s.ok()) return s;
-  }
-  if (store_ != nullptr) {
+  // What the store keeps of the decision (its admission token included).
+  auto record_of = [&] {
     DecisionRecord record;
     record.id = decision.decision_id();
     record.uid = caller.uid;
@@ -612,7 +609,26 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     record.hardware = hardware.Label();
     record.partition = shape->partition;
     record.account = request.account();
-    if (absl::Status s = store_->SaveDecision(record); !s.ok()) {
+    return record;
+  };
+  // Only a launch that submits a job reserves money; advise and explain do
+  // not, nor a step inside an allocation (its job is charged as a whole). The
+  // decision's record goes into the hold's own transaction where the store
+  // and the ledger share a file (as the daemon opens them): one commit for
+  // both, batched with other launches' (Ledger's group commit).
+  bool saved = false;
+  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
+    const bool along = store_ != nullptr && !store_->path().empty() &&
+                       store_->path() == ledger_->path();
+    absl::Status s = CheckBudget(
+        *policy, hardware, request, caller, *workload, limits, *shape, decision, progress,
+        along ? Ledger::AlongFn([&](sqlite3* db) { return Store::InsertDecision(db, record_of()); })
+              : nullptr);
+    if (!s.ok()) return s;
+    saved = along;
+  }
+  if (store_ != nullptr && !saved) {
+    if (absl::Status s = store_->SaveDecision(record_of()); !s.ok()) {
       if (ledger_ != nullptr) (void)ledger_->Release(decision.decision_id(), caller.uid, clock_());
       return s;
     }

@@ -360,6 +360,11 @@ Ledger::~Ledger() {
   sqlite3_close(db_);
 }
 
+std::string Ledger::path() const {
+  const char* file = sqlite3_db_filename(db_, "main");
+  return file ? file : "";
+}
+
 absl::StatusOr<int> Ledger::SchemaVersion() {
   std::lock_guard lock(mu_);
   return xdeep::daemon::SchemaVersion(db_, "ledger");
@@ -400,13 +405,14 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
 }
 
 absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& scopes,
-                             int64_t period_start, int64_t now, int64_t ttl_s) {
-  return Insert(c, scopes, period_start, now, ttl_s, false);
+                             int64_t period_start, int64_t now, int64_t ttl_s,
+                             const AlongFn& along) {
+  return Insert(c, scopes, period_start, now, ttl_s, false, along);
 }
 
 absl::Status Ledger::ReserveForJob(const Charge& c, const std::vector<BudgetScope>& scopes,
                                    int64_t period_start, int64_t now, int64_t ttl_s) {
-  return Insert(c, scopes, period_start, now, ttl_s, true);
+  return Insert(c, scopes, period_start, now, ttl_s, true, nullptr);
 }
 
 struct Ledger::PendingWrite {
@@ -477,13 +483,15 @@ void Ledger::CommitBatch(const std::vector<PendingWrite*>& batch) {
 }
 
 absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& scopes,
-                            int64_t period_start, int64_t now, int64_t ttl_s, bool bound) {
+                            int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
+                            const AlongFn& along) {
   return GroupWrite(
-      [&] { return InsertLocked(c, scopes, period_start, now, ttl_s, bound); });
+      [&] { return InsertLocked(c, scopes, period_start, now, ttl_s, bound, along); });
 }
 
 absl::Status Ledger::InsertLocked(const Charge& c, const std::vector<BudgetScope>& scopes,
-                                  int64_t period_start, int64_t now, int64_t ttl_s, bool bound) {
+                                  int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
+                                  const AlongFn& along) {
   for (const BudgetScope& scope : scopes) {
     if (scope.limit <= 0) continue;
     auto use = UseLocked(scope, period_start);
@@ -526,7 +534,7 @@ absl::Status Ledger::InsertLocked(const Charge& c, const std::vector<BudgetScope
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "ledger", "reserve");
-  return absl::OkStatus();
+  return along ? along(db_) : absl::OkStatus();
 }
 
 absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,

@@ -113,8 +113,13 @@ class Ledger {
   // Checks every scope and reserves, atomically. ResourceExhausted (message
   // names the scope, its remaining amount and the charge) when one would be
   // exceeded; AlreadyExists for a decision id reserved before.
+  // `along` (optional) writes more rows through the ledger's connection in
+  // the hold's own savepoint (Store::InsertDecision: the decision's record):
+  // both are kept or neither.
+  using AlongFn = std::function<absl::Status(sqlite3* db)>;
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
-                       int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
+                       int64_t period_start_unix, int64_t now_unix, int64_t ttl_s,
+                       const AlongFn& along = nullptr);
   // The same for a job slurmctld is admitting with no tuned launch (a
   // heterogeneous job's component): the hold is bound to the job at once.
   absl::Status ReserveForJob(const Charge& charge, const std::vector<BudgetScope>& scopes,
@@ -165,16 +170,19 @@ class Ledger {
 
   // The schema version of the file (schema_migrations.h).
   absl::StatusOr<int> SchemaVersion();
+  // The database file (empty for ":memory:").
+  std::string path() const;
 
  private:
   explicit Ledger(sqlite3* db) : db_(db) {}
   absl::StatusOr<BudgetUse> UseLocked(const BudgetScope& scope, int64_t period_start_unix);
   absl::Status Insert(const Charge& charge, const std::vector<BudgetScope>& scopes,
-                      int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound);
+                      int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound,
+                      const AlongFn& along);
   // The SQL of Insert and Admit, inside a group commit's transaction.
   absl::Status InsertLocked(const Charge& charge, const std::vector<BudgetScope>& scopes,
                             int64_t period_start_unix, int64_t now_unix, int64_t ttl_s,
-                            bool bound);
+                            bool bound, const AlongFn& along);
   absl::Status AdmitLocked(const std::string& token, uint32_t uid, const AdmitAsk& ask,
                            const ScopesFn& scopes_for, int64_t period_start_unix,
                            int64_t now_unix, int64_t ttl_s, Admission& admission);

@@ -370,7 +370,9 @@ TEST(LedgerTest, GroupCommitTellsEachCallerItsOwnOutcome) {
   ASSERT_TRUE(again.ok());
   for (const std::string& id : told_ok) EXPECT_TRUE((*again)->Get(id).ok()) << id;
   for (const std::string& id : told_failed) {
-    if (told_ok.count(id) == 0) EXPECT_FALSE((*again)->Get(id).ok()) << id;
+    if (told_ok.count(id) == 0) {
+      EXPECT_FALSE((*again)->Get(id).ok()) << id;
+    }
   }
   EXPECT_DOUBLE_EQ((*again)->Use({{"user", "alice", 500}}, 0)->front().reserved, 500.0);
   again->reset();
