@@ -361,21 +361,20 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   }
   // The decision carries its token into the record written along with the hold.
   decision.set_admission_token(charge.admission_token);
-  absl::Status reserved =
-      ledger_->Reserve(charge, enforced, period_start, now, policy.admission_window_s, along);
+  std::vector<BudgetUse> held;  // advisory: read with the hold, for the warning
+  absl::Status reserved = ledger_->Reserve(charge, enforced, period_start, now,
+                                           policy.admission_window_s, along,
+                                           strict ? nullptr : &held);
   if (!reserved.ok()) decision.clear_admission_token();
   if (reserved.ok()) {
-    if (!strict) {
-      auto use = ledger_->Use(*scopes, period_start);
-      if (use.ok()) {
-        for (const BudgetUse& u : *use) {
-          if (u.scope.limit > 0 && u.spent + u.reserved > u.scope.limit) {
-            progress(Step("budget", fmt::format("warning: {} {} is over its budget ({:.2f} of "
-                                                "{:.2f} {}); this site does not enforce it",
-                                                u.scope.kind, u.scope.name, u.spent + u.reserved,
-                                                u.scope.limit, policy.currency)));
-          }
-        }
+    for (size_t i = 0; i < held.size() && i < scopes->size(); ++i) {
+      const BudgetUse& u = held[i];
+      const BudgetScope& scope = (*scopes)[i];  // its limit: `enforced` zeroed it
+      if (scope.limit > 0 && u.spent + u.reserved > scope.limit) {
+        progress(Step("budget", fmt::format("warning: {} {} is over its budget ({:.2f} of "
+                                            "{:.2f} {}); this site does not enforce it",
+                                            scope.kind, scope.name, u.spent + u.reserved,
+                                            scope.limit, policy.currency)));
       }
     }
     return absl::OkStatus();

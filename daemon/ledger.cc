@@ -406,13 +406,13 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
 
 absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& scopes,
                              int64_t period_start, int64_t now, int64_t ttl_s,
-                             const AlongFn& along) {
-  return Insert(c, scopes, period_start, now, ttl_s, false, along);
+                             const AlongFn& along, std::vector<BudgetUse>* use_after) {
+  return Insert(c, scopes, period_start, now, ttl_s, false, along, use_after);
 }
 
 absl::Status Ledger::ReserveForJob(const Charge& c, const std::vector<BudgetScope>& scopes,
                                    int64_t period_start, int64_t now, int64_t ttl_s) {
-  return Insert(c, scopes, period_start, now, ttl_s, true, nullptr);
+  return Insert(c, scopes, period_start, now, ttl_s, true, nullptr, nullptr);
 }
 
 struct Ledger::PendingWrite {
@@ -484,14 +484,15 @@ void Ledger::CommitBatch(const std::vector<PendingWrite*>& batch) {
 
 absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& scopes,
                             int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
-                            const AlongFn& along) {
-  return GroupWrite(
-      [&] { return InsertLocked(c, scopes, period_start, now, ttl_s, bound, along); });
+                            const AlongFn& along, std::vector<BudgetUse>* use_after) {
+  return GroupWrite([&] {
+    return InsertLocked(c, scopes, period_start, now, ttl_s, bound, along, use_after);
+  });
 }
 
 absl::Status Ledger::InsertLocked(const Charge& c, const std::vector<BudgetScope>& scopes,
                                   int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
-                                  const AlongFn& along) {
+                                  const AlongFn& along, std::vector<BudgetUse>* use_after) {
   for (const BudgetScope& scope : scopes) {
     if (scope.limit <= 0) continue;
     auto use = UseLocked(scope, period_start);
@@ -534,7 +535,18 @@ absl::Status Ledger::InsertLocked(const Charge& c, const std::vector<BudgetScope
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "ledger", "reserve");
-  return along ? along(db_) : absl::OkStatus();
+  if (along) {
+    if (absl::Status s = along(db_); !s.ok()) return s;
+  }
+  if (use_after != nullptr) {
+    use_after->clear();
+    for (const BudgetScope& scope : scopes) {
+      auto use = UseLocked(scope, period_start);
+      if (!use.ok()) return use.status();
+      use_after->push_back(*use);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,

@@ -115,11 +115,14 @@ class Ledger {
   // exceeded; AlreadyExists for a decision id reserved before.
   // `along` (optional) writes more rows through the ledger's connection in
   // the hold's own savepoint (Store::InsertDecision: the decision's record):
-  // both are kept or neither.
+  // both are kept or neither. `use_after` (optional) receives each scope's
+  // use with the hold, read in its transaction (an advisory budget's warning
+  // without a second trip through the ledger).
   using AlongFn = std::function<absl::Status(sqlite3* db)>;
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
                        int64_t period_start_unix, int64_t now_unix, int64_t ttl_s,
-                       const AlongFn& along = nullptr);
+                       const AlongFn& along = nullptr,
+                       std::vector<BudgetUse>* use_after = nullptr);
   // The same for a job slurmctld is admitting with no tuned launch (a
   // heterogeneous job's component): the hold is bound to the job at once.
   absl::Status ReserveForJob(const Charge& charge, const std::vector<BudgetScope>& scopes,
@@ -178,11 +181,11 @@ class Ledger {
   absl::StatusOr<BudgetUse> UseLocked(const BudgetScope& scope, int64_t period_start_unix);
   absl::Status Insert(const Charge& charge, const std::vector<BudgetScope>& scopes,
                       int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound,
-                      const AlongFn& along);
+                      const AlongFn& along, std::vector<BudgetUse>* use_after);
   // The SQL of Insert and Admit, inside a group commit's transaction.
   absl::Status InsertLocked(const Charge& charge, const std::vector<BudgetScope>& scopes,
                             int64_t period_start_unix, int64_t now_unix, int64_t ttl_s,
-                            bool bound, const AlongFn& along);
+                            bool bound, const AlongFn& along, std::vector<BudgetUse>* use_after);
   absl::Status AdmitLocked(const std::string& token, uint32_t uid, const AdmitAsk& ask,
                            const ScopesFn& scopes_for, int64_t period_start_unix,
                            int64_t now_unix, int64_t ttl_s, Admission& admission);

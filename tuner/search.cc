@@ -527,9 +527,9 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
     }
     return !stopped.ok();
   };
-  // Scores one configuration whose memory fits (`memory` 0: not figured) and
-  // keeps it where it is among the best, on the Pareto front, or as an
-  // example of what the scoring limits rule out.
+  // Scores one configuration whose memory fits (`memory` 0: not figured, the
+  // kept ones' figured at the end) and keeps it where it is among the best,
+  // on the Pareto front, or as an example of what the scoring limits rule out.
   auto consider = [&](const Configuration& c, double memory, const StepTime& analytical) {
     Prediction p = ScoreWith(model, limits, c, ideal, memory, analytical);
     if (limits.budget > 0 && p.cost > limits.budget) {
@@ -559,7 +559,7 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
           std::upper_bound(top.begin(), top.end(), p, [&](const Prediction& a, const Candidate& b) {
             return Lower(limits.objective, a, b.prediction);
           });
-      top.insert(pos, Candidate{c, with_memory(c, p), ""});
+      top.insert(pos, Candidate{c, p, ""});
       if (top.size() > keep) top.pop_back();
     }
     // Pareto front of (time, cost).
@@ -585,9 +585,9 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
       // Equal time and higher cost: the new point replaces it.
       if (it != pareto.begin() && std::prev(it)->prediction.time_to_solution_s == t) {
         --it;
-        *it = Candidate{c, with_memory(c, p), ""};
+        *it = Candidate{c, p, ""};
       } else {
-        it = pareto.insert(it, Candidate{c, with_memory(c, p), ""});
+        it = pareto.insert(it, Candidate{c, p, ""});
       }
       auto next = std::next(it), last = next;
       while (last != pareto.end() && last->prediction.cost >= p.cost) ++last;
@@ -843,6 +843,11 @@ interrupted:
     recording->rejected_gpu_limit = counts[kPolicy];
     recording->memory_examples = examples[kMemory];
     *record = std::move(recording);
+  }
+  // Memory figures of the candidates kept, once (ranking never reads them;
+  // candidates pass through the top list and the front many times).
+  for (auto* kept : {&top, &pareto}) {
+    for (Candidate& cand : *kept) cand.prediction = with_memory(cand.config, cand.prediction);
   }
   result.rejected_memory = counts[kMemory];
   result.rejected_policy = counts[kPolicy] + counts[kEfficiency];
