@@ -112,8 +112,9 @@ class DecisionCache {
   LruMap<tuner::Workload> workloads_;
   LruMap<FittedCorrection> corrections_{1024};
   LruMap<tuner::SearchResult> searches_;
-  // At most 64 x 65,536 entries of ~130 bytes (ScoredSpace::kMaxEntries).
-  LruMap<tuner::ScoredSpace> spaces_{64};
+  // At most 32 x 32,768 entries of 120 bytes (ScoredSpace::kMaxEntries): a
+  // search on 64 nodes of 8 GPUs scores ~20-30k; one on a few nodes ~1k.
+  LruMap<tuner::ScoredSpace> spaces_{32};
   size_t max_cached_layers_;
 };
 

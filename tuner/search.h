@@ -114,7 +114,7 @@ struct ScoredSpace {
   uint64_t evaluated = 0, pruned = 0, rejected_memory = 0, rejected_gpu_limit = 0;
   std::vector<Candidate> memory_examples;
   // Searches scoring more configurations record none (memory per space).
-  static constexpr size_t kMaxEntries = size_t{1} << 16;
+  static constexpr size_t kMaxEntries = size_t{1} << 15;
 };
 
 // Search, also recording its ScoredSpace into `*space` (left null when the
