@@ -39,7 +39,8 @@ absl::StatusOr<std::shared_ptr<const tuner::Workload>> DecisionCache::Workload(
 // field added there fails this check until it is added to SearchKey (and the
 // size here updated). x86-64 (the build and CI machines).
 static_assert(sizeof(void*) != 8 || sizeof(tuner::SearchLimits) == 232,
-              "SearchLimits changed: add the new field to DecisionCache::SearchKey");
+              "SearchLimits changed: add the new field to DecisionCache::SearchKey, and to "
+              "SpaceKey too when it shapes the enumeration (tuner/search.h, ScoredSpace)");
 
 absl::StatusOr<std::shared_ptr<const FittedCorrection>> DecisionCache::Correction(
     Store& store, const LearningScope& scope) {
@@ -72,6 +73,17 @@ std::string DecisionCache::SearchKey(const xdeep::v1::Workload& w, uint64_t hard
   AppendList(&key, l.allowed_strategies);
   AppendList(&key, l.user_strategies);
   fmt::format_to(std::back_inserter(key), "|{}:{}", correction.size(), correction);
+  return key;
+}
+
+std::string DecisionCache::SpaceKey(const xdeep::v1::Workload& w, uint64_t hardware_generation,
+                                    const tuner::SearchLimits& l) {
+  std::string key =
+      fmt::format("{}|hw{}|{} {} {} {} {} {}|", WorkloadKey(w), hardware_generation, l.max_nodes,
+                  l.max_gpus_per_node, l.max_total_gpus, l.max_rejected_examples,
+                  l.try_interleaved, l.max_candidates);
+  AppendList(&key, l.allowed_strategies);
+  AppendList(&key, l.user_strategies);
   return key;
 }
 

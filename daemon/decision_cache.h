@@ -1,8 +1,10 @@
 // What repeated Tune requests share, kept so that only the first pays for it:
 // parsed workloads (by the request's workload text or preset), corrections
-// learned from real runs (by learning scope, until the store's runs change)
-// and search results (by workload, hardware profile, search limits and the
-// learned correction in force). Both are pure functions of their keys, so a hit
+// learned from real runs (by learning scope, until the store's runs change),
+// search results (by workload, hardware profile, search limits and the
+// learned correction in force) and the model's figures of every configuration
+// a search scored (by workload, hardware and the limits that shape the
+// enumeration: requests that differ only in objective, budget and the like). Both are pure functions of their keys, so a hit
 // returns exactly what a fresh computation would. Bounded LRU maps, safe to
 // use from every worker thread.
 #pragma once
@@ -95,10 +97,24 @@ class DecisionCache {
   // Keeps `result` without its Pareto front (decisions never read it).
   void PutSearch(const std::string& key, const tuner::SearchResult& result);
 
+  // What a search's ScoredSpace depends on: the workload, the hardware's
+  // generation and the limits that shape the enumeration (tuner/search.h).
+  static std::string SpaceKey(const xdeep::v1::Workload& w, uint64_t hardware_generation,
+                              const tuner::SearchLimits& limits);
+  std::shared_ptr<const tuner::ScoredSpace> FindSpace(const std::string& key) {
+    return spaces_.Find(key);
+  }
+  void PutSpace(const std::string& key, std::shared_ptr<const tuner::ScoredSpace> space) {
+    spaces_.Put(key, std::move(space));
+  }
+
  private:
   LruMap<tuner::Workload> workloads_;
   LruMap<FittedCorrection> corrections_{1024};
   LruMap<tuner::SearchResult> searches_;
+  // At most 32 x 32,768 entries of 120 bytes (ScoredSpace::kMaxEntries): a
+  // search on 64 nodes of 8 GPUs scores ~20-30k; one on a few nodes ~1k.
+  LruMap<tuner::ScoredSpace> spaces_{32};
   size_t max_cached_layers_;
 };
 

@@ -332,7 +332,8 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
                                         const tuner::Workload& workload,
                                         const tuner::SearchLimits& limits,
                                         const PartitionShape& shape, v1::Decision& decision,
-                                        const ProgressFn& progress) const {
+                                        const ProgressFn& progress,
+                                        const Ledger::AlongFn& along) const {
   auto scopes = BudgetScopes(policy, caller.user, request.account());
   if (!scopes.ok()) return scopes.status();
   const int64_t now = clock_();
@@ -358,21 +359,22 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
   if (!strict) {
     for (BudgetScope& s : enforced) s.limit = 0;  // advisory: track, never refuse
   }
-  absl::Status reserved =
-      ledger_->Reserve(charge, enforced, period_start, now, policy.admission_window_s);
+  // The decision carries its token into the record written along with the hold.
+  decision.set_admission_token(charge.admission_token);
+  std::vector<BudgetUse> held;  // advisory: read with the hold, for the warning
+  absl::Status reserved = ledger_->Reserve(charge, enforced, period_start, now,
+                                           policy.admission_window_s, along,
+                                           strict ? nullptr : &held);
+  if (!reserved.ok()) decision.clear_admission_token();
   if (reserved.ok()) {
-    decision.set_admission_token(charge.admission_token);
-    if (!strict) {
-      auto use = ledger_->Use(*scopes, period_start);
-      if (use.ok()) {
-        for (const BudgetUse& u : *use) {
-          if (u.scope.limit > 0 && u.spent + u.reserved > u.scope.limit) {
-            progress(Step("budget", fmt::format("warning: {} {} is over its budget ({:.2f} of "
-                                                "{:.2f} {}); this site does not enforce it",
-                                                u.scope.kind, u.scope.name, u.spent + u.reserved,
-                                                u.scope.limit, policy.currency)));
-          }
-        }
+    for (size_t i = 0; i < held.size() && i < scopes->size(); ++i) {
+      const BudgetUse& u = held[i];
+      const BudgetScope& scope = (*scopes)[i];  // its limit: `enforced` zeroed it
+      if (scope.limit > 0 && u.spent + u.reserved > scope.limit) {
+        progress(Step("budget", fmt::format("warning: {} {} is over its budget ({:.2f} of "
+                                            "{:.2f} {}); this site does not enforce it",
+                                            scope.kind, scope.name, u.spent + u.reserved,
+                                            scope.limit, policy.currency)));
       }
     }
     return absl::OkStatus();
@@ -547,8 +549,17 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                                           limits, correction_note);
   std::shared_ptr<const tuner::SearchResult> result = cache_.FindSearch(search_key);
   if (result == nullptr) {
-    auto searched = tuner::Search(*workload, hardware, limits);
+    // Requests that differ only in what scores a configuration (objective,
+    // budget, deadline, prices, time limit, correction) share the model's
+    // figures for every configuration: timed once, scored per request.
+    const std::string space_key =
+        DecisionCache::SpaceKey(request.workload(), hardware_generation, limits);
+    std::shared_ptr<const tuner::ScoredSpace> space = cache_.FindSpace(space_key);
+    const bool recorded = space == nullptr;
+    auto searched = recorded ? tuner::SearchRecording(*workload, hardware, limits, &space)
+                             : tuner::SearchInSpace(*space, *workload, hardware, limits);
     if (!searched.ok()) return searched.status();
+    if (recorded && space != nullptr) cache_.PutSpace(space_key, std::move(space));
     cache_.PutSearch(search_key, *searched);
     result = std::make_shared<const tuner::SearchResult>(*std::move(searched));
   }
@@ -581,14 +592,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_candidates_evaluated(result->evaluated);
   decision.set_rewrite(request.mode() == v1::TUNE_MODE_AUTO);
 
-  // Only a launch that submits a job reserves money; advise and explain do
-  // not, nor a step inside an allocation (its job is charged as a whole).
-  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
-    absl::Status s = CheckBudget(*policy, hardware, request, caller, *workload, limits, *shape,
-                                 decision, progress);
-    if (!s.ok()) return s;
-  }
-  if (store_ != nullptr) {
+  // What the store keeps of the decision (its admission token included).
+  auto record_of = [&] {
     DecisionRecord record;
     record.id = decision.decision_id();
     record.uid = caller.uid;
@@ -603,7 +608,26 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     record.hardware = hardware.Label();
     record.partition = shape->partition;
     record.account = request.account();
-    if (absl::Status s = store_->SaveDecision(record); !s.ok()) {
+    return record;
+  };
+  // Only a launch that submits a job reserves money; advise and explain do
+  // not, nor a step inside an allocation (its job is charged as a whole). The
+  // decision's record goes into the hold's own transaction where the store
+  // and the ledger share a file (as the daemon opens them): one commit for
+  // both, batched with other launches' (Ledger's group commit).
+  bool saved = false;
+  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
+    const bool along = store_ != nullptr && !store_->path().empty() &&
+                       store_->path() == ledger_->path();
+    absl::Status s = CheckBudget(
+        *policy, hardware, request, caller, *workload, limits, *shape, decision, progress,
+        along ? Ledger::AlongFn([&](sqlite3* db) { return Store::InsertDecision(db, record_of()); })
+              : nullptr);
+    if (!s.ok()) return s;
+    saved = along;
+  }
+  if (store_ != nullptr && !saved) {
+    if (absl::Status s = store_->SaveDecision(record_of()); !s.ok()) {
       if (ledger_ != nullptr) (void)ledger_->Release(decision.decision_id(), caller.uid, clock_());
       return s;
     }

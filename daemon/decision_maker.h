@@ -82,7 +82,7 @@ class DecisionMaker {
                            const xdeep::v1::TuneRequest& request, const Caller& caller,
                            const tuner::Workload& workload, const tuner::SearchLimits& limits,
                            const PartitionShape& shape, xdeep::v1::Decision& decision,
-                           const ProgressFn& progress) const;
+                           const ProgressFn& progress, const Ledger::AlongFn& along) const;
 
   mutable std::mutex mu_;
   std::shared_ptr<const PolicyConfig> policy_;

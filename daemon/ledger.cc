@@ -360,6 +360,11 @@ Ledger::~Ledger() {
   sqlite3_close(db_);
 }
 
+std::string Ledger::path() const {
+  const char* file = sqlite3_db_filename(db_, "main");
+  return file ? file : "";
+}
+
 absl::StatusOr<int> Ledger::SchemaVersion() {
   std::lock_guard lock(mu_);
   return xdeep::daemon::SchemaVersion(db_, "ledger");
@@ -400,20 +405,94 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
 }
 
 absl::Status Ledger::Reserve(const Charge& c, const std::vector<BudgetScope>& scopes,
-                             int64_t period_start, int64_t now, int64_t ttl_s) {
-  return Insert(c, scopes, period_start, now, ttl_s, false);
+                             int64_t period_start, int64_t now, int64_t ttl_s,
+                             const AlongFn& along, std::vector<BudgetUse>* use_after) {
+  return Insert(c, scopes, period_start, now, ttl_s, false, along, use_after);
 }
 
 absl::Status Ledger::ReserveForJob(const Charge& c, const std::vector<BudgetScope>& scopes,
                                    int64_t period_start, int64_t now, int64_t ttl_s) {
-  return Insert(c, scopes, period_start, now, ttl_s, true);
+  return Insert(c, scopes, period_start, now, ttl_s, true, nullptr, nullptr);
+}
+
+struct Ledger::PendingWrite {
+  const std::function<absl::Status()>* write;
+  absl::Status result;
+  bool done = false;
+};
+
+absl::Status Ledger::GroupWrite(const std::function<absl::Status()>& write) {
+  PendingWrite mine{&write};
+  std::unique_lock lock(queue_mu_);
+  queue_.push_back(&mine);
+  // The first writer to find no commit under way runs one for everything
+  // queued (its own write included); the others wait for theirs.
+  while (!mine.done) {
+    if (committing_) {
+      queue_cv_.wait(lock);
+      continue;
+    }
+    committing_ = true;
+    std::vector<PendingWrite*> batch;
+    batch.swap(queue_);
+    lock.unlock();
+    CommitBatch(batch);
+    lock.lock();
+    for (PendingWrite* w : batch) w->done = true;
+    committing_ = false;
+    queue_cv_.notify_all();
+  }
+  return mine.result;
+}
+
+void Ledger::CommitBatch(const std::vector<PendingWrite*>& batch) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  if (!tx.ok()) {
+    const absl::Status begin = SqlError(db_, "ledger", "begin");
+    for (PendingWrite* w : batch) w->result = begin;
+    return;
+  }
+  bool any_ok = false;
+  for (PendingWrite* w : batch) {
+    // A write that fails part-way leaves nothing behind: its savepoint is
+    // rolled back while the batch's other writes stay.
+    if (sqlite3_exec(db_, "SAVEPOINT w", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      w->result = SqlError(db_, "ledger", "savepoint");
+      continue;
+    }
+    w->result = (*w->write)();
+    if (sqlite3_get_autocommit(db_)) {
+      // SQLite rolled the whole transaction back (an I/O error, a full
+      // disk): no write of the batch is kept, and none may run outside it.
+      const absl::Status lost =
+          w->result.ok() ? SqlError(db_, "ledger", "group commit") : w->result;
+      for (PendingWrite* other : batch) other->result = lost;
+      return;
+    }
+    if (!w->result.ok()) sqlite3_exec(db_, "ROLLBACK TO w", nullptr, nullptr, nullptr);
+    sqlite3_exec(db_, "RELEASE w", nullptr, nullptr, nullptr);
+    any_ok |= w->result.ok();
+  }
+  if (!any_ok) return;  // nothing to keep: the transaction rolls back
+  if (absl::Status committed = tx.Commit(); !committed.ok()) {
+    for (PendingWrite* w : batch) {
+      if (w->result.ok()) w->result = committed;
+    }
+  }
 }
 
 absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& scopes,
-                            int64_t period_start, int64_t now, int64_t ttl_s, bool bound) {
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
+                            int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
+                            const AlongFn& along, std::vector<BudgetUse>* use_after) {
+  return GroupWrite([&] {
+    return InsertLocked(c, scopes, period_start, now, ttl_s, bound, along, use_after);
+  });
+}
+
+absl::Status Ledger::InsertLocked(const Charge& c, const std::vector<BudgetScope>& scopes,
+                                  int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
+                                  const AlongFn& along, std::vector<BudgetUse>* use_after) {
   for (const BudgetScope& scope : scopes) {
     if (scope.limit <= 0) continue;
     auto use = UseLocked(scope, period_start);
@@ -456,15 +535,34 @@ absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& sco
     return absl::AlreadyExistsError(fmt::format("decision {} is already reserved", c.decision_id));
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "ledger", "reserve");
-  return tx.Commit();
+  if (along) {
+    if (absl::Status s = along(db_); !s.ok()) return s;
+  }
+  if (use_after != nullptr) {
+    use_after->clear();
+    for (const BudgetScope& scope : scopes) {
+      auto use = UseLocked(scope, period_start);
+      if (!use.ok()) return use.status();
+      use_after->push_back(*use);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, const AdmitAsk& ask,
                                         const ScopesFn& scopes_for, int64_t period_start,
                                         int64_t now, int64_t ttl_s) {
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  if (!tx.ok()) return SqlError(db_, "ledger", "begin");
+  Admission a;
+  absl::Status admitted = GroupWrite([&] {
+    return AdmitLocked(token, uid, ask, scopes_for, period_start, now, ttl_s, a);
+  });
+  if (!admitted.ok()) return admitted;
+  return a;
+}
+
+absl::Status Ledger::AdmitLocked(const std::string& token, uint32_t uid, const AdmitAsk& ask,
+                                 const ScopesFn& scopes_for, int64_t period_start, int64_t now,
+                                 int64_t ttl_s, Admission& a) {
   Statement get(db_,
                 "SELECT decision_id, uid, partition, state, amount, nodes, user, account, gpus "
                 "FROM reservations WHERE admission_token=?");
@@ -475,7 +573,6 @@ absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, 
         "the job's xdeep admission token is unknown or was already used; each tuned launch "
         "admits exactly one job");
   }
-  Admission a;
   a.decision_id = reinterpret_cast<const char*>(sqlite3_column_text(get.get(), 0));
   const auto owner = static_cast<uint32_t>(sqlite3_column_int64(get.get(), 1));
   const std::string reserved_partition =
@@ -534,8 +631,7 @@ absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, 
   upd.Int(3, now);
   upd.Text(4, a.decision_id);
   if (sqlite3_step(upd.get()) != SQLITE_DONE) return SqlError(db_, "ledger", "admit");
-  if (absl::Status s = tx.Commit(); !s.ok()) return s;
-  return a;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {

@@ -7,8 +7,15 @@
 // submission failed are released; stale ones expire. Every check-and-write is
 // one SQLite transaction (BEGIN IMMEDIATE): concurrent launches never
 // overspend, and a crash loses or doubles nothing (WAL).
+//
+// Group commit: the writes of launches (Reserve, ReserveForJob, Admit) that
+// arrive while a commit is under way wait for the next one, and one writer
+// runs them all in a single transaction, each in its own savepoint, with one
+// durable commit (one fsync) for the batch. Each caller returns only after
+// the commit that holds its own write: what a client is told is on disk.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -106,8 +113,16 @@ class Ledger {
   // Checks every scope and reserves, atomically. ResourceExhausted (message
   // names the scope, its remaining amount and the charge) when one would be
   // exceeded; AlreadyExists for a decision id reserved before.
+  // `along` (optional) writes more rows through the ledger's connection in
+  // the hold's own savepoint (Store::InsertDecision: the decision's record):
+  // both are kept or neither. `use_after` (optional) receives each scope's
+  // use with the hold, read in its transaction (an advisory budget's warning
+  // without a second trip through the ledger).
+  using AlongFn = std::function<absl::Status(sqlite3* db)>;
   absl::Status Reserve(const Charge& charge, const std::vector<BudgetScope>& scopes,
-                       int64_t period_start_unix, int64_t now_unix, int64_t ttl_s);
+                       int64_t period_start_unix, int64_t now_unix, int64_t ttl_s,
+                       const AlongFn& along = nullptr,
+                       std::vector<BudgetUse>* use_after = nullptr);
   // The same for a job slurmctld is admitting with no tuned launch (a
   // heterogeneous job's component): the hold is bound to the job at once.
   absl::Status ReserveForJob(const Charge& charge, const std::vector<BudgetScope>& scopes,
@@ -158,15 +173,36 @@ class Ledger {
 
   // The schema version of the file (schema_migrations.h).
   absl::StatusOr<int> SchemaVersion();
+  // The database file (empty for ":memory:").
+  std::string path() const;
 
  private:
   explicit Ledger(sqlite3* db) : db_(db) {}
   absl::StatusOr<BudgetUse> UseLocked(const BudgetScope& scope, int64_t period_start_unix);
   absl::Status Insert(const Charge& charge, const std::vector<BudgetScope>& scopes,
-                      int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound);
+                      int64_t period_start_unix, int64_t now_unix, int64_t ttl_s, bool bound,
+                      const AlongFn& along, std::vector<BudgetUse>* use_after);
+  // The SQL of Insert and Admit, inside a group commit's transaction.
+  absl::Status InsertLocked(const Charge& charge, const std::vector<BudgetScope>& scopes,
+                            int64_t period_start_unix, int64_t now_unix, int64_t ttl_s,
+                            bool bound, const AlongFn& along, std::vector<BudgetUse>* use_after);
+  absl::Status AdmitLocked(const std::string& token, uint32_t uid, const AdmitAsk& ask,
+                           const ScopesFn& scopes_for, int64_t period_start_unix,
+                           int64_t now_unix, int64_t ttl_s, Admission& admission);
+  // Runs `write` (its SQL only, no transaction of its own) in the next group
+  // commit and returns its status once that commit is durable; a failed
+  // commit fails every write of its batch.
+  struct PendingWrite;
+  absl::Status GroupWrite(const std::function<absl::Status()>& write);
+  void CommitBatch(const std::vector<PendingWrite*>& batch);
 
-  std::mutex mu_;
+  std::mutex mu_;  // the connection: one transaction at a time
   sqlite3* db_;
+  // Writes waiting for the next group commit, and whether one is under way.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::vector<PendingWrite*> queue_;
+  bool committing_ = false;
 };
 
 // Whether a run Slurm ended in `slurm_state` (its JOBSTATE) is billed: not

@@ -158,6 +158,15 @@ absl::Status Store::Exec(const char* sql) {
 
 absl::Status Store::SaveDecision(const DecisionRecord& r) {
   std::lock_guard lock(mu_);
+  return InsertDecision(db_, r);
+}
+
+std::string Store::path() const {
+  const char* file = sqlite3_db_filename(db_, "main");
+  return file ? file : "";
+}
+
+absl::Status Store::InsertDecision(sqlite3* db_, const DecisionRecord& r) {
   Statement st(db_,
                "INSERT INTO decisions (id, uid, workload, strategy, nodes, gpus_per_node, "
                "predicted_step_time_s, predicted_cost, decision, created_unix, fingerprint, "

@@ -68,6 +68,12 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   absl::Status SaveDecision(const DecisionRecord& record);
+  // The same row written through `db`, another connection to this store's
+  // file, inside that connection's transaction (the ledger's group commit
+  // writes an auto decision's record with its hold: one commit for both).
+  static absl::Status InsertDecision(sqlite3* db, const DecisionRecord& record);
+  // The database file (empty for ":memory:").
+  std::string path() const;
   absl::StatusOr<DecisionRecord> GetDecision(const std::string& id);
   // Binding the same job again is a no-op; a different job is refused.
   absl::Status BindJob(const std::string& decision_id, uint32_t job_id);

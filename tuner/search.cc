@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tuner/pipeline_engine.h"
 #include "tuner/probe_shapes.h"
 #include "tuner/selective_recompute.h"
 #include "tuner/strategy_model.h"
@@ -243,8 +244,39 @@ Prediction Evaluate(const Workload& w, const HardwareProfile& hw, const SearchLi
   return p;
 }
 
+namespace {
+
+// Search, SearchRecording and SearchInSpace: with `replay`, the recorded
+// figures are scored instead of enumerating and timing; with `record`, the
+// figures are kept for later searches.
+absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile& hw,
+                                        const SearchLimits& limits, const ScoredSpace* replay,
+                                        std::shared_ptr<const ScoredSpace>* record);
+
+}  // namespace
+
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
                                     const SearchLimits& limits) {
+  return SearchImpl(w, hw, limits, nullptr, nullptr);
+}
+
+absl::StatusOr<SearchResult> SearchRecording(const Workload& w, const HardwareProfile& hw,
+                                             const SearchLimits& limits,
+                                             std::shared_ptr<const ScoredSpace>* space) {
+  *space = nullptr;
+  return SearchImpl(w, hw, limits, nullptr, space);
+}
+
+absl::StatusOr<SearchResult> SearchInSpace(const ScoredSpace& space, const Workload& w,
+                                           const HardwareProfile& hw, const SearchLimits& limits) {
+  return SearchImpl(w, hw, limits, &space, nullptr);
+}
+
+namespace {
+
+absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile& hw,
+                                        const SearchLimits& limits, const ScoredSpace* replay,
+                                        std::shared_ptr<const ScoredSpace>* record) {
   if (limits.max_nodes < 1) return absl::InvalidArgumentError("max_nodes must be at least 1");
   if (hw.gpus_per_node < 1 || hw.memory_bytes <= 0) {
     return absl::InvalidArgumentError(
@@ -334,7 +366,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   // request: ~180 ms of CPU). Built here one table at a time, the caller's
   // interrupt asked between them, so a cancelled request stops before its
   // first candidate too; IdealTimePerSample then reads what these left.
-  if (limits.interrupt && w.layers.size() > 2048) {
+  if (replay == nullptr && limits.interrupt && w.layers.size() > 2048) {
     Configuration single;
     for (int mb = 1; mb <= std::max(1, w.max_micro_batch); mb *= 2) {
       if (absl::Status s = limits.interrupt(); !s.ok()) return s;
@@ -345,7 +377,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     }
     if (absl::Status s = limits.interrupt(); !s.ok()) return s;
   }
-  const double ideal = model.IdealTimePerSample();
+  const double ideal = replay ? replay->ideal_time_per_sample : model.IdealTimePerSample();
   const int max_mb = SearchMicroBatchLimit(w, hw);
   const double capacity = static_cast<double>(hw.memory_bytes);
   const int L = static_cast<int>(w.layers.size());
@@ -472,7 +504,7 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   // the largest dp known not to fit and the smallest known to fit.
   const size_t bound_slots =
       cps.size() * static_cast<size_t>(max_g + 1) * (L + 1) * 2 * recompute_modes * 4 * 32;
-  const bool bound_table_ok = bound_slots <= (size_t{1} << 22);
+  const bool bound_table_ok = replay == nullptr && bound_slots <= (size_t{1} << 22);
   std::vector<int> bound_max_bad(bound_table_ok ? bound_slots : 0, 0);
   std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
                                   std::numeric_limits<int>::max());
@@ -496,7 +528,88 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
     }
     return !stopped.ok();
   };
+  // Scores one configuration whose memory fits (`memory` 0: not figured, the
+  // kept ones' figured at the end) and keeps it where it is among the best,
+  // on the Pareto front, or as an example of what the scoring limits rule out.
+  auto consider = [&](const Configuration& c, double memory, const StepTime& analytical) {
+    Prediction p = ScoreWith(model, limits, c, ideal, memory, analytical);
+    if (limits.budget > 0 && p.cost > limits.budget) {
+      reject(kBudget, c, p, [&] {
+        return absl::StrCat("budget: costs ", Money(p.cost), " > ", Money(limits.budget));
+      });
+      return;
+    }
+    if (limits.deadline_s > 0 && p.time_to_solution_s > limits.deadline_s) {
+      reject(kDeadline, c, p, [&] {
+        return absl::StrCat("deadline: takes ", Hours(p.time_to_solution_s), " > ",
+                            Hours(limits.deadline_s));
+      });
+      return;
+    }
+    if (p.parallel_efficiency < limits.min_parallel_efficiency) {
+      reject(kEfficiency, c, p, [&] {
+        return absl::StrFormat("policy: parallel efficiency %.2f < %.2f", p.parallel_efficiency,
+                               limits.min_parallel_efficiency);
+      });
+      return;
+    }
+    ++result.feasible;
+    // Top list.
+    if (top.size() < keep || Lower(limits.objective, p, top.back().prediction)) {
+      auto pos =
+          std::upper_bound(top.begin(), top.end(), p, [&](const Prediction& a, const Candidate& b) {
+            return Lower(limits.objective, a, b.prediction);
+          });
+      top.insert(pos, Candidate{c, p, ""});
+      if (top.size() > keep) top.pop_back();
+    }
+    // Pareto front of (time, cost).
+    const double t = p.time_to_solution_s;
+    // Fast path: no faster than and no cheaper than the
+    // front's slowest (cheapest) point.
+    if (!pareto.empty() && t >= pareto.back().prediction.time_to_solution_s &&
+        p.cost >= pareto.back().prediction.cost) {
+      return;
+    }
+    // Neighbouring candidates tend to fall to the same front
+    // point: try the last one that dominated before searching.
+    if (t >= last_dominator_t && p.cost >= last_dominator_cost) return;
+    auto it = std::upper_bound(pareto.begin(), pareto.end(), t, [](double x, const Candidate& k) {
+      return x < k.prediction.time_to_solution_s;
+    });
+    // Dominated by the fastest point not slower than it?
+    const bool dominated = it != pareto.begin() && std::prev(it)->prediction.cost <= p.cost;
+    if (dominated) {
+      last_dominator_t = std::prev(it)->prediction.time_to_solution_s;
+      last_dominator_cost = std::prev(it)->prediction.cost;
+    } else {
+      // Equal time and higher cost: the new point replaces it.
+      if (it != pareto.begin() && std::prev(it)->prediction.time_to_solution_s == t) {
+        --it;
+        *it = Candidate{c, p, ""};
+      } else {
+        it = pareto.insert(it, Candidate{c, p, ""});
+      }
+      auto next = std::next(it), last = next;
+      while (last != pareto.end() && last->prediction.cost >= p.cost) ++last;
+      pareto.erase(next, last);
+    }
+  };
+  std::unique_ptr<ScoredSpace> recording;
+  if (record != nullptr) {
+    recording = std::make_unique<ScoredSpace>();
+    recording->ideal_time_per_sample = ideal;
+  }
   Configuration c;
+  if (replay != nullptr) {
+    result.evaluated = replay->evaluated;
+    result.pruned = replay->pruned;
+    counts[kMemory] = replay->rejected_memory;
+    counts[kPolicy] = replay->rejected_gpu_limit;
+    examples[kMemory] = replay->memory_examples;
+    for (const ScoredSpace::Entry& e : replay->entries) consider(e.config, e.memory, e.time);
+    goto interrupted;
+  }
   for (int nodes = 1; nodes <= limits.max_nodes; ++nodes) {
     for (int g : gpn) {
       const int n_gpus = nodes * g;
@@ -551,10 +664,14 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
             if (dp == 1 && z != 0) continue;
             if (dp > 1 && (z == 0 ? !allow_dp : !allow_z[z])) continue;
             c.sharding = sh;
+            c.schedule = PipelineSchedule::k1F1B;
+            c.virtual_stages = 1;
+            if (!PipelineEngineProblem(w, c).empty()) continue;  // DeepSpeed: no ZeRO-2/3 with pp
             for (int sched = 0; sched < (pp > 1 && limits.try_interleaved ? 2 : 1); ++sched) {
               c.schedule = sched == 0 ? PipelineSchedule::k1F1B : PipelineSchedule::kInterleaved;
               c.virtual_stages = sched == 0 ? 1 : 2;
               if (!pp_ok(pp * c.virtual_stages)) continue;
+              if (sched == 1 && !PipelineEngineProblem(w, c).empty()) continue;
               if (pp > 1 && !user.pipeline_schedule.empty() &&
                   user.pipeline_schedule != (sched == 0 ? "1f1b" : "interleaved")) {
                 continue;
@@ -704,74 +821,15 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
                       base_time = model.Time(c);
                       timed = true;
                     }
-                    Prediction p = ScoreWith(model, limits, c, ideal, all_fit ? 0 : mem,
-                                             StrategyModel::WithAccumulation(base_time, ga));
-                    if (limits.budget > 0 && p.cost > limits.budget) {
-                      reject(kBudget, c, p, [&] {
-                        return absl::StrCat("budget: costs ", Money(p.cost), " > ",
-                                            Money(limits.budget));
-                      });
-                      continue;
-                    }
-                    if (limits.deadline_s > 0 && p.time_to_solution_s > limits.deadline_s) {
-                      reject(kDeadline, c, p, [&] {
-                        return absl::StrCat("deadline: takes ", Hours(p.time_to_solution_s), " > ",
-                                            Hours(limits.deadline_s));
-                      });
-                      continue;
-                    }
-                    if (p.parallel_efficiency < limits.min_parallel_efficiency) {
-                      reject(kEfficiency, c, p, [&] {
-                        return absl::StrFormat("policy: parallel efficiency %.2f < %.2f",
-                                               p.parallel_efficiency,
-                                               limits.min_parallel_efficiency);
-                      });
-                      continue;
-                    }
-                    ++result.feasible;
-                    // Top list.
-                    if (top.size() < keep || Lower(limits.objective, p, top.back().prediction)) {
-                      auto pos = std::upper_bound(top.begin(), top.end(), p,
-                                                  [&](const Prediction& a, const Candidate& b) {
-                                                    return Lower(limits.objective, a, b.prediction);
-                                                  });
-                      top.insert(pos, Candidate{c, with_memory(c, p), ""});
-                      if (top.size() > keep) top.pop_back();
-                    }
-                    // Pareto front of (time, cost).
-                    const double t = p.time_to_solution_s;
-                    // Fast path: no faster than and no cheaper than the
-                    // front's slowest (cheapest) point.
-                    if (!pareto.empty() && t >= pareto.back().prediction.time_to_solution_s &&
-                        p.cost >= pareto.back().prediction.cost) {
-                      continue;
-                    }
-                    // Neighbouring candidates tend to fall to the same front
-                    // point: try the last one that dominated before searching.
-                    if (t >= last_dominator_t && p.cost >= last_dominator_cost) continue;
-                    auto it = std::upper_bound(pareto.begin(), pareto.end(), t,
-                                               [](double x, const Candidate& k) {
-                                                 return x < k.prediction.time_to_solution_s;
-                                               });
-                    // Dominated by the fastest point not slower than it?
-                    const bool dominated =
-                        it != pareto.begin() && std::prev(it)->prediction.cost <= p.cost;
-                    if (dominated) {
-                      last_dominator_t = std::prev(it)->prediction.time_to_solution_s;
-                      last_dominator_cost = std::prev(it)->prediction.cost;
-                    } else {
-                      // Equal time and higher cost: the new point replaces it.
-                      if (it != pareto.begin() &&
-                          std::prev(it)->prediction.time_to_solution_s == t) {
-                        --it;
-                        *it = Candidate{c, with_memory(c, p), ""};
+                    const StepTime step = StrategyModel::WithAccumulation(base_time, ga);
+                    if (recording != nullptr) {
+                      if (recording->entries.size() < ScoredSpace::kMaxEntries) {
+                        recording->entries.push_back({c, all_fit ? 0 : mem, step});
                       } else {
-                        it = pareto.insert(it, Candidate{c, with_memory(c, p), ""});
+                        recording.reset();
                       }
-                      auto next = std::next(it), last = next;
-                      while (last != pareto.end() && last->prediction.cost >= p.cost) ++last;
-                      pareto.erase(next, last);
                     }
+                    consider(c, all_fit ? 0 : mem, step);
                   }
                 }
               }
@@ -783,6 +841,19 @@ absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw
   }
 interrupted:
   if (!stopped.ok()) return stopped;
+  if (recording != nullptr) {
+    recording->evaluated = result.evaluated;
+    recording->pruned = result.pruned;
+    recording->rejected_memory = counts[kMemory];
+    recording->rejected_gpu_limit = counts[kPolicy];
+    recording->memory_examples = examples[kMemory];
+    *record = std::move(recording);
+  }
+  // Memory figures of the candidates kept, once (ranking never reads them;
+  // candidates pass through the top list and the front many times).
+  for (auto* kept : {&top, &pareto}) {
+    for (Candidate& cand : *kept) cand.prediction = with_memory(cand.config, cand.prediction);
+  }
   result.rejected_memory = counts[kMemory];
   result.rejected_policy = counts[kPolicy] + counts[kEfficiency];
   result.rejected_budget = counts[kBudget];
@@ -907,5 +978,7 @@ interrupted:
   }
   return result;
 }
+
+}  // namespace
 
 }  // namespace xdeep::tuner

@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "tuner/configuration.h"
 #include "tuner/hardware_profile.h"
+#include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
 namespace xdeep::tuner {
@@ -92,6 +94,38 @@ struct SearchResult {
 
 absl::StatusOr<SearchResult> Search(const Workload& w, const HardwareProfile& hw,
                                     const SearchLimits& limits);
+
+// The model's figures for every configuration one search scored, in the order
+// it found them, with what it ruled out before scoring. They depend on the
+// workload, the hardware and the limits that shape the enumeration (nodes,
+// GPUs, strategies, interleaving, the candidate cap, examples kept), not on
+// those that only score (objective, prices, budget, deadline, tolerance,
+// value of time, efficiency floor, time limit, restarts, correction): a
+// search that differs from the recorded one only in those gives the same
+// result from the space as from scratch, without timing anything.
+struct ScoredSpace {
+  struct Entry {
+    Configuration config;
+    double memory = 0;  // per GPU; 0: fits, figured only for the candidates kept
+    StepTime time;      // the model's, before any correction
+  };
+  std::vector<Entry> entries;
+  double ideal_time_per_sample = 0;
+  uint64_t evaluated = 0, pruned = 0, rejected_memory = 0, rejected_gpu_limit = 0;
+  std::vector<Candidate> memory_examples;
+  // Searches scoring more configurations record none (memory per space).
+  static constexpr size_t kMaxEntries = size_t{1} << 15;
+};
+
+// Search, also recording its ScoredSpace into `*space` (left null when the
+// search stopped early or scored more than ScoredSpace::kMaxEntries).
+absl::StatusOr<SearchResult> SearchRecording(const Workload& w, const HardwareProfile& hw,
+                                             const SearchLimits& limits,
+                                             std::shared_ptr<const ScoredSpace>* space);
+// Search's result under `limits` from a space a search of the same workload,
+// hardware and enumeration limits recorded.
+absl::StatusOr<SearchResult> SearchInSpace(const ScoredSpace& space, const Workload& w,
+                                           const HardwareProfile& hw, const SearchLimits& limits);
 
 // Scores one configuration the way Search does (memory, time, cost); exposed
 // for brute-force tests and "explain". Does not check feasibility.

@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
 #include "tuner/network_model.h"
+#include "tuner/pipeline_engine.h"
 #include "tuner/selective_recompute.h"
 
 namespace xdeep::tuner {
@@ -745,13 +746,16 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
   const double step_temp_per_param = foreach_temps ? 4 / (z1 ? d : 1) : 0;
   // FSDP reduce-scatters each unit's gradient in the reduce dtype.
   const double reduce_bytes = gather16 && w_.fsdp_16bit_reduce ? pb.compute_copy : pb.grad;
+  // DeepSpeed's bf16 pipeline keeps an fp32 gradient buffer beside the bf16
+  // gradients (pipeline_engine.h).
+  const double accumulation_buffer = EngineTraits(w_, c).accumulation_buffer_bytes;
   for (int i : part.memory_ranks) {
     const RankData& r = ranks[i];
     MemoryBreakdown m;
     // [ZeRO] fig. 1: stage 1 partitions optimizer state, 2 adds gradients,
     // 3 adds parameters, each over the dp group.
     m.weights = r.params * weight_per_param;
-    m.gradients = r.params * grad_per_param;
+    m.gradients = r.params * (grad_per_param + accumulation_buffer);
     m.optimizer = r.params * optimizer_per_param;
     // 16-bit gathered parameters unless FSDP gathers fp32 and autocast casts
     // (gather16 / copy_bytes above).
@@ -898,6 +902,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
   const double overlap_share =
       OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
   const double straggle = StragglerFactor(world, hw.host_step_cv);
+  const PipelineEngineTraits engine = EngineTraits(w_, c);
   // A job's ranks sharing a node's host issue their kernels slower than one
   // process (HardwareProfile::side_by_side_host_factor).
   const double side_by_side =
@@ -953,14 +958,28 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // again and their gradients reduce-scattered.
     double b = b_launched + r.tp_comm_fwd + 2 * r.cp_comm_fwd;
     if (c.recompute) b += f;                // [ACT] full recomputation: forward again
-    if (c.pp > 1) {
+    if (c.pp > 1 && !engine.partitioned_p2p) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.
       const double p2p =
           im.Coll(CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch, 2, PpRanksPerNode(c));
-      f += p2p * d.chunks;
-      b += p2p * d.chunks;
+      const int transfers = engine.serial_exchange ? 2 : 1;
+      f += transfers * p2p * d.chunks;
+      b += transfers * p2p * d.chunks;
+    } else if (c.pp > 1) {
+      // DeepSpeed (pipeline_engine.h): a pass sends its last result and then
+      // receives its input, 1 / tp of each across the link, and all-gathers
+      // the input over tp; backward also rebuilds its own output that way.
+      const double bytes = d.send_bytes * c.micro_batch;
+      const double link =
+          im.Coll(CollectiveOp::kSendRecv, bytes / c.tp, 2, PpRanksPerNode(c));
+      const double gather = im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
+      f += (2 * link + gather) * d.chunks;
+      b += (2 * link + 2 * gather) * d.chunks;
     }
+    // bf16 under DeepSpeed's engine: each micro-batch's gradients are added
+    // into an fp32 buffer and zeroed, a memory-bound pass over the stage.
+    b += d.params * engine.accumulation_traffic_bytes / bw;
     double z3_exposed = 0;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
       // [FSDP] gather parameters before forward and again before backward,
@@ -1028,7 +1047,10 @@ StepTime StrategyModel::Time(const Configuration& given) {
     const double bytes = grad_params * grad_bytes;
     const double all = im.Coll(op, bytes, c.dp, dp_rpn);
     const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
-    if (dp_rpn >= c.dp) {
+    if (!engine.overlaps_gradient_reduction) {
+      // DeepSpeed's engine reduces after the pipeline has drained.
+      dp_exposed = all;
+    } else if (dp_rpn >= c.dp) {
       // Inside one node the collective's kernels run on the same SMs and HBM
       // as the backward they overlap, both bandwidth-bound: they hide only in
       // the time the GPU waits for the host's launches. On 2x H200 DDP minus
@@ -1045,6 +1067,14 @@ StepTime StrategyModel::Time(const Configuration& given) {
   if (c.dp > 1 && (c.sharding == Sharding::kZero1 || c.sharding == Sharding::kZero2)) {
     // Updated parameter shards are all-gathered after the step, not overlapped.
     dp_exposed += im.Coll(CollectiveOp::kAllGather, grad_params * pb.weight, c.dp, dp_rpn);
+  }
+  if (c.pp > 1 && w_.family == ModelFamily::kTransformer && w_.transformer.tied_embeddings) {
+    // The first stage's embedding and the last stage's head are one matrix
+    // held twice: their gradients are all-reduced between the two stages
+    // after backward (Megatron's embedding group, DeepSpeed's
+    // ReduceTiedGrads), not overlapped.
+    const double tied = double(w_.transformer.vocab) * w_.transformer.hidden / c.tp * grad_bytes;
+    dp_exposed += im.Coll(CollectiveOp::kAllReduce, tied, 2, PpRanksPerNode(c));
   }
   st.exposed_comm_s = dp_exposed;
   const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
@@ -1146,6 +1176,7 @@ std::string StructuralProblem(const Workload& w, const Configuration& c) {
     }
   }
   if (c.sequence_parallel && c.tp < 2) return "sequence parallelism needs tp > 1";
+  if (std::string engine = PipelineEngineProblem(w, c); !engine.empty()) return engine;
   if (c.recompute && c.selective_recompute) {
     return "full and selective recomputation exclude each other";
   }

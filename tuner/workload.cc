@@ -102,7 +102,15 @@ std::string_view TensorParallelName(TensorParallel t) {
 }
 
 std::string_view PipelineParallelName(PipelineParallel p) {
-  return p == PipelineParallel::kTorch ? "torch" : "megatron";
+  switch (p) {
+    case PipelineParallel::kDeepSpeed:
+      return "deepspeed";
+    case PipelineParallel::kTorch:
+      return "torch";
+    case PipelineParallel::kMegatron:
+      break;
+  }
+  return "megatron";
 }
 
 std::string_view NormName(Norm n) {
@@ -185,6 +193,10 @@ void BuildTransformerLayers(Workload& w) {
   embed.kernels = 3;        // token and position lookups, add
   embed.fused_kernels = 1;  // the lookups and their add, fused
   embed.param_tensors = t.learned_positions ? 2 : 1;
+  // Megatron splits the table over the vocabulary (VocabParallelEmbedding);
+  // DTensor plans leave it whole (TpWays).
+  embed.tp_capable = true;
+  embed.vocab_parallel = true;
   if (t.token_types) {
     // BERT's type_vocab_size 2 table: one more lookup and add (fused: none).
     embed.params += 2 * int64_t{t.hidden};
@@ -283,6 +295,10 @@ void BuildTransformerLayers(Workload& w) {
     // (1 + tanh) factor and the 16-bit 0.5 x: 10 bytes more per element.
     const Activation act = w.settings.activation;
     if (act == Activation::kRelu && !t.gated_mlp) split -= a * f;
+    // Megatron-style layers fuse SwiGLU into one function that keeps only its
+    // input (gate and up) and recomputes the SiLU in backward
+    // (megatron/core/fusions/fused_bias_swiglu.py): 3 a f, not eager's 4.
+    if (t.gated_mlp && w.settings.tensor_parallel == TensorParallel::kMegatron) split -= a * f;
     if (act == Activation::kGeluTanhUnfused) split += (4.0 + 4.0 + a) * f;
     b.saved_activation_bytes = s * (unsplit + split);
     b.tp_split_activation_bytes = s * split;
@@ -895,6 +911,7 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   int pipeline_parallel = static_cast<int>(st.pipeline_parallel);
   if (auto s = choose(model, "pipeline_parallel",
                       {{"megatron", int(PipelineParallel::kMegatron)},
+                       {"deepspeed", int(PipelineParallel::kDeepSpeed)},
                        {"torch", int(PipelineParallel::kTorch)}},
                       &pipeline_parallel);
       !s.ok()) {
@@ -1098,6 +1115,13 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
       return rd.Error(parallel->get("recompute"),
                       "[parallel] recompute contradicts [training] activation_checkpointing",
                       "keep one of them");
+    }
+    // DeepSpeed's PipelineEngine runs one schedule, TrainSchedule (1F1B).
+    if (w.settings.pipeline_parallel == PipelineParallel::kDeepSpeed &&
+        w.parallel.pipeline_schedule == "interleaved") {
+      return rd.Error(parallel->get("pipeline_schedule"),
+                      "DeepSpeed's pipeline engine has no interleaved schedule",
+                      "use pipeline_schedule = \"1f1b\" or pipeline_parallel = \"megatron\"");
     }
   }
 

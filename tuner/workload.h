@@ -63,13 +63,15 @@ enum class Norm { kLayerNorm, kRmsNormEager };
 //                  Megatron-style layers (plain kernels and explicit
 //                  collectives: Megatron-LM, megatron-core, DeepSpeed).
 enum class TensorParallel { kDTensor, kMegatron };
-//  PipelineParallel  what a pipeline's last stage keeps of each micro-batch:
-//                  Megatron-style schedules (Megatron-LM, megatron-core,
-//                  DeepSpeed, what xdeep hands pipeline degrees to) take each
-//                  micro-batch's loss and free its output;
-//                  torch.distributed.pipelining keeps every micro-batch's
-//                  output (the logits) until the step returns them.
-enum class PipelineParallel { kMegatron, kTorch };
+//  PipelineParallel  what runs a pipeline's stages (tuner/pipeline_engine.h)
+//                  and what its last stage keeps of each micro-batch:
+//                  Megatron-style schedules (Megatron-LM, megatron-core, what
+//                  xdeep hands pipeline degrees to) take each micro-batch's
+//                  loss and free its output; DeepSpeed's PipelineEngine
+//                  (Megatron-DeepSpeed, GPT-NeoX); torch.distributed.pipelining
+//                  keeps every micro-batch's output (the logits) until the
+//                  step returns them.
+enum class PipelineParallel { kMegatron, kDeepSpeed, kTorch };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);

@@ -7,6 +7,7 @@
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
 //                   [--heavy N --heavy-workload FILE] [--cpu-of NAME=PID ...]
+//   decisions_bench --daemon ... --picks
 //
 // --cpu-of (e.g. xdeepd=PID munged=PID): each process's CPU time per request
 // (/proc/PID/stat), and the rate those processes alone would sustain on 2
@@ -17,6 +18,11 @@
 // distinct requests (4 presets x 12 node bounds x 5 objectives / budgets);
 // unique = no two requests alike (a distinct --xdeep-budget each), so nothing
 // any cache holds can answer them.
+// --picks: instead of measuring, ten representative requests (four presets;
+// cost, time, budget, deadline, tolerance, time limit; several sharing a
+// preset and node bound, so that the daemon scores them from one recorded
+// search space) decided once each, one line per decision without its ids:
+// diff two daemons' output to show that they decide identically.
 // --heavy N: after the ordinary run, N more clients send the worst-case
 // request in FILE (each with a 3 s deadline, as the plugin's timeout) while
 // the ordinary clients run again; prints the ordinary p99 with and without
@@ -187,6 +193,73 @@ bool Tune(TuningClient& client, v1::TuneRequest request, int deadline_ms, std::s
   return status.ok() && decided;
 }
 
+// The ten requests of --picks, and what the daemon decided for each.
+int Picks(const Options& o) {
+  struct Pick {
+    const char* preset;
+    int nodes;
+    v1::Objective objective;
+    double budget, deadline_s, tolerance_pct, time_limit_s;
+  };
+  constexpr double kNone = 0;
+  const Pick picks[] = {
+      {"gpt-125m", 4, v1::OBJECTIVE_COST, kNone, kNone, -1, kNone},
+      {"gpt-125m", 4, v1::OBJECTIVE_TIME, kNone, kNone, -1, kNone},
+      {"gpt-125m", 4, v1::OBJECTIVE_TIME_UNDER_BUDGET, 400, kNone, -1, kNone},
+      {"gpt-350m", 8, v1::OBJECTIVE_COST, kNone, kNone, -1, kNone},
+      {"gpt-350m", 8, v1::OBJECTIVE_COST_UNDER_DEADLINE, kNone, 86400, -1, kNone},
+      {"gpt-1.3b", 2, v1::OBJECTIVE_TIME, kNone, kNone, -1, kNone},
+      {"gpt-1.3b", 2, v1::OBJECTIVE_COST, kNone, kNone, 10, kNone},
+      {"llama-7b", 8, v1::OBJECTIVE_COST, kNone, kNone, -1, kNone},
+      {"llama-7b", 8, v1::OBJECTIVE_TIME, kNone, kNone, -1, 4 * 3600},
+      {"llama-7b", 8, v1::OBJECTIVE_TIME, 50000, kNone, -1, kNone},
+  };
+  auto client =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+  int rc = 0;
+  for (const Pick& p : picks) {
+    v1::TuneRequest r;
+    r.set_mode(v1::TUNE_MODE_ADVISE);
+    r.set_launcher(v1::LAUNCHER_SRUN);
+    r.set_partition(o.partition);
+    r.set_client_version("bench");
+    r.mutable_workload()->set_preset(p.preset);
+    r.mutable_workload()->set_source_name(p.preset);
+    r.mutable_bounds()->set_nodes(p.nodes);
+    r.set_objective(p.objective);
+    r.set_budget(p.budget);
+    r.set_deadline_s(p.deadline_s);
+    if (p.tolerance_pct >= 0) r.set_cost_tolerance_pct(p.tolerance_pct);
+    r.set_time_limit_s(p.time_limit_s);
+    r.set_credential(xdeep::client::MungeCredential());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto reader = client->Tune(&ctx, r);
+    v1::TuneEvent event;
+    std::string line = "no decision";
+    while (reader->Read(&event)) {
+      if (event.has_decision()) {
+        v1::Decision d = event.decision();
+        d.clear_decision_id();
+        d.clear_admission_token();
+        d.clear_server_version();
+        line = d.ShortDebugString();
+      } else if (event.has_skip()) {
+        line = "skip: " + event.skip().reason();
+      }
+    }
+    // A refusal is a decision too (compared like the others); a daemon that
+    // cannot be reached is not.
+    const grpc::Status status = reader->Finish();
+    if (!status.ok()) line = "error: " + status.error_message();
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) rc = 1;
+    fmt::print("{} N<={} {} budget {} deadline {} tolerance {} time limit {}: {}\n", p.preset,
+               p.nodes, v1::Objective_Name(p.objective), p.budget, p.deadline_s,
+               p.tolerance_pct, p.time_limit_s, line);
+  }
+  return rc;
+}
+
 auto OrdinaryCall(const Options& o) {
   return [&o](TuningClient& client, uint64_t n, std::string* error) {
     return Tune(client, OrdinaryRequest(o, n), 10000, error);
@@ -228,7 +301,10 @@ int main(int argc, char** argv) {
   app.add_option("--heavy-deadline-ms", o.heavy_deadline_ms, "each worst-case request's deadline")
       ->check(CLI::Range(10, 600000));
   app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
+  bool picks = false;
+  app.add_flag("--picks", picks, "decide ten representative requests once each and print them");
   CLI11_PARSE(app, argc, argv);
+  if (picks) return Picks(o);
   for (const std::string& item : o.cpu_of) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {

@@ -6,7 +6,7 @@
 // independent check rows (never used to choose a figure) are summarised
 // separately.
 //
-//   published_runs_bench [CSV] [--no-search]
+//   published_runs_bench [CSV] [--no-search] [--set calibration|check]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -99,6 +99,8 @@ Workload MakeWorkload(const Row& r) {
   w.settings.attention =
       r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;
+  w.settings.pipeline_parallel =
+      r.S("engine") == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = r.I("global_batch");
@@ -168,10 +170,13 @@ struct Summary {
 int main(int argc, char** argv) {
   std::string path = "bench/scale/published_runs.csv";
   bool search = true;
+  std::string only_set;  // --set calibration: leave the check rows unseen while modelling
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-search") {
       search = false;
+    } else if (a == "--set" && i + 1 < argc) {
+      only_set = argv[++i];
     } else {
       path = a;
     }
@@ -200,6 +205,7 @@ int main(int argc, char** argv) {
   std::printf("%-28s %-11s %6s %-30s %9s %9s %7s | %-40s %8s %6s\n", "run", "set", "GPUs", "layout",
               "paper", "model", "error", "tuner's pick", "pick/lay", "ms");
   for (const Row& r : rows) {
+    if (!only_set.empty() && r.S("set") != only_set) continue;
     auto hw = BuiltinHardwareProfile(r.S("profile"));
     auto fabric = BuiltinFabric(r.S("fabric"));
     if (!hw.ok() || !fabric.ok()) {
@@ -243,10 +249,11 @@ int main(int argc, char** argv) {
     const double err = predicted_tflops / paper_tflops - 1;
     // The tuner's pick with every strategy, and with only what the run's
     // software offered (its recomputation as the run had it).
-    std::string pick = "-", pick_same = "-";
+    std::string pick = "-", pick_same = "-", pick_breakdown, pick_same_breakdown;
     double gain = 0, gain_same = 0, ms = 0;
     if (search) {
-      auto run_search = [&](const Workload& sw, std::string* name, double* g) {
+      auto run_search = [&](const Workload& sw, std::string* name, double* g,
+                            std::string* breakdown) {
         const auto t0 = std::chrono::steady_clock::now();
         auto res = Search(sw, *hw, limits);
         ms = std::max(
@@ -262,8 +269,16 @@ int main(int argc, char** argv) {
                  : b.selective_recompute ? " src"
                                          : "");
         *g = st.total_s / res->best.prediction.step_time_s - 1;
+        const StepTime t = model.Time(b);
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer "
+                      "%.2f; memory %.1f GiB",
+                      t.total_s, t.compute_s, t.bubble_s, t.exposed_comm_s, t.optimizer_s,
+                      model.Memory(b).Total() / (1 << 30));
+        *breakdown = line;
       };
-      run_search(w, &pick, &gain);
+      run_search(w, &pick, &gain, &pick_breakdown);
       Workload same = w;
       std::string list = r.S("software");
       for (size_t at = 0; at < list.size();) {
@@ -276,7 +291,7 @@ int main(int argc, char** argv) {
                                                : rc == "selective" ? Checkpointing::kTuned
                                                                    : Checkpointing::kOff;
       if (rc == "selective") same.parallel.recompute = "selective";
-      run_search(same, &pick_same, &gain_same);
+      run_search(same, &pick_same, &gain_same, &pick_same_breakdown);
     }
     Summary& s = sums[r.S("set")];
     s.layout_err.push_back(err);
@@ -292,6 +307,9 @@ int main(int argc, char** argv) {
                 r.S("id").c_str(), r.S("set").c_str(), c.TotalGpus(), layout, paper_tflops,
                 predicted_tflops, 100 * err, pick.c_str(), 100 * gain, ms);
     std::printf("    same software: %-44s %+7.1f%%\n", pick_same.c_str(), 100 * gain_same);
+    if (!pick_same_breakdown.empty()) {
+      std::printf("    same software's pick: %s\n", pick_same_breakdown.c_str());
+    }
     std::printf(
         "    step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer %.2f; "
         "memory %.1f GiB\n",

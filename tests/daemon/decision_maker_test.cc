@@ -2,6 +2,9 @@
 #include "daemon/decision_maker.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 namespace xdeep::daemon {
 namespace {
@@ -253,6 +256,59 @@ TEST_F(DecisionMakerTest, ReservesThePredictedCost) {
   auto a = Decide(advise);
   ASSERT_TRUE(a.ok());
   EXPECT_FALSE(ledger_->Get(a->decision_id()).ok());
+}
+
+// As the daemon opens them, the store and the ledger share one file: an auto
+// decision's record is written in its hold's transaction (one commit), both
+// or neither; an advise decision's record as before.
+TEST(DecisionMakerOneFileTest, TheRecordGoesWithTheHoldOrNotAtAll) {
+  const std::string path =
+      ::testing::TempDir() + "/decide_one_file_" + std::to_string(getpid()) + ".db";
+  {
+    auto store = Store::Open(path);
+    auto ledger = Ledger::Open(path);
+    ASSERT_TRUE(store.ok() && ledger.ok());
+    ASSERT_EQ((*store)->path(), (*ledger)->path());
+    auto hw = tuner::BuiltinHardwareProfile("h100-sxm");
+    ASSERT_TRUE(hw.ok());
+    PolicyConfig policy;
+    policy.enforcement = "strict";
+    policy.user_budgets["alice"].limit = 1e6;
+    policy.user_budgets["bob"].limit = 1;
+    DecisionMaker maker(
+        std::make_shared<const PolicyConfig>(policy), *hw,
+        [](const std::string&) -> absl::StatusOr<PartitionShape> { return Shape(4, 4); },
+        store->get(), ledger->get(), [] { return int64_t{1700000000}; });
+    auto decide = [&](const v1::TuneRequest& req, const Caller& caller) {
+      return maker.Decide(req, caller, [](const v1::Progress&) {});
+    };
+    auto held = decide(AutoRequest(), Caller{1234, 1234, "alice"});
+    ASSERT_TRUE(held.ok() && held->decision) << held.status();
+    const v1::Decision& d = *held->decision;
+    EXPECT_FALSE(d.admission_token().empty());
+    auto record = (*store)->GetDecision(d.decision_id());
+    ASSERT_TRUE(record.ok()) << record.status();
+    v1::Decision kept;
+    ASSERT_TRUE(kept.ParseFromString(record->decision_blob));
+    EXPECT_EQ(kept.admission_token(), d.admission_token());
+    EXPECT_EQ((*ledger)->Get(d.decision_id())->state, "reserved");
+
+    v1::TuneRequest advise = AutoRequest();
+    advise.set_mode(v1::TUNE_MODE_ADVISE);
+    auto advised = decide(advise, Caller{1234, 1234, "alice"});
+    ASSERT_TRUE(advised.ok() && advised->decision);
+    EXPECT_TRUE((*store)->GetDecision(advised->decision->decision_id()).ok());
+
+    // Refused over budget: no hold, no record.
+    auto refused = decide(AutoRequest(), Caller{1235, 1235, "bob"});
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+    auto listed = (*store)->Recent(1235, 10);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_TRUE(listed->empty());
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
 }
 
 TEST_F(DecisionMakerTest, StrictBudgetRefusesWithCostRemainingAndWhatFits) {

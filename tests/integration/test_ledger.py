@@ -129,6 +129,26 @@ class LedgerLoadTest(StackTest):
         self.assertEqual(len(per_user), USERS)
         for user, used in per_user.items():
             self.assertLessEqual(used, LIMIT + 1e-6, user)
+        # The totals the triggers keep in each write's own transaction (group
+        # commits batch many) match the rows: nothing was half-written.
+        held = collections.defaultdict(lambda: [0, 0.0])
+        for r in rows:
+            if r[2] in ("reserved", "bound"):
+                held[r[1]][0] += 1
+                held[r[1]][1] += r[3]
+        kept = {name: (holds, amount) for name, holds, amount in db.execute(
+            "SELECT name, holds, amount FROM held_by_scope WHERE kind = 'user' AND holds > 0")}
+        self.assertEqual(set(kept), set(held))
+        for user, (holds, amount) in held.items():
+            self.assertEqual(kept[user][0], holds, user)
+            self.assertAlmostEqual(kept[user][1], amount, delta=1e-6 * max(1.0, amount))
+        spent = collections.defaultdict(float)
+        for name, amount in db.execute("SELECT name, amount FROM spent_by_day WHERE kind = 'user'"):
+            spent[name] += amount
+        for user in per_user:
+            settled = sum(r[4] for r in rows if r[1] == user and r[2] == "settled")
+            self.assertAlmostEqual(spent[user], settled, delta=1e-6 * max(1.0, settled))
+        self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok")
         return rows
 
     def test_thousand_concurrent_launches(self):

@@ -139,6 +139,16 @@ double Complexity(const Model& model) {
   return c;
 }
 
+// Whether `chi2`, a misfit of `model` at the points in units of the noise of
+// a point's mean, is below its one-sided quantile `z` standard deviations up
+// for n − k degrees of freedom (normal approximation); false without any.
+bool WithinChiSquare(double chi2, const Model& model, std::span<const Measurement> points,
+                     double z) {
+  const double dof =
+      static_cast<double>(points.size()) - 1.0 - static_cast<double>(model.terms().size());
+  return dof >= 1 && chi2 <= dof + z * std::sqrt(2.0 * dof);
+}
+
 // Whether `model`'s relative misfit at the points' means is what the
 // repetitions' noise explains: χ² = RSS / σ²_mean below its one-sided 99 %
 // quantile for n − k degrees of freedom (normal approximation). Only then does
@@ -146,11 +156,8 @@ double Complexity(const Model& model) {
 // data's shape is no better for being fitted relatively.
 bool FitsWithinNoise(const Model& model, std::span<const Measurement> points) {
   const std::optional<double> variance = PooledMeanVariance(points, true);
-  const double dof =
-      static_cast<double>(points.size()) - 1.0 - static_cast<double>(model.terms().size());
-  if (!variance || dof < 1) return false;
-  const double chi2 = WeightedRss(model, points, true) / *variance;
-  return chi2 <= dof + 2.33 * std::sqrt(2.0 * dof);
+  if (!variance) return false;
+  return WithinChiSquare(WeightedRss(model, points, true) / *variance, model, points, 2.33);
 }
 
 // Whether `candidate`'s extrapolation one doubling past the grid (each
@@ -185,6 +192,15 @@ bool ExtrapolatesDifferently(const Model& reference, Model candidate,
   return false;
 }
 
+// One doubling past the grid: every parameter at twice its largest value.
+std::vector<double> DoubledGrid(std::span<const Measurement> points) {
+  std::vector<double> x(points[0].coordinate.size(), 0.0);
+  for (const Measurement& m : points) {
+    for (size_t p = 0; p < x.size(); ++p) x[p] = std::max(x[p], 2.0 * m.coordinate[p]);
+  }
+  return x;
+}
+
 bool SameTerms(const Model& a, const Model& b) {
   if (a.terms().size() != b.terms().size()) return false;
   for (const ProductTerm& t : a.terms()) {
@@ -204,13 +220,7 @@ bool SameTerms(const Model& a, const Model& b) {
 // the data do not argue for the change.
 template <typename Score>
 bool WithinNearEqualSpread(const Model& reference, std::span<const Model> hypotheses,
-                           const Score& score, double max_score,
-                           std::span<const Measurement> points) {
-  const size_t dims = points[0].coordinate.size();
-  std::vector<double> x(dims, 0.0);
-  for (const Measurement& m : points) {
-    for (size_t p = 0; p < dims; ++p) x[p] = std::max(x[p], 2.0 * m.coordinate[p]);
-  }
+                           const Score& score, double max_score, std::span<const double> x) {
   double lo = kInf, hi = -kInf;
   int count = 0;
   for (const Model& m : hypotheses) {
@@ -293,20 +303,50 @@ absl::StatusOr<SelectedModel> FitSelected(std::span<const Measurement> points,
     if (s < best_score) best = &m, best_score = s;
   }
   if (best == &out.model) return out;
-  out.other_modeler = proportional ? "joint search, relative LS" : "joint search, absolute LS";
-  out.other_cv_error = ExtrapolationError(points, *best, proportional, options.held_out_values);
+  const std::vector<double> doubled = DoubledGrid(points);
   // Extra-P's extrapolation among those of the hypotheses the data cannot
   // tell from the best: the evidence is about the hypotheses' shape on the
   // grid, not about the extrapolation.
   const bool undecided = WithinNearEqualSpread(out.model, *alternatives, score,
-                                               best_score + options.min_evidence, points);
-  if (extrap_score - best_score >= options.min_evidence && !undecided &&
-      ExtrapolatesDifferently(out.model, *best, points, proportional, options.min_shift) &&
-      out.other_cv_error <= out.cv_error && out.other_cv_error < options.max_cv_error) {
-    out.model = *best;
-    std::swap(out.modeler, out.other_modeler);
-    std::swap(out.cv_error, out.other_cv_error);
+                                               best_score + options.min_evidence, doubled);
+  // Whether `m` may replace Extra-P's model; sets its cross-validated error.
+  auto admissible = [&](const Model& m, double* cv) {
+    *cv = ExtrapolationError(points, m, proportional, options.held_out_values);
+    if (extrap_score - score(m) < options.min_evidence || !(*cv < options.max_cv_error) ||
+        !ExtrapolatesDifferently(out.model, m, points, proportional, options.min_shift)) {
+      return false;
+    }
+    // Where the hypothesis misses the grid by more than the noise explains,
+    // the data lie outside the PMNF space: the score then ranks misfits, and
+    // only a clearly lower cross-validated error speaks for its extrapolation.
+    const bool fits = WithinChiSquare(WeightedRss(m, points, proportional) / variance, m, points,
+                                      options.lack_of_fit_z);
+    return *cv <= (fits ? 1.0 : options.outside_cv_ratio) * out.cv_error;
+  };
+  double best_cv = kNaN;
+  const bool change = admissible(*best, &best_cv) && !undecided;
+  out.other_modeler = proportional ? "joint search, relative LS" : "joint search, absolute LS";
+  out.other_cv_error = best_cv;
+  if (!change) return out;
+  // Of the admissible hypotheses the data cannot tell from the best (scoring
+  // within min_evidence of it), the one that moves Extra-P's prediction one
+  // doubling past the grid least: the evidence picks the set, not which of
+  // their extrapolations is right.
+  const double reference = out.model.Evaluate(doubled);
+  auto distance = [&](const Model& m) { return std::abs(m.Evaluate(doubled) - reference); };
+  const Model* chosen = best;
+  double chosen_cv = best_cv;
+  for (const Model& m : *alternatives) {
+    double cv = kNaN;
+    if (&m != best && !SameTerms(m, out.model) && score(m) < best_score + options.min_evidence &&
+        distance(m) < distance(*chosen) && admissible(m, &cv)) {
+      chosen = &m, chosen_cv = cv;
+    }
   }
+  out.other_cv_error = out.cv_error;
+  std::swap(out.modeler, out.other_modeler);
+  out.model = *chosen;
+  out.cv_error = chosen_cv;
   return out;
 }
 

@@ -27,7 +27,17 @@
 //    value lies within the range of those of the hypotheses scoring within
 //    min_evidence of the best (at least two): they disagree there as much as
 //    the change would move it, so the evidence is about the shape on the
-//    grid, not about the extrapolation.
+//    grid, not about the extrapolation. Where the best hypothesis misses the
+//    grid by more than the noise explains (χ² above its one-sided 95 %
+//    quantile, normal approximation), the data lie outside the PMNF space
+//    and the score ranks misfits: it must then also cross-validate at most
+//    outside_cv_ratio times Extra-P's error.
+// 4. Where the best hypothesis passes all of 3., the model becomes, of the
+//    hypotheses scoring within min_evidence of the best that pass 3. too,
+//    the one whose prediction at twice every parameter's largest value is
+//    closest to Extra-P's: the data cannot tell these apart, so the evidence
+//    says Extra-P's model is wrong, not which of their extrapolations is
+//    right, and the smallest change is kept.
 //
 // The cross-validated error mimics extrapolation: for every parameter with at
 // least 4 distinct values, the points at its largest value are left out, the
@@ -35,9 +45,9 @@
 // values also the points at its two largest. It is the mean relative error of
 // those predictions (%), averaged over the folds. Where no parameter has 4
 // values, Extra-P's model is kept and the error is NaN. The rules and their
-// thresholds were chosen on bench/modeling's synthetic cases (seed 1000 and,
-// for min_shift, three more seeds) and checked on a fresh seed
-// (bench/modeling/README.md).
+// thresholds were chosen on bench/modeling's synthetic cases (seed 1000; for
+// min_shift three more seeds; for 4. and the χ² test six) and checked on a
+// fresh seed each time (bench/modeling/README.md).
 #ifndef XDEEP_TUNER_MODELING_MODEL_SELECTION_H_
 #define XDEEP_TUNER_MODELING_MODEL_SELECTION_H_
 
@@ -58,6 +68,11 @@ struct SelectionOptions {
   // doubling past the grid (else the data cannot tell the two apart).
   double min_shift = 2.0;
   double max_cv_error = 10.0;  // %
+  // Where the challenger's misfit on the grid exceeds its χ² quantile this
+  // many standard deviations up (1.645: one-sided 95 %), its cross-validated
+  // error must be at most this fraction of Extra-P's.
+  double lack_of_fit_z = 1.645;
+  double outside_cv_ratio = 0.75;
   // Folds per parameter: 1 leaves out its largest value; 2 also its two
   // largest (where 5 or more values leave 3 to fit).
   int held_out_values = 2;

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
+#include <vector>
 
 #include "bench/modeling/synthetic_cases.h"
 #include "tuner/modeling/generic_expression.h"
@@ -88,6 +90,57 @@ TEST(SyntheticAccuracy, NearEqualHypothesesThatDisagreeKeepExtraP) {
   ASSERT_GT(cases.size(), 178u);
   const SyntheticCase& c = cases[178];
   ASSERT_EQ(c.function, "10 + 2*p + 0.5*q^2");
+  absl::StatusOr<Model> reference = Fit(c.points, ModelerOptions::ExtraP());
+  absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
+  ASSERT_TRUE(reference.ok() && chosen.ok());
+  EXPECT_EQ(chosen->modeler, "Extra-P") << chosen->Explain(c.params);
+  EXPECT_LE(Error(c, chosen->model), Error(c, *reference) + 2.0) << chosen->Explain(c.params);
+}
+
+// The default against Extra-P's rules on the other development seeds at 5 and
+// 10 % noise, where every loss of > 1 pp so far was (the per-level medians
+// tie on some seeds; bench/modeling/README.md).
+TEST(SyntheticAccuracy, DefaultNeverMuchWorseOnAnyDevelopmentSeed) {
+  for (uint64_t seed : {5000u, 20261127u, 777000u, 424242u, 8675309u}) {
+    for (const SyntheticCase& c : bench::SyntheticCases(seed)) {
+      if (c.noise < 0.05) continue;
+      absl::StatusOr<Model> reference = Fit(c.points, ModelerOptions::ExtraP());
+      absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
+      ASSERT_TRUE(reference.ok() && chosen.ok()) << c.function;
+      EXPECT_LE(Error(c, chosen->model), Error(c, *reference) + 2.0)
+          << "seed " << seed << " #" << c.id << " " << c.function << ", " << c.NoiseLabel() << ": "
+          << chosen->Explain(c.params) << " vs " << reference->ToString(c.params);
+    }
+  }
+}
+
+// Seed 777000's case #25 (10 + 2·p^(3/2), 10 % multiplicative): the joint
+// search's best, p^(5/4)·log2 p, and p^(3/2) score within 2 of each other and
+// both beat Extra-P's p^(4/3)·log2 p by > 30; the best extrapolated 24.6 %
+// off at 8-64x against Extra-P's 2.8 %. Of the two, p^(3/2) moves Extra-P's
+// prediction one doubling past the grid least, and is taken.
+TEST(SyntheticAccuracy, NearEqualHypothesesTakeTheSmallestChange) {
+  const std::vector<SyntheticCase> cases = bench::SyntheticCases(777000);
+  ASSERT_GT(cases.size(), 25u);
+  const SyntheticCase& c = cases[25];
+  ASSERT_EQ(c.function, "10 + 2*p^(3/2)");
+  absl::StatusOr<Model> reference = Fit(c.points, ModelerOptions::ExtraP());
+  absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
+  ASSERT_TRUE(reference.ok() && chosen.ok());
+  EXPECT_EQ(bench::StructureKey(chosen->model), c.truth) << chosen->Explain(c.params);
+  EXPECT_LE(Error(c, chosen->model), Error(c, *reference) + 2.0) << chosen->Explain(c.params);
+}
+
+// Seed 8675309's case #295 (1 + 5·p/(p + 8)·q^(1/2), saturation outside the
+// PMNF space, 10 % multiplicative): the joint search's best out-scores
+// Extra-P's model by 15 but misses the grid beyond the noise (χ² 34.2 for 22
+// degrees of freedom) and cross-validates only 13 % lower, so Extra-P's
+// model stays (the change extrapolated 32.9 % off against 30.2 %).
+TEST(SyntheticAccuracy, MisfitOutsideThePmnfSpaceNeedsAClearlyLowerCvError) {
+  const std::vector<SyntheticCase> cases = bench::SyntheticCases(8675309);
+  ASSERT_GT(cases.size(), 295u);
+  const SyntheticCase& c = cases[295];
+  ASSERT_EQ(c.function.rfind("1 + 5*p/(p + 8)*q^(1/2)", 0), 0u) << c.function;
   absl::StatusOr<Model> reference = Fit(c.points, ModelerOptions::ExtraP());
   absl::StatusOr<SelectedModel> chosen = FitSelected(c.points);
   ASSERT_TRUE(reference.ok() && chosen.ok());

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Tensor parallelism's cost per block, measured: what makes the tuner's picks
+for Narayanan et al.'s 18.4B and 39.1B rows look faster than the published
+tp 8 layouts (bench/scale/README.md, "The tuner's own pick").
+
+Runs GPT blocks of the 18.4B model's shape (hidden 6144, 48 heads, MLP 4h,
+sequence 2048; FlashAttention through sdpa, bf16) forward and backward, on one
+GPU whole (tp 1) and on two GPUs split Megatron-style (tp 2: QKV and the first
+MLP matrix split by columns, the out-projection and second MLP matrix by rows,
+an all-reduce after each in forward and before each column-split matrix in
+backward). Prints and writes $OUT/tp_overhead.json: milliseconds per
+micro-batch for each micro-batch size, and tp 2's overhead, t(tp2) / (t(tp1) / 2)
+- 1, for `tp_overhead_model` (the tuner's figure for the same blocks) to be
+compared with.
+
+    OUT=/tmp/out python3 bench/scale/tp_overhead.py   # 2 GPUs, ~1 minute
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+H, HEADS, S, LAYERS = 6144, 48, 2048, 4
+FFN = 4 * H
+MBS = (1, 2, 4)
+WARMUP, STEPS = 3, 10
+SPLIT = False  # True while the blocks run split over the two ranks
+
+
+class CopyToGroup(torch.autograd.Function):
+    """Megatron's f: identity forward, all-reduce of the gradient backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        if SPLIT:
+            g = g.contiguous()
+            dist.all_reduce(g)
+        return g
+
+
+class ReduceFromGroup(torch.autograd.Function):
+    """Megatron's g: all-reduce forward, identity backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        if SPLIT:
+            dist.all_reduce(x)
+            ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def make_blocks(tp, dev):
+    def p(*shape):
+        return (torch.randn(*shape, device=dev, dtype=torch.bfloat16) * 0.02).requires_grad_()
+
+    return [dict(qkv=p(3 * H // tp, H), out=p(H, H // tp), fc1=p(FFN // tp, H), fc2=p(H, FFN // tp))
+            for _ in range(LAYERS)]
+
+
+def block(x, w, tp, mb):
+    heads = HEADS // tp
+    d = H // HEADS
+    y = CopyToGroup.apply(F.layer_norm(x, (H,)))
+    q, k, v = (y @ w["qkv"].t()).view(mb, S, 3, heads, d).unbind(2)
+    a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                       is_causal=True)
+    a = a.transpose(1, 2).reshape(mb * S, heads * d)
+    x = x + ReduceFromGroup.apply(a @ w["out"].t())
+    y = CopyToGroup.apply(F.layer_norm(x, (H,)))
+    return x + ReduceFromGroup.apply(F.gelu(y @ w["fc1"].t()) @ w["fc2"].t())
+
+
+def time_blocks(tp, dev):
+    blocks = make_blocks(tp, dev)
+    out = {}
+    for mb in MBS:
+        x0 = torch.randn(mb * S, H, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for i in range(WARMUP + STEPS):
+            if i == WARMUP:
+                torch.cuda.synchronize(dev)
+                if SPLIT:
+                    dist.barrier()
+                start.record()
+            x = x0
+            for w in blocks:
+                x = block(x, w, tp, mb)
+            x.float().sum().backward()
+        end.record()
+        torch.cuda.synchronize(dev)
+        out[mb] = start.elapsed_time(end) / STEPS
+    return out
+
+
+def worker(rank, world, results):
+    global SPLIT
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
+    dev = torch.device("cuda", rank)
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", rank=rank, world_size=world)
+    if rank == 0:
+        results["tp1"] = time_blocks(1, dev)  # the other rank waits at the barrier
+    dist.barrier()
+    SPLIT = True
+    t = time_blocks(world, dev)
+    if rank == 0:
+        results["tp2"] = t
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    if torch.cuda.device_count() < 2:
+        sys.exit("tp_overhead.py needs 2 GPUs")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with mp.Manager() as m:
+        results = m.dict()
+        mp.spawn(worker, args=(2, results), nprocs=2, join=True)
+        res = dict(results)
+    rows = []
+    for mb in MBS:
+        t1, t2 = res["tp1"][mb], res["tp2"][mb]
+        rows.append({"micro_batch": mb, "tp1_ms": t1, "tp2_ms": t2, "tp2_overhead": t2 / (t1 / 2) - 1})
+        print(f"mb {mb}: tp1 {t1:8.2f} ms  tp2 {t2:8.2f} ms  overhead {100 * (t2 / (t1 / 2) - 1):+6.1f} %")
+    doc = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+           "shape": {"hidden": H, "heads": HEADS, "seq": S, "ffn": FFN, "blocks": LAYERS},
+           "rows": rows}
+    out = os.environ.get("OUT", ".")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tp_overhead.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+// The tuner's figure for what bench/scale/tp_overhead.py measures: four GPT
+// blocks of Narayanan et al.'s 18.4B shape (hidden 6144, 48 heads, MLP 4h,
+// sequence 2048, FlashAttention, bf16 weights, eager kernels, Megatron-style
+// tensor parallelism) forward and backward on one H100 whole and on two split
+// tp 2, per micro-batch, and tp 2's overhead t(tp2) / (t(tp1) / 2) - 1 (tp 8
+// on eight GPUs of a node beside it, which the script cannot measure).
+//
+//   tp_overhead_model [--profile h100-sxm]
+#include <cstdio>
+#include <string>
+
+#include "tuner/hardware_profile.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+using namespace xdeep::tuner;
+
+int main(int argc, char** argv) {
+  std::string profile = "h100-sxm";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--profile") profile = argv[++i];
+  }
+  auto hw = BuiltinHardwareProfile(profile);
+  if (!hw.ok()) {
+    std::fprintf(stderr, "tp_overhead_model: %s\n", std::string(hw.status().message()).c_str());
+    return 2;
+  }
+  Workload w;
+  w.name = "tp-overhead-blocks";
+  TransformerShape& t = w.transformer;
+  t.layers = 4;
+  t.hidden = 6144;
+  t.heads = t.kv_heads = 48;
+  t.ffn = 4 * t.hidden;
+  t.seq_len = 2048;
+  t.vocab = 128;  // the script has no embedding or head: keep them negligible
+  t.learned_positions = false;
+  w.precision = Precision::kBf16Mixed;  // bf16 weights, no autocast casts
+  w.settings.attention = AttentionKernel::kFlash;
+  w.settings.tensor_parallel = TensorParallel::kMegatron;
+  BuildTransformerLayers(w);
+  StrategyModel model(w, *hw);
+  std::printf("%s, 4 blocks of hidden 6144 (the model's per-micro-batch time)\n", profile.c_str());
+  for (int mb : {1, 2, 4}) {
+    double ms[9] = {};
+    for (int tp : {1, 2, 8}) {
+      Configuration c;
+      c.gpus_per_node = tp;
+      c.nodes = 1;
+      c.tp = tp;
+      c.micro_batch = mb;
+      c.global_batch = mb;
+      const std::string problem = StructuralProblem(w, c);
+      if (!problem.empty()) {
+        std::fprintf(stderr, "tp_overhead_model: %s\n", problem.c_str());
+        return 2;
+      }
+      ms[tp - 1] = 1e3 * model.Time(c).per_micro_batch_s;
+    }
+    std::printf("mb %d: tp1 %8.2f ms  tp2 %8.2f ms  overhead %+6.1f %%   (tp8 %7.2f ms, %+6.1f %%)\n",
+                mb, ms[0], ms[1], 100 * (ms[1] / (ms[0] / 2) - 1), ms[7],
+                100 * (ms[7] / (ms[0] / 8) - 1));
+  }
+  return 0;
+}

@@ -1,0 +1,172 @@
+// The pipeline engine ([model] pipeline_parallel): what DeepSpeed's
+// PipelineEngine changes in the strategy model and the search, and the tied
+// pair's gradient all-reduce between the first and last stage.
+#include "tuner/pipeline_engine.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/search.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+namespace {
+
+// A 24-layer GPT (hidden 4096) as Megatron-DeepSpeed trains it.
+Workload Gpt(PipelineParallel engine) {
+  Workload w;
+  w.name = "gpt-engine";
+  TransformerShape& t = w.transformer;
+  t.layers = 24;
+  t.hidden = 4096;
+  t.heads = t.kv_heads = 32;
+  t.ffn = 4 * t.hidden;
+  t.seq_len = 2048;
+  t.vocab = 51200;
+  t.tied_embeddings = true;
+  w.precision = Precision::kBf16Mixed;
+  w.optimizer = OptimizerKind::kAdamW;
+  w.settings.optimizer_impl = OptimizerImpl::kFused;
+  w.settings.compile = true;
+  w.settings.tensor_parallel = TensorParallel::kMegatron;
+  w.settings.pipeline_parallel = engine;
+  BuildTransformerLayers(w);
+  w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
+  w.samples = 1e9;
+  w.max_micro_batch = 4;
+  return w;
+}
+
+// tp4 x pp4 x dp4 on 8 nodes of 8, micro-batch 1.
+Configuration Layout(int pp) {
+  Configuration c;
+  c.gpus_per_node = 8;
+  c.tp = 4;
+  c.pp = pp;
+  c.dp = 4;
+  c.nodes = c.tp * c.pp * c.dp / 8;
+  c.micro_batch = 1;
+  c.global_batch = 256;
+  c.grad_accum = 256 / c.dp;
+  c.recompute = true;
+  return c;
+}
+
+HardwareProfile A100() {
+  auto hw = BuiltinHardwareProfile("a100-sxm");
+  EXPECT_TRUE(hw.ok());
+  return *hw;
+}
+
+TEST(PipelineEngineTest, ParsedFromTheModelTable) {
+  const std::string model = "[model]\npreset = \"gpt-125m\"\n";
+  auto w = ParseWorkloadToml(model + "pipeline_parallel = \"deepspeed\"\n", "w.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->settings.pipeline_parallel, PipelineParallel::kDeepSpeed);
+  auto plain = ParseWorkloadToml(model, "w.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->settings.pipeline_parallel, PipelineParallel::kMegatron);
+  auto bad = ParseWorkloadToml(model + "pipeline_parallel = \"gpipe\"\n", "w.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("pipeline_parallel"), std::string::npos);
+  auto interleaved = ParseWorkloadToml(
+      model + "pipeline_parallel = \"deepspeed\"\n[parallel]\n"
+              "pipeline_schedule = \"interleaved\"\n",
+      "w.toml");
+  ASSERT_FALSE(interleaved.ok());
+  EXPECT_NE(interleaved.status().message().find("interleaved"), std::string::npos);
+}
+
+TEST(PipelineEngineTest, OneStageIsTheSameUnderEitherEngine) {
+  const HardwareProfile hw = A100();
+  const Workload megatron = Gpt(PipelineParallel::kMegatron);
+  const Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  const Configuration c = Layout(1);
+  EXPECT_EQ(EstimateStepTime(megatron, hw, c).total_s, EstimateStepTime(deepspeed, hw, c).total_s);
+  EXPECT_EQ(EstimateMemory(megatron, hw, c).Total(), EstimateMemory(deepspeed, hw, c).Total());
+}
+
+TEST(PipelineEngineTest, DeepSpeedReducesAfterTheFlushAndAccumulatesInFp32) {
+  const HardwareProfile hw = A100();
+  const Workload megatron = Gpt(PipelineParallel::kMegatron);
+  const Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  const Configuration c = Layout(4);
+  const StepTime m = EstimateStepTime(megatron, hw, c);
+  const StepTime d = EstimateStepTime(deepspeed, hw, c);
+  // None of the reduction hides behind the last backward.
+  EXPECT_GT(d.exposed_comm_s, m.exposed_comm_s);
+  // Each micro-batch adds its bf16 gradients into the fp32 buffer: at least
+  // 12 bytes per parameter of the stage at the memory bandwidth.
+  const MemoryBreakdown mm = EstimateMemory(megatron, hw, c);
+  const MemoryBreakdown dm = EstimateMemory(deepspeed, hw, c);
+  const double stage_params = mm.weights / 2;  // bf16 weights, unsharded
+  EXPECT_GT(d.per_micro_batch_s - m.per_micro_batch_s,
+            0.9 * 12 * stage_params / (hw.memory_bandwidth_gbps * 1e9));
+  // The fp32 buffer: 4 bytes per parameter more.
+  EXPECT_NEAR(dm.gradients - mm.gradients, 4 * stage_params, 1e-6 * dm.gradients);
+}
+
+TEST(PipelineEngineTest, StructureRefusesWhatDeepSpeedCannotRun) {
+  const Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  Configuration c = Layout(4);
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  EXPECT_NE(StructuralProblem(deepspeed, c).find("interleaved"), std::string::npos);
+  EXPECT_EQ(StructuralProblem(Gpt(PipelineParallel::kMegatron), c), "");
+  c = Layout(4);
+  c.sharding = Sharding::kZero2;
+  EXPECT_NE(StructuralProblem(deepspeed, c).find("ZeRO-2"), std::string::npos);
+  c.sharding = Sharding::kZero1;
+  EXPECT_EQ(StructuralProblem(deepspeed, c), "");
+}
+
+TEST(PipelineEngineTest, SearchOffersDeepSpeedNeitherInterleavingNorShardedGradients) {
+  const HardwareProfile hw = A100();
+  Workload w = Gpt(PipelineParallel::kDeepSpeed);
+  w.parallel.pp = 4;  // every candidate pipelined, so the checks below bite
+  SearchLimits limits;
+  limits.objective = Objective::kTime;
+  limits.max_nodes = 8;
+  limits.max_total_gpus = 64;
+  auto res = Search(w, hw, limits);
+  ASSERT_TRUE(res.ok()) << res.status();
+  int pipelined = 0;
+  auto check = [&](const Configuration& c) {
+    if (c.pp <= 1) return;
+    ++pipelined;
+    EXPECT_EQ(c.schedule, PipelineSchedule::k1F1B) << StrategyName(c);
+    EXPECT_TRUE(c.sharding == Sharding::kNone || c.sharding == Sharding::kZero1)
+        << StrategyName(c);
+  };
+  check(res->best.config);
+  for (const auto& r : res->alternatives) check(r.config);
+  EXPECT_GT(pipelined, 1);
+}
+
+TEST(PipelineEngineTest, TiedPairReducesItsGradientsAcrossStages) {
+  const HardwareProfile hw = A100();
+  const Workload tied = Gpt(PipelineParallel::kMegatron);
+  Workload untied = tied;
+  untied.transformer.tied_embeddings = false;
+  BuildTransformerLayers(untied);
+  // Without data parallelism the only reduction left is the tied pair's,
+  // between the first and the last stage after backward.
+  Configuration c = Layout(4);
+  c.dp = 1;
+  c.nodes = c.tp * c.pp / 8;
+  c.grad_accum = c.global_batch;
+  EXPECT_GT(EstimateStepTime(tied, hw, c).exposed_comm_s, 0);
+  EXPECT_EQ(EstimateStepTime(untied, hw, c).exposed_comm_s, 0);
+  // On one stage there is no pair to reduce.
+  c = Layout(1);
+  c.dp = 1;
+  c.tp = 8;
+  c.nodes = 1;
+  c.grad_accum = c.global_batch;
+  EXPECT_EQ(EstimateStepTime(tied, hw, c).exposed_comm_s, 0);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner

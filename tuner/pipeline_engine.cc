@@ -1,0 +1,29 @@
+#include "tuner/pipeline_engine.h"
+
+namespace xdeep::tuner {
+
+PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
+  PipelineEngineTraits t;
+  if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return t;
+  t.overlaps_gradient_reduction = false;
+  t.serial_exchange = true;
+  t.partitioned_p2p = c.tp > 1;
+  if (w.precision == Precision::kBf16Mixed) {
+    t.accumulation_traffic_bytes = (2 + 4) + (4 + 4 + 4);  // cast to fp32, then add
+    t.accumulation_buffer_bytes = 4;
+  }
+  return t;
+}
+
+std::string PipelineEngineProblem(const Workload& w, const Configuration& c) {
+  if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return "";
+  if (c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1) {
+    return "DeepSpeed's pipeline engine has no interleaved schedule";
+  }
+  if (c.dp > 1 && (c.sharding == Sharding::kZero2 || c.sharding == Sharding::kZero3)) {
+    return "DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 with pipeline parallelism";
+  }
+  return "";
+}
+
+}  // namespace xdeep::tuner

@@ -1,0 +1,64 @@
+// What the software running a pipeline does around the schedule's compute
+// ([model] pipeline_parallel). The strategy model charges these traits where
+// pp > 1; with one stage the engine does not matter.
+//
+// DeepSpeed's PipelineEngine, from its source (github.com/microsoft/DeepSpeed
+// at 38327e0: deepspeed/runtime/pipe/engine.py, schedule.py, p2p.py;
+// deepspeed/runtime/bf16_optimizer.py):
+//  * TrainSchedule runs stage s's forward of micro-batch i at step 2i + s and
+//    its backward at 2i + 2p - 1 - s, exchanging with one neighbour at the
+//    start of each step. That is 1F1B's order with 1F1B's dependencies: its
+//    makespan is (m + p - 1)(F + B), as Megatron's (bench/scale/
+//    deepspeed_schedule.py simulates both step by step). No schedule term.
+//  * p2p.send and p2p.recv are blocking (async_op is refused): a step sends
+//    the previous step's result, then receives its input, one after the other,
+//    where Megatron batches the pair. With tensor parallelism the activation
+//    and its gradient are partitioned over the tp group (pipe_partitioned,
+//    grad_partitioned: on with model parallelism): 1 / tp of it crosses the
+//    link and the receiver all-gathers it over NVLink (PartitionedTensor.full);
+//    backward all-gathers the stage's own output again to rebuild its graph.
+//  * ReduceTiedGrads, ReduceGrads and OptimizerStep run after the last step:
+//    the data-parallel gradient reduction starts when backward has ended.
+//  * bf16 runs BF16_Optimizer, "hardcoded for fp32 gradient accumulation":
+//    a full-size fp32 gradient buffer (4 bytes per parameter beside the bf16
+//    gradients), and after every micro-batch's backward update_hp_grads runs
+//    hp_grad.add_(lp.grad.to(float32)) per parameter: the cast reads 2 and
+//    writes a 4-byte temporary, the add reads it and the buffer and writes
+//    the buffer (18 bytes per parameter); clear_lp_grads then drops the bf16
+//    gradients (set to None: no pass).
+//  * No interleaved schedule; ZeRO-2 and ZeRO-3 are refused with pipeline
+//    parallelism (engine.py asserts stage < gradients).
+#ifndef XDEEP_TUNER_PIPELINE_ENGINE_H_
+#define XDEEP_TUNER_PIPELINE_ENGINE_H_
+
+#include <string>
+
+#include "tuner/configuration.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+
+struct PipelineEngineTraits {
+  // Gradient buckets reduced while the last micro-batch's backward runs.
+  bool overlaps_gradient_reduction = true;
+  // Blocking send then receive at each pass instead of a batched pair.
+  bool serial_exchange = false;
+  // Activations cross the link 1 / tp each and are all-gathered over tp.
+  bool partitioned_p2p = false;
+  // Bytes per parameter per micro-batch of fp32 gradient accumulation, and
+  // the fp32 buffer's bytes per parameter; 0 where gradients accumulate in
+  // their own 16-bit buffer.
+  double accumulation_traffic_bytes = 0;
+  double accumulation_buffer_bytes = 0;
+};
+
+// The traits of the workload's engine for configuration c (all defaults,
+// Megatron's, where c has one stage).
+PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c);
+
+// Why the workload's engine cannot run c ("" where it can).
+std::string PipelineEngineProblem(const Workload& w, const Configuration& c);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_PIPELINE_ENGINE_H_
