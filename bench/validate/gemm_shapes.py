@@ -21,6 +21,12 @@
       corner of the shapes training runs: on the 2026-11-27 H100 check (240 shapes)
       its 95th percentile was 33 %, 30 % with a third of the fit points drawn at random.
 
+  gemm_shapes.py repeat A.json B.json
+      How far two timings of the same shapes (check results or probe reports) lie apart:
+      median and 95th percentile of |B/A - 1| over the shapes both hold. The floor under
+      any model's error: the H100 checks of one shape set 20 minutes apart differ by
+      about 1 % (median) and 4-5 % (95th percentile).
+
 The model (tuner/gemm_model.cc) is fitted to the probe's report only; the timed
 shapes are its check (`xdeep_validate gemm-check`).
 """
@@ -183,6 +189,21 @@ def cmd_time(args):
           f"TFLOP/s -> {args.out}")
 
 
+def cmd_repeat(args):
+    def times(path):
+        with open(path) as f:
+            doc = json.load(f)
+        return {(g["m"], g["n"], g["k"], g["dtype"], g.get("pass", "")): g["median_s"]
+                for g in doc.get("gemm", []) if g.get("median_s", 0) > 0}
+    a, b = times(args.a), times(args.b)
+    errors = sorted(abs(b[s] / a[s] - 1) for s in a if s in b)
+    if not errors:
+        sys.exit(f"gemm_shapes.py: {args.a} and {args.b} share no timed shape")
+    p95 = errors[min(len(errors) - 1, int(0.95 * len(errors)))]
+    print(f"{len(errors)} shapes in both: |B/A - 1| median {100 * statistics.median(errors):.1f} %, "
+          f"95th percentile {100 * p95:.1f} %")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -206,8 +227,12 @@ def main():
     t.add_argument("--warm-up-ms", type=float, default=20)
     t.add_argument("--deadline-s", type=float, default=float("inf"),
                    help="time no further shape after this many seconds; write those timed")
+    r = sub.add_parser("repeat")
+    r.add_argument("a")
+    r.add_argument("b")
     args = p.parse_args()
-    {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time}[args.cmd](args)
+    {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time,
+     "repeat": cmd_repeat}[args.cmd](args)
 
 
 if __name__ == "__main__":
