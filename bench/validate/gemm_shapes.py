@@ -134,7 +134,7 @@ def cmd_fitset(args):
     gpt = {"gpt-125m": (768, 12), "gpt-350m": (1024, 16), "gpt-760m": (1536, 16),
            "gpt-1.3b": (2048, 32)}
     for name, (h, _) in gpt.items():
-        for mb in [1, 16]:
+        for mb in [int(x) for x in args.gpt_micro_batches.split(",") if x]:
             t = 1024 * mb
             for lname, i, o in [("qkv", h, 3 * h), ("proj", h, h), ("fc1", h, 4 * h),
                                 ("fc2", 4 * h, h), ("head", h, 50257)]:
@@ -144,7 +144,8 @@ def cmd_fitset(args):
     r = random.Random(args.seed)
     seen = excluded_shapes(args.exclude)
     dtypes = args.dtypes.split(",")
-    while len(layers) < 40 + args.random_layers:
+    gpt_layers = len(layers)
+    while len(layers) < gpt_layers + args.random_layers:
         layer, tokens, i, o = (transformer_shape if r.random() < 0.6 else cnn_shape)(r)
         if 2.0 * tokens * i * o > 8e10 or 2.0 * tokens * i * o < 1e6:
             continue
@@ -216,6 +217,9 @@ def main():
     f = sub.add_parser("fitset")
     f.add_argument("--dtypes", default="bf16,fp16,tf32")
     f.add_argument("--random-layers", type=int, default=20)
+    f.add_argument("--gpt-micro-batches", default="1,16",
+                   help="micro-batches of the GPT layers (empty: none; their 50257-wide heads at "
+                        "16 take a third of the probe's time)")
     f.add_argument("--seed", type=int, default=4)
     f.add_argument("--exclude", nargs="*", default=[],
                    help="shape files or reports whose GEMMs no random layer may run")
