@@ -16,6 +16,7 @@ packages=(
   groff-base  # tests only: the man pages render without warnings
   slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   python3-torch  # tests only: profiler/framework_probe.py's CPU smoke run
+  python3-numpy python3-scipy  # bench/validate/gemm_form_study.py (calibration study, no test)
   patch  # scripts/build-kokkos.sh applies scripts/kokkos-patches
 )
 missing=()

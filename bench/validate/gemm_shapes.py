@@ -21,6 +21,12 @@
       corner of the shapes training runs: on the 2026-11-27 H100 check (240 shapes)
       its 95th percentile was 33 %, 30 % with a third of the fit points drawn at random.
 
+  gemm_shapes.py repeat A.json B.json
+      How far two timings of the same shapes (check results or probe reports) lie apart:
+      median and 95th percentile of |B/A - 1| over the shapes both hold. The floor under
+      any model's error: the H100 checks of one shape set 20 minutes apart differ by
+      about 1 % (median) and 4-5 % (95th percentile).
+
 The model (tuner/gemm_model.cc) is fitted to the probe's report only; the timed
 shapes are its check (`xdeep_validate gemm-check`).
 """
@@ -128,7 +134,7 @@ def cmd_fitset(args):
     gpt = {"gpt-125m": (768, 12), "gpt-350m": (1024, 16), "gpt-760m": (1536, 16),
            "gpt-1.3b": (2048, 32)}
     for name, (h, _) in gpt.items():
-        for mb in [1, 16]:
+        for mb in [int(x) for x in args.gpt_micro_batches.split(",") if x]:
             t = 1024 * mb
             for lname, i, o in [("qkv", h, 3 * h), ("proj", h, h), ("fc1", h, 4 * h),
                                 ("fc2", 4 * h, h), ("head", h, 50257)]:
@@ -138,7 +144,8 @@ def cmd_fitset(args):
     r = random.Random(args.seed)
     seen = excluded_shapes(args.exclude)
     dtypes = args.dtypes.split(",")
-    while len(layers) < 40 + args.random_layers:
+    gpt_layers = len(layers)
+    while len(layers) < gpt_layers + args.random_layers:
         layer, tokens, i, o = (transformer_shape if r.random() < 0.6 else cnn_shape)(r)
         if 2.0 * tokens * i * o > 8e10 or 2.0 * tokens * i * o < 1e6:
             continue
@@ -183,6 +190,21 @@ def cmd_time(args):
           f"TFLOP/s -> {args.out}")
 
 
+def cmd_repeat(args):
+    def times(path):
+        with open(path) as f:
+            doc = json.load(f)
+        return {(g["m"], g["n"], g["k"], g["dtype"], g.get("pass", "")): g["median_s"]
+                for g in doc.get("gemm", []) if g.get("median_s", 0) > 0}
+    a, b = times(args.a), times(args.b)
+    errors = sorted(abs(b[s] / a[s] - 1) for s in a if s in b)
+    if not errors:
+        sys.exit(f"gemm_shapes.py: {args.a} and {args.b} share no timed shape")
+    p95 = errors[min(len(errors) - 1, int(0.95 * len(errors)))]
+    print(f"{len(errors)} shapes in both: |B/A - 1| median {100 * statistics.median(errors):.1f} %, "
+          f"95th percentile {100 * p95:.1f} %")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -195,6 +217,9 @@ def main():
     f = sub.add_parser("fitset")
     f.add_argument("--dtypes", default="bf16,fp16,tf32")
     f.add_argument("--random-layers", type=int, default=20)
+    f.add_argument("--gpt-micro-batches", default="1,16",
+                   help="micro-batches of the GPT layers (empty: none; their 50257-wide heads at "
+                        "16 take a third of the probe's time)")
     f.add_argument("--seed", type=int, default=4)
     f.add_argument("--exclude", nargs="*", default=[],
                    help="shape files or reports whose GEMMs no random layer may run")
@@ -206,8 +231,12 @@ def main():
     t.add_argument("--warm-up-ms", type=float, default=20)
     t.add_argument("--deadline-s", type=float, default=float("inf"),
                    help="time no further shape after this many seconds; write those timed")
+    r = sub.add_parser("repeat")
+    r.add_argument("a")
+    r.add_argument("b")
     args = p.parse_args()
-    {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time}[args.cmd](args)
+    {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time,
+     "repeat": cmd_repeat}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Issue 19 item 1 in one device call: the GEMM model, frozen in the carried
+# xdeep_validate, against a fresh random set of training-like shapes.
+#
+#   cmake --build build --target xdeep-probe xdeep_validate && bench/profiler/pack_carry.sh build
+#   SEED=<never used> XDEEP_CARRY=build/carry OUT=$OUT bash bench/validate/gemm_heldout_device.sh
+#
+# 1. `gemm_shapes.py generate --seed $SEED`: COUNT shapes (random transformer and CNN
+#    layers, aligned and not, bf16 / fp16 / tf32, forward / dgrad / wgrad), none of
+#    them in an earlier check set or probe report committed here (either orientation).
+# 2. xdeep-probe at the fit shapes (`gemm_shapes.py fitset $FIT_ARGS`, none of whose
+#    random layers runs a check shape; the probe adds its anchors), as the model's
+#    points. The probe writes no report past --time-limit, so the set must finish well
+#    inside T_FIT: on one H100 the default 60 layers (+15 anchors) took > 115 s
+#    (2026-11-27 06:23, seed 2719's call); FIT_ARGS's default, 24 random layers and no
+#    GPT layers (whose 50257-wide heads at micro-batch 16 take a third of the time), fits
+#    the model about as well (bench/validate/gemm_model_calibration.md) in ~half the time.
+# 3. torch.matmul (cuBLAS) at the check shapes, timed as the probe times a GEMM
+#    (T_CHECK seconds at most; shapes past it are left out and the count says so).
+#    With two GPUs visible, steps 2 and 3 run side by side, one GPU each.
+# 4. `xdeep_validate gemm-check`: the model fitted to step 2's report only, its median
+#    and 95th-percentile error on step 3's shapes.
+# Writes to $OUT: log.txt, check_shapes.json, fit_shapes.json, gemm_fit.json,
+# gemm_check.json, gemm_check.txt. Needs torch with CUDA on the machine.
+set -u
+OUT=${OUT:-/tmp/xdeep-gemm-heldout}
+carry=${XDEEP_CARRY:-build/carry}
+SEED=${SEED:?SEED: a seed never used for a check set before}
+COUNT=${COUNT:-220}
+FIT_ARGS=${FIT_ARGS:---gpt-micro-batches= --random-layers 24}
+T_FIT=${T_FIT:-95}
+T_CHECK=${T_CHECK:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
+exec > >(tee "$OUT/log.txt") 2>&1
+T0=$SECONDS
+stamp() { echo "[t=$((SECONDS - T0)) s] $*"; }
+
+stamp "$(date -u +%FT%TZ) $(hostname) seed $SEED"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+"$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
+
+# Everything fitted or checked before: no new shape may be one of them.
+old=$(ls "$here"/gemm_check_shapes*.json "$here"/data/*/gemm_fit.json "$here"/data/*/gemm_check.json 2>/dev/null)
+python3 "$here/gemm_shapes.py" generate --seed "$SEED" --count "$COUNT" --exclude $old \
+  --out "$OUT/check_shapes.json" || exit 1
+python3 "$here/gemm_shapes.py" fitset $FIT_ARGS --exclude "$OUT/check_shapes.json" \
+  --out "$OUT/fit_shapes.json" || exit 1
+
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+fit_gpu=0
+[ "$gpus" -ge 2 ] && fit_gpu=1
+fit() {
+  stamp "GEMM fit points (xdeep-probe, GPU $fit_gpu)"
+  CUDA_VISIBLE_DEVICES=$fit_gpu timeout $((T_FIT + 15)) "$carry/xdeep-probe" compute --suite gpu \
+    --shapes "$OUT/fit_shapes.json" --dtypes bf16,fp16,tf32 --time-limit "$T_FIT" --out "$OUT/gemm_fit.json"
+  echo "fit rc=$?"
+  stamp "fit done"
+}
+check() {
+  stamp "GEMM check (torch.matmul, GPU 0) at $COUNT shapes"
+  CUDA_VISIBLE_DEVICES=0 timeout $((T_CHECK + 30)) python3 "$here/gemm_shapes.py" time \
+    --shapes "$OUT/check_shapes.json" --deadline-s "$T_CHECK" --out "$OUT/gemm_check.json"
+  echo "check rc=$?"
+  stamp "check done"
+}
+if [ "$fit_gpu" -eq 1 ]; then
+  fit &
+  fit_pid=$!
+  check
+  wait "$fit_pid"  # not a bare wait: that would wait for the log's tee too
+else
+  fit
+  check
+fi
+
+stamp "the frozen model: fitted to the probe's points, against the check"
+"$carry/xdeep_validate" --version 2>/dev/null
+"$carry/xdeep_validate" gemm-check --fit "$OUT/gemm_fit.json" --check "$OUT/gemm_check.json" \
+  --worst 25 > "$OUT/gemm_check.txt" 2>&1
+echo "gemm-check rc=$?"
+head -9 "$OUT/gemm_check.txt"
+stamp "done"
