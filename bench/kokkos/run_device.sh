@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One device call for issue 26: the Kokkos bandwidth kernels on the GPU against the
-# hand-written CUDA probes and torch, at two sizes, two rounds each.
+# hand-written CUDA probes and torch, at two sizes, three rounds each (torch two).
 #   OUT=... bench/kokkos/run_device.sh
 # Needs build-kokkos-device/carry (bench/kokkos/pack_carry.sh build-kokkos-device), or
 # XDEEP_CARRY naming a copy (relative or absolute), carried
 # and torch on the GPU machine. Writes under $OUT: log.txt, probe_reports.json (every
 # xdeep-probe report), torch.json (every torch run), summary.csv (bench/kokkos/compare.py),
 # kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device), study.csv (the
-# softmax forms of bench/kokkos/softmax_study.cc). Every step has a timeout.
+# softmax forms of bench/kokkos/softmax_study.cc), layer_norm_study.csv (the layer norm
+# forms of bench/kokkos/layer_norm_study.cc) and the studies' -Xptxas -v output
+# (*.ptxas.txt: registers and spills). Every step has a timeout.
 set -u
 OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
@@ -36,12 +38,20 @@ timeout 60 $carry/softmax_study --row-length 4096 --sizes 64,128,256,512,1024 > 
 rc=$?
 echo "[time] $(el $s0) s rc=$rc: softmax_study"
 cat $OUT/study.csv
+echo "== layer norm: the probe's kernels and forms of the twin x buffers x sizes (layer_norm_study.cc)"
+s0=$EPOCHREALTIME
+timeout 60 $carry/layer_norm_study --row-length 4096 --sizes 256,512,1024 --rounds 3 \
+  > $OUT/layer_norm_study.csv
+rc=$?
+echo "[time] $(el $s0) s rc=$rc: layer_norm_study"
+cat $OUT/layer_norm_study.csv
+cp $carry/*.ptxas.txt $OUT/ 2>/dev/null
 
 # Workload sizes: 256 MiB per array is a 16384-token x 4096-hidden activation (layer
 # norm rows, a GEMM epilogue) or a 64M-parameter optimizer group; 1 GiB a 268M one.
 for size in 256 1024; do
   elements=$((size * 1024 * 1024 / 4))
-  for round in 1 2; do
+  for round in 1 2 3; do
     echo "== xdeep-probe memory suite, ${size} MiB per array, round $round"
     t timeout 90 $probe compute --suite memory --device-bytes ${size}M --row-length 4096 \
       --samples 30 --out /tmp/xk/memory_${size}M_r$round.json

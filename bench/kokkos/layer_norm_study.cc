@@ -1,0 +1,373 @@
+// Why the CUDA layer norm twin ran 5.8 % below the Kokkos layer norm at 1 GiB per array
+// on H100 and 1.9 % at 256 MiB (issue 26, bench/kokkos/data/2026-11-27_h100x1_run9): the
+// probe's two kernels and forms of the twin that each change one thing, on two kinds of
+// buffer, at several sizes, in interleaved rounds, all timed the same two ways.
+//   layer_norm_study [--row-length 4096] [--sizes 256,512,1024] [--rounds 3] > study.csv
+// Forms:
+//   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers)
+//   kokkos_bounds6    the same with LaunchBounds<256, 6> (6 teams per SM, as the twin)
+//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (39 registers)
+//   twin_copy         the twin's code compiled here, one block per row (must match cuda_twin)
+//   twin_int32        the same with 32-bit packet indices, as the Kokkos kernel has
+//   twin_resident4/5/6  the same with SMs x 4/5/6 blocks, each looping over rows: how
+//                     many rows are resident per SM, at one register count
+//   twin_l1_small     one block per row with 40 KiB of unused shared memory per block,
+//                     which leaves 5 resident and little L1: do passes 2-3 need L1?
+// Buffers: cuda_malloc (y, x, gamma, beta in that order, as the CUDA probe allocates
+// them) and kokkos_view (Kokkos::Views, as the Kokkos probe allocates them).
+// Timing: CUDA events around a batch of ~2 ms on Kokkos' stream (the CUDA probe's clock)
+// and the host clock from before the first launch to after Kokkos::fence() (the Kokkos
+// probe's clock), 11 batches, medians. Data check: rows 0, middle and last against a
+// double-precision host layer norm.
+// Built by bench/kokkos/build_studies.sh; run by bench/kokkos/run_device.sh.
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "profiler/cuda/kernels.h"
+#include "profiler/kokkos_row_kernels.h"
+
+namespace {
+
+namespace rows = xdeep::profiler::kokkos::rows;
+using Exec = Kokkos::DefaultExecutionSpace;
+constexpr float kEps = xdeep::profiler::kokkos::kLayerNormEps;
+constexpr int kThreads = 256, U = 4;
+
+// profiler/cuda/kernels.cu's BlockReduce (sum), for the twin forms below.
+__device__ float BlockSum(float v, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < static_cast<int>(blockDim.x / 32) ? shared[lane] : 0.f;
+  if (warp == 0) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  v = shared[0];
+  __syncthreads();
+  return v;
+}
+
+// The twin's row: profiler/cuda/kernels.cu's LayerNormRowsKernel body, with the index
+// type as a parameter.
+template <class Index>
+__device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const float4* b4,
+                        Index n, float cols, float* shared) {
+  const Index s = (n + U - 1) / U;
+  auto group = [&](Index k, float4 (&v)[U]) {
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + (k + q * s < n ? k + q * s : k));
+  };
+  float sum = 0.f;
+  for (Index k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+    group(k, v);
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      if (k + q * s < n) sum += v[q].x + v[q].y + v[q].z + v[q].w;
+    }
+  }
+  const float mean = BlockSum(sum, shared) / cols;
+  float sq = 0.f;
+  for (Index k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+    group(k, v);
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean, d = v[q].w - mean;
+      if (k + q * s < n) sq += a * a + b * b + c * c + d * d;
+    }
+  }
+  const float rstd = rsqrtf(BlockSum(sq, shared) / cols + kEps);
+  for (Index k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+    group(k, v);
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      const Index j = k + q * s;
+      if (j < n) {
+        const float4 g = __ldca(g4 + j), b = __ldca(b4 + j);
+        yr[j] = make_float4((v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
+                            (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w);
+      }
+    }
+  }
+}
+
+// Block b takes rows b, b + gridDim.x, ...: one row with a grid of `rows` blocks.
+template <class Index>
+__global__ void TwinRows(float* __restrict__ y, const float* __restrict__ x,
+                         const float* __restrict__ gamma, const float* __restrict__ beta,
+                         int64_t rows, int64_t cols) {
+  __shared__ float shared[32];
+  const int64_t n = cols / 4;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    TwinRow<Index>(reinterpret_cast<float4*>(y) + r * n, reinterpret_cast<const float4*>(x) + r * n,
+                   reinterpret_cast<const float4*>(gamma), reinterpret_cast<const float4*>(beta),
+                   static_cast<Index>(n), static_cast<float>(cols), shared);
+  }
+}
+
+enum class Form {
+  kKokkos,
+  kKokkosBounds6,
+  kCudaTwin,
+  kTwinCopy,
+  kTwinInt32,
+  kTwinResident4,
+  kTwinResident5,
+  kTwinResident6,
+  kTwinL1Small
+};
+constexpr Form kForms[] = {Form::kKokkos,        Form::kKokkosBounds6, Form::kCudaTwin,
+                           Form::kTwinCopy,      Form::kTwinInt32,     Form::kTwinResident4,
+                           Form::kTwinResident5, Form::kTwinResident6, Form::kTwinL1Small};
+const char* Name(Form f) {
+  switch (f) {
+    case Form::kKokkos: return "kokkos_probe";
+    case Form::kKokkosBounds6: return "kokkos_bounds6";
+    case Form::kCudaTwin: return "cuda_twin";
+    case Form::kTwinCopy: return "twin_copy";
+    case Form::kTwinInt32: return "twin_int32";
+    case Form::kTwinResident4: return "twin_resident4";
+    case Form::kTwinResident5: return "twin_resident5";
+    case Form::kTwinResident6: return "twin_resident6";
+    case Form::kTwinL1Small: return "twin_l1_small";
+  }
+  return "?";
+}
+constexpr int kL1SmallShared = 40 << 10;
+
+int Sms() {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return sms;
+}
+
+// Registers and resident blocks per SM of the forms compiled here (-1: not known here;
+// the Kokkos kernels' registers come from -Xptxas -v at build time).
+void Occupancy(Form f, int* regs, int* blocks) {
+  *regs = *blocks = -1;
+  const void* k = nullptr;
+  int smem = 0;
+  switch (f) {
+    case Form::kTwinInt32: k = reinterpret_cast<const void*>(&TwinRows<int>); break;
+    case Form::kTwinL1Small: smem = kL1SmallShared; [[fallthrough]];
+    case Form::kTwinCopy:
+    case Form::kTwinResident4:
+    case Form::kTwinResident5:
+    case Form::kTwinResident6: k = reinterpret_cast<const void*>(&TwinRows<int64_t>); break;
+    default: return;
+  }
+  cudaFuncAttributes a{};
+  if (cudaFuncGetAttributes(&a, k) == cudaSuccess) *regs = a.numRegs;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, kThreads, smem);
+}
+
+void Launch(Form f, float* y, const float* x, const float* g, const float* b, int64_t nrows,
+            int64_t cols, cudaStream_t stream) {
+  using F4 = rows::F4;
+  static const int sms = Sms();
+  const auto grid = static_cast<unsigned>(nrows);
+  switch (f) {
+    case Form::kKokkos:
+      rows::LayerNorm<Exec>(reinterpret_cast<F4*>(y), reinterpret_cast<const F4*>(x),
+                            reinterpret_cast<const F4*>(g), reinterpret_cast<const F4*>(b), nrows,
+                            cols / 4);
+      break;
+    case Form::kKokkosBounds6:
+      rows::LayerNorm<Exec, Kokkos::LaunchBounds<256, 6>>(
+          reinterpret_cast<F4*>(y), reinterpret_cast<const F4*>(x), reinterpret_cast<const F4*>(g),
+          reinterpret_cast<const F4*>(b), nrows, cols / 4);
+      break;
+    case Form::kCudaTwin:
+      xdeep::profiler::cuda::LaunchLayerNormRows(y, x, g, b, nrows, cols, kEps, stream);
+      break;
+    case Form::kTwinCopy:
+      TwinRows<int64_t><<<grid, kThreads, 0, stream>>>(y, x, g, b, nrows, cols);
+      break;
+    case Form::kTwinInt32:
+      TwinRows<int><<<grid, kThreads, 0, stream>>>(y, x, g, b, nrows, cols);
+      break;
+    case Form::kTwinResident4:
+    case Form::kTwinResident5:
+    case Form::kTwinResident6: {
+      const int per_sm = f == Form::kTwinResident4 ? 4 : f == Form::kTwinResident5 ? 5 : 6;
+      TwinRows<int64_t><<<sms * per_sm, kThreads, 0, stream>>>(y, x, g, b, nrows, cols);
+      break;
+    }
+    case Form::kTwinL1Small:
+      TwinRows<int64_t><<<grid, kThreads, kL1SmallShared, stream>>>(y, x, g, b, nrows, cols);
+      break;
+  }
+}
+
+void FillPattern(float* p, int64_t n, int salt) {
+  Kokkos::parallel_for(
+      "study::fill", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, n),
+      KOKKOS_LAMBDA(const int64_t i) {
+        p[i] = 0.5f + static_cast<float>((i * 2654435761LL + salt * 97) % 1000) / 1000.0f;
+      });
+}
+
+// Rows 0, middle and last against a double-precision layer norm of the same inputs.
+bool RowsMatch(const float* y, const float* x, const float* g, const float* b, int64_t nrows,
+               int64_t cols) {
+  std::vector<float> hy(cols), hx(cols), hg(cols), hb(cols);
+  cudaMemcpy(hg.data(), g, cols * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(hb.data(), b, cols * 4, cudaMemcpyDeviceToHost);
+  for (int64_t r : {int64_t{0}, nrows / 2, nrows - 1}) {
+    cudaMemcpy(hx.data(), x + r * cols, cols * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(hy.data(), y + r * cols, cols * 4, cudaMemcpyDeviceToHost);
+    double mean = 0, var = 0;
+    for (float v : hx) mean += v;
+    mean /= cols;
+    for (float v : hx) var += (v - mean) * (v - mean);
+    const double rstd = 1 / std::sqrt(var / cols + kEps);
+    for (int64_t j = 0; j < cols; ++j) {
+      const double want = (hx[j] - mean) * rstd * hg[j] + hb[j];
+      if (!std::isfinite(hy[j]) || std::abs(hy[j] - want) > 1e-4 * (std::abs(want) + 1)) return false;
+    }
+  }
+  return true;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int64_t> ParseSizes(const char* s) {
+  std::vector<int64_t> out;
+  for (const char* c = s; *c;) {
+    char* end = nullptr;
+    out.push_back(std::strtoll(c, &end, 10));
+    if (end == c) return {};
+    c = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+struct Buffers {
+  float *y, *x, *g, *b;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t cols = 4096;
+  int rounds = 3;
+  std::vector<int64_t> sizes_mib = {256, 512, 1024};
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "option %s needs a value\n", a.c_str());
+      return 2;
+    }
+    if (a == "--row-length") {
+      cols = std::atoll(argv[i + 1]);
+    } else if (a == "--sizes") {
+      sizes_mib = ParseSizes(argv[i + 1]);
+    } else if (a == "--rounds") {
+      rounds = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "unknown option %s (--row-length N, --sizes MiB,MiB,..., --rounds N)\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  if (cols <= 0 || cols % 4 != 0 || sizes_mib.empty() || rounds < 1) {
+    std::fprintf(stderr,
+                 "--row-length must be a positive multiple of 4, --sizes a list of MiB, "
+                 "--rounds at least 1\n");
+    return 2;
+  }
+  Kokkos::ScopeGuard guard;
+  const cudaStream_t stream = Exec().cuda_stream();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::printf(
+      "size_mib,buffer,form,round,rows,regs,blocks_per_sm,gpu_us_per_op,gbps,host_us_per_op,"
+      "host_gbps,reps,check\n");
+  for (const int64_t mib : sizes_mib) {
+    const int64_t n = mib * 1024 * 1024 / 4 / cols * cols, nrows = n / cols;
+    const double bytes = (2.0 * n + 2.0 * cols) * 4;  // profiler/bandwidth_kernels.h
+    Buffers raw{};
+    float** order[] = {&raw.y, &raw.x, &raw.g, &raw.b};
+    for (int i = 0; i < 4; ++i) {
+      if (cudaMalloc(order[i], (i < 2 ? n : cols) * sizeof(float)) != cudaSuccess) {
+        std::fprintf(stderr, "cudaMalloc of %lld MiB failed\n", static_cast<long long>(mib));
+        return 1;
+      }
+    }
+    using View = Kokkos::View<float*, Exec::memory_space>;
+    const auto alloc = [](const char* name) {
+      return Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing);
+    };
+    View vy(alloc("study::y"), n), vx(alloc("study::x"), n), vg(alloc("study::gamma"), cols),
+        vb(alloc("study::beta"), cols);
+    const Buffers view{vy.data(), vx.data(), vg.data(), vb.data()};
+    for (const Buffers& buf : {raw, view}) {
+      FillPattern(buf.x, n, 2);
+      FillPattern(buf.g, cols, 3);
+      FillPattern(buf.b, cols, 4);
+      Kokkos::fence();
+    }
+    // Forms interleaved within a round, so drift (clocks, temperature) spreads over all.
+    for (int round = 1; round <= rounds; ++round) {
+      for (const bool use_view : {false, true}) {
+        const Buffers& buf = use_view ? view : raw;
+        for (const Form f : kForms) {
+          cudaMemset(buf.y, 0, n * sizeof(float));  // the check then sees this form's output
+          cudaDeviceSynchronize();
+          for (int w = 0; w < 3; ++w) Launch(f, buf.y, buf.x, buf.g, buf.b, nrows, cols, stream);
+          cudaEventRecord(start, stream);
+          Launch(f, buf.y, buf.x, buf.g, buf.b, nrows, cols, stream);
+          cudaEventRecord(stop, stream);
+          cudaEventSynchronize(stop);
+          float ms = 0;
+          cudaEventElapsedTime(&ms, start, stop);
+          const int reps = std::max(3, static_cast<int>(2.0 / std::max(ms, 1e-3f)));
+          std::vector<double> gpu, host;
+          for (int s = 0; s < 11; ++s) {
+            Kokkos::fence();
+            const auto t0 = std::chrono::steady_clock::now();
+            cudaEventRecord(start, stream);
+            for (int r = 0; r < reps; ++r) Launch(f, buf.y, buf.x, buf.g, buf.b, nrows, cols, stream);
+            cudaEventRecord(stop, stream);
+            Kokkos::fence();
+            const auto t1 = std::chrono::steady_clock::now();
+            cudaEventSynchronize(stop);
+            cudaEventElapsedTime(&ms, start, stop);
+            gpu.push_back(ms * 1e3 / reps);
+            host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / reps);
+          }
+          const bool ok = cudaGetLastError() == cudaSuccess &&
+                          RowsMatch(buf.y, buf.x, buf.g, buf.b, nrows, cols);
+          int regs = 0, blocks = 0;
+          Occupancy(f, &regs, &blocks);
+          const double us = Median(gpu), hus = Median(host);
+          std::printf("%lld,%s,%s,%d,%lld,%d,%d,%.2f,%.1f,%.2f,%.1f,%d,%s\n",
+                      static_cast<long long>(mib), use_view ? "kokkos_view" : "cuda_malloc",
+                      Name(f), round, static_cast<long long>(nrows), regs, blocks, us,
+                      bytes / (us * 1e3), hus, bytes / (hus * 1e3), reps, ok ? "ok" : "FAILED");
+          std::fflush(stdout);
+        }
+      }
+    }
+    for (float* p : {raw.y, raw.x, raw.g, raw.b}) cudaFree(p);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 0;
+}
