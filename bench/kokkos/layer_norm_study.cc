@@ -6,13 +6,17 @@
 // Forms:
 //   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers)
 //   kokkos_bounds6    the same with LaunchBounds<256, 6> (6 teams per SM, as the twin)
-//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (39 registers)
+//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (39 registers; 6 blocks
+//                     per SM up to run 10, capped at 5 from run 11)
 //   twin_copy         the twin's code compiled here, one block per row (must match cuda_twin)
 //   twin_int32        the same with 32-bit packet indices, as the Kokkos kernel has
 //   twin_resident4/5/6  the same with SMs x 4/5/6 blocks, each looping over rows: how
 //                     many rows are resident per SM, at one register count
 //   twin_l1_small     one block per row with 40 KiB of unused shared memory per block,
 //                     which leaves 5 resident and little L1: do passes 2-3 need L1?
+//   twin_blocks6/5/4  one block per row, at most 6 / 5 / 4 resident per SM with L1 kept
+//                     (16 KiB carveout, profiler/cuda's ResidencySharedBytes; from run 11
+//                     cuda_twin is capped at 5 this way)
 // Buffers: cuda_malloc (y, x, gamma, beta in that order, as the CUDA probe allocates
 // them) and kokkos_view (Kokkos::Views, as the Kokkos probe allocates them).
 // Timing: CUDA events around a batch of ~2 ms on Kokkos' stream (the CUDA probe's clock)
@@ -102,8 +106,9 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
   }
 }
 
-// Block b takes rows b, b + gridDim.x, ...: one row with a grid of `rows` blocks.
-template <class Index>
+// Block b takes rows b, b + gridDim.x, ...: one row with a grid of `rows` blocks. `Tag`
+// makes a separate kernel, whose shared-memory carveout is its own.
+template <class Index, int Tag = 0>
 __global__ void TwinRows(float* __restrict__ y, const float* __restrict__ x,
                          const float* __restrict__ gamma, const float* __restrict__ beta,
                          int64_t rows, int64_t cols) {
@@ -125,11 +130,15 @@ enum class Form {
   kTwinResident4,
   kTwinResident5,
   kTwinResident6,
-  kTwinL1Small
+  kTwinL1Small,
+  kTwinBlocks6,
+  kTwinBlocks5,
+  kTwinBlocks4
 };
 constexpr Form kForms[] = {Form::kKokkos,        Form::kKokkosBounds6, Form::kCudaTwin,
                            Form::kTwinCopy,      Form::kTwinInt32,     Form::kTwinResident4,
-                           Form::kTwinResident5, Form::kTwinResident6, Form::kTwinL1Small};
+                           Form::kTwinResident5, Form::kTwinResident6, Form::kTwinL1Small,
+                           Form::kTwinBlocks6,   Form::kTwinBlocks5,   Form::kTwinBlocks4};
 const char* Name(Form f) {
   switch (f) {
     case Form::kKokkos: return "kokkos_probe";
@@ -141,10 +150,28 @@ const char* Name(Form f) {
     case Form::kTwinResident5: return "twin_resident5";
     case Form::kTwinResident6: return "twin_resident6";
     case Form::kTwinL1Small: return "twin_l1_small";
+    case Form::kTwinBlocks6: return "twin_blocks6";
+    case Form::kTwinBlocks5: return "twin_blocks5";
+    case Form::kTwinBlocks4: return "twin_blocks4";
   }
   return "?";
 }
 constexpr int kL1SmallShared = 40 << 10;
+
+// twin_blocks6 / 5 / 4: one block per row, capped at 6 / 5 / 4 per SM with a 16 KiB
+// carveout (ResidencySharedBytes, as the probe's twin from run 11), each its own kernel.
+template <int Blocks>
+int BlocksShared() {
+  static const int shared = xdeep::profiler::cuda::ResidencySharedBytes(
+      reinterpret_cast<const void*>(&TwinRows<int64_t, Blocks>), Blocks);
+  return shared;
+}
+template <int Blocks>
+void LaunchBlocks(float* y, const float* x, const float* g, const float* b, int64_t nrows,
+                  int64_t cols, cudaStream_t stream) {
+  TwinRows<int64_t, Blocks><<<static_cast<unsigned>(nrows), kThreads, BlocksShared<Blocks>(),
+                              stream>>>(y, x, g, b, nrows, cols);
+}
 
 int Sms() {
   int dev = 0, sms = 0;
@@ -166,6 +193,18 @@ void Occupancy(Form f, int* regs, int* blocks) {
     case Form::kTwinResident4:
     case Form::kTwinResident5:
     case Form::kTwinResident6: k = reinterpret_cast<const void*>(&TwinRows<int64_t>); break;
+    case Form::kTwinBlocks6:
+      k = reinterpret_cast<const void*>(&TwinRows<int64_t, 6>);
+      smem = BlocksShared<6>();
+      break;
+    case Form::kTwinBlocks5:
+      k = reinterpret_cast<const void*>(&TwinRows<int64_t, 5>);
+      smem = BlocksShared<5>();
+      break;
+    case Form::kTwinBlocks4:
+      k = reinterpret_cast<const void*>(&TwinRows<int64_t, 4>);
+      smem = BlocksShared<4>();
+      break;
     default: return;
   }
   cudaFuncAttributes a{};
@@ -208,6 +247,9 @@ void Launch(Form f, float* y, const float* x, const float* g, const float* b, in
     case Form::kTwinL1Small:
       TwinRows<int64_t><<<grid, kThreads, kL1SmallShared, stream>>>(y, x, g, b, nrows, cols);
       break;
+    case Form::kTwinBlocks6: LaunchBlocks<6>(y, x, g, b, nrows, cols, stream); break;
+    case Form::kTwinBlocks5: LaunchBlocks<5>(y, x, g, b, nrows, cols, stream); break;
+    case Form::kTwinBlocks4: LaunchBlocks<4>(y, x, g, b, nrows, cols, stream); break;
   }
 }
 
