@@ -17,6 +17,9 @@
 //   twin_blocks6/5/4  one block per row, at most 6 / 5 / 4 resident per SM with L1 kept
 //                     (16 KiB carveout, profiler/cuda's ResidencySharedBytes; from run 11
 //                     cuda_twin is capped at 5 this way)
+//   twin_plain        no __restrict__ and plain loads (x, gamma, beta), as the Kokkos kernel
+//   twin_tree         the twin's loads, Kokkos' kind of team reduction (shared tree)
+//   twin_plain_tree   both
 // Buffers: cuda_malloc (y, x, gamma, beta in that order, as the CUDA probe allocates
 // them) and kokkos_view (Kokkos::Views, as the Kokkos probe allocates them).
 // Timing: CUDA events around a batch of ~2 ms on Kokkos' stream (the CUDA probe's clock)
@@ -60,16 +63,34 @@ __device__ float BlockSum(float v, float* shared) {
   return v;
 }
 
+// A block sum as Kokkos' team reduction does it for 256 single-lane members: a slot per
+// thread in shared memory (Kokkos reserves team_size + 2 of them) and a tree with a
+// barrier per level (the Kokkos layer norm's PTX has 20 bar.sync against the twin's 6).
+__device__ float TreeSum(float v, float* tree) {
+  tree[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) tree[threadIdx.x] += tree[threadIdx.x + half];
+    __syncthreads();
+  }
+  v = tree[0];
+  __syncthreads();
+  return v;
+}
+
 // The twin's row: profiler/cuda/kernels.cu's LayerNormRowsKernel body, with the index
-// type as a parameter.
-template <class Index>
+// type as a parameter; kPlain: plain loads (no __ldca), as the Kokkos kernel's; kTree:
+// TreeSum instead of the twin's shuffle reduction.
+template <class Index, bool kPlain = false, bool kTree = false>
 __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const float4* b4,
                         Index n, float cols, float* shared) {
   const Index s = (n + U - 1) / U;
+  auto load = [](const float4* p) { return kPlain ? *p : __ldca(p); };
   auto group = [&](Index k, float4 (&v)[U]) {
 #pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + (k + q * s < n ? k + q * s : k));
+    for (int q = 0; q < U; ++q) v[q] = load(xr + (k + q * s < n ? k + q * s : k));
   };
+  auto reduce = [&](float v) { return kTree ? TreeSum(v, shared) : BlockSum(v, shared); };
   float sum = 0.f;
   for (Index k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
@@ -79,7 +100,7 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
       if (k + q * s < n) sum += v[q].x + v[q].y + v[q].z + v[q].w;
     }
   }
-  const float mean = BlockSum(sum, shared) / cols;
+  const float mean = reduce(sum) / cols;
   float sq = 0.f;
   for (Index k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
@@ -90,7 +111,7 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
       if (k + q * s < n) sq += a * a + b * b + c * c + d * d;
     }
   }
-  const float rstd = rsqrtf(BlockSum(sq, shared) / cols + kEps);
+  const float rstd = rsqrtf(reduce(sq) / cols + kEps);
   for (Index k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
     group(k, v);
@@ -98,7 +119,7 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
     for (int q = 0; q < U; ++q) {
       const Index j = k + q * s;
       if (j < n) {
-        const float4 g = __ldca(g4 + j), b = __ldca(b4 + j);
+        const float4 g = load(g4 + j), b = load(b4 + j);
         yr[j] = make_float4((v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
                             (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w);
       }
@@ -121,6 +142,19 @@ __global__ void TwinRows(float* __restrict__ y, const float* __restrict__ x,
   }
 }
 
+// One block per row with pointers as the Kokkos kernel has them (no __restrict__) and
+// the choices of TwinRow; 256 threads.
+template <bool kPlain, bool kTree>
+__global__ void TwinRowsAsKokkos(float* y, const float* x, const float* gamma, const float* beta,
+                                 int64_t cols) {
+  __shared__ float shared[256];
+  const int64_t n = cols / 4;
+  TwinRow<int64_t, kPlain, kTree>(
+      reinterpret_cast<float4*>(y) + blockIdx.x * n, reinterpret_cast<const float4*>(x) + blockIdx.x * n,
+      reinterpret_cast<const float4*>(gamma), reinterpret_cast<const float4*>(beta), n,
+      static_cast<float>(cols), shared);
+}
+
 enum class Form {
   kKokkos,
   kKokkosBounds6,
@@ -133,12 +167,16 @@ enum class Form {
   kTwinL1Small,
   kTwinBlocks6,
   kTwinBlocks5,
-  kTwinBlocks4
+  kTwinBlocks4,
+  kTwinPlain,
+  kTwinTree,
+  kTwinPlainTree
 };
 constexpr Form kForms[] = {Form::kKokkos,        Form::kKokkosBounds6, Form::kCudaTwin,
                            Form::kTwinCopy,      Form::kTwinInt32,     Form::kTwinResident4,
                            Form::kTwinResident5, Form::kTwinResident6, Form::kTwinL1Small,
-                           Form::kTwinBlocks6,   Form::kTwinBlocks5,   Form::kTwinBlocks4};
+                           Form::kTwinBlocks6,   Form::kTwinBlocks5,   Form::kTwinBlocks4,
+                           Form::kTwinPlain,     Form::kTwinTree,      Form::kTwinPlainTree};
 const char* Name(Form f) {
   switch (f) {
     case Form::kKokkos: return "kokkos_probe";
@@ -153,6 +191,9 @@ const char* Name(Form f) {
     case Form::kTwinBlocks6: return "twin_blocks6";
     case Form::kTwinBlocks5: return "twin_blocks5";
     case Form::kTwinBlocks4: return "twin_blocks4";
+    case Form::kTwinPlain: return "twin_plain";
+    case Form::kTwinTree: return "twin_tree";
+    case Form::kTwinPlainTree: return "twin_plain_tree";
   }
   return "?";
 }
@@ -205,6 +246,11 @@ void Occupancy(Form f, int* regs, int* blocks) {
       k = reinterpret_cast<const void*>(&TwinRows<int64_t, 4>);
       smem = BlocksShared<4>();
       break;
+    case Form::kTwinPlain: k = reinterpret_cast<const void*>(&TwinRowsAsKokkos<true, false>); break;
+    case Form::kTwinTree: k = reinterpret_cast<const void*>(&TwinRowsAsKokkos<false, true>); break;
+    case Form::kTwinPlainTree:
+      k = reinterpret_cast<const void*>(&TwinRowsAsKokkos<true, true>);
+      break;
     default: return;
   }
   cudaFuncAttributes a{};
@@ -250,6 +296,15 @@ void Launch(Form f, float* y, const float* x, const float* g, const float* b, in
     case Form::kTwinBlocks6: LaunchBlocks<6>(y, x, g, b, nrows, cols, stream); break;
     case Form::kTwinBlocks5: LaunchBlocks<5>(y, x, g, b, nrows, cols, stream); break;
     case Form::kTwinBlocks4: LaunchBlocks<4>(y, x, g, b, nrows, cols, stream); break;
+    case Form::kTwinPlain:
+      TwinRowsAsKokkos<true, false><<<grid, kThreads, 0, stream>>>(y, x, g, b, cols);
+      break;
+    case Form::kTwinTree:
+      TwinRowsAsKokkos<false, true><<<grid, kThreads, 0, stream>>>(y, x, g, b, cols);
+      break;
+    case Form::kTwinPlainTree:
+      TwinRowsAsKokkos<true, true><<<grid, kThreads, 0, stream>>>(y, x, g, b, cols);
+      break;
   }
 }
 
