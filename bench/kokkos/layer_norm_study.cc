@@ -6,8 +6,8 @@
 // Forms:
 //   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers)
 //   kokkos_bounds6    the same with LaunchBounds<256, 6> (6 teams per SM, as the twin)
-//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (39 registers; 6 blocks
-//                     per SM up to run 10, capped at 5 from run 11)
+//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (39 registers, 6 blocks
+//                     per SM; capped at 5 in run 11 only)
 //   twin_copy         the twin's code compiled here, one block per row (must match cuda_twin)
 //   twin_int32        the same with 32-bit packet indices, as the Kokkos kernel has
 //   twin_resident4/5/6  the same with SMs x 4/5/6 blocks, each looping over rows: how
@@ -15,8 +15,8 @@
 //   twin_l1_small     one block per row with 40 KiB of unused shared memory per block,
 //                     which leaves 5 resident and little L1: do passes 2-3 need L1?
 //   twin_blocks6/5/4  one block per row, at most 6 / 5 / 4 resident per SM with L1 kept
-//                     (16 KiB carveout, profiler/cuda's ResidencySharedBytes; from run 11
-//                     cuda_twin is capped at 5 this way)
+//                     (16 KiB carveout, ResidencySharedBytes; in run 11 cuda_twin was
+//                     capped at 5 this way: no change)
 //   twin_plain        no __restrict__ and plain loads (x, gamma, beta), as the Kokkos kernel
 //   twin_tree         the twin's loads, Kokkos' kind of team reduction (shared tree)
 //   twin_plain_tree   both
@@ -199,11 +199,41 @@ const char* Name(Form f) {
 }
 constexpr int kL1SmallShared = 40 << 10;
 
+// Caps `kernel` at `blocks_per_sm` resident blocks per SM without taking L1 away: sets
+// its shared-memory carveout to 16 KiB and returns the dynamic shared memory (bytes,
+// unused by the kernel) each launch must ask for so that one block more does not fit;
+// 0 where the attributes cannot be read. (The probe's twin had this cap in run 11 only:
+// it changed nothing.)
+int ResidencySharedBytes(const void* kernel, int blocks_per_sm) {
+  constexpr int kCarveoutBytes = 16 << 10, kGranule = 128;
+  int dev = 0, per_sm = 0, reserved = 0;
+  cudaFuncAttributes attr{};
+  if (blocks_per_sm < 1 || cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
+          cudaSuccess ||
+      cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || per_sm <= 0) {
+    cudaGetLastError();  // leave no error behind for the launch to report
+    return 0;
+  }
+  // Percent rounded down (the driver rounds up to a size it supports); the block's share
+  // rounded down to the allocation granule, so `blocks_per_sm` fit either way.
+  const int percent = std::max(1, 100 * kCarveoutBytes / per_sm);
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  const int share = kCarveoutBytes / blocks_per_sm / kGranule * kGranule;
+  return std::max(0, share - reserved - static_cast<int>(attr.sharedSizeBytes));
+}
+
 // twin_blocks6 / 5 / 4: one block per row, capped at 6 / 5 / 4 per SM with a 16 KiB
-// carveout (ResidencySharedBytes, as the probe's twin from run 11), each its own kernel.
+// carveout (ResidencySharedBytes, as the probe's twin in run 11), each its own kernel.
 template <int Blocks>
 int BlocksShared() {
-  static const int shared = xdeep::profiler::cuda::ResidencySharedBytes(
+  static const int shared = ResidencySharedBytes(
       reinterpret_cast<const void*>(&TwinRows<int64_t, Blocks>), Blocks);
   return shared;
 }

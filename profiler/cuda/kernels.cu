@@ -346,39 +346,9 @@ cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind
   return cudaGetLastError();
 }
 
-int ResidencySharedBytes(const void* kernel, int blocks_per_sm) {
-  constexpr int kCarveoutBytes = 16 << 10, kGranule = 128;
-  int dev = 0, per_sm = 0, reserved = 0;
-  cudaFuncAttributes attr{};
-  if (blocks_per_sm < 1 || cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
-          cudaSuccess ||
-      cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || per_sm <= 0) {
-    cudaGetLastError();  // leave no error behind for the launch to report
-    return 0;
-  }
-  // Percent rounded down (the driver rounds up to a size it supports); the block's share
-  // rounded down to the allocation granule, so `blocks_per_sm` fit either way.
-  const int percent = std::max(1, 100 * kCarveoutBytes / per_sm);
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  const int share = kCarveoutBytes / blocks_per_sm / kGranule * kGranule;
-  return std::max(0, share - reserved - static_cast<int>(attr.sharedSizeBytes));
-}
-
 cudaError_t LaunchLayerNormRows(float* y, const float* x, const float* gamma, const float* beta,
                                 int64_t rows, int64_t cols, float eps, cudaStream_t s) {
-  // The Kokkos layer norm's 47 registers leave 5 teams per SM; the twin's 39 left 6,
-  // which ran 3-5 % slower (so did the Kokkos kernel forced to 6).
-  static const int shared = ResidencySharedBytes(
-      reinterpret_cast<const void*>(&LayerNormRowsKernel), kLayerNormBlocksPerSm);
-  LayerNormRowsKernel<<<static_cast<unsigned>(rows), 256, shared, s>>>(y, x, gamma, beta, cols,
-                                                                        eps);
+  LayerNormRowsKernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(y, x, gamma, beta, cols, eps);
   return cudaGetLastError();
 }
 

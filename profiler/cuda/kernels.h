@@ -33,9 +33,7 @@ cudaError_t LaunchAdam(float* p, const float* g, float* m, float* v, int64_t n, 
                        cudaStream_t s);
 
 // fp32 layer norm of `rows` rows of `cols` (a multiple of 4): mean, variance about it,
-// then y = (x - mean) / sqrt(var + eps) * gamma + beta; one block per row, at most
-// kLayerNormBlocksPerSm of them resident per SM (see ResidencySharedBytes).
-inline constexpr int kLayerNormBlocksPerSm = 5;
+// then y = (x - mean) / sqrt(var + eps) * gamma + beta; one block per row.
 cudaError_t LaunchLayerNormRows(float* y, const float* x, const float* gamma, const float* beta,
                                 int64_t rows, int64_t cols, float eps, cudaStream_t s);
 // y = gelu_tanh(x + bias[i % cols]) over n elements (n and cols multiples of 4): the
@@ -56,13 +54,6 @@ cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind
 // holds the batch's device time, not the host's enqueue cost (nvbench's blocking
 // kernel).
 cudaError_t LaunchHold(const volatile int* flag, uint64_t timeout_ns, cudaStream_t s);
-
-// Caps `kernel` at `blocks_per_sm` resident blocks per SM without taking L1 away: sets
-// its shared-memory carveout to 16 KiB and returns the dynamic shared memory (bytes,
-// unused by the kernel) each launch must ask for so that one block more does not fit;
-// 0 where the attributes cannot be read. The row kernels re-read each row from L1, and
-// fewer resident rows per SM ran faster (bench/kokkos/data/2026-11-27_h100x1_run10).
-int ResidencySharedBytes(const void* kernel, int blocks_per_sm);
 
 }  // namespace xdeep::profiler::cuda
 
