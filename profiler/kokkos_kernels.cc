@@ -1,4 +1,5 @@
-// Kokkos kernels of the memory-bound probes; the only xdeep file that includes Kokkos.
+// Kokkos kernels of the memory-bound probes; with kokkos_row_kernels.h the only xdeep
+// code of the probe that includes Kokkos.
 #include "profiler/kokkos_kernels.h"
 
 #include <Kokkos_Core.hpp>
@@ -7,6 +8,8 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+
+#include "profiler/kokkos_row_kernels.h"
 
 namespace xdeep::profiler::kokkos {
 
@@ -36,17 +39,8 @@ std::string Version() {
 
 namespace {
 
-// Kokkos 4 moved the math functions out of Experimental.
-#if KOKKOS_VERSION >= 40000
-namespace kmath = Kokkos;
-#else
-namespace kmath = Kokkos::Experimental;
-#endif
-
-// 16-byte packets: plain C++, so the same kernels compile for CUDA, HIP and hosts.
-struct alignas(16) F4 {
-  float x, y, z, w;
-};
+using rows::F4;
+namespace kmath = rows::kmath;
 
 // Device copy of Pattern (kokkos_kernels.h), which the host checks use.
 KOKKOS_INLINE_FUNCTION float DevicePattern(int64_t i, int salt) {
@@ -65,36 +59,6 @@ KOKKOS_INLINE_FUNCTION float GeluTanh(float x) {
 
 template <class Exec>
 using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
-
-// Row kernels: one team per row, 256 threads on a device, whatever the host backend
-// likes on a host.
-template <class Exec>
-Kokkos::TeamPolicy<Exec> RowPolicy(int64_t rows) {
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                           typename Exec::memory_space>::accessible) {
-    return Kokkos::TeamPolicy<Exec>(rows, Kokkos::AUTO);
-  } else {
-    return Kokkos::TeamPolicy<Exec>(rows, 256);
-  }
-}
-template <class Exec>
-using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
-
-// The row kernels wait on DRAM between team barriers: each thread keeps
-// kPacketsInFlight 16-byte loads in flight instead of one per loop trip. Thread k of a
-// team takes packets k, k + s, ... (s = ceil(packets / kPacketsInFlight)), so with 256
-// threads and 4096-float rows it reads what the CUDA twin's thread k reads. One load per
-// trip left the softmax 8-11 % behind the twin up to 256 MiB on H100 whatever the
-// reduction form, two loads 7 %; with four (46-47 registers, 5 teams per multiprocessor;
-// launch bounds for 8 made it spill) softmax and layer norm run at copy's bandwidth
-// (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7).
-constexpr int kPacketsInFlight = 4;
-
-// Packet q of thread k's group, or packet k again where the group runs past the row
-// (the caller skips those).
-KOKKOS_INLINE_FUNCTION int GroupPacket(int k, int q, int s, int n) {
-  return k + q * s < n ? k + q * s : k;
-}
 
 template <class Exec>
 void FillPattern(float* p, int64_t n, int salt) {
@@ -144,110 +108,6 @@ void BiasGelu(F4* y, const F4* x, const F4* bias, int64_t n4, int64_t c4) {
         const F4 v = x[i], b = bias[i % c4];
         y[i] = F4{GeluTanh(v.x + b.x), GeluTanh(v.y + b.y), GeluTanh(v.z + b.z),
                   GeluTanh(v.w + b.w)};
-      });
-}
-
-// Mean, then variance about it (two reductions over a row that stays in cache), then
-// the normalised row: what torch's layer_norm computes, fp32 throughout. Packets grouped
-// as in the softmax below.
-template <class Exec>
-void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4) {
-  constexpr int U = kPacketsInFlight;
-  const float inv_cols = 1.f / static_cast<float>(c4 * 4);
-  Kokkos::parallel_for(
-      "xdeep::layer_norm", RowPolicy<Exec>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
-        const F4* xr = x + t.league_rank() * c4;
-        F4* yr = y + t.league_rank() * c4;
-        const int n = static_cast<int>(c4), s = (n + U - 1) / U;
-        float sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& acc) {
-              F4 v[U];
-              for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
-              for (int q = 0; q < U; ++q) {
-                if (k + q * s < n) acc += v[q].x + v[q].y + v[q].z + v[q].w;
-              }
-            },
-            sum);
-        const float mean = sum * inv_cols;
-        float sq = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& acc) {
-              F4 v[U];
-              for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
-              for (int q = 0; q < U; ++q) {
-                const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean,
-                            d = v[q].w - mean;
-                if (k + q * s < n) acc += a * a + b * b + c * c + d * d;
-              }
-            },
-            sq);
-        const float rstd = 1.f / kmath::sqrt(sq * inv_cols + kLayerNormEps);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
-          F4 v[U];
-          for (int q = 0; q < U; ++q) v[q] = xr[GroupPacket(k, q, s, n)];
-          for (int q = 0; q < U; ++q) {
-            const int j = k + q * s;
-            if (j < n) {
-              const F4 g = gamma[j], b = beta[j];
-              yr[j] = F4{(v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
-                         (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w};
-            }
-          }
-        });
-      });
-}
-
-// Row max, sum of exponentials, normalise in place: the softmax of attention scores.
-template <class Exec>
-void Softmax(F4* p, int64_t rows, int64_t c4) {
-  constexpr int U = kPacketsInFlight;
-  Kokkos::parallel_for(
-      "xdeep::softmax", RowPolicy<Exec>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
-        F4* row = p + t.league_rank() * c4;
-        const int n = static_cast<int>(c4), s = (n + U - 1) / U;
-        float mx = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& m) {
-              F4 v[U];
-              for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
-              for (int q = 0; q < U; ++q) {  // a repeated packet k changes no maximum
-                const float a = v[q].x > v[q].y ? v[q].x : v[q].y;
-                const float b = v[q].z > v[q].w ? v[q].z : v[q].w;
-                const float c = a > b ? a : b;
-                if (c > m) m = c;
-              }
-            },
-            Kokkos::Max<float>(mx));
-        float sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& acc) {
-              F4 v[U];
-              for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
-              for (int q = 0; q < U; ++q) {
-                if (k + q * s < n) {
-                  acc += kmath::exp(v[q].x - mx) + kmath::exp(v[q].y - mx) +
-                         kmath::exp(v[q].z - mx) + kmath::exp(v[q].w - mx);
-                }
-              }
-            },
-            sum);
-        const float inv = 1.f / sum;
-        // Each thread rewrites only the packets it reads: in place is safe.
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
-          F4 v[U];
-          for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
-          for (int q = 0; q < U; ++q) {
-            if (k + q * s < n) {
-              row[k + q * s] = F4{kmath::exp(v[q].x - mx) * inv, kmath::exp(v[q].y - mx) * inv,
-                                  kmath::exp(v[q].z - mx) * inv, kmath::exp(v[q].w - mx) * inv};
-            }
-          }
-        });
       });
 }
 
@@ -309,10 +169,10 @@ class Kernels final : public KernelSet {
         AdamUpdate<Exec>(P(0), P(1), P(2), P(3), n4);
         break;
       case Kind::kLayerNorm:
-        LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4);
+        rows::LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4);
         break;
       case Kind::kSoftmax:
-        Softmax<Exec>(P(0), rows_, c4);
+        rows::Softmax<Exec>(P(0), rows_, c4);
         break;
       case Kind::kBiasGelu:
         BiasGelu<Exec>(P(0), P(1), P(2), n4, c4);

@@ -3,8 +3,8 @@
 # xdeep-probe, profiler_kokkos_probes_test and profiler_gpu_probes_test built against a
 # CUDA Kokkos (statically linked, scripts/build-kokkos.sh), plus the Debian shared libraries they need (absl,
 # spdlog, fmt, gtest), which the GPU machine lacks. CUDA's cuBLASLt, NCCL, the driver
-# and the C/C++ runtime come from the GPU machine itself. Also builds softmax_study
-# (bench/kokkos/build_softmax_study.sh) against the same Kokkos into the carry.
+# and the C/C++ runtime come from the GPU machine itself. Also builds the studies
+# (bench/kokkos/build_studies.sh) against the same Kokkos into the carry.
 #   bench/kokkos/pack_carry.sh BUILD
 set -euo pipefail
 build=${1:?usage: $0 BUILD (a build configured with -DKokkos_ROOT=<CUDA Kokkos>)}
@@ -29,5 +29,5 @@ done
 strip --strip-debug "$dest"/xdeep-probe "$dest"/profiler_*_test
 # The Kokkos this build was configured with: PREFIX/lib/cmake/Kokkos.
 kokkos_dir=$(sed -n 's/^Kokkos_DIR:PATH=//p' "$build/CMakeCache.txt")
-"$(dirname "$0")/build_softmax_study.sh" "$kokkos_dir/../../.." "$build"
+"$(dirname "$0")/build_studies.sh" "$kokkos_dir/../../.." "$build"
 du -sh "$dest"

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # One device call for issue 26: the Kokkos bandwidth kernels on the GPU against the
-# hand-written CUDA probes and torch, at two sizes, two rounds each.
+# hand-written CUDA probes and torch, at two sizes, three rounds each (torch two).
 #   OUT=... bench/kokkos/run_device.sh
 # Needs build-kokkos-device/carry (bench/kokkos/pack_carry.sh build-kokkos-device), or
 # XDEEP_CARRY naming a copy (relative or absolute), carried
 # and torch on the GPU machine. Writes under $OUT: log.txt, probe_reports.json (every
 # xdeep-probe report), torch.json (every torch run), summary.csv (bench/kokkos/compare.py),
 # kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device), study.csv (the
-# softmax forms of bench/kokkos/softmax_study.cc). Every step has a timeout.
+# softmax forms of bench/kokkos/softmax_study.cc), layer_norm_study.csv (the layer norm
+# forms of bench/kokkos/layer_norm_study.cc) and the studies' -Xptxas -v output
+# (*.ptxas.txt: registers and spills). Every step has a timeout. The device call brings
+# back at most 8 files: log.txt, summary.csv and layer_norm_study.csv stay as they are,
+# the rest goes into raw.tar.gz.
+# XDEEP_KOKKOS_TORCH=0 leaves out torch and the softmax study (a short call, ~30 s).
 set -u
 OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
+rm -f /tmp/xk/*.json
+with_torch=${XDEEP_KOKKOS_TORCH:-1}
 carry=$(cd "${XDEEP_CARRY:-build-kokkos-device/carry}" && pwd) || { echo "no carry directory"; exit 1; }
 probe=$carry/xdeep-probe
 here=bench/kokkos
@@ -30,28 +37,46 @@ echo "== Kokkos probe unit tests on the device (data checks, sizes, errors)"
 t timeout 60 $carry/profiler_kokkos_probes_test --gtest_output=xml:$OUT/kokkos_tests.xml
 echo "== CUDA bandwidth probes' unit test (the six kernels' data checks)"
 t timeout 60 $carry/profiler_gpu_probes_test --gtest_filter='*DeviceBandwidth*' --gtest_output=xml:$OUT/cuda_bandwidth_test.xml
-echo "== softmax forms x buffers x sizes, all timed by CUDA events (softmax_study.cc)"
+if [[ $with_torch != 0 ]]; then
+  echo "== softmax forms x buffers x sizes, all timed by CUDA events (softmax_study.cc)"
+  s0=$EPOCHREALTIME
+  timeout 60 $carry/softmax_study --row-length 4096 --sizes 64,128,256,512,1024 > $OUT/study.csv
+  rc=$?
+  echo "[time] $(el $s0) s rc=$rc: softmax_study"
+  cat $OUT/study.csv
+fi
+echo "== layer norm: the probe's kernels and forms of the twin x buffers x sizes (layer_norm_study.cc)"
 s0=$EPOCHREALTIME
-timeout 60 $carry/softmax_study --row-length 4096 --sizes 64,128,256,512,1024 > $OUT/study.csv
+timeout 60 $carry/layer_norm_study --row-length 4096 --sizes 256,512,1024 --rounds 3 \
+  > $OUT/layer_norm_study.csv
 rc=$?
-echo "[time] $(el $s0) s rc=$rc: softmax_study"
-cat $OUT/study.csv
+echo "[time] $(el $s0) s rc=$rc: layer_norm_study"
+cat $OUT/layer_norm_study.csv
+cp $carry/*.ptxas.txt $OUT/ 2>/dev/null
 
 # Workload sizes: 256 MiB per array is a 16384-token x 4096-hidden activation (layer
 # norm rows, a GEMM epilogue) or a 64M-parameter optimizer group; 1 GiB a 268M one.
 for size in 256 1024; do
   elements=$((size * 1024 * 1024 / 4))
-  for round in 1 2; do
+  for round in 1 2 3; do
     echo "== xdeep-probe memory suite, ${size} MiB per array, round $round"
     t timeout 90 $probe compute --suite memory --device-bytes ${size}M --row-length 4096 \
       --samples 30 --out /tmp/xk/memory_${size}M_r$round.json
   done
+  [[ $with_torch != 0 ]] || continue
   echo "== torch, ${size} MiB per array (two rounds in one process)"
   t timeout 150 python3 $here/torch_memory.py --elements $elements --row-length 4096 \
     --rounds 2 --out /tmp/xk/torch_${size}M.json
 done
-python3 -c "import json,sys; json.dump({f.split('/')[-1]: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/probe_reports.json','w'), indent=1)" /tmp/xk/memory_*.json
-python3 -c "import json,sys; json.dump({f.split('/')[-1]: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/torch.json','w'), indent=1)" /tmp/xk/torch_*.json
+shopt -s nullglob
+merge='import json,sys; json.dump({f.split("/")[-1]: json.load(open(f)) for f in sys.argv[2:]}, open(sys.argv[1],"w"), indent=1)'
+python3 -c "$merge" $OUT/probe_reports.json /tmp/xk/memory_*.json
+torch_runs=(/tmp/xk/torch_*.json)
+((${#torch_runs[@]})) && python3 -c "$merge" $OUT/torch.json "${torch_runs[@]}"
 echo "== comparison"
-python3 $here/compare.py --probe /tmp/xk/memory_*.json --torch /tmp/xk/torch_*.json --out $OUT/summary.csv
+python3 $here/compare.py --probe /tmp/xk/memory_*.json --torch "${torch_runs[@]}" --out $OUT/summary.csv
+echo "== layer norm study: medians over rounds (study_summary.py)"
+python3 $here/study_summary.py $OUT/layer_norm_study.csv
 ls -la $OUT
+cd "$OUT" && tar -czf raw.tar.gz --remove-files \
+  $(ls | grep -vxE 'log.txt|summary.csv|layer_norm_study.csv|raw.tar.gz')

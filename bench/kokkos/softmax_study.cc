@@ -9,7 +9,7 @@
 // ThreadVectorRange and team scratch (run 5's), with and without launch bounds.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
-// Built by bench/kokkos/build_softmax_study.sh; run by bench/kokkos/run_device.sh.
+// Built by bench/kokkos/build_studies.sh; run by bench/kokkos/run_device.sh.
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <chrono>

@@ -4,6 +4,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "profiler/cuda/kernels.h"
 
 namespace xdeep::profiler::cuda {
@@ -183,12 +185,20 @@ __device__ __forceinline__ int64_t GroupPacket(int64_t k, int q, int64_t s, int6
   return k + q * s < n ? k + q * s : k;
 }
 
-// One block per row: sum, sum of squared deviations about the mean, write. The row is
-// read through __ldca (ld.global.ca), the plain cached load Kokkos' layer norm and the
-// in-place softmax twin use: the const __restrict__ row otherwise compiles to the
-// read-only ld.global.nc path, the one difference left from the Kokkos kernel (same
-// passes, reductions and split) when the twin ran 6-10 % behind it in
+// The row kernels' load prologue: thread k's kPacketsInFlight packets of a row of n
+// (group stride s), all issued before any is used. Through __ldca (ld.global.ca), the
+// plain cached load the Kokkos row kernels compile to: a const __restrict__ row otherwise
+// takes the read-only ld.global.nc path, the one difference left from the Kokkos layer
+// norm (same passes, reductions and split) when that twin ran 6-10 % behind it in
 // bench/kokkos/data/2026-11-27_h100x1_run8.
+__device__ __forceinline__ void LoadGroup(const float4* row, int64_t k, int64_t s, int64_t n,
+                                          float4 (&v)[kPacketsInFlight]) {
+#pragma unroll
+  for (int q = 0; q < kPacketsInFlight; ++q) v[q] = __ldca(row + GroupPacket(k, q, s, n));
+}
+
+// One block per row: sum, sum of squared deviations about the mean, write; gamma and
+// beta through __ldca as the row.
 __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restrict__ x,
                                     const float* __restrict__ gamma,
                                     const float* __restrict__ beta, int64_t cols, float eps) {
@@ -202,8 +212,7 @@ __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restri
   float sum = 0.f;
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
-#pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + GroupPacket(k, q, s, n));
+    LoadGroup(xr, k, s, n, v);
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       if (k + q * s < n) sum += v[q].x + v[q].y + v[q].z + v[q].w;
@@ -213,8 +222,7 @@ __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restri
   float sq = 0.f;
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
-#pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + GroupPacket(k, q, s, n));
+    LoadGroup(xr, k, s, n, v);
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean, d = v[q].w - mean;
@@ -224,8 +232,7 @@ __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restri
   const float rstd = rsqrtf(BlockReduce<false>(sq, shared) / static_cast<float>(cols) + eps);
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
-#pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = __ldca(xr + GroupPacket(k, q, s, n));
+    LoadGroup(xr, k, s, n, v);
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       const int64_t j = k + q * s;
@@ -270,8 +277,7 @@ __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float 
   float m = -INFINITY;
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
-#pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+    LoadGroup(row, k, s, n, v);
 #pragma unroll
     for (int q = 0; q < U; ++q) {  // a repeated packet k changes no maximum
       m = fmaxf(m, fmaxf(fmaxf(v[q].x, v[q].y), fmaxf(v[q].z, v[q].w)) * scale);
@@ -281,8 +287,7 @@ __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float 
   float sum = 0.f;
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
-#pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+    LoadGroup(row, k, s, n, v);
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       if (k + q * s < n) {
@@ -295,8 +300,7 @@ __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float 
   // Each thread rewrites only the packets it reads: in place is safe.
   for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
     float4 v[U];
-#pragma unroll
-    for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+    LoadGroup(row, k, s, n, v);
 #pragma unroll
     for (int q = 0; q < U; ++q) {
       if (k + q * s < n) {

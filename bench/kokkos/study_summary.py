@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Medians of a study's CSV (softmax_study, layer_norm_study) per size, buffer and form
+over its rounds, and each form's bandwidth relative to a reference form on the same
+buffer and size.
+  bench/kokkos/study_summary.py layer_norm_study.csv [--reference kokkos_probe] [--out summary.csv]
+"""
+import argparse
+import csv
+import statistics
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("--reference", default="kokkos_probe",
+                    help="form the others are divided by (default kokkos_probe)")
+    ap.add_argument("--out", help="also write the table as CSV here")
+    args = ap.parse_args()
+    try:
+        with open(args.csv, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"error: cannot read {args.csv}: {e.strerror}")
+    needed = {"size_mib", "buffer", "form", "gbps"}
+    if not rows or not needed <= set(rows[0]):
+        sys.exit(f"error: {args.csv} is not a study CSV (needs columns {sorted(needed)})")
+    groups = {}
+    for r in rows:
+        key = (int(r["size_mib"]), r["buffer"], r["form"])
+        g = groups.setdefault(key, {"gbps": [], "host_gbps": [], "checks": set(), "regs": r.get("regs", ""),
+                                    "blocks": r.get("blocks_per_sm", "")})
+        g["gbps"].append(float(r["gbps"]))
+        if r.get("host_gbps"):
+            g["host_gbps"].append(float(r["host_gbps"]))
+        g["checks"].add(r.get("check", ""))
+    out = []
+    for (size, buf, form), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        ref = groups.get((size, buf, args.reference))
+        gbps = statistics.median(g["gbps"])
+        host = statistics.median(g["host_gbps"]) if g["host_gbps"] else None
+        ratio = gbps / statistics.median(ref["gbps"]) if ref else None
+        out.append({
+            "size_mib": size, "buffer": buf, "form": form, "rounds": len(g["gbps"]),
+            "regs": g["regs"], "blocks_per_sm": g["blocks"], "gbps": f"{gbps:.1f}",
+            "host_gbps": f"{host:.1f}" if host is not None else "",
+            f"vs_{args.reference}": f"{ratio:.3f}" if ratio is not None else "",
+            "min_gbps": f"{min(g['gbps']):.1f}", "max_gbps": f"{max(g['gbps']):.1f}",
+            "check": "ok" if g["checks"] == {"ok"} else "FAILED",
+        })
+    w = csv.DictWriter(sys.stdout, fieldnames=list(out[0]))
+    w.writeheader()
+    w.writerows(out)
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(out[0]))
+            w.writeheader()
+            w.writerows(out)
+
+
+if __name__ == "__main__":
+    main()
