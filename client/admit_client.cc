@@ -63,9 +63,12 @@ bool AskAdmission(const std::string& socket_path, const AdmitQuery& q,
   AdmitFrame out, in;
   req.SerializeToString(&out.payload);
   std::string why;
-  if (!WriteAdmitFrame(sock.fd, out, deadline, &why) ||
-      !ReadAdmitFrame(sock.fd, deadline, &in, &why)) {
-    return Unavailable(why, error);
+  const bool sent = WriteAdmitFrame(sock.fd, out, deadline, &why);
+  // A caller the daemon refuses is answered on accept, before the request is
+  // read, and the connection closed: the send may fail, the answer is there.
+  std::string unread;
+  if (!ReadAdmitFrame(sock.fd, deadline, &in, &unread)) {
+    return Unavailable(sent ? unread : why, error);
   }
   if (in.status != 0) {
     switch (static_cast<absl::StatusCode>(in.status)) {
