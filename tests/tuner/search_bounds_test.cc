@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "tests/tuner/test_util.h"
 #include "tuner/fingerprint.h"
@@ -53,6 +54,27 @@ TEST(SearchBoundsTest, CandidateCapEndsTheSearchWithWhatToNarrow) {
   ASSERT_TRUE(under.ok());
   EXPECT_EQ(under->best.config.TotalGpus(), unbounded->best.config.TotalGpus());
   EXPECT_EQ(under->best.prediction.cost, unbounded->best.prediction.cost);
+}
+
+// A batch range up to 2^40 (the parser's limit) allows accumulation counts
+// past an int: they are left out, never wrapped negative into the model (the
+// ASan + UBSan run found -2^31 * 2 in the pipeline memory term).
+TEST(SearchBoundsTest, AccumulationCountsStayWithinAnInt) {
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  w->batch_may_change = true;
+  w->min_global_batch = int64_t{1} << 20;
+  w->max_global_batch = int64_t{1} << 40;
+  w->max_micro_batch = 1;
+  SearchLimits limits;
+  limits.max_nodes = 1;
+  limits.max_gpus_per_node = 1;
+  limits.max_alternatives = 1000;
+  auto r = Search(*w, H100(), limits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->best.config.grad_accum, 1);
+  EXPECT_LE(r->best.config.grad_accum, std::numeric_limits<int>::max());
+  for (const auto& a : r->alternatives) EXPECT_GE(a.config.grad_accum, 1);
 }
 
 double ThreadCpuMs() {
