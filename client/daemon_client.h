@@ -1,4 +1,4 @@
-// What the plugin, the `xdeep` CLI, xdeep-admit and xdeep-step-report ask the
+// What the plugin, the `xdeep` CLI and xdeep-step-report ask the
 // daemon, as plain C++ (no gRPC, no protobuf), so the plugin itself loads
 // nothing heavy. The gRPC implementation (grpc_daemon_client.cc) is linked
 // into the tools, and into the module the plugin dlopens only when a request
@@ -82,24 +82,6 @@ struct ReportQuery {
   bool final = false;          // the launch that owns the decision
 };
 
-// What slurmctld's job_submit.lua asks (through xdeep-admit) of a submission.
-struct AdmitQuery {
-  std::string token;  // from the job's SPANK environment, may be empty or forged
-  uint32_t job_uid = 0;
-  std::string partition;
-  int nodes = 0;
-  std::string array;                                       // job array indices, empty = none
-  std::string tres_per_node, tres_per_job, tres_per_task;  // GPU request ("gres:gpu:4")
-  bool heterogeneous = false;  // a heterogeneous job's component: held from its time limit
-  int64_t time_limit_s = 0;
-  std::string account;
-};
-
-struct AdmitAnswer {
-  bool admitted = false;
-  std::string reason, decision_id;
-};
-
 struct ClientError {
   // kUnavailable: the daemon is down, slow or speaking garbage (fail open).
   // kRefused: the daemon answered and said no (bad workload, over budget...).
@@ -117,9 +99,6 @@ class DaemonClient {
                     const ProgressCallback& progress, TuneAnswer* answer, ClientError* error) = 0;
   virtual bool Report(const ReportQuery& query, std::chrono::steady_clock::time_point deadline,
                       ClientError* error) = 0;
-  // From slurmctld's job_submit.lua (a controller user): may this job be submitted?
-  virtual bool Admit(const AdmitQuery& query, std::chrono::steady_clock::time_point deadline,
-                     AdmitAnswer* answer, ClientError* error) = 0;
 };
 
 // The gRPC client connected to `address` ("unix:///run/xdeep/xdeepd.sock",

@@ -196,29 +196,6 @@ class GrpcDaemonClient final : public DaemonClient {
     return Unary(&v1::Tuning::Stub::Report, req, &resp, deadline, error);
   }
 
-  bool Admit(const AdmitQuery& q, std::chrono::steady_clock::time_point deadline,
-             AdmitAnswer* answer, ClientError* error) override {
-    v1::AdmitRequest req;
-    req.set_credential(MungeCredential());
-    req.set_token(q.token);
-    req.set_job_uid(q.job_uid);
-    req.set_partition(q.partition);
-    req.set_nodes(q.nodes);
-    req.set_array(q.array);
-    req.set_tres_per_node(q.tres_per_node);
-    req.set_tres_per_job(q.tres_per_job);
-    req.set_tres_per_task(q.tres_per_task);
-    req.set_heterogeneous(q.heterogeneous);
-    req.set_time_limit_s(q.time_limit_s);
-    req.set_account(q.account);
-    v1::AdmitResponse resp;
-    if (!Unary(&v1::Tuning::Stub::Admit, req, &resp, deadline, error)) return false;
-    answer->admitted = resp.admitted();
-    answer->reason = resp.reason();
-    answer->decision_id = resp.decision_id();
-    return true;
-  }
-
  private:
   // One unary call under the launch's deadline; a failure fills `error`.
   template <typename Request, typename Response>

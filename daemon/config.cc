@@ -187,6 +187,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
        [&](const toml::table& t, std::string_view src) {
          TableReader r(t, src, "server");
          r.Get("listen", config.server.listen);
+         r.Get("admit_socket", config.server.admit_socket);
          r.Get("worker_threads", config.server.worker_threads);
          r.Get("heavy_after_ms", config.server.heavy_after_ms);
          r.Range("heavy_after_ms", config.server.heavy_after_ms, 1, 600000);

@@ -21,6 +21,10 @@ namespace xdeep::daemon {
 struct ServerConfig {
   // "unix:///path/to.sock" or "host:port" (TCP).
   std::string listen = "unix:///run/xdeep/xdeepd.sock";
+  // The admission socket slurmctld's xdeep-admit asks (daemon/admit_socket.h);
+  // empty: beside a unix `listen` socket, as its path + ".admit"; none when
+  // `listen` is TCP and this is empty (then job_submit.lua cannot admit).
+  std::string admit_socket;
   int worker_threads = 4;        // concurrent Tune computations
   // A Tune search still running after this much CPU moves to the heavy lane
   // (one low-priority thread), so worst-case requests cannot hold the workers.

@@ -73,6 +73,12 @@ absl::StatusOr<bool> SlurmHoldsJob(const std::string& decision_id) {
 
 }  // namespace
 
+std::string AdmitSocketPath(const ServerConfig& server) {
+  if (!server.admit_socket.empty()) return server.admit_socket;
+  if (!server.listen.starts_with(kUnixPrefix)) return "";
+  return server.listen.substr(kUnixPrefix.size()) + ".admit";
+}
+
 absl::StatusOr<tuner::HardwareProfile> LoadHardwareProfile(const HardwareConfig& config) {
   if (!config.probe_reports.empty()) {
     const std::string& path = config.probe_reports.front();
@@ -162,6 +168,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     // Every user's srun connects; identity comes from MUNGE, not from the socket.
     chmod(config.server.listen.substr(kUnixPrefix.size()).c_str(), 0666);
   }
+  const std::string admit_path = AdmitSocketPath(config.server);
+  if (!admit_path.empty()) {
+    TuningService* service = daemon->service_.get();
+    auto admit = AdmitSocket::Start(
+        admit_path, {.may_ask = [service](const Caller& c) { return service->MayAdmit(c); },
+                     .admit = [service](const Caller& c, const xdeep::v1::AdmitRequest& req,
+                                        xdeep::v1::AdmitResponse* resp) {
+                       return service->AdmitAs(c, req, resp);
+                     }});
+    if (!admit.ok()) return admit.status();
+    daemon->admit_socket_ = std::move(*admit);
+  }
   daemon->expiry_ = std::thread([self] {
     std::unique_lock lock(self->expiry_mu_);
     const auto interval = std::chrono::seconds(self->config_.server.ledger_interval_s);
@@ -171,8 +189,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       if (expired.ok() && *expired > 0) spdlog::info("event=ledger.expired rows={}", *expired);
     }
   });
-  spdlog::info("event=listening address={} port={} pid={}", config.server.listen,
-               daemon->bound_port_, getpid());
+  spdlog::info("event=listening address={} port={} admit_socket={} pid={}", config.server.listen,
+               daemon->bound_port_, admit_path.empty() ? "-" : admit_path, getpid());
   return daemon;
 }
 
@@ -359,6 +377,7 @@ void Daemon::Wait() {
 
 Daemon::~Daemon() {
   Shutdown();
+  admit_socket_.reset();  // before the service it calls
   {
     std::lock_guard lock(expiry_mu_);
     stopping_ = true;

@@ -1,5 +1,5 @@
 // Assembles the daemon from its configuration: store, identity, hardware
-// profile, decision maker, gRPC server with health checking.
+// profile, decision maker, gRPC server with health checking, admission socket.
 #pragma once
 
 #include <grpcpp/server.h>
@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "daemon/admit_socket.h"
 #include "daemon/config.h"
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
@@ -21,6 +22,10 @@
 #include "daemon/work_queue.h"
 
 namespace xdeep::daemon {
+
+// Where the admission socket listens: [server] admit_socket, else the unix
+// `listen` path + ".admit"; empty (none) for a TCP `listen` without it.
+std::string AdmitSocketPath(const ServerConfig& server);
 
 class Daemon {
  public:
@@ -69,6 +74,7 @@ class Daemon {
   std::unique_ptr<WorkQueue> heavy_;  // Tune searches past heavy_after_ms of CPU
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AdmitSocket> admit_socket_;  // slurmctld's xdeep-admit asks here
   int bound_port_ = 0;
   std::atomic<int> probe_counter_{0};
   // Expires stale reservations once a minute.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "client/time_span.h"
@@ -151,21 +152,7 @@ absl::StatusOr<PartitionShape> AddSinfoNodes(std::string_view sinfo_json, Partit
   return shape;
 }
 
-absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
-  auto cached = [&]() -> std::optional<PartitionShape> {
-    std::lock_guard lock(mu_);
-    auto it = cache_.find(partition);
-    if (it != cache_.end() && std::chrono::steady_clock::now() - it->second.at < ttl_) {
-      return it->second.shape;
-    }
-    return std::nullopt;
-  };
-  if (auto shape = cached()) return *shape;
-  // One refresh at a time: when the entry expires under load, the requests
-  // that find it stale wait for one sinfo instead of each running their own
-  // (16 concurrent launches ran 16 sinfo, 18 ms of CPU each).
-  std::lock_guard refreshing(refresh_mu_);
-  if (auto shape = cached()) return *shape;
+absl::StatusOr<PartitionShape> AskSlurmForShape(const std::string& partition) {
   auto part = RunCommand({"scontrol", "-o", "show", "partition"}, std::chrono::seconds(10));
   if (!part.ok()) return part.status();
   if (part->exit_code != 0) {
@@ -178,11 +165,36 @@ absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partitio
   if (run->exit_code != 0) {
     return absl::UnavailableError(fmt::format("sinfo failed: {}", run->err));
   }
-  shape = AddSinfoNodes(run->out, *std::move(shape));
-  if (!shape.ok()) return shape.status();
+  return AddSinfoNodes(run->out, *std::move(shape));
+}
+
+absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
+  // The cached shape, and whether it is still fresh.
+  auto cached = [&]() -> std::pair<std::optional<PartitionShape>, bool> {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(partition);
+    if (it == cache_.end()) return {std::nullopt, false};
+    return {it->second.shape, std::chrono::steady_clock::now() - it->second.at < ttl_};
+  };
+  auto [shape, fresh] = cached();
+  if (shape && fresh) return *shape;
+  // One refresh at a time: when the entry expires under load, the requests
+  // that find it stale do not each run their own sinfo (16 concurrent
+  // launches ran 16, 18 ms of CPU each), and those that hold a stale shape
+  // answer from it instead of waiting for the refresher.
+  std::unique_lock refreshing(refresh_mu_, std::defer_lock);
+  if (shape) {
+    if (!refreshing.try_lock()) return *shape;
+  } else {
+    refreshing.lock();
+  }
+  std::tie(shape, fresh) = cached();
+  if (shape && fresh) return *shape;
+  auto fetched = fetch_(partition);
+  if (!fetched.ok()) return fetched.status();
   std::lock_guard lock(mu_);
-  cache_[partition] = {*shape, std::chrono::steady_clock::now()};
-  return shape;
+  cache_[partition] = {*fetched, std::chrono::steady_clock::now()};
+  return fetched;
 }
 
 }  // namespace xdeep::daemon

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -47,10 +48,20 @@ absl::StatusOr<PartitionShape> FindPartition(const std::vector<PartitionSettings
 // InvalidArgument when the text is not sinfo's JSON.
 absl::StatusOr<PartitionShape> AddSinfoNodes(std::string_view sinfo_json, PartitionShape shape);
 
+// A partition's shape as scontrol and sinfo tell it now.
+absl::StatusOr<PartitionShape> AskSlurmForShape(const std::string& partition);
+
 class SlurmInventory {
  public:
-  explicit SlurmInventory(std::chrono::seconds ttl = std::chrono::seconds(30)) : ttl_(ttl) {}
-  // Cached for `ttl`; asks scontrol and sinfo when stale.
+  using Fetch = std::function<absl::StatusOr<PartitionShape>(const std::string& partition)>;
+  explicit SlurmInventory(std::chrono::seconds ttl = std::chrono::seconds(30),
+                          Fetch fetch = AskSlurmForShape)
+      : ttl_(ttl), fetch_(std::move(fetch)) {}
+  // Cached for `ttl`; asks scontrol and sinfo when stale. One request
+  // refreshes at a time; meanwhile the others answer from the stale shape
+  // rather than wait: the refresher may be the heavy lane's nice-19 thread,
+  // whose scontrol and sinfo run at nice 19 too, and ordinary requests
+  // waiting on it were the 3-6x p99 outliers of issue #27's bounded test.
   absl::StatusOr<PartitionShape> Shape(const std::string& partition);
 
  private:
@@ -59,6 +70,7 @@ class SlurmInventory {
     std::chrono::steady_clock::time_point at;
   };
   std::chrono::seconds ttl_;
+  Fetch fetch_;
   std::mutex mu_;
   std::mutex refresh_mu_;  // held while sinfo runs
   std::map<std::string, Entry> cache_;

@@ -483,78 +483,88 @@ grpc::ServerUnaryReactor* TuningService::Admit(grpc::CallbackServerContext* cont
                                                const v1::AdmitRequest* request,
                                                v1::AdmitResponse* response) {
   return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
-    const auto& users = p_.controller_users;
-    if (std::find(users.begin(), users.end(), caller.user) == users.end() &&
-        std::find(users.begin(), users.end(), std::to_string(caller.uid)) == users.end()) {
-      return absl::PermissionDeniedError(
-          fmt::format("Admit is for slurmctld ([identity] controller_users), not {}", caller.user));
-    }
-    auto policy = p_.maker->policy();
-    const bool strict = policy->Strict(request->partition());
-    auto answer = [&](bool admitted, std::string reason) {
-      response->set_admitted(admitted);
-      response->set_reason(std::move(reason));
-      spdlog::info(
-          "event=admit uid={} partition={} strict={} admitted={} decision={} reason=\"{}\"",
-          request->job_uid(), request->partition(), strict, admitted,
-          response->decision_id().empty() ? "-" : response->decision_id(), response->reason());
-      return absl::OkStatus();
-    };
-    if (request->heterogeneous()) {
-      if (!strict) return answer(true, "partition is not strictly enforced");
-      return AdmitComponent(*request, *policy, response, answer);
-    }
-    if (request->token().empty()) {
-      if (!strict) return answer(true, "partition is not strictly enforced");
-      return answer(false,
-                    "no xdeep reservation: launch the job with --xdeep-tune through the xdeep "
-                    "plugin (srun, sbatch or salloc with the site's slurm.conf)");
-    }
-    int tasks = 1;
-    if (!request->array().empty()) {
-      auto counted = CountArrayTasks(request->array());
-      if (!counted) return answer(false, "cannot read the job array's indices");
-      tasks = *counted;
-    }
-    if (p_.ledger == nullptr) return answer(false, "this daemon keeps no ledger");
-    const int64_t now = NowUnix();
-    auto scopes_for = [&](const std::string& user, const std::string& account) {
-      auto scopes = BudgetScopes(*policy, user, account);
-      std::vector<BudgetScope> out = scopes.ok() ? *scopes : std::vector<BudgetScope>();
-      if (!strict) {
-        for (BudgetScope& s : out) s.limit = 0;  // advisory: track, never refuse
-      }
-      return out;
-    };
-    AdmitAsk ask;
-    ask.partition = request->partition();
-    ask.nodes = request->nodes();
-    ask.array_tasks = tasks;
-    auto per_node = GpusInTres(request->tres_per_node());
-    auto per_job = GpusInTres(request->tres_per_job());
-    auto per_task = GpusInTres(request->tres_per_task());
-    if (!per_node || !per_job || !per_task)
-      return answer(false, "cannot read the job's GPU request");
-    if (*per_task > 0) {
-      return answer(false,
-                    "ask for GPUs per node (--gpus-per-node), as the decision does, not "
-                    "per task");
-    }
-    ask.gpus_per_node = *per_node;
-    ask.gpus = *per_job;
-    auto admitted =
-        p_.ledger->Admit(request->token(), request->job_uid(), ask, scopes_for,
-                         PeriodStart(policy->budget_period, now), now, policy->reservation_ttl_s);
-    if (!admitted.ok()) {
-      if (admitted.status().code() != absl::StatusCode::kPermissionDenied) {
-        return admitted.status();
-      }
-      return answer(false, std::string(admitted.status().message()));
-    }
-    response->set_decision_id(admitted->decision_id);
-    return answer(true, fmt::format("reservation {} ({:.2f} {})", admitted->decision_id,
-                                    admitted->amount, policy->currency));
+    return AdmitAs(caller, *request, response);
   });
+}
+
+absl::Status TuningService::MayAdmit(const Caller& caller) const {
+  const auto& users = p_.controller_users;
+  if (std::find(users.begin(), users.end(), caller.user) == users.end() &&
+      std::find(users.begin(), users.end(), std::to_string(caller.uid)) == users.end()) {
+    return absl::PermissionDeniedError(
+        fmt::format("Admit is for slurmctld ([identity] controller_users), not {}", caller.user));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TuningService::AdmitAs(const Caller& caller, const v1::AdmitRequest& request,
+                                    v1::AdmitResponse* response) {
+  if (absl::Status may = MayAdmit(caller); !may.ok()) return may;
+  auto policy = p_.maker->policy();
+  const bool strict = policy->Strict(request.partition());
+  auto answer = [&](bool admitted, std::string reason) {
+    response->set_admitted(admitted);
+    response->set_reason(std::move(reason));
+    spdlog::info(
+        "event=admit uid={} partition={} strict={} admitted={} decision={} reason=\"{}\"",
+        request.job_uid(), request.partition(), strict, admitted,
+        response->decision_id().empty() ? "-" : response->decision_id(), response->reason());
+    return absl::OkStatus();
+  };
+  if (request.heterogeneous()) {
+    if (!strict) return answer(true, "partition is not strictly enforced");
+    return AdmitComponent(request, *policy, response, answer);
+  }
+  if (request.token().empty()) {
+    if (!strict) return answer(true, "partition is not strictly enforced");
+    return answer(false,
+                  "no xdeep reservation: launch the job with --xdeep-tune through the xdeep "
+                  "plugin (srun, sbatch or salloc with the site's slurm.conf)");
+  }
+  int tasks = 1;
+  if (!request.array().empty()) {
+    auto counted = CountArrayTasks(request.array());
+    if (!counted) return answer(false, "cannot read the job array's indices");
+    tasks = *counted;
+  }
+  if (p_.ledger == nullptr) return answer(false, "this daemon keeps no ledger");
+  const int64_t now = NowUnix();
+  auto scopes_for = [&](const std::string& user, const std::string& account) {
+    auto scopes = BudgetScopes(*policy, user, account);
+    std::vector<BudgetScope> out = scopes.ok() ? *scopes : std::vector<BudgetScope>();
+    if (!strict) {
+      for (BudgetScope& s : out) s.limit = 0;  // advisory: track, never refuse
+    }
+    return out;
+  };
+  AdmitAsk ask;
+  ask.partition = request.partition();
+  ask.nodes = request.nodes();
+  ask.array_tasks = tasks;
+  auto per_node = GpusInTres(request.tres_per_node());
+  auto per_job = GpusInTres(request.tres_per_job());
+  auto per_task = GpusInTres(request.tres_per_task());
+  if (!per_node || !per_job || !per_task)
+    return answer(false, "cannot read the job's GPU request");
+  if (*per_task > 0) {
+    return answer(false,
+                  "ask for GPUs per node (--gpus-per-node), as the decision does, not "
+                  "per task");
+  }
+  ask.gpus_per_node = *per_node;
+  ask.gpus = *per_job;
+  auto admitted =
+      p_.ledger->Admit(request.token(), request.job_uid(), ask, scopes_for,
+                       PeriodStart(policy->budget_period, now), now, policy->reservation_ttl_s);
+  if (!admitted.ok()) {
+    if (admitted.status().code() != absl::StatusCode::kPermissionDenied) {
+      return admitted.status();
+    }
+    return answer(false, std::string(admitted.status().message()));
+  }
+  response->set_decision_id(admitted->decision_id);
+  return answer(true, fmt::format("reservation {} ({:.2f} {})", admitted->decision_id,
+                                  admitted->amount, policy->currency));
 }
 
 absl::Status TuningService::AdmitComponent(

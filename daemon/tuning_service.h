@@ -74,6 +74,13 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
                                    const xdeep::v1::HealthRequest* request,
                                    xdeep::v1::HealthResponse* response) override;
 
+  // Whether `caller` may ask Admit: a controller user (slurmctld's).
+  absl::Status MayAdmit(const Caller& caller) const;
+  // Admit as `caller`, whom MUNGE (the Admit RPC) or the kernel (SO_PEERCRED
+  // on the admission socket, daemon/admit_socket.h) vouches for.
+  absl::Status AdmitAs(const Caller& caller, const xdeep::v1::AdmitRequest& request,
+                       xdeep::v1::AdmitResponse* response);
+
  private:
   // The user whose data a request may read: the caller, or anyone for admins.
   absl::StatusOr<std::string> ReadableUser(const Caller& caller, const std::string& asked) const;

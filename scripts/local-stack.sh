@@ -23,7 +23,7 @@ start)
   # daemon's files go too: one left by an earlier run (another owner, say)
   # would keep the daemon from opening its own.
   rm -rf "$dir/jobcomp" "$dir/reports" "$dir"/xdeep.db "$dir"/xdeep.db-wal "$dir"/xdeep.db-shm \
-    "$dir"/xdeepd.log "$dir"/xdeepd.out "$dir"/xdeepd.sock
+    "$dir"/xdeepd.log "$dir"/xdeepd.out "$dir"/xdeepd.sock "$dir"/xdeepd.sock.admit
   mkdir -p "$dir/jobcomp"
   chown "$daemon_user": "$dir" "$dir/jobcomp"
   chmod 0755 "$dir"
@@ -35,7 +35,7 @@ start)
 required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open rendezvous_ports=$ports-$((ports + 99))
 CONF
   sed -e "s|^local ADMIT = .*|local ADMIT = \"$build/spank_plugin/xdeep-admit\"|" \
-      -e "s|^local DAEMON = .*|local DAEMON = \"unix://$dir/xdeepd.sock\"|" \
+      -e "s|^local ADMIT_SOCKET = .*|local ADMIT_SOCKET = \"$dir/xdeepd.sock.admit\"|" \
       -e "s|^local STRICT = .*|local STRICT = { strict = true }|" \
       "$root/etc/slurm/job_submit.lua" > "$dir/job_submit.lua"
   sed -e "s|^spool=.*|spool=$dir/jobcomp|" -e "s|^slurm_conf=.*|slurm_conf=$dir/slurm.conf|" \

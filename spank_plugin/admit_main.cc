@@ -1,21 +1,24 @@
 // xdeep-admit: slurmctld's job_submit.lua runs it for a submission to a
 // strictly enforced partition (or one that carries an admission token) and
-// asks xdeepd whether the job may be submitted, consuming the token. A
-// separate process keeps gRPC's threads out of slurmctld. Prints one line:
-// the decision the job is bound to (exit 0, admitted), the reason for the
-// user (exit 1, refused), or why the daemon could not answer (exit 3).
+// asks xdeepd whether the job may be submitted, consuming the token. It asks
+// on the daemon's admission socket, where the kernel names the caller
+// (client/admit_client.h): no gRPC threads in slurmctld or here, no MUNGE
+// round trip. Prints one line: the decision the job is bound to (exit 0,
+// admitted), the reason for the user (exit 1, refused), or why the daemon
+// could not answer (exit 3).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <iostream>
 
-#include "client/daemon_client.h"
+#include "client/admit_client.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"xdeep-admit: may this Slurm job be submitted?"};
-  std::string daemon;
+  std::string socket_path;
   int timeout_ms = 3000;
   xdeep::client::AdmitQuery q;
-  app.add_option("--daemon", daemon)->required();
+  app.add_option("--socket", socket_path, "the daemon's admission socket ([server] admit_socket)")
+      ->required();
   app.add_option("--timeout-ms", timeout_ms)->check(CLI::Range(1, 600000));
   app.add_option("--uid", q.job_uid)->required();
   app.add_option("--partition", q.partition)->required();
@@ -37,11 +40,10 @@ int main(int argc, char** argv) {
     std::cout << "xdeep-admit: bad arguments: " << e.what() << "\n";
     return 3;
   }
-  std::unique_ptr<xdeep::client::DaemonClient> client = xdeep::client::ConnectDaemon(daemon);
   xdeep::client::AdmitAnswer answer;
   xdeep::client::ClientError error;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  if (!client->Admit(q, deadline, &answer, &error)) {
+  if (!xdeep::client::AskAdmission(socket_path, q, deadline, &answer, &error)) {
     std::cout << error.message << "\n";
     return error.kind == xdeep::client::ClientError::kRefused ? 1 : 3;
   }

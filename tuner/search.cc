@@ -430,7 +430,10 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
   auto pow2_range = [&](int64_t per_ga, int multiple_of, int64_t& first, int64_t& last) {
     first = 1;
     last = 0;
-    const int64_t hi = w.max_global_batch / per_ga;
+    // Configuration::grad_accum is an int: larger counts (a batch range up to
+    // 2^40) would wrap negative and reach the model (UBSan, issue #27).
+    const int64_t hi =
+        std::min<int64_t>(w.max_global_batch / per_ga, std::numeric_limits<int>::max());
     if (hi < 1) return;
     const int64_t lo = std::max<int64_t>(1, (w.min_global_batch + per_ga - 1) / per_ga);
     last = int64_t{1} << (63 - std::countl_zero(static_cast<uint64_t>(hi)));
@@ -450,7 +453,9 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
     if (!w.batch_may_change) {
       if (w.reference_global_batch % per_ga == 0) {
         const int64_t ga = w.reference_global_batch / per_ga;
-        if (ga % multiple_of == 0) out.push_back(static_cast<int>(ga));
+        if (ga % multiple_of == 0 && ga <= std::numeric_limits<int>::max()) {
+          out.push_back(static_cast<int>(ga));
+        }
       }
       return;
     }
@@ -461,7 +466,8 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
   auto count_accumulations = [&](int64_t per_ga, int multiple_of) -> uint64_t {
     if (!w.batch_may_change) {
       return w.reference_global_batch % per_ga == 0 &&
-             (w.reference_global_batch / per_ga) % multiple_of == 0;
+             (w.reference_global_batch / per_ga) % multiple_of == 0 &&
+             w.reference_global_batch / per_ga <= std::numeric_limits<int>::max();
     }
     int64_t first, last;
     pow2_range(per_ga, multiple_of, first, last);

@@ -4,7 +4,8 @@ allocation, a job on a strictly enforced partition that holds no xdeep
 reservation, so nothing a user does reaches a node. The proof is the single-use
 admission token the daemon put in the decision; the xdeep plugin passes it in
 the job's SPANK environment (XDEEP_ADMISSION) and xdeep-admit asks xdeepd to
-consume it. Anything else in the request is the user's to forge, so the token
+consume it, on the daemon's admission socket (the kernel tells the daemon that
+slurmctld's user asks). Anything else in the request is the user's to forge, so the token
 is checked against the daemon's ledger, never trusted. The job's AdminComment
 (which users cannot change) then names the decision, and the job is charged
 from slurmctld's completion record (xdeep-jobcomp.sh). A heterogeneous job's
@@ -14,7 +15,7 @@ Jobs on other partitions without a token never leave this file. ]]
 
 -- Site settings (scripts/local-stack.sh and `cmake --install` rewrite them).
 local ADMIT = "/usr/local/lib/xdeep/xdeep-admit"
-local DAEMON = "unix:///run/xdeep/xdeepd.sock"
+local ADMIT_SOCKET = "/run/xdeep/xdeepd.sock.admit"  -- xdeepd's [server] admit_socket
 local STRICT = { gpu = true }      -- partitions with enforcement = "strict" in xdeepd.toml
 local FAIL = "open"                -- daemon unavailable: "open" admits (charged from Slurm's
                                    -- record later), "closed" refuses
@@ -65,8 +66,8 @@ end
 -- Runs xdeep-admit; returns "admitted", "refused" or "unavailable", and its line.
 -- `het_limit_s` (a heterogeneous component's time limit) replaces the token.
 local function admit(job_desc, token, uid, partition, nodes, het_limit_s)
-  local cmd = string.format("%s --daemon=%s --timeout-ms=%d --uid=%d --partition=%s --nodes=%d",
-                            ADMIT, DAEMON, TIMEOUT_MS, uid, partition, nodes)
+  local cmd = string.format("%s --socket=%s --timeout-ms=%d --uid=%d --partition=%s --nodes=%d",
+                            ADMIT, ADMIT_SOCKET, TIMEOUT_MS, uid, partition, nodes)
   if het_limit_s ~= nil then
     cmd = cmd .. string.format(" --heterogeneous --time-limit-s=%d", het_limit_s)
     local account = plain(job_desc.account, "^[%w_.-]+$", nil)

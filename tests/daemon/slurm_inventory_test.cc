@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <string>
+#include <thread>
 
 namespace xdeep::daemon {
 namespace {
@@ -131,6 +135,38 @@ TEST(SlurmInventoryTest, MalformedMaxTimeIsUnknown) {
   EXPECT_EQ(p[0].shape.max_time_s, 0);
   EXPECT_EQ(p[1].shape.max_time_s, 0);
   EXPECT_TRUE(ParsePartitions("no partitions here\n\n").empty());
+}
+
+// While one request refreshes a stale shape (on a loaded host the refresher
+// may be the heavy lane's nice-19 thread), the others answer from the stale
+// one at once; with nothing cached they wait for the one refresh.
+TEST(SlurmInventoryTest, StaleShapeAnswersWhileAnotherRequestRefreshes) {
+  std::atomic<int> fetches{0};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  SlurmInventory inventory(std::chrono::seconds(0), [&](const std::string& partition) {
+    PartitionShape shape;
+    shape.partition = partition;
+    shape.nodes = ++fetches;
+    if (shape.nodes == 2) released.wait();  // the second fetch hangs until released
+    return absl::StatusOr<PartitionShape>(shape);
+  });
+  auto first = inventory.Shape("gpu");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->nodes, 1);
+  // Stale at once (ttl 0): this request refreshes and hangs in the fetch.
+  auto refresher = std::async(std::launch::async, [&] { return inventory.Shape("gpu"); });
+  while (fetches.load() < 2) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto meanwhile = inventory.Shape("gpu");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  ASSERT_TRUE(meanwhile.ok());
+  EXPECT_EQ(meanwhile->nodes, 1) << "answered from the stale shape, not a second fetch";
+  EXPECT_EQ(fetches.load(), 2);
+  release.set_value();
+  auto refreshed = refresher.get();
+  ASSERT_TRUE(refreshed.ok());
+  EXPECT_EQ(refreshed->nodes, 2);
 }
 
 }  // namespace

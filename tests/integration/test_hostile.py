@@ -2,7 +2,8 @@
 (slurmctld with job_submit.lua and the jobcomp script, slurmd, xdeepd as its
 own user, MUNGE): bypassing the plugin with their own slurm.conf, --export=NONE,
 arrays, heterogeneous jobs (each component held and charged on its own),
-forged, replayed and other users' admission tokens, other users' decision ids,
+forged, replayed and other users' admission tokens, the admission socket asked
+directly or held open, other users' decision ids,
 forged failure reports while the job runs, a node failing under a job, a hung
 daemon, a full ledger disk, SIGKILLs of the daemon under concurrent launches.
 Refusals come at submission with one line and a non-zero exit; charges come
@@ -26,6 +27,7 @@ from harness import BUILD, PLUGIN, STACK, WORKLOADS, StackTest, alt_conf, daemon
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 LOAD = os.path.join(BUILD, "tests", "daemon", "ledger_load")
 XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
+ADMIT = os.path.join(BUILD, "spank_plugin", "xdeep-admit")
 ALICE, MALLORY = "xdeep-alice", "xdeep-mallory"
 PRICE = 2.5  # the stack's price_per_gpu_hour
 
@@ -189,6 +191,49 @@ class HostileUserTest(StackTest):
                                   token="x;touch${IFS}/tmp/xdeep-pwned"))
         self.assert_refused_at_submission(r, "unknown or was already used")
         self.assertFalse(os.path.exists("/tmp/xdeep-pwned"))
+
+    def test_admission_socket_answers_only_slurmctlds_user(self):
+        """The admission socket trusts the kernel's word on the caller: a user
+        who runs xdeep-admit, or talks to the socket, is no controller."""
+        sock = os.path.join(STACK, "xdeepd.sock.admit")
+        self.assertEqual(os.stat(sock).st_mode & 0o777, 0o666)
+        decision, token = self.reserve_as(MALLORY)
+        r = run(as_user(MALLORY, [ADMIT, f"--socket={sock}", f"--uid={uid_of(MALLORY)}",
+                                  "--partition=strict", "--nodes=1", f"--token={token}"]))
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("controller_users", r.out)
+        self.assertIn("not xdeep-mallory", r.out)
+        self.assertEqual(reservation(decision)[0], "reserved", "a refused caller consumed it")
+        # Claiming to be root in the request changes nothing: the uid is the kernel's.
+        r = run(as_user(MALLORY, [ADMIT, f"--socket={sock}", "--uid=0", "--partition=strict",
+                                  "--nodes=1", f"--token={token}"]))
+        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(reservation(decision)[0], "reserved")
+
+    def test_silent_connections_cannot_stall_the_admission_check(self):
+        """Mallory holds connections to the admission socket open and says
+        nothing, hoping slurmctld's check times out (fail=open admits): each is
+        refused on accept, and the next strict submission is checked at once."""
+        sock = os.path.join(STACK, "xdeepd.sock.admit")
+        hold = ("import socket, sys, time\n"
+                "conns = []\n"
+                "for _ in range(8):\n"
+                "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); conns.append(s)\n"
+                "print('holding', flush=True)\n"
+                "time.sleep(30)\n")
+        holder = subprocess.Popen(as_user(MALLORY, ["python3", "-c", hold, sock]),
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "holding")
+            t0 = time.monotonic()
+            r = run(as_user(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"]))
+            waited = time.monotonic() - t0
+        finally:
+            holder.kill()
+            holder.wait()
+        # The daemon's refusal, not fail=open's admission after TIMEOUT_MS.
+        self.assert_refused_at_submission(r, "no xdeep reservation")
+        self.assertLess(waited, 2.5, "the check waited on Mallory's connections")
 
     def reserve_as(self, user):
         """A strict reservation made through the daemon as `user` (one Tune, as

@@ -14,8 +14,6 @@
 
 namespace xdeep::spank {
 
-using client::AdmitAnswer;
-using client::AdmitQuery;
 using client::ClientError;
 using client::DaemonClient;
 using client::ProgressCallback;
@@ -63,11 +61,6 @@ class FakeClient final : public DaemonClient {
     return true;
   }
   std::vector<std::chrono::steady_clock::time_point> deadlines;
-  bool Admit(const AdmitQuery&, std::chrono::steady_clock::time_point, AdmitAnswer* answer,
-             ClientError*) override {
-    answer->admitted = true;
-    return true;
-  }
   std::vector<ReportQuery> reports;
 };
 

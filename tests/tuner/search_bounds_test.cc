@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "tests/tuner/test_util.h"
 #include "tuner/fingerprint.h"
@@ -55,6 +56,41 @@ TEST(SearchBoundsTest, CandidateCapEndsTheSearchWithWhatToNarrow) {
   EXPECT_EQ(under->best.prediction.cost, unbounded->best.prediction.cost);
 }
 
+// A batch range up to 2^40 (the parser's limit) allows accumulation counts
+// past an int: they are left out, never wrapped negative into the model (the
+// ASan + UBSan run found -2^31 * 2 in the pipeline memory term).
+TEST(SearchBoundsTest, AccumulationCountsStayWithinAnInt) {
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  w->batch_may_change = true;
+  w->min_global_batch = int64_t{1} << 20;
+  w->max_global_batch = int64_t{1} << 40;
+  w->max_micro_batch = 1;
+  SearchLimits limits;
+  limits.max_nodes = 1;
+  limits.max_gpus_per_node = 1;
+  limits.max_alternatives = 1000;
+  auto r = Search(*w, H100(), limits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->best.config.grad_accum, 1);
+  EXPECT_LE(r->best.config.grad_accum, std::numeric_limits<int>::max());
+  for (const auto& a : r->alternatives) EXPECT_GE(a.config.grad_accum, 1);
+}
+
+// The CPU-time bounds below are the product build's. Under AddressSanitizer
+// (scripts/sanitize.sh, -O1) the same code runs about 2-3x slower (parse
+// 82 ms, fingerprint 74 ms there): the bounds scale with it, the checks stay.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XDEEP_TEST_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(XDEEP_TEST_UNDER_ASAN)
+constexpr double kBoundMs = 50 * 4;
+#else
+constexpr double kBoundMs = 50;
+#endif
+
 double ThreadCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -90,8 +126,8 @@ TEST(SearchBoundsTest, InterruptStopsTheWorstCaseWithin50Ms) {
       "worst case: model set-up %.1f ms CPU before the first poll, widest gap between polls "
       "%.2f ms, returned %.2f ms after the stop\n",
       first_poll, widest, stopped - last);
-  EXPECT_LT(widest, 50);
-  EXPECT_LT(stopped - last, 50);
+  EXPECT_LT(widest, kBoundMs);
+  EXPECT_LT(stopped - last, kBoundMs);
 }
 
 // What the daemon does before the search, each stage followed by an
@@ -110,8 +146,8 @@ TEST(SearchBoundsTest, StagesBeforeTheSearchAreShortAtTheLayerLimit) {
   const double fingerprint_ms = ThreadCpuMs() - start;
   std::printf("worst case: parse %.1f ms CPU, fingerprint %.1f ms CPU\n", parse_ms, fingerprint_ms);
   EXPECT_FALSE(fingerprint.empty());
-  EXPECT_LT(parse_ms, 50);
-  EXPECT_LT(fingerprint_ms, 50);
+  EXPECT_LT(parse_ms, kBoundMs);
+  EXPECT_LT(fingerprint_ms, kBoundMs);
 }
 
 TEST(SearchBoundsTest, PredictionKeepsTheUncorrectedStepTime) {

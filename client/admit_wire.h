@@ -1,0 +1,38 @@
+// The admission socket's framing. slurmctld's job_submit.lua runs
+// xdeep-admit, which asks xdeepd over a local Unix socket beside the daemon's
+// gRPC socket; the kernel (SO_PEERCRED) says who asks, so neither gRPC's
+// runtime nor a MUNGE round trip is on the path of every strict submission
+// (issue #27: the check must cost <= 3 ms). One request per connection, each
+// way one frame:
+//   u8 status (absl::StatusCode; 0 in a request), u32 length (big-endian),
+//   then `length` bytes: AdmitRequest / AdmitResponse (protobuf) when the
+//   status is 0, else the refusal's text.
+// Plain POSIX: the daemon and xdeep-admit share it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace xdeep::client {
+
+// Larger frames are refused: an AdmitRequest is a few hundred bytes.
+inline constexpr uint32_t kAdmitFrameMaxBytes = 64 * 1024;
+
+struct AdmitFrame {
+  uint8_t status = 0;
+  std::string payload;
+};
+
+// Writes one frame; false and `error` when the peer is gone or the write
+// cannot finish before `deadline`.
+bool WriteAdmitFrame(int fd, const AdmitFrame& frame,
+                     std::chrono::steady_clock::time_point deadline, std::string* error);
+
+// Reads one frame; false and `error` (end of stream, a frame over
+// kAdmitFrameMaxBytes, `deadline` passed).
+bool ReadAdmitFrame(int fd, std::chrono::steady_clock::time_point deadline, AdmitFrame* frame,
+                    std::string* error);
+
+}  // namespace xdeep::client
