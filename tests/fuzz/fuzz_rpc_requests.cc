@@ -7,17 +7,28 @@
 // the service's own validation. Only the partition shape is fixed: it comes
 // from sinfo in production.
 //
+// Method 9 writes the rest, raw, to the admission socket (daemon/admit_socket.h)
+// that the same service answers, as xdeep-admit's peer would: framing, size
+// limits and the AdmitRequest decoding behind SO_PEERCRED.
+//
 // Properties checked: the daemon never crashes or leaks, and every refusal
-// carries a message (bad input gets one clear message).
+// carries a message (bad input gets one clear message); the admission socket
+// answers every connection with one frame.
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
+#include "client/admit_wire.h"
+#include "daemon/admit_socket.h"
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
 #include "daemon/ledger.h"
@@ -68,9 +79,23 @@ class InProcessDaemon {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     stub_ = v1::Tuning::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+
+    char dir[] = "/tmp/xdeep-fuzz-admit-XXXXXX";
+    if (mkdtemp(dir) == nullptr) __builtin_trap();
+    admit_path_ = std::string(dir) + "/xdeepd.sock.admit";
+    daemon::TuningService* service = service_.get();
+    admit_ = std::move(*daemon::AdmitSocket::Start(
+        admit_path_,
+        {.may_ask = [service](const daemon::Caller& c) { return service->MayAdmit(c); },
+         .admit = [service](const daemon::Caller& c, const v1::AdmitRequest& request,
+                            v1::AdmitResponse* response) {
+           return service->AdmitAs(c, request, response);
+         }},
+        std::chrono::seconds(5)));
   }
 
   v1::Tuning::Stub& stub() { return *stub_; }
+  const std::string& admit_path() const { return admit_path_; }
 
  private:
   std::unique_ptr<daemon::Store> store_;
@@ -81,6 +106,8 @@ class InProcessDaemon {
   std::unique_ptr<daemon::TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::Tuning::Stub> stub_;
+  std::string admit_path_;
+  std::unique_ptr<daemon::AdmitSocket> admit_;
 };
 
 void Expect(bool ok) {
@@ -106,6 +133,37 @@ void CallUnary(v1::Tuning::Stub& stub, Method method, const std::string& bytes) 
   CheckStatus((stub.*method)(&context, request, &response));
 }
 
+// Writes `bytes` to a fresh connection to the admission socket, closes the
+// sending side, and requires one answer: an AdmitResponse, or a refusal with
+// its reason.
+void AskAdmitSocket(const std::string& path, const std::string& bytes) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  Expect(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  Expect(connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  // The daemon reads one frame and answers; bytes past it may meet a closed
+  // socket, which is the daemon's right.
+  for (size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  shutdown(fd, SHUT_WR);
+  xdeep::client::AdmitFrame answer;
+  std::string error;
+  Expect(xdeep::client::ReadAdmitFrame(
+      fd, std::chrono::steady_clock::now() + std::chrono::seconds(30), &answer, &error));
+  if (answer.status == 0) {
+    v1::AdmitResponse response;
+    Expect(response.ParseFromString(answer.payload));
+  } else {
+    Expect(!answer.payload.empty());
+  }
+  close(fd);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -114,7 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   v1::Tuning::Stub& stub = daemon->stub();
   using S = v1::Tuning::Stub;
-  switch (data[0] % 9) {
+  switch (data[0] % 10) {
     case 0: {
       v1::TuneRequest request;
       if (!request.ParseFromString(bytes)) return 0;
@@ -149,8 +207,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 7:
       CallUnary<v1::ReloadPolicyRequest, v1::ReloadPolicyResponse>(stub, &S::ReloadPolicy, bytes);
       break;
-    default:
+    case 8:
       CallUnary<v1::ForgetRunsRequest, v1::ForgetRunsResponse>(stub, &S::ForgetRuns, bytes);
+      break;
+    default:
+      AskAdmitSocket(daemon->admit_path(), bytes);
       break;
   }
   return 0;

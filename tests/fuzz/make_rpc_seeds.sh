@@ -22,3 +22,17 @@ seed 05 AdmitRequest admit 'token: "abc" job_uid: 1000 partition: "gpu" nodes: 2
 seed 06 RunProbesRequest run_probes 'partition: "gpu" collectives: true nodes: 2 gpus_per_node: 8'
 seed 07 ReloadPolicyRequest reload ''
 seed 08 ForgetRunsRequest forget 'decision_id: "0123"'
+# Method 09: raw bytes to the admission socket, one frame (client/admit_wire.h):
+# status byte 0, big-endian length, AdmitRequest.
+admit_frame() {  # admit_frame <file name> <text-format AdmitRequest>
+  local payload
+  payload=$(mktemp)
+  printf '%s' "$2" | protoc --encode=xdeep.v1.AdmitRequest -I "$proto" "$proto/xdeep/v1/tuning.proto" > "$payload"
+  local n
+  n=$(stat -c %s "$payload")
+  { printf '\x09\x00'; printf "$(printf '\\x%02x' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))"; cat "$payload"; } > "$out/$1"
+  rm -f "$payload"
+}
+admit_frame admit_socket 'token: "abc" job_uid: 1000 partition: "gpu" nodes: 2 tres_per_node: "gres/gpu:4"'
+printf '\x09\x00\x00\x01\x00\x01' > "$out/admit_socket_oversize"   # a 64 KiB + 1 frame, refused unread
+printf '\x09\x00\x00\x00\x00\x40abc' > "$out/admit_socket_short"   # says 64 bytes, sends 3
