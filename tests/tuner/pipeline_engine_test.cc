@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/search.h"
 #include "tuner/strategy_model.h"
@@ -16,25 +17,10 @@ namespace {
 
 // A 24-layer GPT (hidden 4096) as Megatron-DeepSpeed trains it.
 Workload Gpt(PipelineParallel engine) {
-  Workload w;
-  w.name = "gpt-engine";
-  TransformerShape& t = w.transformer;
-  t.layers = 24;
-  t.hidden = 4096;
-  t.heads = t.kv_heads = 32;
-  t.ffn = 4 * t.hidden;
-  t.seq_len = 2048;
-  t.vocab = 51200;
-  t.tied_embeddings = true;
-  w.precision = Precision::kBf16Mixed;
-  w.optimizer = OptimizerKind::kAdamW;
-  w.settings.optimizer_impl = OptimizerImpl::kFused;
-  w.settings.compile = true;
-  w.settings.tensor_parallel = TensorParallel::kMegatron;
+  Workload w = testing::MegatronGpt("gpt-engine", 24, 4096, 32, 2048);
   w.settings.pipeline_parallel = engine;
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
-  w.samples = 1e9;
   w.max_micro_batch = 4;
   return w;
 }

@@ -3,6 +3,7 @@
 #include "tuner/selective_recompute.h"
 
 #include "gtest/gtest.h"
+#include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/search.h"
 #include "tuner/strategy_model.h"
@@ -14,25 +15,10 @@ namespace {
 // GPT-3 175B's shape (Korthikanti et al. Table 3) as Megatron ran it in 2022:
 // fused kernels, Megatron layers, attention over materialised scores.
 Workload Gpt175b(AttentionKernel attention) {
-  Workload w;
-  w.name = "gpt-175b";
-  TransformerShape& t = w.transformer;
-  t.layers = 96;
-  t.hidden = 12288;
-  t.heads = t.kv_heads = 96;
-  t.ffn = 4 * t.hidden;
-  t.seq_len = 2048;
-  t.vocab = 51200;
-  t.tied_embeddings = true;
-  w.precision = Precision::kBf16Mixed;
-  w.optimizer = OptimizerKind::kAdamW;
-  w.settings.optimizer_impl = OptimizerImpl::kFused;
-  w.settings.compile = true;
-  w.settings.tensor_parallel = TensorParallel::kMegatron;
+  Workload w = testing::MegatronGpt("gpt-175b", 96, 12288, 96, 2048);
   w.settings.attention = attention;
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = 64;
-  w.samples = 1e9;
   w.max_micro_batch = 1;
   return w;
 }

@@ -48,6 +48,31 @@ inline HardwareProfile SimpleProfile(double tflops = 100, double intra_gbps = 10
   return hw;
 }
 
+// A GPT as Megatron-LM trains it: tied embeddings (vocabulary 51200), bf16
+// mixed precision, fused AdamW, fused kernels, Megatron-style tensor
+// parallelism, 1e9 samples. Callers set what they vary, then call
+// BuildTransformerLayers and set the batch.
+inline Workload MegatronGpt(const std::string& name, int layers, int hidden, int heads,
+                            int seq_len) {
+  Workload w;
+  w.name = name;
+  TransformerShape& t = w.transformer;
+  t.layers = layers;
+  t.hidden = hidden;
+  t.heads = t.kv_heads = heads;
+  t.ffn = 4 * hidden;
+  t.seq_len = seq_len;
+  t.vocab = 51200;
+  t.tied_embeddings = true;
+  w.precision = Precision::kBf16Mixed;
+  w.optimizer = OptimizerKind::kAdamW;
+  w.settings.optimizer_impl = OptimizerImpl::kFused;
+  w.settings.compile = true;
+  w.settings.tensor_parallel = TensorParallel::kMegatron;
+  w.samples = 1e9;
+  return w;
+}
+
 // Generic model: 1e9 parameters in `layers` layers, 2e12 forward FLOPs and
 // 1e9 saved activation bytes per sample; bf16 autocast, AdamW.
 inline Workload SimpleGeneric(int layers = 10) {
