@@ -84,14 +84,23 @@ TRANSFORMERS = {
     "hf-smollm2-360m": ("llama", dict(hidden_size=960, intermediate_size=2560, num_hidden_layers=32,
                                       num_attention_heads=15, num_key_value_heads=5, vocab_size=49152,
                                       tie_word_embeddings=True)),
+    # TinyMistral-248M's shape (MistralForCausalLM: 12 layers of hidden 1024, 32 heads of 32,
+    # 8 key-value heads, a 32005-word vocabulary, untied head) and OPT-1.3B's (OPTForCausalLM:
+    # 24 layers of hidden 2048, 32 heads, MLP 8192, tied head).
+    "hf-tinymistral-248m": ("mistral", dict(hidden_size=1024, intermediate_size=4096,
+                                            num_hidden_layers=12, num_attention_heads=32,
+                                            num_key_value_heads=8, vocab_size=32005)),
+    "hf-opt-1.3b": ("opt", dict(hidden_size=2048, num_hidden_layers=24, ffn_dim=8192,
+                                num_attention_heads=32, word_embed_proj_dim=2048, vocab_size=50272)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
           "tv-resnet101": "resnet101", "tv-vit-l16": "vit_l_16",
           "timm-vit-l16": "timm:vit_large_patch16_224", "tv-resnet34": "resnet34",
           "timm-deit-s": "timm:deit_small_patch16_224", "tv-resnet18": "resnet18",
-          "timm-deit-tiny": "timm:deit_tiny_patch16_224"}
-CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152"}  # channels_last (torchvision's reference), SGD
+          "timm-deit-tiny": "timm:deit_tiny_patch16_224", "timm-vit-b32": "timm:vit_base_patch32_224",
+          "tv-vgg16": "vgg16"}
+CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
