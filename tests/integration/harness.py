@@ -52,8 +52,14 @@ def run(argv, conf=None, env=None, timeout=60, cwd=None, stdin=None):
             del full_env[key]
     full_env.update(env or {})
     t0 = time.monotonic()
-    proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or SOURCE, stdin=stdin)
+    try:
+        proc = subprocess.run(argv, env=full_env, capture_output=True, text=True,
+                              timeout=timeout, cwd=cwd or SOURCE, stdin=stdin)
+    except subprocess.TimeoutExpired as e:
+        # What the command said before it hung is what explains the hang.
+        said = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        raise AssertionError(f"{' '.join(argv)}: still running after {timeout} s\n"
+                             f"--- stdout\n{said(e.stdout)}\n--- stderr\n{said(e.stderr)}") from None
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
 
 
