@@ -240,26 +240,13 @@ const Migration kLedgerMigrations[] = {
     // transaction): a ledger never has one without the other.
     {3, "running totals per user, account and day",
      [](sqlite3* db) {
-       bool have_totals = false;
-       {
-         Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='spent_by_day'");
-         have_totals = st.ok() && sqlite3_step(st.get()) == SQLITE_ROW;
-       }
-       if (absl::Status s = ExecSql(db, "ledger", kSpentByDay); !s.ok()) return s;
-       if (have_totals) return absl::OkStatus();
-       return ExecSql(db, "ledger", kBackfillSpentByDay);
+       return CreateDerivedTable(db, "ledger", "spent_by_day", kSpentByDay, kBackfillSpentByDay);
      }},
     // Open holds per user and account, with their backfill (as version 3).
     {4, "open holds per user and account",
      [](sqlite3* db) {
-       bool have_held = false;
-       {
-         Statement st(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='held_by_scope'");
-         have_held = st.ok() && sqlite3_step(st.get()) == SQLITE_ROW;
-       }
-       if (absl::Status s = ExecSql(db, "ledger", kHeldByScope); !s.ok()) return s;
-       if (have_held) return absl::OkStatus();
-       return ExecSql(db, "ledger", kBackfillHeldByScope);
+       return CreateDerivedTable(db, "ledger", "held_by_scope", kHeldByScope,
+                                 kBackfillHeldByScope);
      }},
 };
 

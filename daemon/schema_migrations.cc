@@ -25,13 +25,21 @@ absl::Status ExecSql(sqlite3* db, std::string_view who, const char* sql) {
   return absl::OkStatus();
 }
 
+namespace {
+
+absl::StatusOr<bool> TableExists(sqlite3* db, std::string_view who, const char* table) {
+  Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  if (!st.ok()) return SqlError(db, who, "read the schema");
+  st.Text(1, table);
+  return sqlite3_step(st.get()) == SQLITE_ROW;
+}
+
+}  // namespace
+
 absl::StatusOr<int> SchemaVersion(sqlite3* db, std::string_view who) {
-  {
-    Statement exists(db,
-                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'xdeep_schema'");
-    if (!exists.ok()) return SqlError(db, who, "read schema version");
-    if (sqlite3_step(exists.get()) != SQLITE_ROW) return 0;
-  }
+  absl::StatusOr<bool> versioned = TableExists(db, who, "xdeep_schema");
+  if (!versioned.ok()) return versioned.status();
+  if (!*versioned) return 0;
   Statement st(db, "SELECT version FROM xdeep_schema WHERE part = ?");
   if (!st.ok()) return SqlError(db, who, "read schema version");
   st.Text(1, std::string(who));
@@ -39,6 +47,14 @@ absl::StatusOr<int> SchemaVersion(sqlite3* db, std::string_view who) {
   if (rc == SQLITE_DONE) return 0;
   if (rc != SQLITE_ROW) return SqlError(db, who, "read schema version");
   return sqlite3_column_int(st.get(), 0);
+}
+
+absl::Status CreateDerivedTable(sqlite3* db, std::string_view who, const char* table,
+                                const char* create, const char* backfill) {
+  absl::StatusOr<bool> existed = TableExists(db, who, table);
+  if (!existed.ok()) return existed.status();
+  if (absl::Status s = ExecSql(db, who, create); !s.ok()) return s;
+  return *existed ? absl::OkStatus() : ExecSql(db, who, backfill);
 }
 
 absl::Status AddColumnIfMissing(sqlite3* db, std::string_view who, const char* table,

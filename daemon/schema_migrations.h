@@ -37,6 +37,12 @@ absl::StatusOr<int> SchemaVersion(sqlite3* db, std::string_view who);
 // Runs `sql` (several statements allowed); errors name `who`.
 absl::Status ExecSql(sqlite3* db, std::string_view who, const char* sql);
 
+// Runs `create` (CREATE ... IF NOT EXISTS of `table` and what keeps it, e.g.
+// triggers) and, only if `table` did not exist before, `backfill`: a derived
+// table arrives filled from the rows already there, exactly once.
+absl::Status CreateDerivedTable(sqlite3* db, std::string_view who, const char* table,
+                                const char* create, const char* backfill);
+
 // ALTER TABLE ... ADD COLUMN unless `table` has `column` already.
 absl::Status AddColumnIfMissing(sqlite3* db, std::string_view who, const char* table,
                                 const char* column, const char* definition);
