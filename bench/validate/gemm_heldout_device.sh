@@ -31,12 +31,7 @@ FIT_ARGS=${FIT_ARGS:---gpt-micro-batches= --random-layers 24}
 T_FIT=${T_FIT:-95}
 T_CHECK=${T_CHECK:-60}
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
-export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
-exec > >(tee "$OUT/log.txt") 2>&1
-T0=$SECONDS
-stamp() { echo "[t=$((SECONDS - T0)) s] $*"; }
+source "$here/device_env.sh"  # library path, log.txt, stamp
 
 stamp "$(date -u +%FT%TZ) $(hostname) seed $SEED"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv

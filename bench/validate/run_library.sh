@@ -42,17 +42,12 @@ MODELS_PP=${MODELS_PP:-hf-gpt2-medium,hf-llama-1b}
 here=$(cd "$(dirname "$0")" && pwd)
 MIN_SECONDS=${MIN_SECONDS:-0}  # each configuration timed for at least this long (library_suite.py)
 suite="python3 $here/library_suite.py --steps $STEPS --min-seconds $MIN_SECONDS"
-mkdir -p "$OUT"
-tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
-export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
-exec > >(tee "$OUT/log.txt") 2>&1
+source "$here/device_env.sh"  # library path, log.txt, stamp
 # The device returns at most 8 files: everything but the log travels as one archive,
 # packed again after each stage (a call cut off at its limit keeps what was done).
 res=$(mktemp -d)
 pack() { tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"; }
 trap 'pack; rm -rf "$res"' EXIT
-T0=$SECONDS
-stamp() { echo "[t=$((SECONDS - T0)) s] $*"; }
 # A step's timeout: its own, or what is left before DEADLINE_S (0: skip it).
 box() {
   local left=$((DEADLINE_S - (SECONDS - T0)))
