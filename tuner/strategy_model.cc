@@ -276,7 +276,8 @@ struct StrategyModel::Impl {
     const int L = static_cast<int>(w.layers.size());
     if (w.family == ModelFamily::kTransformer && w.settings.pipeline_ends_as_layers) {
       // The embedding and the head take a block's place: all L layers evenly.
-      for (int i = 0; i < n; ++i) out.push_back({int(int64_t{i} * L / n), int(int64_t{i + 1} * L / n)});
+      for (int i = 0; i < n; ++i)
+        out.push_back({int(int64_t{i} * L / n), int(int64_t{i + 1} * L / n)});
       return out;
     }
     if (w.family == ModelFamily::kTransformer) {

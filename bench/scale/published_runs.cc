@@ -326,7 +326,8 @@ int main(int argc, char** argv) {
         mb.worst_rank, mb.weights / gib, mb.gradients / gib, mb.optimizer / gib,
         mb.activations / gib, mb.transient / gib,
         (mb.workspace + mb.reserved + mb.margin + mb.comm_buffers + mb.compute_weights +
-         mb.ddp_rebuild) / gib);
+         mb.ddp_rebuild) /
+            gib);
   }
   for (const auto& [set, s] : sums) {
     double sum = 0, worst = 0, gain_worst = 0;

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     }
     std::printf("mb %2d: tp1 %8.2f ms", mb, ms[0]);
     for (int tp : {2, 4, 8}) {
-      std::printf("  tp%d %8.2f ms (%+6.1f %%)", tp, ms[tp - 1], 100 * (ms[tp - 1] / (ms[0] / tp) - 1));
+      std::printf("  tp%d %8.2f ms (%+6.1f %%)", tp, ms[tp - 1],
+                  100 * (ms[tp - 1] / (ms[0] / tp) - 1));
     }
     std::printf("\n");
   }

@@ -204,8 +204,7 @@ TEST(PipelineEngineTest, EndsCountedAsLayersTakeABlockOffTheFirstAndLastStage) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_TRUE(parsed->settings.pipeline_ends_as_layers);
   auto wrong = ParseWorkloadToml(
-      "[model]\nfamily = \"cnn\"\narch = \"resnet50\"\npipeline_ends_as_layers = true\n",
-      "w.toml");
+      "[model]\nfamily = \"cnn\"\narch = \"resnet50\"\npipeline_ends_as_layers = true\n", "w.toml");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("pipeline_ends_as_layers"), std::string::npos);
 }
