@@ -141,10 +141,13 @@ print(f"  xdeep-admit (the submission check, per tuned job): wall median "
       f"{statistics.median(admit_wall)*1000:.2f} ms, CPU mean {statistics.mean(admit_cpu)*1000:.2f} ms"
       f" its own process + {statistics.mean(admit_daemons)*1000:.2f} ms the daemons "
       f"(target <= 3 ms)")
-libs = subprocess.run(["ldd", f"{plugin_dir}/xdeep_spank.so"], capture_output=True,
-                      text=True).stdout
-print(f"  xdeep_spank.so links {len(libs.splitlines())} libraries, gRPC among them: "
-      f"{'grpc' in libs}")
+for module in ["xdeep_spank.so", "xdeep_spank_socket.so", "xdeep_spank_client.so"]:
+    libs = subprocess.run(["ldd", f"{plugin_dir}/{module}"], capture_output=True,
+                          text=True).stdout
+    print(f"  {module} links {len(libs.splitlines())} libraries, gRPC among them: "
+          f"{'grpc' in libs}")
+print("  (srun loads xdeep_spank_socket.so when the daemon has its client socket, "
+      f"here: {os.path.exists(d + '/stack/xdeepd.sock.client')})")
 
 if os.environ.get("XDEEP_BENCH_BREAKDOWN") == "1":
     # One tuned launch under strace: when each part starts and ends.
@@ -167,7 +170,7 @@ if os.environ.get("XDEEP_BENCH_BREAKDOWN") == "1":
             continue  # gRPC's threads connect; the rest is srun's own thread
         if call.startswith("execve("):
             events.append((t, "execve srun" if not events else "re-exec srun"))
-        elif "xdeep_spank_client.so" in call and "= -1" not in call:
+        elif re.search(r"xdeep_spank_(client|socket)\.so", call) and "= -1" not in call:
             events.append((t, "client module opened"))
         elif call.startswith("connect(") and "xdeepd.sock" in call:
             events.append((t, "connect to xdeepd"))
