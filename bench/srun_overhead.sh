@@ -18,6 +18,10 @@
 # everyone else's work; the CPU a launch costs does not.
 # With XDEEP_BENCH_BREAKDOWN=1 it also times the parts of one tuned launch
 # (strace timestamps: client module loads, daemon calls, the re-exec).
+# xdeepd settles finished jobs every XDEEP_BENCH_LEDGER_INTERVAL_S (default
+# 60, the daemon's own default): its periodic squeue --json is work per
+# interval, not per launch, and at the test stack's 2 s it landed in about
+# every second launch window (~7 ms of squeue's CPU plus slurmctld's each time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${1:-$root/build}")
@@ -37,15 +41,18 @@ mkdir -p "$dir/plain"
 : > "$dir/plain/empty.plugstack"
 "$root/scripts/slurm-cluster.sh" start "$dir/plain" --nodes 1 \
   --plugstack "$dir/plain/empty.plugstack" > /dev/null
-"$root/scripts/local-stack.sh" start "$dir/stack" "$build" --nodes 1 > /dev/null
+ledger_interval_s=${XDEEP_BENCH_LEDGER_INTERVAL_S:-60}
+XDEEP_STACK_LEDGER_INTERVAL_S=$ledger_interval_s \
+  "$root/scripts/local-stack.sh" start "$dir/stack" "$build" --nodes 1 > /dev/null
 mkdir -p "$dir/plugin"
 cp "$dir/stack/plugstack.conf" "$dir/plugin/xdeep.plugstack"
 "$root/scripts/slurm-cluster.sh" start "$dir/plugin" --nodes 1 \
   --plugstack "$dir/plugin/xdeep.plugstack" > /dev/null
 
-python3 - "$dir" "$runs" "$workload" "$build/spank_plugin" <<'PY'
+python3 - "$dir" "$runs" "$workload" "$build/spank_plugin" "$ledger_interval_s" <<'PY'
 import glob, os, re, resource, statistics, subprocess, sys, time
 d, runs, workload, plugin_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ledger_interval_s = sys.argv[5]
 plain_conf, stack_conf = f"{d}/plain/slurm.conf", f"{d}/stack/slurm.conf"
 plugin_conf = f"{d}/plugin/slurm.conf"
 tune = ["--xdeep-tune", f"--xdeep-workload={workload}"]
@@ -107,7 +114,8 @@ for i in range(runs + 3):
 m = {k: statistics.median(v) * 1000 for k, v in times.items()}
 mc = {k: statistics.mean(v) * 1000 for k, v in cpu.items()}
 print(f"srun on a 1-node local cluster, {runs} interleaved rounds, medians; "
-      f"tuned: {workload}, decided {nodes} node(s) x {gpus} GPU(s), {tasks} task(s)")
+      f"tuned: {workload}, decided {nodes} node(s) x {gpus} GPU(s), {tasks} task(s); "
+      f"xdeepd ledger_interval_s = {ledger_interval_s}")
 print(f"  {'':<52} {'wall (median)':>13}  {'ratio':>5}  {'CPU (mean, all processes)':>26}")
 def line(label, name, base):
     print(f"  {label:<52} {m[name]:10.2f} ms  {m[name]/m[base]:5.3f}  {mc[name]:8.2f} ms "
