@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "xdeep/v1/tuning.pb.h"
@@ -17,6 +18,11 @@ class TuneStream {
   virtual void Push(xdeep::v1::TuneEvent event) = 0;
   // Ends the stream with `status`; nothing is sent after.
   virtual void Finish(const absl::Status& status) = 0;
+  // The last event and the end together (gRPC sends both in one operation).
+  virtual void FinishWith(xdeep::v1::TuneEvent last, const absl::Status& status) {
+    Push(std::move(last));
+    Finish(status);
+  }
   // The client went away or cancelled (its deadline passed, Ctrl-C).
   virtual bool cancelled() = 0;
   // When it did (steady clock, ns; 0: it has not).

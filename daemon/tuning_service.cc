@@ -45,6 +45,13 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
       reactor_->finish_ = ToGrpcStatus(status);
       reactor_->MaybeWriteLocked();
     }
+    void FinishWith(v1::TuneEvent last, const absl::Status& status) override {
+      std::lock_guard lock(mu_);
+      if (reactor_ == nullptr) return;
+      reactor_->pending_.push_back(std::move(last));
+      reactor_->finish_ = ToGrpcStatus(status);
+      reactor_->MaybeWriteLocked();
+    }
     int64_t cancelled_at_ns() const override {
       return cancelled_at_ns_.load(std::memory_order_relaxed);
     }
@@ -259,8 +266,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     *event.mutable_decision() = std::move(*result->decision);
     event.mutable_decision()->set_server_version(XDEEP_VERSION);
   }
-  channel->Push(std::move(event));
-  channel->Finish(absl::OkStatus());
+  channel->FinishWith(std::move(event), absl::OkStatus());
 }
 
 int64_t NowUnix() {
