@@ -260,13 +260,13 @@ void ClientSocket::ServeTune(int fd, uint32_t uid, const std::string& payload,
       if (!finish->ok()) (void)Send(fd, ErrorFrame(*finish), limits_.io_timeout);
       return;
     }
-    // The client hung up (Ctrl-C, its own deadline), the daemon stops, or
-    // the deadline is long past: the worker's search stops too.
-    pollfd fds[2] = {{.fd = fd, .events = POLLRDHUP, .revents = 0},
+    // The client hung up (Ctrl-C, its own deadline: a closed connection, not
+    // one that only closed its sending side), the daemon stops, or the
+    // deadline is long past: the worker's search stops too.
+    pollfd fds[2] = {{.fd = fd, .events = 0, .revents = 0},
                      {.fd = stop_fd_, .events = POLLIN, .revents = 0}};
     const bool gone = poll(fds, 2, 0) > 0 &&
-                      ((fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0 ||
-                       fds[1].revents != 0);
+                      ((fds[0].revents & (POLLHUP | POLLERR)) != 0 || fds[1].revents != 0);
     if (gone || Clock::now() > give_up) {
       stream->Cancel();
       return;
