@@ -77,6 +77,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for s in sets:
             for folder in sorted(glob.glob(os.path.join(HERE, "data", s, "*library*"))):
+                if not glob.glob(os.path.join(folder, "suite_*.json")):
+                    continue  # a run prepared, not made yet
                 rows = compare(args.build, folder, profile_for(args.build, folder, tmp))
                 pooled[s] += rows
                 print(f"{s}/{os.path.basename(folder)}: {summary(rows)}")
@@ -85,8 +87,9 @@ def main():
                         print(f"   {r['model']:24} {r['mode']:6} mb{r['mb']:<4} {r['step']:8.1f} {r['step_pred']:8.1f}"
                               f" {r['step_err']:+6.1f}%  mem {r['mem_err']:+6.1f}%")
     for s in sets:
-        print(f"ALL {s}: {summary(pooled[s])}")
-    if len(sets) > 1:
+        if pooled[s]:
+            print(f"ALL {s}: {summary(pooled[s])}")
+    if sum(bool(pooled[s]) for s in sets) > 1:
         print(f"ALL: {summary([r for s in sets for r in pooled[s]])}")
 
 
