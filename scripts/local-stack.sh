@@ -29,8 +29,10 @@ start)
   chmod 0755 "$dir"
   chmod 0700 "$dir/jobcomp"
   # Stacks of several checkouts share this host and all number jobs from 1:
-  # each draws its steps' MASTER_PORTs from its own range.
-  ports=$((20000 + (RANDOM % 200) * 100))
+  # each draws its steps' MASTER_PORTs from its own range, below the
+  # kernel's ephemeral ports (where srun's and gRPC's sockets land) and above
+  # the block slurm-cluster.sh gives the daemons.
+  ports=$((20000 + (RANDOM % 127) * 100))
   cat > "$dir/plugstack.conf" <<CONF
 required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open rendezvous_ports=$ports-$((ports + 99))
 CONF

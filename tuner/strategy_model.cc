@@ -284,6 +284,12 @@ struct StrategyModel::Impl {
   std::vector<std::pair<int, int>> Chunks(int n) {
     std::vector<std::pair<int, int>> out;
     const int L = static_cast<int>(w.layers.size());
+    if (w.family == ModelFamily::kTransformer && w.settings.pipeline_ends_as_layers) {
+      // The embedding and the head take a block's place: all L layers evenly.
+      for (int i = 0; i < n; ++i)
+        out.push_back({int(int64_t{i} * L / n), int(int64_t{i + 1} * L / n)});
+      return out;
+    }
     if (w.family == ModelFamily::kTransformer) {
       const int blocks = L - 2;
       const int per = std::max(1, blocks / n);
@@ -1227,9 +1233,10 @@ std::string StructuralProblem(const Workload& w, const Configuration& c) {
   }
   if (c.pp > 1) {
     if (w.family == ModelFamily::kTransformer) {
-      if (w.transformer.layers % (c.pp * v) != 0) {
+      const bool ends = w.settings.pipeline_ends_as_layers;
+      if ((w.transformer.layers + (ends ? 2 : 0)) % (c.pp * v) != 0) {
         return absl::StrCat("pp x virtual stages (", c.pp * v, ") must divide the layers (",
-                            w.transformer.layers, ")");
+                            w.transformer.layers, ends ? " + embedding + head" : "", ")");
       }
     } else if (static_cast<int>(w.layers.size()) < c.pp * v) {
       return "more pipeline stages than layers";

@@ -928,6 +928,9 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
+  auto ends = rd.Bool(model, "pipeline_ends_as_layers");
+  if (!ends.ok()) return ends.status();
+  if (*ends) st.pipeline_ends_as_layers = **ends;
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
@@ -1045,6 +1048,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "tensor_parallel",
                               "pipeline_parallel",
                               "fp32_logits",
+                              "pipeline_ends_as_layers",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -1154,6 +1158,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"tensor_parallel", "transformer"},
                                    {"pipeline_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
+                                   {"pipeline_ends_as_layers", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),
