@@ -172,14 +172,16 @@ if stage suite; then
       pp) models=$MODELS_PP t=${T_PP:-$T_2GPU} ;;
     esac
     t=$(box "$t")
-    # Each model gets an equal share of the box (one share kept for torchrun's start-up);
-    # the suite writes its file after every configuration and starts none within 15 s
-    # of the box's end, so a box that is too short loses only what it did not reach.
+    # Each model gets an equal share of the box less ~10 s of torchrun's start-up (run 8's
+    # t / (n + 1) left TP's one model 25 of 50 s: building Qwen2.5-1.5B and micro-batch 1
+    # spent them, so micro-batch 8 was skipped with 8 s of the box unused); the suite writes
+    # its file after every configuration and starts none within 15 s of the box's end, so
+    # a box that is too short loses only what it did not reach.
     n=$(tr ',' '\n' <<< "$models" | grep -c .)
     stamp "$m on 2 GPUs: $models"
     run "$t" torchrun --standalone --nproc_per_node=2 "$here/library_suite.py" --steps "$STEPS" --min-seconds "$MIN_SECONDS" \
       --mode $m --models "$models" --micro-batches "$MBS_2GPU" --vision-micro-batches "${VMBS_2GPU:-$MBS_2GPU,64}" \
-      --model-seconds $((t / (n + 1))) --deadline-s $((t - 3)) --out "$res/suite_$m.json" 2>&1 | grep -v "^W1\|warn" | tail -40
+      --model-seconds $(((t - 10) / n)) --deadline-s $((t - 3)) --out "$res/suite_$m.json" 2>&1 | grep -v "^W1\|warn" | tail -40
     pack
   done
 fi
