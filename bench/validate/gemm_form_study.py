@@ -20,6 +20,9 @@ timings, for every pair of committed H100 runs. Each flag adds one candidate ter
   --misaligned-tiles  misaligned GEMMs on the large tiles only (pre-TMA kernels)
   --in-times-out      where inputs and output are both misaligned, both rate factors apply
   --max-split N       split k at most N ways (cuBLAS's heuristic splits less than the best)
+  --narrow-tiles      also tiles 16 or 32 wide against 64 or 128 (wgmma's narrow N)
+  --softmin TAU       the candidates' power mean (exponent -1/TAU) instead of the fastest:
+                      cuBLAS's heuristic does not always pick the fastest kernel
 
 Runs (bench/validate/data/): A = 2026-11-26_h100x2_library_heldout (fit 639 points,
 check 360 shapes, seed 19), B = ..._heldout2 (fit 675, same 360), C0 / C = 2026-11-27
@@ -68,7 +71,10 @@ def arrays(rows, eb):
 
 def tiles(opts):
     edges = (64, 96, 128, 192, 256) if opts.fine_tiles else (64, 128, 256)
-    return [(a, b) for a in edges for b in edges if a * b <= 128 * 256]
+    out = [(a, b) for a in edges for b in edges if a * b <= 128 * 256]
+    if opts.narrow_tiles:  # wgmma's narrow N (16, 32) against M 64 or 128, either operand first
+        out += [(a, b) for a in (64, 128) for b in (16, 32)] + [(b, a) for a in (64, 128) for b in (16, 32)]
+    return out
 
 
 NAMES = ["peak", "small_tile", "tile_fixed", "fixed", "bandwidth", "store_bw", "split_fixed",
@@ -92,6 +98,7 @@ def predict(p, m, n, k, ps, a_in, a_out, eb, opts):
     rate = q["peak"] * factor * np.where(ps == 1, q["dgrad"], np.where(ps == 2, q["wgrad"], 1.0))
     wave = q["wave"] if opts.wave_fit else 1.0
     best = np.full(m.shape, np.inf)
+    soft_sum, soft_count = np.zeros(m.shape), np.zeros(m.shape)
     for tm, tn in tiles(opts):
         use = ~misaligned | (not opts.misaligned_tiles) | (tm * tn >= 128 * 128)
         count = np.ceil(m / tm) * np.ceil(n / tn)
@@ -108,6 +115,11 @@ def predict(p, m, n, k, ps, a_in, a_out, eb, opts):
             if s > 1:
                 t = t + 8.0 * m * n * s / q["bandwidth"] + q["split_fixed"]
             best = np.where(ok, np.minimum(best, t), best)
+            if opts.softmin:
+                soft_sum += np.where(ok, t ** (-1.0 / opts.softmin), 0.0)
+                soft_count += ok
+    if opts.softmin:  # a power mean below the fastest: the heuristic does not always pick it
+        best = (soft_sum / np.maximum(soft_count, 1)) ** (-opts.softmin)
     byts = eb * (m * k + k * n + m * n)
     bw = q["bandwidth"] * (np.where(byts < 40e6, q["l2"], 1.0) if opts.l2 else 1.0)
     return q["fixed"] + np.maximum(best, byts / bw)
@@ -145,6 +157,8 @@ def main():
         ap.add_argument(flag, action="store_true")
     ap.add_argument("--in-times-out", action="store_true")
     ap.add_argument("--max-split", type=int, default=32)
+    ap.add_argument("--narrow-tiles", action="store_true")
+    ap.add_argument("--softmin", type=float, default=0.0)
     ap.add_argument("--pairs", default="D:A,D:C0,D:D,C:A,C:D,B:D,B:A",
                     help="FIT:CHECK run letters, comma separated")
     ap.add_argument("--worst", type=int, default=0, help="list the N worst shapes of each pair")

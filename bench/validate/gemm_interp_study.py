@@ -25,6 +25,8 @@ import gemm_form_study as form
 class Plain:  # the model's form, no candidate term
     fine_tiles = l2 = wave_fit = in_out = misaligned_tiles = in_times_out = False
     max_split = 32
+    narrow_tiles = False
+    softmin = 0.0
 
 
 def align_class(a):
