@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
     std::printf("measured: %s\n", measured.value("device", std::string("?")).c_str());
   }
   const GemmModel gemm(*hw, DType::kBf16);
+  double all_model = 0, all_measured = 0;  // every measured GEMM, ms
   std::printf("model: %s (%s)\n", hw->Label().c_str(), gemm.fit().note.c_str());
   for (const Shape& s : kShapes) {
     const nlohmann::json* m = nullptr;
@@ -183,7 +185,40 @@ int main(int argc, char** argv) {
       }
       std::printf("  GEMMs together: %8.3f ms%s\n", gemm_sum,
                   Versus(gemm_sum, gemm_measured).c_str());
+      all_model += gemm_sum;
+      all_measured += gemm_measured;
     }
+    // The attention core as the strategy model charges it (strategy_model.cc
+    // Times): FlashAttention at the profile's attention efficiency times the
+    // rate of the block's first GEMM, backward 2.5x forward; materialised
+    // scores as two batched GEMMs over the rank's heads (their softmax, mask
+    // and dropout are in the model's elementwise traffic, not here).
+    double att_fwd = 0, att_bwd = 0;
+    const double rows = double(heads) * tokens;
+    const double kv_len = double(s.seq);  // every key: cp ranks gather the whole sequence
+    if (s.flash) {
+      const double n0 = gemms[0].n, k0 = gemms[0].k;
+      const double ref = 2 * tokens * n0 * k0 / gemm.Seconds(tokens, n0, k0);
+      const double flops = 4.0 * rows * kv_len * d * 0.5;
+      att_fwd = flops / (ref * hw->attention_efficiency);
+      att_bwd = 2.5 * att_fwd;
+    } else {
+      for (auto [n, k] : {std::pair{kv_len, double(d)}, std::pair{double(d), kv_len}}) {
+        att_fwd += gemm.Seconds(rows, n, k, GemmLayout::kForward);
+        att_bwd += gemm.Seconds(rows, k, n, GemmLayout::kDgrad) +
+                   gemm.Seconds(n, k, rows, GemmLayout::kWgrad);
+      }
+    }
+    double meas_fwd = 0, meas_fb = 0;
+    if (m != nullptr) {
+      meas_fwd = (*m)["attention"].value("fwd_ms", 0.0);
+      meas_fb = (*m)["attention"].value("fwd_bwd_ms", 0.0);
+    }
+    std::printf("  attention %s forward: %8.3f ms%s\n", s.flash ? "(flash)" : "GEMMs (math)",
+                1e3 * att_fwd, Versus(1e3 * att_fwd, meas_fwd).c_str());
+    std::printf("  attention %s forward + backward: %8.3f ms%s\n",
+                s.flash ? "(flash)" : "GEMMs (math)", 1e3 * (att_fwd + att_bwd),
+                Versus(1e3 * (att_fwd + att_bwd), meas_fb).c_str());
     for (bool fused : {false, true}) {
       const double ms = BlockMs(s, *hw, fused);
       double meas = 0;
@@ -192,6 +227,15 @@ int main(int argc, char** argv) {
                   fused ? "fused elementwise (published_runs_bench)" : "eager (as the script)", ms,
                   Versus(ms, meas).c_str());
     }
+  }
+  if (all_measured > 0) {
+    // Compute-bound GEMMs take time inversely proportional to the peak rate:
+    // the peak at which the model's GEMM time over every measured one matches.
+    std::printf("every GEMM: model %.3f ms, measured %.3f ms (model %+.1f %%); the peak that matches "
+                "them: %.0f TFLOP/s (profile's %.0f)\n",
+                all_model, all_measured, 100 * (all_model / all_measured - 1),
+                gemm.fit().peak_flops / 1e12 * all_model / all_measured,
+                gemm.fit().peak_flops / 1e12);
   }
   return 0;
 }
