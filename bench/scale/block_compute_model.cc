@@ -6,13 +6,15 @@
 // eager (as the script runs it) and with fused elementwise kernels (as
 // published_runs_bench models Megatron).
 //
-//   block_compute_model [--profile h100-sxm] [--json block_compute.json]
+//   block_compute_model [--profile h100-sxm | --probe-report profile.json]
+//                       [--json block_compute.json]
 //
 // With --json (the script's output) each figure is printed beside the
 // measured one, with the model's error.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
@@ -113,16 +115,23 @@ std::string Versus(double model, double measured) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string profile = "h100-sxm", json_path;
+  std::string profile = "h100-sxm", json_path, report_path;
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--profile") {
       profile = argv[++i];
     } else if (a == "--json") {
       json_path = argv[++i];
+    } else if (a == "--probe-report") {
+      report_path = argv[++i];
     }
   }
-  auto hw = BuiltinHardwareProfile(profile);
+  absl::StatusOr<HardwareProfile> hw = BuiltinHardwareProfile(profile);
+  if (!report_path.empty()) {
+    std::ifstream in(report_path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    hw = HardwareProfileFromProbeReport(text, report_path);
+  }
   if (!hw.ok()) {
     std::fprintf(stderr, "block_compute_model: %s\n", std::string(hw.status().message()).c_str());
     return 2;
