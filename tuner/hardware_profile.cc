@@ -70,20 +70,36 @@ struct BuiltinSpec {
   double attention_eff;
 };
 
-// Figures: H100 bf16 GEMM 790-890 TFLOP/s measured on this project's GPU
-// machine (shared/notes/machines.md); HBM copy ~90 % of the datasheet;
-// NVLink-4 all-reduce busbw ~360 GB/s without NVLS and NDR 400 Gb/s rails
-// ~45 GB/s per GPU (NVIDIA DGX H100 reference architecture / nccl-tests
-// figures); A100: NVLink-3 ~230 GB/s. Across nodes: the fabric
-// (tuner/fabric.h, the GPU's DGX SuperPOD reference architecture).
-// FlashAttention-2/3 papers: causal attention reaches ~50-75 % of GEMM rate.
+// Figures: HBM copy ~90 % of the datasheet; NVLink-4 all-reduce busbw ~360
+// GB/s without NVLS and NDR 400 Gb/s rails ~45 GB/s per GPU (NVIDIA DGX H100
+// reference architecture / nccl-tests figures); A100: NVLink-3 ~230 GB/s.
+// Across nodes: the fabric (tuner/fabric.h, the GPU's DGX SuperPOD reference
+// architecture). The GEMM rate is the GEMM model's peak parameter, the
+// attention efficiency the profile's FlashAttention (sdpa) rate against the
+// block's first GEMM (strategy_model.cc):
+//  * h100-sxm: calibrated against measurement, one tensor-parallel rank's
+//    slice of published layouts' blocks on one H100 80GB HBM3 (700 W, torch
+//    2.11, CUDA 13; bench/scale/block_compute.py, data/2026-11-27_h100x1_
+//    block_compute.json): 771 is the peak at which the GEMM model reproduces
+//    the 72 measured GEMMs' total time (Llama 3 405B tp 8, GPT 22B-1T tp 8,
+//    BLOOM tp 4; the model had been 3.4 % fast at 800), 0.44 the efficiency
+//    at which it reproduces the measured FlashAttention forward + backward of
+//    Llama 3 405B at tp 8 (8K causal and the 128K context-parallel rank's
+//    8K x 64K; 0.36 and 0.44 alone; the model had been 42 / 29 % fast at 0.6).
+//  * a100-sxm: not measured here. 268 is the published maximum achievable
+//    bf16 matmul rate of an A100 SXM (Bekman, ml-engineering,
+//    compute/accelerator "Maximum Achievable Matmul FLOPS comparison table":
+//    267.9 TFLOP/s, CUDA 12.1); attention from FlashAttention-2's paper
+//    (Dao 2023: ~50-75 % of the GEMM rate, causal, forward + backward).
+//  * h200-sxm: the H100's chip, not measured; its figures are the old
+//    H100 estimates scaled by the memory's speed.
 const BuiltinSpec kBuiltins[] = {
-    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 800, 51, 400, 132, 360, 15e-6,
-     0.6},
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 8, 85029158912LL, 2900, 771, 51, 400, 132, 360, 15e-6,
+     0.44},
     {"h200-sxm", "NVIDIA H200", 8, 150754820096LL, 4200, 820, 51, 410, 132, 360, 15e-6, 0.6},
-    {"a100-sxm", "NVIDIA A100-SXM4-80GB", 8, 85899345920LL, 1750, 270, 19.5, 140, 108, 230, 15e-6,
+    {"a100-sxm", "NVIDIA A100-SXM4-80GB", 8, 85899345920LL, 1750, 268, 19.5, 140, 108, 230, 15e-6,
      0.55},
-    {"a100-sxm-40gb", "NVIDIA A100-SXM4-40GB", 8, 42505273344LL, 1400, 270, 19.5, 140, 108, 230,
+    {"a100-sxm-40gb", "NVIDIA A100-SXM4-40GB", 8, 42505273344LL, 1400, 268, 19.5, 140, 108, 230,
      15e-6, 0.55},
 };
 

@@ -4,7 +4,15 @@ namespace xdeep::tuner {
 
 PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   PipelineEngineTraits t;
-  if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return t;
+  if (c.pp <= 1) return t;
+  if (w.settings.pipeline_parallel == PipelineParallel::kMegatron) {
+    if (c.tp > 1 && w.settings.tensor_parallel == TensorParallel::kMegatron) {
+      t.p2p_shards = c.tp;
+      t.p2p_gathered = !c.sequence_parallel;
+    }
+    return t;
+  }
+  if (w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return t;
   t.overlaps_gradient_reduction = false;
   t.serial_exchange = true;
   t.partitioned_p2p = c.tp > 1;

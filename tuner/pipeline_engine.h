@@ -28,6 +28,14 @@
 //    gradients (set to None: no pass).
 //  * No interleaved schedule; ZeRO-2 and ZeRO-3 are refused with pipeline
 //    parallelism (engine.py asserts stage < gradients).
+//
+// Megatron-LM's schedules with Megatron-style tensor parallelism send 1 / tp
+// of each activation and gradient across a stage boundary: under sequence
+// parallelism the rank's own sequence shard, which the next stage consumes as
+// it is (megatron-core's get_tensor_shapes divides the sequence by tp);
+// without it a scatter of the activation that the receiver all-gathers over
+// NVLink (Narayanan et al. 2021, sec. 4.1, "scatter/gather communication
+// optimization"). The send and receive of a pass are batched, not serial.
 #ifndef XDEEP_TUNER_PIPELINE_ENGINE_H_
 #define XDEEP_TUNER_PIPELINE_ENGINE_H_
 
@@ -45,6 +53,11 @@ struct PipelineEngineTraits {
   bool serial_exchange = false;
   // Activations cross the link 1 / tp each and are all-gathered over tp.
   bool partitioned_p2p = false;
+  // Megatron's p2p: the share of an activation that crosses a stage boundary
+  // (1 / tp with Megatron-style tensor parallelism) and whether the receiver
+  // all-gathers it over tp (not under sequence parallelism).
+  int p2p_shards = 1;
+  bool p2p_gathered = false;
   // Bytes per parameter per micro-batch of fp32 gradient accumulation, and
   // the fp32 buffer's bytes per parameter; 0 where gradients accumulate in
   // their own 16-bit buffer.

@@ -995,8 +995,11 @@ StepTime StrategyModel::Time(const Configuration& given) {
     if (c.pp > 1 && !engine.partitioned_p2p) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.
-      const double p2p =
-          im.Coll(CollectiveOp::kSendRecv, d.send_bytes * c.micro_batch, 2, PpRanksPerNode(c));
+      // Megatron sends 1 / tp of each (pipeline_engine.h).
+      const double bytes = d.send_bytes * c.micro_batch;
+      double p2p =
+          im.Coll(CollectiveOp::kSendRecv, bytes / engine.p2p_shards, 2, PpRanksPerNode(c));
+      if (engine.p2p_gathered) p2p += im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
       const int transfers = engine.serial_exchange ? 2 : 1;
       f += transfers * p2p * d.chunks;
       b += transfers * p2p * d.chunks;

@@ -3,6 +3,7 @@
 // pair's gradient all-reduce between the first and last stage.
 #include "tuner/pipeline_engine.h"
 
+#include <cmath>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -152,6 +153,47 @@ TEST(PipelineEngineTest, TiedPairReducesItsGradientsAcrossStages) {
   c.nodes = 1;
   c.grad_accum = c.global_batch;
   EXPECT_EQ(EstimateStepTime(tied, hw, c).exposed_comm_s, 0);
+}
+
+// Megatron-LM's p2p with Megatron-style tensor parallelism carries 1 / tp of
+// each activation and gradient (pipeline_engine.h): against an engine that
+// sends them whole (torch.distributed.pipelining) a micro-batch saves the
+// difference each way; without sequence parallelism the receiver's
+// all-gather over tp is charged back.
+TEST(PipelineEngineTest, MegatronSendsOneTensorParallelShardAcrossStages) {
+  const HardwareProfile hw = A100();
+  // A small vocabulary: the last stage (which sends nothing on) is not the
+  // slowest for its head.
+  auto small_head = [](PipelineParallel engine) {
+    Workload w = Gpt(engine);
+    w.transformer.vocab = 128;
+    BuildTransformerLayers(w);
+    return w;
+  };
+  const Workload megatron = small_head(PipelineParallel::kMegatron);
+  const Workload whole = small_head(PipelineParallel::kTorch);
+  Configuration c = Layout(4);  // tp 4 x dp 4 fill a node: stages on different nodes
+  const double bytes = megatron.layers[1].output_bytes * c.micro_batch;
+  const double link = CollectiveTime(hw, CollectiveOp::kSendRecv, bytes, 2, 1) -
+                      CollectiveTime(hw, CollectiveOp::kSendRecv, bytes / c.tp, 2, 1);
+  const double gather = CollectiveTime(hw, CollectiveOp::kAllGather, bytes, c.tp, c.tp);
+  ASSERT_GT(link, 0);
+  for (bool sp : {true, false}) {
+    c.sequence_parallel = sp;
+    const double saved = EstimateStepTime(whole, hw, c).per_micro_batch_s -
+                         EstimateStepTime(megatron, hw, c).per_micro_batch_s;
+    const double expected = 2 * (link - (sp ? 0 : gather));
+    ASSERT_GT(expected, 0);
+    // At most that (the last stage sends nothing on, and may become the
+    // slowest once the others send less), and most of it.
+    EXPECT_LE(saved, expected * (1 + 1e-9)) << "sequence parallel " << sp;
+    EXPECT_GT(saved, 0.9 * expected) << "sequence parallel " << sp;
+  }
+  // DTensor's tensor parallelism under Megatron's schedule sends them whole.
+  Workload dtensor = megatron;
+  dtensor.settings.tensor_parallel = TensorParallel::kDTensor;
+  EXPECT_FALSE(EngineTraits(dtensor, c).p2p_shards > 1);
+  EXPECT_EQ(EngineTraits(megatron, c).p2p_shards, c.tp);
 }
 
 // The embedding and the head counted as one block each in the split
