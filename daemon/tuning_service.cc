@@ -45,6 +45,14 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
       reactor_->finish_ = std::move(status);
       reactor_->MaybeWriteLocked();
     }
+    // The last event and the status, sent together (one operation, not two).
+    void FinishWith(v1::TuneEvent last, grpc::Status status) {
+      std::lock_guard lock(mu_);
+      if (reactor_ == nullptr) return;
+      reactor_->pending_.push_back(std::move(last));
+      reactor_->finish_ = std::move(status);
+      reactor_->MaybeWriteLocked();
+    }
     // When the client went away (steady clock, ns; 0: it has not).
     int64_t cancelled_at_ns() const { return cancelled_at_ns_.load(std::memory_order_relaxed); }
     // The client went away or cancelled (its deadline passed, Ctrl-C).
@@ -103,6 +111,12 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
     if (!pending_.empty()) {
       current_ = std::move(pending_.front());
       pending_.pop_front();
+      if (pending_.empty() && finish_) {
+        // gRPC calls no OnWriteDone for it, only OnDone.
+        finished_ = true;
+        StartWriteAndFinish(&current_, grpc::WriteOptions(), *finish_);
+        return;
+      }
       writing_ = true;
       StartWrite(&current_);
     } else if (finish_) {
@@ -259,8 +273,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     *event.mutable_decision() = std::move(*result->decision);
     event.mutable_decision()->set_server_version(XDEEP_VERSION);
   }
-  channel->Push(std::move(event));
-  channel->Finish(grpc::Status::OK);
+  channel->FinishWith(std::move(event), grpc::Status::OK);
 }
 
 int64_t NowUnix() {
