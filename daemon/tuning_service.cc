@@ -180,7 +180,12 @@ struct TuneWork {
 
 void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   const std::shared_ptr<TuneReactor::Channel>& channel = work->channel;
-  if (channel->cancelled()) return;
+  if (channel->cancelled()) {
+    // gRPC ends a call (OnDone) only once the reactor finished it, cancelled
+    // or not: one left unfinished stays for good and holds up shutdown.
+    channel->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+    return;
+  }
   const Caller& caller = work->caller;
   auto client_gone = [&]() -> absl::Status {
     if (channel->cancelled()) return absl::CancelledError("the client went away");
@@ -295,30 +300,40 @@ absl::StatusOr<std::string> TuningService::ReadableUser(const Caller& caller,
 grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServerContext* context,
                                                              const v1::TuneRequest* request) {
   auto* reactor = new TuneReactor();
-  std::shared_ptr<TuneReactor::Channel> channel = reactor->channel();
-  auto caller = p_.auth->Verify(request->credential());
-  if (!caller.ok()) {
-    spdlog::warn("event=tune.refused peer={} reason=\"{}\"", context->peer(),
-                 std::string(caller.status().message()));
-    channel->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
-  }
-  NoteClientVersion(request->client_version(), "plugin");
   // The request outlives this call only through the copy the worker owns.
   auto work = std::make_shared<TuneWork>(TuneWork{.maker = p_.maker,
-                                                  .channel = channel,
+                                                  .channel = reactor->channel(),
                                                   .request = *request,
-                                                  .caller = *caller,
+                                                  .caller = {},
                                                   .deadline = context->deadline(),
                                                   .heavy_after = p_.heavy_after,
                                                   .sent = {}});
-  if (p_.heavy != nullptr && HeavyWorkload(request->workload())) {
-    spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", caller->user,
-                 kHeavyLayers);
-    p_.heavy->Post([work] { RunTune(work, nullptr); });
-  } else {
-    p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
-  }
+  // The lane is chosen before anything else: a worst-case request waits for
+  // MUNGE, too, on its own low-priority lane, never ahead of anyone else's.
+  // Nothing here blocks: gRPC's few callback threads carry every call's I/O.
+  const bool heavy = p_.heavy != nullptr && HeavyWorkload(request->workload());
+  auto run = [work, heavy, auth = p_.auth, peer = context->peer(),
+              heavy_lane = heavy ? nullptr : p_.heavy] {
+    if (work->channel->cancelled()) {
+      work->channel->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    auto caller = auth->Verify(work->request.credential());
+    if (!caller.ok()) {
+      spdlog::warn("event=tune.refused peer={} reason=\"{}\"", peer,
+                   std::string(caller.status().message()));
+      work->channel->Finish(ToGrpcStatus(caller.status()));
+      return;
+    }
+    work->caller = *std::move(caller);
+    NoteClientVersion(work->request.client_version(), "plugin");
+    if (heavy) {
+      spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", work->caller.user,
+                   kHeavyLayers);
+    }
+    RunTune(work, heavy_lane);
+  };
+  (heavy ? p_.heavy : p_.work)->Post(std::move(run));
   return reactor;
 }
 
