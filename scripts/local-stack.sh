@@ -7,6 +7,8 @@
 #   scripts/local-stack.sh start DIR BUILD_DIR [--nodes N] [--gpus G]
 #   scripts/local-stack.sh stop DIR
 # After start: `source DIR/env` (SLURM_CONF); the daemon listens on DIR/xdeepd.sock.
+# XDEEP_STACK_LEDGER_INTERVAL_S: how often xdeepd settles finished jobs (its
+# squeue --json); 2 s here so that tests see charges at once (default 60).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ $# -ge 2 ]] || { sed -n '4,5p' "$0" >&2; exit 2; }
@@ -44,7 +46,7 @@ CONF
   cat > "$dir/xdeepd.toml" <<CONF
 [server]
 listen = "unix://$dir/xdeepd.sock"
-ledger_interval_s = 2
+ledger_interval_s = ${XDEEP_STACK_LEDGER_INTERVAL_S:-2}
 [store]
 path = "$dir/xdeep.db"
 jobcomp_spool = "$dir/jobcomp"
