@@ -387,7 +387,6 @@ absl::Status Daemon::ReloadPolicy() {
 void Daemon::Shutdown() {
   if (server_ == nullptr) return;
   spdlog::info("event=shutdown grace_ms={}", config_.server.shutdown_grace_ms);
-  if (heavy_ != nullptr) heavy_->Hurry();
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(config_.server.shutdown_grace_ms));
 }

@@ -1,10 +1,8 @@
 // A fixed pool of threads for Tune computations, so gRPC's callback threads
 // never block on the search. Joined on destruction after draining. A pool
 // with a positive `nice` runs below the daemon's other threads (the heavy
-// lane: SCHED_IDLE, the kernel gives it what they leave).
+// lane: the kernel gives it what they leave).
 #pragma once
-
-#include <sys/types.h>
 
 #include <condition_variable>
 #include <deque>
@@ -23,10 +21,6 @@ class WorkQueue {
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   void Post(std::function<void()> task);
-  // A low-priority pool runs as an ordinary nice thread from now on (at
-  // shutdown: an idle-policy thread on a busy machine might not finish the
-  // task it holds for a long time, and the server waits for it).
-  void Hurry();
 
  private:
   void Loop();
@@ -36,7 +30,6 @@ class WorkQueue {
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
   int nice_ = 0;
-  std::vector<pid_t> tids_;  // of the pool's threads, once each has started
   std::vector<std::thread> threads_;
 };
 
