@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "daemon/decision_maker.h"
+#include "tuner/fingerprint.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -24,14 +25,18 @@ void AppendList(std::string* key, const std::vector<std::string>& list) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const tuner::Workload>> DecisionCache::Workload(
+absl::StatusOr<std::shared_ptr<const DecisionCache::ParsedWorkload>> DecisionCache::Workload(
     const xdeep::v1::Workload& w) {
   const std::string key = WorkloadKey(w);
   if (auto hit = workloads_.Find(key)) return hit;
   auto parsed = LoadWorkload(w);
   if (!parsed.ok()) return parsed.status();
-  auto shared = std::make_shared<const tuner::Workload>(*std::move(parsed));
-  if (shared->layers.size() <= max_cached_layers_) workloads_.Put(key, shared);
+  auto shared = std::make_shared<ParsedWorkload>();
+  shared->workload = *std::move(parsed);
+  if (shared->workload.layers.size() <= max_cached_layers_) {
+    shared->fingerprint = tuner::ModelFingerprint(shared->workload);
+    workloads_.Put(key, shared);
+  }
   return shared;
 }
 

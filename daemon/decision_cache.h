@@ -77,9 +77,15 @@ class DecisionCache {
                          size_t max_cached_layers = 4096)
       : workloads_(workloads), searches_(searches), max_cached_layers_(max_cached_layers) {}
 
+  // A parsed workload and, for one kept here, its tuner::ModelFingerprint
+  // (empty for a workload too large to keep: the caller computes it).
+  struct ParsedWorkload {
+    tuner::Workload workload;
+    std::string fingerprint;
+  };
   // The request's workload, parsed once per distinct text; parse errors are
   // returned (and not kept).
-  absl::StatusOr<std::shared_ptr<const tuner::Workload>> Workload(const xdeep::v1::Workload& w);
+  absl::StatusOr<std::shared_ptr<const ParsedWorkload>> Workload(const xdeep::v1::Workload& w);
 
   // The correction fitted from `scope`'s runs, fitted once per state of the
   // store's runs (Store::learning_generation).
@@ -109,7 +115,7 @@ class DecisionCache {
   }
 
  private:
-  LruMap<tuner::Workload> workloads_;
+  LruMap<ParsedWorkload> workloads_;
   LruMap<FittedCorrection> corrections_{1024};
   LruMap<tuner::SearchResult> searches_;
   // At most 32 x 32,768 entries of 120 bytes (ScoredSpace::kMaxEntries): a

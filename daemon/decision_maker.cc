@@ -448,7 +448,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   }
   auto parsed = cache_.Workload(request.workload());
   if (!parsed.ok()) return parsed.status();
-  const std::shared_ptr<const tuner::Workload> workload = *std::move(parsed);
+  const std::shared_ptr<const DecisionCache::ParsedWorkload> cached = *std::move(parsed);
+  const std::shared_ptr<const tuner::Workload> workload(cached, &cached->workload);
   if (!allow_heavy && workload->layers.size() > kHeavyLayers) {
     return absl::AbortedError(kMovedToHeavyLane);
   }
@@ -503,7 +504,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     return absl::FailedPreconditionError(NoRoomReason(*shape, request.bounds()));
   }
   std::string correction_note;  // the fitted correction model, for the explanation
-  const std::string fingerprint = tuner::ModelFingerprint(*workload);
+  const std::string fingerprint =
+      cached->fingerprint.empty() ? tuner::ModelFingerprint(*workload) : cached->fingerprint;
   if (absl::Status s = interrupted(); !s.ok()) return s;
   if (store_ != nullptr) {
     auto correction =

@@ -250,29 +250,6 @@ const Migration kLedgerMigrations[] = {
      }},
 };
 
-// Rolls back unless committed: no half-written charge survives an error.
-class Transaction {
- public:
-  explicit Transaction(sqlite3* db) : db_(db) {
-    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-  }
-  ~Transaction() {
-    if (ok_ && !committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  bool ok() const { return ok_; }
-  absl::Status Commit() {
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      return SqlError(db_, "ledger", "commit");
-    }
-    committed_ = true;
-    return absl::OkStatus();
-  }
-
- private:
-  sqlite3* db_;
-  bool ok_ = false;
-  bool committed_ = false;
-};
 
 ReservationRecord ReadRecord(sqlite3_stmt* st) {
   ReservationRecord r;
@@ -402,77 +379,10 @@ absl::Status Ledger::ReserveForJob(const Charge& c, const std::vector<BudgetScop
   return Insert(c, scopes, period_start, now, ttl_s, true, nullptr, nullptr);
 }
 
-struct Ledger::PendingWrite {
-  const std::function<absl::Status()>* write;
-  absl::Status result;
-  bool done = false;
-};
-
-absl::Status Ledger::GroupWrite(const std::function<absl::Status()>& write) {
-  PendingWrite mine{&write};
-  std::unique_lock lock(queue_mu_);
-  queue_.push_back(&mine);
-  // The first writer to find no commit under way runs one for everything
-  // queued (its own write included); the others wait for theirs.
-  while (!mine.done) {
-    if (committing_) {
-      queue_cv_.wait(lock);
-      continue;
-    }
-    committing_ = true;
-    std::vector<PendingWrite*> batch;
-    batch.swap(queue_);
-    lock.unlock();
-    CommitBatch(batch);
-    lock.lock();
-    for (PendingWrite* w : batch) w->done = true;
-    committing_ = false;
-    queue_cv_.notify_all();
-  }
-  return mine.result;
-}
-
-void Ledger::CommitBatch(const std::vector<PendingWrite*>& batch) {
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  if (!tx.ok()) {
-    const absl::Status begin = SqlError(db_, "ledger", "begin");
-    for (PendingWrite* w : batch) w->result = begin;
-    return;
-  }
-  bool any_ok = false;
-  for (PendingWrite* w : batch) {
-    // A write that fails part-way leaves nothing behind: its savepoint is
-    // rolled back while the batch's other writes stay.
-    if (sqlite3_exec(db_, "SAVEPOINT w", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      w->result = SqlError(db_, "ledger", "savepoint");
-      continue;
-    }
-    w->result = (*w->write)();
-    if (sqlite3_get_autocommit(db_)) {
-      // SQLite rolled the whole transaction back (an I/O error, a full
-      // disk): no write of the batch is kept, and none may run outside it.
-      const absl::Status lost =
-          w->result.ok() ? SqlError(db_, "ledger", "group commit") : w->result;
-      for (PendingWrite* other : batch) other->result = lost;
-      return;
-    }
-    if (!w->result.ok()) sqlite3_exec(db_, "ROLLBACK TO w", nullptr, nullptr, nullptr);
-    sqlite3_exec(db_, "RELEASE w", nullptr, nullptr, nullptr);
-    any_ok |= w->result.ok();
-  }
-  if (!any_ok) return;  // nothing to keep: the transaction rolls back
-  if (absl::Status committed = tx.Commit(); !committed.ok()) {
-    for (PendingWrite* w : batch) {
-      if (w->result.ok()) w->result = committed;
-    }
-  }
-}
-
 absl::Status Ledger::Insert(const Charge& c, const std::vector<BudgetScope>& scopes,
                             int64_t period_start, int64_t now, int64_t ttl_s, bool bound,
                             const AlongFn& along, std::vector<BudgetUse>* use_after) {
-  return GroupWrite([&] {
+  return commits_.Write([&] {
     return InsertLocked(c, scopes, period_start, now, ttl_s, bound, along, use_after);
   });
 }
@@ -540,7 +450,7 @@ absl::StatusOr<Admission> Ledger::Admit(const std::string& token, uint32_t uid, 
                                         const ScopesFn& scopes_for, int64_t period_start,
                                         int64_t now, int64_t ttl_s) {
   Admission a;
-  absl::Status admitted = GroupWrite([&] {
+  absl::Status admitted = commits_.Write([&] {
     return AdmitLocked(token, uid, ask, scopes_for, period_start, now, ttl_s, a);
   });
   if (!admitted.ok()) return admitted;
@@ -623,7 +533,7 @@ absl::Status Ledger::AdmitLocked(const std::string& token, uint32_t uid, const A
 
 absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
   std::lock_guard lock(mu_);
-  Transaction tx(db_);
+  Transaction tx(db_, "ledger");
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   Statement seen(db_, "SELECT amount FROM job_charges WHERE job_id=? AND start_unix=?");
   if (!seen.ok()) return SqlError(db_, "ledger", "prepare charge");
@@ -739,7 +649,7 @@ absl::StatusOr<double> Ledger::ChargeJob(const JobUsage& u, int64_t now) {
 absl::StatusOr<double> Ledger::Settle(const std::string& id, uint32_t uid, double elapsed_s,
                                       int64_t now) {
   std::lock_guard lock(mu_);
-  Transaction tx(db_);
+  Transaction tx(db_, "ledger");
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   Statement get(db_,
                 "SELECT state, settled_amount, nodes, gpus, price_per_gpu_hour, "
@@ -834,7 +744,7 @@ absl::StatusOr<ReservationRecord> Ledger::Get(const std::string& id) {
 
 absl::Status Ledger::NoteRunStarts(const std::vector<std::pair<uint32_t, int64_t>>& starts) {
   std::lock_guard lock(mu_);
-  Transaction tx(db_);
+  Transaction tx(db_, "ledger");
   if (!tx.ok()) return SqlError(db_, "ledger", "begin");
   Statement st(db_, "INSERT OR REPLACE INTO run_starts (job_id, start_unix) VALUES (?, ?)");
   if (!st.ok()) return SqlError(db_, "ledger", "prepare run start");

@@ -15,7 +15,6 @@
 // the commit that holds its own write: what a client is told is on disk.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/group_commit.h"
 
 struct sqlite3;
 
@@ -189,20 +189,10 @@ class Ledger {
   absl::Status AdmitLocked(const std::string& token, uint32_t uid, const AdmitAsk& ask,
                            const ScopesFn& scopes_for, int64_t period_start_unix,
                            int64_t now_unix, int64_t ttl_s, Admission& admission);
-  // Runs `write` (its SQL only, no transaction of its own) in the next group
-  // commit and returns its status once that commit is durable; a failed
-  // commit fails every write of its batch.
-  struct PendingWrite;
-  absl::Status GroupWrite(const std::function<absl::Status()>& write);
-  void CommitBatch(const std::vector<PendingWrite*>& batch);
-
   std::mutex mu_;  // the connection: one transaction at a time
   sqlite3* db_;
-  // Writes waiting for the next group commit, and whether one is under way.
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::vector<PendingWrite*> queue_;
-  bool committing_ = false;
+  // Insert's and Admit's writes, durable once Write returns (synchronous=FULL).
+  GroupCommit commits_{db_, &mu_, "ledger"};
 };
 
 // Whether a run Slurm ended in `slurm_state` (its JOBSTATE) is billed: not

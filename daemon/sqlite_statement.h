@@ -61,4 +61,32 @@ inline absl::Status SqlError(sqlite3* db, std::string_view who, std::string_view
   return absl::InternalError(fmt::format("{}: {}: {}", who, what, sqlite3_errmsg(db)));
 }
 
+// BEGIN IMMEDIATE, rolled back unless committed: no half-written change
+// survives an error. `who` names the database in errors.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, std::string_view who) : db_(db), who_(who) {
+    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~Transaction() {
+    if (ok_ && !committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  bool ok() const { return ok_; }
+  absl::Status Commit() {
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return SqlError(db_, who_, "commit");
+    }
+    committed_ = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  sqlite3* db_;
+  std::string_view who_;
+  bool ok_ = false;
+  bool committed_ = false;
+};
+
 }  // namespace xdeep::daemon

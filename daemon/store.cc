@@ -157,8 +157,7 @@ absl::Status Store::Exec(const char* sql) {
 }
 
 absl::Status Store::SaveDecision(const DecisionRecord& r) {
-  std::lock_guard lock(mu_);
-  return InsertDecision(db_, r);
+  return decisions_.Write([&] { return InsertDecision(db_, r); });
 }
 
 std::string Store::path() const {

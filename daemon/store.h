@@ -13,8 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-
-struct sqlite3;
+#include "daemon/group_commit.h"
 
 namespace xdeep::daemon {
 
@@ -67,6 +66,8 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
+  // Durable once it returns as the store's commits are (synchronous=NORMAL);
+  // decisions saved at the same time share one commit (GroupCommit).
   absl::Status SaveDecision(const DecisionRecord& record);
   // The same row written through `db`, another connection to this store's
   // file, inside that connection's transaction (the ledger's group commit
@@ -116,6 +117,7 @@ class Store {
 
   std::mutex mu_;
   sqlite3* db_;
+  GroupCommit decisions_{db_, &mu_, "store"};
   // Every writer of outcomes or job_ends bumps it.
   std::atomic<uint64_t> learning_generation_{0};
 };

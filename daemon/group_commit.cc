@@ -1,0 +1,76 @@
+// GroupCommit (see group_commit.h).
+#include "daemon/group_commit.h"
+
+#include "daemon/sqlite_statement.h"
+
+namespace xdeep::daemon {
+
+struct GroupCommit::Pending {
+  const std::function<absl::Status()>* write;
+  absl::Status result;
+  bool done = false;
+};
+
+absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
+  Pending mine{&write};
+  std::unique_lock lock(queue_mu_);
+  queue_.push_back(&mine);
+  // The first writer to find no commit under way runs one for everything
+  // queued (its own write included); the others wait for theirs.
+  while (!mine.done) {
+    if (committing_) {
+      queue_cv_.wait(lock);
+      continue;
+    }
+    committing_ = true;
+    std::vector<Pending*> batch;
+    batch.swap(queue_);
+    lock.unlock();
+    CommitBatch(batch);
+    lock.lock();
+    for (Pending* w : batch) w->done = true;
+    committing_ = false;
+    queue_cv_.notify_all();
+  }
+  return mine.result;
+}
+
+void GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {
+  std::lock_guard lock(*db_mu_);
+  Transaction tx(db_, who_);
+  if (!tx.ok()) {
+    const absl::Status begin = SqlError(db_, who_, "begin");
+    for (Pending* w : batch) w->result = begin;
+    return;
+  }
+  // A write alone needs no savepoint: if it fails, nothing is committed.
+  const bool savepoints = batch.size() > 1;
+  bool any_ok = false;
+  for (Pending* w : batch) {
+    if (savepoints && sqlite3_exec(db_, "SAVEPOINT w", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      w->result = SqlError(db_, who_, "savepoint");
+      continue;
+    }
+    w->result = (*w->write)();
+    if (sqlite3_get_autocommit(db_)) {
+      // SQLite rolled the whole transaction back (an I/O error, a full
+      // disk): no write of the batch is kept, and none may run outside it.
+      const absl::Status lost = w->result.ok() ? SqlError(db_, who_, "group commit") : w->result;
+      for (Pending* other : batch) other->result = lost;
+      return;
+    }
+    if (savepoints) {
+      if (!w->result.ok()) sqlite3_exec(db_, "ROLLBACK TO w", nullptr, nullptr, nullptr);
+      sqlite3_exec(db_, "RELEASE w", nullptr, nullptr, nullptr);
+    }
+    any_ok |= w->result.ok();
+  }
+  if (!any_ok) return;  // nothing to keep: the transaction rolls back
+  if (absl::Status committed = tx.Commit(); !committed.ok()) {
+    for (Pending* w : batch) {
+      if (w->result.ok()) w->result = committed;
+    }
+  }
+}
+
+}  // namespace xdeep::daemon
