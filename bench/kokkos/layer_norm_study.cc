@@ -13,8 +13,9 @@
 // (--forms: only these forms, e.g. for a profiler run over a few kernels.)
 // Forms (every twin form: one block per row, three passes, rows checked):
 //   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers, 5 per SM)
-//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (profiler/cuda/kernels.cu)
-//   twin_copy         the twin's code compiled here (256 threads x 4 loads; must match)
+//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (profiler/cuda/kernels.cu;
+//                     256 threads x 4 loads up to run 13, 512 x 2 from run 14)
+//   twin_copy         the twin's code up to run 13 compiled here (256 x 4; matched cuda_twin)
 //   twin_weak         plain weak loads (ld.global, Kokkos' LDG.E.128) instead of __ldca
 //   twin_stcs         y written with streaming stores (st.global.cs)
 //   twin_weak_stcs    both
@@ -57,13 +58,15 @@ using Exec = Kokkos::DefaultExecutionSpace;
 constexpr float kEps = xdeep::profiler::kokkos::kLayerNormEps;
 constexpr int kMaxSms = 1024;  // counters per SM (H100 has 132, H200 132)
 
-// profiler/cuda/kernels.cu's BlockReduce (sum), for blocks of threadIdx.x.
-__device__ float BlockSum(float v, float* shared) {
+// profiler/cuda/kernels.cu's BlockReduce (sum) for a block of T threads ranked `rank`
+// (run 13's twin_as_kokkos_shuffle read threadIdx.x in a 1 x T block: its check failed).
+template <int T>
+__device__ float BlockSum(float v, float* shared, int rank) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = rank / 32, lane = rank % 32;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  v = lane < static_cast<int>(blockDim.x / 32) ? shared[lane] : 0.f;
+  v = lane < T / 32 ? shared[lane] : 0.f;
   if (warp == 0) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane == 0) shared[0] = v;
@@ -158,7 +161,7 @@ __global__ void TwinRows(float* __restrict__ y, const float* __restrict__ x,
     if constexpr ((Shape & kTree) != 0) {
       return TreeSum<T>(v, tree, rank);
     } else {
-      return BlockSum(v, warp_sums);
+      return BlockSum<T>(v, warp_sums, rank);
     }
   };
   float sum = 0.f;
