@@ -18,6 +18,10 @@
 # everyone else's work; the CPU a launch costs does not.
 # With XDEEP_BENCH_BREAKDOWN=1 it also times the parts of one tuned launch
 # (strace timestamps: client module loads, daemon calls, the re-exec).
+# xdeepd settles finished jobs every XDEEP_BENCH_LEDGER_INTERVAL_S (default
+# 60, the daemon's own default): its periodic squeue --json is work per
+# interval, not per launch, and at the test stack's 2 s it landed in about
+# every second launch window (~7 ms of squeue's CPU plus slurmctld's each time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${1:-$root/build}")
@@ -37,15 +41,18 @@ mkdir -p "$dir/plain"
 : > "$dir/plain/empty.plugstack"
 "$root/scripts/slurm-cluster.sh" start "$dir/plain" --nodes 1 \
   --plugstack "$dir/plain/empty.plugstack" > /dev/null
-"$root/scripts/local-stack.sh" start "$dir/stack" "$build" --nodes 1 > /dev/null
+ledger_interval_s=${XDEEP_BENCH_LEDGER_INTERVAL_S:-60}
+XDEEP_STACK_LEDGER_INTERVAL_S=$ledger_interval_s \
+  "$root/scripts/local-stack.sh" start "$dir/stack" "$build" --nodes 1 > /dev/null
 mkdir -p "$dir/plugin"
 cp "$dir/stack/plugstack.conf" "$dir/plugin/xdeep.plugstack"
 "$root/scripts/slurm-cluster.sh" start "$dir/plugin" --nodes 1 \
   --plugstack "$dir/plugin/xdeep.plugstack" > /dev/null
 
-python3 - "$dir" "$runs" "$workload" "$build/spank_plugin" <<'PY'
+python3 - "$dir" "$runs" "$workload" "$build/spank_plugin" "$ledger_interval_s" <<'PY'
 import glob, os, re, resource, statistics, subprocess, sys, time
 d, runs, workload, plugin_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ledger_interval_s = sys.argv[5]
 plain_conf, stack_conf = f"{d}/plain/slurm.conf", f"{d}/stack/slurm.conf"
 plugin_conf = f"{d}/plugin/slurm.conf"
 tune = ["--xdeep-tune", f"--xdeep-workload={workload}"]
@@ -77,12 +84,13 @@ for pidfile in glob.glob(f"{d}/*/run/*.fgpid"):
         pids.append(int(open(pidfile).read().split()[0]))
     except (OSError, ValueError, IndexError):
         pass
-pids += [int(p) for p in subprocess.run(["pgrep", "-x", "munged"], capture_output=True,
+munged = [int(p) for p in subprocess.run(["pgrep", "-x", "munged"], capture_output=True,
                                         text=True).stdout.split()]
+pids += munged
 tick = os.sysconf("SC_CLK_TCK")
-def daemons_cpu():
+def daemons_cpu(which=None):
     total = 0
-    for pid in pids:
+    for pid in (pids if which is None else which):
         try:
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
@@ -94,9 +102,10 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 times = {k: [] for k in kinds}
 cpu = {k: [] for k in kinds}
+cpu_munged = {k: [] for k in kinds}  # munged serves every stack on this host: noisy
 for i in range(runs + 3):
     for name, (conf, args) in kinds.items():
-        c0, d0 = children_cpu(), daemons_cpu()
+        c0, d0, m0 = children_cpu(), daemons_cpu(), daemons_cpu(munged)
         t0 = time.perf_counter()
         srun(conf, args)
         t1 = time.perf_counter()
@@ -104,10 +113,12 @@ for i in range(runs + 3):
         if i >= 3:  # warm-up
             times[name].append(t1 - t0)
             cpu[name].append(children_cpu() - c0 + daemons_cpu() - d0)
+            cpu_munged[name].append(daemons_cpu(munged) - m0)
 m = {k: statistics.median(v) * 1000 for k, v in times.items()}
 mc = {k: statistics.mean(v) * 1000 for k, v in cpu.items()}
 print(f"srun on a 1-node local cluster, {runs} interleaved rounds, medians; "
-      f"tuned: {workload}, decided {nodes} node(s) x {gpus} GPU(s), {tasks} task(s)")
+      f"tuned: {workload}, decided {nodes} node(s) x {gpus} GPU(s), {tasks} task(s); "
+      f"xdeepd ledger_interval_s = {ledger_interval_s}")
 print(f"  {'':<52} {'wall (median)':>13}  {'ratio':>5}  {'CPU (mean, all processes)':>26}")
 def line(label, name, base):
     print(f"  {label:<52} {m[name]:10.2f} ms  {m[name]/m[base]:5.3f}  {mc[name]:8.2f} ms "
@@ -125,6 +136,10 @@ print(f"  plugin's cost per step, not tuned: {both('plugin', 'plain')} (target 0
 print(f"  controller hooks per job, not tuned: {both('unused', 'plugin')}")
 print(f"  strict check (strict - non-strict tuned): {both('strict', 'tuned')} (target <= 3 ms)")
 print(f"  tuned launch over plain srun: {both('tuned', 'plain shaped')} (target <= 30 ms)")
+mm = {k: statistics.mean(v) * 1000 for k, v in cpu_munged.items()}
+print(f"    of its CPU, munged (shared by every MUNGE user on this host, so the noisiest part): "
+      f"{mm['tuned'] - mm['plain shaped']:+.2f} ms; without munged: "
+      f"{(mc['tuned'] - mm['tuned']) - (mc['plain shaped'] - mm['plain shaped']):+.2f} ms")
 # The submission-time check itself: job_submit.lua runs xdeep-admit once per
 # job that carries a token (every tuned launch; required on strict partitions).
 admit_wall, admit_cpu, admit_daemons = [], [], []
@@ -141,10 +156,13 @@ print(f"  xdeep-admit (the submission check, per tuned job): wall median "
       f"{statistics.median(admit_wall)*1000:.2f} ms, CPU mean {statistics.mean(admit_cpu)*1000:.2f} ms"
       f" its own process + {statistics.mean(admit_daemons)*1000:.2f} ms the daemons "
       f"(target <= 3 ms)")
-libs = subprocess.run(["ldd", f"{plugin_dir}/xdeep_spank.so"], capture_output=True,
-                      text=True).stdout
-print(f"  xdeep_spank.so links {len(libs.splitlines())} libraries, gRPC among them: "
-      f"{'grpc' in libs}")
+for module in ["xdeep_spank.so", "xdeep_spank_socket.so", "xdeep_spank_client.so"]:
+    libs = subprocess.run(["ldd", f"{plugin_dir}/{module}"], capture_output=True,
+                          text=True).stdout
+    print(f"  {module} links {len(libs.splitlines())} libraries, gRPC among them: "
+          f"{'grpc' in libs}")
+print("  (srun loads xdeep_spank_socket.so when the daemon has its client socket, "
+      f"here: {os.path.exists(d + '/stack/xdeepd.sock.client')})")
 
 if os.environ.get("XDEEP_BENCH_BREAKDOWN") == "1":
     # One tuned launch under strace: when each part starts and ends.
@@ -167,7 +185,7 @@ if os.environ.get("XDEEP_BENCH_BREAKDOWN") == "1":
             continue  # gRPC's threads connect; the rest is srun's own thread
         if call.startswith("execve("):
             events.append((t, "execve srun" if not events else "re-exec srun"))
-        elif "xdeep_spank_client.so" in call and "= -1" not in call:
+        elif re.search(r"xdeep_spank_(client|socket)\.so", call) and "= -1" not in call:
             events.append((t, "client module opened"))
         elif call.startswith("connect(") and "xdeepd.sock" in call:
             events.append((t, "connect to xdeepd"))

@@ -54,6 +54,7 @@ bool WriteAll(int fd, const char* data, size_t size,
 
 bool ReadAll(int fd, char* data, size_t size, std::chrono::steady_clock::time_point deadline,
              std::string* error) {
+  const size_t wanted = size;
   while (size > 0) {
     const ssize_t n = recv(fd, data, size, MSG_DONTWAIT);
     if (n > 0) {
@@ -62,7 +63,7 @@ bool ReadAll(int fd, char* data, size_t size, std::chrono::steady_clock::time_po
       continue;
     }
     if (n == 0) {
-      *error = "the connection closed before a whole frame";
+      *error = size == wanted ? kFrameStreamEnded : "the connection closed before a whole frame";
       return false;
     }
     if (errno == EAGAIN || errno == EINTR) {
@@ -78,8 +79,9 @@ bool ReadAll(int fd, char* data, size_t size, std::chrono::steady_clock::time_po
 }  // namespace
 
 bool WriteAdmitFrame(int fd, const AdmitFrame& frame,
-                     std::chrono::steady_clock::time_point deadline, std::string* error) {
-  if (frame.payload.size() > kAdmitFrameMaxBytes) {
+                     std::chrono::steady_clock::time_point deadline, std::string* error,
+                     uint32_t max_bytes) {
+  if (frame.payload.size() > max_bytes) {
     *error = "frame too large";
     return false;
   }
@@ -93,19 +95,21 @@ bool WriteAdmitFrame(int fd, const AdmitFrame& frame,
 }
 
 bool ReadAdmitFrame(int fd, std::chrono::steady_clock::time_point deadline, AdmitFrame* frame,
-                    std::string* error) {
+                    std::string* error, uint32_t max_bytes) {
   unsigned char head[5];
   if (!ReadAll(fd, reinterpret_cast<char*>(head), sizeof head, deadline, error)) return false;
   const uint32_t n = (uint32_t{head[1]} << 24) | (uint32_t{head[2]} << 16) |
                      (uint32_t{head[3]} << 8) | uint32_t{head[4]};
-  if (n > kAdmitFrameMaxBytes) {
+  if (n > max_bytes) {
     *error = "frame of " + std::to_string(n) + " bytes, more than the " +
-             std::to_string(kAdmitFrameMaxBytes) + " allowed";
+             std::to_string(max_bytes) + " allowed";
     return false;
   }
   frame->status = head[0];
   frame->payload.resize(n);
-  return ReadAll(fd, frame->payload.data(), n, deadline, error);
+  if (ReadAll(fd, frame->payload.data(), n, deadline, error)) return true;
+  if (*error == kFrameStreamEnded) *error = "the connection closed before a whole frame";
+  return false;
 }
 
 }  // namespace xdeep::client

@@ -7,7 +7,8 @@
 //   u8 status (absl::StatusCode; 0 in a request), u32 length (big-endian),
 //   then `length` bytes: AdmitRequest / AdmitResponse (protobuf) when the
 //   status is 0, else the refusal's text.
-// Plain POSIX: the daemon and xdeep-admit share it.
+// The daemon's client socket (socket_daemon_client.h) uses the same frames.
+// Plain POSIX: the daemon, xdeep-admit and the plugin's socket client share it.
 #pragma once
 
 #include <chrono>
@@ -25,14 +26,18 @@ struct AdmitFrame {
   std::string payload;
 };
 
-// Writes one frame; false and `error` when the peer is gone or the write
-// cannot finish before `deadline`.
+// Writes one frame; false and `error` when the peer is gone, the frame is
+// over `max_bytes` or the write cannot finish before `deadline`.
 bool WriteAdmitFrame(int fd, const AdmitFrame& frame,
-                     std::chrono::steady_clock::time_point deadline, std::string* error);
+                     std::chrono::steady_clock::time_point deadline, std::string* error,
+                     uint32_t max_bytes = kAdmitFrameMaxBytes);
+
+// ReadAdmitFrame's error when the peer closed the connection between frames.
+inline constexpr char kFrameStreamEnded[] = "the connection closed";
 
 // Reads one frame; false and `error` (end of stream, a frame over
-// kAdmitFrameMaxBytes, `deadline` passed).
+// `max_bytes`, `deadline` passed).
 bool ReadAdmitFrame(int fd, std::chrono::steady_clock::time_point deadline, AdmitFrame* frame,
-                    std::string* error);
+                    std::string* error, uint32_t max_bytes = kAdmitFrameMaxBytes);
 
 }  // namespace xdeep::client

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "client/socket_daemon_client.h"
 #include "daemon/job_records.h"
 #include "daemon/probe_scheduler.h"
 #include "daemon/slurm_jobs.h"
@@ -179,6 +180,25 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
                      }});
     if (!admit.ok()) return admit.status();
     daemon->admit_socket_ = std::move(*admit);
+  }
+  // srun's plugin and xdeep-step-report ask Tune and Report here without gRPC
+  // (client/socket_daemon_client.h); TCP sites use gRPC alone.
+  const std::string client_path = client::ClientSocketPath(config.server.listen);
+  if (!client_path.empty()) {
+    TuningService* service = daemon->service_.get();
+    auto local = ClientSocket::Start(
+        client_path,
+        {.tune = [service](const xdeep::v1::TuneRequest& req,
+                           std::chrono::system_clock::time_point deadline,
+                           std::shared_ptr<TuneStream> stream,
+                           const std::string& peer) { service->TuneTo(req, deadline, stream, peer); },
+         .report = [service](const xdeep::v1::ReportRequest& req,
+                             xdeep::v1::ReportResponse* resp) {
+           return service->ReportFrom(req, resp);
+         }},
+        ClientSocket::Limits{});
+    if (!local.ok()) return local.status();
+    daemon->client_socket_ = std::move(*local);
   }
   daemon->expiry_ = std::thread([self] {
     std::unique_lock lock(self->expiry_mu_);
@@ -377,7 +397,8 @@ void Daemon::Wait() {
 
 Daemon::~Daemon() {
   Shutdown();
-  admit_socket_.reset();  // before the service it calls
+  admit_socket_.reset();  // before the service they call
+  client_socket_.reset();
   {
     std::lock_guard lock(expiry_mu_);
     stopping_ = true;

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/admit_socket.h"
+#include "daemon/client_socket.h"
 #include "daemon/config.h"
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
@@ -75,6 +76,7 @@ class Daemon {
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<AdmitSocket> admit_socket_;  // slurmctld's xdeep-admit asks here
+  std::unique_ptr<ClientSocket> client_socket_;  // srun's plugin, xdeep-step-report
   int bound_port_ = 0;
   std::atomic<int> probe_counter_{0};
   // Expires stale reservations once a minute.

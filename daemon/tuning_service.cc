@@ -30,25 +30,32 @@ namespace v1 = xdeep::v1;
 // (e.g. when srun gives up), while the worker may still be computing.
 class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
  public:
-  class Channel {
+  class Channel final : public TuneStream {
    public:
     explicit Channel(TuneReactor* reactor) : reactor_(reactor) {}
-    void Push(v1::TuneEvent event) {
+    void Push(v1::TuneEvent event) override {
       std::lock_guard lock(mu_);
       if (reactor_ == nullptr) return;
       reactor_->pending_.push_back(std::move(event));
       reactor_->MaybeWriteLocked();
     }
-    void Finish(grpc::Status status) {
+    void Finish(const absl::Status& status) override {
       std::lock_guard lock(mu_);
       if (reactor_ == nullptr) return;
-      reactor_->finish_ = std::move(status);
+      reactor_->finish_ = ToGrpcStatus(status);
       reactor_->MaybeWriteLocked();
     }
-    // When the client went away (steady clock, ns; 0: it has not).
-    int64_t cancelled_at_ns() const { return cancelled_at_ns_.load(std::memory_order_relaxed); }
-    // The client went away or cancelled (its deadline passed, Ctrl-C).
-    bool cancelled() {
+    void FinishWith(v1::TuneEvent last, const absl::Status& status) override {
+      std::lock_guard lock(mu_);
+      if (reactor_ == nullptr) return;
+      reactor_->pending_.push_back(std::move(last));
+      reactor_->finish_ = ToGrpcStatus(status);
+      reactor_->MaybeWriteLocked();
+    }
+    int64_t cancelled_at_ns() const override {
+      return cancelled_at_ns_.load(std::memory_order_relaxed);
+    }
+    bool cancelled() override {
       if (cancelled_.load(std::memory_order_relaxed)) return true;
       std::lock_guard lock(mu_);
       return reactor_ == nullptr;
@@ -156,7 +163,7 @@ double ThreadCpuSeconds() {
 // that everyone else's decisions need.
 struct TuneWork {
   const DecisionMaker* maker;
-  std::shared_ptr<TuneReactor::Channel> channel;
+  std::shared_ptr<TuneStream> channel;
   v1::TuneRequest request;
   Caller caller;
   std::chrono::system_clock::time_point deadline;  // the client's
@@ -165,7 +172,7 @@ struct TuneWork {
 };
 
 void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
-  const std::shared_ptr<TuneReactor::Channel>& channel = work->channel;
+  const std::shared_ptr<TuneStream>& channel = work->channel;
   if (channel->cancelled()) return;
   const Caller& caller = work->caller;
   auto client_gone = [&]() -> absl::Status {
@@ -176,7 +183,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     return absl::OkStatus();
   };
   if (absl::Status gone = client_gone(); !gone.ok()) {
-    channel->Finish(ToGrpcStatus(gone));
+    channel->Finish(gone);
     return;
   }
   bool demoted = false;
@@ -234,14 +241,14 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     }
     spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}", caller.user,
                  absl::StatusCodeToString(code), late_ms);
-    channel->Finish(ToGrpcStatus(result.status()));
+    channel->Finish(result.status());
     return;
   }
   if (!result.ok()) {
     spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", caller.user,
                  absl::StatusCodeToString(result.status().code()),
                  std::string(result.status().message()));
-    channel->Finish(ToGrpcStatus(result.status()));
+    channel->Finish(result.status());
     return;
   }
   v1::TuneEvent event;
@@ -259,8 +266,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     *event.mutable_decision() = std::move(*result->decision);
     event.mutable_decision()->set_server_version(XDEEP_VERSION);
   }
-  channel->Push(std::move(event));
-  channel->Finish(grpc::Status::OK);
+  channel->FinishWith(std::move(event), absl::OkStatus());
 }
 
 int64_t NowUnix() {
@@ -282,31 +288,36 @@ absl::StatusOr<std::string> TuningService::ReadableUser(const Caller& caller,
 grpc::ServerWriteReactor<v1::TuneEvent>* TuningService::Tune(grpc::CallbackServerContext* context,
                                                              const v1::TuneRequest* request) {
   auto* reactor = new TuneReactor();
-  std::shared_ptr<TuneReactor::Channel> channel = reactor->channel();
-  auto caller = p_.auth->Verify(request->credential());
+  TuneTo(*request, context->deadline(), reactor->channel(), context->peer());
+  return reactor;
+}
+
+void TuningService::TuneTo(const v1::TuneRequest& request,
+                           std::chrono::system_clock::time_point deadline,
+                           std::shared_ptr<TuneStream> stream, const std::string& peer) {
+  auto caller = p_.auth->Verify(request.credential());
   if (!caller.ok()) {
-    spdlog::warn("event=tune.refused peer={} reason=\"{}\"", context->peer(),
+    spdlog::warn("event=tune.refused peer={} reason=\"{}\"", peer,
                  std::string(caller.status().message()));
-    channel->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
+    stream->Finish(caller.status());
+    return;
   }
-  NoteClientVersion(request->client_version(), "plugin");
+  NoteClientVersion(request.client_version(), "plugin");
   // The request outlives this call only through the copy the worker owns.
   auto work = std::make_shared<TuneWork>(TuneWork{.maker = p_.maker,
-                                                  .channel = channel,
-                                                  .request = *request,
+                                                  .channel = std::move(stream),
+                                                  .request = request,
                                                   .caller = *caller,
-                                                  .deadline = context->deadline(),
+                                                  .deadline = deadline,
                                                   .heavy_after = p_.heavy_after,
                                                   .sent = {}});
-  if (p_.heavy != nullptr && HeavyWorkload(request->workload())) {
+  if (p_.heavy != nullptr && HeavyWorkload(request.workload())) {
     spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", caller->user,
                  kHeavyLayers);
     p_.heavy->Post([work] { RunTune(work, nullptr); });
   } else {
     p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
   }
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* TuningService::Bind(grpc::CallbackServerContext* context,
@@ -329,63 +340,71 @@ grpc::ServerUnaryReactor* TuningService::Bind(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* TuningService::Report(grpc::CallbackServerContext* context,
                                                 const v1::ReportRequest* request,
                                                 v1::ReportResponse* response) {
-  return Unary(context, p_.auth, request->credential(), [&](const Caller& caller) {
-    auto record = p_.store->GetDecision(request->decision_id());
-    absl::Status status = record.status();
-    if (status.ok() && record->uid != caller.uid) {
-      status = absl::PermissionDeniedError("decision belongs to another user");
-    }
-    // The client's word never settles a charge; it may only free the hold of
-    // a launch Slurm never received (no job names the decision).
-    if (status.ok() && request->final() && request->launch_failed() && p_.ledger != nullptr) {
-      auto held = p_.ledger->Get(request->decision_id());
-      if (held.ok() && held->state == "reserved") {
-        status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix());
-      } else if (held.ok() && held->state == "bound" && p_.slurm_holds_job) {
-        auto holds = p_.slurm_holds_job(request->decision_id());
-        if (holds.ok() && !*holds) {
-          status = p_.ledger->Release(request->decision_id(), caller.uid, NowUnix(), true);
-        }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(ReportFrom(*request, response)));
+  return reactor;
+}
+
+absl::Status TuningService::ReportFrom(const v1::ReportRequest& request,
+                                       v1::ReportResponse* response) {
+  auto verified = p_.auth->Verify(request.credential());
+  if (!verified.ok()) return verified.status();
+  const Caller& caller = *verified;
+  auto record = p_.store->GetDecision(request.decision_id());
+  absl::Status status = record.status();
+  if (status.ok() && record->uid != caller.uid) {
+    status = absl::PermissionDeniedError("decision belongs to another user");
+  }
+  // The client's word never settles a charge; it may only free the hold of
+  // a launch Slurm never received (no job names the decision).
+  if (status.ok() && request.final() && request.launch_failed() && p_.ledger != nullptr) {
+    auto held = p_.ledger->Get(request.decision_id());
+    if (held.ok() && held->state == "reserved") {
+      status = p_.ledger->Release(request.decision_id(), caller.uid, NowUnix());
+    } else if (held.ok() && held->state == "bound" && p_.slurm_holds_job) {
+      auto holds = p_.slurm_holds_job(request.decision_id());
+      if (holds.ok() && !*holds) {
+        status = p_.ledger->Release(request.decision_id(), caller.uid, NowUnix(), true);
       }
     }
-    // The launch's job, for history: srun no longer calls Bind (it would load
-    // the gRPC client a second time per launch), the report names the job.
-    if (status.ok() && !request->launch_failed() && request->job_id() != 0) {
-      if (absl::Status bound = p_.store->BindJob(request->decision_id(), request->job_id());
-          !bound.ok()) {
-        spdlog::warn("event=bind user={} decision={} job={} reason=\"{}\"", caller.user,
-                     request->decision_id(), request->job_id(), std::string(bound.message()));
-      }
+  }
+  // The launch's job, for history: srun no longer calls Bind (it would load
+  // the gRPC client a second time per launch), the report names the job.
+  if (status.ok() && !request.launch_failed() && request.job_id() != 0) {
+    if (absl::Status bound = p_.store->BindJob(request.decision_id(), request.job_id());
+        !bound.ok()) {
+      spdlog::warn("event=bind user={} decision={} job={} reason=\"{}\"", caller.user,
+                   request.decision_id(), request.job_id(), std::string(bound.message()));
     }
-    if (status.ok() && !request->launch_failed()) {
-      OutcomeRecord outcome;
-      outcome.decision_id = request->decision_id();
-      outcome.job_id = request->job_id();
-      outcome.exit_code = request->exit_code();
-      outcome.elapsed_s = request->elapsed_s();
-      outcome.step_times_s.assign(request->step_times_s().begin(), request->step_times_s().end());
-      v1::Decision decided;
-      if (decided.ParseFromString(record->decision_blob)) {
-        const double predicted = decided.analytical_step_time_s() > 0
-                                     ? decided.analytical_step_time_s()
-                                     : decided.prediction().step_time_s();
-        outcome.flag =
-            OutcomeFlag(predicted, outcome.step_times_s, p_.maker->policy()->learning_max_ratio);
-      }
-      if (!outcome.flag.empty()) {
-        spdlog::warn("event=learning.ignored user={} decision={} job={} reason=\"{}\"", caller.user,
-                     outcome.decision_id, outcome.job_id, outcome.flag);
-      }
-      status = p_.store->RecordOutcome(outcome);
+  }
+  if (status.ok() && !request.launch_failed()) {
+    OutcomeRecord outcome;
+    outcome.decision_id = request.decision_id();
+    outcome.job_id = request.job_id();
+    outcome.exit_code = request.exit_code();
+    outcome.elapsed_s = request.elapsed_s();
+    outcome.step_times_s.assign(request.step_times_s().begin(), request.step_times_s().end());
+    v1::Decision decided;
+    if (decided.ParseFromString(record->decision_blob)) {
+      const double predicted = decided.analytical_step_time_s() > 0
+                                   ? decided.analytical_step_time_s()
+                                   : decided.prediction().step_time_s();
+      outcome.flag =
+          OutcomeFlag(predicted, outcome.step_times_s, p_.maker->policy()->learning_max_ratio);
     }
-    response->set_settled_cost(0);
-    spdlog::info(
-        "event=report user={} decision={} job={} exit={} elapsed_s={:.2f} steps={} "
-        "launch_failed={} ok={}",
-        caller.user, request->decision_id(), request->job_id(), request->exit_code(),
-        request->elapsed_s(), request->step_times_s_size(), request->launch_failed(), status.ok());
-    return status;
-  });
+    if (!outcome.flag.empty()) {
+      spdlog::warn("event=learning.ignored user={} decision={} job={} reason=\"{}\"", caller.user,
+                   outcome.decision_id, outcome.job_id, outcome.flag);
+    }
+    status = p_.store->RecordOutcome(outcome);
+  }
+  response->set_settled_cost(0);
+  spdlog::info(
+      "event=report user={} decision={} job={} exit={} elapsed_s={:.2f} steps={} "
+      "launch_failed={} ok={}",
+      caller.user, request.decision_id(), request.job_id(), request.exit_code(),
+      request.elapsed_s(), request.step_times_s_size(), request.launch_failed(), status.ok());
+  return status;
 }
 
 grpc::ServerUnaryReactor* TuningService::GetBudget(grpc::CallbackServerContext* context,

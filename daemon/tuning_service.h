@@ -10,6 +10,7 @@
 #include "daemon/identity.h"
 #include "daemon/ledger.h"
 #include "daemon/store.h"
+#include "daemon/tune_stream.h"
 #include "daemon/work_queue.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
@@ -73,6 +74,17 @@ class TuningService final : public xdeep::v1::Tuning::CallbackService {
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* context,
                                    const xdeep::v1::HealthRequest* request,
                                    xdeep::v1::HealthResponse* response) override;
+
+  // A Tune request from any transport (the RPC, the client socket of
+  // client_socket.h): its MUNGE credential is verified here; the events go
+  // to `stream`, the work stops once `deadline` passes or the stream is
+  // cancelled. `peer` names the client in the log.
+  void TuneTo(const xdeep::v1::TuneRequest& request,
+              std::chrono::system_clock::time_point deadline, std::shared_ptr<TuneStream> stream,
+              const std::string& peer);
+  // A Report from any transport, its MUNGE credential verified here.
+  absl::Status ReportFrom(const xdeep::v1::ReportRequest& request,
+                          xdeep::v1::ReportResponse* response);
 
   // Whether `caller` may ask Admit: a controller user (slurmctld's).
   absl::Status MayAdmit(const Caller& caller) const;

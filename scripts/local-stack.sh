@@ -7,6 +7,8 @@
 #   scripts/local-stack.sh start DIR BUILD_DIR [--nodes N] [--gpus G]
 #   scripts/local-stack.sh stop DIR
 # After start: `source DIR/env` (SLURM_CONF); the daemon listens on DIR/xdeepd.sock.
+# XDEEP_STACK_LEDGER_INTERVAL_S: how often xdeepd settles finished jobs (its
+# squeue --json); 2 s here so that tests see charges at once (default 60).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ $# -ge 2 ]] || { sed -n '4,5p' "$0" >&2; exit 2; }
@@ -29,8 +31,10 @@ start)
   chmod 0755 "$dir"
   chmod 0700 "$dir/jobcomp"
   # Stacks of several checkouts share this host and all number jobs from 1:
-  # each draws its steps' MASTER_PORTs from its own range.
-  ports=$((20000 + (RANDOM % 200) * 100))
+  # each draws its steps' MASTER_PORTs from its own range, below the
+  # kernel's ephemeral ports (where srun's and gRPC's sockets land) and above
+  # the block slurm-cluster.sh gives the daemons.
+  ports=$((20000 + (RANDOM % 127) * 100))
   cat > "$dir/plugstack.conf" <<CONF
 required $build/spank_plugin/xdeep_spank.so daemon=unix://$dir/xdeepd.sock timeout_ms=3000 fail=open rendezvous_ports=$ports-$((ports + 99))
 CONF
@@ -44,7 +48,7 @@ CONF
   cat > "$dir/xdeepd.toml" <<CONF
 [server]
 listen = "unix://$dir/xdeepd.sock"
-ledger_interval_s = 2
+ledger_interval_s = ${XDEEP_STACK_LEDGER_INTERVAL_S:-2}
 [store]
 path = "$dir/xdeep.db"
 jobcomp_spool = "$dir/jobcomp"

@@ -16,13 +16,15 @@ usage() { sed -n '6,12p' "$0" >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 action=$1 dir=$(realpath -m "$2"); shift 2
 
+# Daemon ports come from 10000-19999: not the ephemeral range (32768 up) and
+# not the steps' rendezvous ports (local-stack.sh, 20000-32699).
 free_port_block() {  # prints a base port P such that P..P+count are all free
   local count=$1
   python3 - "$count" <<'PY'
 import random, socket, sys
 count = int(sys.argv[1]) + 1
 for _ in range(200):
-    base = random.randrange(20000, 60000 - count)
+    base = random.randrange(10000, 20000 - count)
     ok = True
     for p in range(base, base + count):
         with socket.socket() as s:

@@ -1,9 +1,12 @@
-// Finds and dlopens xdeep_spank_client.so (see daemon_client_loader.h).
+// Finds and dlopens a client module (see daemon_client_loader.h).
 #include "spank_plugin/daemon_client_loader.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <string>
+
+#include "client/socket_daemon_client.h"
 
 namespace xdeep::spank {
 
@@ -19,16 +22,22 @@ std::string PluginDirectory() {
 }
 
 std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::string* error) {
-  // The client module is installed beside the plugin.
+  // The client modules are installed beside the plugin.
   const std::string dir = PluginDirectory();
   if (dir.empty()) {
     *error = "cannot locate xdeep_spank.so on disk";
     return nullptr;
   }
-  const std::string path = dir + "xdeep_spank_client.so";
-  // Never dlclose'd: gRPC does not support being unloaded. RTLD_LAZY: its
-  // ~60 libraries' functions are bound when first called, not all at load
-  // (RTLD_NOW cost every tuned srun ~2.5 ms of CPU, issue #27).
+  // The daemon's local client socket when it has one: no gRPC to map
+  // (~6 ms of CPU per tuned srun, issue #27).
+  const std::string socket = client::ClientSocketPath(address);
+  struct stat st {};
+  const bool local = !socket.empty() && stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  const std::string path = dir + (local ? "xdeep_spank_socket.so" : "xdeep_spank_client.so");
+  const char* entry = local ? "xdeep_spank_socket_create" : "xdeep_spank_client_create";
+  // Never dlclose'd: gRPC does not support being unloaded. RTLD_LAZY: the
+  // libraries' functions are bound when first called, not all at load
+  // (RTLD_NOW cost every tuned srun ~2.5 ms of CPU with gRPC, issue #27).
   void* module = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (module == nullptr) {
     const char* why = dlerror();
@@ -36,12 +45,12 @@ std::unique_ptr<DaemonClient> LoadDaemonClient(const std::string& address, std::
     return nullptr;
   }
   using CreateFn = DaemonClient* (*)(const char*);
-  auto create = reinterpret_cast<CreateFn>(dlsym(module, "xdeep_spank_client_create"));
+  auto create = reinterpret_cast<CreateFn>(dlsym(module, entry));
   if (create == nullptr) {
-    *error = path + " lacks xdeep_spank_client_create; reinstall xdeep";
+    *error = path + " lacks " + entry + "; reinstall xdeep";
     return nullptr;
   }
-  return std::unique_ptr<DaemonClient>(create(address.c_str()));
+  return std::unique_ptr<DaemonClient>(create(local ? socket.c_str() : address.c_str()));
 }
 
 }  // namespace xdeep::spank

@@ -6,12 +6,15 @@
 // directory, and reports (MUNGE: the user's identity). Exit 0 when the daemon
 // has the outcome or there was nothing to add, 3 when it could not be reached
 // or refused it, 2 for bad arguments.
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 
 #include "client/daemon_client.h"
+#include "client/socket_daemon_client.h"
 #include "spank_plugin/step_runtime.h"
 
 int main(int argc, char** argv) {
@@ -42,7 +45,14 @@ int main(int argc, char** argv) {
   // The first node speaks for the step (Slurm's record has every node's
   // state); others only add the step times their ranks wrote.
   if (node_id != 0 && q.step_times_s.empty()) return 0;
-  std::unique_ptr<xdeep::client::DaemonClient> client = xdeep::client::ConnectDaemon(daemon);
+  // The daemon's local client socket when it has one (no gRPC channel to set
+  // up, issue #27), else gRPC (a daemon on another host).
+  const std::string socket = xdeep::client::ClientSocketPath(daemon);
+  struct stat st {};
+  std::unique_ptr<xdeep::client::DaemonClient> client =
+      !socket.empty() && stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)
+          ? xdeep::client::ConnectDaemonSocket(socket)
+          : xdeep::client::ConnectDaemon(daemon);
   xdeep::client::ClientError error;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   if (!client->Report(q, deadline, &error)) {

@@ -71,8 +71,9 @@ class StepRuntime {
   const std::string& directory() const { return dir_; }
 
  private:
-  // MASTER_ADDR: the first node's name when it resolves, else its NodeAddr
-  // from scontrol (several slurmd on one host: names that DNS does not know).
+  // MASTER_ADDR: the first node's name when it resolves, else 127.0.0.1 for
+  // a one-node step, else its NodeAddr from scontrol (several slurmd on one
+  // host: names that DNS does not know).
   std::string MasterAddress(const std::string& nodelist) const;
   bool MakeDirectory(std::string* error);
   // In the forked child: the user's identity, then exec the reporter.

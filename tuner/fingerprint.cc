@@ -59,6 +59,8 @@ std::string ModelFingerprint(const Workload& w) {
   if (s.pipeline_parallel != PipelineParallel::kMegatron) {
     absl::StrAppend(&text, ";pp=", std::string(PipelineParallelName(s.pipeline_parallel)));
   }
+  if (s.weight_decay > 0) absl::StrAppend(&text, absl::StrFormat(";wd=%.9g", s.weight_decay));
+  if (s.pipeline_ends_as_layers) absl::StrAppend(&text, ";pp_ends=1");
   hash.Add(text);
   return absl::StrFormat("%016x", hash.h);
 }

@@ -156,8 +156,11 @@ struct HardwareProfile {
   // On two 2x H100 hosts ResNet-50's two-rank pass took 1.20x, the GPT's
   // 1.13x and 0.97x (bench/validate/data/calibration/2026-11-26_h100x2_heldout6,
   // _heldout7_subset); two independent single-GPU processes did not slow each
-  // other (_lanes_check), so it is the job's ranks (their NCCL threads beside
-  // the main ones), not any neighbour. 1: not measured.
+  // other (_lanes_check). Over the ten library runs it read 0.95-1.12x and
+  // training's DDP, TP and PP launches did not follow it (the two processes
+  // ran minutes apart, at the host's speed of their moment), so the step-time
+  // model applies it to FSDP only, whose host work the two-rank process
+  // measured against its own plain pass (StrategyModel::Time). 1: not measured.
   double side_by_side_host_factor = 1;
   // Host time tensor parallelism adds per split Linear in one forward +
   // backward (PyTorch's DTensor tensor parallelism: each split Linear's op

@@ -420,7 +420,10 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
   };
   auto pp_ok = [&](int stages) {
     if (stages == 1) return true;
-    if (w.family == ModelFamily::kTransformer) return w.transformer.layers % stages == 0;
+    if (w.family == ModelFamily::kTransformer) {
+      // An embedding and head counted as blocks take a stage slot each.
+      return (w.transformer.layers + (w.settings.pipeline_ends_as_layers ? 2 : 0)) % stages == 0;
+    }
     return stages <= L;
   };
   // Accumulation counts for a micro-batch of `per_ga` samples across dp: the

@@ -96,16 +96,26 @@ PrecisionBytes BytesFor(const Workload& w) {
 bool FusedOptimizer(const Workload& w) {
   return w.settings.optimizer_impl == OptimizerImpl::kFused || w.precision == Precision::kBf16Mixed;
 }
+// Coupled weight decay (SGD, Adam; AdamW decays the weights in place, as
+// counted above) outside a fused kernel: torch.optim adds it to the gradients
+// as an op of its own (grad.add(param, alpha=weight_decay)), into a new
+// gradient list in a foreach step (torch._foreach_add), alive to the step's end.
+bool DecayAddedToGradients(const Workload& w) {
+  return w.settings.weight_decay > 0 && w.optimizer != OptimizerKind::kAdamW &&
+         !FusedOptimizer(w);
+}
 double OptimizerTrafficBytes(const Workload& w) {
   const bool fused = FusedOptimizer(w);
+  const double decay = DecayAddedToGradients(w) ? 12 : 0;  // read g and p, write the sum
   switch (w.optimizer) {
-    case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW:
       return fused ? 28 : 80;
+    case OptimizerKind::kAdam:
+      return (fused ? 28 : 80) + decay;
     case OptimizerKind::kSgdMomentum:
-      return fused ? 20 : 36;
+      return (fused ? 20 : 36) + decay;
     case OptimizerKind::kSgd:
-      return fused ? 12 : 20;
+      return (fused ? 12 : 20) + decay;
   }
   return 80;
 }
@@ -274,6 +284,12 @@ struct StrategyModel::Impl {
   std::vector<std::pair<int, int>> Chunks(int n) {
     std::vector<std::pair<int, int>> out;
     const int L = static_cast<int>(w.layers.size());
+    if (w.family == ModelFamily::kTransformer && w.settings.pipeline_ends_as_layers) {
+      // The embedding and the head take a block's place: all L layers evenly.
+      for (int i = 0; i < n; ++i)
+        out.push_back({int(int64_t{i} * L / n), int(int64_t{i + 1} * L / n)});
+      return out;
+    }
     if (w.family == ModelFamily::kTransformer) {
       const int blocks = L - 2;
       const int per = std::max(1, blocks / n);
@@ -743,7 +759,15 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
   // and the for-loop one only the tensor at hand's.
   const bool foreach_temps =
       adam && !FusedOptimizer(w_) && w_.settings.optimizer_impl == OptimizerImpl::kForeach;
-  const double step_temp_per_param = foreach_temps ? 4 / (z1 ? d : 1) : 0;
+  // And a foreach step's copy of the gradients with coupled weight decay
+  // added (DecayAddedToGradients; 2x H100, torchvision's CNNs under SGD with
+  // weight decay 1e-4 at micro-batch 1, where the step's state is the peak:
+  // measured 18-33 % over the model without it, VGG-16 0.52 GiB,
+  // bench/validate/data/calibration).
+  const bool decay_copy = DecayAddedToGradients(w_) &&
+                          w_.settings.optimizer_impl == OptimizerImpl::kForeach;
+  const double step_temp_per_param =
+      ((foreach_temps ? 4 : 0) + (decay_copy ? pb.grad : 0)) / (z1 ? d : 1);
   // FSDP reduce-scatters each unit's gradient in the reduce dtype.
   const double reduce_bytes = gather16 && w_.fsdp_16bit_reduce ? pb.compute_copy : pb.grad;
   // DeepSpeed's bf16 pipeline keeps an fp32 gradient buffer beside the bf16
@@ -903,10 +927,21 @@ StepTime StrategyModel::Time(const Configuration& given) {
       OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
   const double straggle = StragglerFactor(world, hw.host_step_cv);
   const PipelineEngineTraits engine = EngineTraits(w_, c);
-  // A job's ranks sharing a node's host issue their kernels slower than one
-  // process (HardwareProfile::side_by_side_host_factor).
+  // Launches are timed at one process's speed: a second process issuing
+  // beside it does not slow it (two single-GPU lanes side by side,
+  // bench/validate/data/checks/2026-11-26_h100x2_lanes_check), and the
+  // two-rank probe's plain passes over the one-rank probe's
+  // (HardwareProfile::side_by_side_host_factor, 0.95-1.12 on the ten library
+  // runs) are the host's speed in two processes minutes apart: applied to
+  // DDP, TP and PP launches it raised each mode's error over the 266
+  // calibration configurations (DDP 10.4 -> 11.1 %, TP 8.3 -> 9.9, PP 9.5 ->
+  // 11.7; bench/validate/compare_all.py). FSDP's host work is that two-rank
+  // process's own (per unit and tensor beyond its plain pass, taken turn about
+  // with it), so FSDP's launches run at that process's speed.
   const double side_by_side =
-      std::min(world, c.gpus_per_node) > 1 ? hw.side_by_side_host_factor : 1.0;
+      std::min(world, c.gpus_per_node) > 1 && c.sharding == Sharding::kZero3 && c.dp > 1
+          ? hw.side_by_side_host_factor
+          : 1.0;
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
@@ -922,8 +957,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
       launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
     }
-    // The figures so far are one process's; FSDP's below were measured on
-    // ranks side by side already.
+    // FSDP's figures below are the two-rank process's already.
     launch_f *= side_by_side;
     launch_b *= side_by_side;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
@@ -1199,9 +1233,10 @@ std::string StructuralProblem(const Workload& w, const Configuration& c) {
   }
   if (c.pp > 1) {
     if (w.family == ModelFamily::kTransformer) {
-      if (w.transformer.layers % (c.pp * v) != 0) {
+      const bool ends = w.settings.pipeline_ends_as_layers;
+      if ((w.transformer.layers + (ends ? 2 : 0)) % (c.pp * v) != 0) {
         return absl::StrCat("pp x virtual stages (", c.pp * v, ") must divide the layers (",
-                            w.transformer.layers, ")");
+                            w.transformer.layers, ends ? " + embedding + head" : "", ")");
       }
     } else if (static_cast<int>(w.layers.size()) < c.pp * v) {
       return "more pipeline stages than layers";

@@ -527,7 +527,12 @@ struct CnnBuilder {
 };
 
 // He et al., "Deep Residual Learning for Image Recognition" (2016), table 1.
-std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool channels_last) {
+// `wide`: the bottleneck's inner width over ResNet's (Zagoruyko & Komodakis,
+// "Wide Residual Networks", 2016, as torchvision's wide_resnet50_2 and
+// wide_resnet101_2 build it: 2x the 1x1 and 3x3 convolutions' channels, the
+// block's output as in ResNet).
+std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool channels_last,
+                              int wide = 1) {
   const bool bottleneck = depth >= 50;
   std::vector<int> blocks;
   switch (depth) {
@@ -562,8 +567,8 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool cha
       const int in_c = b.c;
       const int in_hw = b.hw;
       if (bottleneck) {
-        b.Conv(p + ".conv1", widths[stage], 1, 1, true, true);
-        b.Conv(p + ".conv2", widths[stage], 3, stride, true, true);
+        b.Conv(p + ".conv1", widths[stage] * wide, 1, 1, true, true);
+        b.Conv(p + ".conv2", widths[stage] * wide, 3, stride, true, true);
         b.Conv(p + ".conv3", out_c, 1, 1, true, true);
       } else {
         b.Conv(p + ".conv1", widths[stage], 3, stride, true, true);
@@ -641,8 +646,8 @@ const TransformerPreset kTransformers[] = {
     {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, false}},
 };
 
-const char* const kCnnArchs[] = {"resnet18",  "resnet34",  "resnet50",
-                                 "resnet101", "resnet152", "vgg16"};
+const char* const kCnnArchs[] = {"resnet18",  "resnet34",        "resnet50",        "resnet101",
+                                 "resnet152", "wide_resnet50_2", "wide_resnet101_2", "vgg16"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
@@ -671,6 +676,8 @@ absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int 
   if (arch == "resnet50") return ResNet(50, image_size, num_classes, a, nhwc);
   if (arch == "resnet101") return ResNet(101, image_size, num_classes, a, nhwc);
   if (arch == "resnet152") return ResNet(152, image_size, num_classes, a, nhwc);
+  if (arch == "wide_resnet50_2") return ResNet(50, image_size, num_classes, a, nhwc, 2);
+  if (arch == "wide_resnet101_2") return ResNet(101, image_size, num_classes, a, nhwc, 2);
   if (arch == "vgg16") return Vgg16(image_size, num_classes, a, nhwc);
   return absl::NotFoundError(absl::StrCat("unknown CNN architecture '", std::string(arch),
                                           "'; use one of ", absl::StrJoin(CnnArchNames(), ", ")));
@@ -921,9 +928,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   auto fp32_logits = rd.Bool(model, "fp32_logits");
   if (!fp32_logits.ok()) return fp32_logits.status();
   if (*fp32_logits) st.fp32_logits = **fp32_logits;
+  auto ends = rd.Bool(model, "pipeline_ends_as_layers");
+  if (!ends.ok()) return ends.status();
+  if (*ends) st.pipeline_ends_as_layers = **ends;
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
+  auto weight_decay = rd.Number(training, "weight_decay", 0, 1);
+  if (!weight_decay.ok()) return weight_decay.status();
+  if (*weight_decay) st.weight_decay = **weight_decay;
   auto compile = rd.Bool(training, "compile");
   if (!compile.ok()) return compile.status();
   if (*compile) st.compile = **compile;
@@ -1035,6 +1048,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "tensor_parallel",
                               "pipeline_parallel",
                               "fp32_logits",
+                              "pipeline_ends_as_layers",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -1048,8 +1062,9 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   }
   if (auto st = rd.CheckKeys(
           training, "[training]",
-          {"precision", "optimizer", "optimizer_impl", "activation_checkpointing", "compile",
-           "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs", "dataset_size"});
+          {"precision", "optimizer", "optimizer_impl", "weight_decay", "activation_checkpointing",
+           "compile", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs",
+           "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -1143,6 +1158,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"tensor_parallel", "transformer"},
                                    {"pipeline_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
+                                   {"pipeline_ends_as_layers", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),

@@ -103,6 +103,17 @@ struct TrainingSettings {
   // that copy to the end of the step (Hugging Face's causal-LM loss,
   // `logits.float()`), instead of cross_entropy upcasting internally.
   bool fp32_logits = false;
+  // torch.optim's weight_decay (its default, 0, when absent). Coupled decay
+  // (SGD, Adam; not AdamW's decoupled one) adds it to the gradients: a
+  // foreach step makes a new gradient list for that (_foreach_add), alive
+  // through the step.
+  double weight_decay = 0;
+  // The pipeline split counts the input embedding and the output layer with
+  // its loss as one transformer block each, so the first and last stages hold
+  // one block fewer (Llama 3, Dubey et al. 2024 sec. 3.3.2; megatron-core's
+  // account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split):
+  // pp x virtual stages must divide the blocks + 2.
+  bool pipeline_ends_as_layers = false;
 };
 
 // A decoder-only (GPT / Llama style) transformer.

@@ -102,6 +102,7 @@ Workload MakeWorkload(const Row& r) {
   w.settings.pipeline_parallel =
       r.S("engine") == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
+  w.settings.pipeline_ends_as_layers = r.I("split_ends") != 0;
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = r.I("global_batch");
   w.batch_may_change = false;
@@ -120,7 +121,10 @@ Configuration MakeConfig(const Row& r, int gpn) {
   c.dp = r.I("dp");
   c.sequence_parallel = r.I("sp") != 0 && c.tp > 1;
   const std::string sh = r.S("sharding");
-  c.sharding = sh == "zero1" ? Sharding::kZero1 : sh == "fsdp" ? Sharding::kZero3 : Sharding::kNone;
+  c.sharding = sh == "zero1"   ? Sharding::kZero1
+               : sh == "zero2" ? Sharding::kZero2
+               : sh == "fsdp"  ? Sharding::kZero3
+                               : Sharding::kNone;
   c.micro_batch = std::max(1, r.I("micro_batch"));
   c.global_batch = r.I("global_batch");
   c.grad_accum = static_cast<int>(c.global_batch / (int64_t{c.dp} * c.micro_batch));
@@ -314,6 +318,16 @@ int main(int argc, char** argv) {
         "    step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer %.2f; "
         "memory %.1f GiB\n",
         st.total_s, st.compute_s, st.bubble_s, st.exposed_comm_s, st.optimizer_s, mem / (1 << 30));
+    const MemoryBreakdown mb = model.Memory(c);
+    const double gib = 1 << 30;
+    std::printf(
+        "    memory of rank %d (GiB): weights %.1f, gradients %.1f, optimizer %.1f, activations "
+        "%.1f, transient %.1f, workspace + reserved + margin %.1f\n",
+        mb.worst_rank, mb.weights / gib, mb.gradients / gib, mb.optimizer / gib,
+        mb.activations / gib, mb.transient / gib,
+        (mb.workspace + mb.reserved + mb.margin + mb.comm_buffers + mb.compute_weights +
+         mb.ddp_rebuild) /
+            gib);
   }
   for (const auto& [set, s] : sums) {
     double sum = 0, worst = 0, gain_worst = 0;

@@ -5,15 +5,17 @@ tp 8 layouts (bench/scale/README.md, "The tuner's own pick").
 
 Runs GPT blocks of the 18.4B model's shape (hidden 6144, 48 heads, MLP 4h,
 sequence 2048; FlashAttention through sdpa, bf16) forward and backward, on one
-GPU whole (tp 1) and on two GPUs split Megatron-style (tp 2: QKV and the first
-MLP matrix split by columns, the out-projection and second MLP matrix by rows,
-an all-reduce after each in forward and before each column-split matrix in
-backward). Prints and writes $OUT/tp_overhead.json: milliseconds per
-micro-batch for each micro-batch size, and tp 2's overhead, t(tp2) / (t(tp1) / 2)
+GPU whole (tp 1) and split Megatron-style over 2, 4, ... GPUs up to every GPU
+of the host (QKV and the first MLP matrix split by columns, the out-projection
+and second MLP matrix by rows, an all-reduce after each in forward and before
+each column-split matrix in backward; ranks outside a degree's group wait).
+Prints and writes $OUT/tp_overhead.json: milliseconds per micro-batch for each
+degree and micro-batch size, and each degree's overhead, t(tp) / (t(tp1) / tp)
 - 1, for `tp_overhead_model` (the tuner's figure for the same blocks) to be
 compared with.
 
-    OUT=/tmp/out python3 bench/scale/tp_overhead.py   # 2 GPUs, ~1 minute
+    OUT=/tmp/out python3 bench/scale/tp_overhead.py             # 2 GPUs: tp 1, 2; ~1 minute
+    OUT=/tmp/out MBS=1,2,4,16 python3 bench/scale/tp_overhead.py  # 8 GPUs: tp 1, 2, 4, 8
 """
 import json
 import os
@@ -26,9 +28,9 @@ import torch.nn.functional as F
 
 H, HEADS, S, LAYERS = 6144, 48, 2048, 4
 FFN = 4 * H
-MBS = (1, 2, 4)
+MBS = tuple(int(m) for m in os.environ.get("MBS", "1,2,4").split(","))
 WARMUP, STEPS = 3, 10
-SPLIT = False  # True while the blocks run split over the two ranks
+GROUP = None  # the process group the blocks run split over; None while whole on one GPU
 
 
 class CopyToGroup(torch.autograd.Function):
@@ -40,9 +42,9 @@ class CopyToGroup(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        if SPLIT:
+        if GROUP is not None:
             g = g.contiguous()
-            dist.all_reduce(g)
+            dist.all_reduce(g, group=GROUP)
         return g
 
 
@@ -51,8 +53,8 @@ class ReduceFromGroup(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        if SPLIT:
-            dist.all_reduce(x)
+        if GROUP is not None:
+            dist.all_reduce(x, group=GROUP)
             ctx.mark_dirty(x)
         return x
 
@@ -91,8 +93,8 @@ def time_blocks(tp, dev):
         for i in range(WARMUP + STEPS):
             if i == WARMUP:
                 torch.cuda.synchronize(dev)
-                if SPLIT:
-                    dist.barrier()
+                if GROUP is not None:
+                    dist.barrier(group=GROUP)
                 start.record()
             x = x0
             for w in blocks:
@@ -104,37 +106,58 @@ def time_blocks(tp, dev):
     return out
 
 
+def degrees(world):
+    tps, tp = [], 1
+    while tp <= world:
+        tps.append(tp)
+        tp *= 2
+    return tps
+
+
 def worker(rank, world, results):
-    global SPLIT
+    global GROUP
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
     dev = torch.device("cuda", rank)
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", rank=rank, world_size=world)
-    if rank == 0:
-        results["tp1"] = time_blocks(1, dev)  # the other rank waits at the barrier
-    dist.barrier()
-    SPLIT = True
-    t = time_blocks(world, dev)
-    if rank == 0:
-        results["tp2"] = t
-    dist.barrier()
+    for tp in degrees(world):
+        # new_group is collective: every rank creates every group, in the same order
+        group = dist.new_group(ranks=list(range(tp))) if tp > 1 else None
+        if rank < tp:
+            GROUP = group
+            t = time_blocks(tp, dev)
+            if rank == 0:
+                results[f"tp{tp}"] = t
+                print(f"tp{tp}: " + "  ".join(f"mb {mb} {ms:.2f} ms" for mb, ms in t.items()), flush=True)
+        GROUP = None
+        dist.barrier()
     dist.destroy_process_group()
 
 
 def main():
-    if torch.cuda.device_count() < 2:
-        sys.exit("tp_overhead.py needs 2 GPUs")
+    world = torch.cuda.device_count()
+    if world < 2:
+        sys.exit("tp_overhead.py needs at least 2 GPUs")
+    world = degrees(world)[-1]
     torch.backends.cuda.matmul.allow_tf32 = False
     with mp.Manager() as m:
         results = m.dict()
-        mp.spawn(worker, args=(2, results), nprocs=2, join=True)
+        mp.spawn(worker, args=(world, results), nprocs=world, join=True)
         res = dict(results)
     rows = []
     for mb in MBS:
-        t1, t2 = res["tp1"][mb], res["tp2"][mb]
-        rows.append({"micro_batch": mb, "tp1_ms": t1, "tp2_ms": t2, "tp2_overhead": t2 / (t1 / 2) - 1})
-        print(f"mb {mb}: tp1 {t1:8.2f} ms  tp2 {t2:8.2f} ms  overhead {100 * (t2 / (t1 / 2) - 1):+6.1f} %")
-    doc = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+        t1 = res["tp1"][mb]
+        row = {"micro_batch": mb, "tp1_ms": t1}
+        line = f"mb {mb:2d}: tp1 {t1:8.2f} ms"
+        for tp in degrees(world)[1:]:
+            t = res[f"tp{tp}"][mb]
+            row[f"tp{tp}_ms"] = t
+            row[f"tp{tp}_overhead"] = t / (t1 / tp) - 1
+            line += f"  tp{tp} {t:8.2f} ms ({100 * (t / (t1 / tp) - 1):+6.1f} %)"
+        rows.append(row)
+        print(line, flush=True)
+    doc = {"device": torch.cuda.get_device_name(0), "gpus": world, "torch": torch.__version__,
+           "nccl": str(torch.cuda.nccl.version()),
            "shape": {"hidden": H, "heads": HEADS, "seq": S, "ffn": FFN, "blocks": LAYERS},
            "rows": rows}
     out = os.environ.get("OUT", ".")

@@ -1,9 +1,9 @@
 // The tuner's figure for what bench/scale/tp_overhead.py measures: four GPT
 // blocks of Narayanan et al.'s 18.4B shape (hidden 6144, 48 heads, MLP 4h,
 // sequence 2048, FlashAttention, bf16 weights, eager kernels, Megatron-style
-// tensor parallelism) forward and backward on one H100 whole and on two split
-// tp 2, per micro-batch, and tp 2's overhead t(tp2) / (t(tp1) / 2) - 1 (tp 8
-// on eight GPUs of a node beside it, which the script cannot measure).
+// tensor parallelism) forward and backward on one H100 whole and split tp 2,
+// 4 and 8 over the GPUs of one node, per micro-batch, and each degree's
+// overhead t(tp) / (t(tp1) / tp) - 1.
 //
 //   tp_overhead_model [--profile h100-sxm]
 #include <cstdio>
@@ -41,9 +41,9 @@ int main(int argc, char** argv) {
   BuildTransformerLayers(w);
   StrategyModel model(w, *hw);
   std::printf("%s, 4 blocks of hidden 6144 (the model's per-micro-batch time)\n", profile.c_str());
-  for (int mb : {1, 2, 4}) {
+  for (int mb : {1, 2, 4, 16}) {
     double ms[9] = {};
-    for (int tp : {1, 2, 8}) {
+    for (int tp : {1, 2, 4, 8}) {
       Configuration c;
       c.gpus_per_node = tp;
       c.nodes = 1;
@@ -57,9 +57,12 @@ int main(int argc, char** argv) {
       }
       ms[tp - 1] = 1e3 * model.Time(c).per_micro_batch_s;
     }
-    std::printf("mb %d: tp1 %8.2f ms  tp2 %8.2f ms  overhead %+6.1f %%   (tp8 %7.2f ms, %+6.1f %%)\n",
-                mb, ms[0], ms[1], 100 * (ms[1] / (ms[0] / 2) - 1), ms[7],
-                100 * (ms[7] / (ms[0] / 8) - 1));
+    std::printf("mb %2d: tp1 %8.2f ms", mb, ms[0]);
+    for (int tp : {2, 4, 8}) {
+      std::printf("  tp%d %8.2f ms (%+6.1f %%)", tp, ms[tp - 1],
+                  100 * (ms[tp - 1] / (ms[0] / tp) - 1));
+    }
+    std::printf("\n");
   }
   return 0;
 }

@@ -18,6 +18,11 @@ timings, for every pair of committed H100 runs. Each flag adds one candidate ter
   --in-out            misaligned rate = the worse of the inputs' and the output's class
                       (instead of one class from the least aligned leading dimension)
   --misaligned-tiles  misaligned GEMMs on the large tiles only (pre-TMA kernels)
+  --in-times-out      where inputs and output are both misaligned, both rate factors apply
+  --max-split N       split k at most N ways (cuBLAS's heuristic splits less than the best)
+  --narrow-tiles      also tiles 16 or 32 wide against 64 or 128 (wgmma's narrow N)
+  --softmin TAU       the candidates' power mean (exponent -1/TAU) instead of the fastest:
+                      cuBLAS's heuristic does not always pick the fastest kernel
 
 Runs (bench/validate/data/): A = 2026-11-26_h100x2_library_heldout (fit 639 points,
 check 360 shapes, seed 19), B = ..._heldout2 (fit 675, same 360), C0 / C = 2026-11-27
@@ -31,10 +36,11 @@ import os
 import numpy as np
 from scipy.optimize import least_squares
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "calibration")
 RUNS = {"A": "2026-11-26_h100x2_library_heldout", "B": "2026-11-26_h100x2_library_heldout2",
         "C0": "2026-11-27_h100x2_library_heldout", "C": "2026-11-27_h100x2_library_heldout2",
-        "D": "2026-11-27_h100x2_library_heldout3"}
+        "D": "2026-11-27_h100x2_library_heldout3", "S": "2026-11-27_h100x2_gemm_seed3301",
+        "T": "2026-11-27_h100x1_gemm_seed2719"}
 SMS = 132
 SPLITS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
 PASSES = {"fwd": 0, "dgrad": 1, "wgrad": 2}
@@ -65,7 +71,10 @@ def arrays(rows, eb):
 
 def tiles(opts):
     edges = (64, 96, 128, 192, 256) if opts.fine_tiles else (64, 128, 256)
-    return [(a, b) for a in edges for b in edges if a * b <= 128 * 256]
+    out = [(a, b) for a in edges for b in edges if a * b <= 128 * 256]
+    if opts.narrow_tiles:  # wgmma's narrow N (16, 32) against M 64 or 128, either operand first
+        out += [(a, b) for a in (64, 128) for b in (16, 32)] + [(b, a) for a in (64, 128) for b in (16, 32)]
+    return out
 
 
 NAMES = ["peak", "small_tile", "tile_fixed", "fixed", "bandwidth", "store_bw", "split_fixed",
@@ -81,17 +90,22 @@ def predict(p, m, n, k, ps, a_in, a_out, eb, opts):
     r_out = cls(a_out, q["out2"], q["out4"], q["out8"])
     if opts.in_out:
         factor = np.minimum(np.minimum(r_in, r_out), 1.0)
+    elif opts.in_times_out:
+        factor = np.minimum(r_in, 1.0) * np.minimum(r_out, 1.0)
     else:
         factor = np.where(a_in < 16, r_in, np.where(a_out < 16, r_out, 1.0))
     misaligned = (a_in < 16) | (a_out < 16)
     rate = q["peak"] * factor * np.where(ps == 1, q["dgrad"], np.where(ps == 2, q["wgrad"], 1.0))
     wave = q["wave"] if opts.wave_fit else 1.0
     best = np.full(m.shape, np.inf)
+    soft_sum, soft_count = np.zeros(m.shape), np.zeros(m.shape)
     for tm, tn in tiles(opts):
         use = ~misaligned | (not opts.misaligned_tiles) | (tm * tn >= 128 * 128)
         count = np.ceil(m / tm) * np.ceil(n / tn)
         eff = 1.0 / (1.0 + q["small_tile"] * (256.0 / tm + 256.0 / tn - 3.0))
         for s in SPLITS:
+            if s > opts.max_split:
+                break
             ok = use & ((s == 1) | ((count * s <= SMS) & (k / s >= 256)))
             kk = np.ceil(k / s / 64) * 64
             units = count * s / SMS
@@ -101,6 +115,11 @@ def predict(p, m, n, k, ps, a_in, a_out, eb, opts):
             if s > 1:
                 t = t + 8.0 * m * n * s / q["bandwidth"] + q["split_fixed"]
             best = np.where(ok, np.minimum(best, t), best)
+            if opts.softmin:
+                soft_sum += np.where(ok, t ** (-1.0 / opts.softmin), 0.0)
+                soft_count += ok
+    if opts.softmin:  # a power mean below the fastest: the heuristic does not always pick it
+        best = (soft_sum / np.maximum(soft_count, 1)) ** (-opts.softmin)
     byts = eb * (m * k + k * n + m * n)
     bw = q["bandwidth"] * (np.where(byts < 40e6, q["l2"], 1.0) if opts.l2 else 1.0)
     return q["fixed"] + np.maximum(best, byts / bw)
@@ -136,6 +155,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag in ["--fine-tiles", "--l2", "--wave-fit", "--in-out", "--misaligned-tiles"]:
         ap.add_argument(flag, action="store_true")
+    ap.add_argument("--in-times-out", action="store_true")
+    ap.add_argument("--max-split", type=int, default=32)
+    ap.add_argument("--narrow-tiles", action="store_true")
+    ap.add_argument("--softmin", type=float, default=0.0)
     ap.add_argument("--pairs", default="D:A,D:C0,D:D,C:A,C:D,B:D,B:A",
                     help="FIT:CHECK run letters, comma separated")
     ap.add_argument("--worst", type=int, default=0, help="list the N worst shapes of each pair")

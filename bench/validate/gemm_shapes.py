@@ -12,7 +12,8 @@
       torch.matmul (cuBLAS) at every shape, timed as xdeep-probe times a GEMM
       (bench/profiler/compare_torch.py torch_like_probe: warm-up, back-to-back batches
       of ~2 ms between CUDA events behind a hold, the median of the samples).
-  gemm_shapes.py fitset --out fit_shapes.json [--random-layers 20 --seed 4 --exclude SHAPES...]
+  gemm_shapes.py fitset --out fit_shapes.json [--random-layers 20 --max-flops 1e12 --seed 4
+                        --exclude SHAPES...]
       The probe's shapes file (xdeep.gemm_shapes/1) of the fit: the validation
       workloads' layers (GPT-style 125M-1.3B at micro-batch 1 and 16) and random
       training-like layers drawn as `generate` draws them (none of whose passes is in
@@ -139,15 +140,18 @@ def cmd_fitset(args):
             for lname, i, o in [("qkv", h, 3 * h), ("proj", h, h), ("fc1", h, 4 * h),
                                 ("fc2", 4 * h, h), ("head", h, 50257)]:
                 layers.append({"name": f"{name}.{lname}.mb{mb}", "tokens": t, "in": i, "out": o})
-    # Random layers in place of micro-batch 4's, no larger than those (the probe's time
-    # stays what it was), none with a pass the check holds, in any precision.
+    # Random layers, none with a pass the check holds, in any precision, up to
+    # --max-flops a pass: a fit capped at micro-batch 4's size (8e10) left the model to
+    # extrapolate to the check's largest shapes (up to 4e12), and that cost it most
+    # (gemm_model_calibration.md, "The fit set's reach"). A pass up to 1e12 runs in a
+    # few ms, inside the probe's ~2 ms sampling batches: the probe's time barely grows.
     r = random.Random(args.seed)
     seen = excluded_shapes(args.exclude)
     dtypes = args.dtypes.split(",")
     gpt_layers = len(layers)
     while len(layers) < gpt_layers + args.random_layers:
         layer, tokens, i, o = (transformer_shape if r.random() < 0.6 else cnn_shape)(r)
-        if 2.0 * tokens * i * o > 8e10 or 2.0 * tokens * i * o < 1e6:
+        if 2.0 * tokens * i * o > args.max_flops or 2.0 * tokens * i * o < 1e6:
             continue
         if any((m, n, k, d) in seen for (m, n, k) in passes(tokens, i, o).values() for d in dtypes):
             continue
@@ -220,6 +224,8 @@ def main():
     f.add_argument("--gpt-micro-batches", default="1,16",
                    help="micro-batches of the GPT layers (empty: none; their 50257-wide heads at "
                         "16 take a third of the probe's time)")
+    f.add_argument("--max-flops", type=float, default=1e12,
+                   help="largest FLOPs of a random layer's pass (8e10 before 2026-11-27 08:30)")
     f.add_argument("--seed", type=int, default=4)
     f.add_argument("--exclude", nargs="*", default=[],
                    help="shape files or reports whose GEMMs no random layer may run")

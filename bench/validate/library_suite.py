@@ -8,9 +8,12 @@ The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small
 large and xl; LlamaForCausalLM of a 1B Llama-style config and of Llama 3.2 1B's shape;
 BertForMaskedLM of BERT base and large; RobertaForMaskedLM (base), DistilBertForMaskedLM;
 MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; OPTForCausalLM (OPT-125m);
-LlamaForCausalLM in TinyLlama-1.1B's and SmolLM2-360M's shapes;
+LlamaForCausalLM in TinyLlama-1.1B's and SmolLM2-360M's shapes; MistralForCausalLM in
+TinyMistral-248M's, OPTForCausalLM in OPT-1.3B's, GPTNeoXForCausalLM in Pythia-410M's and
+Qwen2ForCausalLM in Qwen2.5-1.5B's;
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
-ViT-B/16, ViT-L/16) and timm (ViT-L/16, DeiT-S, DeiT-Ti).
+Wide ResNet-50-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32, ViT-L/32, DeiT-S,
+DeiT-Ti).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -43,6 +46,7 @@ import time
 import torch
 import torch.distributed as dist
 
+T_START = time.time()
 SEQ = 1024
 IMAGE = 224
 
@@ -92,6 +96,15 @@ TRANSFORMERS = {
                                             num_key_value_heads=8, vocab_size=32005)),
     "hf-opt-1.3b": ("opt", dict(hidden_size=2048, num_hidden_layers=24, ffn_dim=8192,
                                 num_attention_heads=32, word_embed_proj_dim=2048, vocab_size=50272)),
+    # Pythia-410M's shape (GPTNeoXForCausalLM: 24 layers of hidden 1024, 16 heads, fused QKV,
+    # partial rotary and parallel residual at GPTNeoXConfig's defaults, untied head) and
+    # Qwen2.5-1.5B's (Qwen2ForCausalLM: 28 layers of hidden 1536, 12 heads of 128, 2 key-value
+    # heads, MLP 8960, tied head).
+    "hf-pythia-410m": ("gpt_neox", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                        intermediate_size=4096, vocab_size=50304)),
+    "hf-qwen2.5-1.5b": ("qwen2", dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+                                      num_attention_heads=12, num_key_value_heads=2, vocab_size=151936,
+                                      tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -99,8 +112,10 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-vit-l16": "timm:vit_large_patch16_224", "tv-resnet34": "resnet34",
           "timm-deit-s": "timm:deit_small_patch16_224", "tv-resnet18": "resnet18",
           "timm-deit-tiny": "timm:deit_tiny_patch16_224", "timm-vit-b32": "timm:vit_base_patch32_224",
-          "tv-vgg16": "vgg16"}
-CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16"}  # channels_last (torchvision's reference), SGD
+          "tv-vgg16": "vgg16", "timm-vit-l32": "timm:vit_large_patch32_224",
+          "tv-wide-resnet50": "wide_resnet50_2"}
+CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
+        "tv-wide-resnet50"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
@@ -122,6 +137,9 @@ def build(name, device):
             model = transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**kw))
         elif kind == "opt":
             model = transformers.OPTForCausalLM(transformers.OPTConfig(max_position_embeddings=SEQ, **kw))
+        elif kind == "gpt_neox":
+            model = transformers.GPTNeoXForCausalLM(
+                transformers.GPTNeoXConfig(max_position_embeddings=SEQ, **kw))
         else:
             config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
                                  "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
@@ -146,6 +164,8 @@ def blocks(model):
         return list(model.roberta.encoder.layer)
     if hasattr(model, "distilbert"):
         return list(model.distilbert.transformer.layer)
+    if hasattr(model, "gpt_neox"):
+        return list(model.gpt_neox.layers)
     if hasattr(model, "model") and hasattr(model.model, "decoder"):  # OPT
         return list(model.model.decoder.layers)
     if hasattr(model, "blocks"):  # timm ViT
@@ -305,8 +325,9 @@ def measure(name, model, opt, step, mb, device, warmup, steps, min_seconds=0.0, 
             "steady_allocated_bytes": int(steady)}
 
 
-def run_model(name, args, rank, world, device):
-    recs = []
+def run_model(name, args, rank, world, device, recs, save):
+    """Measures one model's micro-batches into recs; save() after each, so that a
+    process cut off by its time box keeps every configuration it finished."""
     torch.manual_seed(0)
     pp_chunks = 4
     if args.mode == "pp":
@@ -349,7 +370,7 @@ def run_model(name, args, rank, world, device):
         rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
                "grad_accum": pp_chunks if args.mode == "pp" else 1,
                "tp": world if args.mode == "tp" else 1, "pp": world if args.mode == "pp" else 1}
-        if time.time() - t_model > args.model_seconds:
+        if time.time() - t_model > args.model_seconds or out_of_time(args):
             rec["skipped"] = "time budget"
             recs.append(rec)
             continue
@@ -370,6 +391,7 @@ def run_model(name, args, rank, world, device):
                 r = {"oom": True, "error": "out of memory on another rank"}
         rec.update(r)
         recs.append(rec)
+        save()
         if rank == 0:
             what = (f"step={r['step_time_median_s'] * 1e3:.1f} ms peak="
                     f"{r['peak_allocated_bytes'] / 2**30:.2f} GiB") if "error" not in r else r["error"][:80]
@@ -379,7 +401,12 @@ def run_model(name, args, rank, world, device):
     del model, opt
     gc.collect()
     torch.cuda.empty_cache()
-    return recs
+
+
+def out_of_time(args):
+    """--deadline-s: no configuration starts within --reserve-s of it (the ranks agree,
+    since each compares the same start time and clock)."""
+    return args.deadline_s > 0 and time.time() - T_START > args.deadline_s - args.reserve_s
 
 
 def main():
@@ -393,6 +420,10 @@ def main():
     p.add_argument("--model-seconds", type=float, default=90)
     p.add_argument("--min-seconds", type=float, default=0.0,
                    help="time steps until this many seconds have passed (at least --steps)")
+    p.add_argument("--deadline-s", type=float, default=0,
+                   help="seconds this process may run (its time box); 0: no limit")
+    p.add_argument("--reserve-s", type=float, default=15,
+                   help="no model or configuration starts with less than this left before --deadline-s")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -414,21 +445,29 @@ def main():
     runs = []
     lm_mbs = [int(x) for x in args.micro_batches.split(",")]
     vision_mbs = [int(x) for x in args.vision_micro_batches.split(",")]
-    for name in args.models.split(","):
-        args_mbs = vision_mbs if name in VISION else lm_mbs
-        args.micro_batches = args_mbs
-        try:
-            runs += run_model(name, args, rank, world, device)
-        except Exception as e:  # one model's failure leaves the others measured
-            runs.append({"model": name, "mode": args.mode, "world_size": world,
-                         "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"})
-            print(f"[{args.mode}] {name}: {runs[-1]['error']}", flush=True)
-            gc.collect()
-            torch.cuda.empty_cache()
-        args.micro_batches = lm_mbs
+
+    def save():  # whole file each time, written aside and renamed: never half-written
         if rank == 0:
-            with open(args.out, "w") as f:
+            with open(args.out + ".part", "w") as f:
                 json.dump({"meta": meta, "runs": runs}, f, indent=1)
+            os.replace(args.out + ".part", args.out)
+
+    for name in args.models.split(","):
+        args.micro_batches = vision_mbs if name in VISION else lm_mbs
+        if out_of_time(args):
+            runs.append({"model": name, "mode": args.mode, "world_size": world, "skipped": "deadline"})
+            print(f"[{args.mode}] {name}: skipped (deadline)", flush=True)
+        else:
+            try:
+                run_model(name, args, rank, world, device, runs, save)
+            except Exception as e:  # one model's failure leaves the others measured
+                runs.append({"model": name, "mode": args.mode, "world_size": world,
+                             "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"})
+                print(f"[{args.mode}] {name}: {runs[-1]['error']}", flush=True)
+                gc.collect()
+                torch.cuda.empty_cache()
+        args.micro_batches = lm_mbs
+        save()
     if world > 1:
         dist.destroy_process_group()
 

@@ -32,7 +32,7 @@ T_GEMM=${T_GEMM:-280}     # seconds for the GEMM fit, and for the check
 T_COMPUTE=${T_COMPUTE:-190}  # seconds for the compute probe at the suite's shapes
 SETTINGS_EFFECTS=${SETTINGS_EFFECTS:-}  # settings_effects.py to run too (GPU 1)
 T_SINGLE=${T_SINGLE:-280}  # seconds per single-GPU lane
-T_2GPU=${T_2GPU:-150}      # seconds per two-GPU mode
+T_2GPU=${T_2GPU:-150}      # seconds per two-GPU mode (T_FSDP, T_TP, T_PP: that mode's own)
 RANKS2=${RANKS2:-1}        # the framework probe on two ranks too
 DEADLINE_S=${DEADLINE_S:-100000}  # no step starts or runs past this many seconds
 MODELS_DDP=${MODELS_DDP:-${MODELS_2GPU:-$LM,$VISION}}
@@ -156,10 +156,10 @@ if stage suite; then
     stamp "single GPU"
     t=$(box $T_SINGLE)
     CUDA_VISIBLE_DEVICES=0 run $t $suite --mode single --models "$LM" --micro-batches "$MBS" --model-seconds $((t / 6)) \
-      --out "$res/suite_single_lm.json" &
+      --deadline-s $t --out "$res/suite_single_lm.json" &
     lane=$!
     CUDA_VISIBLE_DEVICES=1 run $t $suite --mode single --models "$VISION" \
-      --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --out "$res/suite_single_vision.json"
+      --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --deadline-s $t --out "$res/suite_single_vision.json"
     wait $lane
     pack
   fi
@@ -167,15 +167,21 @@ if stage suite; then
     mode $m || continue
     case $m in
       ddp) models=$MODELS_DDP t=$T_2GPU ;;
-      fsdp) models=$MODELS_FSDP t=$T_2GPU ;;
+      fsdp) models=$MODELS_FSDP t=${T_FSDP:-$T_2GPU} ;;
       tp) models=$MODELS_TP t=${T_TP:-$T_2GPU} ;;
       pp) models=$MODELS_PP t=${T_PP:-$T_2GPU} ;;
     esac
     t=$(box "$t")
+    # Each model gets an equal share of the box less ~10 s of torchrun's start-up (run 8's
+    # t / (n + 1) left TP's one model 25 of 50 s: building Qwen2.5-1.5B and micro-batch 1
+    # spent them, so micro-batch 8 was skipped with 8 s of the box unused); the suite writes
+    # its file after every configuration and starts none within 15 s of the box's end, so
+    # a box that is too short loses only what it did not reach.
+    n=$(tr ',' '\n' <<< "$models" | grep -c .)
     stamp "$m on 2 GPUs: $models"
     run "$t" torchrun --standalone --nproc_per_node=2 "$here/library_suite.py" --steps "$STEPS" --min-seconds "$MIN_SECONDS" \
       --mode $m --models "$models" --micro-batches "$MBS_2GPU" --vision-micro-batches "${VMBS_2GPU:-$MBS_2GPU,64}" \
-      --model-seconds $((t / 4)) --out "$res/suite_$m.json" 2>&1 | grep -v "^W1\|warn" | tail -40
+      --model-seconds $(((t - 10) / n)) --deadline-s $((t - 3)) --out "$res/suite_$m.json" 2>&1 | grep -v "^W1\|warn" | tail -40
     pack
   done
 fi

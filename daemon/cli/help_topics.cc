@@ -121,7 +121,7 @@ PresetsCommand::PresetsCommand(CLI::App& app) {
 int PresetsCommand::Run(const CliContext& context) const {
   nlohmann::json doc = {{"schema", "xdeep.presets/1"}, {"presets", nlohmann::json::array()}};
   if (!context.json) {
-    std::printf("%-12s %-12s %12s %14s %12s\n", "preset", "family", "parameters", "samples",
+    std::printf("%-16s %-12s %12s %14s %12s\n", "preset", "family", "parameters", "samples",
                 "batch");
   }
   for (const std::string& name : tuner::PresetWorkloadNames()) {
@@ -137,7 +137,7 @@ int PresetsCommand::Run(const CliContext& context) const {
                                 {"samples", w->samples},
                                 {"global_batch", w->reference_global_batch}});
     } else {
-      std::printf("%-12s %-12s %11.2fB %14.3g %12lld\n", name.c_str(), family,
+      std::printf("%-16s %-12s %11.2fB %14.3g %12lld\n", name.c_str(), family,
                   static_cast<double>(w->Parameters()) / 1e9, w->samples,
                   static_cast<long long>(w->reference_global_batch));
     }

@@ -9,11 +9,16 @@
 //
 // Method 9 writes the rest, raw, to the admission socket (daemon/admit_socket.h)
 // that the same service answers, as xdeep-admit's peer would: framing, size
-// limits and the AdmitRequest decoding behind SO_PEERCRED.
+// limits and the AdmitRequest decoding behind SO_PEERCRED. Method 10 does the
+// same on the client socket (daemon/client_socket.h) that srun's plugin and
+// xdeep-step-report ask: framing, the request kind and timeout, Tune and
+// Report decoding, the events streamed back.
 //
 // Properties checked: the daemon never crashes or leaks, and every refusal
 // carries a message (bad input gets one clear message); the admission socket
-// answers every connection with one frame.
+// answers every connection with one frame; the client socket answers every
+// connection with at least one frame, and a refusal (a frame with a status)
+// carries its reason and is the last.
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -28,7 +33,9 @@
 #include <string>
 
 #include "client/admit_wire.h"
+#include "client/socket_daemon_client.h"
 #include "daemon/admit_socket.h"
+#include "daemon/client_socket.h"
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
 #include "daemon/ledger.h"
@@ -92,10 +99,24 @@ class InProcessDaemon {
            return service->AdmitAs(c, request, response);
          }},
         std::chrono::seconds(5)));
+    client_path_ = std::string(dir) + "/xdeepd.sock.client";
+    client_ = std::move(*daemon::ClientSocket::Start(
+        client_path_,
+        {.tune = [service](const v1::TuneRequest& request,
+                           std::chrono::system_clock::time_point deadline,
+                           std::shared_ptr<daemon::TuneStream> stream,
+                           const std::string& peer) {
+           service->TuneTo(request, deadline, std::move(stream), peer);
+         },
+         .report = [service](const v1::ReportRequest& request, v1::ReportResponse* response) {
+           return service->ReportFrom(request, response);
+         }},
+        daemon::ClientSocket::Limits{}));
   }
 
   v1::Tuning::Stub& stub() { return *stub_; }
   const std::string& admit_path() const { return admit_path_; }
+  const std::string& client_path() const { return client_path_; }
 
  private:
   std::unique_ptr<daemon::Store> store_;
@@ -108,6 +129,8 @@ class InProcessDaemon {
   std::unique_ptr<v1::Tuning::Stub> stub_;
   std::string admit_path_;
   std::unique_ptr<daemon::AdmitSocket> admit_;
+  std::string client_path_;
+  std::unique_ptr<daemon::ClientSocket> client_;
 };
 
 void Expect(bool ok) {
@@ -133,10 +156,9 @@ void CallUnary(v1::Tuning::Stub& stub, Method method, const std::string& bytes) 
   CheckStatus((stub.*method)(&context, request, &response));
 }
 
-// Writes `bytes` to a fresh connection to the admission socket, closes the
-// sending side, and requires one answer: an AdmitResponse, or a refusal with
-// its reason.
-void AskAdmitSocket(const std::string& path, const std::string& bytes) {
+// A fresh connection to the socket at `path` that has sent `bytes` and
+// closed its sending side.
+int SendRaw(const std::string& path, const std::string& bytes) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   Expect(fd >= 0);
   sockaddr_un address{};
@@ -151,6 +173,12 @@ void AskAdmitSocket(const std::string& path, const std::string& bytes) {
     sent += static_cast<size_t>(n);
   }
   shutdown(fd, SHUT_WR);
+  return fd;
+}
+
+// The admission socket's one answer: an AdmitResponse, or a refusal with its reason.
+void AskAdmitSocket(const std::string& path, const std::string& bytes) {
+  const int fd = SendRaw(path, bytes);
   xdeep::client::AdmitFrame answer;
   std::string error;
   Expect(xdeep::client::ReadAdmitFrame(
@@ -164,6 +192,32 @@ void AskAdmitSocket(const std::string& path, const std::string& bytes) {
   close(fd);
 }
 
+// The client socket's answer: frames until the daemon closes; at least one,
+// and a refusal carries its reason and ends the answer.
+void AskClientSocket(const std::string& path, const std::string& bytes) {
+  const int fd = SendRaw(path, bytes);
+  int frames = 0;
+  bool refused = false;
+  for (;;) {
+    xdeep::client::AdmitFrame frame;
+    std::string error;
+    if (!xdeep::client::ReadAdmitFrame(
+            fd, std::chrono::steady_clock::now() + std::chrono::seconds(90), &frame, &error,
+            xdeep::client::kClientFrameMaxBytes)) {
+      Expect(error == xdeep::client::kFrameStreamEnded);
+      break;
+    }
+    Expect(!refused);
+    ++frames;
+    if (frame.status != 0) {
+      Expect(!frame.payload.empty());
+      refused = true;
+    }
+  }
+  Expect(frames > 0);
+  close(fd);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -172,7 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   v1::Tuning::Stub& stub = daemon->stub();
   using S = v1::Tuning::Stub;
-  switch (data[0] % 10) {
+  switch (data[0] % 11) {
     case 0: {
       v1::TuneRequest request;
       if (!request.ParseFromString(bytes)) return 0;
@@ -210,8 +264,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 8:
       CallUnary<v1::ForgetRunsRequest, v1::ForgetRunsResponse>(stub, &S::ForgetRuns, bytes);
       break;
-    default:
+    case 9:
       AskAdmitSocket(daemon->admit_path(), bytes);
+      break;
+    default:
+      AskClientSocket(daemon->client_path(), bytes);
       break;
   }
   return 0;

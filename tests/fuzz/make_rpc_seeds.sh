@@ -36,3 +36,19 @@ admit_frame() {  # admit_frame <file name> <text-format AdmitRequest>
 admit_frame admit_socket 'token: "abc" job_uid: 1000 partition: "gpu" nodes: 2 tres_per_node: "gres/gpu:4"'
 printf '\x09\x00\x00\x01\x00\x01' > "$out/admit_socket_oversize"   # a 64 KiB + 1 frame, refused unread
 printf '\x09\x00\x00\x00\x00\x40abc' > "$out/admit_socket_short"   # says 64 bytes, sends 3
+# Method 10: raw bytes to the client socket (client/socket_daemon_client.h):
+# request kind (1 Tune, 2 Report), big-endian length, then a big-endian
+# timeout in ms and the request.
+client_frame() {  # client_frame <file name> <kind byte> <message> <text-format request>
+  local payload
+  payload=$(mktemp)
+  { printf '\x00\x00\x0b\xb8'; printf '%s' "$4" |
+      protoc --encode="xdeep.v1.$3" -I "$proto" "$proto/xdeep/v1/tuning.proto"; } > "$payload"
+  local n
+  n=$(stat -c %s "$payload")
+  { printf "\\x0a\\x$2"; printf "$(printf '\\x%02x' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))"; cat "$payload"; } > "$out/$1"
+  rm -f "$payload"
+}
+client_frame client_socket_tune 01 TuneRequest 'mode: TUNE_MODE_ADVISE workload { preset: "gpt-125m" } partition: "gpu"'
+client_frame client_socket_report 02 ReportRequest 'decision_id: "x" launch_failed: true final: true'
+printf '\x0a\x07\x00\x00\x00\x04\x00\x00\x0b\xb8' > "$out/client_socket_unknown_kind"

@@ -11,7 +11,8 @@ cmake --install "$build" --prefix "$prefix" > /dev/null
 
 missing=0
 for f in bin/xdeep sbin/xdeepd bin/xdeep-probe lib/slurm/xdeep_spank.so \
-         lib/slurm/xdeep_spank_client.so lib/slurm/xdeep-step-report lib/xdeep/xdeep-admit \
+         lib/slurm/xdeep_spank_client.so lib/slurm/xdeep_spank_socket.so \
+         lib/slurm/xdeep-step-report lib/xdeep/xdeep-admit \
          lib/xdeep/xdeep-jobcomp.sh share/xdeep/python/pyproject.toml \
          share/xdeep/python/xdeep/__init__.py share/doc/xdeep/decision-file.md \
          share/xdeep/job_submit.lua share/man/man1/xdeep.1 share/man/man8/xdeepd.8 \

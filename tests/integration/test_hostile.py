@@ -235,6 +235,83 @@ class HostileUserTest(StackTest):
         self.assert_refused_at_submission(r, "no xdeep reservation")
         self.assertLess(waited, 2.5, "the check waited on Mallory's connections")
 
+    # The client socket (daemon/client_socket.h): srun's plugin asks there
+    # without gRPC; a request's MUNGE credential is still what names the caller.
+    CLIENT_ASK = (
+        "import socket, struct, subprocess, sys\n"
+        "def varint(n):\n"
+        "    out = b''\n"
+        "    while True:\n"
+        "        out += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)]); n >>= 7\n"
+        "        if not n: return out\n"
+        "def field(num, data): return varint(num << 3 | 2) + varint(len(data)) + data\n"
+        "def ask(cred, claimed_uid):\n"
+        "    req = field(1, cred) + field(4, field(2, b'gpt-125m'))\n"
+        "    req += varint(16 << 3) + varint(claimed_uid)  # TuneRequest.uid\n"
+        "    body = struct.pack('>I', 3000) + req\n"
+        "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        "    s.sendall(bytes([1]) + struct.pack('>I', len(body)) + body)\n"
+        "    data = b''\n"
+        "    while chunk := s.recv(65536): data += chunk\n"
+        "    events, end = 0, 'OK'\n"
+        "    while len(data) >= 5:\n"
+        "        status, n = data[0], struct.unpack('>I', data[1:5])[0]\n"
+        "        payload, data = data[5:5 + n], data[5 + n:]\n"
+        "        if status: end = f'ERR {status} {payload.decode(errors=\"replace\")}'\n"
+        "        else: events += 1\n"
+        "    print(end, events, flush=True)\n"
+        "cred = subprocess.run(['munge', '-n'], capture_output=True).stdout.strip()\n"
+        "claimed = int(sys.argv[2])\n"
+        "ask(cred, claimed); ask(cred, claimed); ask(b'', 0); ask(b'not a credential', 0)\n")
+
+    def test_client_socket_callers_are_who_munge_says(self):
+        """Mallory talks to the client socket herself, claiming Alice's uid in
+        the request: the decision is hers (her own credential), her credential
+        replayed is refused, and so are a missing and a made-up one."""
+        sock = os.path.join(STACK, "xdeepd.sock.client")
+        self.assertEqual(os.stat(sock).st_mode & 0o777, 0o666)
+        decided = r"event=tune\.decided user=(\S+) uid=(\d+)"
+        before = len(re.findall(decided, daemon_log()))
+        r = run(as_user(MALLORY, ["python3", "-c", self.CLIENT_ASK, sock, str(uid_of(ALICE))]))
+        self.assertEqual(r.rc, 0, r)
+        first, replayed, missing, made_up = r.out.splitlines()
+        self.assertRegex(first, r"^OK [1-9]")
+        self.assertRegex(replayed, r"^ERR 16 .*replayed")  # UNAUTHENTICATED
+        self.assertRegex(missing, r"^ERR 16 ")
+        self.assertRegex(made_up, r"^ERR 16 ")
+        self.assertEqual(re.findall(decided, daemon_log())[before:],
+                         [(MALLORY, str(uid_of(MALLORY)))])
+
+    def test_silent_client_socket_connections_cannot_stall_others(self):
+        """Mallory holds many connections to the client socket open and says
+        nothing: she holds only her own share, and Alice's tuned launch is
+        decided at once, not run untuned after the plugin's timeout."""
+        sock = os.path.join(STACK, "xdeepd.sock.client")
+        alice_decided = f"event=tune.decided user={ALICE}"
+        before = daemon_log().count(alice_decided)
+        hold = ("import socket, sys, time\n"
+                "conns = []\n"
+                "for _ in range(64):\n"
+                "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); conns.append(s)\n"
+                "print('holding', flush=True)\n"
+                "time.sleep(30)\n")
+        holder = subprocess.Popen(as_user(MALLORY, ["python3", "-c", hold, sock]),
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "holding")
+            t0 = time.monotonic()
+            r = run(as_user(ALICE, ["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", "-N1",
+                                    "true"]))
+            waited = time.monotonic() - t0
+        finally:
+            holder.kill()
+            holder.wait()
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("unavailable", r.err, r)
+        self.assertEqual(daemon_log().count(alice_decided), before + 1)
+        self.assertLess(waited, 2.5, "Alice's launch waited on Mallory's connections")
+        self.assertIn("event=client_socket.busy uid=" + str(uid_of(MALLORY)), daemon_log())
+
     def reserve_as(self, user):
         """A strict reservation made through the daemon as `user` (one Tune, as
         srun's plugin makes it), with the token a user could capture."""

@@ -154,5 +154,60 @@ TEST(PipelineEngineTest, TiedPairReducesItsGradientsAcrossStages) {
   EXPECT_EQ(EstimateStepTime(tied, hw, c).exposed_comm_s, 0);
 }
 
+// The embedding and the head counted as one block each in the split
+// ([model] pipeline_ends_as_layers): 22 blocks + 2 over 4 stages puts 5 blocks
+// on the first and last stage and 6 on the others, where an even split of 24
+// blocks puts 6 on every stage and the head on top of the last.
+Workload EndsAsLayers(int blocks, bool ends) {
+  Workload w = testing::MegatronGpt("gpt-ends", blocks, 4096, 32, 2048);
+  w.settings.pipeline_ends_as_layers = ends;
+  BuildTransformerLayers(w);
+  w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
+  w.max_micro_batch = 4;
+  return w;
+}
+
+TEST(PipelineEngineTest, EndsCountedAsLayersTakeABlockOffTheFirstAndLastStage) {
+  const Workload ends = EndsAsLayers(22, true), even = EndsAsLayers(24, false);
+  const Configuration c = Layout(4);
+  EXPECT_EQ(StructuralProblem(ends, c), "");
+  EXPECT_NE(StructuralProblem(EndsAsLayers(22, false), c).find("must divide"), std::string::npos);
+  Configuration odd = c;
+  odd.schedule = PipelineSchedule::kInterleaved;
+  odd.virtual_stages = 3;  // 4 x 3 divides 22 + 2, not 22
+  EXPECT_EQ(StructuralProblem(ends, odd), "");
+  odd.virtual_stages = 5;
+  EXPECT_NE(StructuralProblem(ends, odd).find("embedding + head"), std::string::npos);
+
+  const HardwareProfile hw = A100();
+  StrategyModel with_ends(ends, hw), with_even(even, hw);
+  // Middle stages hold 6 blocks either way; the even split's last stage
+  // holds 6 and the head, the balanced one 5 and the head.
+  EXPECT_LT(with_ends.Time(c).per_micro_batch_s, with_even.Time(c).per_micro_batch_s);
+  // The first stage holds the most micro-batches in flight: 5 blocks there
+  // instead of 6.
+  EXPECT_LT(with_ends.Memory(c).activations, with_even.Memory(c).activations);
+
+  // The search offers the depths that divide blocks + 2.
+  Workload forced = ends;
+  forced.parallel.pp = 4;
+  SearchLimits limits;
+  limits.objective = Objective::kTime;
+  limits.max_nodes = 8;
+  limits.max_total_gpus = 64;
+  auto res = Search(forced, hw, limits);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->best.config.pp, 4);
+
+  auto parsed = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_ends_as_layers = true\n", "w.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->settings.pipeline_ends_as_layers);
+  auto wrong = ParseWorkloadToml(
+      "[model]\nfamily = \"cnn\"\narch = \"resnet50\"\npipeline_ends_as_layers = true\n", "w.toml");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("pipeline_ends_as_layers"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace xdeep::tuner

@@ -97,8 +97,10 @@ TEST(WorkloadTest, Vgg16AndResNetsKnownSizes) {
     const char* name;
     double params;
   };
+  // torchvision's num_parameters() of each.
   for (Case c : {Case{"vgg16", 138357544}, Case{"resnet18", 11689512}, Case{"resnet101", 44549160},
-                 Case{"resnet152", 60192808}}) {
+                 Case{"resnet152", 60192808}, Case{"wide_resnet50_2", 68883240},
+                 Case{"wide_resnet101_2", 126886696}}) {
     auto w = PresetWorkload(c.name);
     ASSERT_TRUE(w.ok()) << c.name;
     EXPECT_NEAR(static_cast<double>(w->Parameters()), c.params, c.params * 0.001) << c.name;
