@@ -1,31 +1,42 @@
-// Why the CUDA layer norm twin ran 5.8 % below the Kokkos layer norm at 1 GiB per array
-// on H100 and 1.9 % at 256 MiB (issue 26, bench/kokkos/data/2026-11-27_h100x1_run9): the
-// probe's two kernels and forms of the twin that each change one thing, on two kinds of
-// buffer, at several sizes, in interleaved rounds, all timed the same two ways.
-//   layer_norm_study [--row-length 4096] [--sizes 256,512,1024] [--rounds 3] > study.csv
-// Forms:
-//   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers)
-//   kokkos_bounds6    the same with LaunchBounds<256, 6> (6 teams per SM, as the twin)
-//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (39 registers, 6 blocks
-//                     per SM; capped at 5 in run 11 only)
-//   twin_copy         the twin's code compiled here, one block per row (must match cuda_twin)
-//   twin_int32        the same with 32-bit packet indices, as the Kokkos kernel has
-//   twin_resident4/5/6  the same with SMs x 4/5/6 blocks, each looping over rows: how
-//                     many rows are resident per SM, at one register count
-//   twin_l1_small     one block per row with 40 KiB of unused shared memory per block,
-//                     which leaves 5 resident and little L1: do passes 2-3 need L1?
-//   twin_blocks6/5/4  one block per row, at most 6 / 5 / 4 resident per SM with L1 kept
-//                     (16 KiB carveout, ResidencySharedBytes; in run 11 cuda_twin was
-//                     capped at 5 this way: no change)
-//   twin_plain        no __restrict__ and plain loads (x, gamma, beta), as the Kokkos kernel
-//   twin_tree         the twin's loads, Kokkos' kind of team reduction (shared tree)
-//   twin_plain_tree   both
+// Which form of the CUDA layer norm twin is the fastest for its access pattern, and why the
+// probe's twin ran 4-6 % below the Kokkos layer norm at 1 GiB per array on H100 (issue 26,
+// bench/kokkos/data/2026-11-27_h100x1_run9..12). Runs 10-12 ruled out the buffers, the
+// clock, the size, the read-only path, plain loads without __restrict__ and Kokkos' kind of
+// team reduction; the SASS of the two kernels (README.md) differs only in the load flavour
+// (the twin's __ldca is LDG.E.128.STRONG.SM, Kokkos' plain load LDG.E.128), the reduction,
+// Kokkos' block shape (1 x 256) and prologue, and the resident blocks per SM (5 against 6).
+// This study tries each of those, and other shapes of the same access pattern (threads per
+// row x 16-byte loads in flight per thread), and counts how many blocks each form really
+// keeps resident per SM.
+//   layer_norm_study [--row-length 4096] [--sizes 256,512,1024] [--rounds 3]
+//                    [--forms name,name,...] > study.csv
+// (--forms: only these forms, e.g. for a profiler run over a few kernels.)
+// Forms (every twin form: one block per row, three passes, rows checked):
+//   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers, 5 per SM)
+//   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (profiler/cuda/kernels.cu;
+//                     256 threads x 4 loads up to run 13, 512 x 2 from run 14)
+//   twin_copy         the twin's code up to run 13 compiled here (256 x 4; matched cuda_twin)
+//   twin_weak         plain weak loads (ld.global, Kokkos' LDG.E.128) instead of __ldca
+//   twin_stcs         y written with streaming stores (st.global.cs)
+//   twin_weak_stcs    both
+//   twin_blocks5/4/3  at most 5 / 4 / 3 resident per SM, L1 kept (16 KiB carveout)
+//   twin_as_kokkos    Kokkos' form in CUDA: weak loads, a 1 x 256 block, 32-bit indices, a
+//                     shared tree reduction in 8 x (256 + 2) bytes of dynamic shared memory,
+//                     a barrier at block start
+//   twin_as_kokkos5   the same held to 5 per SM, as the Kokkos kernel's registers hold it
+//   twin_as_kokkos_ca / _xblock / _int64 / _shuffle / _nostart   twin_as_kokkos less one
+//                     part: __ldca loads, a T x 1 block, 64-bit indices, the twin's shuffle
+//                     reduction, no start barrier
+//   twin_t128u8 / t128u4 / t512u2 / t1024u1   other shapes: threads per block x loads in
+//                     flight per thread (t1024u1: every packet of the row in one load each)
 // Buffers: cuda_malloc (y, x, gamma, beta in that order, as the CUDA probe allocates
 // them) and kokkos_view (Kokkos::Views, as the Kokkos probe allocates them).
 // Timing: CUDA events around a batch of ~2 ms on Kokkos' stream (the CUDA probe's clock)
 // and the host clock from before the first launch to after Kokkos::fence() (the Kokkos
 // probe's clock), 11 batches, medians. Data check: rows 0, middle and last against a
-// double-precision host layer norm.
+// double-precision host layer norm. Residency: one more launch of each twin form built with
+// counters (per SM, blocks entered minus left), outside the timed batches; the CSV gives
+// the largest count over SMs and its mean over SMs.
 // Built by bench/kokkos/build_studies.sh; run by bench/kokkos/run_device.sh.
 #include <Kokkos_Core.hpp>
 #include <algorithm>
@@ -34,6 +45,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "profiler/cuda/kernels.h"
@@ -44,15 +56,17 @@ namespace {
 namespace rows = xdeep::profiler::kokkos::rows;
 using Exec = Kokkos::DefaultExecutionSpace;
 constexpr float kEps = xdeep::profiler::kokkos::kLayerNormEps;
-constexpr int kThreads = 256, U = 4;
+constexpr int kMaxSms = 1024;  // counters per SM (H100 has 132, H200 132)
 
-// profiler/cuda/kernels.cu's BlockReduce (sum), for the twin forms below.
-__device__ float BlockSum(float v, float* shared) {
+// profiler/cuda/kernels.cu's BlockReduce (sum) for a block of T threads ranked `rank`
+// (run 13's twin_as_kokkos_shuffle read threadIdx.x in a 1 x T block: its check failed).
+template <int T>
+__device__ float BlockSum(float v, float* shared, int rank) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = rank / 32, lane = rank % 32;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  v = lane < static_cast<int>(blockDim.x / 32) ? shared[lane] : 0.f;
+  v = lane < T / 32 ? shared[lane] : 0.f;
   if (warp == 0) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane == 0) shared[0] = v;
@@ -63,14 +77,14 @@ __device__ float BlockSum(float v, float* shared) {
   return v;
 }
 
-// A block sum as Kokkos' team reduction does it for 256 single-lane members: a slot per
-// thread in shared memory (Kokkos reserves team_size + 2 of them) and a tree with a
-// barrier per level (the Kokkos layer norm's PTX has 20 bar.sync against the twin's 6).
-__device__ float TreeSum(float v, float* tree) {
-  tree[threadIdx.x] = v;
+// A block sum as Kokkos' team reduction does it for single-lane members: a slot per
+// thread in shared memory and a tree with a barrier per level.
+template <int T>
+__device__ float TreeSum(float v, float* tree, int rank) {
+  tree[rank] = v;
   __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) tree[threadIdx.x] += tree[threadIdx.x + half];
+  for (int half = T / 2; half > 0; half /= 2) {
+    if (rank < half) tree[rank] += tree[rank + half];
     __syncthreads();
   }
   v = tree[0];
@@ -78,21 +92,80 @@ __device__ float TreeSum(float v, float* tree) {
   return v;
 }
 
-// The twin's row: profiler/cuda/kernels.cu's LayerNormRowsKernel body, with the index
-// type as a parameter; kPlain: plain loads (no __ldca), as the Kokkos kernel's; kTree:
-// TreeSum instead of the twin's shuffle reduction.
-template <class Index, bool kPlain = false, bool kTree = false>
-__device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const float4* b4,
-                        Index n, float cols, float* shared) {
-  const Index s = (n + U - 1) / U;
-  auto load = [](const float4* p) { return kPlain ? *p : __ldca(p); };
-  auto group = [&](Index k, float4 (&v)[U]) {
+// ld.global without a cache operator: the weak LDG.E.128 the Kokkos kernel's loads compile
+// to (__ldca gives LDG.E.128.STRONG.SM, a const __restrict__ dereference LDG.E.128.CONSTANT).
+__device__ __forceinline__ float4 LoadWeak(const float4* p) {
+  float4 v;
+  asm("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "l"(p));
+  return v;
+}
+
+enum class Load { kCa, kWeak };
+
+// The parts of the Kokkos kernel's shape, each a bit of a form's `Shape`.
+constexpr unsigned kYBlock = 1;  // a 1 x T block, the rank in threadIdx.y
+constexpr unsigned kInt32 = 2;   // 32-bit packet indices
+constexpr unsigned kTree = 4;    // tree reduction in 8 x (T + 2) bytes of dynamic shared memory
+constexpr unsigned kStartBarrier = 8;  // a barrier before the first load (Kokkos' team start)
+constexpr unsigned kKokkosShape = kYBlock | kInt32 | kTree | kStartBarrier;
+
+__device__ __forceinline__ unsigned SmId() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// One block per row of a twin form: T threads, U 16-byte loads in flight per thread
+// (thread k takes packets k, k + s, ... with s = ceil(packets / U), as the probe's twin),
+// loads L, streaming stores or not, and the parts of the Kokkos kernel's shape in `Shape`.
+// Non-null `counters`: count resident blocks per SM in counters[0, kMaxSms) and keep each
+// SM's peak in counters[kMaxSms, 2 kMaxSms) (a run-time switch, so that the timed and the
+// counted launch are one kernel with one register count: a compile-time one cost 15
+// registers). The packet loops stride by the block's size read at run time, as the
+// probe's twin does (a compile-time stride let nvcc peel a trip and doubled the loads).
+// `Tag` makes a separate kernel (its carveout is its own).
+template <int T, int U, Load L, bool kStream, unsigned Shape, int Tag>
+__global__ void TwinRows(float* __restrict__ y, const float* __restrict__ x,
+                         const float* __restrict__ gamma, const float* __restrict__ beta,
+                         int64_t cols, int* counters) {
+  using Index = std::conditional_t<(Shape & kInt32) != 0, int, int64_t>;
+  extern __shared__ float tree[];
+  __shared__ float warp_sums[32];
+  constexpr bool kY = (Shape & kYBlock) != 0;
+  const int rank = kY ? threadIdx.y : threadIdx.x;
+  const int stride = kY ? blockDim.y : blockDim.x;
+  if (counters && rank == 0) {
+    const unsigned sm = SmId();
+    atomicMax(&counters[kMaxSms + sm], atomicAdd(&counters[sm], 1) + 1);
+  }
+  if constexpr ((Shape & kStartBarrier) != 0) __syncthreads();
+  const Index n = static_cast<Index>(cols / 4), s = (n + U - 1) / U;
+  const auto* xr = reinterpret_cast<const float4*>(x) + blockIdx.x * (cols / 4);
+  auto* yr = reinterpret_cast<float4*>(y) + blockIdx.x * (cols / 4);
+  const auto* g4 = reinterpret_cast<const float4*>(gamma);
+  const auto* b4 = reinterpret_cast<const float4*>(beta);
+  auto load = [](const float4* p) {
+    if constexpr (L == Load::kCa) {
+      return __ldca(p);
+    } else {
+      return LoadWeak(p);
+    }
+  };
+  auto group = [&](Index k, float4(&v)[U]) {
 #pragma unroll
     for (int q = 0; q < U; ++q) v[q] = load(xr + (k + q * s < n ? k + q * s : k));
   };
-  auto reduce = [&](float v) { return kTree ? TreeSum(v, shared) : BlockSum(v, shared); };
+  auto reduce = [&](float v) {
+    if constexpr ((Shape & kTree) != 0) {
+      return TreeSum<T>(v, tree, rank);
+    } else {
+      return BlockSum<T>(v, warp_sums, rank);
+    }
+  };
   float sum = 0.f;
-  for (Index k = threadIdx.x; k < s; k += blockDim.x) {
+  for (Index k = rank; k < s; k += stride) {
     float4 v[U];
     group(k, v);
 #pragma unroll
@@ -100,9 +173,9 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
       if (k + q * s < n) sum += v[q].x + v[q].y + v[q].z + v[q].w;
     }
   }
-  const float mean = reduce(sum) / cols;
+  const float mean = reduce(sum) / static_cast<float>(cols);
   float sq = 0.f;
-  for (Index k = threadIdx.x; k < s; k += blockDim.x) {
+  for (Index k = rank; k < s; k += stride) {
     float4 v[U];
     group(k, v);
 #pragma unroll
@@ -111,8 +184,8 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
       if (k + q * s < n) sq += a * a + b * b + c * c + d * d;
     }
   }
-  const float rstd = rsqrtf(reduce(sq) / cols + kEps);
-  for (Index k = threadIdx.x; k < s; k += blockDim.x) {
+  const float rstd = rsqrtf(reduce(sq) / static_cast<float>(cols) + kEps);
+  for (Index k = rank; k < s; k += stride) {
     float4 v[U];
     group(k, v);
 #pragma unroll
@@ -120,91 +193,28 @@ __device__ void TwinRow(float4* yr, const float4* xr, const float4* g4, const fl
       const Index j = k + q * s;
       if (j < n) {
         const float4 g = load(g4 + j), b = load(b4 + j);
-        yr[j] = make_float4((v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
-                            (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w);
+        const float4 out =
+            make_float4((v[q].x - mean) * rstd * g.x + b.x, (v[q].y - mean) * rstd * g.y + b.y,
+                        (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w);
+        if constexpr (kStream) {
+          __stcs(yr + j, out);
+        } else {
+          yr[j] = out;
+        }
       }
     }
   }
-}
-
-// Block b takes rows b, b + gridDim.x, ...: one row with a grid of `rows` blocks. `Tag`
-// makes a separate kernel, whose shared-memory carveout is its own.
-template <class Index, int Tag = 0>
-__global__ void TwinRows(float* __restrict__ y, const float* __restrict__ x,
-                         const float* __restrict__ gamma, const float* __restrict__ beta,
-                         int64_t rows, int64_t cols) {
-  __shared__ float shared[32];
-  const int64_t n = cols / 4;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    TwinRow<Index>(reinterpret_cast<float4*>(y) + r * n, reinterpret_cast<const float4*>(x) + r * n,
-                   reinterpret_cast<const float4*>(gamma), reinterpret_cast<const float4*>(beta),
-                   static_cast<Index>(n), static_cast<float>(cols), shared);
+  if (counters) {  // a block stays on its SM: read the id again rather than keep it
+    __syncthreads();
+    if (rank == 0) atomicSub(&counters[SmId()], 1);
   }
 }
-
-// One block per row with pointers as the Kokkos kernel has them (no __restrict__) and
-// the choices of TwinRow; 256 threads.
-template <bool kPlain, bool kTree>
-__global__ void TwinRowsAsKokkos(float* y, const float* x, const float* gamma, const float* beta,
-                                 int64_t cols) {
-  __shared__ float shared[256];
-  const int64_t n = cols / 4;
-  TwinRow<int64_t, kPlain, kTree>(
-      reinterpret_cast<float4*>(y) + blockIdx.x * n, reinterpret_cast<const float4*>(x) + blockIdx.x * n,
-      reinterpret_cast<const float4*>(gamma), reinterpret_cast<const float4*>(beta), n,
-      static_cast<float>(cols), shared);
-}
-
-enum class Form {
-  kKokkos,
-  kKokkosBounds6,
-  kCudaTwin,
-  kTwinCopy,
-  kTwinInt32,
-  kTwinResident4,
-  kTwinResident5,
-  kTwinResident6,
-  kTwinL1Small,
-  kTwinBlocks6,
-  kTwinBlocks5,
-  kTwinBlocks4,
-  kTwinPlain,
-  kTwinTree,
-  kTwinPlainTree
-};
-constexpr Form kForms[] = {Form::kKokkos,        Form::kKokkosBounds6, Form::kCudaTwin,
-                           Form::kTwinCopy,      Form::kTwinInt32,     Form::kTwinResident4,
-                           Form::kTwinResident5, Form::kTwinResident6, Form::kTwinL1Small,
-                           Form::kTwinBlocks6,   Form::kTwinBlocks5,   Form::kTwinBlocks4,
-                           Form::kTwinPlain,     Form::kTwinTree,      Form::kTwinPlainTree};
-const char* Name(Form f) {
-  switch (f) {
-    case Form::kKokkos: return "kokkos_probe";
-    case Form::kKokkosBounds6: return "kokkos_bounds6";
-    case Form::kCudaTwin: return "cuda_twin";
-    case Form::kTwinCopy: return "twin_copy";
-    case Form::kTwinInt32: return "twin_int32";
-    case Form::kTwinResident4: return "twin_resident4";
-    case Form::kTwinResident5: return "twin_resident5";
-    case Form::kTwinResident6: return "twin_resident6";
-    case Form::kTwinL1Small: return "twin_l1_small";
-    case Form::kTwinBlocks6: return "twin_blocks6";
-    case Form::kTwinBlocks5: return "twin_blocks5";
-    case Form::kTwinBlocks4: return "twin_blocks4";
-    case Form::kTwinPlain: return "twin_plain";
-    case Form::kTwinTree: return "twin_tree";
-    case Form::kTwinPlainTree: return "twin_plain_tree";
-  }
-  return "?";
-}
-constexpr int kL1SmallShared = 40 << 10;
 
 // Caps `kernel` at `blocks_per_sm` resident blocks per SM without taking L1 away: sets
 // its shared-memory carveout to 16 KiB and returns the dynamic shared memory (bytes,
-// unused by the kernel) each launch must ask for so that one block more does not fit;
-// 0 where the attributes cannot be read. (The probe's twin had this cap in run 11 only:
-// it changed nothing.)
-int ResidencySharedBytes(const void* kernel, int blocks_per_sm) {
+// unused by the kernel beyond `needed`) each launch must ask for so that one block more
+// does not fit; `needed` where the attributes cannot be read.
+int ResidencySharedBytes(const void* kernel, int blocks_per_sm, int needed) {
   constexpr int kCarveoutBytes = 16 << 10, kGranule = 128;
   int dev = 0, per_sm = 0, reserved = 0;
   cudaFuncAttributes attr{};
@@ -215,7 +225,7 @@ int ResidencySharedBytes(const void* kernel, int blocks_per_sm) {
           cudaSuccess ||
       cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || per_sm <= 0) {
     cudaGetLastError();  // leave no error behind for the launch to report
-    return 0;
+    return needed;
   }
   // Percent rounded down (the driver rounds up to a size it supports); the block's share
   // rounded down to the allocation granule, so `blocks_per_sm` fit either way.
@@ -223,119 +233,113 @@ int ResidencySharedBytes(const void* kernel, int blocks_per_sm) {
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) !=
       cudaSuccess) {
     cudaGetLastError();
-    return 0;
+    return needed;
   }
   const int share = kCarveoutBytes / blocks_per_sm / kGranule * kGranule;
-  return std::max(0, share - reserved - static_cast<int>(attr.sharedSizeBytes));
+  return std::max(needed, share - reserved - static_cast<int>(attr.sharedSizeBytes));
 }
 
-// twin_blocks6 / 5 / 4: one block per row, capped at 6 / 5 / 4 per SM with a 16 KiB
-// carveout (ResidencySharedBytes, as the probe's twin in run 11), each its own kernel.
-template <int Blocks>
-int BlocksShared() {
-  static const int shared = ResidencySharedBytes(
-      reinterpret_cast<const void*>(&TwinRows<int64_t, Blocks>), Blocks);
-  return shared;
-}
-template <int Blocks>
-void LaunchBlocks(float* y, const float* x, const float* g, const float* b, int64_t nrows,
-                  int64_t cols, cudaStream_t stream) {
-  TwinRows<int64_t, Blocks><<<static_cast<unsigned>(nrows), kThreads, BlocksShared<Blocks>(),
-                              stream>>>(y, x, g, b, nrows, cols);
-}
+struct Buffers {
+  float *y, *x, *g, *b;
+};
 
-int Sms() {
-  int dev = 0, sms = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  return sms;
-}
-
-// Registers and resident blocks per SM of the forms compiled here (-1: not known here;
-// the Kokkos kernels' registers come from -Xptxas -v at build time).
-void Occupancy(Form f, int* regs, int* blocks) {
-  *regs = *blocks = -1;
-  const void* k = nullptr;
-  int smem = 0;
-  switch (f) {
-    case Form::kTwinInt32: k = reinterpret_cast<const void*>(&TwinRows<int>); break;
-    case Form::kTwinL1Small: smem = kL1SmallShared; [[fallthrough]];
-    case Form::kTwinCopy:
-    case Form::kTwinResident4:
-    case Form::kTwinResident5:
-    case Form::kTwinResident6: k = reinterpret_cast<const void*>(&TwinRows<int64_t>); break;
-    case Form::kTwinBlocks6:
-      k = reinterpret_cast<const void*>(&TwinRows<int64_t, 6>);
-      smem = BlocksShared<6>();
-      break;
-    case Form::kTwinBlocks5:
-      k = reinterpret_cast<const void*>(&TwinRows<int64_t, 5>);
-      smem = BlocksShared<5>();
-      break;
-    case Form::kTwinBlocks4:
-      k = reinterpret_cast<const void*>(&TwinRows<int64_t, 4>);
-      smem = BlocksShared<4>();
-      break;
-    case Form::kTwinPlain: k = reinterpret_cast<const void*>(&TwinRowsAsKokkos<true, false>); break;
-    case Form::kTwinTree: k = reinterpret_cast<const void*>(&TwinRowsAsKokkos<false, true>); break;
-    case Form::kTwinPlainTree:
-      k = reinterpret_cast<const void*>(&TwinRowsAsKokkos<true, true>);
-      break;
-    default: return;
+// A twin form: its kernel, launch shape and residency cap (0: none).
+template <int T, int U, Load L, bool kStream, unsigned Shape = 0, int Cap = 0>
+struct Twin {
+  static constexpr auto kKernel = &TwinRows<T, U, L, kStream, Shape, Cap>;
+  // Dynamic shared memory per launch: Kokkos' reduction space (8 bytes per member + 2, as
+  // Kokkos' team ParallelFor reserves), raised to hold the cap where there is one.
+  static int Shared() {
+    constexpr int kNeeded = (Shape & kTree) != 0 ? 8 * (T + 2) : 0;
+    static const int bytes =
+        Cap ? ResidencySharedBytes(reinterpret_cast<const void*>(kKernel), Cap, kNeeded) : kNeeded;
+    return bytes;
   }
-  cudaFuncAttributes a{};
-  if (cudaFuncGetAttributes(&a, k) == cudaSuccess) *regs = a.numRegs;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, kThreads, smem);
-}
-
-void Launch(Form f, float* y, const float* x, const float* g, const float* b, int64_t nrows,
-            int64_t cols, cudaStream_t stream) {
-  using F4 = rows::F4;
-  static const int sms = Sms();
-  const auto grid = static_cast<unsigned>(nrows);
-  switch (f) {
-    case Form::kKokkos:
-      rows::LayerNorm<Exec>(reinterpret_cast<F4*>(y), reinterpret_cast<const F4*>(x),
-                            reinterpret_cast<const F4*>(g), reinterpret_cast<const F4*>(b), nrows,
-                            cols / 4);
-      break;
-    case Form::kKokkosBounds6:
-      rows::LayerNorm<Exec, Kokkos::LaunchBounds<256, 6>>(
-          reinterpret_cast<F4*>(y), reinterpret_cast<const F4*>(x), reinterpret_cast<const F4*>(g),
-          reinterpret_cast<const F4*>(b), nrows, cols / 4);
-      break;
-    case Form::kCudaTwin:
-      xdeep::profiler::cuda::LaunchLayerNormRows(y, x, g, b, nrows, cols, kEps, stream);
-      break;
-    case Form::kTwinCopy:
-      TwinRows<int64_t><<<grid, kThreads, 0, stream>>>(y, x, g, b, nrows, cols);
-      break;
-    case Form::kTwinInt32:
-      TwinRows<int><<<grid, kThreads, 0, stream>>>(y, x, g, b, nrows, cols);
-      break;
-    case Form::kTwinResident4:
-    case Form::kTwinResident5:
-    case Form::kTwinResident6: {
-      const int per_sm = f == Form::kTwinResident4 ? 4 : f == Form::kTwinResident5 ? 5 : 6;
-      TwinRows<int64_t><<<sms * per_sm, kThreads, 0, stream>>>(y, x, g, b, nrows, cols);
-      break;
+  static void Launch(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t stream,
+                     int* counters) {
+    const dim3 block = (Shape & kYBlock) != 0 ? dim3(1, T) : dim3(T);
+    kKernel<<<static_cast<unsigned>(nrows), block, Shared(), stream>>>(b.y, b.x, b.g, b.b, cols,
+                                                                       counters);
+  }
+  // Registers and resident blocks per SM by the occupancy API.
+  static void Occupancy(int* regs, int* blocks) {
+    cudaFuncAttributes a{};
+    if (cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kKernel)) == cudaSuccess) {
+      *regs = a.numRegs;
     }
-    case Form::kTwinL1Small:
-      TwinRows<int64_t><<<grid, kThreads, kL1SmallShared, stream>>>(y, x, g, b, nrows, cols);
-      break;
-    case Form::kTwinBlocks6: LaunchBlocks<6>(y, x, g, b, nrows, cols, stream); break;
-    case Form::kTwinBlocks5: LaunchBlocks<5>(y, x, g, b, nrows, cols, stream); break;
-    case Form::kTwinBlocks4: LaunchBlocks<4>(y, x, g, b, nrows, cols, stream); break;
-    case Form::kTwinPlain:
-      TwinRowsAsKokkos<true, false><<<grid, kThreads, 0, stream>>>(y, x, g, b, cols);
-      break;
-    case Form::kTwinTree:
-      TwinRowsAsKokkos<false, true><<<grid, kThreads, 0, stream>>>(y, x, g, b, cols);
-      break;
-    case Form::kTwinPlainTree:
-      TwinRowsAsKokkos<true, true><<<grid, kThreads, 0, stream>>>(y, x, g, b, cols);
-      break;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kKernel, T, Shared());
   }
+};
+
+void LaunchKokkos(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t, int*) {
+  using F4 = rows::F4;
+  rows::LayerNorm<Exec>(reinterpret_cast<F4*>(b.y), reinterpret_cast<const F4*>(b.x),
+                        reinterpret_cast<const F4*>(b.g), reinterpret_cast<const F4*>(b.b), nrows,
+                        cols / 4);
+}
+
+void LaunchCudaTwin(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t stream, int*) {
+  xdeep::profiler::cuda::LaunchLayerNormRows(b.y, b.x, b.g, b.b, nrows, cols, kEps, stream);
+}
+
+struct Form {
+  const char* name;
+  void (*launch)(const Buffers&, int64_t, int64_t, cudaStream_t, int*);
+  void (*occupancy)(int*, int*);  // null: not known here (the probe's own kernels)
+  bool counted;                   // has a counting build (the twin forms compiled here)
+};
+
+constexpr Load kCa = Load::kCa, kWeak = Load::kWeak;
+template <class F>
+constexpr Form TwinForm(const char* name) {
+  return {name, &F::Launch, &F::Occupancy, true};
+}
+const Form kForms[] = {
+    {"kokkos_probe", &LaunchKokkos, nullptr, false},
+    {"cuda_twin", &LaunchCudaTwin, nullptr, false},
+    TwinForm<Twin<256, 4, kCa, false, false>>("twin_copy"),
+    TwinForm<Twin<256, 4, kWeak, false, false>>("twin_weak"),
+    TwinForm<Twin<256, 4, kCa, true, false>>("twin_stcs"),
+    TwinForm<Twin<256, 4, kWeak, true, false>>("twin_weak_stcs"),
+    TwinForm<Twin<256, 4, kCa, false, false, 5>>("twin_blocks5"),
+    TwinForm<Twin<256, 4, kCa, false, false, 4>>("twin_blocks4"),
+    TwinForm<Twin<256, 4, kCa, false, false, 3>>("twin_blocks3"),
+    TwinForm<Twin<256, 4, kWeak, false, kKokkosShape>>("twin_as_kokkos"),
+    TwinForm<Twin<256, 4, kWeak, false, kKokkosShape, 5>>("twin_as_kokkos5"),
+    TwinForm<Twin<256, 4, kCa, false, kKokkosShape>>("twin_as_kokkos_ca"),
+    TwinForm<Twin<256, 4, kWeak, false, kKokkosShape & ~kYBlock>>("twin_as_kokkos_xblock"),
+    TwinForm<Twin<256, 4, kWeak, false, kKokkosShape & ~kInt32>>("twin_as_kokkos_int64"),
+    TwinForm<Twin<256, 4, kWeak, false, kKokkosShape & ~kTree>>("twin_as_kokkos_shuffle"),
+    TwinForm<Twin<256, 4, kWeak, false, kKokkosShape & ~kStartBarrier>>("twin_as_kokkos_nostart"),
+    TwinForm<Twin<128, 8, kCa, false, false>>("twin_t128u8"),
+    TwinForm<Twin<128, 4, kCa, false, false>>("twin_t128u4"),
+    TwinForm<Twin<512, 2, kCa, false, false>>("twin_t512u2"),
+    TwinForm<Twin<1024, 1, kCa, false, false>>("twin_t1024u1"),
+};
+
+// Peak resident blocks per SM of one counted launch: the largest over SMs and the mean
+// over the SMs that ran a block.
+void Residency(const Form& f, const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t stream,
+               int* counters, int* peak_max, double* peak_mean) {
+  *peak_max = -1;
+  *peak_mean = -1;
+  if (!f.counted) return;
+  cudaMemsetAsync(counters, 0, 2 * kMaxSms * sizeof(int), stream);
+  f.launch(b, nrows, cols, stream, counters);
+  std::vector<int> host(2 * kMaxSms);
+  cudaStreamSynchronize(stream);
+  if (cudaMemcpy(host.data(), counters, host.size() * sizeof(int), cudaMemcpyDeviceToHost) !=
+      cudaSuccess) {
+    return;
+  }
+  int used = 0, total = 0;
+  *peak_max = 0;
+  for (int sm = 0; sm < kMaxSms; ++sm) {
+    const int p = host[kMaxSms + sm];
+    if (p > 0) ++used, total += p;
+    *peak_max = std::max(*peak_max, p);
+  }
+  *peak_mean = used ? static_cast<double>(total) / used : 0;
 }
 
 void FillPattern(float* p, int64_t n, int salt) {
@@ -362,7 +366,8 @@ bool RowsMatch(const float* y, const float* x, const float* g, const float* b, i
     const double rstd = 1 / std::sqrt(var / cols + kEps);
     for (int64_t j = 0; j < cols; ++j) {
       const double want = (hx[j] - mean) * rstd * hg[j] + hb[j];
-      if (!std::isfinite(hy[j]) || std::abs(hy[j] - want) > 1e-4 * (std::abs(want) + 1)) return false;
+      if (!std::isfinite(hy[j]) || std::abs(hy[j] - want) > 1e-4 * (std::abs(want) + 1))
+        return false;
     }
   }
   return true;
@@ -384,9 +389,25 @@ std::vector<int64_t> ParseSizes(const char* s) {
   return out;
 }
 
-struct Buffers {
-  float *y, *x, *g, *b;
-};
+// The forms named in a comma-separated list; empty (after a message) if one is unknown.
+std::vector<const Form*> ParseForms(const std::string& list) {
+  std::vector<const Form*> out;
+  for (size_t begin = 0; begin <= list.size();) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string name = list.substr(begin, end - begin);
+    const auto it = std::find_if(std::begin(kForms), std::end(kForms),
+                                 [&](const Form& f) { return name == f.name; });
+    if (it == std::end(kForms)) {
+      std::fprintf(stderr, "unknown form '%s'; forms:", name.c_str());
+      for (const Form& f : kForms) std::fprintf(stderr, " %s", f.name);
+      std::fprintf(stderr, "\n");
+      return {};
+    }
+    out.push_back(&*it);
+    begin = end + 1;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -394,6 +415,8 @@ int main(int argc, char** argv) {
   int64_t cols = 4096;
   int rounds = 3;
   std::vector<int64_t> sizes_mib = {256, 512, 1024};
+  std::vector<const Form*> forms;
+  for (const Form& f : kForms) forms.push_back(&f);
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -406,8 +429,13 @@ int main(int argc, char** argv) {
       sizes_mib = ParseSizes(argv[i + 1]);
     } else if (a == "--rounds") {
       rounds = std::atoi(argv[i + 1]);
+    } else if (a == "--forms") {
+      forms = ParseForms(argv[i + 1]);
+      if (forms.empty()) return 2;
     } else {
-      std::fprintf(stderr, "unknown option %s (--row-length N, --sizes MiB,MiB,..., --rounds N)\n",
+      std::fprintf(stderr,
+                   "unknown option %s (--row-length N, --sizes MiB,MiB,..., --rounds N, "
+                   "--forms name,...)\n",
                    a.c_str());
       return 2;
     }
@@ -425,7 +453,12 @@ int main(int argc, char** argv) {
   cudaEventCreate(&stop);
   std::printf(
       "size_mib,buffer,form,round,rows,regs,blocks_per_sm,gpu_us_per_op,gbps,host_us_per_op,"
-      "host_gbps,reps,check\n");
+      "host_gbps,reps,check,peak_blocks_per_sm,mean_peak_blocks_per_sm\n");
+  int* counters = nullptr;
+  if (cudaMalloc(&counters, 2 * kMaxSms * sizeof(int)) != cudaSuccess) {
+    std::fprintf(stderr, "cudaMalloc of the residency counters failed\n");
+    return 1;
+  }
   for (const int64_t mib : sizes_mib) {
     const int64_t n = mib * 1024 * 1024 / 4 / cols * cols, nrows = n / cols;
     const double bytes = (2.0 * n + 2.0 * cols) * 4;  // profiler/bandwidth_kernels.h
@@ -454,12 +487,13 @@ int main(int argc, char** argv) {
     for (int round = 1; round <= rounds; ++round) {
       for (const bool use_view : {false, true}) {
         const Buffers& buf = use_view ? view : raw;
-        for (const Form f : kForms) {
+        for (const Form* form : forms) {
+          const Form& f = *form;
           cudaMemset(buf.y, 0, n * sizeof(float));  // the check then sees this form's output
           cudaDeviceSynchronize();
-          for (int w = 0; w < 3; ++w) Launch(f, buf.y, buf.x, buf.g, buf.b, nrows, cols, stream);
+          for (int w = 0; w < 3; ++w) f.launch(buf, nrows, cols, stream, nullptr);
           cudaEventRecord(start, stream);
-          Launch(f, buf.y, buf.x, buf.g, buf.b, nrows, cols, stream);
+          f.launch(buf, nrows, cols, stream, nullptr);
           cudaEventRecord(stop, stream);
           cudaEventSynchronize(stop);
           float ms = 0;
@@ -470,7 +504,7 @@ int main(int argc, char** argv) {
             Kokkos::fence();
             const auto t0 = std::chrono::steady_clock::now();
             cudaEventRecord(start, stream);
-            for (int r = 0; r < reps; ++r) Launch(f, buf.y, buf.x, buf.g, buf.b, nrows, cols, stream);
+            for (int r = 0; r < reps; ++r) f.launch(buf, nrows, cols, stream, nullptr);
             cudaEventRecord(stop, stream);
             Kokkos::fence();
             const auto t1 = std::chrono::steady_clock::now();
@@ -481,20 +515,23 @@ int main(int argc, char** argv) {
           }
           const bool ok = cudaGetLastError() == cudaSuccess &&
                           RowsMatch(buf.y, buf.x, buf.g, buf.b, nrows, cols);
-          int regs = 0, blocks = 0;
-          Occupancy(f, &regs, &blocks);
+          int regs = -1, blocks = -1, peak = -1;
+          double mean_peak = -1;
+          if (f.occupancy) f.occupancy(&regs, &blocks);
+          Residency(f, buf, nrows, cols, stream, counters, &peak, &mean_peak);
           const double us = Median(gpu), hus = Median(host);
-          std::printf("%lld,%s,%s,%d,%lld,%d,%d,%.2f,%.1f,%.2f,%.1f,%d,%s\n",
-                      static_cast<long long>(mib), use_view ? "kokkos_view" : "cuda_malloc",
-                      Name(f), round, static_cast<long long>(nrows), regs, blocks, us,
-                      bytes / (us * 1e3), hus, bytes / (hus * 1e3), reps, ok ? "ok" : "FAILED");
+          std::printf("%lld,%s,%s,%d,%lld,%d,%d,%.2f,%.1f,%.2f,%.1f,%d,%s,%d,%.2f\n",
+                      static_cast<long long>(mib), use_view ? "kokkos_view" : "cuda_malloc", f.name,
+                      round, static_cast<long long>(nrows), regs, blocks, us, bytes / (us * 1e3),
+                      hus, bytes / (hus * 1e3), reps, ok ? "ok" : "FAILED", peak, mean_peak);
           std::fflush(stdout);
         }
       }
     }
     for (float* p : {raw.y, raw.x, raw.g, raw.b}) cudaFree(p);
   }
+  cudaFree(counters);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  return 0;
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }

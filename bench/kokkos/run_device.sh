@@ -9,7 +9,9 @@
 # kokkos_tests.xml and cuda_bandwidth_test.xml (unit tests on the device), study.csv (the
 # softmax forms of bench/kokkos/softmax_study.cc), layer_norm_study.csv (the layer norm
 # forms of bench/kokkos/layer_norm_study.cc) and the studies' -Xptxas -v output
-# (*.ptxas.txt: registers and spills). Every step has a timeout. The device call brings
+# (*.ptxas.txt: registers and spills) and, where the GPU machine has Nsight Compute,
+# ncu_<form>.csv (the layer norm forms' DRAM bytes, hit rates, occupancy). Every step has
+# a timeout. The device call brings
 # back at most 8 files: log.txt, summary.csv and layer_norm_study.csv stay as they are,
 # the rest goes into raw.tar.gz.
 # XDEEP_KOKKOS_TORCH=0 leaves out torch and the softmax study (a short call, ~30 s).
@@ -53,6 +55,40 @@ rc=$?
 echo "[time] $(el $s0) s rc=$rc: layer_norm_study"
 cat $OUT/layer_norm_study.csv
 cp $carry/*.ptxas.txt $OUT/ 2>/dev/null
+# Where Nsight Compute is on the GPU machine (not on the build machine): DRAM bytes, L1 / L2
+# hit rates and occupancy of the Kokkos layer norm and forms of its twin, at 1 GiB, one
+# launch each (the 4th: after the study's three warm-ups). XDEEP_KOKKOS_NCU=0 leaves it out.
+ls -d /usr/local/cuda*/bin 2>/dev/null | while read -r d; do echo "$d: $(ls "$d" | tr '\n' ' ')"; done
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [[ ${XDEEP_KOKKOS_NCU:-1} != 0 && -n $ncu ]]; then
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+  metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct
+  metrics+=,l1tex__t_sector_hit_rate.pct,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum
+  metrics+=,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread
+  metrics+=,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
+  metrics+=,launch__shared_mem_config_size,sm__cycles_elapsed.avg.per_second
+  # A metric name this ncu does not know fails the run: then its standard sections instead.
+  sections=(--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis
+            --section LaunchStats)
+  what=(--metrics "$metrics")
+  for form in ${XDEEP_KOKKOS_NCU_FORMS:-kokkos_probe cuda_twin twin_blocks5 twin_as_kokkos5}; do
+    echo "== ncu: $form, 1 GiB"
+    for _ in 1 2; do
+      t timeout 40 "$ncu" "${what[@]}" --kernel-name-base demangled \
+        -k regex:'LayerNorm|TwinRows' --launch-skip 3 --launch-count 1 --csv \
+        $carry/layer_norm_study --sizes 1024 --rounds 1 --forms $form > $OUT/ncu_$form.csv 2>&1
+      grep -q '^"[0-9]' $OUT/ncu_$form.csv && break
+      tail -3 $OUT/ncu_$form.csv
+      [[ ${what[0]} == --metrics ]] || break
+      what=("${sections[@]}")
+    done
+    # No figures with either (no permission to the counters, say): the other forms neither.
+    grep -q '^"[0-9]' $OUT/ncu_$form.csv || break
+    grep -E '^"[0-9]' $OUT/ncu_$form.csv | awk -F'","' '{print $(NF-2), $(NF-1), $NF}'
+  done
+else
+  echo "== ncu: not run (${ncu:-not found})"
+fi
 
 # Workload sizes: 256 MiB per array is a 16384-token x 4096-hidden activation (layer
 # norm rows, a GEMM epilogue) or a 64M-parameter optimizer group; 1 GiB a 268M one.

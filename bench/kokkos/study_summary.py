@@ -29,11 +29,13 @@ def main():
     for r in rows:
         key = (int(r["size_mib"]), r["buffer"], r["form"])
         g = groups.setdefault(key, {"gbps": [], "host_gbps": [], "checks": set(), "regs": r.get("regs", ""),
-                                    "blocks": r.get("blocks_per_sm", "")})
+                                    "blocks": r.get("blocks_per_sm", ""), "peaks": []})
         g["gbps"].append(float(r["gbps"]))
         if r.get("host_gbps"):
             g["host_gbps"].append(float(r["host_gbps"]))
         g["checks"].add(r.get("check", ""))
+        if r.get("peak_blocks_per_sm") not in (None, "", "-1"):  # layer_norm_study from run 13
+            g["peaks"].append(int(r["peak_blocks_per_sm"]))
     out = []
     for (size, buf, form), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         ref = groups.get((size, buf, args.reference))
@@ -48,6 +50,8 @@ def main():
             "min_gbps": f"{min(g['gbps']):.1f}", "max_gbps": f"{max(g['gbps']):.1f}",
             "check": "ok" if g["checks"] == {"ok"} else "FAILED",
         })
+        if "peak_blocks_per_sm" in rows[0]:
+            out[-1]["peak_blocks_per_sm"] = max(g["peaks"]) if g["peaks"] else ""
     w = csv.DictWriter(sys.stdout, fieldnames=list(out[0]))
     w.writeheader()
     w.writerows(out)

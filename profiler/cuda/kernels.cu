@@ -170,13 +170,13 @@ __global__ void SoftmaxRowsKernel(void* p, int64_t cols, ElemKind kind, float sc
   }
 }
 
-// The fp32 row kernels below keep kPacketsInFlight 16-byte loads in flight per thread,
-// as the Kokkos row kernels (profiler/kokkos_kernels.cc) do, with the same split: thread
-// k of a block takes packets k, k + s, ... (s = ceil(packets / kPacketsInFlight)) at
-// once, then k + blockDim.x, ... With one load per loop trip these twins reached 2.0 TB/s
-// (layer norm) and 2.7-2.8 TB/s (softmax) on H100 while Kokkos' 4-load form ran at copy's
-// 2.9-3.0 TB/s (bench/kokkos/data/2026-11-27_h100x1_run7): the twin measured the loop
-// form, not the access pattern.
+// The fp32 row kernels below keep several 16-byte loads in flight per thread (the
+// softmax kPacketsInFlight, as the Kokkos row kernels do; the layer norm its own count),
+// with the Kokkos kernels' split: thread k of a block takes packets k, k + s, ...
+// (s = ceil(packets / loads in flight)) at once, then k + blockDim.x, ... With one load per loop
+// trip these twins reached 2.0 TB/s (layer norm) and 2.7-2.8 TB/s (softmax) on H100 while Kokkos'
+// 4-load form ran at copy's 2.9-3.0 TB/s (bench/kokkos/data/2026-11-27_h100x1_run7): the twin
+// measured the loop form, not the access pattern.
 constexpr int kPacketsInFlight = 4;
 
 // Packet q of thread k's group, or packet k again where the group runs past the row
@@ -185,24 +185,33 @@ __device__ __forceinline__ int64_t GroupPacket(int64_t k, int q, int64_t s, int6
   return k + q * s < n ? k + q * s : k;
 }
 
-// The row kernels' load prologue: thread k's kPacketsInFlight packets of a row of n
-// (group stride s), all issued before any is used. Through __ldca (ld.global.ca), the
-// plain cached load the Kokkos row kernels compile to: a const __restrict__ row otherwise
-// takes the read-only ld.global.nc path, the one difference left from the Kokkos layer
-// norm (same passes, reductions and split) when that twin ran 6-10 % behind it in
-// bench/kokkos/data/2026-11-27_h100x1_run8.
+// The row kernels' load prologue: thread k's U packets of a row of n (group stride s),
+// all issued before any is used. Through __ldca (ld.global.ca): a const __restrict__ row
+// otherwise takes the read-only ld.global.nc path, which left the layer norm twin 6-10 %
+// behind the Kokkos kernel in bench/kokkos/data/2026-11-27_h100x1_run8.
+template <int U>
 __device__ __forceinline__ void LoadGroup(const float4* row, int64_t k, int64_t s, int64_t n,
-                                          float4 (&v)[kPacketsInFlight]) {
+                                          float4 (&v)[U]) {
 #pragma unroll
-  for (int q = 0; q < kPacketsInFlight; ++q) v[q] = __ldca(row + GroupPacket(k, q, s, n));
+  for (int q = 0; q < U; ++q) v[q] = __ldca(row + GroupPacket(k, q, s, n));
 }
+
+// The layer norm twin: 512 threads per row with 2 loads in flight each (the same 16 KiB
+// of a 4096-float row in flight per block as 256 x 4, and 4 blocks per SM instead of 6).
+// Its second and third passes re-read the row, which must still be in L1 or L2: at 6
+// rows per SM, 256 x 4 read 4.6 % more from DRAM than the row (ncu: 1124 against
+// 1075 MB per 1 GiB launch on H100, the Kokkos kernel's at its 5 per SM) and ran 5 %
+// below the Kokkos kernel; 512 x 2 ran at 3.02 TB/s, 1.01x the Kokkos kernel
+// (bench/kokkos/data/2026-11-27_h100x1_run13, layer_norm_study's twin_t512u2).
+constexpr int kLayerNormThreads = 512;
+constexpr int kLayerNormPacketsInFlight = 2;
 
 // One block per row: sum, sum of squared deviations about the mean, write; gamma and
 // beta through __ldca as the row.
 __global__ void LayerNormRowsKernel(float* __restrict__ y, const float* __restrict__ x,
-                                    const float* __restrict__ gamma,
-                                    const float* __restrict__ beta, int64_t cols, float eps) {
-  constexpr int U = kPacketsInFlight;
+                                    const float* __restrict__ gamma, const float* __restrict__ beta,
+                                    int64_t cols, float eps) {
+  constexpr int U = kLayerNormPacketsInFlight;
   __shared__ float shared[32];
   const int64_t n = cols / 4, s = (n + U - 1) / U;
   const auto* xr = reinterpret_cast<const float4*>(x) + blockIdx.x * n;
@@ -329,8 +338,8 @@ int Blocks(int64_t work, int threads) {
 // blocks per SM left copy and triad 5-7 % below a full-coverage launch (Kokkos'
 // RangePolicy) on H100 (bench/kokkos/data); the grid-stride loops still cover any n.
 int CoverBlocks(int64_t work, int threads) {
-  return static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>((work + threads - 1) / threads, int64_t{1} << 30)));
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>((work + threads - 1) / threads, int64_t{1} << 30)));
 }
 
 }  // namespace
@@ -339,7 +348,7 @@ cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind
                               bool causal, cudaStream_t s) {
   if (kind == ElemKind::kFp32 && !causal && cols % 4 == 0) {
     SoftmaxRowsF32Kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(static_cast<float*>(p), cols,
-                                                                      scale);
+                                                                     scale);
   } else {
     SoftmaxRowsKernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(p, cols, kind, scale, causal);
   }
@@ -348,7 +357,8 @@ cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind
 
 cudaError_t LaunchLayerNormRows(float* y, const float* x, const float* gamma, const float* beta,
                                 int64_t rows, int64_t cols, float eps, cudaStream_t s) {
-  LayerNormRowsKernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(y, x, gamma, beta, cols, eps);
+  LayerNormRowsKernel<<<static_cast<unsigned>(rows), kLayerNormThreads, 0, s>>>(y, x, gamma, beta,
+                                                                                cols, eps);
   return cudaGetLastError();
 }
 
