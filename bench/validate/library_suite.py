@@ -8,7 +8,7 @@ The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small
 large and xl; LlamaForCausalLM of a 1B Llama-style config and of Llama 3.2 1B's shape;
 BertForMaskedLM of BERT base and large; RobertaForMaskedLM (base), DistilBertForMaskedLM;
 MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; OPTForCausalLM (OPT-125m);
-LlamaForCausalLM in TinyLlama-1.1B's and SmolLM2-360M's shapes; MistralForCausalLM in
+LlamaForCausalLM in TinyLlama-1.1B's, SmolLM2-360M's and SmolLM2-1.7B's shapes; MistralForCausalLM in
 TinyMistral-248M's, OPTForCausalLM in OPT-1.3B's, GPTNeoXForCausalLM in Pythia-410M's,
 Qwen2ForCausalLM in Qwen2.5-1.5B's, PhiForCausalLM in Phi-1.5's and StableLmForCausalLM in
 StableLM 2 1.6B's;
@@ -116,6 +116,11 @@ TRANSFORMERS = {
                                             num_hidden_layers=24, num_attention_heads=32,
                                             num_key_value_heads=32, vocab_size=100352,
                                             use_qkv_bias=True)),
+    # SmolLM2-1.7B's shape (LlamaForCausalLM: 24 layers of hidden 2048, 32 heads, 32 key-value
+    # heads, MLP 8192, tied 49152-word head).
+    "hf-smollm2-1.7b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=24,
+                                      num_attention_heads=32, num_key_value_heads=32, vocab_size=49152,
+                                      tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
