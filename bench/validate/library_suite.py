@@ -8,12 +8,13 @@ The networks come from Hugging Face transformers (GPT2LMHeadModel of GPT-2 small
 large and xl; LlamaForCausalLM of a 1B Llama-style config and of Llama 3.2 1B's shape;
 BertForMaskedLM of BERT base and large; RobertaForMaskedLM (base), DistilBertForMaskedLM;
 MistralForCausalLM and Qwen2ForCausalLM of 1B / 0.5B configs; OPTForCausalLM (OPT-125m);
-LlamaForCausalLM in TinyLlama-1.1B's and SmolLM2-360M's shapes; MistralForCausalLM in
-TinyMistral-248M's, OPTForCausalLM in OPT-1.3B's, GPTNeoXForCausalLM in Pythia-410M's and
-Qwen2ForCausalLM in Qwen2.5-1.5B's;
+LlamaForCausalLM in TinyLlama-1.1B's, SmolLM2-360M's and SmolLM2-1.7B's shapes; MistralForCausalLM in
+TinyMistral-248M's, OPTForCausalLM in OPT-1.3B's, GPTNeoXForCausalLM in Pythia-410M's,
+Qwen2ForCausalLM in Qwen2.5-1.5B's, PhiForCausalLM in Phi-1.5's and StableLmForCausalLM in
+StableLM 2 1.6B's;
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
-Wide ResNet-50-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32, ViT-L/32, DeiT-S,
-DeiT-Ti).
+Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
+ViT-L/32, ViT-H/14, DeiT-S, DeiT-Ti).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -105,6 +106,21 @@ TRANSFORMERS = {
     "hf-qwen2.5-1.5b": ("qwen2", dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
                                       num_attention_heads=12, num_key_value_heads=2, vocab_size=151936,
                                       tie_word_embeddings=True)),
+    # Phi-1.5's shape (PhiForCausalLM: 24 layers of hidden 2048, 32 heads, gelu_new MLP 8192,
+    # biases, one LayerNorm per parallel block, half-rotary, untied 51200-word head) and
+    # StableLM 2 1.6B's (StableLmForCausalLM: 24 layers of hidden 2048, 32 heads, SwiGLU 5632,
+    # LayerNorm, q/k/v biases, quarter-rotary, untied 100352-word head).
+    "hf-phi-1.5": ("phi", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=24,
+                               num_attention_heads=32, vocab_size=51200)),
+    "hf-stablelm-2-1.6b": ("stablelm", dict(hidden_size=2048, intermediate_size=5632,
+                                            num_hidden_layers=24, num_attention_heads=32,
+                                            num_key_value_heads=32, vocab_size=100352,
+                                            use_qkv_bias=True)),
+    # SmolLM2-1.7B's shape (LlamaForCausalLM: 24 layers of hidden 2048, 32 heads, 32 key-value
+    # heads, MLP 8192, tied 49152-word head).
+    "hf-smollm2-1.7b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=24,
+                                      num_attention_heads=32, num_key_value_heads=32, vocab_size=49152,
+                                      tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -113,9 +129,10 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-deit-s": "timm:deit_small_patch16_224", "tv-resnet18": "resnet18",
           "timm-deit-tiny": "timm:deit_tiny_patch16_224", "timm-vit-b32": "timm:vit_base_patch32_224",
           "tv-vgg16": "vgg16", "timm-vit-l32": "timm:vit_large_patch32_224",
-          "tv-wide-resnet50": "wide_resnet50_2"}
+          "tv-wide-resnet50": "wide_resnet50_2", "timm-vit-h14": "timm:vit_huge_patch14_224",
+          "tv-wide-resnet101": "wide_resnet101_2"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
-        "tv-wide-resnet50"}  # channels_last (torchvision's reference), SGD
+        "tv-wide-resnet50", "tv-wide-resnet101"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
@@ -143,7 +160,10 @@ def build(name, device):
         else:
             config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
                                  "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
-                                 "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[kind]
+                                 "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+                                 "phi": (transformers.PhiConfig, transformers.PhiForCausalLM),
+                                 "stablelm": (transformers.StableLmConfig,
+                                              transformers.StableLmForCausalLM)}[kind]
             model = causal_lm(config(max_position_embeddings=SEQ, **kw))
         return model.to(device)
     if VISION[name].startswith("timm:"):
