@@ -50,21 +50,14 @@ bool Retryable(const grpc::Status& s) {
          s.error_code() == grpc::StatusCode::INTERNAL;
 }
 
-std::unique_ptr<v1::Tuning::Stub> Connect(const Options& o) {
-  return v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
-}
-
-// Calls `rpc` until it succeeds, fails for good, or retry_s passes. Each
-// retry gets a fresh channel, as each srun does: a channel that saw the
-// daemon die may wait out a reconnect backoff of up to two minutes.
+// Calls `rpc` until it succeeds, fails for good, or retry_s passes.
 template <typename Rpc>
-grpc::Status WithRetry(const Options& o, std::unique_ptr<v1::Tuning::Stub>& stub, Rpc&& rpc) {
+grpc::Status WithRetry(const Options& o, Rpc&& rpc) {
   const auto give_up = Clock::now() + std::chrono::seconds(o.retry_s);
   for (;;) {
     grpc::Status s = rpc();
     if (s.ok() || !Retryable(s) || Clock::now() > give_up) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    stub = Connect(o);
   }
 }
 
@@ -80,12 +73,13 @@ int RunUser(const Options& o, int index) {
   }
   std::ofstream out(o.out + "/" + std::to_string(uid) + ".txt");
   out.precision(17);
-  auto stub = Connect(o);
+  auto stub =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
   std::mt19937 rng(uid);
   std::uniform_real_distribution<double> fraction(0.3, 1.0);
   for (int k = 0; k < o.launches; ++k) {
     v1::Decision decision;
-    grpc::Status s = WithRetry(o, stub, [&] {
+    grpc::Status s = WithRetry(o, [&] {
       v1::TuneRequest req;
       req.set_credential(xdeep::client::MungeCredential());
       req.set_mode(v1::TUNE_MODE_AUTO);
@@ -113,7 +107,7 @@ int RunUser(const Options& o, int index) {
     // The client's word settles nothing: a report that the launch failed,
     // with a negative run time, for a decision whose job will run.
     const uint32_t job = static_cast<uint32_t>(uid) * 1000 + static_cast<uint32_t>(k);
-    s = WithRetry(o, stub, [&] {
+    s = WithRetry(o, [&] {
       v1::ReportRequest req;
       req.set_credential(xdeep::client::MungeCredential());
       req.set_decision_id(decision.decision_id());
@@ -143,7 +137,8 @@ int RunReplay(const Options& o) {
     std::perror("ledger_load: cannot switch uid (run as root)");
     return 2;
   }
-  auto stub = Connect(o);
+  auto stub =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
   const std::string credential = xdeep::client::MungeCredential();
   for (const char* which : {"first", "replayed"}) {
     v1::BudgetRequest req;
@@ -189,13 +184,14 @@ std::vector<Reserved> ReadReserved(const Options& o) {
 int RunController(const Options& o, const std::vector<Reserved>& all, int first, int stride) {
   std::ofstream out(o.out + "/jobs/" + std::to_string(first) + ".txt");
   out.precision(17);
-  auto stub = Connect(o);
+  auto stub =
+      v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
   std::mt19937 rng(static_cast<unsigned>(first) + 7);
   std::uniform_int_distribution<int> run_s(1, 7200);
   for (size_t i = static_cast<size_t>(first); i < all.size(); i += static_cast<size_t>(stride)) {
     const Reserved& r = all[i];
     v1::AdmitResponse resp;
-    grpc::Status s = WithRetry(o, stub, [&] {
+    grpc::Status s = WithRetry(o, [&] {
       v1::AdmitRequest req;
       req.set_credential(xdeep::client::MungeCredential());
       req.set_token(r.token);
