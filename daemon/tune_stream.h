@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "xdeep/v1/tuning.pb.h"
@@ -19,9 +18,9 @@ class TuneStream {
   virtual void Push(xdeep::v1::TuneEvent event) = 0;
   // Ends the stream with `status`; nothing is sent after.
   virtual void Finish(const absl::Status& status) = 0;
-  // The last events and the end together (gRPC sends them in one write).
-  virtual void FinishWith(std::vector<xdeep::v1::TuneEvent> last, const absl::Status& status) {
-    for (xdeep::v1::TuneEvent& event : last) Push(std::move(event));
+  // The last event and the end together (gRPC sends both in one operation).
+  virtual void FinishWith(xdeep::v1::TuneEvent last, const absl::Status& status) {
+    Push(std::move(last));
     Finish(status);
   }
   // The client went away or cancelled (its deadline passed, Ctrl-C).

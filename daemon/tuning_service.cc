@@ -15,7 +15,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <vector>
 
 #include "daemon/grpc_status.h"
 #include "daemon/job_records.h"
@@ -46,10 +45,10 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
       reactor_->finish_ = ToGrpcStatus(status);
       reactor_->MaybeWriteLocked();
     }
-    void FinishWith(std::vector<v1::TuneEvent> last, const absl::Status& status) override {
+    void FinishWith(v1::TuneEvent last, const absl::Status& status) override {
       std::lock_guard lock(mu_);
       if (reactor_ == nullptr) return;
-      for (v1::TuneEvent& event : last) reactor_->pending_.push_back(std::move(event));
+      reactor_->pending_.push_back(std::move(last));
       reactor_->finish_ = ToGrpcStatus(status);
       reactor_->MaybeWriteLocked();
     }
@@ -118,10 +117,7 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
         return;
       }
       writing_ = true;
-      // More is queued behind it (the end included): let gRPC hold this one
-      // and send it with the next, one write to the socket instead of two.
-      StartWrite(&current_, pending_.empty() && !finish_ ? grpc::WriteOptions()
-                                                         : grpc::WriteOptions().set_buffer_hint());
+      StartWrite(&current_);
     } else if (finish_) {
       finished_ = true;
       Finish(*finish_);
@@ -179,8 +175,6 @@ struct TuneWork {
   std::chrono::system_clock::time_point deadline;  // the client's
   std::chrono::milliseconds heavy_after;
   std::set<std::string> sent;  // progress already streamed: a rerun repeats it
-  // Budget warnings, sent with the decision (one stream write for both).
-  std::vector<v1::TuneEvent> warnings;
 };
 
 void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
@@ -232,11 +226,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
         if (!work->sent.insert(p.stage() + "\n" + p.message()).second) return;
         v1::TuneEvent event;
         *event.mutable_progress() = p;
-        if (p.stage() == "budget") {
-          work->warnings.push_back(std::move(event));
-        } else {
-          channel->Push(std::move(event));
-        }
+        channel->Push(std::move(event));
       },
       interrupt, /*allow_heavy=*/heavy == nullptr);
   demoted |= heavy != nullptr && result.status().code() == absl::StatusCode::kAborted &&
@@ -287,9 +277,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     *event.mutable_decision() = std::move(*result->decision);
     event.mutable_decision()->set_server_version(XDEEP_VERSION);
   }
-  std::vector<v1::TuneEvent> last = std::move(work->warnings);
-  last.push_back(std::move(event));
-  channel->FinishWith(std::move(last), absl::OkStatus());
+  channel->FinishWith(std::move(event), absl::OkStatus());
 }
 
 int64_t NowUnix() {
