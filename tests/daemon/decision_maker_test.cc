@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
 
 namespace xdeep::daemon {
 namespace {
@@ -12,6 +14,25 @@ namespace {
 namespace v1 = xdeep::v1;
 
 PartitionShape Shape(int nodes, int gpus) { return {"debug", nodes, gpus, 64}; }
+
+// Ids made together start alike (they share index pages in the ledger and
+// the store); random ids of 1,000 would have ~990 distinct first 4 digits.
+TEST(DecisionIdTest, IdsMadeTogetherShareTheirLeadingDigitsAndStayUnique) {
+  std::set<std::string> ids, leading;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = NewDecisionId();
+    ASSERT_EQ(id.size(), 32u);
+    ASSERT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+    ids.insert(id);
+    leading.insert(id.substr(0, 4));
+  }
+  EXPECT_EQ(ids.size(), 1000u);
+  EXPECT_LE(leading.size(), 50u);  // 1,000 ids take well under 50 ms
+  // The characters users see (12) still tell ids apart.
+  std::set<std::string> shown;
+  for (const std::string& id : ids) shown.insert(id.substr(0, 12));
+  EXPECT_EQ(shown.size(), 1000u);
+}
 
 TEST(BuildLimitsTest, TightestBoundWins) {
   PolicyConfig policy;
