@@ -15,7 +15,6 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/identity.h"
-#include "daemon/unix_listener.h"
 #include "xdeep/v1/tuning.pb.h"
 
 namespace xdeep::daemon {
@@ -49,9 +48,11 @@ class AdmitSocket {
   void Serve();
   void Answer(int fd);
 
-  std::unique_ptr<UnixListener> listener_;
+  std::string path_;
   Handler handler_;
   std::chrono::milliseconds io_timeout_{0};
+  int listen_fd_ = -1;
+  int stop_fd_ = -1;  // an eventfd: written once to stop Serve
   std::thread thread_;
 };
 
