@@ -44,6 +44,15 @@ struct CollectiveFit {
   double busbw_gbps = 0;  // 1e9 B/s, nccl-tests bus bandwidth
 };
 
+// Host seconds of one optimizer step: a fixed part (its calls over the tensor
+// lists) and a part per parameter tensor (HardwareProfile::optimizer_host).
+struct StepHostCost {
+  double fixed_s = 0;
+  double per_tensor_s = 0;
+  bool measured() const { return fixed_s > 0 || per_tensor_s > 0; }
+  double For(double tensors) const { return fixed_s + tensors * per_tensor_s; }
+};
+
 struct HardwareProfile {
   std::string name;
   bool builtin = true;
@@ -140,10 +149,11 @@ struct HardwareProfile {
   // optimizer kernels) spent 2.8-5.6 ms from its last backward launch to the
   // step's end, 7-15 ms under FSDP2 (bench/validate/data/calibration/
   // 2026-11-26_h100x2_heldout{4,5,6}). Measured by the framework probe (its
-  // passes' AdamW step, plain and under FSDP2). 0: not measured, and then part
-  // of the figures above, which were fitted to whole steps.
-  double optimizer_host_per_tensor_s = 0;
-  double fsdp_optimizer_host_per_tensor_s = 0;
+  // passes' AdamW step, plain and under FSDP2; a fixed part and a part per
+  // tensor, FitStepHost). Zero: not measured, and then part of the figures
+  // above, which were fitted to whole steps.
+  StepHostCost optimizer_host;
+  StepHostCost fsdp_optimizer_host;
   // The host's pass-to-pass spread (coefficient of variation of one launch-
   // bound forward + backward): synchronous ranks wait for the slowest. From
   // the framework probe's ranks' straggle where it ran several, else its p95;

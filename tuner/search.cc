@@ -134,7 +134,7 @@ std::string ExtrapolationNote(const Workload& w, const HardwareProfile& hw,
     if (c.tp > 1) {
       notes.push_back(absl::StrCat("GEMMs split ", c.tp, " ways (tensor parallel) not probed"));
     }
-    if (hw.optimizer_host_per_tensor_s <= 0) {
+    if (!hw.optimizer_host.measured()) {
       notes.push_back("host times not measured (no framework probe): 25 us a kernel");
     }
     // Collectives: fitted at some rank counts per scope; beyond the largest,

@@ -1118,29 +1118,32 @@ StepTime StrategyModel::Time(const Configuration& given) {
   // The step's kernels are memory-bound; its host work (a loop over the
   // parameter tensors, and over FSDP's DTensors a dispatch per tensor and op)
   // shows where it outlasts them, as in a pass (HostAndDevice).
-  double per_tensor = c.sharding == Sharding::kZero3 && c.dp > 1
-                          ? hw.fsdp_optimizer_host_per_tensor_s
-                          : hw.optimizer_host_per_tensor_s;
+  const StepHostCost& probed = c.sharding == Sharding::kZero3 && c.dp > 1
+                                    ? hw.fsdp_optimizer_host
+                                    : hw.optimizer_host;
   // The probe times the default, foreach AdamW (kProbedOptimizerOps ops per
-  // tensor). A foreach step makes one call per op over the tensor lists, so
-  // another optimizer's host time per tensor scales with its ops (SGD with
-  // momentum: 3 of AdamW's 10; 2x H100, torchvision's ResNet-101 / -152 at
-  // micro-batch 1 over-predicted by 9-14 ms when charged AdamW's,
+  // tensor), as a fixed part (each op's call over the tensor lists) and a part
+  // per tensor (FitStepHost). A foreach step makes one call per op over the
+  // tensor lists, so another optimizer's host time scales with its ops (SGD
+  // with momentum: 3 of AdamW's 10; 2x H100, torchvision's ResNet-101 / -152
+  // at micro-batch 1 over-predicted by 9-14 ms when charged AdamW's,
   // bench/validate/data/calibration); a fused step makes one call where
   // foreach makes one per op; a for-loop step launches every op for every
   // tensor on its own, each at the host's time per kernel.
   constexpr double kProbedOptimizerOps = 10;
+  double step_host = probed.For(grad_tensors);
   if (FusedOptimizer(w_)) {
-    per_tensor /= kProbedOptimizerOps;
+    step_host /= kProbedOptimizerOps;
   } else if (w_.settings.optimizer_impl == OptimizerImpl::kForLoop) {
-    per_tensor = std::max(per_tensor, OptimizerOpsPerTensor(w_) * hw.host_overhead_per_kernel_s);
+    step_host = std::max(step_host,
+                         grad_tensors * OptimizerOpsPerTensor(w_) * hw.host_overhead_per_kernel_s);
   } else {
-    per_tensor *= OptimizerOpsPerTensor(w_) / kProbedOptimizerOps;
+    step_host *= OptimizerOpsPerTensor(w_) / kProbedOptimizerOps;
   }
   const double optimizer_bw =
       hw.optimizer_bandwidth_gbps > 0 ? hw.optimizer_bandwidth_gbps * 1e9 : bw;
   st.optimizer_s =
-      HostAndDevice(local * OptimizerTrafficBytes(w_) / optimizer_bw, grad_tensors * per_tensor);
+      HostAndDevice(local * OptimizerTrafficBytes(w_) / optimizer_bw, step_host);
   return WithAccumulation(st, c.grad_accum);
 }
 
