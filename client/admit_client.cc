@@ -2,11 +2,9 @@
 #include "client/admit_client.h"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "absl/status/status.h"
 #include "client/admit_wire.h"
@@ -34,20 +32,9 @@ bool Unavailable(const std::string& message, ClientError* error) {
 bool AskAdmission(const std::string& socket_path, const AdmitQuery& q,
                   std::chrono::steady_clock::time_point deadline, AdmitAnswer* answer,
                   ClientError* error) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
-    return Unavailable("admission socket path \"" + socket_path + "\" is empty or too long",
-                       error);
-  }
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  Fd sock{socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-  if (sock.fd < 0) return Unavailable(std::string("socket: ") + std::strerror(errno), error);
-  // A stopped daemon still completes the connection (the kernel's backlog):
-  // the deadline below, not connect, notices it.
-  if (connect(sock.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    return Unavailable("cannot connect to " + socket_path + ": " + std::strerror(errno), error);
-  }
+  std::string why;
+  Fd sock{ConnectLocalSocket(socket_path, &why)};
+  if (sock.fd < 0) return Unavailable("admission socket: " + why, error);
   xdeep::v1::AdmitRequest req;
   req.set_token(q.token);
   req.set_job_uid(q.job_uid);
@@ -62,7 +49,6 @@ bool AskAdmission(const std::string& socket_path, const AdmitQuery& q,
   req.set_account(q.account);
   AdmitFrame out, in;
   req.SerializeToString(&out.payload);
-  std::string why;
   const bool sent = WriteAdmitFrame(sock.fd, out, deadline, &why);
   // A caller the daemon refuses is answered on accept, before the request is
   // read, and the connection closed: the send may fail, the answer is there.

@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,28 @@
 #include <cstring>
 
 namespace xdeep::client {
+
+int ConnectLocalSocket(const std::string& path, std::string* error) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    *error = "socket path \"" + path + "\" is empty or longer than " +
+             std::to_string(sizeof addr.sun_path - 1) + " bytes";
+    return -1;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return -1;
+  }
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    *error = "cannot connect to " + path + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
 namespace {
 
 // Waits until `fd` is ready for `events` or the deadline passes.

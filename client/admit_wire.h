@@ -26,6 +26,11 @@ struct AdmitFrame {
   std::string payload;
 };
 
+// Connects to the local socket at `path` (close-on-exec): the descriptor,
+// or -1 and `error`. A stopped daemon may still complete the connection (the
+// kernel's backlog): the caller's deadline, not connect, notices it.
+int ConnectLocalSocket(const std::string& path, std::string* error);
+
 // Writes one frame; false and `error` when the peer is gone, the frame is
 // over `max_bytes` or the write cannot finish before `deadline`.
 bool WriteAdmitFrame(int fd, const AdmitFrame& frame,

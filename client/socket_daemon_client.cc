@@ -2,12 +2,10 @@
 #include "client/socket_daemon_client.h"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "client/admit_wire.h"
 #include "client/tune_proto.h"
@@ -25,17 +23,10 @@ class Connection {
     if (fd_ >= 0) close(fd_);
   }
   bool Open(const std::string& path, ClientError* error) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) {
-      *error = {ClientError::kUnavailable, "socket path " + path + " is too long"};
-      return false;
-    }
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0 || connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-      *error = {ClientError::kUnavailable,
-                "cannot connect to " + path + ": " + std::strerror(errno)};
+    std::string why;
+    fd_ = ConnectLocalSocket(path, &why);
+    if (fd_ < 0) {
+      *error = {ClientError::kUnavailable, why};
       return false;
     }
     return true;

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/identity.h"
+#include "daemon/unix_listener.h"
 #include "xdeep/v1/tuning.pb.h"
 
 namespace xdeep::daemon {
@@ -48,11 +49,9 @@ class AdmitSocket {
   void Serve();
   void Answer(int fd);
 
-  std::string path_;
+  std::unique_ptr<UnixListener> listener_;
   Handler handler_;
   std::chrono::milliseconds io_timeout_{0};
-  int listen_fd_ = -1;
-  int stop_fd_ = -1;  // an eventfd: written once to stop Serve
   std::thread thread_;
 };
 

@@ -4,17 +4,13 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <optional>
 
 #include "client/admit_wire.h"
@@ -87,33 +83,13 @@ class SocketTuneStream final : public TuneStream {
 
 absl::StatusOr<std::unique_ptr<ClientSocket>> ClientSocket::Start(const std::string& path,
                                                                   Handler handler, Limits limits) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return absl::InvalidArgumentError(fmt::format(
-        "client socket path \"{}\" is empty or longer than {} bytes ([server] client_socket)",
-        path, sizeof addr.sun_path - 1));
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::filesystem::remove(path, ec);  // a crashed daemon's socket
-
+  // Every user's srun asks here; MUNGE says who each one is.
+  auto listener = UnixListener::Open(path, 128, "client socket", "[server] client_socket");
+  if (!listener.ok()) return listener.status();
   auto self = std::unique_ptr<ClientSocket>(new ClientSocket());
-  self->path_ = path;
+  self->listener_ = *std::move(listener);
   self->handler_ = std::move(handler);
   self->limits_ = limits;
-  self->listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  self->stop_fd_ = eventfd(0, EFD_CLOEXEC);
-  if (self->listen_fd_ < 0 || self->stop_fd_ < 0 ||
-      bind(self->listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-      listen(self->listen_fd_, 128) != 0) {
-    return absl::UnavailableError(fmt::format(
-        "cannot listen on client socket {}: {} ([server] client_socket)", path,
-        std::strerror(errno)));
-  }
-  // Every user's srun asks here; MUNGE says who each one is.
-  chmod(path.c_str(), 0666);
   ClientSocket* raw = self.get();
   self->accept_thread_ = std::thread([raw] { raw->Accept(); });
   return self;
@@ -121,34 +97,16 @@ absl::StatusOr<std::unique_ptr<ClientSocket>> ClientSocket::Start(const std::str
 
 ClientSocket::~ClientSocket() {
   if (accept_thread_.joinable()) {
-    const uint64_t one = 1;
-    (void)!write(stop_fd_, &one, sizeof one);
+    listener_->Stop();
     accept_thread_.join();
-    // Connections see the eventfd too: wait until the last has ended.
+    // Connections see the stop signal too: wait until the last has ended.
     std::unique_lock lock(mu_);
     idle_.wait(lock, [&] { return open_total_ == 0; });
   }
-  if (listen_fd_ >= 0) {
-    close(listen_fd_);
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-  }
-  if (stop_fd_ >= 0) close(stop_fd_);
 }
 
 void ClientSocket::Accept() {
-  for (;;) {
-    pollfd fds[2] = {{.fd = listen_fd_, .events = POLLIN, .revents = 0},
-                     {.fd = stop_fd_, .events = POLLIN, .revents = 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      spdlog::error("event=client_socket.failed reason=\"poll: {}\"", std::strerror(errno));
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the client gave up already, or out of descriptors for now
+  for (int fd; (fd = listener_->Accept()) >= 0;) {
     ucred peer{};
     socklen_t size = sizeof peer;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer) {
@@ -264,7 +222,7 @@ void ClientSocket::ServeTune(int fd, uint32_t uid, const std::string& payload,
     // one that only closed its sending side), the daemon stops, or the
     // deadline is long past: the worker's search stops too.
     pollfd fds[2] = {{.fd = fd, .events = 0, .revents = 0},
-                     {.fd = stop_fd_, .events = POLLIN, .revents = 0}};
+                     {.fd = listener_->stop_fd(), .events = POLLIN, .revents = 0}};
     const bool gone = poll(fds, 2, 0) > 0 &&
                       ((fds[0].revents & (POLLHUP | POLLERR)) != 0 || fds[1].revents != 0);
     if (gone || Clock::now() > give_up) {

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/tune_stream.h"
+#include "daemon/unix_listener.h"
 #include "xdeep/v1/tuning.pb.h"
 
 namespace xdeep::daemon {
@@ -59,11 +60,9 @@ class ClientSocket {
   void ServeTune(int fd, uint32_t uid, const std::string& payload, uint32_t timeout_ms);
   void ServeReport(int fd, const std::string& payload);
 
-  std::string path_;
+  std::unique_ptr<UnixListener> listener_;
   Handler handler_;
   Limits limits_;
-  int listen_fd_ = -1;
-  int stop_fd_ = -1;  // an eventfd: written once to stop everything
   std::thread accept_thread_;
   std::mutex mu_;
   std::condition_variable idle_;

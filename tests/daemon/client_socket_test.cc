@@ -7,12 +7,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -27,12 +25,9 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 int ConnectTo(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  EXPECT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0)
-      << std::strerror(errno);
+  std::string error;
+  const int fd = client::ConnectLocalSocket(path, &error);
+  EXPECT_GE(fd, 0) << error;
   return fd;
 }
 
