@@ -11,6 +11,7 @@ from slurmctld's record of each job; no user makes a node change state
 (sinfo -R stays empty)."""
 import calendar
 import collections
+import contextlib
 import os
 import random
 import re
@@ -210,27 +211,33 @@ class HostileUserTest(StackTest):
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(reservation(decision)[0], "reserved")
 
+    @contextlib.contextmanager
+    def silent_connections(self, user, sock, count):
+        """`count` connections to `sock` that `user` holds open, saying nothing."""
+        hold = ("import socket, sys, time\n"
+                "conns = []\n"
+                f"for _ in range({count}):\n"
+                "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); conns.append(s)\n"
+                "print('holding', flush=True)\n"
+                "time.sleep(30)\n")
+        holder = subprocess.Popen(as_user(user, ["python3", "-c", hold, sock]),
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "holding")
+            yield
+        finally:
+            holder.kill()
+            holder.wait()
+
     def test_silent_connections_cannot_stall_the_admission_check(self):
         """Mallory holds connections to the admission socket open and says
         nothing, hoping slurmctld's check times out (fail=open admits): each is
         refused on accept, and the next strict submission is checked at once."""
         sock = os.path.join(STACK, "xdeepd.sock.admit")
-        hold = ("import socket, sys, time\n"
-                "conns = []\n"
-                "for _ in range(8):\n"
-                "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); conns.append(s)\n"
-                "print('holding', flush=True)\n"
-                "time.sleep(30)\n")
-        holder = subprocess.Popen(as_user(MALLORY, ["python3", "-c", hold, sock]),
-                                  stdout=subprocess.PIPE, text=True)
-        try:
-            self.assertEqual(holder.stdout.readline().strip(), "holding")
+        with self.silent_connections(MALLORY, sock, 8):
             t0 = time.monotonic()
             r = run(as_user(MALLORY, ["sbatch", "-p", "strict", "--wrap=true"]))
             waited = time.monotonic() - t0
-        finally:
-            holder.kill()
-            holder.wait()
         # The daemon's refusal, not fail=open's admission after TIMEOUT_MS.
         self.assert_refused_at_submission(r, "no xdeep reservation")
         self.assertLess(waited, 2.5, "the check waited on Mallory's connections")
@@ -289,23 +296,11 @@ class HostileUserTest(StackTest):
         sock = os.path.join(STACK, "xdeepd.sock.client")
         alice_decided = f"event=tune.decided user={ALICE}"
         before = daemon_log().count(alice_decided)
-        hold = ("import socket, sys, time\n"
-                "conns = []\n"
-                "for _ in range(64):\n"
-                "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); conns.append(s)\n"
-                "print('holding', flush=True)\n"
-                "time.sleep(30)\n")
-        holder = subprocess.Popen(as_user(MALLORY, ["python3", "-c", hold, sock]),
-                                  stdout=subprocess.PIPE, text=True)
-        try:
-            self.assertEqual(holder.stdout.readline().strip(), "holding")
+        with self.silent_connections(MALLORY, sock, 64):
             t0 = time.monotonic()
             r = run(as_user(ALICE, ["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", "-N1",
                                     "true"]))
             waited = time.monotonic() - t0
-        finally:
-            holder.kill()
-            holder.wait()
         self.assertEqual(r.rc, 0, r)
         self.assertNotIn("unavailable", r.err, r)
         self.assertEqual(daemon_log().count(alice_decided), before + 1)
