@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "client/daemon_client.h"
+#include "client/munge_credential.h"
 #include "client/tune_proto.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
@@ -31,7 +32,7 @@ class GrpcDaemonClient final : public DaemonClient {
 
   bool Tune(const TuneQuery& q, std::chrono::steady_clock::time_point deadline,
             const ProgressCallback& progress, TuneAnswer* answer, ClientError* error) override {
-    const v1::TuneRequest req = ToTuneRequest(q);
+    const v1::TuneRequest req = ToTuneRequest(q, MungeCredential());
     grpc::ClientContext ctx;
     ctx.set_deadline(WallDeadline(deadline));
     auto reader = tuning_->Tune(&ctx, req);
@@ -48,7 +49,7 @@ class GrpcDaemonClient final : public DaemonClient {
 
   bool Report(const ReportQuery& q, std::chrono::steady_clock::time_point deadline,
               ClientError* error) override {
-    const v1::ReportRequest req = ToReportRequest(q);
+    const v1::ReportRequest req = ToReportRequest(q, MungeCredential());
     v1::ReportResponse resp;
     return Unary(&v1::Tuning::Stub::Report, req, &resp, deadline, error);
   }

@@ -72,12 +72,13 @@ class Connection {
 
 class SocketDaemonClient final : public DaemonClient {
  public:
-  explicit SocketDaemonClient(std::string path) : path_(std::move(path)) {}
+  SocketDaemonClient(std::string path, CredentialSource credential)
+      : path_(std::move(path)), credential_(std::move(credential)) {}
 
   bool Tune(const TuneQuery& q, Clock::time_point deadline, const ProgressCallback& progress,
             TuneAnswer* answer, ClientError* error) override {
     Connection c;
-    if (!c.Open(path_, error) || !c.Send(kTuneMethod, ToTuneRequest(q), deadline, error)) {
+    if (!c.Open(path_, error) || !c.Send(kTuneMethod, ToTuneRequest(q, credential_()), deadline, error)) {
       return false;
     }
     bool decided = false;
@@ -103,7 +104,7 @@ class SocketDaemonClient final : public DaemonClient {
 
   bool Report(const ReportQuery& q, Clock::time_point deadline, ClientError* error) override {
     Connection c;
-    if (!c.Open(path_, error) || !c.Send(kReportMethod, ToReportRequest(q), deadline, error)) {
+    if (!c.Open(path_, error) || !c.Send(kReportMethod, ToReportRequest(q, credential_()), deadline, error)) {
       return false;
     }
     AdmitFrame frame;
@@ -123,12 +124,14 @@ class SocketDaemonClient final : public DaemonClient {
 
  private:
   std::string path_;
+  CredentialSource credential_;
 };
 
 }  // namespace
 
-std::unique_ptr<DaemonClient> ConnectDaemonSocket(const std::string& path) {
-  return std::make_unique<SocketDaemonClient>(path);
+std::unique_ptr<DaemonClient> ConnectDaemonSocket(const std::string& path,
+                                                  CredentialSource credential) {
+  return std::make_unique<SocketDaemonClient>(path, std::move(credential));
 }
 
 }  // namespace xdeep::client

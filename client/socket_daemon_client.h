@@ -12,11 +12,13 @@
 //   Report   answers one frame: ReportResponse (status 0) or the failure.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "client/daemon_client.h"
+#include "client/munge_credential.h"
 
 namespace xdeep::client {
 
@@ -34,7 +36,12 @@ inline std::string ClientSocketPath(const std::string& address) {
   return address.substr(kUnixPrefix.size()) + ".client";
 }
 
+// Each request's credential: MUNGE's, unless a test of the transport alone
+// supplies its own (libmunge retries for ~2 s where no munged runs).
+using CredentialSource = std::function<std::string()>;
+
 // A client for the socket at `path` (nothing is connected before a request).
-std::unique_ptr<DaemonClient> ConnectDaemonSocket(const std::string& path);
+std::unique_ptr<DaemonClient> ConnectDaemonSocket(const std::string& path,
+                                                  CredentialSource credential = MungeCredential);
 
 }  // namespace xdeep::client

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "client/munge_credential.h"
 
 namespace xdeep::client {
 namespace {
@@ -47,9 +46,9 @@ LayoutRow ToRow(const v1::Configuration& c, const v1::Prediction& p, const std::
 
 }  // namespace
 
-v1::TuneRequest ToTuneRequest(const TuneQuery& q) {
+v1::TuneRequest ToTuneRequest(const TuneQuery& q, std::string credential) {
   v1::TuneRequest req;
-  req.set_credential(MungeCredential());
+  req.set_credential(std::move(credential));
   req.set_mode(q.mode == "explain"  ? v1::TUNE_MODE_EXPLAIN
                : q.mode == "advise" ? v1::TUNE_MODE_ADVISE
                                     : v1::TUNE_MODE_AUTO);
@@ -95,9 +94,9 @@ v1::TuneRequest ToTuneRequest(const TuneQuery& q) {
   return req;
 }
 
-v1::ReportRequest ToReportRequest(const ReportQuery& q) {
+v1::ReportRequest ToReportRequest(const ReportQuery& q, std::string credential) {
   v1::ReportRequest req;
-  req.set_credential(MungeCredential());
+  req.set_credential(std::move(credential));
   req.set_decision_id(q.decision_id);
   req.set_job_id(q.job_id);
   req.set_exit_code(q.exit_code);

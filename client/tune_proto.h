@@ -3,14 +3,17 @@
 // socket (socket_daemon_client.cc). Protobuf only, no gRPC.
 #pragma once
 
+#include <string>
+
 #include "client/daemon_client.h"
 #include "xdeep/v1/tuning.pb.h"
 
 namespace xdeep::client {
 
-// The request, with a fresh MUNGE credential (the daemon's only proof of who asks).
-xdeep::v1::TuneRequest ToTuneRequest(const TuneQuery& query);
-xdeep::v1::ReportRequest ToReportRequest(const ReportQuery& query);
+// The request carrying `credential`: a fresh MUNGE credential, the daemon's
+// only proof of who asks (client/munge_credential.h).
+xdeep::v1::TuneRequest ToTuneRequest(const TuneQuery& query, std::string credential);
+xdeep::v1::ReportRequest ToReportRequest(const ReportQuery& query, std::string credential);
 
 // One streamed event into `answer`; `progress` gets progress events.
 // `decided` tells whether a decision arrived (the first one counts).

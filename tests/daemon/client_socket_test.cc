@@ -88,6 +88,12 @@ class ClientSocketTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
 
+  // The transport alone: the handlers above never look at the credential, so
+  // the test needs no munged (MUNGE's own checks: tests/daemon/identity_test.cc).
+  std::unique_ptr<client::DaemonClient> Connect() {
+    return client::ConnectDaemonSocket(path_, [] { return std::string("test credential"); });
+  }
+
   std::string dir_, path_;
   std::atomic<int> tuned_{0}, reported_{0};
   std::shared_ptr<TuneStream> hung_;
@@ -95,7 +101,7 @@ class ClientSocketTest : public ::testing::Test {
 
 TEST_F(ClientSocketTest, TuneStreamsItsEventsAndReportAnswers) {
   auto socket = Start();
-  auto c = client::ConnectDaemonSocket(path_);
+  auto c = Connect();
   std::vector<std::string> lines;
   client::TuneAnswer answer;
   client::ClientError error;
@@ -117,7 +123,7 @@ TEST_F(ClientSocketTest, TuneStreamsItsEventsAndReportAnswers) {
 
 TEST_F(ClientSocketTest, RefusalsReachTheClientAsRefusals) {
   auto socket = Start();
-  auto c = client::ConnectDaemonSocket(path_);
+  auto c = Connect();
   client::TuneAnswer answer;
   client::ClientError error;
   EXPECT_FALSE(c->Tune(Query("refuse"), steady_clock::now() + milliseconds(3000), nullptr,
@@ -133,7 +139,7 @@ TEST_F(ClientSocketTest, RefusalsReachTheClientAsRefusals) {
 
 TEST_F(ClientSocketTest, AClientThatGoesAwayCancelsItsSearch) {
   auto socket = Start();
-  auto c = client::ConnectDaemonSocket(path_);
+  auto c = Connect();
   client::TuneAnswer answer;
   client::ClientError error;
   // The client gives up after 200 ms and closes its connection.
@@ -178,7 +184,7 @@ TEST_F(ClientSocketTest, MalformedRequestsAreRefusedAndServingGoesOn) {
     EXPECT_NE(frame.payload.find(c.says), std::string::npos) << frame.payload;
   }
   EXPECT_EQ(tuned_.load() + reported_.load(), 0);
-  auto c = client::ConnectDaemonSocket(path_);
+  auto c = Connect();
   client::TuneAnswer answer;
   client::ClientError error;
   EXPECT_TRUE(c->Tune(Query("gpu"), steady_clock::now() + milliseconds(3000), nullptr, &answer,
@@ -191,7 +197,7 @@ TEST_F(ClientSocketTest, SilentConnectionsHoldOnlyTheirOwnUsersShare) {
   // Two silent connections: another request of the same uid is still served
   // at once (each connection has its own thread)...
   const int a = ConnectTo(path_), b = ConnectTo(path_);
-  auto c = client::ConnectDaemonSocket(path_);
+  auto c = Connect();
   client::TuneAnswer answer;
   client::ClientError error;
   const auto t0 = steady_clock::now();
@@ -239,7 +245,7 @@ TEST_F(ClientSocketTest, DaemonServesItBesideItsListenSocket) {
   {
     auto daemon = Daemon::Start(config);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
-    auto c = client::ConnectDaemonSocket(path_);
+    auto c = Connect();
     client::ReportQuery report;
     report.decision_id = "no-such-decision";
     client::ClientError error;
