@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "daemon/config.h"
+#include "daemon/instance_lock.h"
 #include "daemon/log_file.h"
 #include "daemon/server.h"
 
@@ -39,6 +40,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::cout << "xdeepd: " << config_path << " is valid\n";
+    // Valid even while a daemon runs on it (checked before a reload); the
+    // admin starting a second one by hand learns here that it would be refused.
+    for (const std::string& note : xdeep::daemon::InstanceLockNotes(config->store)) {
+      std::cout << "xdeepd: " << note << "\n";
+    }
     return 0;
   }
 

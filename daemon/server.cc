@@ -105,6 +105,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   auto daemon = std::unique_ptr<Daemon>(new Daemon());
   daemon->config_ = config;
 
+  // Before anything is opened or bound: a second daemon on this configuration
+  // must not touch the first one's database, spool or socket.
+  auto spool = SpoolClaim::Take(config.store.jobcomp_spool);
+  if (!spool.ok()) return spool.status();
+  daemon->spool_claim_ = std::move(*spool);
+  auto ledger_lock = ClaimLedger(config.store);
+  if (!ledger_lock.ok()) return ledger_lock.status();
+  daemon->ledger_lock_ = std::move(*ledger_lock);
+
   auto store = Store::Open(config.store.path);
   if (!store.ok()) return store.status();
   daemon->store_ = std::move(*store);
@@ -355,6 +364,10 @@ void Daemon::SettleFinishedJobs() {
                     std::string(s.message()));
     }
   };
+  // Another daemon took the spool (it was made again under this one): its
+  // records are not this ledger's, and releasing holds whose records wait
+  // there unread would lose their charges.
+  if (!spool_claim_->Renew()) return;
   DrainJobRecords(config_.store.jobcomp_spool, *policy, *ledger_, gpus_per_node, now, job_ended);
   // Admitted, yet no job in Slurm and no record: the submission failed after
   // job_submit.lua (an invalid node list, a limit). Slurm creates the job

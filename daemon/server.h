@@ -16,6 +16,7 @@
 #include "daemon/config.h"
 #include "daemon/decision_maker.h"
 #include "daemon/identity.h"
+#include "daemon/instance_lock.h"
 #include "daemon/ledger.h"
 #include "daemon/slurm_inventory.h"
 #include "daemon/store.h"
@@ -30,7 +31,8 @@ std::string AdmitSocketPath(const ServerConfig& server);
 
 class Daemon {
  public:
-  // Opens the store, loads the hardware profile and binds the listen address.
+  // Claims the spool and the database (refused beside another daemon on
+  // either), opens the store, loads the hardware profile and binds the listen address.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const DaemonConfig& config);
   ~Daemon();
 
@@ -66,6 +68,10 @@ class Daemon {
   Daemon() = default;
 
   DaemonConfig config_;
+  // Taken first and dropped last: no other daemon reads this spool or opens
+  // this database while this one runs (instance_lock.h).
+  std::optional<FileLock> ledger_lock_;
+  std::unique_ptr<SpoolClaim> spool_claim_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<Authenticator> auth_;

@@ -163,6 +163,7 @@ TEST_F(AdmitSocketTest, DaemonServesItBesideItsListenSocket) {
   DaemonConfig config;
   config.server.listen = "unix://" + dir_ + "/d.sock";
   config.store.path = dir_ + "/d.db";
+  config.store.jobcomp_spool = dir_ + "/jobcomp";  // not the host's spool
   config.identity.mode = "none";
   config.identity.controller_users = {std::to_string(getuid())};
   path_ = dir_ + "/d.sock.admit";

@@ -239,6 +239,7 @@ TEST_F(ClientSocketTest, DaemonServesItBesideItsListenSocket) {
   DaemonConfig config;
   config.server.listen = "unix://" + dir_ + "/d.sock";
   config.store.path = dir_ + "/d.db";
+  config.store.jobcomp_spool = dir_ + "/jobcomp";  // not the host's spool
   config.identity.mode = "none";
   EXPECT_EQ(client::ClientSocketPath(config.server.listen), path_);
   EXPECT_EQ(client::ClientSocketPath("0.0.0.0:50051"), "");

@@ -27,6 +27,8 @@ class ServerTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     config_.server.listen = "unix://" + dir_ + "/d.sock";
     config_.store.path = dir_ + "/d.db";
+    config_.store.jobcomp_spool = dir_ + "/jobcomp";
+    std::filesystem::create_directories(config_.store.jobcomp_spool);
     config_.identity.mode = "none";
     auto daemon = Daemon::Start(config_);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
@@ -60,6 +62,34 @@ TEST_F(ServerTest, BadWorkloadIsInvalidArgument) {
 }
 
 TEST_F(ServerTest, BindUnknownDecisionIsNotFound) {
+  v1::BindRequest req;
+  req.set_decision_id("nope");
+  req.set_job_id(3);
+  v1::BindResponse resp;
+  grpc::ClientContext ctx;
+  EXPECT_EQ(stub_->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// An admin starts a second daemon on the running one's configuration: refused
+// before it opens or binds anything, and the first keeps serving on its socket.
+TEST_F(ServerTest, SecondDaemonOnTheSameSpoolOrDatabaseIsRefused) {
+  auto second = Daemon::Start(config_);
+  ASSERT_FALSE(second.ok());
+  std::string message(second.status().message());
+  EXPECT_NE(message.find("jobcomp spool " + config_.store.jobcomp_spool), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("pid " + std::to_string(getpid())), std::string::npos) << message;
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/d.sock"));
+  // Its own spool and socket, the same database: refused for the database.
+  DaemonConfig other = config_;
+  other.store.jobcomp_spool = dir_ + "/other-jobcomp";
+  other.server.listen = "unix://" + dir_ + "/other.sock";
+  second = Daemon::Start(other);
+  ASSERT_FALSE(second.ok());
+  message = std::string(second.status().message());
+  EXPECT_NE(message.find("ledger database " + config_.store.path), std::string::npos) << message;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/other.sock"));
+  // The first daemon still answers.
   v1::BindRequest req;
   req.set_decision_id("nope");
   req.set_job_id(3);
