@@ -18,6 +18,10 @@ daemon_user=xdeepd
 case $action in
 start)
   build=$(realpath "$3"); shift 3
+  # A run that was interrupted (ctest killed before its cleanup step) left its
+  # daemons running: a leftover xdeepd would claim the new jobcomp spool and
+  # keep the new one from starting (before the spool lock, it took its records).
+  "$root/scripts/slurm-cluster.sh" stop "$dir"
   mkdir -p "$dir"
   # The daemon's own user owns its ledger, log and spool; Slurm runs as root.
   id -u "$daemon_user" >/dev/null 2>&1 || useradd --system -M -s /usr/sbin/nologin "$daemon_user"
@@ -25,6 +29,7 @@ start)
   # daemon's files go too: one left by an earlier run (another owner, say)
   # would keep the daemon from opening its own.
   rm -rf "$dir/jobcomp" "$dir/reports" "$dir"/xdeep.db "$dir"/xdeep.db-wal "$dir"/xdeep.db-shm \
+    "$dir"/xdeep.db.xdeepd.lock \
     "$dir"/xdeepd.log "$dir"/xdeepd.out "$dir"/xdeepd.sock "$dir"/xdeepd.sock.admit
   mkdir -p "$dir/jobcomp"
   chown "$daemon_user": "$dir" "$dir/jobcomp"

@@ -148,7 +148,13 @@ CONF
 stop)
   shopt -s nullglob
   pids=()
-  for f in "$dir"/run/*.fgpid; do pids+=("$(cat "$f")"); rm -f "$f"; done
+  for f in "$dir"/run/*.fgpid; do
+    pid=$(cat "$f"); rm -f "$f"
+    # Only a process of this cluster: a pid recorded by a run that ended long
+    # ago may belong to another process now (another checkout's slurmd, say).
+    conf=$( (tr '\0' '\n' < "/proc/$pid/environ") 2>/dev/null | sed -n 's/^SLURM_CONF=//p' | head -1 || true)
+    if [[ -n $conf && $(realpath -m "$conf") == "$dir/slurm.conf" ]]; then pids+=("$pid"); fi
+  done
   [[ ${#pids[@]} -gt 0 ]] || exit 0
   kill -TERM "${pids[@]}" 2>/dev/null || true
   for _ in $(seq 50); do

@@ -2,6 +2,7 @@
 real xdeepd and plugin, started once per ctest run by the fixture
 (scripts/local-stack.sh) and described by the environment ctest passes:
 XDEEP_IT_DIR (the stack's directory), XDEEP_BUILD_DIR, XDEEP_SOURCE_DIR."""
+import ctypes
 import json
 import os
 import re
@@ -20,6 +21,8 @@ SOURCE = os.environ.get("XDEEP_SOURCE_DIR", "")
 PLUGIN = os.path.join(BUILD, "spank_plugin", "xdeep_spank.so")
 WORKLOADS = os.path.join(SOURCE, "examples", "workloads")
 SHOW_ENV = os.path.join(SOURCE, "tests", "integration", "show_env.sh")
+_LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
 
 
 class Result:
@@ -61,6 +64,23 @@ def run(argv, conf=None, env=None, timeout=60, cwd=None, stdin=None):
         raise AssertionError(f"{' '.join(argv)}: still running after {timeout} s\n"
                              f"--- stdout\n{said(e.stdout)}\n--- stderr\n{said(e.stderr)}") from None
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def daemon_process(argv, **popen_args):
+    """subprocess.Popen for a daemon a test starts itself (an xdeepd on its own
+    configuration): the daemon gets SIGTERM when the test process dies, however
+    it dies (a ctest timeout, ^C before tearDown), so none outlives its test. A
+    leftover xdeepd once drained a later stack's jobcomp spool; now it would
+    keep that stack's daemon from starting. (A uid change clears the signal:
+    not for daemons started through setpriv.)"""
+    parent = os.getpid()
+
+    def die_with_parent():
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the test died before prctl took effect
+            os._exit(1)
+
+    return subprocess.Popen(argv, preexec_fn=die_with_parent, **popen_args)
 
 
 def alt_conf(directory, plugstack_line):

@@ -5,7 +5,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BUILD, StackTest
+from harness import BUILD, StackTest, daemon_process
 
 XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
 
@@ -46,7 +46,7 @@ class DaemonProcessTest(StackTest):
         path = self.write_config(
             f'[server]\nlisten = "unix://{sock}"\nshutdown_grace_ms = 2000\n'
             f'[store]\npath = "{self.tmp}/d.db"\n[log]\nfile = "{log}"\n')
-        daemon = subprocess.Popen([XDEEPD, "--config", path])
+        daemon = daemon_process([XDEEPD, "--config", path])
         for _ in range(100):
             if os.path.exists(sock):
                 break
@@ -61,7 +61,7 @@ class DaemonProcessTest(StackTest):
         self.assertIn("event=shutdown", text)
         self.assertIn("event=stopped", text)
         # The database is intact and reopens.
-        daemon = subprocess.Popen([XDEEPD, "--config", path])
+        daemon = daemon_process([XDEEPD, "--config", path])
         time.sleep(0.5)
         daemon.send_signal(signal.SIGTERM)
         self.assertEqual(daemon.wait(timeout=10), 0)

@@ -8,7 +8,7 @@ import time
 import unittest
 
 from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, Result, StackTest,
-                     StuckServer, alt_conf, run)
+                     StuckServer, alt_conf, daemon_process, run)
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 TIMEOUT_MS = 1000
@@ -69,9 +69,10 @@ class FailOpenTest(StackTest):
         with open(os.path.join(STACK, "xdeepd.toml")) as src, open(config, "w") as dst:
             dst.write(src.read().replace(f"unix://{STACK}/xdeepd.sock", f"unix://{sock}")
                       .replace(f"{STACK}/xdeep.db", f"{self.tmp}/xdeep.db")
-                      .replace(f"{STACK}/xdeepd.log", f"{self.tmp}/xdeepd.log"))
-        daemon = subprocess.Popen([os.path.join(BUILD, "daemon", "xdeepd"), "--config", config],
-                                  env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")))
+                      .replace(f"{STACK}/xdeepd.log", f"{self.tmp}/xdeepd.log")
+                      .replace(f"{STACK}/jobcomp", f"{self.tmp}/jobcomp"))
+        daemon = daemon_process([os.path.join(BUILD, "daemon", "xdeepd"), "--config", config],
+                                env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")))
         try:
             for _ in range(100):
                 if os.path.exists(sock):

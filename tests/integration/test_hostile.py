@@ -5,7 +5,8 @@ arrays, heterogeneous jobs (each component held and charged on its own),
 forged, replayed and other users' admission tokens, the admission socket asked
 directly or held open, other users' decision ids,
 forged failure reports while the job runs, a node failing under a job, a hung
-daemon, a full ledger disk, SIGKILLs of the daemon under concurrent launches.
+daemon, a full ledger disk, SIGKILLs of the daemon under concurrent launches, a
+second daemon started on the running one's spool or ledger.
 Refusals come at submission with one line and a non-zero exit; charges come
 from slurmctld's record of each job; no user makes a node change state
 (sinfo -R stays empty)."""
@@ -23,7 +24,8 @@ import threading
 import time
 import unittest
 
-from harness import BUILD, PLUGIN, STACK, WORKLOADS, StackTest, alt_conf, daemon_log, run
+from harness import (BUILD, PLUGIN, STACK, WORKLOADS, StackTest, alt_conf, daemon_log,
+                     daemon_process, run)
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 LOAD = os.path.join(BUILD, "tests", "daemon", "ledger_load")
@@ -876,6 +878,98 @@ class CrashTest(StackTest):
               f"{dict(refusals)}")
 
 
+class SecondDaemonTest(StackTest):
+    """The admin's mistake that lost charges in practice: a second xdeepd
+    started on the running stack's configuration (or a copy naming the same
+    ledger). It used to take the first daemon's job-completion records, so the
+    first released holds it should have settled. Now it exits at once with one
+    line naming the path, the running daemon's pid and the fix, and the first
+    daemon settles its jobs as before."""
+
+    def setUp(self):
+        super().setUp()
+        if subprocess.run(["id", ALICE], capture_output=True).returncode != 0:
+            subprocess.run(["useradd", "-M", "-s", "/bin/sh", ALICE], check=True)
+        os.chmod(self.tmp, 0o777)
+        self.config = os.path.join(STACK, "xdeepd.toml")
+        with open(self.config) as f:
+            self.config_text = f.read()
+        self.spool = re.search(r'^jobcomp_spool = "(.*)"', self.config_text, re.M).group(1)
+        self.db = re.search(r'^path = "(.*)"', self.config_text, re.M).group(1)
+        self.first = self.stack_daemon()
+        self.assertFalse(process_gone(self.first))
+
+    @staticmethod
+    def stack_daemon():
+        with open(os.path.join(STACK, "run", "xdeepd.fgpid")) as f:
+            return int(f.read())
+
+    def second_daemon(self, config):
+        """xdeepd started by hand as the daemon's user on `config`: (exit code, stderr)."""
+        owner = os.stat(self.db).st_uid
+        proc = subprocess.Popen(["setpriv", f"--reuid={owner}", f"--regid={owner}", "--clear-groups",
+                                 XDEEPD, "--config", config],
+                                env=dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf")),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            self.fail("a second xdeepd kept running beside the stack's")
+        return proc.returncode, err
+
+    def test_second_daemon_is_refused_and_the_first_still_settles(self):
+        rc, err = self.second_daemon(self.config)
+        lines = err.strip().splitlines()
+        self.assertNotEqual(rc, 0, err)
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn(f"the jobcomp spool {self.spool} ", lines[0])
+        self.assertIn(f"(pid {self.first})", lines[0])
+        self.assertIn("Stop that daemon first", lines[0])
+        self.assertIn("[store] jobcomp_spool", lines[0])
+        # --check-config says so, exits 0 (the file is valid) and takes nothing.
+        r = run([XDEEPD, "--check-config", "--config", self.config])
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn(f"xdeepd pid {self.first} is running on this configuration's jobcomp spool "
+                      f"{self.spool}", r.out)
+        self.assertIn(f"ledger database {self.db}", r.out)
+        # A copy with its own spool, socket and log but the same ledger: refused too.
+        own = os.path.join(self.tmp, "own")
+        os.makedirs(os.path.join(own, "jobcomp"))
+        os.chmod(own, 0o777)
+        os.chmod(os.path.join(own, "jobcomp"), 0o777)
+        copy = os.path.join(own, "xdeepd.toml")
+        with open(copy, "w") as f:
+            f.write(self.config_text.replace(f'"{self.spool}"', f'"{own}/jobcomp"')
+                    .replace(f"unix://{STACK}/xdeepd.sock", f"unix://{own}/xdeepd.sock")
+                    .replace(f"{STACK}/xdeepd.log", f"{own}/xdeepd.log"))
+        rc, err = self.second_daemon(copy)
+        lines = err.strip().splitlines()
+        self.assertNotEqual(rc, 0, err)
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn(f"the ledger database {self.db} ", lines[0])
+        self.assertIn(f"(pid {self.first})", lines[0])
+        self.assertIn("[store] path", lines[0])
+        self.assertFalse(os.path.exists(os.path.join(own, "xdeepd.sock")))
+        # The first daemon is unharmed: still running, still on its socket, and
+        # it settles a job's charge from Slurm's record.
+        self.assertFalse(process_gone(self.first))
+        self.assertTrue(os.path.exists(os.path.join(STACK, "xdeepd.sock")))
+        r = run(as_user(ALICE, ["sbatch", "--parsable", "-p", "strict", "-o", "/dev/null",
+                                "--xdeep-tune", f"--xdeep-workload={GPT}", "--wrap=sleep 1"]),
+                cwd=self.tmp)
+        self.assertEqual(r.rc, 0, r)
+        job = int(r.out.strip().splitlines()[-1].split(";")[0])
+        decision = decision_of(r)
+        self.assertIsNotNone(decision, r)
+        rows = wait_for_charges([job])
+        self.assertEqual(len(rows), 1, rows)
+        self.assertEqual(rows[0][1], decision)
+        self.assertEqual(reservation(decision)[0], "settled")
+        self.assertEqual(self.stack_daemon(), self.first)
+
+
 class FullDiskTest(StackTest):
     """A daemon whose ledger lives on a full filesystem."""
 
@@ -893,7 +987,7 @@ class FullDiskTest(StackTest):
                     f'[store]\npath = "{self.mnt}/d.db"\njobcomp_spool = "{self.tmp}/spool"\n'
                     f'[log]\nfile = "{self.tmp}/d.log"\n')
         env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
-        self.daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        self.daemon = daemon_process([XDEEPD, "--config", config], env=env)
         for _ in range(100):
             if os.path.exists(self.sock):
                 break

@@ -16,7 +16,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BUILD, STACK, StackTest
+from harness import BUILD, STACK, StackTest, daemon_process
 
 XDEEPD = os.path.join(BUILD, "daemon", "xdeepd")
 LOAD = os.path.join(BUILD, "tests", "daemon", "ledger_load")
@@ -29,8 +29,8 @@ PRICE = 2.5
 class LedgerLoadTest(StackTest):
     def start_daemon(self):
         env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
-        proc = subprocess.Popen([XDEEPD, "--config", self.config], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = daemon_process([XDEEPD, "--config", self.config], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):
             if os.path.exists(self.sock):
                 return proc

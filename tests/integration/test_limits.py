@@ -12,7 +12,8 @@ import sqlite3
 import subprocess
 import time
 
-from harness import BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, StackTest, alt_conf, run
+from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, StackTest, alt_conf,
+                     daemon_process, run)
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
@@ -255,7 +256,7 @@ class SiteDefaultTest(StackTest):
             f.write(f'[server]\nlisten = "unix://{self.sock}"\n[store]\npath = "{self.tmp}/d.db"\n'
                     f'[log]\nfile = "{self.tmp}/d.log"\n[policy]\ntuning_default = true\n')
         env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
-        self.daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        self.daemon = daemon_process([XDEEPD, "--config", config], env=env)
         if not wait_for(lambda: os.path.exists(self.sock), timeout_s=10, every_s=0.05):
             self.fail("xdeepd did not start")
         self.conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} "

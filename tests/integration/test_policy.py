@@ -13,7 +13,7 @@ import time
 import unittest
 
 from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, StackTest, alt_conf,
-                     daemon_log, run)
+                     daemon_log, daemon_process, run)
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
 XDEEP = os.path.join(BUILD, "daemon", "xdeep")
@@ -178,7 +178,7 @@ class OwnDaemonTest(StackTest):
             f.write(f'[server]\nlisten = "unix://{self.sock}"\n[store]\npath = "{self.tmp}/d.db"\n'
                     f'[log]\nfile = "{self.tmp}/d.log"\n' + policy)
         env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
-        self.daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        self.daemon = daemon_process([XDEEPD, "--config", config], env=env)
         for _ in range(100):
             if os.path.exists(self.sock):
                 return
@@ -312,7 +312,7 @@ class PolicyReloadTest(StackTest):
         with open(config, "w") as f:
             f.write(base + '[policy]\nmax_nodes = 1\n')
         env = dict(os.environ, SLURM_CONF=os.path.join(STACK, "slurm.conf"))
-        daemon = subprocess.Popen([XDEEPD, "--config", config], env=env)
+        daemon = daemon_process([XDEEPD, "--config", config], env=env)
         try:
             for _ in range(100):
                 if os.path.exists(sock):
