@@ -154,7 +154,7 @@ std::string LedgerLockPath(const std::string& database) {
   return (ec ? database : resolved.string()) + ".xdeepd.lock";
 }
 
-absl::StatusOr<FileLock> ClaimLedger(const StoreConfig& store) {
+absl::StatusOr<std::unique_ptr<LedgerClaim>> LedgerClaim::Take(const StoreConfig& store) {
   const std::string lock_path = LedgerLockPath(store.path);
   auto lock = FileLock::TryTake(lock_path);
   if (!lock.ok()) {
@@ -163,7 +163,29 @@ absl::StatusOr<FileLock> ClaimLedger(const StoreConfig& store) {
   if (!lock->has_value()) {
     return absl::FailedPreconditionError(InUseMessage(kLedger, store.path, lock_path));
   }
-  return std::move(**lock);
+  return std::unique_ptr<LedgerClaim>(new LedgerClaim(store.path, std::move(**lock)));
+}
+
+void LedgerClaim::NoteOpened() {
+  std::lock_guard guard(mu_);
+  struct stat st{};
+  opened_ = stat(path_.c_str(), &st) == 0;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+}
+
+bool LedgerClaim::StillOpen() {
+  std::lock_guard guard(mu_);
+  if (!opened_) return true;
+  struct stat st{};
+  if (stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
+  if (!replaced_logged_) {
+    spdlog::error("event=ledger.replaced path={} reason=\"the database was removed or replaced "
+                  "under this daemon; it settles nothing from its spool until it is restarted\"",
+                  path_);
+    replaced_logged_ = true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::unique_ptr<SpoolClaim>> SpoolClaim::Take(const std::string& spool) {

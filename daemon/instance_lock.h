@@ -62,9 +62,31 @@ absl::StatusOr<LockHolder> HolderOf(const std::string& path);
 std::string SpoolLockPath(const std::string& spool);       // <spool>/.xdeepd.lock
 std::string LedgerLockPath(const std::string& database);   // <database, symlinks resolved>.xdeepd.lock
 
-// The ledger database's lock, taken before the database is opened. Another
-// daemon on it: the message names the database, the holder's pid and the fix.
-absl::StatusOr<FileLock> ClaimLedger(const StoreConfig& store);
+// The ledger database's lock, and which file the daemon opened.
+class LedgerClaim {
+ public:
+  // Before the database is opened. Another daemon on it: the message names
+  // the database, the holder's pid and the fix.
+  static absl::StatusOr<std::unique_ptr<LedgerClaim>> Take(const StoreConfig& store);
+
+  // After the database is opened: remembers which file it is.
+  void NoteOpened();
+  // False, logged once, when [store] path no longer names the file opened (it
+  // was removed or replaced under the daemon: a test stack started afresh in
+  // its directory). Such a daemon settles into a file nobody reads, so it
+  // leaves the spool to the daemon on the new database.
+  bool StillOpen();
+
+ private:
+  LedgerClaim(std::string path, FileLock lock) : path_(std::move(path)), lock_(std::move(lock)) {}
+  std::mutex mu_;
+  std::string path_;
+  FileLock lock_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  bool opened_ = false;
+  bool replaced_logged_ = false;
+};
 
 // The jobcomp spool's lock. The spool may not exist yet when the daemon
 // starts (it is made by the package, not the daemon): then it is claimed when

@@ -110,9 +110,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   auto spool = SpoolClaim::Take(config.store.jobcomp_spool);
   if (!spool.ok()) return spool.status();
   daemon->spool_claim_ = std::move(*spool);
-  auto ledger_lock = ClaimLedger(config.store);
-  if (!ledger_lock.ok()) return ledger_lock.status();
-  daemon->ledger_lock_ = std::move(*ledger_lock);
+  auto ledger_claim = LedgerClaim::Take(config.store);
+  if (!ledger_claim.ok()) return ledger_claim.status();
+  daemon->ledger_claim_ = std::move(*ledger_claim);
 
   auto store = Store::Open(config.store.path);
   if (!store.ok()) return store.status();
@@ -120,6 +120,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   auto ledger = Ledger::Open(config.store.path);
   if (!ledger.ok()) return ledger.status();
   daemon->ledger_ = std::move(*ledger);
+  daemon->ledger_claim_->NoteOpened();
 
   auto hardware = LoadHardwareProfile(config.hardware);
   if (!hardware.ok()) return hardware.status();
@@ -364,10 +365,11 @@ void Daemon::SettleFinishedJobs() {
                     std::string(s.message()));
     }
   };
-  // Another daemon took the spool (it was made again under this one): its
-  // records are not this ledger's, and releasing holds whose records wait
-  // there unread would lose their charges.
-  if (!spool_claim_->Renew()) return;
+  // This daemon's database was replaced under it, or another daemon took the
+  // spool (it was made again under this one): its records are not this
+  // ledger's, and releasing holds whose records wait there unread would lose
+  // their charges.
+  if (!ledger_claim_->StillOpen() || !spool_claim_->Renew()) return;
   DrainJobRecords(config_.store.jobcomp_spool, *policy, *ledger_, gpus_per_node, now, job_ended);
   // Admitted, yet no job in Slurm and no record: the submission failed after
   // job_submit.lua (an invalid node list, a limit). Slurm creates the job

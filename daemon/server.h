@@ -70,7 +70,7 @@ class Daemon {
   DaemonConfig config_;
   // Taken first and dropped last: no other daemon reads this spool or opens
   // this database while this one runs (instance_lock.h).
-  std::optional<FileLock> ledger_lock_;
+  std::unique_ptr<LedgerClaim> ledger_claim_;
   std::unique_ptr<SpoolClaim> spool_claim_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ledger> ledger_;

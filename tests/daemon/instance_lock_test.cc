@@ -61,9 +61,9 @@ TEST_F(InstanceLockTest, SecondDaemonOnOneSpoolIsRefusedAndTheFirstKeepsIt) {
 }
 
 TEST_F(InstanceLockTest, SecondDaemonOnOneDatabaseIsRefusedEvenThroughASymlink) {
-  auto first = ClaimLedger(store_);
+  auto first = LedgerClaim::Take(store_);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = ClaimLedger(store_);
+  auto second = LedgerClaim::Take(store_);
   ASSERT_FALSE(second.ok());
   const std::string message(second.status().message());
   EXPECT_NE(message.find("ledger database " + store_.path), std::string::npos) << message;
@@ -75,10 +75,10 @@ TEST_F(InstanceLockTest, SecondDaemonOnOneDatabaseIsRefusedEvenThroughASymlink) 
   fs::create_symlink(store_.path, dir_ + "/elsewhere/alias.db");
   StoreConfig alias = store_;
   alias.path = dir_ + "/elsewhere/alias.db";
-  EXPECT_FALSE(ClaimLedger(alias).ok());
+  EXPECT_FALSE(LedgerClaim::Take(alias).ok());
   // A daemon with its own database starts beside the first.
   alias.path = dir_ + "/elsewhere/own.db";
-  EXPECT_TRUE(ClaimLedger(alias).ok());
+  EXPECT_TRUE(LedgerClaim::Take(alias).ok());
 }
 
 TEST_F(InstanceLockTest, CrashedHolderLeavesNoLock) {
@@ -89,7 +89,7 @@ TEST_F(InstanceLockTest, CrashedHolderLeavesNoLock) {
   if (child == 0) {
     close(ready[0]);
     auto claim = SpoolClaim::Take(store_.jobcomp_spool);
-    auto ledger = ClaimLedger(store_);
+    auto ledger = LedgerClaim::Take(store_);
     const char ok = claim.ok() && ledger.ok() ? 'y' : 'n';
     (void)!write(ready[1], &ok, 1);
     pause();  // killed below, holding both
@@ -120,7 +120,7 @@ TEST_F(InstanceLockTest, CrashedHolderLeavesNoLock) {
   EXPECT_FALSE(holder->held);
   auto claim = SpoolClaim::Take(store_.jobcomp_spool);
   EXPECT_TRUE(claim.ok()) << claim.status();
-  EXPECT_TRUE(ClaimLedger(store_).ok());
+  EXPECT_TRUE(LedgerClaim::Take(store_).ok());
   EXPECT_EQ(Read(SpoolLockPath(store_.jobcomp_spool)), fmt::format("{}\n", getpid()));
 }
 
@@ -153,6 +153,21 @@ TEST_F(InstanceLockTest, SpoolThatAppearsLaterIsClaimedBeforeItIsRead) {
   EXPECT_FALSE(SpoolClaim::Take(store_.jobcomp_spool).ok());
 }
 
+// The leftover daemon's database was removed with its spool and made again:
+// it must not claim the new spool (its charges would go to a file nobody reads).
+TEST_F(InstanceLockTest, DatabaseReplacedUnderTheDaemonIsNoticed) {
+  auto ledger = LedgerClaim::Take(store_);
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  std::ofstream(store_.path) << "opened";
+  std::ifstream held(store_.path);  // open as SQLite keeps it: its inode is not reused
+  (*ledger)->NoteOpened();
+  EXPECT_TRUE((*ledger)->StillOpen());
+  fs::remove(store_.path);
+  EXPECT_FALSE((*ledger)->StillOpen());
+  std::ofstream(store_.path) << "a new stack's database";
+  EXPECT_FALSE((*ledger)->StillOpen());
+}
+
 // The spool is writable by SlurmUser's group: a lock file planted as a link to
 // the daemon's own database must not make the daemon truncate it.
 TEST_F(InstanceLockTest, PlantedSymlinkIsRefusedAndItsTargetUntouched) {
@@ -170,7 +185,7 @@ TEST_F(InstanceLockTest, CheckConfigNotesTheRunningDaemonWithoutTakingAnything) 
   EXPECT_TRUE(InstanceLockNotes(store_).empty());
   EXPECT_FALSE(fs::exists(SpoolLockPath(store_.jobcomp_spool)));  // looking made nothing
   auto spool = SpoolClaim::Take(store_.jobcomp_spool);
-  auto ledger = ClaimLedger(store_);
+  auto ledger = LedgerClaim::Take(store_);
   ASSERT_TRUE(spool.ok() && ledger.ok());
   auto notes = InstanceLockNotes(store_);
   ASSERT_EQ(notes.size(), 2u);
@@ -179,7 +194,7 @@ TEST_F(InstanceLockTest, CheckConfigNotesTheRunningDaemonWithoutTakingAnything) 
   EXPECT_NE(notes[1].find(store_.path), std::string::npos) << notes[1];
   // Still held by the daemon after the check.
   EXPECT_TRUE((*spool)->Renew());
-  EXPECT_FALSE(ClaimLedger(store_).ok());
+  EXPECT_FALSE(LedgerClaim::Take(store_).ok());
 }
 
 }  // namespace
