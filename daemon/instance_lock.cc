@@ -32,7 +32,7 @@ constexpr Guarded kLedger{"ledger database", "[store] path",
 
 // The whole file, exclusively.
 struct flock WholeFile(short type) {
-  struct flock fl{};
+  struct flock fl = {};
   fl.l_type = type;
   fl.l_whence = SEEK_SET;
   fl.l_start = 0;
@@ -65,9 +65,10 @@ std::string InUseMessage(const Guarded& g, const std::string& path, const std::s
 
 std::string CannotLockMessage(const Guarded& g, const std::string& path,
                               const absl::Status& status) {
-  return fmt::format("cannot lock the {} {}: {}; check that the directory exists and that "
-                     "xdeepd's user can create files in it ({})",
-                     g.what, path, std::string(status.message()), g.key);
+  return fmt::format(
+      "cannot lock the {} {}: {}; check that the directory exists and that "
+      "xdeepd's user can create files in it ({})",
+      g.what, path, std::string(status.message()), g.key);
 }
 
 }  // namespace
@@ -81,7 +82,7 @@ absl::StatusOr<std::optional<FileLock>> FileLock::TryTake(const std::string& pat
     return err == ENOENT ? absl::NotFoundError(fmt::format("{}: {}", path, reason))
                          : absl::FailedPreconditionError(fmt::format("{}: {}", path, reason));
   }
-  struct stat st{};
+  struct stat st = {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
     return absl::FailedPreconditionError(fmt::format("{}: not a regular file; remove it", path));
@@ -119,7 +120,8 @@ FileLock::~FileLock() {
 }
 
 bool FileLock::StillAt() const {
-  struct stat held{}, named{};
+  struct stat held = {};
+  struct stat named = {};
   if (fstat(fd_, &held) != 0 || lstat(path_.c_str(), &named) != 0) return false;
   return held.st_dev == named.st_dev && held.st_ino == named.st_ino;
 }
@@ -168,7 +170,7 @@ absl::StatusOr<std::unique_ptr<LedgerClaim>> LedgerClaim::Take(const StoreConfig
 
 void LedgerClaim::NoteOpened() {
   std::lock_guard guard(mu_);
-  struct stat st{};
+  struct stat st = {};
   opened_ = stat(path_.c_str(), &st) == 0;
   dev_ = st.st_dev;
   ino_ = st.st_ino;
@@ -177,12 +179,13 @@ void LedgerClaim::NoteOpened() {
 bool LedgerClaim::StillOpen() {
   std::lock_guard guard(mu_);
   if (!opened_) return true;
-  struct stat st{};
+  struct stat st = {};
   if (stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return true;
   if (!replaced_logged_) {
-    spdlog::error("event=ledger.replaced path={} reason=\"the database was removed or replaced "
-                  "under this daemon; it settles nothing from its spool until it is restarted\"",
-                  path_);
+    spdlog::error(
+        "event=ledger.replaced path={} reason=\"the database was removed or replaced "
+        "under this daemon; it settles nothing from its spool until it is restarted\"",
+        path_);
     replaced_logged_ = true;
   }
   return false;
@@ -193,9 +196,10 @@ absl::StatusOr<std::unique_ptr<SpoolClaim>> SpoolClaim::Take(const std::string& 
   const std::string lock_path = SpoolLockPath(spool);
   auto lock = FileLock::TryTake(lock_path);
   if (absl::IsNotFound(lock.status())) {
-    spdlog::warn("event=jobcomp.spool_missing spool={} reason=\"no such directory; it is claimed "
-                 "when it appears ([store] jobcomp_spool)\"",
-                 spool);
+    spdlog::warn(
+        "event=jobcomp.spool_missing spool={} reason=\"no such directory; it is claimed "
+        "when it appears ([store] jobcomp_spool)\"",
+        spool);
     return claim;
   }
   if (!lock.ok()) {
@@ -212,9 +216,10 @@ bool SpoolClaim::Renew() {
   std::lock_guard guard(mu_);
   if (lock_.has_value() && lock_->StillAt()) return true;
   if (lock_.has_value()) {
-    spdlog::warn("event=jobcomp.spool_replaced spool={} reason=\"its lock file was removed or "
-                 "replaced; claiming it again\"",
-                 spool_);
+    spdlog::warn(
+        "event=jobcomp.spool_replaced spool={} reason=\"its lock file was removed or "
+        "replaced; claiming it again\"",
+        spool_);
     lock_.reset();
   }
   const std::string lock_path = SpoolLockPath(spool_);

@@ -59,8 +59,9 @@ struct LockHolder {
 };
 absl::StatusOr<LockHolder> HolderOf(const std::string& path);
 
-std::string SpoolLockPath(const std::string& spool);       // <spool>/.xdeepd.lock
-std::string LedgerLockPath(const std::string& database);   // <database, symlinks resolved>.xdeepd.lock
+std::string SpoolLockPath(const std::string& spool);  // <spool>/.xdeepd.lock
+std::string LedgerLockPath(
+    const std::string& database);  // <database, symlinks resolved>.xdeepd.lock
 
 // The ledger database's lock, and which file the daemon opened.
 class LedgerClaim {

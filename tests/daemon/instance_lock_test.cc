@@ -171,9 +171,7 @@ TEST_F(InstanceLockTest, DatabaseReplacedUnderTheDaemonIsNoticed) {
 // The spool is writable by SlurmUser's group: a lock file planted as a link to
 // the daemon's own database must not make the daemon truncate it.
 TEST_F(InstanceLockTest, PlantedSymlinkIsRefusedAndItsTargetUntouched) {
-  {
-    std::ofstream(store_.path) << "ledger contents";
-  }
+  { std::ofstream(store_.path) << "ledger contents"; }
   fs::create_symlink(store_.path, SpoolLockPath(store_.jobcomp_spool));
   auto claim = SpoolClaim::Take(store_.jobcomp_spool);
   ASSERT_FALSE(claim.ok());
