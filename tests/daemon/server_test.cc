@@ -41,6 +41,16 @@ class ServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
+  // What the daemon answers to a Bind of a decision it never made.
+  grpc::StatusCode BindUnknownDecision() {
+    v1::BindRequest req;
+    req.set_decision_id("nope");
+    req.set_job_id(3);
+    v1::BindResponse resp;
+    grpc::ClientContext ctx;
+    return stub_->Bind(&ctx, req, &resp).error_code();
+  }
+
   std::string dir_;
   DaemonConfig config_;
   std::unique_ptr<Daemon> daemon_;
@@ -62,12 +72,7 @@ TEST_F(ServerTest, BadWorkloadIsInvalidArgument) {
 }
 
 TEST_F(ServerTest, BindUnknownDecisionIsNotFound) {
-  v1::BindRequest req;
-  req.set_decision_id("nope");
-  req.set_job_id(3);
-  v1::BindResponse resp;
-  grpc::ClientContext ctx;
-  EXPECT_EQ(stub_->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(BindUnknownDecision(), grpc::StatusCode::NOT_FOUND);
 }
 
 // An admin starts a second daemon on the running one's configuration: refused
@@ -90,12 +95,7 @@ TEST_F(ServerTest, SecondDaemonOnTheSameSpoolOrDatabaseIsRefused) {
   EXPECT_NE(message.find("ledger database " + config_.store.path), std::string::npos) << message;
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/other.sock"));
   // The first daemon still answers.
-  v1::BindRequest req;
-  req.set_decision_id("nope");
-  req.set_job_id(3);
-  v1::BindResponse resp;
-  grpc::ClientContext ctx;
-  EXPECT_EQ(stub_->Bind(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(BindUnknownDecision(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(ServerTest, MungeRefusesMissingCredential) {

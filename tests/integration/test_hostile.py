@@ -919,15 +919,20 @@ class SecondDaemonTest(StackTest):
             self.fail("a second xdeepd kept running beside the stack's")
         return proc.returncode, err
 
-    def test_second_daemon_is_refused_and_the_first_still_settles(self):
-        rc, err = self.second_daemon(self.config)
+    def assert_refused(self, config, what, key):
+        """A second daemon on `config` exits non-zero with one line naming
+        `what` (the path it shares), the first daemon's pid and `key`."""
+        rc, err = self.second_daemon(config)
         lines = err.strip().splitlines()
         self.assertNotEqual(rc, 0, err)
         self.assertEqual(len(lines), 1, err)
-        self.assertIn(f"the jobcomp spool {self.spool} ", lines[0])
+        self.assertIn(f"the {what} ", lines[0])
         self.assertIn(f"(pid {self.first})", lines[0])
         self.assertIn("Stop that daemon first", lines[0])
-        self.assertIn("[store] jobcomp_spool", lines[0])
+        self.assertIn(key, lines[0])
+
+    def test_second_daemon_is_refused_and_the_first_still_settles(self):
+        self.assert_refused(self.config, f"jobcomp spool {self.spool}", "[store] jobcomp_spool")
         # --check-config says so, exits 0 (the file is valid) and takes nothing.
         r = run([XDEEPD, "--check-config", "--config", self.config])
         self.assertEqual(r.rc, 0, r)
@@ -944,13 +949,7 @@ class SecondDaemonTest(StackTest):
             f.write(self.config_text.replace(f'"{self.spool}"', f'"{own}/jobcomp"')
                     .replace(f"unix://{STACK}/xdeepd.sock", f"unix://{own}/xdeepd.sock")
                     .replace(f"{STACK}/xdeepd.log", f"{own}/xdeepd.log"))
-        rc, err = self.second_daemon(copy)
-        lines = err.strip().splitlines()
-        self.assertNotEqual(rc, 0, err)
-        self.assertEqual(len(lines), 1, err)
-        self.assertIn(f"the ledger database {self.db} ", lines[0])
-        self.assertIn(f"(pid {self.first})", lines[0])
-        self.assertIn("[store] path", lines[0])
+        self.assert_refused(copy, f"ledger database {self.db}", "[store] path")
         self.assertFalse(os.path.exists(os.path.join(own, "xdeepd.sock")))
         # The first daemon is unharmed: still running, still on its socket, and
         # it settles a job's charge from Slurm's record.
