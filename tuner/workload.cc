@@ -989,6 +989,12 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
                       "remove fp32_grad_reduce, or set precision = \"bf16-mixed\" if the "
                       "weights and gradients are 16-bit");
     }
+    if (**fp32_reduce && st.pipeline_parallel == PipelineParallel::kDeepSpeed) {
+      return rd.Error(training.get("fp32_grad_reduce"),
+                      "fp32_grad_reduce with pipeline_parallel = \"deepspeed\": DeepSpeed's "
+                      "engine accumulates bf16 gradients in its own fp32 buffer already",
+                      "remove fp32_grad_reduce (the deepspeed engine's fp32 buffer is modelled)");
+    }
     st.fp32_grad_reduce = **fp32_reduce;
   }
   w.fsdp_16bit_params = false;

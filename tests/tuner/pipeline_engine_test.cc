@@ -334,6 +334,12 @@ TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
   ASSERT_FALSE(autocast.ok());
   EXPECT_NE(autocast.status().message().find("fp32_grad_reduce"), std::string::npos);
   EXPECT_NE(autocast.status().message().find("fp32 already"), std::string::npos);
+  auto deepspeed = ParseWorkloadToml(
+      model + "pipeline_parallel = \"deepspeed\"\n[training]\nprecision = \"bf16-mixed\"\n"
+              "fp32_grad_reduce = true\n",
+      "w.toml");
+  ASSERT_FALSE(deepspeed.ok());
+  EXPECT_NE(deepspeed.status().message().find("deepspeed"), std::string::npos);
 }
 
 }  // namespace
