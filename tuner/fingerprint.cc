@@ -61,6 +61,8 @@ std::string ModelFingerprint(const Workload& w) {
   }
   if (s.weight_decay > 0) absl::StrAppend(&text, absl::StrFormat(";wd=%.9g", s.weight_decay));
   if (s.pipeline_ends_as_layers) absl::StrAppend(&text, ";pp_ends=1");
+  if (s.fp32_grad_reduce) absl::StrAppend(&text, ";grad_reduce=fp32");
+  if (s.pipeline_async_p2p) absl::StrAppend(&text, ";pp_async_p2p=1");
   hash.Add(text);
   return absl::StrFormat("%016x", hash.h);
 }

@@ -10,6 +10,8 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
       t.p2p_shards = c.tp;
       t.p2p_gathered = !c.sequence_parallel;
     }
+    t.overlapped_p2p = w.settings.pipeline_async_p2p &&
+                       c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1;
     return t;
   }
   if (w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return t;

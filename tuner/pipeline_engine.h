@@ -36,6 +36,11 @@
 // without it a scatter of the activation that the receiver all-gathers over
 // NVLink (Narayanan et al. 2021, sec. 4.1, "scatter/gather communication
 // optimization"). The send and receive of a pass are batched, not serial.
+// With asynchronous transfers ([model] pipeline_async_p2p: Llama 3's
+// schedule, Dubey et al. 2024 sec. 3.3.2; megatron-core's overlap_p2p_comm)
+// and the interleaved schedule, a rank always has another chunk's pass to run
+// while a transfer is in flight, so only the part of a transfer longer than
+// one chunk's pass delays it.
 #ifndef XDEEP_TUNER_PIPELINE_ENGINE_H_
 #define XDEEP_TUNER_PIPELINE_ENGINE_H_
 
@@ -58,6 +63,8 @@ struct PipelineEngineTraits {
   // all-gathers it over tp (not under sequence parallelism).
   int p2p_shards = 1;
   bool p2p_gathered = false;
+  // Megatron's transfers overlap the neighbouring chunk's compute.
+  bool overlapped_p2p = false;
   // Bytes per parameter per micro-batch of fp32 gradient accumulation, and
   // the fp32 buffer's bytes per parameter; 0 where gradients accumulate in
   // their own 16-bit buffer.

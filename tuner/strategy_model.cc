@@ -63,7 +63,9 @@ PrecisionBytes BytesFor(const Workload& w) {
   PrecisionBytes b{};
   const bool mixed = w.precision == Precision::kBf16Mixed;
   b.weight = mixed ? 2 : 4;
-  b.grad = mixed ? 2 : 4;
+  // bf16-mixed keeps 16-bit gradients unless they are accumulated and
+  // reduced in fp32 (WorkloadSettings::fp32_grad_reduce).
+  b.grad = mixed && !w.settings.fp32_grad_reduce ? 2 : 4;
   b.compute_copy =
       (w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast) ? 2 : 0;
   switch (w.optimizer) {
@@ -915,7 +917,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
   const int dp_rpn = DpRanksPerNode(c);
   const double copy_bytes =
       (pb.compute_copy > 0 && w_.fsdp_16bit_params) ? pb.compute_copy : pb.weight;
-  const double grad_bytes = w_.precision == Precision::kBf16Mixed ? 2 : pb.grad;
+  const double grad_bytes = pb.grad;
   const double bw = std::max(1.0, hw.memory_bandwidth_gbps) * 1e9;
   StepTime st;
   double t_mb = 0, t_mb_device = 0, t_b_last = 0, t_b_idle = 0, grad_params = 0, grad_tensors = 0,
@@ -1001,8 +1003,15 @@ StepTime StrategyModel::Time(const Configuration& given) {
           im.Coll(CollectiveOp::kSendRecv, bytes / engine.p2p_shards, 2, PpRanksPerNode(c));
       if (engine.p2p_gathered) p2p += im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
       const int transfers = engine.serial_exchange ? 2 : 1;
-      f += transfers * p2p * d.chunks;
-      b += transfers * p2p * d.chunks;
+      double p2p_f = transfers * p2p, p2p_b = transfers * p2p;
+      if (engine.overlapped_p2p) {
+        // Asynchronous transfers run beside the neighbouring chunk's compute:
+        // only what outlasts one chunk's pass waits.
+        p2p_f = std::max(0.0, p2p_f - r.fwd / d.chunks);
+        p2p_b = std::max(0.0, p2p_b - r.bwd / d.chunks);
+      }
+      f += p2p_f * d.chunks;
+      b += p2p_b * d.chunks;
     } else if (c.pp > 1) {
       // DeepSpeed (pipeline_engine.h): a pass sends its last result and then
       // receives its input, 1 / tp of each across the link, and all-gathers

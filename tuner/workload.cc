@@ -931,6 +931,9 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   auto ends = rd.Bool(model, "pipeline_ends_as_layers");
   if (!ends.ok()) return ends.status();
   if (*ends) st.pipeline_ends_as_layers = **ends;
+  auto async_p2p = rd.Bool(model, "pipeline_async_p2p");
+  if (!async_p2p.ok()) return async_p2p.status();
+  if (*async_p2p) st.pipeline_async_p2p = **async_p2p;
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
@@ -975,6 +978,25 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
     }
     return absl::OkStatus();
   };
+  auto fp32_reduce = rd.Bool(training, "fp32_grad_reduce");
+  if (!fp32_reduce.ok()) return fp32_reduce.status();
+  if (*fp32_reduce) {
+    if (**fp32_reduce && w.precision != Precision::kBf16Mixed) {
+      return rd.Error(training.get("fp32_grad_reduce"),
+                      absl::StrCat("fp32_grad_reduce does not go with precision ",
+                                   std::string(PrecisionName(w.precision)),
+                                   ": its gradients are fp32 already"),
+                      "remove fp32_grad_reduce, or set precision = \"bf16-mixed\" if the "
+                      "weights and gradients are 16-bit");
+    }
+    if (**fp32_reduce && st.pipeline_parallel == PipelineParallel::kDeepSpeed) {
+      return rd.Error(training.get("fp32_grad_reduce"),
+                      "fp32_grad_reduce with pipeline_parallel = \"deepspeed\": DeepSpeed's "
+                      "engine accumulates bf16 gradients in its own fp32 buffer already",
+                      "remove fp32_grad_reduce (the deepspeed engine's fp32 buffer is modelled)");
+    }
+    st.fp32_grad_reduce = **fp32_reduce;
+  }
   w.fsdp_16bit_params = false;
   if (auto s = dtype("fsdp_param_dtype", &w.fsdp_16bit_params); !s.ok()) return s;
   w.fsdp_16bit_reduce = w.fsdp_16bit_params;
@@ -1049,6 +1071,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "pipeline_parallel",
                               "fp32_logits",
                               "pipeline_ends_as_layers",
+                              "pipeline_async_p2p",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -1063,8 +1086,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
   if (auto st = rd.CheckKeys(
           training, "[training]",
           {"precision", "optimizer", "optimizer_impl", "weight_decay", "activation_checkpointing",
-           "compile", "fsdp_param_dtype", "fsdp_reduce_dtype", "samples", "tokens", "epochs",
-           "dataset_size"});
+           "compile", "fsdp_param_dtype", "fsdp_reduce_dtype", "fp32_grad_reduce", "samples",
+           "tokens", "epochs", "dataset_size"});
       !st.ok()) {
     return st;
   }
@@ -1159,6 +1182,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"pipeline_parallel", "transformer"},
                                    {"fp32_logits", "transformer"},
                                    {"pipeline_ends_as_layers", "transformer"},
+                                   {"pipeline_async_p2p", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),

@@ -114,6 +114,17 @@ struct TrainingSettings {
   // account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split):
   // pp x virtual stages must divide the blocks + 2.
   bool pipeline_ends_as_layers = false;
+  // bf16-mixed only: gradients are accumulated over the micro-batches and
+  // reduced across data-parallel ranks in fp32, 4 bytes per parameter in the
+  // buffer and on the wire instead of 2 (Llama 3, Dubey et al. 2024 sec.
+  // 3.3.2, "reduce-scatter gradients in FP32"; Megatron-LM's
+  // accumulate_allreduce_grads_in_fp32).
+  bool fp32_grad_reduce = false;
+  // The pipeline's point-to-point transfers run asynchronously beside the
+  // next model chunk's compute (Llama 3 sec. 3.3.2; megatron-core's
+  // overlap_p2p_comm): under the interleaved schedule only the part of a
+  // transfer longer than that chunk's compute is on the critical path.
+  bool pipeline_async_p2p = false;
 };
 
 // A decoder-only (GPT / Llama style) transformer.

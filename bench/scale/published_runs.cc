@@ -103,6 +103,8 @@ Workload MakeWorkload(const Row& r) {
       r.S("engine") == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
   w.settings.pipeline_ends_as_layers = r.I("split_ends") != 0;
+  w.settings.fp32_grad_reduce = r.S("grad_reduce") == "fp32";
+  w.settings.pipeline_async_p2p = r.S("p2p") == "async";
   BuildTransformerLayers(w);
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = r.I("global_batch");
   w.batch_may_change = false;

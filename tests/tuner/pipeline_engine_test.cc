@@ -251,5 +251,96 @@ TEST(PipelineEngineTest, EndsCountedAsLayersTakeABlockOffTheFirstAndLastStage) {
   EXPECT_NE(wrong.status().message().find("pipeline_ends_as_layers"), std::string::npos);
 }
 
+
+// Asynchronous transfers ([model] pipeline_async_p2p) under the interleaved
+// schedule leave only the part of each transfer longer than one chunk's pass
+// on the critical path; here every transfer is shorter, so a micro-batch
+// saves what the blocking transfers cost. 1F1B and DeepSpeed's engine keep
+// them blocking.
+TEST(PipelineEngineTest, AsynchronousTransfersHideBehindTheNextChunk) {
+  const HardwareProfile hw = A100();
+  const Workload blocking = Gpt(PipelineParallel::kMegatron);
+  Workload async = blocking;
+  async.settings.pipeline_async_p2p = true;
+  Configuration c = Layout(4);
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  ASSERT_TRUE(EngineTraits(async, c).overlapped_p2p);
+  EXPECT_FALSE(EngineTraits(blocking, c).overlapped_p2p);
+  const double bytes = blocking.layers[1].output_bytes * c.micro_batch;
+  const double p2p = CollectiveTime(hw, CollectiveOp::kSendRecv, bytes / c.tp, 2, 1) +
+                     CollectiveTime(hw, CollectiveOp::kAllGather, bytes, c.tp, c.tp);
+  const double saved = EstimateStepTime(blocking, hw, c).per_micro_batch_s -
+                       EstimateStepTime(async, hw, c).per_micro_batch_s;
+  // Forward and backward, over the rank's two chunks; the slowest rank may
+  // be one that sends less (the last), so at most that and most of it.
+  EXPECT_LE(saved, 2 * 2 * p2p * (1 + 1e-9));
+  EXPECT_GT(saved, 0.45 * 2 * 2 * p2p);
+  Configuration plain = Layout(4);
+  EXPECT_FALSE(EngineTraits(async, plain).overlapped_p2p);
+  EXPECT_DOUBLE_EQ(EstimateStepTime(async, hw, plain).total_s,
+                   EstimateStepTime(blocking, hw, plain).total_s);
+  Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  deepspeed.settings.pipeline_async_p2p = true;
+  EXPECT_FALSE(EngineTraits(deepspeed, plain).overlapped_p2p);
+
+  auto parsed = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_async_p2p = true\n", "w.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->settings.pipeline_async_p2p);
+  auto wrong = ParseWorkloadToml(
+      "[model]\nfamily = \"cnn\"\narch = \"resnet50\"\npipeline_async_p2p = true\n", "w.toml");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("pipeline_async_p2p"), std::string::npos);
+}
+
+// Gradients accumulated and reduced in fp32 ([training] fp32_grad_reduce,
+// bf16-mixed only): ZeRO-2 reduce-scatters twice the bytes after every
+// micro-batch, across nodes here (tp 4 x dp 2 per node), and its sharded
+// gradients take 4 bytes per parameter instead of 2.
+TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
+  const HardwareProfile hw = A100();
+  const Workload bf16 = Gpt(PipelineParallel::kMegatron);
+  Workload fp32 = bf16;
+  fp32.settings.fp32_grad_reduce = true;
+  Configuration c = Layout(1);
+  c.pp = 1;
+  c.dp = 16;
+  c.nodes = c.tp * c.dp / 8;
+  c.grad_accum = 256 / c.dp;
+  c.sharding = Sharding::kZero2;
+  const MemoryBreakdown m16 = EstimateMemory(bf16, hw, c), m32 = EstimateMemory(fp32, hw, c);
+  EXPECT_NEAR(m32.gradients, 2 * m16.gradients, 1e-6 * m16.gradients);
+  EXPECT_GT(m16.gradients, 0);
+  // The reduce-scatter after each micro-batch: its share beyond the backward
+  // it overlaps grows with the bytes.
+  EXPECT_GT(EstimateStepTime(fp32, hw, c).per_micro_batch_s,
+            EstimateStepTime(bf16, hw, c).per_micro_batch_s);
+  // Without data parallelism nothing is reduced: only memory changes.
+  Configuration alone = c;
+  alone.dp = 1;
+  alone.nodes = 1;
+  alone.grad_accum = 256;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(fp32, hw, alone).exposed_comm_s,
+                   EstimateStepTime(bf16, hw, alone).exposed_comm_s);
+
+  const std::string model = "[model]\npreset = \"gpt-125m\"\n";
+  auto parsed = ParseWorkloadToml(
+      model + "[training]\nprecision = \"bf16-mixed\"\nfp32_grad_reduce = true\n", "w.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->settings.fp32_grad_reduce);
+  auto autocast = ParseWorkloadToml(
+      model + "[training]\nprecision = \"bf16-autocast\"\nfp32_grad_reduce = true\n", "w.toml");
+  ASSERT_FALSE(autocast.ok());
+  EXPECT_NE(autocast.status().message().find("fp32_grad_reduce"), std::string::npos);
+  EXPECT_NE(autocast.status().message().find("fp32 already"), std::string::npos);
+  auto deepspeed = ParseWorkloadToml(
+      model + "pipeline_parallel = \"deepspeed\"\n[training]\nprecision = \"bf16-mixed\"\n"
+              "fp32_grad_reduce = true\n",
+      "w.toml");
+  ASSERT_FALSE(deepspeed.ok());
+  EXPECT_NE(deepspeed.status().message().find("deepspeed"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
