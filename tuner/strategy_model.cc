@@ -551,6 +551,7 @@ struct StrategyModel::Impl {
         const int linears =
             l.tp_split_linears > 0 ? l.tp_split_linears : static_cast<int>(l.gemms.size());
         out_l.dtensor_launch = static_cast<double>(linears) * tp_host_per_linear / 3;
+        out_l.launch *= hw.tp_rank_sync_factor;
       }
       if (cp > 1 && l.cp_kv_bytes > 0) {
         // Keys and values of the whole sequence gathered before attention

@@ -498,6 +498,32 @@ TEST(StrategyTimeTest, DTensorTensorParallelPaysHostTimePerSplitLinearMegatronDo
                    EstimateStepTime(megatron, hw, one).per_micro_batch_s);
 }
 
+TEST(StrategyTimeTest, DTensorTensorParallelBlocksLaunchAtTheRanksMeetingCost) {
+  // The probe's TP pass on two ranks over its one-rank pass (tp_rank_sync_factor):
+  // the split blocks' launches take that much longer, the unsplit embedding and
+  // head do not, and Megatron's fused layers (no DTensor) are not charged it.
+  // Launch-bound (micro-batch 1, a slow host), the step grows by about the
+  // blocks' share of the launches times the factor's excess.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  Configuration c = Single(1);
+  c.gpus_per_node = c.tp = 2;
+  HardwareProfile hw = SimpleProfile(100, 200);
+  hw.host_overhead_per_kernel_s = 1e-3;
+  const double plain = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  HardwareProfile meeting = hw;
+  meeting.tp_rank_sync_factor = 1.4;
+  const double met = EstimateStepTime(*w, meeting, c).per_micro_batch_s;
+  // 12 blocks x 17 + 2 bias launches of 3 x 1 ms (forward and backward) at 0.4 more.
+  const double blocks_launch = 12 * (17 + 2) * 3 * 1e-3;
+  EXPECT_GT(met - plain, 0.8 * 0.4 * blocks_launch);
+  EXPECT_LT(met - plain, 1.2 * 0.4 * blocks_launch);
+  Workload megatron = *w;
+  megatron.settings.tensor_parallel = TensorParallel::kMegatron;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(megatron, meeting, c).per_micro_batch_s,
+                   EstimateStepTime(megatron, hw, c).per_micro_batch_s);
+}
+
 TEST(StrategyMemoryTest, DTensorTensorParallelKeepsTheLogitsWholeMegatronSplitsThem) {
   auto w = PresetWorkload("gpt-125m");
   ASSERT_TRUE(w.ok());
