@@ -735,7 +735,9 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
       // One rank: the dispatch alone per split Linear. Several: the whole TP
       // pass (plain launches and dispatch) slower by the ranks' meetings.
       std::vector<double> dispatch, sync;
-      for (const TpPass& p : one->second) dispatch.push_back(std::max(0.0, p.tp_s - p.plain_s) / p.linears);
+      for (const TpPass& p : one->second) {
+        dispatch.push_back(std::max(0.0, p.tp_s - p.plain_s) / p.linears);
+      }
       const double d = modeling::Median(dispatch);
       for (const TpPass& p : tp_passes_by_ranks.rbegin()->second) {
         sync.push_back(p.tp_s / (p.plain_s + p.linears * d));
@@ -747,8 +749,8 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
                                          hw.tp_host_per_linear_s * 1e6, ranks,
                                          ranks > 1 ? "s" : ""));
     if (hw.tp_rank_sync_factor > 1) {
-      host_parts.push_back(
-          absl::StrFormat("TP blocks' launches %.2fx at the ranks' meetings", hw.tp_rank_sync_factor));
+      host_parts.push_back(absl::StrFormat("TP blocks' launches %.2fx at the ranks' meetings",
+                                           hw.tp_rank_sync_factor));
     }
   }
   std::vector<std::pair<double, double>> fsdp_points;

@@ -1066,7 +1066,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
     const double total = f + b + z3_exposed;
     // The same micro-batch with the host's launches taken out: what a
     // neighbouring pipeline stage waits for.
-    const double device = total - (LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) - (r.fwd + cast_f)) -
+    const double device = total -
+                          (LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) - (r.fwd + cast_f)) -
                           (b_launched - b_device);
     t_mb_device = std::max(t_mb_device, device);
     if (total > t_mb) {

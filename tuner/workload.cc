@@ -648,9 +648,9 @@ const TransformerPreset kTransformers[] = {
     {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, false}},
 };
 
-const char* const kCnnArchs[] = {"resnet18",  "resnet26",        "resnet34",         "resnet50",
-                                 "resnet101", "resnet152",       "wide_resnet50_2", "wide_resnet101_2",
-                                 "vgg16"};
+const char* const kCnnArchs[] = {"resnet18",         "resnet26",        "resnet34",
+                                 "resnet50",         "resnet101",       "resnet152",
+                                 "wide_resnet50_2",  "wide_resnet101_2", "vgg16"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
