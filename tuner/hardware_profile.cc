@@ -617,6 +617,10 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
       elementwise_gbps, optimizer_per_tensor;
   FsdpProbe fsdp_gpt, fsdp_cnn;
   std::map<int, std::vector<double>> tp_per_linear_by_ranks;
+  struct TpPass {
+    double tp_s, plain_s, linears;
+  };
+  std::map<int, std::vector<TpPass>> tp_passes_by_ranks;
   std::map<std::string, std::map<int, std::vector<double>>> plain_by_ranks;
   i = 0;
   for (const json& f : section("framework")) {
@@ -679,6 +683,7 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     const int tp_linears = f.value("tp_linears", 0);
     if (tp_s > 0 && tp_linears > 0) {
       tp_per_linear_by_ranks[ranks].push_back(std::max(0.0, tp_s / straggle - wall_s) / tp_linears);
+      tp_passes_by_ranks[ranks].push_back({tp_s / straggle, wall_s, double(tp_linears)});
     }
     // The other figures are one process's: single-GPU training's host, and the
     // DDP reducer's work apart from the all-reduce the model times itself.
@@ -725,9 +730,28 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     // On the most ranks: each split Linear's collectives wait for the others.
     const auto& [ranks, per_linear] = *tp_per_linear_by_ranks.rbegin();
     hw.tp_host_per_linear_s = modeling::Median(per_linear);
+    const auto one = tp_passes_by_ranks.find(1);
+    if (ranks > 1 && one != tp_passes_by_ranks.end()) {
+      // One rank: the dispatch alone per split Linear. Several: the whole TP
+      // pass (plain launches and dispatch) slower by the ranks' meetings.
+      std::vector<double> dispatch, sync;
+      for (const TpPass& p : one->second) {
+        dispatch.push_back(std::max(0.0, p.tp_s - p.plain_s) / p.linears);
+      }
+      const double d = modeling::Median(dispatch);
+      for (const TpPass& p : tp_passes_by_ranks.rbegin()->second) {
+        sync.push_back(p.tp_s / (p.plain_s + p.linears * d));
+      }
+      hw.tp_rank_sync_factor = std::max(1.0, modeling::Median(sync));
+      hw.tp_host_per_linear_s = d * hw.tp_rank_sync_factor;
+    }
     host_parts.push_back(absl::StrFormat("TP %.0f us per split Linear on %d rank%s",
                                          hw.tp_host_per_linear_s * 1e6, ranks,
                                          ranks > 1 ? "s" : ""));
+    if (hw.tp_rank_sync_factor > 1) {
+      host_parts.push_back(absl::StrFormat("TP blocks' launches %.2fx at the ranks' meetings",
+                                           hw.tp_rank_sync_factor));
+    }
   }
   std::vector<std::pair<double, double>> fsdp_points;
   for (const FsdpProbe* p : fsdp_probes) {

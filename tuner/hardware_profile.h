@@ -186,6 +186,12 @@ struct HardwareProfile {
   // are two modules; 100 when it counted four, one per GEMM).
   double tp_host_per_linear_s = 0;
   double tp_linear_host_kernels = 80;
+  // Tensor parallelism's ranks meet at every split block's all-reduces, so each
+  // stretch of launches between two of them waits for the slower rank's: the
+  // probe's TP pass on several ranks over its one-rank TP pass (its plain
+  // launches and dispatch both), straggle and side-by-side speed out. 1 where
+  // the probe did not time both.
+  double tp_rank_sync_factor = 1;
   std::string host;  // measured profiles: where and when
   std::string date;
 

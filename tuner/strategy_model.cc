@@ -553,6 +553,7 @@ struct StrategyModel::Impl {
         const int linears =
             l.tp_split_linears > 0 ? l.tp_split_linears : static_cast<int>(l.gemms.size());
         out_l.dtensor_launch = static_cast<double>(linears) * tp_host_per_linear / 3;
+        out_l.launch *= hw.tp_rank_sync_factor;
       }
       if (cp > 1 && l.cp_kv_bytes > 0) {
         // Keys and values of the whole sequence gathered before attention
@@ -626,6 +627,18 @@ namespace {
 // (bench/validate/data/calibration/2026-11-26_h200x2_calibration).
 double HostAndDevice(double device, double host) {
   return std::sqrt(device * device + host * host);
+}
+
+// A forward pass whose host also runs work that launches none of its kernels
+// (FSDP2's pre-forward hooks between units): the host does not wait for the
+// GPU there, so the GPU drains the kernels queued before -- the GPU time that
+// the launches' combination (HostAndDevice) leaves unhidden hides behind that
+// work first. Backward keeps the plain combination: there each unit's
+// post-backward hook makes the compute stream wait for the previous unit's
+// reduce-scatter (FSDP2's reduce_scatter_state event), so the GPU's queue
+// does not run ahead of the collectives.
+double LaunchedPass(double device, double launches, double host_only) {
+  return std::max(HostAndDevice(device, launches), launches + host_only);
 }
 
 // E[max of n independent standard normal draws]: n * integral of x phi(x)
@@ -962,6 +975,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // FSDP's figures below are the two-rank process's already.
     launch_f *= side_by_side;
     launch_b *= side_by_side;
+    double hooks_f = 0, hooks_b = 0;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
       // FSDP2's host work per unit (pre/post hooks, all-gather copy-in and
       // copy-out, reduce-scatter staging) and per parameter tensor (its views
@@ -972,8 +986,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
                                 : (d.fsdp_units * hw.fsdp_unit_host_kernels +
                                    d.param_tensors * hw.fsdp_tensor_host_kernels) *
                                       hw.host_overhead_per_kernel_s;
-      launch_f += s / 3;
-      launch_b += s * 2 / 3;
+      hooks_f = straggle * s / 3;
+      hooks_b = straggle * s * 2 / 3;
     }
     launch_f *= straggle;
     launch_b *= straggle;
@@ -987,9 +1001,9 @@ StepTime StrategyModel::Time(const Configuration& given) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    double f = HostAndDevice(r.fwd + cast_f, launch_f) + r.tp_comm_fwd + r.cp_comm_fwd;
+    double f = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) + r.tp_comm_fwd + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b;
-    const double b_launched = HostAndDevice(b_device, launch_b);
+    const double b_launched = HostAndDevice(b_device, launch_b + hooks_b);
     // [MLM19] as many all-reduces; context parallel: keys and values gathered
     // again and their gradients reduce-scattered.
     double b = b_launched + r.tp_comm_fwd + 2 * r.cp_comm_fwd;
@@ -1061,7 +1075,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
     const double total = f + b + z3_exposed;
     // The same micro-batch with the host's launches taken out: what a
     // neighbouring pipeline stage waits for.
-    const double device = total - (HostAndDevice(r.fwd + cast_f, launch_f) - (r.fwd + cast_f)) -
+    const double device = total -
+                          (LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) - (r.fwd + cast_f)) -
                           (b_launched - b_device);
     t_mb_device = std::max(t_mb_device, device);
     if (total > t_mb) {
@@ -1082,7 +1097,17 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // micro-batch 1: the launch-bound bubble over-predicted the step by
     // 47-58 %, bench/validate/data/calibration/2026-11-27_h100x2_library_heldout,
     // calibration since).
-    st.bubble_s = (c.pp - 1) * t_mb_device / v;
+    st.fill_drain_s = (c.pp - 1) * t_mb_device / v;
+    // torch.distributed.pipelining never waits on the host for a transfer,
+    // so a launch-bound stage's host runs ahead of its GPU by what each
+    // micro-batch's launches take beyond its kernels, and the fill and drain
+    // hide in that lead (WithAccumulation: the step is the longer of the
+    // host's chain and the GPU's chain with its bubble). Megatron's batched
+    // p2p synchronises the device after each exchange, so its hosts keep no
+    // lead.
+    if (w_.settings.pipeline_parallel == PipelineParallel::kTorch) {
+      st.host_lead_per_micro_batch_s = std::max(0.0, t_mb - t_mb_device);
+    }
   }
   if (c.dp > 1 && (c.sharding == Sharding::kNone || c.sharding == Sharding::kZero1)) {
     // [DDP] buckets are reduced as soon as they fill, overlapping the last
@@ -1159,6 +1184,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
 StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
   // Nothing else in a step depends on the number of micro-batches.
   st.compute_s = grad_accum * st.per_micro_batch_s;
+  st.bubble_s = std::max(0.0, st.fill_drain_s - grad_accum * st.host_lead_per_micro_batch_s);
   st.total_s = st.compute_s + st.bubble_s + st.exposed_comm_s + st.optimizer_s;
   return st;
 }

@@ -56,6 +56,10 @@ struct StepTime {
   double optimizer_s = 0;
   double total_s = 0;
   double per_micro_batch_s = 0;  // slowest rank's forward + backward of one micro-batch
+  double fill_drain_s = 0;       // the pipeline's fill and drain on the GPU; bubble_s is what shows
+  // Where a pipeline's hosts never wait for its transfers: how far a stage's
+  // host runs ahead of its GPU per micro-batch (launches beyond kernels).
+  double host_lead_per_micro_batch_s = 0;
 };
 
 // Time of one optimizer step (one global batch).

@@ -533,10 +533,12 @@ struct CnnBuilder {
 // block's output as in ResNet).
 std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool channels_last,
                               int wide = 1) {
-  const bool bottleneck = depth >= 50;
+  // timm's resnet26: bottlenecks, two a stage (timm.models.resnet).
+  const bool bottleneck = depth >= 50 || depth == 26;
   std::vector<int> blocks;
   switch (depth) {
     case 18:
+    case 26:
       blocks = {2, 2, 2, 2};
       break;
     case 34:
@@ -646,8 +648,9 @@ const TransformerPreset kTransformers[] = {
     {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, false}},
 };
 
-const char* const kCnnArchs[] = {"resnet18",  "resnet34",        "resnet50",        "resnet101",
-                                 "resnet152", "wide_resnet50_2", "wide_resnet101_2", "vgg16"};
+const char* const kCnnArchs[] = {"resnet18",         "resnet26",        "resnet34",
+                                 "resnet50",         "resnet101",       "resnet152",
+                                 "wide_resnet50_2",  "wide_resnet101_2", "vgg16"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
@@ -672,6 +675,7 @@ absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int 
     return absl::InvalidArgumentError("image_size must be >= 32 and num_classes >= 1");
   }
   if (arch == "resnet18") return ResNet(18, image_size, num_classes, a, nhwc);
+  if (arch == "resnet26") return ResNet(26, image_size, num_classes, a, nhwc);
   if (arch == "resnet34") return ResNet(34, image_size, num_classes, a, nhwc);
   if (arch == "resnet50") return ResNet(50, image_size, num_classes, a, nhwc);
   if (arch == "resnet101") return ResNet(101, image_size, num_classes, a, nhwc);

@@ -12,9 +12,11 @@ LlamaForCausalLM in TinyLlama-1.1B's, SmolLM2-360M's and SmolLM2-1.7B's shapes; 
 TinyMistral-248M's, OPTForCausalLM in OPT-1.3B's, GPTNeoXForCausalLM in Pythia-410M's,
 Qwen2ForCausalLM in Qwen2.5-1.5B's, PhiForCausalLM in Phi-1.5's and StableLmForCausalLM in
 StableLM 2 1.6B's;
+MistralForCausalLM in H2O-Danube-1.8B's, LlamaForCausalLM in Sheared-LLaMA-1.3B's and
+GPT2LMHeadModel in Cerebras-GPT-590M's shapes (held-out run 10);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
-ViT-L/32, ViT-H/14, DeiT-S, DeiT-Ti).
+ViT-L/32, ViT-H/14, ViT-B/8, DeiT-S, DeiT-Ti, and ResNet-26, trained as the CNNs above).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -121,6 +123,18 @@ TRANSFORMERS = {
     "hf-smollm2-1.7b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=24,
                                       num_attention_heads=32, num_key_value_heads=32, vocab_size=49152,
                                       tie_word_embeddings=True)),
+    # Held-out run 10: H2O-Danube-1.8B's shape (MistralForCausalLM: 24 layers of hidden 2560, 32
+    # heads of 80, 8 key-value heads, SwiGLU 6912, untied 32000-word head), Sheared-LLaMA-1.3B's
+    # (LlamaForCausalLM: 24 layers of hidden 2048, 16 heads, SwiGLU 5504, untied 32000-word head)
+    # and Cerebras-GPT-590M's (GPT2LMHeadModel: 18 layers of hidden 1536, 12 heads, MLP 6144,
+    # exact GELU, tied head).
+    "hf-danube-1.8b": ("mistral", dict(hidden_size=2560, intermediate_size=6912, num_hidden_layers=24,
+                                       num_attention_heads=32, num_key_value_heads=8, vocab_size=32000)),
+    "hf-sheared-llama-1.3b": ("llama", dict(hidden_size=2048, intermediate_size=5504,
+                                            num_hidden_layers=24, num_attention_heads=16,
+                                            num_key_value_heads=16, vocab_size=32000)),
+    "hf-cerebras-gpt-590m": ("gpt2", dict(n_embd=1536, n_layer=18, n_head=12, n_inner=6144,
+                                          activation_function="gelu")),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -130,9 +144,11 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-deit-tiny": "timm:deit_tiny_patch16_224", "timm-vit-b32": "timm:vit_base_patch32_224",
           "tv-vgg16": "vgg16", "timm-vit-l32": "timm:vit_large_patch32_224",
           "tv-wide-resnet50": "wide_resnet50_2", "timm-vit-h14": "timm:vit_huge_patch14_224",
-          "tv-wide-resnet101": "wide_resnet101_2"}
+          "tv-wide-resnet101": "wide_resnet101_2", "timm-vit-b8": "timm:vit_base_patch8_224",
+          "timm-resnet26": "timm:resnet26"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
-        "tv-wide-resnet50", "tv-wide-resnet101"}  # channels_last (torchvision's reference), SGD
+        "tv-wide-resnet50", "tv-wide-resnet101",
+        "timm-resnet26"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
@@ -168,7 +184,8 @@ def build(name, device):
         return model.to(device)
     if VISION[name].startswith("timm:"):
         import timm
-        return timm.create_model(VISION[name][5:], num_classes=1000).to(device)
+        model = timm.create_model(VISION[name][5:], num_classes=1000).to(device)
+        return model.to(memory_format=torch.channels_last) if name in CNNS else model
     import torchvision
     model = getattr(torchvision.models, VISION[name])(num_classes=1000)
     return model.to(device, memory_format=torch.channels_last)

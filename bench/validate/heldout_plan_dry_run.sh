@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A planned held-out library run, end to end without a GPU: run_library.sh with the plan's
+# settings (PLAN_ENV, one VAR=value a line, as its README's command reads them), the GPU work
+# replaced by stand-ins (the probes copy run 9's reports, the suite writes one made-up
+# measurement per model, mode and micro-batch it was asked for), the real xdeep_validate
+# reading the workload files (`shapes` for the compute probe, `compare` for the predictions)
+# and the real xdeep-probe merging. Checks that every planned model has a workload file the
+# tuner reads, that each mode is asked for exactly its planned models and that the frozen
+# model predicts every one of them -- so the one-shot run cannot be lost to a typo.
+#
+#   heldout_plan_dry_run.sh XDEEP_PROBE XDEEP_VALIDATE PLAN_ENV
+set -u
+probe=$(realpath "$1") validate=$(realpath "$2") plan=$(realpath "$3")
+here=$(cd "$(dirname "$0")" && pwd)
+reports=$here/data/calibration/2026-11-27_h100x2_library_run9
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/bin" "$tmp/carry"
+ln -s "$validate" "$tmp/carry/xdeep_validate"
+real_python=$(command -v python3)
+log=$tmp/calls.txt
+printf '#!/bin/bash\necho stand-in\n' > "$tmp/bin/nvidia-smi"
+printf '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nexec python3 "$@"\n' > "$tmp/bin/torchrun"
+cat > "$tmp/carry/xdeep-probe" <<SH
+#!/bin/bash
+case "\$1" in
+  merge|--help) exec "$probe" "\$@";;
+esac
+out=\$(echo "\$*" | sed 's/.*--out \([^ ]*\).*/\1/')
+case "\$1" in
+  compute) cp "$reports/compute.json" "\$out";;
+  collectives) cp "$reports/coll_2gpu.json" "\$out";;
+esac
+SH
+# The suite's stand-in: one made-up run per model and micro-batch asked for.
+cat > "$tmp/suite.py" <<'PY'
+import argparse, json, sys
+ap = argparse.ArgumentParser()
+for a in ("--mode", "--models", "--micro-batches", "--vision-micro-batches", "--out"):
+    ap.add_argument(a, default="")
+args, _ = ap.parse_known_args()
+runs = []
+for m in filter(None, args.models.split(",")):
+    vision = m.startswith(("timm-", "tv-"))
+    mbs = (args.vision_micro_batches if vision and args.vision_micro_batches else args.micro_batches)
+    for mb in filter(None, mbs.split(",")):
+        runs.append(dict(model=m, mode=args.mode, world_size=1 if args.mode == "single" else 2,
+                         micro_batch=int(mb), grad_accum=4 if args.mode == "pp" else 1,
+                         tp=2 if args.mode == "tp" else 1, pp=2 if args.mode == "pp" else 1,
+                         step_time_median_s=0.1, step_times_s=[0.1], peak_allocated_bytes=10 << 30))
+meta = dict(schema="xdeep.memory_validation/1", suite="library_suite.py (dry run)", mode=args.mode,
+            gpu="stand-in", gpu_count_used=1 if args.mode == "single" else 2)
+json.dump(dict(meta=meta, runs=runs), open(args.out, "w"))
+print("suite", args.mode, args.models, file=open(sys.argv[0] + ".log", "a"))
+PY
+cat > "$tmp/bin/python3" <<SH
+#!/bin/bash
+out=\$(echo "\$*" | sed -n 's/.*--out \([^ ]*\).*/\1/p')
+case "\$*" in
+  -c*) echo "stand-in torch"; exit 0;;
+  *framework_probe.py*--ranks*) cp "$reports/framework_2ranks.json" "\$out"; exit 0;;
+  *framework_probe.py*) cp "$reports/framework.json" "\$out"; exit 0;;
+  *library_suite.py*) shift; exec "$real_python" "$tmp/suite.py" "\$@";;
+  *) exec "$real_python" "\$@";;
+esac
+SH
+chmod +x "$tmp/bin/"* "$tmp/carry/xdeep-probe"
+fail() { echo "held-out plan dry run: $*"; cat "$tmp/out/log.txt" "$tmp/suite.py.log" 2>/dev/null; exit 1; }
+settings=$(grep -v '^#' "$plan" | grep '=' | tr '\n' ' ')
+[ -n "$settings" ] || fail "no settings in $plan"
+env $settings PATH="$tmp/bin:$PATH" OUT="$tmp/out" XDEEP_CARRY=carry \
+  bash -c "cd '$tmp' && bash '$here/run_library.sh'" > /dev/null 2>&1
+[ -s "$tmp/out/results.tgz" ] || fail "no results.tgz"
+mkdir "$tmp/res" && tar -C "$tmp/res" -xzf "$tmp/out/results.tgz" || fail "unreadable results.tgz"
+[ -s "$tmp/res/profile.json" ] || fail "no merged profile"
+grep -q "STEP TIME   MAPE" "$tmp/res/compare.txt" || fail "no predictions: $(head -5 "$tmp/res/compare.txt")"
+# Every mode asked for exactly its planned models, and each of them predicted.
+get() { grep "^$1=" "$plan" | cut -d= -f2-; }
+for m in single ddp fsdp tp pp; do
+  case $m in
+    single) want="$(get LM),$(get VISION)";;
+    *) want=$(get "MODELS_$(tr a-z A-Z <<< "$m")");;
+  esac
+  [[ ,$(get MODES), == *,$m,* ]] || continue
+  asked=$(grep "^suite $m " "$tmp/suite.py.log" | cut -d' ' -f3 | tr ',' '\n' | sort -u | grep .)
+  [ "$asked" = "$(tr ',' '\n' <<< "$want" | sort -u | grep .)" ] || fail "$m asked for '$asked', planned '$want'"
+  for model in $(tr ',' ' ' <<< "$want"); do
+    grep -Eq "^ *$model +$m +x[0-9]+ +mb" "$tmp/res/compare.txt" || fail "no $m prediction for $model"
+  done
+done
+echo "held-out plan dry run: ok ($(basename "$(dirname "$plan")"))"
