@@ -1,12 +1,16 @@
 // Why the Kokkos softmax trailed its CUDA twin at 256 MiB (issue 26): the row softmax in
 // several forms, on two kinds of buffer, at several sizes, all timed the same way (CUDA
 // events on Kokkos' stream), so a form, a buffer or the timing can each be told apart.
-//   softmax_study [--row-length 4096] [--sizes 64,128,256,512,1024] > study.csv
+//   softmax_study [--row-length 4096] [--sizes 64,128,256,512,1024] [--forms a,b] > study.csv
 // Forms: the CUDA twin (profiler/cuda/kernels.cu); Kokkos with 256 single-lane members
 // reducing through TeamThreadRange, one load per loop trip (the probe's kernel up to
 // run 4); the same with 2 or 4 loads in flight per thread (team_ilp2_nobounds is the
 // probe's kernel from run 6); Kokkos with 8 members of 32 vector lanes reducing through
-// ThreadVectorRange and team scratch (run 5's), with and without launch bounds.
+// ThreadVectorRange and team scratch (run 5's), with and without launch bounds; and (from
+// run 16) the probe's kernel (profiler/kokkos_row_kernels.h) as the probe launches it on
+// this device (kokkos_probe), in the grouped form (kokkos_grouped: 256 x 4 loads in every
+// pass, the probe's up to run 15) and in the lean form at 5-8 rows per SM (kokkos_lean5..8).
+//   --forms a,b,...: only these forms.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
 // Built by bench/kokkos/build_studies.sh; run by bench/kokkos/run_device.sh.
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "profiler/cuda/kernels.h"
+#include "profiler/kokkos_row_kernels.h"
 
 namespace {
 
@@ -175,11 +180,19 @@ enum class Form {
   kTeamIlp2NoBounds,
   kTeamIlp4NoBounds,
   kLaneReduce,
-  kLaneReduceNoBounds
+  kLaneReduceNoBounds,
+  kProbe,
+  kGrouped,
+  kLean5,
+  kLean6,
+  kLean7,
+  kLean8,
 };
-constexpr Form kForms[] = {Form::kCuda,          Form::kTeamReduce,       Form::kTeamIlp2,
-                           Form::kTeamIlp4,      Form::kTeamIlp2NoBounds, Form::kTeamIlp4NoBounds,
-                           Form::kLaneReduce,    Form::kLaneReduceNoBounds};
+constexpr Form kForms[] = {Form::kCuda,       Form::kTeamReduce,         Form::kTeamIlp2,
+                           Form::kTeamIlp4,   Form::kTeamIlp2NoBounds,   Form::kTeamIlp4NoBounds,
+                           Form::kLaneReduce, Form::kLaneReduceNoBounds, Form::kProbe,
+                           Form::kGrouped,    Form::kLean5,              Form::kLean6,
+                           Form::kLean7,      Form::kLean8};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
@@ -190,8 +203,33 @@ const char* Name(Form f) {
     case Form::kTeamIlp4NoBounds: return "kokkos_team_ilp4_nobounds";
     case Form::kLaneReduce: return "kokkos_lane_reduce";
     case Form::kLaneReduceNoBounds: return "kokkos_lane_reduce_nobounds";
+    case Form::kProbe: return "kokkos_probe";
+    case Form::kGrouped: return "kokkos_grouped";
+    case Form::kLean5: return "kokkos_lean5";
+    case Form::kLean6: return "kokkos_lean6";
+    case Form::kLean7: return "kokkos_lean7";
+    case Form::kLean8: return "kokkos_lean8";
   }
   return "?";
+}
+
+// The probe's softmax (profiler/kokkos_row_kernels.h) as the probe launches it on this
+// device (rows 0), in the grouped form (rows -1) or in the lean form at `rows` per SM.
+xdeep::profiler::kokkos::RowLaunch ProbeLaunch(int rows) {
+  namespace k = xdeep::profiler::kokkos;
+  const k::DeviceProperties d = k::rows::QueryDevice();
+  if (rows == 0) return k::ChooseRowLaunch(d);
+  if (rows < 0) return k::RowLaunch{};
+  return {k::RowForm::kLean, k::LeanTeamSize(rows, d), rows};
+}
+
+void ProbeSoftmax(float* p, int64_t rows, int64_t cols, int rows_per_sm) {
+  namespace r = xdeep::profiler::kokkos::rows;
+  static const xdeep::profiler::kokkos::RowLaunch launches[] = {
+      ProbeLaunch(-1), ProbeLaunch(0), ProbeLaunch(5), ProbeLaunch(6), ProbeLaunch(7),
+      ProbeLaunch(8)};
+  const int i = rows_per_sm < 0 ? 0 : rows_per_sm == 0 ? 1 : rows_per_sm - 3;
+  r::Softmax<Exec>(reinterpret_cast<r::F4*>(p), rows, cols / 4, launches[i]);
 }
 
 void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
@@ -209,6 +247,12 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
     case Form::kTeamIlp4NoBounds: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
     case Form::kLaneReduce: SoftmaxLaneReduce<Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
     case Form::kLaneReduceNoBounds: SoftmaxLaneReduce<Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
+    case Form::kProbe: ProbeSoftmax(p, rows, cols, 0); break;
+    case Form::kGrouped: ProbeSoftmax(p, rows, cols, -1); break;
+    case Form::kLean5: ProbeSoftmax(p, rows, cols, 5); break;
+    case Form::kLean6: ProbeSoftmax(p, rows, cols, 6); break;
+    case Form::kLean7: ProbeSoftmax(p, rows, cols, 7); break;
+    case Form::kLean8: ProbeSoftmax(p, rows, cols, 8); break;
   }
 }
 
@@ -256,14 +300,32 @@ std::vector<int64_t> ParseSizes(const char* s) {
 int main(int argc, char** argv) {
   int64_t cols = 4096;
   std::vector<int64_t> sizes_mib = {64, 128, 256, 512, 1024};
+  std::vector<Form> forms(std::begin(kForms), std::end(kForms));
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--row-length") {
       cols = std::atoll(argv[i + 1]);
     } else if (a == "--sizes") {
       sizes_mib = ParseSizes(argv[i + 1]);
+    } else if (a == "--forms") {
+      forms.clear();
+      const std::string list = argv[i + 1];
+      for (size_t begin = 0; begin <= list.size();) {
+        const size_t end = std::min(list.find(',', begin), list.size());
+        const std::string name = list.substr(begin, end - begin);
+        const Form* f = std::find_if(std::begin(kForms), std::end(kForms),
+                                     [&](Form g) { return name == Name(g); });
+        if (f == std::end(kForms)) {
+          std::fprintf(stderr, "unknown form '%s'\n", name.c_str());
+          return 2;
+        }
+        forms.push_back(*f);
+        begin = end + 1;
+      }
     } else {
-      std::fprintf(stderr, "unknown option %s (--row-length N, --sizes MiB,MiB,...)\n", a.c_str());
+      std::fprintf(stderr,
+                   "unknown option %s (--row-length N, --sizes MiB,MiB,..., --forms a,b,...)\n",
+                   a.c_str());
       return 2;
     }
   }
@@ -272,6 +334,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   Kokkos::ScopeGuard guard;
+  std::fprintf(stderr, "kokkos_probe: %s\n",
+               xdeep::profiler::kokkos::Describe(ProbeLaunch(0)).c_str());
   const cudaStream_t stream = Exec().cuda_stream();
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
@@ -290,7 +354,7 @@ int main(int argc, char** argv) {
         Kokkos::view_alloc("study::view", Kokkos::WithoutInitializing), n);
     for (const bool use_view : {false, true}) {
       float* p = use_view ? view.data() : raw;
-      for (const Form f : kForms) {
+      for (const Form f : forms) {
         Fill(p, n);
         for (int w = 0; w < 3; ++w) Launch(f, p, rows, cols, stream);
         cudaEventRecord(start, stream);
