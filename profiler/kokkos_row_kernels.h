@@ -1,7 +1,8 @@
 // The Kokkos row kernels (layer norm, softmax: one team per row), templated on the
-// execution space. Included by kokkos_kernels.cc, the probe's one Kokkos translation
-// unit, and by bench/kokkos/layer_norm_study.cc, which times this very kernel beside
-// forms of its CUDA twin; nothing else includes it (it brings in Kokkos).
+// execution space, in two forms (kokkos_row_launch.h says which runs where). Included by
+// kokkos_kernels.cc, the probe's one Kokkos translation unit, and by the studies
+// bench/kokkos/{layer_norm,softmax}_study.cc, which time these very kernels beside forms
+// of their CUDA twins; nothing else includes it (it brings in Kokkos).
 #ifndef XDEEP_PROFILER_KOKKOS_ROW_KERNELS_H_
 #define XDEEP_PROFILER_KOKKOS_ROW_KERNELS_H_
 
@@ -71,7 +72,8 @@ using LeanBounds = Kokkos::LaunchBounds<kLeanMaxTeamSize, kLeanMinTeams>;
 // trip left the softmax 8-11 % behind the twin up to 256 MiB on H100 whatever the
 // reduction form, two loads 7 %; with four (46-47 registers, 5 teams per multiprocessor;
 // launch bounds for 8 made it spill) softmax and layer norm run at copy's bandwidth
-// (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7).
+// (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7). That is the grouped form; the
+// lean form keeps the four only in the first pass, the one that waits on DRAM.
 constexpr int kPacketsInFlight = 4;
 
 // Packet q of thread k's group, or packet k again where the group runs past the row
@@ -92,8 +94,8 @@ KOKKOS_INLINE_FUNCTION void LoadGroup(const F4* row, int k, int s, int n,
 // as in the softmax below; the lean form (kLean) groups only the first pass, which reads
 // from DRAM, and takes the row again from L1 one packet per trip.
 template <class Exec, bool kLean, class... Traits>
-void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows,
-                   int64_t c4, int team_size) {
+void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4,
+                   int team_size) {
   constexpr int U = kPacketsInFlight;
   const float inv_cols = 1.f / static_cast<float>(c4 * 4);
   Kokkos::parallel_for(
