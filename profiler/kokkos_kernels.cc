@@ -169,10 +169,10 @@ class Kernels final : public KernelSet {
         AdamUpdate<Exec>(P(0), P(1), P(2), P(3), n4);
         break;
       case Kind::kLayerNorm:
-        rows::LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4, row_launch_);
+        rows::LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4, row_launch_.form);
         break;
       case Kind::kSoftmax:
-        rows::Softmax<Exec>(P(0), rows_, c4, row_launch_);
+        rows::Softmax<Exec>(P(0), rows_, c4, row_launch_.form);
         break;
       case Kind::kBiasGelu:
         BiasGelu<Exec>(P(0), P(1), P(2), n4, c4);

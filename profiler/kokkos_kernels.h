@@ -78,8 +78,8 @@ class KernelSet {
 // Kernel names (profiler/bandwidth_kernels.h) in the order xdeep-probe runs them.
 std::vector<std::string> KernelNames();
 // Nullptr when `kernel` is unknown or `space` is kDevice without a device backend;
-// `why` says which. The row kernels run on the device as `row_launch` says, by default as
-// DeviceRowLaunch() chooses (a host backend picks its own team size).
+// `why` says which. The row kernels run in the form `row_launch` names, by default (and on
+// the device) as DeviceRowLaunch() chooses, on a host in the grouped form.
 std::unique_ptr<KernelSet> MakeKernelSet(const std::string& kernel, int64_t rows, int64_t cols,
                                          Space space, std::string* why,
                                          const RowLaunch* row_launch = nullptr);

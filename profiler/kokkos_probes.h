@@ -25,8 +25,8 @@ struct KokkosBandwidthOptions {
   // rows = elements / row_length.
   int64_t row_length = 4096;
   std::vector<std::string> kernels = kokkos::KernelNames();
-  // The row kernels' form and team size; unset: the device's own choice
-  // (kokkos::DeviceRowLaunch). Tests set it to run every form on any card.
+  // The row kernels' form; unset: the device's own choice (kokkos::DeviceRowLaunch).
+  // Tests set it to run every form on any card.
   std::optional<kokkos::RowLaunch> row_launch;
   HarnessOptions harness;
 };
@@ -42,7 +42,7 @@ std::vector<BandwidthEntry> RunKokkosDeviceBandwidth(const KokkosBandwidthOption
 
 // The Kokkos version and default execution space, for the report's "versions".
 std::string KokkosVersionString();
-// How the row kernels run on the device ("lean, team 320, 6 rows per SM"), for the same.
+// How the row kernels run on the device ("compact, 6 rows per SM"), for the same.
 std::string KokkosRowLaunchString();
 bool KokkosInitialized();
 bool KokkosHasDeviceSpace();

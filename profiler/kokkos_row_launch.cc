@@ -1,4 +1,4 @@
-// The row kernels' launch from the device's properties (kokkos_row_launch.h).
+// The row kernels' form from the device's properties (kokkos_row_launch.h).
 #include "profiler/kokkos_row_launch.h"
 
 #include <algorithm>
@@ -16,45 +16,23 @@ int RowsWanted(const DeviceProperties& d) {
   return static_cast<int>(std::clamp(std::ceil(per_sm / kTeamBytesPerSecond), 1.0, 1024.0));
 }
 
-int GroupedRowsPerMultiprocessor(const DeviceProperties& d) {
+int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d) {
   if (d.max_threads_per_multiprocessor <= 0 || d.registers_per_multiprocessor <= 0) return 0;
-  return std::min(d.max_threads_per_multiprocessor / kGroupedTeamSize,
-                  d.registers_per_multiprocessor / (kGroupedTeamSize * kGroupedRegisters));
-}
-
-int LeanTeamSize(int rows, const DeviceProperties& d) {
-  const int threads = d.max_threads_per_multiprocessor, warp = d.warp_size;
-  if (rows <= 0 || threads <= 0 || warp <= 0) return 0;
-  const int team = threads / rows / warp * warp;
-  // Larger teams than the launch bounds allow; or so small that one more would fit.
-  if (team < warp || team > kLeanMaxTeamSize || (rows + 1) * team <= threads) return 0;
-  return team;
+  const int registers = form == RowForm::kCompact ? kCompactRegisters : kGroupedRegisters;
+  return std::min(d.max_threads_per_multiprocessor / kRowTeamSize,
+                  d.registers_per_multiprocessor / (kRowTeamSize * registers));
 }
 
 RowLaunch ChooseRowLaunch(const DeviceProperties& d) {
-  const RowLaunch grouped{RowForm::kGrouped, kGroupedTeamSize, GroupedRowsPerMultiprocessor(d)};
+  const RowLaunch grouped{RowForm::kGrouped, RowsPerMultiprocessor(RowForm::kGrouped, d)};
+  const RowLaunch compact{RowForm::kCompact, RowsPerMultiprocessor(RowForm::kCompact, d)};
   const int wanted = RowsWanted(d);
-  if (wanted == 0 || grouped.rows_per_multiprocessor == 0 ||
-      wanted <= grouped.rows_per_multiprocessor) {
-    return grouped;
-  }
-  // Teams of fewer than 256 threads leave the first pass of a 4096-float row more than
-  // one trip, and more rows than that per SM re-read from DRAM what L1 could not keep
-  // (run 15: 9 and 12 rows of 16 KiB per SM ran 5-30 % slower than 6).
-  const int most = std::min(wanted, d.max_threads_per_multiprocessor / kGroupedTeamSize);
-  for (int rows = most; rows > grouped.rows_per_multiprocessor; --rows) {
-    const int team = LeanTeamSize(rows, d);
-    if (team > 0 &&
-        static_cast<long long>(rows) * team * kLeanRegisters <= d.registers_per_multiprocessor) {
-      return {RowForm::kLean, team, rows};
-    }
-  }
-  return grouped;
+  if (wanted == 0 || wanted <= grouped.rows_per_multiprocessor) return grouped;
+  return compact.rows_per_multiprocessor > grouped.rows_per_multiprocessor ? compact : grouped;
 }
 
 std::string Describe(const RowLaunch& launch) {
-  std::string out = launch.form == RowForm::kLean ? "lean" : "grouped";
-  out += ", team " + std::to_string(launch.team_size);
+  std::string out = launch.form == RowForm::kCompact ? "compact" : "grouped";
   if (launch.rows_per_multiprocessor > 0) {
     out += ", " + std::to_string(launch.rows_per_multiprocessor) + " rows per SM";
   }

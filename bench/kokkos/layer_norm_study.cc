@@ -12,12 +12,13 @@
 //                    [--forms name,name,...] > study.csv
 // (--forms: only these forms, e.g. for a profiler run over a few kernels.)
 // Forms (every twin form: one block per row, three passes, rows checked):
-//   kokkos_probe      rows::LayerNorm as the Kokkos probe launches it on this device
-//                     (profiler/kokkos_row_launch.h; the launch goes to stderr)
-//   kokkos_grouped    the grouped form (every pass 4 loads in flight per thread, 256
-//                     threads, 47 registers, 5 per SM; the probe's kernel up to run 15)
-//   kokkos_lean5..8   the lean form (4 loads in flight in the first pass only, 32
-//                     registers) with the team size that holds 5..8 rows per SM
+//   kokkos_probe      rows::LayerNorm in the form the Kokkos probe chooses on this device
+//                     (profiler/kokkos_row_launch.h; the choice goes to stderr)
+//   kokkos_grouped    the grouped form (nested TeamThreadRange reductions, 47 registers,
+//                     5 per SM; the probe's kernel up to run 15)
+//   kokkos_compact    the compact form (the same loads, team-rank loops and team_reduce,
+//                     38 registers, 6 per SM); run 16's lean forms (kokkos_lean5..8) are
+//                     in its data and in 65f81e3
 //   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (profiler/cuda/kernels.cu;
 //                     256 threads x 4 loads up to run 13, 512 x 2 from run 14)
 //   twin_copy         the twin's code up to run 13 compiled here (256 x 4; matched cuda_twin)
@@ -276,24 +277,21 @@ struct Twin {
   }
 };
 
-// The probe's kernel launched as the probe launches it on this device (kRows 0), in the
-// grouped form (kRows -1), or in the lean form at kRows rows per SM
-// (profiler/kokkos_row_launch.h).
-template <int kRows>
-xdeep::profiler::kokkos::RowLaunch KokkosLaunch() {
+// The probe's kernel in the form the probe chooses on this device (kForm -1) or in the
+// grouped (0) or compact (1) form (profiler/kokkos_row_launch.h).
+template <int kForm>
+xdeep::profiler::kokkos::RowForm KokkosForm() {
   namespace k = xdeep::profiler::kokkos;
-  const k::DeviceProperties d = rows::QueryDevice();
-  if (kRows == 0) return k::ChooseRowLaunch(d);
-  if (kRows < 0) return k::RowLaunch{};
-  return {k::RowForm::kLean, k::LeanTeamSize(kRows, d), kRows};
+  if (kForm < 0) return k::ChooseRowLaunch(rows::QueryDevice()).form;
+  return kForm == 0 ? k::RowForm::kGrouped : k::RowForm::kCompact;
 }
-template <int kRows>
+template <int kForm>
 void LaunchKokkos(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t, int*) {
   using F4 = rows::F4;
-  static const xdeep::profiler::kokkos::RowLaunch launch = KokkosLaunch<kRows>();
+  static const xdeep::profiler::kokkos::RowForm form = KokkosForm<kForm>();
   rows::LayerNorm<Exec>(reinterpret_cast<F4*>(b.y), reinterpret_cast<const F4*>(b.x),
                         reinterpret_cast<const F4*>(b.g), reinterpret_cast<const F4*>(b.b), nrows,
-                        cols / 4, launch);
+                        cols / 4, form);
 }
 
 void LaunchCudaTwin(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t stream, int*) {
@@ -313,12 +311,9 @@ constexpr Form TwinForm(const char* name) {
   return {name, &F::Launch, &F::Occupancy, true};
 }
 const Form kForms[] = {
-    {"kokkos_probe", &LaunchKokkos<0>, nullptr, false},
-    {"kokkos_grouped", &LaunchKokkos<-1>, nullptr, false},
-    {"kokkos_lean5", &LaunchKokkos<5>, nullptr, false},
-    {"kokkos_lean6", &LaunchKokkos<6>, nullptr, false},
-    {"kokkos_lean7", &LaunchKokkos<7>, nullptr, false},
-    {"kokkos_lean8", &LaunchKokkos<8>, nullptr, false},
+    {"kokkos_probe", &LaunchKokkos<-1>, nullptr, false},
+    {"kokkos_grouped", &LaunchKokkos<0>, nullptr, false},
+    {"kokkos_compact", &LaunchKokkos<1>, nullptr, false},
     {"cuda_twin", &LaunchCudaTwin, nullptr, false},
     TwinForm<Twin<256, 4, kCa, false, false>>("twin_copy"),
     TwinForm<Twin<256, 4, kWeak, false, false>>("twin_weak"),
@@ -471,7 +466,9 @@ int main(int argc, char** argv) {
   }
   Kokkos::ScopeGuard guard;
   std::fprintf(stderr, "kokkos_probe: %s\n",
-               xdeep::profiler::kokkos::Describe(KokkosLaunch<0>()).c_str());
+               xdeep::profiler::kokkos::Describe(
+                   xdeep::profiler::kokkos::ChooseRowLaunch(rows::QueryDevice()))
+                   .c_str());
   const cudaStream_t stream = Exec().cuda_stream();
   cudaEvent_t start, stop;
   cudaEventCreate(&start);

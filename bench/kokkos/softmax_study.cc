@@ -7,9 +7,10 @@
 // run 4); the same with 2 or 4 loads in flight per thread (team_ilp2_nobounds is the
 // probe's kernel from run 6); Kokkos with 8 members of 32 vector lanes reducing through
 // ThreadVectorRange and team scratch (run 5's), with and without launch bounds; and (from
-// run 16) the probe's kernel (profiler/kokkos_row_kernels.h) as the probe launches it on
-// this device (kokkos_probe), in the grouped form (kokkos_grouped: 256 x 4 loads in every
-// pass, the probe's up to run 15) and in the lean form at 5-8 rows per SM (kokkos_lean5..8).
+// run 16) the probe's kernel (profiler/kokkos_row_kernels.h) in the form the probe chooses
+// on this device (kokkos_probe), in the grouped form (kokkos_grouped: nested TeamThreadRange
+// reductions, 46 registers, the probe's up to run 15) and in the compact form
+// (kokkos_compact: team-rank loops and team_reduce, 40 registers; run 16 had lean forms).
 //   --forms a,b,...: only these forms.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
@@ -183,16 +184,12 @@ enum class Form {
   kLaneReduceNoBounds,
   kProbe,
   kGrouped,
-  kLean5,
-  kLean6,
-  kLean7,
-  kLean8,
+  kCompact,
 };
 constexpr Form kForms[] = {Form::kCuda,       Form::kTeamReduce,         Form::kTeamIlp2,
                            Form::kTeamIlp4,   Form::kTeamIlp2NoBounds,   Form::kTeamIlp4NoBounds,
                            Form::kLaneReduce, Form::kLaneReduceNoBounds, Form::kProbe,
-                           Form::kGrouped,    Form::kLean5,              Form::kLean6,
-                           Form::kLean7,      Form::kLean8};
+                           Form::kGrouped,    Form::kCompact};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
@@ -205,31 +202,18 @@ const char* Name(Form f) {
     case Form::kLaneReduceNoBounds: return "kokkos_lane_reduce_nobounds";
     case Form::kProbe: return "kokkos_probe";
     case Form::kGrouped: return "kokkos_grouped";
-    case Form::kLean5: return "kokkos_lean5";
-    case Form::kLean6: return "kokkos_lean6";
-    case Form::kLean7: return "kokkos_lean7";
-    case Form::kLean8: return "kokkos_lean8";
+    case Form::kCompact: return "kokkos_compact";
   }
   return "?";
 }
 
-// The probe's softmax (profiler/kokkos_row_kernels.h) as the probe launches it on this
-// device (rows 0), in the grouped form (rows -1) or in the lean form at `rows` per SM.
-xdeep::profiler::kokkos::RowLaunch ProbeLaunch(int rows) {
-  namespace k = xdeep::profiler::kokkos;
-  const k::DeviceProperties d = k::rows::QueryDevice();
-  if (rows == 0) return k::ChooseRowLaunch(d);
-  if (rows < 0) return k::RowLaunch{};
-  return {k::RowForm::kLean, k::LeanTeamSize(rows, d), rows};
-}
-
-void ProbeSoftmax(float* p, int64_t rows, int64_t cols, int rows_per_sm) {
+// The probe's softmax (profiler/kokkos_row_kernels.h) in a form.
+void ProbeSoftmax(float* p, int64_t rows, int64_t cols, xdeep::profiler::kokkos::RowForm form) {
   namespace r = xdeep::profiler::kokkos::rows;
-  static const xdeep::profiler::kokkos::RowLaunch launches[] = {
-      ProbeLaunch(-1), ProbeLaunch(0), ProbeLaunch(5), ProbeLaunch(6), ProbeLaunch(7),
-      ProbeLaunch(8)};
-  const int i = rows_per_sm < 0 ? 0 : rows_per_sm == 0 ? 1 : rows_per_sm - 3;
-  r::Softmax<Exec>(reinterpret_cast<r::F4*>(p), rows, cols / 4, launches[i]);
+  r::Softmax<Exec>(reinterpret_cast<r::F4*>(p), rows, cols / 4, form);
+}
+xdeep::profiler::kokkos::RowLaunch ProbeLaunch() {
+  return xdeep::profiler::kokkos::ChooseRowLaunch(xdeep::profiler::kokkos::rows::QueryDevice());
 }
 
 void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
@@ -247,12 +231,13 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
     case Form::kTeamIlp4NoBounds: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
     case Form::kLaneReduce: SoftmaxLaneReduce<Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
     case Form::kLaneReduceNoBounds: SoftmaxLaneReduce<Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
-    case Form::kProbe: ProbeSoftmax(p, rows, cols, 0); break;
-    case Form::kGrouped: ProbeSoftmax(p, rows, cols, -1); break;
-    case Form::kLean5: ProbeSoftmax(p, rows, cols, 5); break;
-    case Form::kLean6: ProbeSoftmax(p, rows, cols, 6); break;
-    case Form::kLean7: ProbeSoftmax(p, rows, cols, 7); break;
-    case Form::kLean8: ProbeSoftmax(p, rows, cols, 8); break;
+    case Form::kProbe: {
+      static const xdeep::profiler::kokkos::RowForm chosen = ProbeLaunch().form;
+      ProbeSoftmax(p, rows, cols, chosen);
+      break;
+    }
+    case Form::kGrouped: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kGrouped); break;
+    case Form::kCompact: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kCompact); break;
   }
 }
 
@@ -335,7 +320,7 @@ int main(int argc, char** argv) {
   }
   Kokkos::ScopeGuard guard;
   std::fprintf(stderr, "kokkos_probe: %s\n",
-               xdeep::profiler::kokkos::Describe(ProbeLaunch(0)).c_str());
+               xdeep::profiler::kokkos::Describe(ProbeLaunch()).c_str());
   const cudaStream_t stream = Exec().cuda_stream();
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
