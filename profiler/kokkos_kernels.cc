@@ -140,8 +140,8 @@ class Kernels final : public KernelSet {
  public:
   using View = Kokkos::View<float*, typename Exec::memory_space>;
 
-  Kernels(const KernelInfo& info, int64_t rows, int64_t cols)
-      : info_(info), rows_(rows), cols_(cols) {
+  Kernels(const KernelInfo& info, int64_t rows, int64_t cols, const RowLaunch& row_launch)
+      : info_(info), rows_(rows), cols_(cols), row_launch_(row_launch) {
     for (int b = 0; b < info.buffers; ++b) {
       buf_[b] = View(Kokkos::view_alloc(std::string("xdeep::buffer") + std::to_string(b),
                                         Kokkos::WithoutInitializing),
@@ -169,10 +169,10 @@ class Kernels final : public KernelSet {
         AdamUpdate<Exec>(P(0), P(1), P(2), P(3), n4);
         break;
       case Kind::kLayerNorm:
-        rows::LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4);
+        rows::LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4, row_launch_.form);
         break;
       case Kind::kSoftmax:
-        rows::Softmax<Exec>(P(0), rows_, c4);
+        rows::Softmax<Exec>(P(0), rows_, c4, row_launch_.form);
         break;
       case Kind::kBiasGelu:
         BiasGelu<Exec>(P(0), P(1), P(2), n4, c4);
@@ -194,6 +194,7 @@ class Kernels final : public KernelSet {
 
   KernelInfo info_;
   int64_t rows_, cols_;
+  RowLaunch row_launch_;
   std::array<View, 4> buf_;
 };
 
@@ -205,15 +206,24 @@ std::vector<std::string> KernelNames() {
   return out;
 }
 
+DeviceProperties QueryDeviceProperties() {
+  if (!HasDeviceSpace() || !Kokkos::is_initialized()) return {};
+  return rows::QueryDevice();
+}
+
+RowLaunch DeviceRowLaunch() { return ChooseRowLaunch(QueryDeviceProperties()); }
+
 std::unique_ptr<KernelSet> MakeKernelSet(const std::string& kernel, int64_t rows, int64_t cols,
-                                         Space space, std::string* why) {
+                                         Space space, std::string* why,
+                                         const RowLaunch* row_launch) {
   const KernelInfo* k = Find(kernel);
   if (!k) {
     if (why) *why = "unknown kernel '" + kernel + "'";
     return nullptr;
   }
   if (space == Space::kHost) {
-    return std::make_unique<Kernels<Kokkos::DefaultHostExecutionSpace>>(*k, rows, cols);
+    return std::make_unique<Kernels<Kokkos::DefaultHostExecutionSpace>>(
+        *k, rows, cols, row_launch ? *row_launch : RowLaunch{});
   }
   if (!HasDeviceSpace()) {
     if (why) {
@@ -222,7 +232,8 @@ std::unique_ptr<KernelSet> MakeKernelSet(const std::string& kernel, int64_t rows
     }
     return nullptr;
   }
-  return std::make_unique<Kernels<Kokkos::DefaultExecutionSpace>>(*k, rows, cols);
+  return std::make_unique<Kernels<Kokkos::DefaultExecutionSpace>>(
+      *k, rows, cols, row_launch ? *row_launch : DeviceRowLaunch());
 }
 
 }  // namespace xdeep::profiler::kokkos

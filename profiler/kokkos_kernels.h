@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "profiler/kokkos_row_launch.h"
+
 namespace xdeep::profiler::kokkos {
 
 // Owns Kokkos' initialisation for a process (Kokkos allows one per process); no argv,
@@ -76,9 +78,16 @@ class KernelSet {
 // Kernel names (profiler/bandwidth_kernels.h) in the order xdeep-probe runs them.
 std::vector<std::string> KernelNames();
 // Nullptr when `kernel` is unknown or `space` is kDevice without a device backend;
-// `why` says which.
+// `why` says which. The row kernels run in the form `row_launch` names, by default (and on
+// the device) as DeviceRowLaunch() chooses, on a host in the grouped form.
 std::unique_ptr<KernelSet> MakeKernelSet(const std::string& kernel, int64_t rows, int64_t cols,
-                                         Space space, std::string* why);
+                                         Space space, std::string* why,
+                                         const RowLaunch* row_launch = nullptr);
+
+// The properties of Kokkos' device (CUDA; zeros on other backends, which then keep the
+// grouped form) and the row kernels' launch chosen from them.
+DeviceProperties QueryDeviceProperties();
+RowLaunch DeviceRowLaunch();
 
 }  // namespace xdeep::profiler::kokkos
 

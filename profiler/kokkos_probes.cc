@@ -26,7 +26,8 @@ class KokkosBandwidthProbe : public Probe {
       : kernel_(std::move(kernel)),
         cols_(o.row_length),
         rows_(o.row_length > 0 ? o.elements / o.row_length : 0),
-        space_(space) {}
+        space_(space),
+        row_launch_(o.row_launch) {}
 
   std::string Name() const override { return absl::StrCat("kokkos.", kernel_); }
 
@@ -42,7 +43,8 @@ class KokkosBandwidthProbe : public Probe {
                        rows_ * cols_, " elements per array"));
     }
     std::string why;
-    set_ = kokkos::MakeKernelSet(kernel_, rows_, cols_, space_, &why);
+    set_ = kokkos::MakeKernelSet(kernel_, rows_, cols_, space_, &why,
+                                 row_launch_ ? &*row_launch_ : nullptr);
     if (!set_) return absl::InvalidArgumentError(why);
     set_->Fill();
     return absl::OkStatus();
@@ -150,6 +152,7 @@ class KokkosBandwidthProbe : public Probe {
   std::string kernel_;
   int64_t cols_, rows_;
   kokkos::Space space_;
+  std::optional<kokkos::RowLaunch> row_launch_;
   std::unique_ptr<KernelSet> set_;
 };
 
@@ -196,6 +199,7 @@ std::vector<BandwidthEntry> RunKokkosDeviceBandwidth(const KokkosBandwidthOption
 }
 
 std::string KokkosVersionString() { return kokkos::Version(); }
+std::string KokkosRowLaunchString() { return kokkos::Describe(kokkos::DeviceRowLaunch()); }
 bool KokkosInitialized() { return kokkos::Initialized(); }
 bool KokkosHasDeviceSpace() { return kokkos::HasDeviceSpace(); }
 

@@ -9,6 +9,7 @@
 #define XDEEP_PROFILER_KOKKOS_PROBES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct KokkosBandwidthOptions {
   // rows = elements / row_length.
   int64_t row_length = 4096;
   std::vector<std::string> kernels = kokkos::KernelNames();
+  // The row kernels' form; unset: the device's own choice (kokkos::DeviceRowLaunch).
+  // Tests set it to run every form on any card.
+  std::optional<kokkos::RowLaunch> row_launch;
   HarnessOptions harness;
 };
 
@@ -38,6 +42,8 @@ std::vector<BandwidthEntry> RunKokkosDeviceBandwidth(const KokkosBandwidthOption
 
 // The Kokkos version and default execution space, for the report's "versions".
 std::string KokkosVersionString();
+// How the row kernels run on the device ("compact, 6 rows per SM"), for the same.
+std::string KokkosRowLaunchString();
 bool KokkosInitialized();
 bool KokkosHasDeviceSpace();
 

@@ -1,7 +1,8 @@
 // The Kokkos row kernels (layer norm, softmax: one team per row), templated on the
-// execution space. Included by kokkos_kernels.cc, the probe's one Kokkos translation
-// unit, and by bench/kokkos/layer_norm_study.cc, which times this very kernel beside
-// forms of its CUDA twin; nothing else includes it (it brings in Kokkos).
+// execution space, in two forms (kokkos_row_launch.h says which runs where). Included by
+// kokkos_kernels.cc, the probe's one Kokkos translation unit, and by the studies
+// bench/kokkos/{layer_norm,softmax}_study.cc, which time these very kernels beside forms
+// of their CUDA twins; nothing else includes it (it brings in Kokkos).
 #ifndef XDEEP_PROFILER_KOKKOS_ROW_KERNELS_H_
 #define XDEEP_PROFILER_KOKKOS_ROW_KERNELS_H_
 
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "profiler/kokkos_kernels.h"
+#include "profiler/kokkos_row_launch.h"
 
 namespace xdeep::profiler::kokkos::rows {
 
@@ -24,20 +26,39 @@ struct alignas(16) F4 {
   float x, y, z, w;
 };
 
-// Row kernels: one team per row, 256 threads on a device, whatever the host backend
-// likes on a host. `Traits` (none in the probe) let bench/kokkos/layer_norm_study.cc
-// try launch bounds on the same kernel.
-template <class Exec, class... Traits>
-Kokkos::TeamPolicy<Exec, Traits...> RowPolicy(int64_t rows) {
+// What kokkos_row_launch.h needs to know of Kokkos' default device: CUDA's figures;
+// zeros on other backends (they keep the grouped form). Kokkos must be initialised.
+inline DeviceProperties QueryDevice() {
+  DeviceProperties d;
+#if defined(KOKKOS_ENABLE_CUDA)
+  const int device = Kokkos::Cuda().cuda_device();
+  auto attribute = [device](cudaDeviceAttr a) {
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, a, device) == cudaSuccess ? v : 0;
+  };
+  d.multiprocessors = attribute(cudaDevAttrMultiProcessorCount);
+  // DRAM moves data on both clock edges: 2 x clock (kHz) x bus width (bytes).
+  d.peak_bytes_per_second = 2.0 * attribute(cudaDevAttrMemoryClockRate) * 1e3 *
+                            attribute(cudaDevAttrGlobalMemoryBusWidth) / 8;
+  d.max_threads_per_multiprocessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  d.registers_per_multiprocessor = attribute(cudaDevAttrMaxRegistersPerMultiprocessor);
+#endif
+  return d;
+}
+
+// Row kernels: one team per row, `team_size` threads on a device, whatever the host
+// backend likes on a host.
+template <class Exec>
+Kokkos::TeamPolicy<Exec> RowPolicy(int64_t rows, int team_size) {
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename Exec::memory_space>::accessible) {
-    return Kokkos::TeamPolicy<Exec, Traits...>(rows, Kokkos::AUTO);
+    return Kokkos::TeamPolicy<Exec>(rows, Kokkos::AUTO);
   } else {
-    return Kokkos::TeamPolicy<Exec, Traits...>(rows, 256);
+    return Kokkos::TeamPolicy<Exec>(rows, team_size);
   }
 }
-template <class Exec, class... Traits>
-using Member = typename Kokkos::TeamPolicy<Exec, Traits...>::member_type;
+template <class Exec>
+using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 
 // The row kernels wait on DRAM between team barriers: each thread keeps
 // kPacketsInFlight 16-byte loads in flight instead of one per loop trip. Thread k of a
@@ -46,7 +67,7 @@ using Member = typename Kokkos::TeamPolicy<Exec, Traits...>::member_type;
 // trip left the softmax 8-11 % behind the twin up to 256 MiB on H100 whatever the
 // reduction form, two loads 7 %; with four (46-47 registers, 5 teams per multiprocessor;
 // launch bounds for 8 made it spill) softmax and layer norm run at copy's bandwidth
-// (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7).
+// (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7). Both forms load so.
 constexpr int kPacketsInFlight = 4;
 
 // Packet q of thread k's group, or packet k again where the group runs past the row
@@ -62,46 +83,60 @@ KOKKOS_INLINE_FUNCTION void LoadGroup(const F4* row, int k, int s, int n,
   for (int q = 0; q < kPacketsInFlight; ++q) v[q] = row[GroupPacket(k, q, s, n)];
 }
 
+// The compact form's team reduction: each thread folds f over its groups k = rank, rank +
+// team size, ... (from the reducer's identity), then the team joins the values
+// (team_reduce); every thread gets the result. The grouped form does the same through a
+// nested TeamThreadRange parallel_reduce, which costs 7-8 registers more (kokkos_row_launch.h).
+template <class M, class F, class Reducer>
+KOKKOS_INLINE_FUNCTION void RankLoopReduce(const M& t, int s, const F& f, const Reducer& r) {
+  r.init(r.reference());
+  for (int k = t.team_rank(); k < s; k += t.team_size()) f(k, r.reference());
+  t.team_reduce(r);
+}
+
 // Mean, then variance about it (two reductions over a row that stays in cache), then
 // the normalised row: what torch's layer_norm computes, fp32 throughout. Packets grouped
-// as in the softmax below.
-template <class Exec, class... Traits>
-void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4) {
+// as in the softmax below. kCompact: the same loads through RankLoopReduce.
+template <class Exec, bool kCompact>
+void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4) {
   constexpr int U = kPacketsInFlight;
   const float inv_cols = 1.f / static_cast<float>(c4 * 4);
   Kokkos::parallel_for(
-      "xdeep::layer_norm", RowPolicy<Exec, Traits...>(rows),
-      KOKKOS_LAMBDA(const Member<Exec, Traits...>& t) {
+      "xdeep::layer_norm", RowPolicy<Exec>(rows, kRowTeamSize),
+      KOKKOS_LAMBDA(const Member<Exec>& t) {
         const F4* xr = x + t.league_rank() * c4;
         F4* yr = y + t.league_rank() * c4;
         const int n = static_cast<int>(c4), s = (n + U - 1) / U;
+        const auto add = [&](const int k, float& acc) {
+          F4 v[U];
+          LoadGroup(xr, k, s, n, v);
+          for (int q = 0; q < U; ++q) {
+            if (k + q * s < n) acc += v[q].x + v[q].y + v[q].z + v[q].w;
+          }
+        };
         float sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& acc) {
-              F4 v[U];
-              LoadGroup(xr, k, s, n, v);
-              for (int q = 0; q < U; ++q) {
-                if (k + q * s < n) acc += v[q].x + v[q].y + v[q].z + v[q].w;
-              }
-            },
-            sum);
+        if (kCompact) {  // a constant: the other form is compiled out
+          RankLoopReduce(t, s, add, Kokkos::Sum<float>(sum));
+        } else {
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add, sum);
+        }
         const float mean = sum * inv_cols;
+        const auto add_squares = [&](const int k, float& acc) {
+          F4 v[U];
+          LoadGroup(xr, k, s, n, v);
+          for (int q = 0; q < U; ++q) {
+            const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean, d = v[q].w - mean;
+            if (k + q * s < n) acc += a * a + b * b + c * c + d * d;
+          }
+        };
         float sq = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& acc) {
-              F4 v[U];
-              LoadGroup(xr, k, s, n, v);
-              for (int q = 0; q < U; ++q) {
-                const float a = v[q].x - mean, b = v[q].y - mean, c = v[q].z - mean,
-                            d = v[q].w - mean;
-                if (k + q * s < n) acc += a * a + b * b + c * c + d * d;
-              }
-            },
-            sq);
+        if (kCompact) {
+          RankLoopReduce(t, s, add_squares, Kokkos::Sum<float>(sq));
+        } else {
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add_squares, sq);
+        }
         const float rstd = 1.f / kmath::sqrt(sq * inv_cols + kLayerNormEps);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
+        const auto normalise = [&](const int k) {
           F4 v[U];
           LoadGroup(xr, k, s, n, v);
           for (int q = 0; q < U; ++q) {
@@ -112,49 +147,69 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
                          (v[q].z - mean) * rstd * g.z + b.z, (v[q].w - mean) * rstd * g.w + b.w};
             }
           }
-        });
+        };
+        if (kCompact) {
+          for (int k = t.team_rank(); k < s; k += t.team_size()) normalise(k);
+        } else {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), normalise);
+        }
       });
 }
 
-// Row max, sum of exponentials, normalise in place: the softmax of attention scores.
 template <class Exec>
-void Softmax(F4* p, int64_t rows, int64_t c4) {
+void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4,
+               RowForm form) {
+  if (form == RowForm::kCompact) {
+    LayerNormForm<Exec, true>(y, x, gamma, beta, rows, c4);
+  } else {
+    LayerNormForm<Exec, false>(y, x, gamma, beta, rows, c4);
+  }
+}
+
+// Row max, sum of exponentials, normalise in place: the softmax of attention scores.
+// Forms as in the layer norm.
+template <class Exec, bool kCompact>
+void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
   constexpr int U = kPacketsInFlight;
   Kokkos::parallel_for(
-      "xdeep::softmax", RowPolicy<Exec>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
+      "xdeep::softmax", RowPolicy<Exec>(rows, kRowTeamSize), KOKKOS_LAMBDA(const Member<Exec>& t) {
         F4* row = p + t.league_rank() * c4;
         const int n = static_cast<int>(c4), s = (n + U - 1) / U;
+        const auto max_of = [&](const int k, float& m) {
+          F4 v[U];
+          LoadGroup(row, k, s, n, v);
+          for (int q = 0; q < U; ++q) {  // a repeated packet k changes no maximum
+            const float a = v[q].x > v[q].y ? v[q].x : v[q].y;
+            const float b = v[q].z > v[q].w ? v[q].z : v[q].w;
+            const float c = a > b ? a : b;
+            if (c > m) m = c;
+          }
+        };
         float mx = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& m) {
-              F4 v[U];
-              LoadGroup(row, k, s, n, v);
-              for (int q = 0; q < U; ++q) {  // a repeated packet k changes no maximum
-                const float a = v[q].x > v[q].y ? v[q].x : v[q].y;
-                const float b = v[q].z > v[q].w ? v[q].z : v[q].w;
-                const float c = a > b ? a : b;
-                if (c > m) m = c;
-              }
-            },
-            Kokkos::Max<float>(mx));
+        if (kCompact) {  // a constant: the other form is compiled out
+          RankLoopReduce(t, s, max_of, Kokkos::Max<float>(mx));
+        } else {
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), max_of, Kokkos::Max<float>(mx));
+        }
+        const auto add_exp = [&](const int k, float& acc) {
+          F4 v[U];
+          LoadGroup(row, k, s, n, v);
+          for (int q = 0; q < U; ++q) {
+            if (k + q * s < n) {
+              acc += kmath::exp(v[q].x - mx) + kmath::exp(v[q].y - mx) + kmath::exp(v[q].z - mx) +
+                     kmath::exp(v[q].w - mx);
+            }
+          }
+        };
         float sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, s),
-            [&](const int k, float& acc) {
-              F4 v[U];
-              LoadGroup(row, k, s, n, v);
-              for (int q = 0; q < U; ++q) {
-                if (k + q * s < n) {
-                  acc += kmath::exp(v[q].x - mx) + kmath::exp(v[q].y - mx) +
-                         kmath::exp(v[q].z - mx) + kmath::exp(v[q].w - mx);
-                }
-              }
-            },
-            sum);
+        if (kCompact) {
+          RankLoopReduce(t, s, add_exp, Kokkos::Sum<float>(sum));
+        } else {
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add_exp, sum);
+        }
         const float inv = 1.f / sum;
         // Each thread rewrites only the packets it reads: in place is safe.
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const int k) {
+        const auto normalise = [&](const int k) {
           F4 v[U];
           LoadGroup(row, k, s, n, v);
           for (int q = 0; q < U; ++q) {
@@ -163,8 +218,22 @@ void Softmax(F4* p, int64_t rows, int64_t c4) {
                                   kmath::exp(v[q].z - mx) * inv, kmath::exp(v[q].w - mx) * inv};
             }
           }
-        });
+        };
+        if (kCompact) {
+          for (int k = t.team_rank(); k < s; k += t.team_size()) normalise(k);
+        } else {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), normalise);
+        }
       });
+}
+
+template <class Exec>
+void Softmax(F4* p, int64_t rows, int64_t c4, RowForm form) {
+  if (form == RowForm::kCompact) {
+    SoftmaxForm<Exec, true>(p, rows, c4);
+  } else {
+    SoftmaxForm<Exec, false>(p, rows, c4);
+  }
 }
 
 }  // namespace xdeep::profiler::kokkos::rows

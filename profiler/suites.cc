@@ -60,6 +60,7 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
          RunKokkosDeviceBandwidth(options.kokkos_device_bandwidth, &report.errors)) {
       report.bandwidth.push_back(e);
     }
+    if (KokkosHasDeviceSpace()) report.versions["kokkos_row_launch"] = KokkosRowLaunchString();
   }
   if (gpu && (BuiltWithCuda() || !memory)) {
     if (absl::Status s = SelectDevice(0); !s.ok()) {

@@ -16,7 +16,7 @@ for study in softmax_study layer_norm_study; do
   # -Xptxas -v: the registers and spills of every kernel, kept beside the binary.
   nice "$cuda/bin/nvcc" -O3 -DNDEBUG -arch=sm_90 --extended-lambda -std=c++20 -I"$root" \
     -isystem "$kokkos/include" -Xptxas -v -x cu "$root/bench/kokkos/$study.cc" \
-    "$root/profiler/cuda/kernels.cu" -L"$kokkos/lib" -lkokkoscore -ldl \
+    "$root/profiler/cuda/kernels.cu" "$root/profiler/kokkos_row_launch.cc" -L"$kokkos/lib" -lkokkoscore -ldl \
     -L"$cuda/lib64/stubs" -lcuda -o "$build/carry/$study" 2> "$build/carry/$study.ptxas.txt" ||
     { cat "$build/carry/$study.ptxas.txt" >&2; exit 1; }
   echo "built $build/carry/$study"

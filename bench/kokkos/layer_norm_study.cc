@@ -12,7 +12,13 @@
 //                    [--forms name,name,...] > study.csv
 // (--forms: only these forms, e.g. for a profiler run over a few kernels.)
 // Forms (every twin form: one block per row, three passes, rows checked):
-//   kokkos_probe      rows::LayerNorm, the Kokkos probe's kernel (47 registers, 5 per SM)
+//   kokkos_probe      rows::LayerNorm in the form the Kokkos probe chooses on this device
+//                     (profiler/kokkos_row_launch.h; the choice goes to stderr)
+//   kokkos_grouped    the grouped form (nested TeamThreadRange reductions, 47 registers,
+//                     5 per SM; the probe's kernel up to run 15)
+//   kokkos_compact    the compact form (the same loads, team-rank loops and team_reduce,
+//                     38 registers, 6 per SM); run 16's lean forms (kokkos_lean5..8) are
+//                     in its data and in 65f81e3
 //   cuda_twin         LaunchLayerNormRows, the CUDA probe's twin (profiler/cuda/kernels.cu;
 //                     256 threads x 4 loads up to run 13, 512 x 2 from run 14)
 //   twin_copy         the twin's code up to run 13 compiled here (256 x 4; matched cuda_twin)
@@ -271,11 +277,21 @@ struct Twin {
   }
 };
 
+// The probe's kernel in the form the probe chooses on this device (kForm -1) or in the
+// grouped (0) or compact (1) form (profiler/kokkos_row_launch.h).
+template <int kForm>
+xdeep::profiler::kokkos::RowForm KokkosForm() {
+  namespace k = xdeep::profiler::kokkos;
+  if (kForm < 0) return k::ChooseRowLaunch(rows::QueryDevice()).form;
+  return kForm == 0 ? k::RowForm::kGrouped : k::RowForm::kCompact;
+}
+template <int kForm>
 void LaunchKokkos(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t, int*) {
   using F4 = rows::F4;
+  static const xdeep::profiler::kokkos::RowForm form = KokkosForm<kForm>();
   rows::LayerNorm<Exec>(reinterpret_cast<F4*>(b.y), reinterpret_cast<const F4*>(b.x),
                         reinterpret_cast<const F4*>(b.g), reinterpret_cast<const F4*>(b.b), nrows,
-                        cols / 4);
+                        cols / 4, form);
 }
 
 void LaunchCudaTwin(const Buffers& b, int64_t nrows, int64_t cols, cudaStream_t stream, int*) {
@@ -295,7 +311,9 @@ constexpr Form TwinForm(const char* name) {
   return {name, &F::Launch, &F::Occupancy, true};
 }
 const Form kForms[] = {
-    {"kokkos_probe", &LaunchKokkos, nullptr, false},
+    {"kokkos_probe", &LaunchKokkos<-1>, nullptr, false},
+    {"kokkos_grouped", &LaunchKokkos<0>, nullptr, false},
+    {"kokkos_compact", &LaunchKokkos<1>, nullptr, false},
     {"cuda_twin", &LaunchCudaTwin, nullptr, false},
     TwinForm<Twin<256, 4, kCa, false, false>>("twin_copy"),
     TwinForm<Twin<256, 4, kWeak, false, false>>("twin_weak"),
@@ -447,6 +465,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   Kokkos::ScopeGuard guard;
+  std::fprintf(stderr, "kokkos_probe: %s\n",
+               xdeep::profiler::kokkos::Describe(
+                   xdeep::profiler::kokkos::ChooseRowLaunch(rows::QueryDevice()))
+                   .c_str());
   const cudaStream_t stream = Exec().cuda_stream();
   cudaEvent_t start, stop;
   cudaEventCreate(&start);

@@ -14,7 +14,11 @@
 # a timeout. The device call brings
 # back at most 8 files: log.txt, summary.csv and layer_norm_study.csv stay as they are,
 # the rest goes into raw.tar.gz.
-# XDEEP_KOKKOS_TORCH=0 leaves out torch and the softmax study (a short call, ~30 s).
+# XDEEP_KOKKOS_TORCH=0 leaves out torch (a short call; torch's figures of the last run on
+# the same card stand). XDEEP_KOKKOS_SOFTMAX_FORMS / _SOFTMAX_SIZES and XDEEP_KOKKOS_LN_FORMS
+# narrow the studies (comma-separated; default every form, the sizes below). The row
+# kernels' launch the probe chooses on this card is in the log ("kokkos_probe: ...") and
+# in every report's versions.kokkos_row_launch.
 set -u
 OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
@@ -39,18 +43,21 @@ echo "== Kokkos probe unit tests on the device (data checks, sizes, errors)"
 t timeout 60 $carry/profiler_kokkos_probes_test --gtest_output=xml:$OUT/kokkos_tests.xml
 echo "== CUDA bandwidth probes' unit test (the six kernels' data checks)"
 t timeout 60 $carry/profiler_gpu_probes_test --gtest_filter='*DeviceBandwidth*' --gtest_output=xml:$OUT/cuda_bandwidth_test.xml
-if [[ $with_torch != 0 ]]; then
-  echo "== softmax forms x buffers x sizes, all timed by CUDA events (softmax_study.cc)"
-  s0=$EPOCHREALTIME
-  timeout 60 $carry/softmax_study --row-length 4096 --sizes 64,128,256,512,1024 > $OUT/study.csv
-  rc=$?
-  echo "[time] $(el $s0) s rc=$rc: softmax_study"
-  cat $OUT/study.csv
-fi
+softmax_forms=()
+[[ -n ${XDEEP_KOKKOS_SOFTMAX_FORMS:-} ]] && softmax_forms=(--forms "$XDEEP_KOKKOS_SOFTMAX_FORMS")
+ln_forms=()
+[[ -n ${XDEEP_KOKKOS_LN_FORMS:-} ]] && ln_forms=(--forms "$XDEEP_KOKKOS_LN_FORMS")
+echo "== softmax forms x buffers x sizes, all timed by CUDA events (softmax_study.cc)"
+s0=$EPOCHREALTIME
+timeout 60 $carry/softmax_study --row-length 4096 \
+  --sizes ${XDEEP_KOKKOS_SOFTMAX_SIZES:-64,128,256,512,1024} "${softmax_forms[@]}" > $OUT/study.csv
+rc=$?
+echo "[time] $(el $s0) s rc=$rc: softmax_study"
+cat $OUT/study.csv
 echo "== layer norm: the probe's kernels and forms of the twin x buffers x sizes (layer_norm_study.cc)"
 s0=$EPOCHREALTIME
 timeout 60 $carry/layer_norm_study --row-length 4096 --sizes 256,512,1024 --rounds 3 \
-  > $OUT/layer_norm_study.csv
+  "${ln_forms[@]}" > $OUT/layer_norm_study.csv
 rc=$?
 echo "[time] $(el $s0) s rc=$rc: layer_norm_study"
 cat $OUT/layer_norm_study.csv
@@ -113,6 +120,8 @@ echo "== comparison"
 python3 $here/compare.py --probe /tmp/xk/memory_*.json --torch "${torch_runs[@]}" --out $OUT/summary.csv
 echo "== layer norm study: medians over rounds (study_summary.py)"
 python3 $here/study_summary.py $OUT/layer_norm_study.csv
+echo "== softmax study: each form against the CUDA twin (study_summary.py)"
+python3 $here/study_summary.py $OUT/study.csv --reference cuda_twin
 ls -la $OUT
 cd "$OUT" && tar -czf raw.tar.gz --remove-files \
   $(ls | grep -vxE 'log.txt|summary.csv|layer_norm_study.csv|raw.tar.gz')

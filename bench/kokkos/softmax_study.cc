@@ -1,12 +1,17 @@
 // Why the Kokkos softmax trailed its CUDA twin at 256 MiB (issue 26): the row softmax in
 // several forms, on two kinds of buffer, at several sizes, all timed the same way (CUDA
 // events on Kokkos' stream), so a form, a buffer or the timing can each be told apart.
-//   softmax_study [--row-length 4096] [--sizes 64,128,256,512,1024] > study.csv
+//   softmax_study [--row-length 4096] [--sizes 64,128,256,512,1024] [--forms a,b] > study.csv
 // Forms: the CUDA twin (profiler/cuda/kernels.cu); Kokkos with 256 single-lane members
 // reducing through TeamThreadRange, one load per loop trip (the probe's kernel up to
 // run 4); the same with 2 or 4 loads in flight per thread (team_ilp2_nobounds is the
 // probe's kernel from run 6); Kokkos with 8 members of 32 vector lanes reducing through
-// ThreadVectorRange and team scratch (run 5's), with and without launch bounds.
+// ThreadVectorRange and team scratch (run 5's), with and without launch bounds; and (from
+// run 16) the probe's kernel (profiler/kokkos_row_kernels.h) in the form the probe chooses
+// on this device (kokkos_probe), in the grouped form (kokkos_grouped: nested TeamThreadRange
+// reductions, 46 registers, the probe's up to run 15) and in the compact form
+// (kokkos_compact: team-rank loops and team_reduce, 40 registers; run 16 had lean forms).
+//   --forms a,b,...: only these forms.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
 // Built by bench/kokkos/build_studies.sh; run by bench/kokkos/run_device.sh.
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "profiler/cuda/kernels.h"
+#include "profiler/kokkos_row_kernels.h"
 
 namespace {
 
@@ -175,11 +181,15 @@ enum class Form {
   kTeamIlp2NoBounds,
   kTeamIlp4NoBounds,
   kLaneReduce,
-  kLaneReduceNoBounds
+  kLaneReduceNoBounds,
+  kProbe,
+  kGrouped,
+  kCompact,
 };
-constexpr Form kForms[] = {Form::kCuda,          Form::kTeamReduce,       Form::kTeamIlp2,
-                           Form::kTeamIlp4,      Form::kTeamIlp2NoBounds, Form::kTeamIlp4NoBounds,
-                           Form::kLaneReduce,    Form::kLaneReduceNoBounds};
+constexpr Form kForms[] = {Form::kCuda,       Form::kTeamReduce,         Form::kTeamIlp2,
+                           Form::kTeamIlp4,   Form::kTeamIlp2NoBounds,   Form::kTeamIlp4NoBounds,
+                           Form::kLaneReduce, Form::kLaneReduceNoBounds, Form::kProbe,
+                           Form::kGrouped,    Form::kCompact};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
@@ -190,8 +200,20 @@ const char* Name(Form f) {
     case Form::kTeamIlp4NoBounds: return "kokkos_team_ilp4_nobounds";
     case Form::kLaneReduce: return "kokkos_lane_reduce";
     case Form::kLaneReduceNoBounds: return "kokkos_lane_reduce_nobounds";
+    case Form::kProbe: return "kokkos_probe";
+    case Form::kGrouped: return "kokkos_grouped";
+    case Form::kCompact: return "kokkos_compact";
   }
   return "?";
+}
+
+// The probe's softmax (profiler/kokkos_row_kernels.h) in a form.
+void ProbeSoftmax(float* p, int64_t rows, int64_t cols, xdeep::profiler::kokkos::RowForm form) {
+  namespace r = xdeep::profiler::kokkos::rows;
+  r::Softmax<Exec>(reinterpret_cast<r::F4*>(p), rows, cols / 4, form);
+}
+xdeep::profiler::kokkos::RowLaunch ProbeLaunch() {
+  return xdeep::profiler::kokkos::ChooseRowLaunch(xdeep::profiler::kokkos::rows::QueryDevice());
 }
 
 void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
@@ -209,6 +231,13 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
     case Form::kTeamIlp4NoBounds: SoftmaxTeamIlp<4, Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
     case Form::kLaneReduce: SoftmaxLaneReduce<Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
     case Form::kLaneReduceNoBounds: SoftmaxLaneReduce<Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
+    case Form::kProbe: {
+      static const xdeep::profiler::kokkos::RowForm chosen = ProbeLaunch().form;
+      ProbeSoftmax(p, rows, cols, chosen);
+      break;
+    }
+    case Form::kGrouped: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kGrouped); break;
+    case Form::kCompact: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kCompact); break;
   }
 }
 
@@ -256,14 +285,32 @@ std::vector<int64_t> ParseSizes(const char* s) {
 int main(int argc, char** argv) {
   int64_t cols = 4096;
   std::vector<int64_t> sizes_mib = {64, 128, 256, 512, 1024};
+  std::vector<Form> forms(std::begin(kForms), std::end(kForms));
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--row-length") {
       cols = std::atoll(argv[i + 1]);
     } else if (a == "--sizes") {
       sizes_mib = ParseSizes(argv[i + 1]);
+    } else if (a == "--forms") {
+      forms.clear();
+      const std::string list = argv[i + 1];
+      for (size_t begin = 0; begin <= list.size();) {
+        const size_t end = std::min(list.find(',', begin), list.size());
+        const std::string name = list.substr(begin, end - begin);
+        const Form* f = std::find_if(std::begin(kForms), std::end(kForms),
+                                     [&](Form g) { return name == Name(g); });
+        if (f == std::end(kForms)) {
+          std::fprintf(stderr, "unknown form '%s'\n", name.c_str());
+          return 2;
+        }
+        forms.push_back(*f);
+        begin = end + 1;
+      }
     } else {
-      std::fprintf(stderr, "unknown option %s (--row-length N, --sizes MiB,MiB,...)\n", a.c_str());
+      std::fprintf(stderr,
+                   "unknown option %s (--row-length N, --sizes MiB,MiB,..., --forms a,b,...)\n",
+                   a.c_str());
       return 2;
     }
   }
@@ -272,6 +319,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   Kokkos::ScopeGuard guard;
+  std::fprintf(stderr, "kokkos_probe: %s\n",
+               xdeep::profiler::kokkos::Describe(ProbeLaunch()).c_str());
   const cudaStream_t stream = Exec().cuda_stream();
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
@@ -290,7 +339,7 @@ int main(int argc, char** argv) {
         Kokkos::view_alloc("study::view", Kokkos::WithoutInitializing), n);
     for (const bool use_view : {false, true}) {
       float* p = use_view ? view.data() : raw;
-      for (const Form f : kForms) {
+      for (const Form f : forms) {
         Fill(p, n);
         for (int w = 0; w < 3; ++w) Launch(f, p, rows, cols, stream);
         cudaEventRecord(start, stream);

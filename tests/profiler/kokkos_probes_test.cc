@@ -3,6 +3,7 @@
 #include "profiler/kokkos_probes.h"
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -146,6 +147,52 @@ TEST(KokkosProbesTest, RowKernelsMatchTheReferenceForAnyRowLength) {
       EXPECT_EQ(RunKokkosDeviceBandwidth(o, &errors).size(), 2u) << cols;
     }
     for (const ErrorEntry& e : errors) ADD_FAILURE() << cols << " " << e.probe << ": " << e.message;
+  }
+}
+
+// Both forms of the row kernels, whichever the device would choose, pass the data check
+// at rows that do not split evenly into the team's packet groups, on the host and, with a
+// device Kokkos, on the device.
+TEST(KokkosProbesTest, EveryRowLaunchMatchesTheReference) {
+  const std::vector<kokkos::RowLaunch> launches = {{kokkos::RowForm::kGrouped, 0},
+                                                   {kokkos::RowForm::kCompact, 0}};
+  for (const kokkos::RowLaunch& launch : launches) {
+    for (const int64_t cols : {12, 52, 4100}) {
+      KokkosBandwidthOptions o;
+      o.elements = cols * 40;
+      o.row_length = cols;
+      o.kernels = {"layer_norm", "softmax"};
+      o.row_launch = launch;
+      o.harness.max_samples = 3;
+      std::vector<ErrorEntry> errors;
+      EXPECT_EQ(RunKokkosHostBandwidth(o, &errors).size(), 2u);
+      if (KokkosHasDeviceSpace()) {
+        EXPECT_EQ(RunKokkosDeviceBandwidth(o, &errors).size(), 2u);
+      }
+      for (const ErrorEntry& e : errors) {
+        ADD_FAILURE() << kokkos::Describe(launch) << ", " << cols << " " << e.probe << ": "
+                      << e.message;
+      }
+    }
+  }
+}
+
+// The device's properties as the backend reports them: all known on a CUDA device (so the
+// launch follows the card), none on a host Kokkos (which keeps the grouped form).
+TEST(KokkosProbesTest, DevicePropertiesAreReadFromTheBackend) {
+  const kokkos::DeviceProperties d = kokkos::QueryDeviceProperties();
+  const std::string v = KokkosVersionString();
+  if (v.find("(Cuda)") != std::string::npos) {
+    EXPECT_GT(d.multiprocessors, 0);
+    EXPECT_GT(d.peak_bytes_per_second, 1e11);  // HBM and GDDR: 0.1-10 TB/s
+    EXPECT_LT(d.peak_bytes_per_second, 1e14);
+    EXPECT_GE(d.max_threads_per_multiprocessor, 1024);
+    EXPECT_GE(d.registers_per_multiprocessor, 32768);
+    std::printf("device: %d SMs, %.0f GB/s peak; row kernels: %s\n", d.multiprocessors,
+                d.peak_bytes_per_second / 1e9, KokkosRowLaunchString().c_str());
+  } else if (!KokkosHasDeviceSpace()) {
+    EXPECT_EQ(d.multiprocessors, 0);
+    EXPECT_EQ(kokkos::DeviceRowLaunch().form, kokkos::RowForm::kGrouped);
   }
 }
 

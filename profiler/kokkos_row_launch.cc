@@ -1,0 +1,42 @@
+// The row kernels' form from the device's properties (kokkos_row_launch.h).
+#include "profiler/kokkos_row_launch.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace xdeep::profiler::kokkos {
+
+int RowsWanted(const DeviceProperties& d) {
+  if (d.multiprocessors <= 0 || !(d.peak_bytes_per_second > 0) ||
+      !std::isfinite(d.peak_bytes_per_second)) {
+    return 0;
+  }
+  const double per_sm = kReachableShareOfPeak * d.peak_bytes_per_second / d.multiprocessors;
+  // Bounded so that an absurd figure cannot overflow; no SM holds 1024 teams.
+  return static_cast<int>(std::clamp(std::ceil(per_sm / kTeamBytesPerSecond), 1.0, 1024.0));
+}
+
+int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d) {
+  if (d.max_threads_per_multiprocessor <= 0 || d.registers_per_multiprocessor <= 0) return 0;
+  const int registers = form == RowForm::kCompact ? kCompactRegisters : kGroupedRegisters;
+  return std::min(d.max_threads_per_multiprocessor / kRowTeamSize,
+                  d.registers_per_multiprocessor / (kRowTeamSize * registers));
+}
+
+RowLaunch ChooseRowLaunch(const DeviceProperties& d) {
+  const RowLaunch grouped{RowForm::kGrouped, RowsPerMultiprocessor(RowForm::kGrouped, d)};
+  const RowLaunch compact{RowForm::kCompact, RowsPerMultiprocessor(RowForm::kCompact, d)};
+  const int wanted = RowsWanted(d);
+  if (wanted == 0 || wanted <= grouped.rows_per_multiprocessor) return grouped;
+  return compact.rows_per_multiprocessor > grouped.rows_per_multiprocessor ? compact : grouped;
+}
+
+std::string Describe(const RowLaunch& launch) {
+  std::string out = launch.form == RowForm::kCompact ? "compact" : "grouped";
+  if (launch.rows_per_multiprocessor > 0) {
+    out += ", " + std::to_string(launch.rows_per_multiprocessor) + " rows per SM";
+  }
+  return out;
+}
+
+}  // namespace xdeep::profiler::kokkos

@@ -1,0 +1,63 @@
+// Which form of the Kokkos row kernels (layer norm, softmax: one team of 256 per row,
+// kokkos_row_kernels.h) runs on a device, chosen from the device's properties, not its
+// name. Plain C++ (no Kokkos, no CUDA), so the choice is tested on any host.
+//
+// A team holds its row through two team reductions and two passes that re-read it from
+// L1; only its first pass waits on DRAM. An SM keeps its share of the DRAM bandwidth busy
+// only with enough rows (teams) resident at once, and the kernels' registers set how many
+// fit. The grouped form (nested TeamThreadRange reductions, 46-47 registers) holds 5 per
+// SM of 64 K registers: enough on H100 (3.35 TB/s over 132 SMs; run 14: at copy's
+// bandwidth), not on H200 (4.8-4.9 TB/s over the same 132 SMs; runs 15-16: 0.86-0.95 of the
+// CUDA twins, while every 6-per-SM form of the twin runs at copy's bandwidth). The compact
+// form loads the same groups but loops over the team rank and joins with team_reduce:
+// 38-40 registers, 6 per SM. (Run 16's lean form, 6 rows per SM by re-reading one packet
+// per trip, lost in its cache passes what it gained in rows.)
+#ifndef XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
+#define XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
+
+#include <string>
+
+namespace xdeep::profiler::kokkos {
+
+// What the choice needs to know of a device; zero where the backend does not say.
+struct DeviceProperties {
+  int multiprocessors = 0;
+  double peak_bytes_per_second = 0;  // DRAM: 2 x memory clock x bus width
+  int max_threads_per_multiprocessor = 0;
+  int registers_per_multiprocessor = 0;
+};
+
+enum class RowForm { kGrouped, kCompact };
+
+struct RowLaunch {
+  RowForm form = RowForm::kGrouped;
+  int rows_per_multiprocessor = 0;  // resident teams the form gets (0: not known)
+};
+
+inline constexpr int kRowTeamSize = 256;
+// Registers per thread (ptxas, sm_90, CUDA 13; the larger of layer norm and softmax,
+// rounded up to the allocation unit of 8): grouped 47 -> 48, compact 40.
+inline constexpr int kGroupedRegisters = 48;
+inline constexpr int kCompactRegisters = 40;
+// Bytes per second one team moves through its rows (a 16 KiB row read and written per
+// row time): run 15's layer norm at 5 teams per SM moved 3794 GB/s over 132 x 5 teams on
+// H200 without being bound by DRAM (1 GiB per array).
+inline constexpr double kTeamBytesPerSecond = 5.75e9;
+// The share of the peak bandwidth a streaming kernel reaches: copy 0.86 on H200 (runs 15,
+// 16), 0.90 on H100 (run 14).
+inline constexpr double kReachableShareOfPeak = 0.86;
+
+// Rows the SM must keep in flight to move its share of the reachable bandwidth; 0 where
+// the properties are unknown.
+int RowsWanted(const DeviceProperties& d);
+// Teams of 256 of a form resident per SM (registers and threads), 0 where unknown.
+int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d);
+// The grouped form where it already holds the rows wanted (or nothing is known); the
+// compact form where the grouped one holds fewer and the compact one more.
+RowLaunch ChooseRowLaunch(const DeviceProperties& d);
+// "compact, 6 rows per SM": for reports and logs.
+std::string Describe(const RowLaunch& launch);
+
+}  // namespace xdeep::profiler::kokkos
+
+#endif  // XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
