@@ -6,7 +6,8 @@
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
-//                   [--heavy N --heavy-workload FILE] [--cpu-of NAME=PID ...]
+//                   [--heavy N --heavy-workload FILE [--heavy-samples 2000]]
+//                   [--cpu-of NAME=PID ...]
 //   decisions_bench --daemon ... --picks
 //
 // --cpu-of (e.g. xdeepd=PID munged=PID): each process's CPU time per request
