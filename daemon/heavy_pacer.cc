@@ -34,8 +34,9 @@ void HeavyPacer::Checkpoint(Clock::time_point until, const std::function<bool()>
   // Credit accrues at `share` per second of wall time, up to the burst; the
   // CPU used since the last checkpoint is spent from it.
   auto accrue = [&](Clock::time_point now) {
-    credit_s_ = std::min(
-        burst_s, credit_s_ + options_.share * std::chrono::duration<double>(now - last_wall_).count());
+    credit_s_ =
+        std::min(burst_s, credit_s_ + options_.share *
+                                          std::chrono::duration<double>(now - last_wall_).count());
     last_wall_ = now;
   };
   Clock::time_point now = options_.now();

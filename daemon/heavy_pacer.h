@@ -30,7 +30,7 @@ class HeavyPacer {
     std::chrono::microseconds nap{5000};
     // Tests replace the clocks and the sleep.
     std::function<Clock::time_point()> now = [] { return Clock::now(); };
-    std::function<double()> thread_cpu_s;  // empty: CLOCK_THREAD_CPUTIME_ID
+    std::function<double()> thread_cpu_s;                  // empty: CLOCK_THREAD_CPUTIME_ID
     std::function<void(std::chrono::microseconds)> sleep;  // empty: this_thread::sleep_for
   };
 

@@ -6,7 +6,7 @@
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
-//                   [--heavy N --heavy-workload FILE [--heavy-samples 2000]]
+//                   [--heavy N --heavy-workload FILE [--heavy-samples 4000]]
 //                   [--cpu-of NAME=PID ...]
 //   decisions_bench --daemon ... --picks
 //
@@ -80,7 +80,7 @@ struct Options {
   int heavy = 0;
   std::string heavy_workload;
   int heavy_deadline_ms = 3000;
-  uint64_t heavy_samples = 2000;  // ordinary calls timed with, and as many without
+  uint64_t heavy_samples = 4000;  // ordinary calls timed with, and as many without
   std::vector<std::string> cpu_of;  // NAME=PID
 };
 
