@@ -41,12 +41,13 @@ void HeavyPacer::Checkpoint(Clock::time_point until, const std::function<bool()>
   };
   Clock::time_point now = options_.now();
   const double cpu = ThreadCpuSeconds();
-  if (last_cpu_s_ < 0) {  // the first call: nothing to charge yet
+  if (last_cpu_s_ < 0) {  // the first call: what the thread used before is not owed
     credit_s_ = burst_s;
     last_wall_ = now;
+    last_cpu_s_ = cpu;
   }
   accrue(now);
-  credit_s_ -= std::max(0.0, cpu - std::max(last_cpu_s_, 0.0));
+  credit_s_ -= std::max(0.0, cpu - last_cpu_s_);
   last_cpu_s_ = cpu;
   while (credit_s_ < 0) {
     // What was used while nobody else asked is not owed afterwards.

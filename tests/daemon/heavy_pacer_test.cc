@@ -40,6 +40,15 @@ struct SimulatedThread {
 
 const auto kNeverGone = [] { return false; };
 
+TEST(HeavyPacerTest, OwesNothingForWhatTheThreadUsedBeforeItsFirstCheckpoint) {
+  SimulatedThread t;
+  t.cpu_s = 10;
+  HeavyPacer pacer(t.Options());
+  pacer.NoteOrdinary();
+  pacer.Checkpoint(t.Far(), kNeverGone);
+  EXPECT_EQ(t.slept, microseconds(0));
+}
+
 TEST(HeavyPacerTest, RunsUnpacedWhileNoOrdinaryRequestArrives) {
   SimulatedThread t;
   HeavyPacer pacer(t.Options());
