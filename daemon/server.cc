@@ -155,6 +155,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       .work = daemon->work_.get(),
       .heavy = daemon->heavy_.get(),
       .heavy_after = std::chrono::milliseconds(config.server.heavy_after_ms),
+      .pacer = &daemon->heavy_pacer_,
       .reload_policy = [self] { return self->ReloadPolicy(); },
       .run_probes = [self](const xdeep::v1::RunProbesRequest& r) { return self->RunProbes(r); },
       .slurm_holds_job = SlurmHoldsJob,

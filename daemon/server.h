@@ -15,6 +15,7 @@
 #include "daemon/client_socket.h"
 #include "daemon/config.h"
 #include "daemon/decision_maker.h"
+#include "daemon/heavy_pacer.h"
 #include "daemon/identity.h"
 #include "daemon/instance_lock.h"
 #include "daemon/ledger.h"
@@ -79,6 +80,7 @@ class Daemon {
   std::unique_ptr<DecisionMaker> maker_;
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<WorkQueue> heavy_;  // Tune searches past heavy_after_ms of CPU
+  HeavyPacer heavy_pacer_;
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<AdmitSocket> admit_socket_;  // slurmctld's xdeep-admit asks here

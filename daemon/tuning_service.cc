@@ -174,8 +174,22 @@ struct TuneWork {
   Caller caller;
   std::chrono::system_clock::time_point deadline;  // the client's
   std::chrono::milliseconds heavy_after;
+  HeavyPacer* pacer;           // null: the heavy lane runs unpaced
   std::set<std::string> sent;  // progress already streamed: a rerun repeats it
 };
+
+// On the heavy lane, at each of its checkpoints: it waits there while it is
+// past its share and ordinary requests arrive (heavy_pacer.h).
+void PaceHeavyLane(const TuneWork& work) {
+  if (work.pacer == nullptr) return;
+  // The client's deadline on the steady clock (a call without one: an hour on).
+  const auto now = std::chrono::system_clock::now();
+  std::chrono::system_clock::duration left = std::chrono::hours(1);
+  if (work.deadline < now + left) left = work.deadline - now;
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+  work.pacer->Checkpoint(until, [&work] { return work.channel->cancelled(); });
+}
 
 void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   const std::shared_ptr<TuneStream>& channel = work->channel;
@@ -201,6 +215,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   const auto started = std::chrono::steady_clock::now();
   const double cpu_at_start = ThreadCpuSeconds();
   auto interrupt = [&]() -> absl::Status {
+    if (heavy == nullptr) PaceHeavyLane(*work);
     if (absl::Status gone = client_gone(); !gone.ok()) return gone;
     // CPU, not wall time: a busy machine does not make a request heavy.
     // The wall clock (cheap) is asked first: CPU time never exceeds it.
@@ -313,6 +328,7 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
                                                   .caller = {},
                                                   .deadline = deadline,
                                                   .heavy_after = p_.heavy_after,
+                                                  .pacer = p_.heavy ? p_.pacer : nullptr,
                                                   .sent = {}});
   auto authenticate = [work, auth = p_.auth, peer] {
     auto caller = auth->Verify(work->request.credential());
@@ -330,6 +346,7 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
   // MUNGE, too, on its own low-priority lane, never ahead of anyone else's.
   if (p_.heavy != nullptr && HeavyWorkload(request.workload())) {
     p_.heavy->Post([work, authenticate] {
+      PaceHeavyLane(*work);
       if (work->channel->cancelled()) {
         work->channel->Finish(absl::CancelledError("the client went away"));
         return;
@@ -344,6 +361,7 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
   // An ordinary request is authenticated here, on the transport's thread
   // (gRPC's callback thread): decoding on the worker instead cost ~0.04 ms
   // more CPU per decision (bench/daemon, 2-core VM).
+  if (p_.pacer != nullptr) p_.pacer->NoteOrdinary();
   if (authenticate()) p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
 }
 

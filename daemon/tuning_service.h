@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "daemon/decision_maker.h"
+#include "daemon/heavy_pacer.h"
 #include "daemon/identity.h"
 #include "daemon/ledger.h"
 #include "daemon/store.h"
@@ -26,6 +27,8 @@ struct ServiceParts {
   // in `work` (null: it stays where it is).
   WorkQueue* heavy = nullptr;
   std::chrono::milliseconds heavy_after{50};
+  // Holds the heavy lane to its share while ordinary requests arrive (null: never).
+  HeavyPacer* pacer = nullptr;
   // Re-reads the policy from the configuration file (SIGHUP does the same).
   std::function<absl::Status()> reload_policy;
   // Runs a probe job and ingests its report (admins only; may take minutes).

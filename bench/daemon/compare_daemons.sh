@@ -5,6 +5,9 @@
 # varied auto. Then both decide the ten --picks requests; the picks must match.
 #   bench/daemon/compare_daemons.sh STACK_DIR BUILD_DIR BASELINE_XDEEPD [SECONDS] [CLIENTS] [ROUNDS]
 # The load average is printed beside every run (a shared machine).
+# HEAVY=1: instead of the four runs, integration.bounded's --heavy run (four
+# worst-case clients with 40 ms deadlines beside four ordinary ones): each
+# run's ordinary p99 alone, beside them, and the ratio (issue #27: within 2x).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [[ $# -ge 3 ]] || { sed -n '5,6p' "$0" >&2; exit 2; }
@@ -40,6 +43,12 @@ measure() {  # label binary
   restart_daemon "$2"
   local pid
   pid=$(cat "$stack/run/xdeepd.fgpid")
+  if [[ -n ${HEAVY:-} ]]; then
+    echo "== daemon $label, heavy, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$bench" --daemon "unix://$sock" --clients 4 --seconds 2 --mix varied --heavy 4 \
+      --heavy-workload "$root/bench/daemon/worst_case.toml" --heavy-deadline-ms 40 | tail -n 5 || true
+    return
+  fi
   for run in "advise repeated" "advise varied" "advise unique" "auto varied"; do
     set -- $run
     echo "== daemon $label, mode $1, mix $2, load $(cut -d' ' -f1-3 /proc/loadavg)"

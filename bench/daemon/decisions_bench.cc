@@ -6,7 +6,8 @@
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
-//                   [--heavy N --heavy-workload FILE] [--cpu-of NAME=PID ...]
+//                   [--heavy N --heavy-workload FILE [--heavy-samples 4000]]
+//                   [--cpu-of NAME=PID ...]
 //   decisions_bench --daemon ... --picks
 //
 // --cpu-of (e.g. xdeepd=PID munged=PID): each process's CPU time per request
@@ -25,9 +26,9 @@
 // diff two daemons' output to show that they decide identically.
 // --heavy N: after the ordinary run, N more clients send the worst-case
 // request in FILE (each with a 3 s deadline, as the plugin's timeout) while
-// the ordinary clients run again, in windows alternating with windows
-// without them; prints the ordinary p99 with and without them and their
-// ratio (issue #27: within 2x).
+// the ordinary clients run again, in eight windows alternating with eight
+// without them, each window --heavy-samples / 8 ordinary calls; prints the
+// ordinary p99 with and without them and their ratio (issue #27: within 2x).
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -79,6 +80,7 @@ struct Options {
   int heavy = 0;
   std::string heavy_workload;
   int heavy_deadline_ms = 3000;
+  uint64_t heavy_samples = 4000;  // ordinary calls timed with, and as many without
   std::vector<std::string> cpu_of;  // NAME=PID
 };
 
@@ -146,12 +148,15 @@ std::vector<Watched> g_watched;
 template <typename Call>
 // `warm`: each client's first call (its connection's set-up) is not counted:
 // short windows would otherwise count every connect among their slowest calls.
-Stats Run(const Options& o, int clients, double seconds, Call call, bool warm = false) {
+// `calls` > 0: the run ends once that many calls are counted (or `seconds`
+// pass), so that two kinds of window can be compared on equal samples.
+Stats Run(const Options& o, int clients, double seconds, Call call, bool warm = false,
+          uint64_t calls = 0) {
   Stats total;
   std::vector<double> cpu_before;
   for (const Watched& w : g_watched) cpu_before.push_back(ProcessCpuSeconds(w.pid));
   std::mutex mu;
-  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> next{0}, counted{0};
   const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(seconds));
   const auto t0 = Clock::now();
@@ -165,7 +170,7 @@ Stats Run(const Options& o, int clients, double seconds, Call call, bool warm = 
         std::string ignored;
         call(*client, next.fetch_add(1), &ignored);
       }
-      while (Clock::now() < end) {
+      while (Clock::now() < end && (calls == 0 || counted.fetch_add(1) < calls)) {
         const uint64_t n = next.fetch_add(1);
         const auto a = Clock::now();
         std::string error;
@@ -316,6 +321,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--heavy-deadline-ms", o.heavy_deadline_ms, "each worst-case request's deadline")
       ->check(CLI::Range(10, 600000));
+  app.add_option("--heavy-samples", o.heavy_samples,
+                 "ordinary calls timed beside the worst cases, and as many without them")
+      ->check(CLI::Range(80, 1000000));
   app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
   bool picks = false;
   app.add_flag("--picks", picks, "decide ten representative requests once each and print them");
@@ -392,15 +400,22 @@ int main(int argc, char** argv) {
     // Windows without and with the worst-case requests in turn, each kind's
     // latencies pooled: a change in the shared machine's load during the run
     // hits both sides alike (one run of each, one after the other, measured
-    // the load as much as the daemon).
-    constexpr int kWindows = 4;  // of each kind
+    // the load as much as the daemon). Each window counts the same number of
+    // calls, so both p99s come from equal samples (the ordinary rate falls
+    // beside the worst cases: equal times would give them fewer).
+    constexpr int kWindows = 8;  // of each kind
+    const uint64_t per_window = std::max<uint64_t>(1, o.heavy_samples / kWindows);
     Stats alone, loaded;
+    std::string window_p99[2];
     for (int i = 0; i < 2 * kWindows; ++i) {
       const bool with = i % 2 == 1;
       active = with;
       // Let them start, or let the daemon finish what they left.
       std::this_thread::sleep_for(std::chrono::milliseconds(with ? 300 : 200));
-      (with ? loaded : alone).Add(Run(o, o.clients, o.seconds / kWindows, OrdinaryCall(o), true));
+      const Stats window =
+          Run(o, o.clients, o.seconds * kWindows, OrdinaryCall(o), true, per_window);
+      window_p99[with] += fmt::format(" {:.1f}", window.Percentile(0.99));
+      (with ? loaded : alone).Add(window);
     }
     stop = true;
     for (auto& t : heavies) t.join();
@@ -408,6 +423,7 @@ int main(int argc, char** argv) {
     Print(fmt::format("Tune ({}, {}) beside {} worst-case, {} windows between them", o.mode, o.mix,
                       o.heavy, kWindows),
           loaded);
+    fmt::print("  p99 per window (ms), alone:{}  beside:{}\n", window_p99[0], window_p99[1]);
     const double ratio =
         alone.Percentile(0.99) > 0 ? loaded.Percentile(0.99) / alone.Percentile(0.99) : 0;
     fmt::print("  worst-case requests: {} answered, {} stopped (deadline {} ms or site limit)\n",

@@ -2,8 +2,8 @@
 beside ordinary ones, through bench/daemon/decisions_bench (fresh MUNGE
 credential per request). The worst case moves to the daemon's heavy lane, its
 client's deadline stops it soon after it passes, and the ordinary requests'
-p99 stays near what it was without them (the bench prints the ratio; the
-bound checked here is generous, for a shared 2-core machine)."""
+p99 stays within 2x of what it was without them (the bench prints the
+ratio)."""
 import os
 import re
 import subprocess
@@ -33,7 +33,9 @@ class BoundedWorkTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         ratio = float(re.search(r"ordinary p99 ratio with / without worst-case requests: "
                                 r"([0-9.]+)", proc.stdout).group(1))
-        self.assertLess(ratio, 5.0, "ordinary requests starved beside worst-case ones")
+        # Issue #27: unchanged within 2x (the bench compares equal samples
+        # from interleaved windows, so the shared machine's load hits both).
+        self.assertLessEqual(ratio, 2.0, "ordinary requests starved beside worst-case ones")
         log = daemon_log()[before:]
         self.assertIn("event=tune.heavy", log, "the worst case stayed in the ordinary lane")
         late = [float(x) for x in re.findall(r"event=tune\.stopped .*late_ms=([0-9.]+)", log)]
