@@ -47,7 +47,7 @@ void GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {
   const bool savepoints = batch.size() > 1;
   bool any_ok = false;
   for (Pending* w : batch) {
-    if (savepoints && sqlite3_exec(db_, "SAVEPOINT w", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    if (savepoints && RunKept(db_, "SAVEPOINT w") != SQLITE_OK) {
       w->result = SqlError(db_, who_, "savepoint");
       continue;
     }
@@ -60,8 +60,8 @@ void GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {
       return;
     }
     if (savepoints) {
-      if (!w->result.ok()) sqlite3_exec(db_, "ROLLBACK TO w", nullptr, nullptr, nullptr);
-      sqlite3_exec(db_, "RELEASE w", nullptr, nullptr, nullptr);
+      if (!w->result.ok()) RunKept(db_, "ROLLBACK TO w");
+      RunKept(db_, "RELEASE w");
     }
     any_ok |= w->result.ok();
   }
