@@ -128,7 +128,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       daemon->store_.get(), daemon->ledger_.get());
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
   daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/19);
-  daemon->heavy_endings_ = std::make_unique<WorkQueue>(1);
   Daemon* self = daemon.get();
   daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
                                         const std::string& shapes,
@@ -145,7 +144,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       .ledger = daemon->ledger_.get(),
       .work = daemon->work_.get(),
       .heavy = daemon->heavy_.get(),
-      .heavy_endings = daemon->heavy_endings_.get(),
       .heavy_after = std::chrono::milliseconds(config.server.heavy_after_ms),
       .reload_policy = [self] { return self->ReloadPolicy(); },
       .run_probes = [self](const xdeep::v1::RunProbesRequest& r) { return self->RunProbes(r); },
@@ -407,12 +405,10 @@ Daemon::~Daemon() {
   }
   expiry_cv_.notify_all();
   if (expiry_.joinable()) expiry_.join();
-  // Workers first (one may still hand a search to the heavy lane), then the
-  // heavy lane (it hands its endings on), all before the maker and store
-  // they use go away.
+  // Workers first (one may still hand a search to the heavy lane), both
+  // before the maker and store they use go away.
   work_.reset();
   heavy_.reset();
-  heavy_endings_.reset();
 }
 
 }  // namespace xdeep::daemon

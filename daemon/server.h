@@ -73,7 +73,6 @@ class Daemon {
   std::unique_ptr<DecisionMaker> maker_;
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<WorkQueue> heavy_;  // Tune searches past heavy_after_ms of CPU
-  std::unique_ptr<WorkQueue> heavy_endings_;  // their answers and log lines, at nice 0
   std::unique_ptr<TuningService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<AdmitSocket> admit_socket_;  // slurmctld's xdeep-admit asks here

@@ -55,10 +55,10 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
     int64_t cancelled_at_ns() const override {
       return cancelled_at_ns_.load(std::memory_order_relaxed);
     }
-    // Lock-free: the search polls it, on the heavy lane's nice-19 thread too,
-    // and gRPC's OnDone must never wait for that thread to run again.
     bool cancelled() override {
-      return cancelled_.load(std::memory_order_relaxed) || done_.load(std::memory_order_relaxed);
+      if (cancelled_.load(std::memory_order_relaxed)) return true;
+      std::lock_guard lock(mu_);
+      return reactor_ == nullptr;
     }
 
    private:
@@ -66,7 +66,6 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
     std::mutex mu_;
     TuneReactor* reactor_;
     std::atomic<bool> cancelled_{false};
-    std::atomic<bool> done_{false};  // OnDone ran: the reactor is gone
     std::atomic<int64_t> cancelled_at_ns_{0};
   };
 
@@ -97,7 +96,6 @@ class TuneReactor final : public grpc::ServerWriteReactor<v1::TuneEvent> {
   }
 
   void OnDone() override {
-    channel_->done_.store(true, std::memory_order_relaxed);
     {
       std::lock_guard lock(channel_->mu_);
       channel_->reactor_ = nullptr;
@@ -177,50 +175,14 @@ struct TuneWork {
   std::chrono::system_clock::time_point deadline;  // the client's
   std::chrono::milliseconds heavy_after;
   std::set<std::string> sent;  // progress already streamed: a rerun repeats it
-  WorkQueue* heavy_endings;    // where the heavy lane hands its ending (null: none)
 };
 
-// Runs `ending` (a request's last stream writes and log lines) on the
-// heavy lane's endings thread when `work` runs on the heavy lane, else at
-// once. The heavy lane's nice-19 thread, preempted while it holds the log
-// file's lock or gRPC's, would hold up every ordinary request waiting for
-// them until the busy cores let it run again (a priority inversion).
-void End(const TuneWork& work, bool on_heavy_lane, std::function<void()> ending) {
-  if (on_heavy_lane && work.heavy_endings != nullptr) {
-    work.heavy_endings->Post(std::move(ending));
-  } else {
-    ending();
-  }
-}
-
-// Logs a request's outcome and sends it as the stream's last event.
-void Answer(TuneStream& channel, v1::TuneEvent event, const Caller& caller) {
-  if (event.has_skip()) {
-    spdlog::info("event=tune.skipped user={} reason=\"{}\"", caller.user, event.skip().reason());
-  } else {
-    const v1::Decision& d = event.decision();
-    spdlog::info(
-        "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
-        "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
-        caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
-        d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
-        d.prediction().cost());
-  }
-  channel.FinishWith(std::move(event), absl::OkStatus());
-}
-
-// `heavy`: the lane a search past its CPU allowance moves to; null when
-// this is the heavy lane (or there is none: then heavy_endings is null too).
 void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   const std::shared_ptr<TuneStream>& channel = work->channel;
-  const bool on_heavy_lane = heavy == nullptr;
-  auto finish = [&](absl::Status status) {
-    End(*work, on_heavy_lane, [channel, status] { channel->Finish(status); });
-  };
   if (channel->cancelled()) {
     // gRPC ends a call (OnDone) only once the reactor finished it, cancelled
     // or not: one left unfinished stays for good and holds up shutdown.
-    finish(absl::CancelledError("the client went away"));
+    channel->Finish(absl::CancelledError("the client went away"));
     return;
   }
   const Caller& caller = work->caller;
@@ -232,7 +194,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     return absl::OkStatus();
   };
   if (absl::Status gone = client_gone(); !gone.ok()) {
-    finish(gone);
+    channel->Finish(gone);
     return;
   }
   bool demoted = false;
@@ -288,36 +250,34 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
           std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
       late_ms = std::max(late_ms, (now - at) / 1e6);
     }
-    End(*work, on_heavy_lane,
-        [channel, user = caller.user, code, late_ms, status = result.status()] {
-          spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}", user,
-                       absl::StatusCodeToString(code), late_ms);
-          channel->Finish(status);
-        });
+    spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}", caller.user,
+                 absl::StatusCodeToString(code), late_ms);
+    channel->Finish(result.status());
     return;
   }
   if (!result.ok()) {
-    End(*work, on_heavy_lane, [channel, user = caller.user, status = result.status()] {
-      spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", user,
-                   absl::StatusCodeToString(status.code()), std::string(status.message()));
-      channel->Finish(status);
-    });
+    spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", caller.user,
+                 absl::StatusCodeToString(result.status().code()),
+                 std::string(result.status().message()));
+    channel->Finish(result.status());
     return;
   }
   v1::TuneEvent event;
   if (!result->decision) {
+    spdlog::info("event=tune.skipped user={} reason=\"{}\"", caller.user, result->skip_reason);
     event.mutable_skip()->set_reason(result->skip_reason);
   } else {
+    const v1::Decision& d = *result->decision;
+    spdlog::info(
+        "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
+        "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
+        caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
+        d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
+        d.prediction().cost());
     *event.mutable_decision() = std::move(*result->decision);
     event.mutable_decision()->set_server_version(XDEEP_VERSION);
   }
-  if (on_heavy_lane && work->heavy_endings != nullptr) {
-    work->heavy_endings->Post([channel, event = std::move(event), caller]() mutable {
-      Answer(*channel, std::move(event), caller);
-    });
-  } else {
-    Answer(*channel, std::move(event), caller);
-  }
+  channel->FinishWith(std::move(event), absl::OkStatus());
 }
 
 int64_t NowUnix() {
@@ -353,16 +313,13 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
                                                   .caller = {},
                                                   .deadline = deadline,
                                                   .heavy_after = p_.heavy_after,
-                                                  .sent = {},
-                                                  .heavy_endings = p_.heavy_endings});
-  auto authenticate = [work, auth = p_.auth, peer](bool on_heavy_lane) {
+                                                  .sent = {}});
+  auto authenticate = [work, auth = p_.auth, peer] {
     auto caller = auth->Verify(work->request.credential());
     if (!caller.ok()) {
-      End(*work, on_heavy_lane, [work, peer, status = caller.status()] {
-        spdlog::warn("event=tune.refused peer={} reason=\"{}\"", peer,
-                     std::string(status.message()));
-        work->channel->Finish(status);
-      });
+      spdlog::warn("event=tune.refused peer={} reason=\"{}\"", peer,
+                   std::string(caller.status().message()));
+      work->channel->Finish(caller.status());
       return false;
     }
     work->caller = *std::move(caller);
@@ -374,16 +331,12 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
   if (p_.heavy != nullptr && HeavyWorkload(request.workload())) {
     p_.heavy->Post([work, authenticate] {
       if (work->channel->cancelled()) {
-        End(*work, true, [work] {
-          work->channel->Finish(absl::CancelledError("the client went away"));
-        });
+        work->channel->Finish(absl::CancelledError("the client went away"));
         return;
       }
-      if (!authenticate(true)) return;
-      End(*work, true, [user = work->caller.user] {
-        spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", user,
-                     kHeavyLayers);
-      });
+      if (!authenticate()) return;
+      spdlog::info("event=tune.heavy user={} reason=\"more than {} layers\"", work->caller.user,
+                   kHeavyLayers);
       RunTune(work, nullptr);
     });
     return;
@@ -391,7 +344,7 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
   // An ordinary request is authenticated here, on the transport's thread
   // (gRPC's callback thread): decoding on the worker instead cost ~0.04 ms
   // more CPU per decision (bench/daemon, 2-core VM).
-  if (authenticate(false)) p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
+  if (authenticate()) p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
 }
 
 grpc::ServerUnaryReactor* TuningService::Bind(grpc::CallbackServerContext* context,

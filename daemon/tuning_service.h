@@ -25,11 +25,6 @@ struct ServiceParts {
   // Where a Tune request goes once its search has used `heavy_after` of CPU
   // in `work` (null: it stays where it is).
   WorkQueue* heavy = nullptr;
-  // Where a heavy-lane request's answer and log lines go (a thread at normal
-  // priority; null: the heavy lane writes them itself). A nice-19 thread
-  // preempted while it holds the log file's or gRPC's locks would hold up
-  // every ordinary request that waits for them.
-  WorkQueue* heavy_endings = nullptr;
   std::chrono::milliseconds heavy_after{50};
   // Re-reads the policy from the configuration file (SIGHUP does the same).
   std::function<absl::Status()> reload_policy;
