@@ -25,7 +25,11 @@ struct ServerConfig {
   // empty: beside a unix `listen` socket, as its path + ".admit"; none when
   // `listen` is TCP and this is empty (then job_submit.lua cannot admit).
   std::string admit_socket;
-  int worker_threads = 4;        // concurrent Tune computations
+  // Concurrent Tune computations. They mostly wait (on munged, on the
+  // ledger's durable commit), so there are more than cores: auto launches
+  // waiting together share one commit (#27: 4 -> 16 cut xdeepd's CPU per auto
+  // decision ~20 %, bench/README.md).
+  int worker_threads = 16;
   // A Tune search still running after this much CPU moves to the heavy lane
   // (one low-priority thread), so worst-case requests cannot hold the workers.
   int heavy_after_ms = 50;

@@ -614,8 +614,16 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   decision.set_candidates_evaluated(result->evaluated);
   decision.set_rewrite(request.mode() == v1::TUNE_MODE_AUTO);
 
-  // What the store keeps of the decision (its admission token included).
+  // What the store keeps of the decision (its admission token included),
+  // without the alternatives and rejected examples: they are the client's to
+  // show when it is decided, nothing reads them back (the learning reads the
+  // configuration and predictions), and they were four fifths of the record,
+  // written through the ledger's WAL with every auto decision.
   auto record_of = [&] {
+    google::protobuf::RepeatedPtrField<v1::Alternative> alternatives;
+    decision.mutable_alternatives()->Swap(&alternatives);
+    std::string blob = decision.SerializeAsString();
+    decision.mutable_alternatives()->Swap(&alternatives);
     DecisionRecord record;
     record.id = decision.decision_id();
     record.uid = caller.uid;
@@ -625,7 +633,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     record.gpus_per_node = decision.config().gpus_per_node();
     record.predicted_step_time_s = decision.prediction().step_time_s();
     record.predicted_cost = decision.prediction().cost();
-    record.decision_blob = decision.SerializeAsString();
+    record.decision_blob = std::move(blob);
     record.fingerprint = fingerprint;
     record.hardware = hardware.Label();
     record.partition = shape->partition;

@@ -9,6 +9,10 @@ struct GroupCommit::Pending {
   const std::function<absl::Status()>* write;
   absl::Status result;
   bool done = false;
+  // Each writer waits on its own: a commit wakes the writers it held and the
+  // one that leads the next, not every writer queued behind it (with many
+  // workers waiting, most woken by a shared notify_all went back to sleep).
+  std::condition_variable wake;
 };
 
 absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
@@ -19,7 +23,7 @@ absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
   // queued (its own write included); the others wait for theirs.
   while (!mine.done) {
     if (committing_) {
-      queue_cv_.wait(lock);
+      mine.wake.wait(lock);
       continue;
     }
     committing_ = true;
@@ -28,9 +32,14 @@ absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
     lock.unlock();
     CommitBatch(batch);
     lock.lock();
-    for (Pending* w : batch) w->done = true;
+    for (Pending* w : batch) {
+      w->done = true;
+      if (w != &mine) w->wake.notify_one();
+    }
     committing_ = false;
-    queue_cv_.notify_all();
+    // The first writer queued meanwhile leads the next commit (unless one
+    // arriving first takes the queue: then it is in that batch).
+    if (!queue_.empty()) queue_.front()->wake.notify_one();
   }
   return mine.result;
 }
@@ -47,7 +56,7 @@ void GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {
   const bool savepoints = batch.size() > 1;
   bool any_ok = false;
   for (Pending* w : batch) {
-    if (savepoints && sqlite3_exec(db_, "SAVEPOINT w", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    if (savepoints && RunKept(db_, "SAVEPOINT w") != SQLITE_OK) {
       w->result = SqlError(db_, who_, "savepoint");
       continue;
     }
@@ -60,8 +69,8 @@ void GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {
       return;
     }
     if (savepoints) {
-      if (!w->result.ok()) sqlite3_exec(db_, "ROLLBACK TO w", nullptr, nullptr, nullptr);
-      sqlite3_exec(db_, "RELEASE w", nullptr, nullptr, nullptr);
+      if (!w->result.ok()) RunKept(db_, "ROLLBACK TO w");
+      RunKept(db_, "RELEASE w");
     }
     any_ok |= w->result.ok();
   }

@@ -41,7 +41,6 @@ class GroupCommit {
   std::string who_;
   // Writes waiting for the next commit, and whether one is under way.
   std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
   std::vector<Pending*> queue_;
   bool committing_ = false;
 };

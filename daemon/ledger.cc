@@ -222,6 +222,24 @@ SELECT kind, name, day, SUM(amount) FROM (
 GROUP BY kind, name, day;
 )sql";
 
+// Partial indexes: a hold is written with no job and as 'reserved', so it
+// enters none of these until Slurm runs its job or it settles. Each index
+// the insert of a hold skips is a B-tree insert and a WAL page less in every
+// group commit (auto mode writes one hold per decision). The budget check's
+// settled-in-the-period lookups (UseLocked: state = 'settled' and a
+// closed_unix range) read the settled ones only.
+constexpr const char* kPartialIndexesV5 = R"sql(
+DROP INDEX IF EXISTS reservations_job;
+CREATE INDEX IF NOT EXISTS reservations_job_known ON reservations(job_id)
+  WHERE job_id IS NOT NULL;
+DROP INDEX IF EXISTS reservations_user_closed;
+DROP INDEX IF EXISTS reservations_account_closed;
+CREATE INDEX IF NOT EXISTS reservations_user_settled ON reservations(user, closed_unix)
+  WHERE state = 'settled';
+CREATE INDEX IF NOT EXISTS reservations_account_settled ON reservations(account, closed_unix)
+  WHERE state = 'settled';
+)sql";
+
 // Every version of the ledger's schema, oldest first (schema_migrations.h).
 const Migration kLedgerMigrations[] = {
     {1, "reservations", [](sqlite3* db) { return ExecSql(db, "ledger", kReservationsV1); }},
@@ -248,6 +266,9 @@ const Migration kLedgerMigrations[] = {
        return CreateDerivedTable(db, "ledger", "held_by_scope", kHeldByScope,
                                  kBackfillHeldByScope);
      }},
+    {5, "partial indexes: holds enter the job and settled-time indexes only once they have "
+        "a job or settle",
+     [](sqlite3* db) { return ExecSql(db, "ledger", kPartialIndexesV5); }},
 };
 
 
@@ -277,6 +298,19 @@ constexpr const char* kReleasedState =
 constexpr const char* kSelectRecord =
     "SELECT decision_id, uid, user, account, partition, state, amount, settled_amount, job_id, "
     "nodes, gpus FROM reservations ";
+
+// Ledger::UseLocked's query for scopes of `column` ("user" or "account").
+std::string UseSql(std::string_view column) {
+  return fmt::format(
+      "SELECT (SELECT COALESCE(SUM(amount), 0) FROM spent_by_day WHERE kind = ?3 AND name = ?1 "
+      "AND day >= ?4) + (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
+      "{0} = ?1 AND state = 'settled' AND closed_unix >= ?2 AND closed_unix < ?4) + (SELECT "
+      "COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND decision_id IS NULL AND "
+      "charged_unix >= ?2 AND charged_unix < ?4) + (SELECT COALESCE(SUM(bound_settled), 0) FROM "
+      "held_by_scope WHERE kind = ?3 AND name = ?1), (SELECT COALESCE(SUM(amount), 0) FROM "
+      "held_by_scope WHERE kind = ?3 AND name = ?1)",
+      column);
+}
 
 }  // namespace
 
@@ -341,24 +375,19 @@ absl::StatusOr<BudgetUse> Ledger::UseLocked(const BudgetScope& scope, int64_t pe
   // totals, and a period that starts within a day adds that day's part from
   // the rows themselves (through the closed / charged time indexes). Reserved
   // and the bound holds' charges: one row of held_by_scope. Nothing here
-  // grows with the scope's history or its open holds.
-  const std::string column = scope.kind == "account" ? "account" : "user";
-  const std::string sql = fmt::format(
-      "SELECT (SELECT COALESCE(SUM(amount), 0) FROM spent_by_day WHERE kind = ?3 AND name = ?1 "
-      "AND day >= ?4) + (SELECT COALESCE(SUM(settled_amount), 0) FROM reservations WHERE "
-      "{0} = ?1 AND state = 'settled' AND closed_unix >= ?2 AND closed_unix < ?4) + (SELECT "
-      "COALESCE(SUM(amount), 0) FROM job_charges WHERE {0} = ?1 AND decision_id IS NULL AND "
-      "charged_unix >= ?2 AND charged_unix < ?4) + (SELECT COALESCE(SUM(bound_settled), 0) FROM "
-      "held_by_scope WHERE kind = ?3 AND name = ?1), (SELECT COALESCE(SUM(amount), 0) FROM "
-      "held_by_scope WHERE kind = ?3 AND name = ?1)",
-      column);
+  // grows with the scope's history or its open holds. The SQL of each scope
+  // kind is formatted once: every auto decision runs it (twice with an
+  // advisory budget's warning).
+  static const std::string kUserSql = UseSql("user"), kAccountSql = UseSql("account");
+  const bool account = scope.kind == "account";
+  const std::string& sql = account ? kAccountSql : kUserSql;
   const int64_t first_whole_day =
       period_start % 86400 == 0 ? period_start : period_start - period_start % 86400 + 86400;
   Statement st(db_, sql.c_str());
   if (!st.ok()) return SqlError(db_, "ledger", "prepare budget use");
   st.Text(1, scope.name);
   st.Int(2, period_start);
-  st.Text(3, column);
+  st.Text(3, account ? "account" : "user");
   st.Int(4, first_whole_day);
   if (sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "ledger", "budget use");
   BudgetUse use;

@@ -61,21 +61,31 @@ inline absl::Status SqlError(sqlite3* db, std::string_view who, std::string_view
   return absl::InternalError(fmt::format("{}: {}: {}", who, what, sqlite3_errmsg(db)));
 }
 
+// Runs one statement that returns no rows (BEGIN, COMMIT, SAVEPOINT ...)
+// from the kept statements: sqlite3_exec would parse it again every time, and
+// a group commit runs five of them per batch. SQLITE_OK when it ran.
+inline int RunKept(sqlite3* db, const char* sql) {
+  Statement st(db, sql);
+  if (!st.ok()) return SQLITE_ERROR;
+  const int rc = sqlite3_step(st.get());
+  return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
 // BEGIN IMMEDIATE, rolled back unless committed: no half-written change
 // survives an error. `who` names the database in errors.
 class Transaction {
  public:
   Transaction(sqlite3* db, std::string_view who) : db_(db), who_(who) {
-    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+    ok_ = RunKept(db_, "BEGIN IMMEDIATE") == SQLITE_OK;
   }
   ~Transaction() {
-    if (ok_ && !committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (ok_ && !committed_) RunKept(db_, "ROLLBACK");
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   bool ok() const { return ok_; }
   absl::Status Commit() {
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    if (RunKept(db_, "COMMIT") != SQLITE_OK) {
       return SqlError(db_, who_, "commit");
     }
     committed_ = true;

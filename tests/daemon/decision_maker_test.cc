@@ -312,6 +312,13 @@ TEST(DecisionMakerOneFileTest, TheRecordGoesWithTheHoldOrNotAtAll) {
     v1::Decision kept;
     ASSERT_TRUE(kept.ParseFromString(record->decision_blob));
     EXPECT_EQ(kept.admission_token(), d.admission_token());
+    // The record keeps what the learning reads back, not the alternatives
+    // the client was shown.
+    EXPECT_GT(d.alternatives_size(), 0) << "else this shows nothing";
+    EXPECT_EQ(kept.alternatives_size(), 0);
+    EXPECT_EQ(kept.config().SerializeAsString(), d.config().SerializeAsString());
+    EXPECT_EQ(kept.prediction().step_time_s(), d.prediction().step_time_s());
+    EXPECT_EQ(kept.analytical_step_time_s(), d.analytical_step_time_s());
     EXPECT_EQ((*ledger)->Get(d.decision_id())->state, "reserved");
 
     v1::TuneRequest advise = AutoRequest();
