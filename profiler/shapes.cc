@@ -112,6 +112,12 @@ absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
       return absl::InvalidArgumentError(absl::StrCat("gemms[", idx, "] needs positive m, n, k"));
     }
     s.layer = g.value("label", std::string());
+    // How the operands are stored (GemmSpec::pass); a check shape keeps its layer's pass.
+    s.pass = g.value("pass", std::string("plain"));
+    if (s.pass != "fwd" && s.pass != "dgrad" && s.pass != "wgrad" && s.pass != "plain") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gemms[", idx, "].pass must be fwd, dgrad, wgrad or plain"));
+    }
     set.gemms.push_back(s);
     ++idx;
   }

@@ -17,13 +17,21 @@
 #    check's reach; 8e10 before) and no GPT layers (whose 50257-wide heads at micro-batch
 #    16 take a third of the time) -- bench/validate/gemm_model_calibration.md, "The fit
 #    set's reach".
+#    The report records the cuBLASLt kernel each point ran (tile, split-k, algorithm).
 # 3. torch.matmul (cuBLAS) at the check shapes, timed as the probe times a GEMM
-#    (T_CHECK seconds at most; shapes past it are left out and the count says so).
+#    (T_CHECK seconds at most; shapes past it are left out and the count says so), then
+#    for up to T_KERNELS seconds the name of the kernel torch ran for each (diagnostics).
 #    With two GPUs visible, steps 2 and 3 run side by side, one GPU each.
-# 4. `xdeep_validate gemm-check`: the model fitted to step 2's report only, its median
-#    and 95th-percentile error on step 3's shapes.
+# 4. `xdeep-probe compute --suite gemm-heuristic` at the check shapes: the kernel
+#    cuBLASLt's heuristic picks for each, nothing run or timed (no time of a check
+#    shape reaches the model).
+# 5. `xdeep_validate gemm-check`: the model fitted to step 2's report only, its median
+#    and 95th-percentile error on step 3's shapes -- blind (the best tile, as the frozen
+#    models before) in gemm_check.txt, and knowing step 4's kernels in
+#    gemm_check_kernels.txt (tuner/gemm_kernel_table.h).
 # Writes to $OUT: log.txt, check_shapes.json, fit_shapes.json, gemm_fit.json,
-# gemm_check.json, gemm_check.txt. Needs torch with CUDA on the machine.
+# gemm_check.json, check_probe_shapes.json, check_algos.json, gemm_check.txt,
+# gemm_check_kernels.txt. Needs torch with CUDA on the machine.
 set -u
 OUT=${OUT:-/tmp/xdeep-gemm-heldout}
 carry=${XDEEP_CARRY:-build/carry}
@@ -32,6 +40,7 @@ COUNT=${COUNT:-220}
 FIT_ARGS=${FIT_ARGS:---gpt-micro-batches= --random-layers 32 --max-flops 1e12}
 T_FIT=${T_FIT:-130}
 T_CHECK=${T_CHECK:-60}
+T_KERNELS=${T_KERNELS:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/device_env.sh"  # library path, log.txt, stamp
 
@@ -59,8 +68,9 @@ fit() {
 }
 check() {
   stamp "GEMM check (torch.matmul, GPU 0) at $COUNT shapes"
-  CUDA_VISIBLE_DEVICES=0 timeout $((T_CHECK + 30)) python3 "$here/gemm_shapes.py" time \
-    --shapes "$OUT/check_shapes.json" --deadline-s "$T_CHECK" --out "$OUT/gemm_check.json"
+  CUDA_VISIBLE_DEVICES=0 timeout $((T_CHECK + T_KERNELS + 30)) python3 "$here/gemm_shapes.py" time \
+    --shapes "$OUT/check_shapes.json" --deadline-s "$T_CHECK" --kernels-s "$T_KERNELS" \
+    --out "$OUT/gemm_check.json"
   echo "check rc=$?"
   stamp "check done"
 }
@@ -74,10 +84,21 @@ else
   check
 fi
 
+stamp "cuBLASLt's heuristic at the check shapes (nothing timed)"
+python3 "$here/gemm_shapes.py" probeshapes --shapes "$OUT/check_shapes.json" \
+  --out "$OUT/check_probe_shapes.json"
+CUDA_VISIBLE_DEVICES=0 timeout 60 "$carry/xdeep-probe" compute --suite gemm-heuristic --no-anchors \
+  --shapes "$OUT/check_probe_shapes.json" --time-limit 45 --out "$OUT/check_algos.json"
+echo "heuristic rc=$?"
+
 stamp "the frozen model: fitted to the probe's points, against the check"
 "$carry/xdeep_validate" --version 2>/dev/null
 "$carry/xdeep_validate" gemm-check --fit "$OUT/gemm_fit.json" --check "$OUT/gemm_check.json" \
   --worst 25 > "$OUT/gemm_check.txt" 2>&1
-echo "gemm-check rc=$?"
-head -9 "$OUT/gemm_check.txt"
+echo "gemm-check (blind) rc=$?"
+head -14 "$OUT/gemm_check.txt"
+"$carry/xdeep_validate" gemm-check --fit "$OUT/gemm_fit.json" --check "$OUT/gemm_check.json" \
+  --algos "$OUT/check_algos.json" --worst 25 > "$OUT/gemm_check_kernels.txt" 2>&1
+echo "gemm-check (kernels) rc=$?"
+head -14 "$OUT/gemm_check_kernels.txt"
 stamp "done"

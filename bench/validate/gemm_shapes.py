@@ -22,6 +22,12 @@
       corner of the shapes training runs: on the 2026-11-27 H100 check (240 shapes)
       its 95th percentile was 33 %, 30 % with a third of the fit points drawn at random.
 
+  gemm_shapes.py probeshapes --shapes shapes.json --out probe_shapes.json
+      The same shapes as an xdeep-probe shapes file (xdeep.gemm_shapes/1 `gemms`, each
+      with its pass), for `xdeep-probe compute --suite gemm-heuristic`: the kernel
+      cuBLASLt's heuristic picks for each, nothing timed (the model then times that
+      kernel's tile grid: tuner/gemm_kernel_table.h).
+
   gemm_shapes.py repeat A.json B.json
       How far two timings of the same shapes (check results or probe reports) lie apart:
       median and 95th percentile of |B/A - 1| over the shapes both hold. The floor under
@@ -164,7 +170,7 @@ def cmd_fitset(args):
 def cmd_time(args):
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "profiler"))
-    from compare_torch import Hold, torch_like_probe
+    from compare_torch import Hold, kernel_names, operands, torch_like_probe
     shapes = json.load(open(args.shapes))["shapes"]
     hold = Hold(torch)
     results = []
@@ -179,6 +185,20 @@ def cmd_time(args):
         e["tflops"] = tflops
         e["median_s"] = 2.0 * s["m"] * s["n"] * s["k"] / tflops / 1e12
         results.append(e)
+    # After every timing, so the profiler disturbs none: which kernel cuBLAS ran for
+    # each shape (its name carries tile, cluster and split-k), for comparing with what
+    # cuBLASLt's heuristic answered (--suite gemm-heuristic). Diagnostics only.
+    t1 = time.time()
+    for e in results if args.kernels_s > 0 else []:
+        if time.time() - t1 > args.kernels_s:
+            break
+        torch.backends.cuda.matmul.allow_tf32 = e["dtype"] == "tf32"
+        dt = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(e["dtype"], torch.float32)
+        a, b = operands(e["m"], e["n"], e["k"], e["pass"], dt, torch)
+        c = torch.empty(e["m"], e["n"], device="cuda", dtype=dt)
+        torch.matmul(a, b, out=c)
+        e["torch_kernel"] = kernel_names(lambda: torch.matmul(a, b, out=c), torch)
+        del a, b, c
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
             "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -192,6 +212,16 @@ def cmd_time(args):
     rates = [e["tflops"] for e in results]
     print(f"{len(results)} GEMMs in {meta['seconds']} s; median {statistics.median(rates):.0f} "
           f"TFLOP/s -> {args.out}")
+
+
+def cmd_probeshapes(args):
+    shapes = json.load(open(args.shapes))["shapes"]
+    gemms = [{"m": s["m"], "n": s["n"], "k": s["k"], "pass": s["pass"], "label": s.get("layer", "")}
+             for s in shapes]
+    dtypes = sorted({s["dtype"] for s in shapes})
+    json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": dtypes, "gemms": gemms},
+              open(args.out, "w"), indent=1)
+    print(f"{len(gemms)} GEMMs x {len(dtypes)} precisions -> {args.out}")
 
 
 def cmd_repeat(args):
@@ -237,12 +267,18 @@ def main():
     t.add_argument("--warm-up-ms", type=float, default=20)
     t.add_argument("--deadline-s", type=float, default=float("inf"),
                    help="time no further shape after this many seconds; write those timed")
+    t.add_argument("--kernels-s", type=float, default=0,
+                   help="after the timings, up to this many seconds naming the kernel torch "
+                        "ran for each shape (torch.profiler; 0: none)")
+    q = sub.add_parser("probeshapes")
+    q.add_argument("--shapes", required=True)
+    q.add_argument("--out", required=True)
     r = sub.add_parser("repeat")
     r.add_argument("a")
     r.add_argument("b")
     args = p.parse_args()
     {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time,
-     "repeat": cmd_repeat}[args.cmd](args)
+     "probeshapes": cmd_probeshapes, "repeat": cmd_repeat}[args.cmd](args)
 
 
 if __name__ == "__main__":
