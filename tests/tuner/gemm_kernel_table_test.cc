@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "nlohmann/json.hpp"
 #include "tuner/hardware_profile.h"
 
 namespace xdeep::tuner {
@@ -128,6 +129,47 @@ TEST(GemmKernelTableTest, TheProfileUsesAKnownKernelAndTheBestTileOtherwise) {
   // A timed point's own kernel is known too.
   const GemmPoint& p = hw.gemm.front();
   EXPECT_NE(hw.gemm_kernels->Find(DType::kBf16, p.layout, p.m, p.n, p.k), nullptr);
+}
+
+// A probe report of `points` (their kernels in each entry) and one untimed
+// shape the heuristic was asked about.
+std::string ReportWith(const std::vector<GemmPoint>& points, const std::string& asked) {
+  nlohmann::json doc = {{"schema", "xdeep.probe_report/1"},
+                        {"created", "2026-11-27T12:00:00Z"},
+                        {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"count", 1}, {"sm_count", 132},
+                                 {"memory_bytes", 85029158912}}},
+                        {"gemm", nlohmann::json::array()},
+                        {"bandwidth", nlohmann::json::array()}};
+  const char* passes[] = {"fwd", "dgrad", "wgrad"};
+  for (const GemmPoint& p : points) {
+    doc["gemm"].push_back({{"m", p.m}, {"n", p.n}, {"k", p.k}, {"dtype", "bf16"},
+                           {"pass", passes[static_cast<int>(p.layout)]}, {"tflops", p.tflops},
+                           {"kernel", {{"algo", p.kernel.algo}, {"tile_m", p.kernel.tile_m},
+                                       {"tile_n", p.kernel.tile_n}, {"split_k", p.kernel.split_k}}}});
+  }
+  doc["gemm_algos"] = nlohmann::json::array({nlohmann::json::parse(asked)});
+  return doc.dump();
+}
+
+TEST(GemmKernelTableTest, AProbeReportCarriesKernelsAndTheHeuristicsAnswers) {
+  const std::vector<GemmPoint> points = Points(10, 7);
+  auto hw = HardwareProfileFromProbeReport(
+      ReportWith(points, R"({"m": 6144, "n": 2560, "k": 16384, "dtype": "bf16", "pass": "wgrad",
+                             "kernel": {"algo": 66, "tile_m": 128, "tile_n": 128, "split_k": 4}})"),
+      "probe.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  ASSERT_EQ(hw->gemm_heuristic.size(), 1u);
+  EXPECT_EQ(hw->gemm_heuristic[0].kernel.split_k, 4);
+  EXPECT_EQ(hw->gemm.front().kernel.tile_m, points.front().kernel.tile_m);
+  ASSERT_NE(hw->gemm_kernels, nullptr);
+  EXPECT_NE(hw->gemm_kernels->Find(DType::kBf16, GemmLayout::kWgrad, 6144, 2560, 16384), nullptr);
+  // An answer without its kernel's tile is refused, naming the entry.
+  auto bad = HardwareProfileFromProbeReport(
+      ReportWith(points, R"({"m": 64, "n": 64, "k": 64, "dtype": "bf16", "pass": "fwd",
+                             "kernel": {"algo": 66}})"),
+      "probe.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("gemm_algos[0]"), std::string::npos) << bad.status();
 }
 
 TEST(GemmKernelTableTest, ModelCallsStayCheapWithAKernelTable) {
