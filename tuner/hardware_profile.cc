@@ -586,44 +586,45 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     auto it = doc.find(key);
     return (it != doc.end() && it->is_array()) ? *it : empty;
   };
+  // A GEMM entry's shape, precision, layout and kernel (tflops left 0); none
+  // for a precision the model does not use yet (fp8 and friends).
+  auto gemm_point = [](const json& g) -> std::optional<GemmPoint> {
+    auto dt = ParseDType(g.value("dtype", std::string()));
+    if (!dt) return std::nullopt;
+    const std::string pass = g.value("pass", std::string("plain"));
+    return GemmPoint{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}),
+                     *dt,
+                     0.0,
+                     pass == "fwd"     ? GemmLayout::kForward
+                     : pass == "wgrad" ? GemmLayout::kWgrad
+                                       : GemmLayout::kDgrad,
+                     GemmKernelOf(g)};
+  };
   int i = 0;
   for (const json& g : section("gemm")) {
     const std::string path = absl::StrCat("$.gemm[", i++, "]");
     if (!g.is_object()) return ReportError(source_name, path, "not an object");
-    auto dt = ParseDType(g.value("dtype", std::string()));
-    if (!dt) continue;  // fp8 and friends: not used by the model yet
-    const std::string pass = g.value("pass", std::string("plain"));
-    GemmPoint p{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}), *dt,
-                g.value("tflops", 0.0),
-                pass == "fwd"     ? GemmLayout::kForward
-                : pass == "wgrad" ? GemmLayout::kWgrad
-                                  : GemmLayout::kDgrad};
-    if (p.tflops <= 0 && g.value("median_s", 0.0) > 0) {
-      p.tflops = 2.0 * p.m * p.n * p.k / g.value("median_s", 0.0) / 1e12;
+    std::optional<GemmPoint> p = gemm_point(g);
+    if (!p) continue;
+    p->tflops = g.value("tflops", 0.0);
+    if (p->tflops <= 0 && g.value("median_s", 0.0) > 0) {
+      p->tflops = 2.0 * p->m * p->n * p->k / g.value("median_s", 0.0) / 1e12;
     }
-    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.tflops <= 0) {
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || p->tflops <= 0) {
       return ReportError(source_name, path, "needs positive m, n, k and tflops (or median_s)");
     }
-    p.kernel = GemmKernelOf(g);
-    hw.gemm.push_back(p);
+    hw.gemm.push_back(*p);
   }
   i = 0;
   for (const json& g : section("gemm_algos")) {
     const std::string path = absl::StrCat("$.gemm_algos[", i++, "]");
     if (!g.is_object()) return ReportError(source_name, path, "not an object");
-    auto dt = ParseDType(g.value("dtype", std::string()));
-    if (!dt) continue;
-    const std::string pass = g.value("pass", std::string("plain"));
-    GemmPoint p{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}), *dt,
-                0.0,
-                pass == "fwd"     ? GemmLayout::kForward
-                : pass == "wgrad" ? GemmLayout::kWgrad
-                                  : GemmLayout::kDgrad,
-                GemmKernelOf(g)};
-    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || !p.kernel.known()) {
+    std::optional<GemmPoint> p = gemm_point(g);
+    if (!p) continue;
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || !p->kernel.known()) {
       return ReportError(source_name, path, "needs positive m, n, k and a kernel with its tile");
     }
-    hw.gemm_heuristic.push_back(p);
+    hw.gemm_heuristic.push_back(*p);
   }
   if (hw.gemm.empty()) {
     return ReportError(source_name, "$.gemm",
