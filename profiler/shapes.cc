@@ -118,6 +118,16 @@ absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
       return absl::InvalidArgumentError(
           absl::StrCat("gemms[", idx, "].pass must be fwd, dgrad, wgrad or plain"));
     }
+    if (g.contains("dtype")) {
+      absl::StatusOr<DType> d =
+          g["dtype"].is_string() ? ParseDType(g["dtype"].get<std::string>())
+                                 : absl::InvalidArgumentError("not a string");
+      if (!d.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gemms[", idx, "].dtype: ", d.status().message()));
+      }
+      s.dtype = *d;
+    }
     set.gemms.push_back(s);
     ++idx;
   }

@@ -19,6 +19,7 @@
 #    16 take a third of the time) -- bench/validate/gemm_model_calibration.md, "The fit
 #    set's reach".
 #    The report records the cuBLASLt kernel each point ran (tile, split-k, algorithm).
+#    With POOL=N the fit set is chosen by kernel class instead (see POOL below).
 # 3. torch.matmul (cuBLAS) at the check shapes, timed as the probe times a GEMM
 #    (T_CHECK seconds at most; shapes past it are left out and the count says so), then
 #    for up to T_KERNELS seconds the name of the kernel torch ran for each (diagnostics).
@@ -45,6 +46,11 @@ T_FIT=${T_FIT:-60}
 # seed 8081) to ~30 s on one H100.
 FIT_PROBE_ARGS=${FIT_PROBE_ARGS:---samples 7 --warm-up-ms 20 --bandwidth-kernels copy}
 T_CHECK=${T_CHECK:-45}
+# POOL > 0: choose the fit set by kernel class (gemm_shapes.py pool + fitset --by-kernel,
+# FIT_GEMMS of them, plus the probe's anchors) instead of FIT_ARGS's random layers. Not
+# yet run on a GPU (session 15 prepared it after its held-out run).
+POOL=${POOL:-0}
+FIT_GEMMS=${FIT_GEMMS:-300}
 T_KERNELS=${T_KERNELS:-6}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/device_env.sh"  # library path, log.txt, stamp
@@ -58,12 +64,25 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 old=$(ls "$here"/gemm_check_shapes*.json "$here"/data/*/*/gemm_fit.json "$here"/data/*/*/gemm_check.json 2>/dev/null)
 python3 "$here/gemm_shapes.py" generate --seed "$SEED" --count "$COUNT" --exclude $old \
   --out "$OUT/check_shapes.json" || exit 1
-python3 "$here/gemm_shapes.py" fitset $FIT_ARGS --exclude "$OUT/check_shapes.json" \
-  --out "$OUT/fit_shapes.json" || exit 1
-
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 fit_gpu=0
 [ "$gpus" -ge 2 ] && fit_gpu=1
+if [ "$POOL" -gt 0 ]; then
+  # The fit set by kernel class: the heuristic names the kernel of POOL random shapes
+  # (none a check shape; nothing timed), and up to 2 shapes of each class are fitted.
+  stamp "cuBLASLt's heuristic at a pool of $POOL shapes (nothing timed)"
+  python3 "$here/gemm_shapes.py" pool --seed "$((SEED + 1))" --count "$POOL" \
+    --exclude "$OUT/check_shapes.json" $old --out "$OUT/pool_shapes.json" || exit 1
+  CUDA_VISIBLE_DEVICES=$fit_gpu timeout 60 "$carry/xdeep-probe" compute --suite gemm-heuristic \
+    --no-anchors --shapes "$OUT/pool_shapes.json" --dtypes bf16,fp16,tf32 --time-limit 45 \
+    --out "$OUT/pool_algos.json"
+  echo "pool heuristic rc=$?"
+  python3 "$here/gemm_shapes.py" fitset --by-kernel "$OUT/pool_algos.json" --per-class 2 \
+    --max-gemms "$FIT_GEMMS" --exclude "$OUT/check_shapes.json" --out "$OUT/fit_shapes.json" || exit 1
+else
+  python3 "$here/gemm_shapes.py" fitset $FIT_ARGS --exclude "$OUT/check_shapes.json" \
+    --out "$OUT/fit_shapes.json" || exit 1
+fi
 fit() {
   stamp "GEMM fit points (xdeep-probe, GPU $fit_gpu)"
   CUDA_VISIBLE_DEVICES=$fit_gpu timeout $((T_FIT + 15)) "$carry/xdeep-probe" compute --suite gpu \

@@ -375,6 +375,7 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
   }
   for (DType dtype : options.dtypes) {
     for (const GemmSpec& spec : options.gemms) {
+      if (!spec.RunsAt(dtype)) continue;
       GemmProbe probe(&ctx, spec, dtype, options);
       absl::StatusOr<ProbeResult> r = RunProbe(probe, options.harness);
       if (!r.ok()) {
@@ -422,6 +423,7 @@ std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
   }
   for (DType dtype : options.dtypes) {
     for (const GemmSpec& spec : options.gemms) {
+      if (!spec.RunsAt(dtype)) continue;
       const std::string name = absl::StrCat("cublaslt.heuristic ", spec.m, "x", spec.n, "x",
                                             spec.k, " ", DTypeName(dtype), " ", spec.pass);
       LtGemmDescriptors lt;
