@@ -26,8 +26,9 @@ ComputeCommand::ComputeCommand(CLI::App& app)
   CLI::App* c = command_;
   c->add_option("--suite", suite_,
                 "cpu (Kokkos host), gpu (cuBLASLt + CUDA, and Kokkos on its device), all, "
-                "or memory (the device bandwidth kernels alone, CUDA and Kokkos)")
-      ->check(CLI::IsMember({"cpu", "gpu", "all", "memory"}));
+                "memory (the device bandwidth kernels alone, CUDA and Kokkos), or "
+                "gemm-heuristic (the kernel cuBLASLt picks for each GEMM, nothing timed)")
+      ->check(CLI::IsMember({"cpu", "gpu", "all", "memory", "gemm-heuristic"}));
   c->add_option("--shapes", shapes_file_, "JSON shapes file (schema xdeep.gemm_shapes/1)");
   c->add_flag("!--no-anchors", anchors_,
               "with --shapes, skip the anchor GEMMs that pin the tuner's GEMM model");

@@ -57,6 +57,11 @@ struct GemmProbeOptions {
 };
 std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
                                      std::vector<ErrorEntry>* errors);
+// The kernel cuBLASLt's heuristic picks for each of the options' GEMMs (at its
+// workspace), nothing run or timed: cheap enough for thousands of shapes, so a
+// model can know the tile grid of shapes no probe timed.
+std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
+                                          std::vector<ErrorEntry>* errors);
 
 struct AttentionProbeOptions {
   std::vector<AttentionSpec> shapes;

@@ -20,6 +20,12 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions&, std::vector<ErrorE
   return {};
 }
 
+std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions&,
+                                          std::vector<ErrorEntry>* errors) {
+  if (errors) errors->push_back({"cublaslt.heuristic", std::string(NoCuda().message())});
+  return {};
+}
+
 std::vector<AttentionEntry> RunAttentionProbes(const AttentionProbeOptions&,
                                                std::vector<ErrorEntry>* errors) {
   if (errors) errors->push_back({"cublaslt.attention", std::string(NoCuda().message())});

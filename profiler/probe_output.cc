@@ -1,8 +1,10 @@
 // Summary, report and watchdog of a probe run (see probe_output.h).
 #include "profiler/probe_output.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <utility>
 
 #include "absl/time/time.h"
@@ -17,6 +19,16 @@ void PrintSummary(const Report& r) {
         e.layer.c_str(), e.pass.c_str(), e.dtype.c_str(), static_cast<long long>(e.m),
         static_cast<long long>(e.n), static_cast<long long>(e.k), e.timing.median_s * 1e3, e.tflops,
         e.timing.spread);
+  }
+  if (!r.gemm_algos.empty()) {
+    std::map<std::pair<int, int>, int> tiles;
+    for (const auto& e : r.gemm_algos) ++tiles[{e.kernel.tile_m, e.kernel.tile_n}];
+    std::printf("gemm heuristic: %zu shapes, %zu tile shapes, %lld split k\n", r.gemm_algos.size(),
+                tiles.size(),
+                static_cast<long long>(std::count_if(r.gemm_algos.begin(), r.gemm_algos.end(),
+                                                     [](const GemmEntry& e) {
+                                                       return e.kernel.split_k > 1;
+                                                     })));
   }
   for (const auto& e : r.attention) {
     std::printf(

@@ -126,6 +126,51 @@ const json& Array(const json& j, const char* key) {
   return j.at(key);
 }
 
+json KernelJson(const GemmKernel& k) {
+  return {{"algo", k.algo},        {"tile_id", k.tile_id},     {"stages_id", k.stages_id},
+          {"swizzle", k.swizzle},  {"reduction", k.reduction}, {"tile_m", k.tile_m},
+          {"tile_n", k.tile_n},    {"split_k", k.split_k},     {"cluster_m", k.cluster_m},
+          {"cluster_n", k.cluster_n}};
+}
+
+GemmKernel KernelFrom(const json& o, const std::string& where) {
+  GemmKernel k;
+  const std::string w = where + ".kernel";
+  const json& j = Field(o, "kernel", where);
+  k.algo = Count(j, "algo", w);
+  k.tile_id = Count(j, "tile_id", w);
+  k.stages_id = Count(j, "stages_id", w);
+  k.swizzle = Count(j, "swizzle", w);
+  k.reduction = Count(j, "reduction", w);
+  k.tile_m = Count(j, "tile_m", w);
+  k.tile_n = Count(j, "tile_n", w);
+  k.split_k = Count(j, "split_k", w);
+  k.cluster_m = Count(j, "cluster_m", w);
+  k.cluster_n = Count(j, "cluster_n", w);
+  return k;
+}
+
+json GemmShapeJson(const GemmEntry& e) {
+  json o = {{"m", e.m}, {"n", e.n}, {"k", e.k}, {"dtype", e.dtype}, {"pass", e.pass}};
+  if (!e.layer.empty()) o["layer"] = e.layer;
+  if (e.kernel.known()) o["kernel"] = KernelJson(e.kernel);
+  return o;
+}
+
+GemmEntry GemmShapeFrom(const json& o, const std::string& w) {
+  GemmEntry e;
+  e.m = Int(o, "m", w);
+  e.n = Int(o, "n", w);
+  e.k = Int(o, "k", w);
+  e.dtype = Str(o, "dtype", w);
+  OneOf(e.dtype, {"bf16", "fp16", "tf32", "fp32"}, w + ".dtype");
+  e.pass = Str(o, "pass", w);
+  OneOf(e.pass, {"fwd", "dgrad", "wgrad", "plain"}, w + ".pass");
+  e.layer = OptStr(o, "layer");
+  if (o.contains("kernel")) e.kernel = KernelFrom(o, w);
+  return e;
+}
+
 }  // namespace
 
 Timing TimingFrom(const ProbeResult& r) {
@@ -162,6 +207,7 @@ absl::StatusOr<Report> MergeReports(const std::vector<Report>& reports) {
     out.gpus_per_node = std::max(out.gpus_per_node, r.gpus_per_node);
     out.elapsed_s += r.elapsed_s;
     out.gemm.insert(out.gemm.end(), r.gemm.begin(), r.gemm.end());
+    out.gemm_algos.insert(out.gemm_algos.end(), r.gemm_algos.begin(), r.gemm_algos.end());
     out.attention.insert(out.attention.end(), r.attention.begin(), r.attention.end());
     out.bandwidth.insert(out.bandwidth.end(), r.bandwidth.begin(), r.bandwidth.end());
     out.collectives.insert(out.collectives.end(), r.collectives.begin(), r.collectives.end());
@@ -190,11 +236,14 @@ nlohmann::json ToJson(const Report& r) {
   j["elapsed_s"] = r.elapsed_s;
   j["gemm"] = json::array();
   for (const GemmEntry& e : r.gemm) {
-    json o = {{"m", e.m}, {"n", e.n}, {"k", e.k}, {"dtype", e.dtype}, {"pass", e.pass}};
-    if (!e.layer.empty()) o["layer"] = e.layer;
+    json o = GemmShapeJson(e);
     PutTiming(o, e.timing);
     o["tflops"] = e.tflops;
     j["gemm"].push_back(o);
+  }
+  if (!r.gemm_algos.empty()) {
+    j["gemm_algos"] = json::array();
+    for (const GemmEntry& e : r.gemm_algos) j["gemm_algos"].push_back(GemmShapeJson(e));
   }
   j["attention"] = json::array();
   for (const AttentionEntry& e : r.attention) {
@@ -279,18 +328,17 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
     int i = 0;
     for (const json& o : Array(j, "gemm")) {
       const std::string w = absl::StrCat("gemm[", i++, "]");
-      GemmEntry e;
-      e.m = Int(o, "m", w);
-      e.n = Int(o, "n", w);
-      e.k = Int(o, "k", w);
-      e.dtype = Str(o, "dtype", w);
-      OneOf(e.dtype, {"bf16", "fp16", "tf32", "fp32"}, w + ".dtype");
-      e.pass = Str(o, "pass", w);
-      OneOf(e.pass, {"fwd", "dgrad", "wgrad", "plain"}, w + ".pass");
-      e.layer = OptStr(o, "layer");
+      GemmEntry e = GemmShapeFrom(o, w);
       e.timing = GetTiming(o, w);
       e.tflops = Num(o, "tflops", w);
       r.gemm.push_back(e);
+    }
+    i = 0;
+    for (const json& o : Array(j, "gemm_algos")) {
+      const std::string w = absl::StrCat("gemm_algos[", i++, "]");
+      GemmEntry e = GemmShapeFrom(o, w);
+      if (!e.kernel.known()) throw FieldError{w + ": missing 'kernel'"};
+      r.gemm_algos.push_back(e);
     }
     i = 0;
     for (const json& o : Array(j, "attention")) {

@@ -40,13 +40,28 @@ struct GpuInfo {
   std::string compute_capability;
 };
 
+// The cuBLASLt algorithm a GEMM ran, or that the heuristic picks for it
+// (cublasLtMatmulAlgoConfigGetAttribute), in the GEMM's own row-major terms:
+// tile_m x tile_n output elements a thread block computes (cuBLAS's column-major
+// tile turned around), split_k slices of k, a cluster of cluster_m x cluster_n
+// blocks. Ids as this cuBLASLt numbers them; algo < 0: not recorded.
+struct GemmKernel {
+  int algo = -1;
+  int tile_id = 0, stages_id = 0, swizzle = 0, reduction = 0;
+  int tile_m = 0, tile_n = 0;
+  int split_k = 1;
+  int cluster_m = 0, cluster_n = 0;  // 0: cuBLASLt's automatic choice
+  bool known() const { return algo >= 0; }
+};
+
 struct GemmEntry {
   int64_t m = 0, n = 0, k = 0;
   std::string dtype;  // bf16 | fp16 | tf32 | fp32
   std::string pass;   // fwd | dgrad | wgrad | plain
   std::string layer;  // optional label
-  Timing timing;
+  Timing timing;      // none in Report::gemm_algos
   double tflops = 0;
+  GemmKernel kernel;
 };
 
 struct AttentionEntry {
@@ -133,6 +148,9 @@ struct Report {
   int gpus_per_node = 0;
   double elapsed_s = 0;  // wall time of the whole probe run
   std::vector<GemmEntry> gemm;
+  // The heuristic's kernel for shapes it was asked about, nothing timed
+  // (xdeep-probe compute --suite gemm-heuristic).
+  std::vector<GemmEntry> gemm_algos;
   std::vector<AttentionEntry> attention;
   std::vector<BandwidthEntry> bandwidth;
   std::vector<CollectiveEntry> collectives;

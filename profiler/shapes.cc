@@ -112,6 +112,22 @@ absl::StatusOr<ShapeSet> ParseShapesJson(const std::string& text) {
       return absl::InvalidArgumentError(absl::StrCat("gemms[", idx, "] needs positive m, n, k"));
     }
     s.layer = g.value("label", std::string());
+    // How the operands are stored (GemmSpec::pass); a check shape keeps its layer's pass.
+    s.pass = g.value("pass", std::string("plain"));
+    if (s.pass != "fwd" && s.pass != "dgrad" && s.pass != "wgrad" && s.pass != "plain") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gemms[", idx, "].pass must be fwd, dgrad, wgrad or plain"));
+    }
+    if (g.contains("dtype")) {
+      absl::StatusOr<DType> d =
+          g["dtype"].is_string() ? ParseDType(g["dtype"].get<std::string>())
+                                 : absl::InvalidArgumentError("not a string");
+      if (!d.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gemms[", idx, "].dtype: ", d.status().message()));
+      }
+      s.dtype = *d;
+    }
     set.gemms.push_back(s);
     ++idx;
   }

@@ -19,6 +19,7 @@
 #define XDEEP_PROFILER_SHAPES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct GemmSpec {
   int64_t m = 0, n = 0, k = 0;
   std::string pass = "plain";  // fwd | dgrad | wgrad | plain
   std::string layer;
+  // The one precision to run it at (a shapes file's gemm with "dtype"); unset:
+  // every precision of the run.
+  std::optional<DType> dtype;
+
+  bool RunsAt(DType d) const { return !dtype || *dtype == d; }
 
   double Flops() const { return 2.0 * m * n * k; }
 };

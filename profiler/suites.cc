@@ -40,7 +40,8 @@ std::vector<AttentionSpec> DefaultAttention() { return {AttentionSpec{4, 32, 204
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
   const bool cpu = options.suite == "cpu" || options.suite == "all";
   const bool memory = options.suite == "memory";
-  const bool gpu = options.suite == "gpu" || options.suite == "all" || memory;
+  const bool heuristic = options.suite == "gemm-heuristic";
+  const bool gpu = options.suite == "gpu" || options.suite == "all" || memory || heuristic;
   if (!cpu && !gpu)
     return absl::InvalidArgumentError(absl::StrCat("unknown suite '", options.suite, "'"));
   if (!KokkosInitialized()) return absl::FailedPreconditionError("Kokkos is not initialised");
@@ -55,7 +56,7 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
   }
   // Kokkos picks its device itself (KOKKOS_DEVICE_ID, else the first visible one); the
   // CUDA probes below bind device 0, the same one.
-  if ((cpu && options.kokkos_device) || (gpu && KokkosHasDeviceSpace())) {
+  if ((cpu && options.kokkos_device) || (gpu && !heuristic && KokkosHasDeviceSpace())) {
     for (BandwidthEntry& e :
          RunKokkosDeviceBandwidth(options.kokkos_device_bandwidth, &report.errors)) {
       report.bandwidth.push_back(e);
@@ -74,6 +75,11 @@ absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options) {
         report.gpus_per_node = info->count;
       }
       AddGpuVersions(&report.versions);
+      if (heuristic) {
+        report.gemm_algos = QueryGemmHeuristic(options.gemm, &report.errors);
+        report.elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
+        return report;
+      }
       if (!memory) {
         for (GemmEntry& e : RunGemmProbes(options.gemm, &report.errors)) report.gemm.push_back(e);
         for (AttentionEntry& e : RunAttentionProbes(options.attention, &report.errors))

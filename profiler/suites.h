@@ -14,7 +14,7 @@
 namespace xdeep::profiler {
 
 struct ComputeSuiteOptions {
-  std::string suite = "cpu";  // cpu | gpu | all | memory
+  std::string suite = "cpu";  // cpu | gpu | all | memory | gemm-heuristic
   GemmProbeOptions gemm;
   AttentionProbeOptions attention;
   DeviceBandwidthOptions device_bandwidth;
@@ -30,7 +30,8 @@ struct ComputeSuiteOptions {
 // cpu: Kokkos host bandwidth. gpu: cuBLASLt GEMMs, attention, CUDA bandwidth, and the
 // Kokkos kernels on the device where this Kokkos has one. all: both. memory: the device
 // bandwidth kernels alone (CUDA where built, Kokkos where it has a device space), which
-// is what a Kokkos-only site (HIP, no CUDA) can measure.
+// is what a Kokkos-only site (HIP, no CUDA) can measure. gemm-heuristic: the kernel
+// cuBLASLt's heuristic picks for each GEMM shape, nothing timed (report.gemm_algos).
 // Probe failures become report.errors; only bad options fail the call.
 absl::StatusOr<Report> RunComputeSuite(const ComputeSuiteOptions& options);
 

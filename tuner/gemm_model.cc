@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_format.h"
 
@@ -64,24 +65,34 @@ double RateFactor(const GemmFit& f, const Misalignment& a, GemmLayout layout) {
   return l;
 }
 
+// Time of the tiles of one tile shape, k split into `split` slices: waves of
+// tiles over the SMs, each its k loop at the tile's rate plus its prologue and
+// epilogue, and split's fp32 partials written and read once.
+double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm, double tn,
+                       double split, double rate_factor) {
+  const double sms = f.sms;
+  const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
+  const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / tm + 256.0 / tn - 3.0));
+  const double per_sm = f.peak_flops * eff * rate_factor / sms;
+  const double epilogue = tm * tn * f.element_bytes * sms / f.store_bandwidth;
+  const double kk = std::ceil(k / split / kKStep) * kKStep;
+  const double units = tiles * split / sms;
+  const double waves = units + f.wave_quantisation * (std::ceil(units) - units);
+  double s = waves * (2.0 * tm * tn * kk / per_sm + f.tile_fixed_s + epilogue);
+  if (split > 1) s += 8.0 * m * n * split / f.bandwidth;  // fp32 partials out and in
+  return s;
+}
+
 double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor) {
   double best = std::numeric_limits<double>::infinity();
   const double sms = f.sms;
   for (const Tile& t : kTiles) {
     const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
-    const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / t.m + 256.0 / t.n - 3.0));
-    const double per_sm = f.peak_flops * eff * rate_factor / sms;
-    const double epilogue = t.m * t.n * f.element_bytes * sms / f.store_bandwidth;
     // Split k where the tiles leave SMs idle: as many slices as fill them, a
     // slice at least 256 deep.
     const double most = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
     for (double split : {1.0, most}) {
-      const double kk = std::ceil(k / split / kKStep) * kKStep;
-      const double units = tiles * split / sms;
-      const double waves = units + f.wave_quantisation * (std::ceil(units) - units);
-      double s = waves * (2.0 * t.m * t.n * kk / per_sm + f.tile_fixed_s + epilogue);
-      if (split > 1) s += 8.0 * m * n * split / f.bandwidth;  // fp32 partials out and in
-      best = std::min(best, s);
+      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor));
       if (most <= 1) break;
     }
   }
@@ -97,6 +108,33 @@ double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rat
                                 f.store_bandwidth +
                             f.tile_fixed_s + f.stream_k_fixed_s);
   return best;
+}
+
+// Kernel family (algorithm, split or not) and class (also the tile) keys.
+int64_t FamilyKey(const GemmKernel& kernel) {
+  return (int64_t{kernel.algo} + 1) << 40 | int64_t{kernel.split_k > 1} << 32;
+}
+int64_t ClassKey(const GemmKernel& kernel) {
+  return FamilyKey(kernel) | int64_t{kernel.tile_m & 0xffff} << 16 | (kernel.tile_n & 0xffff);
+}
+
+double ClassLogFactor(const GemmFit& f, int64_t key) {
+  auto it = std::lower_bound(f.kernel_classes.begin(), f.kernel_classes.end(), key,
+                             [](const KernelClassFactor& c, int64_t k) { return c.key < k; });
+  return it != f.kernel_classes.end() && it->key == key ? it->log_factor : 0.0;
+}
+
+// The kernel's own tile grid, without the classes' factors.
+double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout,
+                         const GemmKernel& kernel) {
+  m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
+  const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
+  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, std::max(1, kernel.split_k),
+                         rate);
+}
+
+double MemorySeconds(const GemmFit& f, double m, double n, double k) {
+  return f.element_bytes * (m * k + k * n + m * n) / f.bandwidth;
 }
 
 // The parameters the fit moves, in log space (factors as logits).
@@ -197,30 +235,10 @@ std::vector<double> Minimise(const std::function<double(const std::vector<double
   return simplex[std::min_element(value.begin(), value.end()) - value.begin()];
 }
 
-}  // namespace
-
-int ElementBytes(DType dtype) {
-  return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4;
-}
-
-double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
-  m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
-  if (f.peak_flops <= 0) return 2.0 * m * n * k / 1e12;  // no fit: 1 TFLOP/s keeps a model finite
-  const double compute =
-      f.roofline_only
-          ? 2.0 * m * n * k / f.peak_flops
-          : ComputeSeconds(f, m, n, k, RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
-  const double memory = f.element_bytes * (m * k + k * n + m * n) / f.bandwidth;
-  // A streaming GEMM overlaps its launch with its reads: the floor is the
-  // bytes alone.
-  return std::max(compute + f.fixed_s, memory);
-}
-
-GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
-  std::vector<GemmPoint> points;
-  for (const GemmPoint& p : all) {
-    if (p.dtype == dtype && p.m > 0 && p.n > 0 && p.k > 0 && p.tflops > 0) points.push_back(p);
-  }
+// Least squares on log time of `points` (one precision's) by `seconds(fit, point)`.
+template <typename Seconds>
+GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit& start,
+                Seconds seconds) {
   GemmFit fit = start;
   fit.element_bytes = ElementBytes(dtype);
   if (points.empty()) return fit;
@@ -246,7 +264,7 @@ GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& s
     double sum = 0;
     for (size_t i = 0; i < points.size(); ++i) {
       const GemmPoint& p = points[i];
-      const double e = std::log(GemmSeconds(f, p.m, p.n, p.k, p.layout)) - log_s[i];
+      const double e = std::log(seconds(f, p)) - log_s[i];
       sum += e * e;
     }
     return sum / points.size();
@@ -289,6 +307,111 @@ GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& s
   fit.note = absl::StrFormat("fitted to %d points: %.0f TFLOP/s peak, rms error %.1f %%",
                              fit.points, fit.peak_flops / 1e12, 100 * fit.rms_log_error);
   return fit;
+}
+
+
+}  // namespace
+
+int ElementBytes(DType dtype) {
+  return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4;
+}
+
+double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
+  m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
+  if (f.peak_flops <= 0) return 2.0 * m * n * k / 1e12;  // no fit: 1 TFLOP/s keeps a model finite
+  const double compute =
+      f.roofline_only
+          ? 2.0 * m * n * k / f.peak_flops
+          : ComputeSeconds(f, m, n, k, RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
+  const double memory = MemorySeconds(f, m, n, k);
+  // A streaming GEMM overlaps its launch with its reads: the floor is the
+  // bytes alone.
+  return std::max(compute + f.fixed_s, memory);
+}
+
+GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
+  std::vector<GemmPoint> points;
+  for (const GemmPoint& p : all) {
+    if (p.dtype == dtype && p.m > 0 && p.n > 0 && p.k > 0 && p.tflops > 0) points.push_back(p);
+  }
+  return FitWith(points, dtype, start, [](const GemmFit& f, const GemmPoint& p) {
+    return GemmSeconds(f, p.m, p.n, p.k, p.layout);
+  });
+}
+
+GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
+  std::vector<GemmPoint> points;
+  for (const GemmPoint& p : all) {
+    if (p.dtype == dtype && p.m > 0 && p.n > 0 && p.k > 0 && p.tflops > 0 && p.kernel.known()) {
+      points.push_back(p);
+    }
+  }
+  GemmFit fit = start;
+  fit.kernel_classes.clear();
+  if (points.size() < 8) {
+    fit.valid = false;
+    return fit;
+  }
+  fit = FitWith(points, dtype, fit, [](const GemmFit& f, const GemmPoint& p) {
+    return GemmKernelSeconds(f, p.m, p.n, p.k, p.layout, p.kernel);
+  });
+  // What each family, then each class within it, runs at against its tile grid:
+  // the mean log residual, shrunk by kPrior pseudo-points at 0 so a class seen
+  // once moves its shapes by half its one residual.
+  constexpr double kPrior = 1.0;
+  struct Sum {
+    double residual = 0;
+    int points = 0;
+  };
+  std::vector<double> residual(points.size());
+  std::map<int64_t, Sum> families, classes;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const GemmPoint& p = points[i];
+    residual[i] = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12)) -
+                  std::log(GemmKernelSeconds(fit, p.m, p.n, p.k, p.layout, p.kernel));
+    Sum& s = families[FamilyKey(p.kernel)];
+    s.residual += residual[i];
+    ++s.points;
+  }
+  auto shrunk = [](const Sum& s) { return s.residual / (s.points + kPrior); };
+  for (size_t i = 0; i < points.size(); ++i) {
+    const GemmKernel& kernel = points[i].kernel;
+    Sum& s = classes[ClassKey(kernel)];
+    s.residual += residual[i] - shrunk(families[FamilyKey(kernel)]);
+    ++s.points;
+  }
+  for (const auto* table : {&families, &classes}) {
+    for (const auto& [key, sum] : *table) {
+      fit.kernel_classes.push_back({key, shrunk(sum), sum.points});
+    }
+  }
+  std::sort(fit.kernel_classes.begin(), fit.kernel_classes.end(),
+            [](const KernelClassFactor& a, const KernelClassFactor& b) { return a.key < b.key; });
+  double sum = 0;
+  for (const GemmPoint& p : points) {
+    const double e = std::log(GemmKernelSeconds(fit, p.m, p.n, p.k, p.layout, p.kernel)) -
+                     std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+    sum += e * e;
+  }
+  fit.rms_log_error = std::sqrt(sum / points.size());
+  fit.note = absl::StrFormat(
+      "fitted to %d points with their cuBLASLt kernels (%zu families and classes): %.0f "
+      "TFLOP/s peak, rms error %.1f %%",
+      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12, 100 * fit.rms_log_error);
+  return fit;
+}
+
+double GemmKernelSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout,
+                         const GemmKernel& kernel) {
+  if (!kernel.known() || f.peak_flops <= 0 || f.roofline_only) {
+    return GemmSeconds(f, m, n, k, layout);
+  }
+  m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
+  double compute = KernelGridSeconds(f, m, n, k, layout, kernel);
+  if (!f.kernel_classes.empty()) {
+    compute *= std::exp(ClassLogFactor(f, FamilyKey(kernel)) + ClassLogFactor(f, ClassKey(kernel)));
+  }
+  return std::max(compute + f.fixed_s, MemorySeconds(f, m, n, k));
 }
 
 GemmFit ScaledGemmFit(const GemmFit& from, DType dtype) {

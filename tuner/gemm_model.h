@@ -29,11 +29,32 @@ enum class DType { kFp32, kTf32, kBf16, kFp16 };
 // and dgrad (dX = dY W): n and k; wgrad (dW = dY^T X): m and n.
 enum class GemmLayout { kForward, kDgrad, kWgrad };
 
+// The kernel cuBLAS runs for a GEMM, as the probe read it from cuBLASLt's
+// heuristic (profiler/report.h GemmKernel): its output tile in the GEMM's
+// row-major terms, how many slices k is split into, and the algorithm (kernel
+// family: TMA or not, stream-K or not) as this cuBLASLt numbers it.
+struct GemmKernel {
+  int algo = -1;  // < 0: not known
+  int tile_m = 0, tile_n = 0;
+  int split_k = 1;
+  bool known() const { return algo >= 0 && tile_m > 0 && tile_n > 0; }
+};
+
 struct GemmPoint {
   int64_t m = 0, n = 0, k = 0;
   DType dtype = DType::kBf16;
-  double tflops = 0;  // achieved, 1e12 FLOP/s
+  double tflops = 0;  // achieved, 1e12 FLOP/s; 0: a heuristic's answer, not timed
   GemmLayout layout = GemmLayout::kDgrad;
+  GemmKernel kernel;  // where the probe recorded it
+};
+
+// What a kernel class (algorithm, tile, split or not) runs at against the
+// model's tile grid, fitted from the probe's points of that class: log of
+// measured / modelled time, shrunk towards 0 for classes with few points.
+struct KernelClassFactor {
+  int64_t key = 0;
+  double log_factor = 0;
+  int points = 0;
 };
 
 // The fitted parameters of one precision.
@@ -67,6 +88,9 @@ struct GemmFit {
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;
+  // Kernel-aware fits (FitGemmKernels) only, sorted by key: per kernel family
+  // (algorithm, split or not) and per class (also the tile).
+  std::vector<KernelClassFactor> kernel_classes;
   int points = 0;             // fitted to; 0: not fitted (a built-in or scaled fit)
   double rms_log_error = 0;   // of the fit on its points
   std::string note;           // how it was obtained
@@ -77,6 +101,12 @@ struct GemmFit {
 // parameters keep `start`'s values.
 GemmFit FitGemm(const std::vector<GemmPoint>& points, DType dtype, const GemmFit& start);
 
+// The model fitted to the points of one precision whose kernel the probe
+// recorded, each timed as the tile grid of its own kernel (GemmKernelSeconds),
+// then the residual of each kernel family and class. Invalid where fewer than
+// 8 such points exist.
+GemmFit FitGemmKernels(const std::vector<GemmPoint>& points, DType dtype, const GemmFit& start);
+
 // A fit for a precision the probe did not measure, from another's: fp16 as
 // bf16, tf32 half of it, fp32 a sixteenth, at the precision's element size.
 GemmFit ScaledGemmFit(const GemmFit& from, DType dtype);
@@ -86,6 +116,12 @@ int ElementBytes(DType dtype);
 // Seconds of one GEMM; cheap (no allocation), safe to call from any thread.
 double GemmSeconds(const GemmFit& fit, double m, double n, double k,
                    GemmLayout layout = GemmLayout::kForward);
+
+// Seconds of one GEMM run by a known kernel (a fit from FitGemmKernels): the
+// kernel's tiles in waves over the SMs, its split of k, the class's factor, the
+// memory floor. Cheap (no allocation), safe from any thread.
+double GemmKernelSeconds(const GemmFit& fit, double m, double n, double k, GemmLayout layout,
+                         const GemmKernel& kernel);
 
 }  // namespace xdeep::tuner
 

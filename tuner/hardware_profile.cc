@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "tuner/gemm_kernel_table.h"
 #include "tuner/modeling/model.h"
 #include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
@@ -233,6 +234,7 @@ void FitGemmModels(HardwareProfile* hw) {
   if (hw->memory_bandwidth_gbps > 0) start.bandwidth = hw->memory_bandwidth_gbps * 1e9;
   const DType all[] = {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32};
   for (DType d : all) hw->gemm_fits[static_cast<int>(d)] = FitGemm(hw->gemm, d, start);
+  hw->gemm_kernels = GemmKernelTable::Build(hw->gemm, hw->gemm_heuristic, start);
   // Precisions the probe did not run: from a measured one, bf16 first.
   for (DType d : all) {
     GemmFit& f = hw->gemm_fits[static_cast<int>(d)];
@@ -252,11 +254,21 @@ void FitGemmModels(HardwareProfile* hw) {
 }
 
 GemmModel::GemmModel(const HardwareProfile& hw, DType dtype)
-    : fit_(hw.gemm_fits[static_cast<int>(dtype)]) {
+    : fit_(hw.gemm_fits[static_cast<int>(dtype)]), dtype_(dtype), kernels_(hw.gemm_kernels) {
   if (fit_.valid || hw.gemm.empty()) return;
   HardwareProfile fitted = hw;
   FitGemmModels(&fitted);
   fit_ = fitted.gemm_fits[static_cast<int>(dtype)];
+  kernels_ = fitted.gemm_kernels;
+}
+
+double GemmModel::Seconds(double m, double n, double k, GemmLayout layout) const {
+  if (kernels_) {
+    if (const GemmKernel* kernel = kernels_->Find(dtype_, layout, m, n, k)) {
+      return GemmKernelSeconds(kernels_->fit(dtype_), m, n, k, layout, *kernel);
+    }
+  }
+  return GemmSeconds(fit_, m, n, k, layout);
 }
 
 double GemmTflops(const HardwareProfile& hw, DType dtype, double m, double n, double k,
@@ -380,6 +392,23 @@ std::optional<CollectiveOp> ParseOp(const std::string& s) {
   if (s == "reduce_scatter") return CollectiveOp::kReduceScatter;
   if (s == "send_recv") return CollectiveOp::kSendRecv;
   return std::nullopt;  // broadcast / all_to_all: not used by the strategies modelled
+}
+
+// The cuBLASLt kernel a report entry names (profiler/report.h GemmKernel); not
+// known where the entry has none or one without a tile.
+GemmKernel GemmKernelOf(const nlohmann::json& entry) {
+  GemmKernel k;
+  auto it = entry.find("kernel");
+  if (it == entry.end() || !it->is_object()) return k;
+  auto number = [&](const char* key, int otherwise) {
+    auto v = it->find(key);
+    return v != it->end() && v->is_number_integer() ? v->get<int>() : otherwise;
+  };
+  k.tile_m = number("tile_m", 0);
+  k.tile_n = number("tile_n", 0);
+  k.split_k = std::max(1, number("split_k", 1));
+  k.algo = k.tile_m > 0 && k.tile_n > 0 ? number("algo", -1) : -1;
+  return k;
 }
 
 std::optional<DType> ParseDType(const std::string& s) {
@@ -557,25 +586,45 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     auto it = doc.find(key);
     return (it != doc.end() && it->is_array()) ? *it : empty;
   };
+  // A GEMM entry's shape, precision, layout and kernel (tflops left 0); none
+  // for a precision the model does not use yet (fp8 and friends).
+  auto gemm_point = [](const json& g) -> std::optional<GemmPoint> {
+    auto dt = ParseDType(g.value("dtype", std::string()));
+    if (!dt) return std::nullopt;
+    const std::string pass = g.value("pass", std::string("plain"));
+    return GemmPoint{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}),
+                     *dt,
+                     0.0,
+                     pass == "fwd"     ? GemmLayout::kForward
+                     : pass == "wgrad" ? GemmLayout::kWgrad
+                                       : GemmLayout::kDgrad,
+                     GemmKernelOf(g)};
+  };
   int i = 0;
   for (const json& g : section("gemm")) {
     const std::string path = absl::StrCat("$.gemm[", i++, "]");
     if (!g.is_object()) return ReportError(source_name, path, "not an object");
-    auto dt = ParseDType(g.value("dtype", std::string()));
-    if (!dt) continue;  // fp8 and friends: not used by the model yet
-    const std::string pass = g.value("pass", std::string("plain"));
-    GemmPoint p{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}), *dt,
-                g.value("tflops", 0.0),
-                pass == "fwd"     ? GemmLayout::kForward
-                : pass == "wgrad" ? GemmLayout::kWgrad
-                                  : GemmLayout::kDgrad};
-    if (p.tflops <= 0 && g.value("median_s", 0.0) > 0) {
-      p.tflops = 2.0 * p.m * p.n * p.k / g.value("median_s", 0.0) / 1e12;
+    std::optional<GemmPoint> p = gemm_point(g);
+    if (!p) continue;
+    p->tflops = g.value("tflops", 0.0);
+    if (p->tflops <= 0 && g.value("median_s", 0.0) > 0) {
+      p->tflops = 2.0 * p->m * p->n * p->k / g.value("median_s", 0.0) / 1e12;
     }
-    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.tflops <= 0) {
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || p->tflops <= 0) {
       return ReportError(source_name, path, "needs positive m, n, k and tflops (or median_s)");
     }
-    hw.gemm.push_back(p);
+    hw.gemm.push_back(*p);
+  }
+  i = 0;
+  for (const json& g : section("gemm_algos")) {
+    const std::string path = absl::StrCat("$.gemm_algos[", i++, "]");
+    if (!g.is_object()) return ReportError(source_name, path, "not an object");
+    std::optional<GemmPoint> p = gemm_point(g);
+    if (!p) continue;
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || !p->kernel.known()) {
+      return ReportError(source_name, path, "needs positive m, n, k and a kernel with its tile");
+    }
+    hw.gemm_heuristic.push_back(*p);
   }
   if (hw.gemm.empty()) {
     return ReportError(source_name, "$.gemm",

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "tuner/gemm_model.h"
 
 namespace xdeep::tuner {
+
+class GemmKernelTable;  // tuner/gemm_kernel_table.h
 
 std::string_view DTypeName(DType d);
 
@@ -82,6 +85,12 @@ struct HardwareProfile {
   double optimizer_bandwidth_gbps = 0;
   int sm_count = 132;
   std::vector<GemmPoint> gemm;  // the probe's points (none in a built-in profile)
+  // Shapes the probe asked cuBLASLt's heuristic about without timing them: their
+  // kernels only (GemmPoint::kernel; tflops 0).
+  std::vector<GemmPoint> gemm_heuristic;
+  // The kernels of `gemm` and `gemm_heuristic` and the model fitted to their tile
+  // grids (FitGemmModels); null where the report recorded no kernels.
+  std::shared_ptr<const GemmKernelTable> gemm_kernels;
   // The GEMM model per precision (indexed by DType), fitted to `gemm`
   // (FitGemmModels) or, built in, from the datasheet-like figures.
   std::array<GemmFit, 4> gemm_fits;
@@ -210,9 +219,9 @@ void FitGemmModels(HardwareProfile* hw);
 class GemmModel {
  public:
   GemmModel(const HardwareProfile& hw, DType dtype);
-  double Seconds(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) const {
-    return GemmSeconds(fit_, m, n, k, layout);
-  }
+  // The kernel-aware fit where the profile knows this shape's kernel, else
+  // the fit that takes the best tile.
+  double Seconds(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) const;
   double Tflops(double m, double n, double k, GemmLayout layout = GemmLayout::kForward) const {
     return 2.0 * m * n * k / Seconds(m, n, k, layout) / 1e12;
   }
@@ -220,6 +229,8 @@ class GemmModel {
 
  private:
   GemmFit fit_;
+  DType dtype_;
+  std::shared_ptr<const GemmKernelTable> kernels_;
 };
 
 // GemmModel(hw, dtype).Tflops(m, n, k, layout), for one-off lookups.

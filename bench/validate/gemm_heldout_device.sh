@@ -4,6 +4,7 @@
 #
 #   cmake --build build --target xdeep-probe xdeep_validate && bench/profiler/pack_carry.sh build
 #   SEED=<never used> XDEEP_CARRY=build/carry OUT=$OUT bash bench/validate/gemm_heldout_device.sh
+# One H100: ~105 s (fit ~40, check of 200 shapes ~37, kernel names 6, heuristic ~3).
 #
 # 1. `gemm_shapes.py generate --seed $SEED`: COUNT shapes (random transformer and CNN
 #    layers, aligned and not, bf16 / fp16 / tf32, forward / dgrad / wgrad), none of
@@ -17,21 +18,40 @@
 #    check's reach; 8e10 before) and no GPT layers (whose 50257-wide heads at micro-batch
 #    16 take a third of the time) -- bench/validate/gemm_model_calibration.md, "The fit
 #    set's reach".
+#    The report records the cuBLASLt kernel each point ran (tile, split-k, algorithm).
+#    With POOL=N the fit set is chosen by kernel class instead (see POOL below).
 # 3. torch.matmul (cuBLAS) at the check shapes, timed as the probe times a GEMM
-#    (T_CHECK seconds at most; shapes past it are left out and the count says so).
+#    (T_CHECK seconds at most; shapes past it are left out and the count says so), then
+#    for up to T_KERNELS seconds the name of the kernel torch ran for each (diagnostics).
 #    With two GPUs visible, steps 2 and 3 run side by side, one GPU each.
-# 4. `xdeep_validate gemm-check`: the model fitted to step 2's report only, its median
-#    and 95th-percentile error on step 3's shapes.
+# 4. `xdeep-probe compute --suite gemm-heuristic` at the check shapes: the kernel
+#    cuBLASLt's heuristic picks for each, nothing run or timed (no time of a check
+#    shape reaches the model).
+# 5. `xdeep_validate gemm-check`: the model fitted to step 2's report only, its median
+#    and 95th-percentile error on step 3's shapes -- blind (the best tile, as the frozen
+#    models before) in gemm_check.txt, and knowing step 4's kernels in
+#    gemm_check_kernels.txt (tuner/gemm_kernel_table.h).
 # Writes to $OUT: log.txt, check_shapes.json, fit_shapes.json, gemm_fit.json,
-# gemm_check.json, gemm_check.txt. Needs torch with CUDA on the machine.
+# gemm_check.json, check_probe_shapes.json, check_algos.json, gemm_check.txt,
+# gemm_check_kernels.txt. Needs torch with CUDA on the machine.
 set -u
 OUT=${OUT:-/tmp/xdeep-gemm-heldout}
 carry=${XDEEP_CARRY:-build/carry}
 SEED=${SEED:?SEED: a seed never used for a check set before}
-COUNT=${COUNT:-220}
+COUNT=${COUNT:-200}
 FIT_ARGS=${FIT_ARGS:---gpt-micro-batches= --random-layers 32 --max-flops 1e12}
-T_FIT=${T_FIT:-130}
-T_CHECK=${T_CHECK:-60}
+T_FIT=${T_FIT:-60}
+# Samples and warm-up per fit GEMM: the check's own (gemm_shapes.py time: 7 samples,
+# 20 ms), which also brings the 423-point fit from ~77 s (the probe's 20 and 60 ms,
+# seed 8081) to ~30 s on one H100.
+FIT_PROBE_ARGS=${FIT_PROBE_ARGS:---samples 7 --warm-up-ms 20 --bandwidth-kernels copy}
+T_CHECK=${T_CHECK:-45}
+# POOL > 0: choose the fit set by kernel class (gemm_shapes.py pool + fitset --by-kernel,
+# FIT_GEMMS of them, plus the probe's anchors) instead of FIT_ARGS's random layers. Not
+# yet run on a GPU (session 15 prepared it after its held-out run).
+POOL=${POOL:-0}
+FIT_GEMMS=${FIT_GEMMS:-300}
+T_KERNELS=${T_KERNELS:-6}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/device_env.sh"  # library path, log.txt, stamp
 
@@ -44,23 +64,38 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 old=$(ls "$here"/gemm_check_shapes*.json "$here"/data/*/*/gemm_fit.json "$here"/data/*/*/gemm_check.json 2>/dev/null)
 python3 "$here/gemm_shapes.py" generate --seed "$SEED" --count "$COUNT" --exclude $old \
   --out "$OUT/check_shapes.json" || exit 1
-python3 "$here/gemm_shapes.py" fitset $FIT_ARGS --exclude "$OUT/check_shapes.json" \
-  --out "$OUT/fit_shapes.json" || exit 1
-
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 fit_gpu=0
 [ "$gpus" -ge 2 ] && fit_gpu=1
+if [ "$POOL" -gt 0 ]; then
+  # The fit set by kernel class: the heuristic names the kernel of POOL random shapes
+  # (none a check shape; nothing timed), and up to 2 shapes of each class are fitted.
+  stamp "cuBLASLt's heuristic at a pool of $POOL shapes (nothing timed)"
+  python3 "$here/gemm_shapes.py" pool --seed "$((SEED + 1))" --count "$POOL" \
+    --exclude "$OUT/check_shapes.json" $old --out "$OUT/pool_shapes.json" || exit 1
+  CUDA_VISIBLE_DEVICES=$fit_gpu timeout 60 "$carry/xdeep-probe" compute --suite gemm-heuristic \
+    --no-anchors --shapes "$OUT/pool_shapes.json" --dtypes bf16,fp16,tf32 --time-limit 45 \
+    --out "$OUT/pool_algos.json"
+  echo "pool heuristic rc=$?"
+  python3 "$here/gemm_shapes.py" fitset --by-kernel "$OUT/pool_algos.json" --per-class 2 \
+    --max-gemms "$FIT_GEMMS" --exclude "$OUT/check_shapes.json" --out "$OUT/fit_shapes.json" || exit 1
+else
+  python3 "$here/gemm_shapes.py" fitset $FIT_ARGS --exclude "$OUT/check_shapes.json" \
+    --out "$OUT/fit_shapes.json" || exit 1
+fi
 fit() {
   stamp "GEMM fit points (xdeep-probe, GPU $fit_gpu)"
   CUDA_VISIBLE_DEVICES=$fit_gpu timeout $((T_FIT + 15)) "$carry/xdeep-probe" compute --suite gpu \
-    --shapes "$OUT/fit_shapes.json" --dtypes bf16,fp16,tf32 --time-limit "$T_FIT" --out "$OUT/gemm_fit.json"
+    --shapes "$OUT/fit_shapes.json" --dtypes bf16,fp16,tf32 $FIT_PROBE_ARGS --time-limit "$T_FIT" \
+    --out "$OUT/gemm_fit.json"
   echo "fit rc=$?"
   stamp "fit done"
 }
 check() {
   stamp "GEMM check (torch.matmul, GPU 0) at $COUNT shapes"
-  CUDA_VISIBLE_DEVICES=0 timeout $((T_CHECK + 30)) python3 "$here/gemm_shapes.py" time \
-    --shapes "$OUT/check_shapes.json" --deadline-s "$T_CHECK" --out "$OUT/gemm_check.json"
+  CUDA_VISIBLE_DEVICES=0 timeout $((T_CHECK + T_KERNELS + 30)) python3 "$here/gemm_shapes.py" time \
+    --shapes "$OUT/check_shapes.json" --deadline-s "$T_CHECK" --kernels-s "$T_KERNELS" \
+    --out "$OUT/gemm_check.json"
   echo "check rc=$?"
   stamp "check done"
 }
@@ -74,10 +109,21 @@ else
   check
 fi
 
+stamp "cuBLASLt's heuristic at the check shapes (nothing timed)"
+python3 "$here/gemm_shapes.py" probeshapes --shapes "$OUT/check_shapes.json" \
+  --out "$OUT/check_probe_shapes.json"
+CUDA_VISIBLE_DEVICES=0 timeout 60 "$carry/xdeep-probe" compute --suite gemm-heuristic --no-anchors \
+  --shapes "$OUT/check_probe_shapes.json" --time-limit 45 --out "$OUT/check_algos.json"
+echo "heuristic rc=$?"
+
 stamp "the frozen model: fitted to the probe's points, against the check"
 "$carry/xdeep_validate" --version 2>/dev/null
 "$carry/xdeep_validate" gemm-check --fit "$OUT/gemm_fit.json" --check "$OUT/gemm_check.json" \
   --worst 25 > "$OUT/gemm_check.txt" 2>&1
-echo "gemm-check rc=$?"
-head -9 "$OUT/gemm_check.txt"
+echo "gemm-check (blind) rc=$?"
+head -14 "$OUT/gemm_check.txt"
+"$carry/xdeep_validate" gemm-check --fit "$OUT/gemm_fit.json" --check "$OUT/gemm_check.json" \
+  --algos "$OUT/check_algos.json" --worst 25 > "$OUT/gemm_check_kernels.txt" 2>&1
+echo "gemm-check (kernels) rc=$?"
+head -14 "$OUT/gemm_check_kernels.txt"
 stamp "done"

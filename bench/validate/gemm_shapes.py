@@ -22,6 +22,22 @@
       corner of the shapes training runs: on the 2026-11-27 H100 check (240 shapes)
       its 95th percentile was 33 %, 30 % with a third of the fit points drawn at random.
 
+  gemm_shapes.py pool --seed S --count 2000 --exclude CHECK... --out pool.json
+  gemm_shapes.py fitset --by-kernel pool_algos.json --per-class 2 --out fit_shapes.json
+      A fit set chosen by kernel instead of by layer: `pool` draws shapes as `generate`
+      does (each at its own precision, as an xdeep-probe shapes file), `xdeep-probe
+      compute --suite gemm-heuristic --shapes pool.json` names each one's kernel
+      (nothing timed, ~1 ms a shape), and `fitset --by-kernel` keeps up to --per-class
+      shapes of every kernel class (precision, algorithm, tile, split or not), spread
+      over the class's FLOPs -- so every class the model's per-class residual is used on
+      has fit points behind it (gemm_model_calibration.md, "What seed 6607 says").
+
+  gemm_shapes.py probeshapes --shapes shapes.json --out probe_shapes.json
+      The same shapes as an xdeep-probe shapes file (xdeep.gemm_shapes/1 `gemms`, each
+      with its pass), for `xdeep-probe compute --suite gemm-heuristic`: the kernel
+      cuBLASLt's heuristic picks for each, nothing timed (the model then times that
+      kernel's tile grid: tuner/gemm_kernel_table.h).
+
   gemm_shapes.py repeat A.json B.json
       How far two timings of the same shapes (check results or probe reports) lie apart:
       median and 95th percentile of |B/A - 1| over the shapes both hold. The floor under
@@ -110,10 +126,11 @@ def excluded_shapes(paths):
     return out
 
 
-def cmd_generate(args):
-    r = random.Random(args.seed)
-    out, seen = [], excluded_shapes(args.exclude)
-    while len(out) < args.count:
+def draw(seed, count, exclude):
+    """`count` random training-like GEMMs (m, n, k, pass, dtype, layer), none in `exclude`."""
+    r = random.Random(seed)
+    out, seen = [], excluded_shapes(exclude)
+    while len(out) < count:
         layer, tokens, i, o = (transformer_shape if r.random() < 0.6 else cnn_shape)(r)
         pas = r.choice(["fwd", "dgrad", "wgrad"])
         m, n, k = passes(tokens, i, o)[pas]
@@ -125,12 +142,23 @@ def cmd_generate(args):
             continue
         seen.add((m, n, k, dtype))
         out.append({"m": m, "n": n, "k": k, "pass": pas, "dtype": dtype, "layer": layer})
+    return out
+
+
+def cmd_generate(args):
+    out = draw(args.seed, args.count, args.exclude)
     json.dump({"schema": "xdeep.gemm_check_shapes/1", "seed": args.seed, "shapes": out},
               open(args.out, "w"), indent=1)
     print(f"{len(out)} shapes -> {args.out}")
 
 
 def cmd_fitset(args):
+    if args.by_kernel:
+        gemms, classes = by_kernel(args.by_kernel, args.per_class, args.max_gemms, args.exclude)
+        json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": args.dtypes.split(","),
+                   "gemms": gemms}, open(args.out, "w"), indent=1)
+        print(f"{len(gemms)} GEMMs from {classes} kernel classes -> {args.out}")
+        return
     layers = []
     gpt = {"gpt-125m": (768, 12), "gpt-350m": (1024, 16), "gpt-760m": (1536, 16),
            "gpt-1.3b": (2048, 32)}
@@ -164,7 +192,7 @@ def cmd_fitset(args):
 def cmd_time(args):
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "profiler"))
-    from compare_torch import Hold, torch_like_probe
+    from compare_torch import Hold, kernel_names, operands, torch_like_probe
     shapes = json.load(open(args.shapes))["shapes"]
     hold = Hold(torch)
     results = []
@@ -179,6 +207,20 @@ def cmd_time(args):
         e["tflops"] = tflops
         e["median_s"] = 2.0 * s["m"] * s["n"] * s["k"] / tflops / 1e12
         results.append(e)
+    # After every timing, so the profiler disturbs none: which kernel cuBLAS ran for
+    # each shape (its name carries tile, cluster and split-k), for comparing with what
+    # cuBLASLt's heuristic answered (--suite gemm-heuristic). Diagnostics only.
+    t1 = time.time()
+    for e in results if args.kernels_s > 0 else []:
+        if time.time() - t1 > args.kernels_s:
+            break
+        torch.backends.cuda.matmul.allow_tf32 = e["dtype"] == "tf32"
+        dt = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(e["dtype"], torch.float32)
+        a, b = operands(e["m"], e["n"], e["k"], e["pass"], dt, torch)
+        c = torch.empty(e["m"], e["n"], device="cuda", dtype=dt)
+        torch.matmul(a, b, out=c)
+        e["torch_kernel"] = kernel_names(lambda: torch.matmul(a, b, out=c), torch)
+        del a, b, c
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
             "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -192,6 +234,62 @@ def cmd_time(args):
     rates = [e["tflops"] for e in results]
     print(f"{len(results)} GEMMs in {meta['seconds']} s; median {statistics.median(rates):.0f} "
           f"TFLOP/s -> {args.out}")
+
+
+def cmd_pool(args):
+    """A pool of shapes to ask cuBLASLt's heuristic about (nothing timed): each at its own
+    precision, so `fitset --by-kernel` can pick fit shapes by the kernel they run."""
+    shapes = draw(args.seed, args.count, args.exclude)
+    gemms = [{"m": s["m"], "n": s["n"], "k": s["k"], "pass": s["pass"], "dtype": s["dtype"],
+              "label": s["layer"]} for s in shapes]
+    json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": sorted({s["dtype"] for s in shapes}),
+               "gemms": gemms}, open(args.out, "w"), indent=1)
+    print(f"{len(gemms)} pool GEMMs -> {args.out}")
+
+
+def by_kernel(algos_path, per_class, max_gemms, exclude):
+    """Up to `per_class` shapes of every kernel class (precision, algorithm, tile, split or
+    not) the heuristic named in a `--suite gemm-heuristic` report, spread over the class's
+    FLOPs (smallest, largest, then between), none in `exclude`; at most `max_gemms` in all,
+    taken a round at a time, the classes the pool runs most first (the probe's time box
+    holds a few hundred GEMMs, and a pool of training-like shapes names ~170 classes per
+    600 answers: seed 6607's check)."""
+    seen = excluded_shapes(exclude)
+    classes = {}
+    for g in json.load(open(algos_path)).get("gemm_algos", []):
+        if (g["m"], g["n"], g["k"], g["dtype"]) in seen:
+            continue
+        k = g["kernel"]
+        key = (g["dtype"], k["algo"], k["tile_m"], k["tile_n"], k["split_k"] > 1)
+        classes.setdefault(key, []).append(g)
+    rounds = {}
+    for key, members in classes.items():
+        members.sort(key=lambda g: g["m"] * g["n"] * g["k"])
+        n = len(members)
+        picks = sorted({round(i * (n - 1) / max(per_class - 1, 1)) for i in range(min(per_class, n))})
+        # Smallest and largest first, then the ones between.
+        picks = picks[:1] + picks[-1:] + picks[1:-1] if len(picks) > 1 else picks
+        for r, i in enumerate(picks):
+            rounds.setdefault(r, []).append((-n, key, members[i]))
+    chosen = []
+    for r in sorted(rounds):
+        for _, key, g in sorted(rounds[r], key=lambda t: (t[0], t[1])):
+            if len(chosen) >= max_gemms:
+                break
+            chosen.append({"m": g["m"], "n": g["n"], "k": g["k"], "pass": g["pass"],
+                           "dtype": g["dtype"],
+                           "label": f"class.{key[1]}.{key[2]}x{key[3]}{'.split' if key[4] else ''}"})
+    return chosen, len(classes)
+
+
+def cmd_probeshapes(args):
+    shapes = json.load(open(args.shapes))["shapes"]
+    gemms = [{"m": s["m"], "n": s["n"], "k": s["k"], "pass": s["pass"], "label": s.get("layer", "")}
+             for s in shapes]
+    dtypes = sorted({s["dtype"] for s in shapes})
+    json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": dtypes, "gemms": gemms},
+              open(args.out, "w"), indent=1)
+    print(f"{len(gemms)} GEMMs x {len(dtypes)} precisions -> {args.out}")
 
 
 def cmd_repeat(args):
@@ -229,7 +327,18 @@ def main():
     f.add_argument("--seed", type=int, default=4)
     f.add_argument("--exclude", nargs="*", default=[],
                    help="shape files or reports whose GEMMs no random layer may run")
+    f.add_argument("--by-kernel", metavar="ALGOS.json",
+                   help="instead of layers: up to --per-class shapes of every kernel class in "
+                        "this --suite gemm-heuristic report (of a `pool`)")
+    f.add_argument("--per-class", type=int, default=2)
+    f.add_argument("--max-gemms", type=int, default=300,
+                   help="with --by-kernel: at most this many GEMMs (the probe adds its anchors)")
     f.add_argument("--out", required=True)
+    o = sub.add_parser("pool")
+    o.add_argument("--seed", type=int, required=True)
+    o.add_argument("--count", type=int, default=2000)
+    o.add_argument("--exclude", nargs="*", default=[])
+    o.add_argument("--out", required=True)
     t = sub.add_parser("time")
     t.add_argument("--shapes", required=True)
     t.add_argument("--out", required=True)
@@ -237,12 +346,18 @@ def main():
     t.add_argument("--warm-up-ms", type=float, default=20)
     t.add_argument("--deadline-s", type=float, default=float("inf"),
                    help="time no further shape after this many seconds; write those timed")
+    t.add_argument("--kernels-s", type=float, default=0,
+                   help="after the timings, up to this many seconds naming the kernel torch "
+                        "ran for each shape (torch.profiler; 0: none)")
+    q = sub.add_parser("probeshapes")
+    q.add_argument("--shapes", required=True)
+    q.add_argument("--out", required=True)
     r = sub.add_parser("repeat")
     r.add_argument("a")
     r.add_argument("b")
     args = p.parse_args()
     {"generate": cmd_generate, "fitset": cmd_fitset, "time": cmd_time,
-     "repeat": cmd_repeat}[args.cmd](args)
+     "probeshapes": cmd_probeshapes, "pool": cmd_pool, "repeat": cmd_repeat}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 //   xdeep_validate gemm-check --fit REPORT.json --check TIMED.json [--median 0.05 --p95 0.15]
 //       the GEMM model fitted to a probe report's points against GEMMs timed
 //       by cuBLAS at shapes the probe never ran (bench/validate/gemm_shapes.py):
-//       median and 95th-percentile relative error per precision and overall
+//       median and 95th-percentile relative error per precision and overall;
+//       --algos HEURISTIC.json (xdeep-probe compute --suite gemm-heuristic at the
+//       check's shapes, nothing timed) lets the model time the kernel cuBLAS picks
 //   xdeep_validate compare --profile PROFILE.json|builtin:NAME --runs RUNS.json...
 //                          [--json OUT] [--check [--targets step-time,memory,picks,learning]]
 //       predicted vs measured step time and peak memory of every measured run,
@@ -33,6 +35,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "profiler/atomic_file.h"
+#include "tuner/gemm_kernel_table.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/modeling/scaling_correction.h"
 #include "tuner/probe_shapes.h"
@@ -170,13 +173,29 @@ double Mape(const std::vector<std::pair<double, double>>& pairs) {
 }
 
 // The GEMM model fitted to a probe report, against cuBLAS times of other shapes.
-int GemmCheck(const std::string& fit_path, const std::string& check_path, double median_target,
-              double p95_target, int worst) {
-  std::string fit_text, check_text;
-  if (!ReadFile(fit_path, &fit_text) || !ReadFile(check_path, &check_text)) {
-    std::fprintf(stderr, "xdeep_validate: cannot read %s or %s\n", fit_path.c_str(),
-                 check_path.c_str());
+int GemmCheck(const std::string& fit_path, const std::string& check_path,
+              const std::string& algos_path, double median_target, double p95_target, int worst) {
+  std::string fit_text, check_text, algos_text;
+  if (!ReadFile(fit_path, &fit_text) || !ReadFile(check_path, &check_text) ||
+      (!algos_path.empty() && !ReadFile(algos_path, &algos_text))) {
+    std::fprintf(stderr, "xdeep_validate: cannot read %s, %s or %s\n", fit_path.c_str(),
+                 check_path.c_str(), algos_path.c_str());
     return 2;
+  }
+  if (!algos_path.empty()) {
+    // The heuristic's kernels join the fit report's: shapes only, no time.
+    auto fit_doc = nlohmann::json::parse(fit_text, nullptr, false);
+    const auto algos = nlohmann::json::parse(algos_text, nullptr, false);
+    if (fit_doc.is_discarded() || algos.is_discarded() || !algos.contains("gemm_algos") ||
+        !algos["gemm_algos"].is_array()) {
+      std::fprintf(stderr,
+                   "xdeep_validate: %s has no gemm_algos (xdeep-probe compute --suite "
+                   "gemm-heuristic writes them), or %s is not JSON\n",
+                   algos_path.c_str(), fit_path.c_str());
+      return 2;
+    }
+    for (const auto& a : algos["gemm_algos"]) fit_doc["gemm_algos"].push_back(a);
+    fit_text = fit_doc.dump();
   }
   auto hw = tuner::HardwareProfileFromProbeReport(fit_text, fit_path);
   if (!hw.ok()) {
@@ -197,6 +216,7 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path, double
     std::string what;
   };
   std::vector<Miss> misses;
+  size_t with_kernel = 0;
   for (const auto& g : doc["gemm"]) {
     const std::string dt = g.value("dtype", "");
     const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0),
@@ -211,6 +231,7 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path, double
                                      : pass == "dgrad" ? tuner::GemmLayout::kDgrad
                                                        : tuner::GemmLayout::kForward;
     const double predicted = tuner::GemmModel(*hw, dtypes.at(dt)).Seconds(m, n, k, layout);
+    if (hw->gemm_kernels && hw->gemm_kernels->Find(dtypes.at(dt), layout, m, n, k)) ++with_kernel;
     const double e = std::abs(predicted / measured - 1);
     errors[dt].push_back(e);
     errors["all"].push_back(e);
@@ -226,7 +247,12 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path, double
               hw->gemm.size(), check_path.c_str());
   for (const auto& [dt, d] : dtypes) {
     std::printf("  %s: %s\n", dt.c_str(), hw->gemm_fits[static_cast<int>(d)].note.c_str());
+    if (hw->gemm_kernels && hw->gemm_kernels->fit(d).valid) {
+      std::printf("  %s: %s\n", dt.c_str(), hw->gemm_kernels->fit(d).note.c_str());
+    }
   }
+  std::printf("  cuBLASLt kernel known for %zu of %zu checked shapes (%s)\n", with_kernel,
+              misses.size(), algos_path.empty() ? "no --algos" : algos_path.c_str());
   bool ok = true;
   for (const auto& [dt, e] : errors) {
     const double median = quantile(e, 0.5), p95 = quantile(e, 0.95);
@@ -644,6 +670,12 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   gemm_check->add_option("--median", median_target, "largest median relative error accepted");
   gemm_check->add_option("--p95", p95_target, "largest 95th-percentile error accepted");
+  std::string algos_file;
+  gemm_check
+      ->add_option("--algos", algos_file,
+                   "xdeep-probe report with gemm_algos (--suite gemm-heuristic): the kernel "
+                   "cuBLAS picks for the check's shapes, nothing timed")
+      ->check(CLI::ExistingFile);
   int worst = 0;
   gemm_check->add_option("--worst", worst, "also list the N shapes the model misses most");
   std::string profile, json_out;
@@ -678,7 +710,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   xdeep::validate::WorkloadDir() = workloads;
   if (gemm_check->parsed()) {
-    return xdeep::validate::GemmCheck(fit_report, check_file, median_target, p95_target, worst);
+    return xdeep::validate::GemmCheck(fit_report, check_file, algos_file, median_target,
+                                      p95_target, worst);
   }
   if (shapes->parsed()) {
     std::vector<int> mbs;

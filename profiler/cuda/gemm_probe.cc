@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cublaslt_shapes.h"
 #include "profiler/cuda/cublaslt_util.h"
 #include "profiler/cuda/cuda_util.h"
 #include "profiler/cuda/kernels.h"
@@ -45,33 +46,126 @@ double Tolerance(DType t) {
   return 1e-2;
 }
 
-// The algorithm's configuration as cuBLASLt numbers it (id, tile, stages, split-K,
-// swizzle, cluster shape): logged with each candidate's time, so a shape where the
-// probe falls behind torch.matmul can be traced to the kernel chosen (torch's profiler
+// One attribute of an algorithm's configuration; -1 where this cuBLASLt lacks it.
+int64_t AlgoAttribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  // Attributes are 16, 32 or 64 bits wide and the size passed must match: ask first.
+  size_t size = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, nullptr, 0, &size) !=
+          CUBLAS_STATUS_SUCCESS ||
+      size == 0 || size > sizeof(uint64_t)) {
+    return -1;
+  }
+  uint64_t v = 0;  // little-endian host: a narrower attribute fills the low bytes
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, size, &size) != CUBLAS_STATUS_SUCCESS) {
+    return -1;
+  }
+  return static_cast<int64_t>(v);
+}
+
+// The algorithm's kernel in the GEMM's row-major terms (report.h GemmKernel). cuBLAS
+// computes C^T (n x m): its tile's and cluster's rows run along our n, columns along m.
+GemmKernel KernelOf(const cublasLtMatmulAlgo_t& algo) {
+  auto attr = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
+    return static_cast<int>(std::max<int64_t>(AlgoAttribute(algo, a), 0));
+  };
+  GemmKernel k;
+  k.algo = attr(CUBLASLT_ALGO_CONFIG_ID);
+  k.tile_id = attr(CUBLASLT_ALGO_CONFIG_TILE_ID);
+  k.stages_id = attr(CUBLASLT_ALGO_CONFIG_STAGES_ID);
+  k.swizzle = attr(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
+  k.reduction = attr(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+  k.split_k = std::max(1, attr(CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  for (const cuda::LtShapeId& t : cuda::kLtTiles) {
+    if (t.id == k.tile_id) k.tile_n = t.rows, k.tile_m = t.cols;
+  }
+  const int cluster = attr(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  for (const cuda::LtShapeId& c : cuda::kLtClusters) {
+    if (c.id == cluster) k.cluster_n = c.rows, k.cluster_m = c.cols;
+  }
+  return k;
+}
+
+// The configuration, logged with each candidate's time, so a shape where the probe
+// falls behind torch.matmul can be traced to the kernel chosen (torch's profiler
 // names its kernel by the same tile / cluster).
 std::string AlgoLabel(const cublasLtMatmulAlgo_t& algo) {
-  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) -> int64_t {
-    // Attributes are 16, 32 or 64 bits wide and the size passed must match: ask first.
-    size_t size = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, nullptr, 0, &size) !=
-            CUBLAS_STATUS_SUCCESS ||
-        size == 0 || size > sizeof(uint64_t)) {
-      return -1;
-    }
-    uint64_t v = 0;  // little-endian host: a narrower attribute fills the low bytes
-    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, size, &size) !=
-        CUBLAS_STATUS_SUCCESS) {
-      return -1;
-    }
-    return static_cast<int64_t>(v);
-  };
-  return absl::StrCat("id=", get(CUBLASLT_ALGO_CONFIG_ID),
-                      " tile=", get(CUBLASLT_ALGO_CONFIG_TILE_ID),
-                      " stages=", get(CUBLASLT_ALGO_CONFIG_STAGES_ID),
-                      " splitk=", get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                      " swizzle=", get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-                      " cluster=", get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+  const GemmKernel k = KernelOf(algo);
+  return absl::StrCat("id=", k.algo, " tile=", k.tile_id, " (", k.tile_m, "x", k.tile_n,
+                      ") stages=", k.stages_id, " splitk=", k.split_k, " swizzle=", k.swizzle,
+                      " cluster=", k.cluster_m, "x", k.cluster_n);
 }
+
+// A GEMM's cuBLASLt descriptors, operands stored the way PyTorch's nn.Linear (y = x W^T)
+// holds them, so cuBLAS picks the kernels training runs: forward reads the weight W
+// (out x in) transposed, the weight gradient dY^T X reads dY (tokens x out) transposed,
+// dgrad dY W is plain. An odd dimension (a 50257-word vocabulary) then lands in the
+// leading dimension it has there.
+struct LtGemmDescriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  bool a_transposed = false, b_transposed = false;
+
+  LtGemmDescriptors() = default;
+  LtGemmDescriptors(const LtGemmDescriptors&) = delete;
+  LtGemmDescriptors& operator=(const LtGemmDescriptors&) = delete;
+  ~LtGemmDescriptors() {
+    if (op) cublasLtMatmulDescDestroy(op);
+    for (auto* l : {a, b, c}) {
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    }
+  }
+
+  absl::Status Init(const GemmSpec& spec, DType dtype) {
+    a_transposed = spec.pass == "wgrad";
+    b_transposed = spec.pass == "fwd";
+    const cublasComputeType_t compute =
+        dtype == DType::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cudaDataType_t st = StorageType(dtype);
+    XDEEP_LT_RETURN(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
+    // Row-major C = A B computed as column-major C^T = B^T A^T: cuBLAS's "A" is
+    // B^T, its "B" is A^T, C^T is n x m (ld n). A stored transposed (k x m,
+    // ld m) or B stored transposed (n x k, ld k) flips that operand's op.
+    const cublasOperation_t op_b = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    XDEEP_LT_RETURN(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+    XDEEP_LT_RETURN(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+    if (b_transposed) {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a, st, spec.k, spec.n, spec.k));
+    } else {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a, st, spec.n, spec.k, spec.n));
+    }
+    if (a_transposed) {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b, st, spec.m, spec.k, spec.m));
+    } else {
+      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b, st, spec.k, spec.m, spec.k));
+    }
+    XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&c, st, spec.n, spec.m, spec.n));
+    return absl::OkStatus();
+  }
+
+  // The heuristic's first `count` algorithms for a workspace of `workspace` bytes,
+  // best first; none is run.
+  absl::StatusOr<std::vector<cublasLtMatmulHeuristicResult_t>> Heuristic(cublasLtHandle_t handle,
+                                                                         size_t workspace,
+                                                                         int count) const {
+    cublasLtMatmulPreference_t pref = nullptr;
+    XDEEP_LT_RETURN(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                         sizeof(workspace));
+    std::vector<cublasLtMatmulHeuristicResult_t> found(std::max(count, 1));
+    int returned = 0;
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, c, c, pref,
+                                                             static_cast<int>(found.size()),
+                                                             found.data(), &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    XDEEP_LT_RETURN(hs);
+    if (returned == 0) return absl::NotFoundError("cuBLASLt has no algorithm for this shape");
+    found.resize(returned);
+    return found;
+  }
+};
 
 // Shared across probes: one handle and workspace per process, as a framework has.
 struct LtContext {
@@ -94,22 +188,14 @@ class GemmProbe : public Probe {
         candidates_(options.algo_candidates),
         settle_(options.settle),
         warm_up_(options.warm_up),
-        duty_(options.duty),
-        // Operands stored the way PyTorch's nn.Linear (y = x W^T) holds them,
-        // so cuBLAS picks the kernels training runs: forward reads the weight
-        // W (out x in) transposed, the weight gradient dY^T X reads dY
-        // (tokens x out) transposed, dgrad dY W is plain. An odd dimension (a
-        // 50257-word vocabulary) then lands in the leading dimension it has there.
-        a_transposed_(spec_.pass == "wgrad"),
-        b_transposed_(spec_.pass == "fwd") {}
+        duty_(options.duty) {}
   ~GemmProbe() override {
-    if (op_) cublasLtMatmulDescDestroy(op_);
-    for (auto* l : {a_layout_, b_layout_, c_layout_}) {
-      if (l) cublasLtMatrixLayoutDestroy(l);
-    }
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
   }
+
+  // The algorithm timed (valid after Setup).
+  GemmKernel Kernel() const { return KernelOf(algo_); }
 
   std::string Name() const override {
     return absl::StrCat("cublaslt.gemm ", spec_.m, "x", spec_.n, "x", spec_.k, " ",
@@ -128,44 +214,12 @@ class GemmProbe : public Probe {
     XDEEP_CUDA_RETURN(cudaEventCreate(&start_));
     XDEEP_CUDA_RETURN(cudaEventCreate(&stop_));
 
-    const cublasComputeType_t compute =
-        dtype_ == DType::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    const cudaDataType_t st = StorageType(dtype_);
-    XDEEP_LT_RETURN(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
-    // Row-major C = A B computed as column-major C^T = B^T A^T: cuBLAS's "A" is
-    // B^T, its "B" is A^T, C^T is n x m (ld n). A stored transposed (k x m,
-    // ld m) or B stored transposed (n x k, ld k) flips that operand's op.
-    const cublasOperation_t op_b = b_transposed_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_a = a_transposed_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-    XDEEP_LT_RETURN(
-        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
-    XDEEP_LT_RETURN(
-        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
-    if (b_transposed_) {
-      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a_layout_, st, spec_.k, spec_.n, spec_.k));
-    } else {
-      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&a_layout_, st, spec_.n, spec_.k, spec_.n));
-    }
-    if (a_transposed_) {
-      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b_layout_, st, spec_.m, spec_.k, spec_.m));
-    } else {
-      XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&b_layout_, st, spec_.k, spec_.m, spec_.k));
-    }
-    XDEEP_LT_RETURN(cublasLtMatrixLayoutCreate(&c_layout_, st, spec_.n, spec_.m, spec_.n));
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    XDEEP_LT_RETURN(cublasLtMatmulPreferenceCreate(&pref));
-    const size_t ws = ctx_->workspace.bytes();
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof(ws));
-    std::vector<cublasLtMatmulHeuristicResult_t> found(std::max(candidates_, 1));
-    int returned = 0;
-    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
-        ctx_->handle, op_, a_layout_, b_layout_, c_layout_, c_layout_, pref,
-        static_cast<int>(found.size()), found.data(), &returned);
-    cublasLtMatmulPreferenceDestroy(pref);
-    XDEEP_LT_RETURN(hs);
-    if (returned == 0) return absl::NotFoundError("cuBLASLt has no algorithm for this shape");
+    if (absl::Status st = lt_.Init(spec_, dtype_); !st.ok()) return st;
+    absl::StatusOr<std::vector<cublasLtMatmulHeuristicResult_t>> heuristic =
+        lt_.Heuristic(ctx_->handle, ctx_->workspace.bytes(), candidates_);
+    if (!heuristic.ok()) return heuristic.status();
+    const std::vector<cublasLtMatmulHeuristicResult_t>& found = *heuristic;
+    const int returned = static_cast<int>(found.size());
 
     // Optional idle before the warm-up (--settle-ms): every shape then starts from the
     // same power state, whatever ran before it, so a baseline measured the same way
@@ -226,9 +280,8 @@ class GemmProbe : public Probe {
       cuda::GateOpener open(&ctx_->gate);
       XDEEP_CUDA_RETURN(cudaEventRecord(start_, ctx_->stream));
       for (int r = 0; r < reps; ++r) {
-        XDEEP_LT_RETURN(cublasLtMatmul(ctx_->handle, op_, &alpha, b_.get(), a_layout_, a_.get(),
-                                       b_layout_, &beta, c_.get(), c_layout_, c_.get(), c_layout_,
-                                       &algo_, ctx_->workspace.get(), ctx_->workspace.bytes(),
+        XDEEP_LT_RETURN(cublasLtMatmul(ctx_->handle, lt_.op, &alpha, b_.get(), lt_.a, a_.get(), lt_.b,
+                                       &beta, c_.get(), lt_.c, c_.get(), lt_.c, &algo_, ctx_->workspace.get(), ctx_->workspace.bytes(),
                                        ctx_->stream));
       }
       XDEEP_CUDA_RETURN(cudaEventRecord(stop_, ctx_->stream));
@@ -249,14 +302,14 @@ class GemmProbe : public Probe {
       const int64_t i = (s * 7919 + 13) % spec_.m;
       const int64_t j = (s * 104729 + 31) % spec_.n;
       // Row i of A and column j of B, wherever their storage puts them.
-      if (a_transposed_) {
+      if (lt_.a_transposed) {
         XDEEP_CUDA_RETURN(cudaMemcpy2D(row.data(), eb, a_.as<char>() + i * eb, spec_.m * eb, eb,
                                        spec_.k, cudaMemcpyDeviceToHost));
       } else {
         XDEEP_CUDA_RETURN(cudaMemcpy(row.data(), a_.as<char>() + i * spec_.k * eb, spec_.k * eb,
                                      cudaMemcpyDeviceToHost));
       }
-      if (b_transposed_) {
+      if (lt_.b_transposed) {
         XDEEP_CUDA_RETURN(cudaMemcpy(col.data(), b_.as<char>() + j * spec_.k * eb, spec_.k * eb,
                                      cudaMemcpyDeviceToHost));
       } else {
@@ -290,11 +343,9 @@ class GemmProbe : public Probe {
   absl::Duration warm_up_;
   double duty_;
   absl::Duration last_batch_ = absl::ZeroDuration();
-  bool a_transposed_, b_transposed_;
   DeviceBuffer a_, b_, c_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  cublasLtMatmulDesc_t op_ = nullptr;
-  cublasLtMatrixLayout_t a_layout_ = nullptr, b_layout_ = nullptr, c_layout_ = nullptr;
+  LtGemmDescriptors lt_;
   cublasLtMatmulAlgo_t algo_{};
   int best_index_ = -1;
 };
@@ -324,6 +375,7 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
   }
   for (DType dtype : options.dtypes) {
     for (const GemmSpec& spec : options.gemms) {
+      if (!spec.RunsAt(dtype)) continue;
       GemmProbe probe(&ctx, spec, dtype, options);
       absl::StatusOr<ProbeResult> r = RunProbe(probe, options.harness);
       if (!r.ok()) {
@@ -345,6 +397,7 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
       e.layer = spec.layer;
       e.timing = TimingFrom(*r);
       e.tflops = spec.Flops() / r->per_op.median / 1e12;
+      e.kernel = probe.Kernel();
       out.push_back(e);
     }
   }
@@ -354,6 +407,48 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
         "times include host enqueue",
         ctx.gate.expired());
   }
+  return out;
+}
+
+std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
+                                          std::vector<ErrorEntry>* errors) {
+  std::vector<GemmEntry> out;
+  auto fail = [&](const std::string& probe, const absl::Status& s) {
+    if (errors) errors->push_back({probe, std::string(s.message())});
+  };
+  cublasLtHandle_t handle = nullptr;
+  if (cublasStatus_t s = cublasLtCreate(&handle); s != CUBLAS_STATUS_SUCCESS) {
+    fail("cublaslt.heuristic", LtStatus(s, "cublasLtCreate"));
+    return out;
+  }
+  for (DType dtype : options.dtypes) {
+    for (const GemmSpec& spec : options.gemms) {
+      if (!spec.RunsAt(dtype)) continue;
+      const std::string name = absl::StrCat("cublaslt.heuristic ", spec.m, "x", spec.n, "x",
+                                            spec.k, " ", DTypeName(dtype), " ", spec.pass);
+      LtGemmDescriptors lt;
+      if (absl::Status s = lt.Init(spec, dtype); !s.ok()) {
+        fail(name, s);
+        continue;
+      }
+      absl::StatusOr<std::vector<cublasLtMatmulHeuristicResult_t>> found =
+          lt.Heuristic(handle, options.workspace_bytes, 1);
+      if (!found.ok()) {
+        fail(name, found.status());
+        continue;
+      }
+      GemmEntry e;
+      e.m = spec.m;
+      e.n = spec.n;
+      e.k = spec.k;
+      e.dtype = std::string(DTypeName(dtype));
+      e.pass = spec.pass;
+      e.layer = spec.layer;
+      e.kernel = KernelOf(found->front().algo);
+      out.push_back(e);
+    }
+  }
+  cublasLtDestroy(handle);
   return out;
 }
 

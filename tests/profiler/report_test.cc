@@ -19,6 +19,11 @@ Report Sample() {
   r.elapsed_s = 12.5;
   r.gemm.push_back(
       {4096, 8192, 1024, "bf16", "wgrad", "mlp.fc1", {1.4e-3, 1.3e-3, 1.5e-3, 0.14, 50}, 785.5});
+  r.gemm[0].kernel = {66, 24, 35, 0, 0, 256, 128, 1, 2, 1};
+  // The heuristic's answer for a shape not timed: a split-k kernel.
+  GemmEntry asked{3072, 768, 16384, "bf16", "wgrad", "", {}, 0};
+  asked.kernel = {66, 248, 35, 0, 2, 192, 192, 3, 1, 2};
+  r.gemm_algos.push_back(asked);
   r.attention.push_back({8, 16, 2048, 128, "bf16", true, {1e-3, 9e-4, 1.1e-3, 0.2, 20}, 400});
   r.bandwidth.push_back(
       {"triad", "host", "kokkos", 3 << 20, {2e-3, 1.9e-3, 2.2e-3, 0.15, 30}, 1.57});
@@ -83,6 +88,14 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(out->gemm[0].timing.median_s, 1.4e-3);
   EXPECT_EQ(out->gemm[0].timing.iterations, 50);
   EXPECT_DOUBLE_EQ(out->gemm[0].tflops, 785.5);
+  EXPECT_EQ(out->gemm[0].kernel.algo, 66);
+  EXPECT_EQ(out->gemm[0].kernel.tile_m, 256);
+  EXPECT_EQ(out->gemm[0].kernel.cluster_m, 2);
+  ASSERT_EQ(out->gemm_algos.size(), 1u);
+  EXPECT_EQ(out->gemm_algos[0].kernel.split_k, 3);
+  EXPECT_EQ(out->gemm_algos[0].kernel.tile_n, 192);
+  EXPECT_EQ(out->gemm_algos[0].kernel.reduction, 2);
+  EXPECT_EQ(out->gemm_algos[0].k, 16384);
   ASSERT_EQ(out->attention.size(), 1u);
   EXPECT_TRUE(out->attention[0].causal);
   ASSERT_EQ(out->bandwidth.size(), 1u);
@@ -152,6 +165,9 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"gemm", "pass", "backward"},
       {"gemm", "median_s", 0.0},
       {"gemm", "tflops", "fast"},
+      {"gemm", "kernel", "tile 128x256"},
+      {"gemm_algos", "kernel", nullptr},
+      {"gemm_algos", "dtype", "int8"},
       {"collectives", "op", "all-reduce"},
       {"collectives", "scope", "x"},
       {"collectives", "busbw_gbps", -1},

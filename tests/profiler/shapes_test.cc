@@ -38,10 +38,22 @@ TEST(ShapesTest, JsonFile) {
   absl::StatusOr<ShapeSet> s = ParseShapesJson(R"({
     "schema": "xdeep.gemm_shapes/1", "dtypes": ["bf16", "tf32"],
     "layers": [{"name": "proj", "tokens": 64, "in": 32, "out": 16}],
-    "gemms": [{"m": 8, "n": 8, "k": 8, "label": "sq"}]})");
+    "gemms": [{"m": 8, "n": 8, "k": 8, "label": "sq"},
+              {"m": 8, "n": 16, "k": 24, "pass": "wgrad", "dtype": "tf32"}]})");
   ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_EQ(s->gemms.size(), 4u);
+  ASSERT_EQ(s->gemms.size(), 5u);
   EXPECT_EQ(s->gemms[3].layer, "sq");
+  EXPECT_EQ(s->gemms[3].pass, "plain");
+  EXPECT_EQ(s->gemms[4].pass, "wgrad");  // a check shape keeps its layer's storage
+  EXPECT_TRUE(s->gemms[3].RunsAt(DType::kBf16));  // no dtype: every precision of the run
+  EXPECT_FALSE(s->gemms[4].RunsAt(DType::kBf16));  // its own precision only
+  EXPECT_TRUE(s->gemms[4].RunsAt(DType::kTf32));
+  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1",
+                                    "gemms": [{"m":1,"n":1,"k":1,"dtype":"int4"}]})")
+                   .ok());
+  EXPECT_FALSE(ParseShapesJson(R"({"schema": "xdeep.gemm_shapes/1",
+                                    "gemms": [{"m":1,"n":1,"k":1,"pass":"backward"}]})")
+                   .ok());
   ASSERT_EQ(s->dtypes.size(), 2u);
   EXPECT_EQ(s->dtypes[1], DType::kTf32);
   EXPECT_FALSE(ParseShapesJson(R"({"schema": "other", "gemms": [{"m":1,"n":1,"k":1}]})").ok());
