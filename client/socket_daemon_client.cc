@@ -32,12 +32,14 @@ class Connection {
     return true;
   }
   // Sends `method` with the time left until `deadline` and the message.
-  bool Send(uint8_t method, const google::protobuf::MessageLite& message, Clock::time_point deadline,
-            ClientError* error) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  bool Send(uint8_t method, const google::protobuf::MessageLite& message,
+            Clock::time_point deadline, ClientError* error) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     const auto ms = static_cast<uint32_t>(std::clamp<int64_t>(left.count(), 1, 1 << 30));
     AdmitFrame frame{.status = method, .payload = {}};
-    for (int shift = 24; shift >= 0; shift -= 8) frame.payload.push_back(static_cast<char>(ms >> shift));
+    for (int shift = 24; shift >= 0; shift -= 8)
+      frame.payload.push_back(static_cast<char>(ms >> shift));
     if (!message.AppendToString(&frame.payload)) {
       *error = {ClientError::kUnavailable, "cannot encode the request"};
       return false;
@@ -78,7 +80,8 @@ class SocketDaemonClient final : public DaemonClient {
   bool Tune(const TuneQuery& q, Clock::time_point deadline, const ProgressCallback& progress,
             TuneAnswer* answer, ClientError* error) override {
     Connection c;
-    if (!c.Open(path_, error) || !c.Send(kTuneMethod, ToTuneRequest(q, credential_()), deadline, error)) {
+    if (!c.Open(path_, error) ||
+        !c.Send(kTuneMethod, ToTuneRequest(q, credential_()), deadline, error)) {
       return false;
     }
     bool decided = false;
@@ -104,7 +107,8 @@ class SocketDaemonClient final : public DaemonClient {
 
   bool Report(const ReportQuery& q, Clock::time_point deadline, ClientError* error) override {
     Connection c;
-    if (!c.Open(path_, error) || !c.Send(kReportMethod, ToReportRequest(q, credential_()), deadline, error)) {
+    if (!c.Open(path_, error) ||
+        !c.Send(kReportMethod, ToReportRequest(q, credential_()), deadline, error)) {
       return false;
     }
     AdmitFrame frame;

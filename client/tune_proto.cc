@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-
 namespace xdeep::client {
 namespace {
 
@@ -107,8 +106,8 @@ v1::ReportRequest ToReportRequest(const ReportQuery& q, std::string credential) 
   return req;
 }
 
-void ReadTuneEvent(const v1::TuneEvent& event, const ProgressCallback& progress,
-                   TuneAnswer* answer, bool* decided) {
+void ReadTuneEvent(const v1::TuneEvent& event, const ProgressCallback& progress, TuneAnswer* answer,
+                   bool* decided) {
   if (event.has_progress()) {
     if (progress) progress(event.progress().stage(), event.progress().message());
   } else if (event.has_skip()) {

@@ -4,7 +4,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <thread>
 
 namespace xdeep::daemon {
 
@@ -21,8 +20,7 @@ bool HeavyPacer::OrdinaryArriving(Clock::time_point now) const {
          options_.quiet_after / std::chrono::nanoseconds(1);
 }
 
-double HeavyPacer::ThreadCpuSeconds() const {
-  if (options_.thread_cpu_s) return options_.thread_cpu_s();
+double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -40,7 +38,7 @@ void HeavyPacer::Checkpoint(Clock::time_point until, const std::function<bool()>
     last_wall_ = now;
   };
   Clock::time_point now = options_.now();
-  const double cpu = ThreadCpuSeconds();
+  const double cpu = options_.thread_cpu_s();
   if (last_cpu_s_ < 0) {  // the first call: what the thread used before is not owed
     credit_s_ = burst_s;
     last_wall_ = now;
@@ -60,11 +58,7 @@ void HeavyPacer::Checkpoint(Clock::time_point until, const std::function<bool()>
         std::chrono::duration<double>(-credit_s_ / options_.share));
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - now);
     const auto nap = std::max(std::chrono::microseconds(1), std::min({owed, options_.nap, left}));
-    if (options_.sleep) {
-      options_.sleep(nap);
-    } else {
-      std::this_thread::sleep_for(nap);
-    }
+    options_.sleep(nap);
     now = options_.now();
     accrue(now);
   }

@@ -13,8 +13,12 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 namespace xdeep::daemon {
+
+// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+double ThreadCpuSeconds();
 
 class HeavyPacer {
  public:
@@ -30,8 +34,10 @@ class HeavyPacer {
     std::chrono::microseconds nap{5000};
     // Tests replace the clocks and the sleep.
     std::function<Clock::time_point()> now = [] { return Clock::now(); };
-    std::function<double()> thread_cpu_s;                  // empty: CLOCK_THREAD_CPUTIME_ID
-    std::function<void(std::chrono::microseconds)> sleep;  // empty: this_thread::sleep_for
+    std::function<double()> thread_cpu_s = ThreadCpuSeconds;
+    std::function<void(std::chrono::microseconds)> sleep = [](std::chrono::microseconds d) {
+      std::this_thread::sleep_for(d);
+    };
   };
 
   HeavyPacer() : HeavyPacer(Options()) {}
@@ -49,7 +55,6 @@ class HeavyPacer {
 
  private:
   bool OrdinaryArriving(Clock::time_point now) const;
-  double ThreadCpuSeconds() const;
 
   Options options_;
   std::atomic<int64_t> last_ordinary_ns_{INT64_MIN / 2};

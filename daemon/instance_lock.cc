@@ -212,6 +212,11 @@ absl::StatusOr<std::unique_ptr<SpoolClaim>> SpoolClaim::Take(const std::string& 
   return claim;
 }
 
+void SpoolClaim::Release() {
+  std::lock_guard guard(mu_);
+  lock_.reset();
+}
+
 bool SpoolClaim::Renew() {
   std::lock_guard guard(mu_);
   if (lock_.has_value() && lock_->StillAt()) return true;

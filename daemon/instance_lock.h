@@ -1,8 +1,8 @@
 // One xdeepd per jobcomp spool and per ledger database. Two daemons on one
 // spool take each other's job-completion records: the daemon that reads a
 // record finds no reservation for it, the other one releases its hold instead
-// of settling it, and the charge is lost. Two on one database spend one budget
-// twice. So a daemon holds an exclusive lock on a file inside its spool
+// of settling it, and the charge is lost. Two on one database release each
+// other's holds unsettled. So a daemon holds an exclusive lock on a file inside its spool
 // (<spool>/.xdeepd.lock) and on one beside its database (<path>.xdeepd.lock)
 // for its whole life, and refuses to start where another daemon holds either.
 //
@@ -102,6 +102,8 @@ class SpoolClaim {
   // lock, or there is no spool and so nothing to read). Claims a spool that
   // appeared or was replaced since; false, logged once, while another daemon holds it.
   bool Renew();
+  // Gives the spool up for good (this daemon's database was replaced).
+  void Release();
 
  private:
   explicit SpoolClaim(std::string spool) : spool_(std::move(spool)) {}

@@ -184,11 +184,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   if (!admit_path.empty()) {
     TuningService* service = daemon->service_.get();
     auto admit = AdmitSocket::Start(
-        admit_path, {.may_ask = [service](const Caller& c) { return service->MayAdmit(c); },
-                     .admit = [service](const Caller& c, const xdeep::v1::AdmitRequest& req,
-                                        xdeep::v1::AdmitResponse* resp) {
-                       return service->AdmitAs(c, req, resp);
-                     }});
+        admit_path,
+        {.may_ask = [service](const Caller& c) { return service->MayAdmit(c); },
+         .admit = [service](
+                      const Caller& c, const xdeep::v1::AdmitRequest& req,
+                      xdeep::v1::AdmitResponse* resp) { return service->AdmitAs(c, req, resp); }});
     if (!admit.ok()) return admit.status();
     daemon->admit_socket_ = std::move(*admit);
   }
@@ -199,14 +199,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     TuningService* service = daemon->service_.get();
     auto local = ClientSocket::Start(
         client_path,
-        {.tune = [service](const xdeep::v1::TuneRequest& req,
-                           std::chrono::system_clock::time_point deadline,
-                           std::shared_ptr<TuneStream> stream,
-                           const std::string& peer) { service->TuneTo(req, deadline, stream, peer); },
-         .report = [service](const xdeep::v1::ReportRequest& req,
-                             xdeep::v1::ReportResponse* resp) {
-           return service->ReportFrom(req, resp);
-         }},
+        {.tune = [service](
+                     const xdeep::v1::TuneRequest& req,
+                     std::chrono::system_clock::time_point deadline,
+                     std::shared_ptr<TuneStream> stream,
+                     const std::string& peer) { service->TuneTo(req, deadline, stream, peer); },
+         .report = [service](
+                       const xdeep::v1::ReportRequest& req,
+                       xdeep::v1::ReportResponse* resp) { return service->ReportFrom(req, resp); }},
         ClientSocket::Limits{});
     if (!local.ok()) return local.status();
     daemon->client_socket_ = std::move(*local);
@@ -370,7 +370,11 @@ void Daemon::SettleFinishedJobs() {
   // spool (it was made again under this one): its records are not this
   // ledger's, and releasing holds whose records wait there unread would lose
   // their charges.
-  if (!ledger_claim_->StillOpen() || !spool_claim_->Renew()) return;
+  if (!ledger_claim_->StillOpen()) {
+    spool_claim_->Release();  // the daemon on the new database reads the spool
+    return;
+  }
+  if (!spool_claim_->Renew()) return;
   DrainJobRecords(config_.store.jobcomp_spool, *policy, *ledger_, gpus_per_node, now, job_ended);
   // Admitted, yet no job in Slurm and no record: the submission failed after
   // job_submit.lua (an invalid node list, a limit). Slurm creates the job

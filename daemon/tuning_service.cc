@@ -5,8 +5,6 @@
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -155,12 +153,6 @@ void NoteClientVersion(const std::string& client_version, const std::string& who
       "event=version_skew client={} client_version={} daemon_version={} reason=\"install "
       "the same xdeep version on the daemon's host, submit hosts and compute nodes\"",
       who, client_version, XDEEP_VERSION);
-}
-
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 // One Tune request's work. It runs first in the ordinary lane; a search that

@@ -115,7 +115,7 @@ void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t 
           }
         };
         float sum = 0;
-        if (kCompact) {  // a constant: the other form is compiled out
+        if constexpr (kCompact) {
           RankLoopReduce(t, s, add, Kokkos::Sum<float>(sum));
         } else {
           Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add, sum);
@@ -130,7 +130,7 @@ void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t 
           }
         };
         float sq = 0;
-        if (kCompact) {
+        if constexpr (kCompact) {
           RankLoopReduce(t, s, add_squares, Kokkos::Sum<float>(sq));
         } else {
           Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add_squares, sq);
@@ -148,7 +148,7 @@ void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t 
             }
           }
         };
-        if (kCompact) {
+        if constexpr (kCompact) {
           for (int k = t.team_rank(); k < s; k += t.team_size()) normalise(k);
         } else {
           Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), normalise);
@@ -186,7 +186,7 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
           }
         };
         float mx = 0;
-        if (kCompact) {  // a constant: the other form is compiled out
+        if constexpr (kCompact) {
           RankLoopReduce(t, s, max_of, Kokkos::Max<float>(mx));
         } else {
           Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), max_of, Kokkos::Max<float>(mx));
@@ -202,7 +202,7 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
           }
         };
         float sum = 0;
-        if (kCompact) {
+        if constexpr (kCompact) {
           RankLoopReduce(t, s, add_exp, Kokkos::Sum<float>(sum));
         } else {
           Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add_exp, sum);
@@ -219,7 +219,7 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
             }
           }
         };
-        if (kCompact) {
+        if constexpr (kCompact) {
           for (int k = t.team_rank(); k < s; k += t.team_size()) normalise(k);
         } else {
           Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), normalise);

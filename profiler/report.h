@@ -44,14 +44,14 @@ struct GpuInfo {
 // (cublasLtMatmulAlgoConfigGetAttribute), in the GEMM's own row-major terms:
 // tile_m x tile_n output elements a thread block computes (cuBLAS's column-major
 // tile turned around), split_k slices of k, a cluster of cluster_m x cluster_n
-// blocks. Ids as this cuBLASLt numbers them; algo < 0: not recorded.
+// blocks. Ids as this cuBLASLt numbers them; algo < 0 or no tile: not recorded.
 struct GemmKernel {
   int algo = -1;
   int tile_id = 0, stages_id = 0, swizzle = 0, reduction = 0;
   int tile_m = 0, tile_n = 0;
   int split_k = 1;
   int cluster_m = 0, cluster_n = 0;  // 0: cuBLASLt's automatic choice
-  bool known() const { return algo >= 0; }
+  bool known() const { return algo >= 0 && tile_m > 0 && tile_n > 0; }
 };
 
 struct GemmEntry {

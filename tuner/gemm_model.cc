@@ -103,10 +103,10 @@ double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rat
   const double per_sm = f.peak_flops * rate_factor / sms;
   const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
   const double sk = steps / sms;
-  best = std::min(best, (sk + f.wave_quantisation * (std::ceil(sk) - sk)) * 2.0 * t.m * t.n * kKStep / per_sm +
-                            std::ceil(tiles / sms) * t.m * t.n * f.element_bytes * sms /
-                                f.store_bandwidth +
-                            f.tile_fixed_s + f.stream_k_fixed_s);
+  best = std::min(
+      best, (sk + f.wave_quantisation * (std::ceil(sk) - sk)) * 2.0 * t.m * t.n * kKStep / per_sm +
+                std::ceil(tiles / sms) * t.m * t.n * f.element_bytes * sms / f.store_bandwidth +
+                f.tile_fixed_s + f.stream_k_fixed_s);
   return best;
 }
 
@@ -146,9 +146,9 @@ constexpr int kShape = 8;
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
 
 std::vector<double> ToVector(const GemmFit& f) {
-  std::vector<double> x = {std::log(f.peak_flops),   std::log(f.small_tile),
-                           std::log(f.tile_fixed_s), std::log(f.fixed_s),
-                           std::log(f.bandwidth),    std::log(f.stream_k_fixed_s),
+  std::vector<double> x = {std::log(f.peak_flops),      std::log(f.small_tile),
+                           std::log(f.tile_fixed_s),    std::log(f.fixed_s),
+                           std::log(f.bandwidth),       std::log(f.stream_k_fixed_s),
                            std::log(f.store_bandwidth), Logit(f.wave_quantisation)};
   for (double a : f.misaligned_input) x.push_back(Logit(a));
   for (double a : f.misaligned_output) x.push_back(Logit(a));
@@ -309,12 +309,9 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   return fit;
 }
 
-
 }  // namespace
 
-int ElementBytes(DType dtype) {
-  return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4;
-}
+int ElementBytes(DType dtype) { return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4; }
 
 double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
@@ -322,7 +319,8 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
   const double compute =
       f.roofline_only
           ? 2.0 * m * n * k / f.peak_flops
-          : ComputeSeconds(f, m, n, k, RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
+          : ComputeSeconds(f, m, n, k,
+                           RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.

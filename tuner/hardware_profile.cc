@@ -407,7 +407,7 @@ GemmKernel GemmKernelOf(const nlohmann::json& entry) {
   k.tile_m = number("tile_m", 0);
   k.tile_n = number("tile_n", 0);
   k.split_k = std::max(1, number("split_k", 1));
-  k.algo = k.tile_m > 0 && k.tile_n > 0 ? number("algo", -1) : -1;
+  k.algo = number("algo", -1);  // known() also wants the tile
   return k;
 }
 

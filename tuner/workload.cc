@@ -387,7 +387,7 @@ void BuildTransformerLayers(Workload& w) {
   head.fwd_flops = 2.0 * s * v * h;
   head.saved_activation_bytes = s * h * (r + a);  // final LN input, projection input
   head.recompute_saved_bytes = head.saved_activation_bytes;
-  head.tp_capable = true;     // vocabulary-parallel output layer (Megatron)
+  head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
   head.vocab_parallel = true;
   head.kernels = 8;        // LayerNorm, casts, GEMM, fp32 cast, log-softmax, NLL
   head.fused_kernels = 5;  // compiled: LayerNorm with its cast, the loss as one kernel
@@ -648,9 +648,9 @@ const TransformerPreset kTransformers[] = {
     {"llama-70b", {80, 8192, 64, 8, 28672, 4096, 32000, true, false, false}},
 };
 
-const char* const kCnnArchs[] = {"resnet18",         "resnet26",        "resnet34",
-                                 "resnet50",         "resnet101",       "resnet152",
-                                 "wide_resnet50_2",  "wide_resnet101_2", "vgg16"};
+const char* const kCnnArchs[] = {"resnet18",        "resnet26",         "resnet34",
+                                 "resnet50",        "resnet101",        "resnet152",
+                                 "wide_resnet50_2", "wide_resnet101_2", "vgg16"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
@@ -902,10 +902,10 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   }
   st.activation = static_cast<Activation>(activation);
   int norm = static_cast<int>(st.norm);
-  if (auto s = choose(model, "norm",
-                      {{"layernorm", int(Norm::kLayerNorm)},
-                       {"rmsnorm_eager", int(Norm::kRmsNormEager)}},
-                      &norm);
+  if (auto s = choose(
+          model, "norm",
+          {{"layernorm", int(Norm::kLayerNorm)}, {"rmsnorm_eager", int(Norm::kRmsNormEager)}},
+          &norm);
       !s.ok()) {
     return s;
   }
@@ -938,6 +938,12 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   auto async_p2p = rd.Bool(model, "pipeline_async_p2p");
   if (!async_p2p.ok()) return async_p2p.status();
   if (*async_p2p) st.pipeline_async_p2p = **async_p2p;
+  if (st.pipeline_async_p2p && st.pipeline_parallel != PipelineParallel::kMegatron) {
+    return rd.Error(model.get("pipeline_async_p2p"),
+                    "pipeline_async_p2p is megatron-core's overlap_p2p_comm: the deepspeed and "
+                    "torch pipeline engines have no such option",
+                    "remove pipeline_async_p2p, or set pipeline_parallel = \"megatron\"");
+  }
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
@@ -986,12 +992,12 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
   if (!fp32_reduce.ok()) return fp32_reduce.status();
   if (*fp32_reduce) {
     if (**fp32_reduce && w.precision != Precision::kBf16Mixed) {
-      return rd.Error(training.get("fp32_grad_reduce"),
-                      absl::StrCat("fp32_grad_reduce does not go with precision ",
-                                   std::string(PrecisionName(w.precision)),
-                                   ": its gradients are fp32 already"),
-                      "remove fp32_grad_reduce, or set precision = \"bf16-mixed\" if the "
-                      "weights and gradients are 16-bit");
+      return rd.Error(
+          training.get("fp32_grad_reduce"),
+          absl::StrCat("fp32_grad_reduce does not go with precision ",
+                       std::string(PrecisionName(w.precision)), ": its gradients are fp32 already"),
+          "remove fp32_grad_reduce, or set precision = \"bf16-mixed\" if the "
+          "weights and gradients are 16-bit");
     }
     if (**fp32_reduce && st.pipeline_parallel == PipelineParallel::kDeepSpeed) {
       return rd.Error(training.get("fp32_grad_reduce"),

@@ -27,7 +27,8 @@
 // --heavy N: after the ordinary run, N more clients send the worst-case
 // request in FILE (each with a 3 s deadline, as the plugin's timeout) while
 // the ordinary clients run again, in eight windows alternating with eight
-// without them, each window --heavy-samples / 8 ordinary calls; prints the
+// without them, each window --heavy-samples / 8 ordinary calls (or 8 x
+// --seconds at the most, a cap for a stalled daemon); prints the
 // ordinary p99 with and without them and their ratio (issue #27: within 2x).
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -412,6 +413,7 @@ int main(int argc, char** argv) {
       active = with;
       // Let them start, or let the daemon finish what they left.
       std::this_thread::sleep_for(std::chrono::milliseconds(with ? 300 : 200));
+      // Ended by its calls; the time is only a cap for a daemon that stalls.
       const Stats window =
           Run(o, o.clients, o.seconds * kWindows, OrdinaryCall(o), true, per_window);
       window_p99[with] += fmt::format(" {:.1f}", window.Percentile(0.99));

@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
 """Does cuBLASLt's heuristic name the kernel torch.matmul ran? (issue 19 item 1)
 
-  gemm_kernel_agreement.py CHECK.json ALGOS.json [--fit FIT.json]
+  gemm_kernel_agreement.py CHECK.json ALGOS.json [--worst N]
 
 CHECK is a `gemm_shapes.py time --kernels-s S` result (each shape's `torch_kernel`:
 the names torch's profiler saw, e.g. nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT
 plus cublasLt::splitKreduce_kernel where k was split); ALGOS an `xdeep-probe compute
 --suite gemm-heuristic` report at the same shapes (`gemm_algos`, tile in cuBLAS's
 rows x cols = our n x m). Prints how often the tile and the split agree, per
-precision, and the shapes where they do not; with --fit, the same for the probe's own
-timed points (their `kernel` against nothing: the tiles it ran, counted).
+precision, and the N shapes where they do not.
 """
 import argparse
 import collections

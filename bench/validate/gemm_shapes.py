@@ -284,12 +284,13 @@ def by_kernel(algos_path, per_class, max_gemms, exclude):
 
 def cmd_probeshapes(args):
     shapes = json.load(open(args.shapes))["shapes"]
-    gemms = [{"m": s["m"], "n": s["n"], "k": s["k"], "pass": s["pass"], "label": s.get("layer", "")}
-             for s in shapes]
+    # Each shape at its own precision only (GemmSpec's dtype), not at every one.
+    gemms = [{"m": s["m"], "n": s["n"], "k": s["k"], "pass": s["pass"], "dtype": s["dtype"],
+              "label": s.get("layer", "")} for s in shapes]
     dtypes = sorted({s["dtype"] for s in shapes})
     json.dump({"schema": "xdeep.gemm_shapes/1", "dtypes": dtypes, "gemms": gemms},
               open(args.out, "w"), indent=1)
-    print(f"{len(gemms)} GEMMs x {len(dtypes)} precisions -> {args.out}")
+    print(f"{len(gemms)} GEMMs at their own precisions ({', '.join(dtypes)}) -> {args.out}")
 
 
 def cmd_repeat(args):

@@ -178,8 +178,8 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path,
   std::string fit_text, check_text, algos_text;
   if (!ReadFile(fit_path, &fit_text) || !ReadFile(check_path, &check_text) ||
       (!algos_path.empty() && !ReadFile(algos_path, &algos_text))) {
-    std::fprintf(stderr, "xdeep_validate: cannot read %s, %s or %s\n", fit_path.c_str(),
-                 check_path.c_str(), algos_path.c_str());
+    std::fprintf(stderr, "xdeep_validate: cannot read %s, %s%s%s\n", fit_path.c_str(),
+                 check_path.c_str(), algos_path.empty() ? "" : " or ", algos_path.c_str());
     return 2;
   }
   if (!algos_path.empty()) {

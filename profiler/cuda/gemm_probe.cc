@@ -69,7 +69,7 @@ GemmKernel KernelOf(const cublasLtMatmulAlgo_t& algo) {
     return static_cast<int>(std::max<int64_t>(AlgoAttribute(algo, a), 0));
   };
   GemmKernel k;
-  k.algo = attr(CUBLASLT_ALGO_CONFIG_ID);
+  k.algo = static_cast<int>(AlgoAttribute(algo, CUBLASLT_ALGO_CONFIG_ID));  // -1: unreadable
   k.tile_id = attr(CUBLASLT_ALGO_CONFIG_TILE_ID);
   k.stages_id = attr(CUBLASLT_ALGO_CONFIG_STAGES_ID);
   k.swizzle = attr(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
@@ -156,9 +156,8 @@ struct LtGemmDescriptors {
                                          sizeof(workspace));
     std::vector<cublasLtMatmulHeuristicResult_t> found(std::max(count, 1));
     int returned = 0;
-    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, c, c, pref,
-                                                             static_cast<int>(found.size()),
-                                                             found.data(), &returned);
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+        handle, op, a, b, c, c, pref, static_cast<int>(found.size()), found.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
     XDEEP_LT_RETURN(hs);
     if (returned == 0) return absl::NotFoundError("cuBLASLt has no algorithm for this shape");
@@ -280,9 +279,9 @@ class GemmProbe : public Probe {
       cuda::GateOpener open(&ctx_->gate);
       XDEEP_CUDA_RETURN(cudaEventRecord(start_, ctx_->stream));
       for (int r = 0; r < reps; ++r) {
-        XDEEP_LT_RETURN(cublasLtMatmul(ctx_->handle, lt_.op, &alpha, b_.get(), lt_.a, a_.get(), lt_.b,
-                                       &beta, c_.get(), lt_.c, c_.get(), lt_.c, &algo_, ctx_->workspace.get(), ctx_->workspace.bytes(),
-                                       ctx_->stream));
+        XDEEP_LT_RETURN(cublasLtMatmul(
+            ctx_->handle, lt_.op, &alpha, b_.get(), lt_.a, a_.get(), lt_.b, &beta, c_.get(), lt_.c,
+            c_.get(), lt_.c, &algo_, ctx_->workspace.get(), ctx_->workspace.bytes(), ctx_->stream));
       }
       XDEEP_CUDA_RETURN(cudaEventRecord(stop_, ctx_->stream));
       absl::SleepFor(open_at - absl::Now());  // (returns at once when negative)
@@ -350,6 +349,18 @@ class GemmProbe : public Probe {
   int best_index_ = -1;
 };
 
+// The report's entry for `spec` at `dtype`, before its timing or kernel.
+GemmEntry EntryOf(const GemmSpec& spec, DType dtype) {
+  GemmEntry e;
+  e.m = spec.m;
+  e.n = spec.n;
+  e.k = spec.k;
+  e.dtype = std::string(DTypeName(dtype));
+  e.pass = spec.pass;
+  e.layer = spec.layer;
+  return e;
+}
+
 }  // namespace
 
 std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
@@ -388,13 +399,7 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
         }
         continue;
       }
-      GemmEntry e;
-      e.m = spec.m;
-      e.n = spec.n;
-      e.k = spec.k;
-      e.dtype = std::string(DTypeName(dtype));
-      e.pass = spec.pass;
-      e.layer = spec.layer;
+      GemmEntry e = EntryOf(spec, dtype);
       e.timing = TimingFrom(*r);
       e.tflops = spec.Flops() / r->per_op.median / 1e12;
       e.kernel = probe.Kernel();
@@ -424,8 +429,8 @@ std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
   for (DType dtype : options.dtypes) {
     for (const GemmSpec& spec : options.gemms) {
       if (!spec.RunsAt(dtype)) continue;
-      const std::string name = absl::StrCat("cublaslt.heuristic ", spec.m, "x", spec.n, "x",
-                                            spec.k, " ", DTypeName(dtype), " ", spec.pass);
+      const std::string name = absl::StrCat("cublaslt.heuristic ", spec.m, "x", spec.n, "x", spec.k,
+                                            " ", DTypeName(dtype), " ", spec.pass);
       LtGemmDescriptors lt;
       if (absl::Status s = lt.Init(spec, dtype); !s.ok()) {
         fail(name, s);
@@ -437,13 +442,7 @@ std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
         fail(name, found.status());
         continue;
       }
-      GemmEntry e;
-      e.m = spec.m;
-      e.n = spec.n;
-      e.k = spec.k;
-      e.dtype = std::string(DTypeName(dtype));
-      e.pass = spec.pass;
-      e.layer = spec.layer;
+      GemmEntry e = EntryOf(spec, dtype);
       e.kernel = KernelOf(found->front().algo);
       out.push_back(e);
     }

@@ -168,6 +168,17 @@ TEST_F(InstanceLockTest, DatabaseReplacedUnderTheDaemonIsNoticed) {
   EXPECT_FALSE((*ledger)->StillOpen());
 }
 
+// A daemon whose database was replaced gives its spool up (the spool itself
+// kept): the daemon started on the new database may take it.
+TEST_F(InstanceLockTest, ReleasedSpoolCanBeTakenByTheNextDaemon) {
+  fs::create_directories(store_.jobcomp_spool);
+  auto first = SpoolClaim::Take(store_.jobcomp_spool);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(SpoolClaim::Take(store_.jobcomp_spool).ok());
+  (*first)->Release();
+  EXPECT_TRUE(SpoolClaim::Take(store_.jobcomp_spool).ok());
+}
+
 // The spool is writable by SlurmUser's group: a lock file planted as a link to
 // the daemon's own database must not make the daemon truncate it.
 TEST_F(InstanceLockTest, PlantedSymlinkIsRefusedAndItsTargetUntouched) {

@@ -58,10 +58,10 @@ TEST(PipelineEngineTest, ParsedFromTheModelTable) {
   auto bad = ParseWorkloadToml(model + "pipeline_parallel = \"gpipe\"\n", "w.toml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("pipeline_parallel"), std::string::npos);
-  auto interleaved = ParseWorkloadToml(
-      model + "pipeline_parallel = \"deepspeed\"\n[parallel]\n"
-              "pipeline_schedule = \"interleaved\"\n",
-      "w.toml");
+  auto interleaved = ParseWorkloadToml(model +
+                                           "pipeline_parallel = \"deepspeed\"\n[parallel]\n"
+                                           "pipeline_schedule = \"interleaved\"\n",
+                                       "w.toml");
   ASSERT_FALSE(interleaved.ok());
   EXPECT_NE(interleaved.status().message().find("interleaved"), std::string::npos);
 }
@@ -124,8 +124,7 @@ TEST(PipelineEngineTest, SearchOffersDeepSpeedNeitherInterleavingNorShardedGradi
     if (c.pp <= 1) return;
     ++pipelined;
     EXPECT_EQ(c.schedule, PipelineSchedule::k1F1B) << StrategyName(c);
-    EXPECT_TRUE(c.sharding == Sharding::kNone || c.sharding == Sharding::kZero1)
-        << StrategyName(c);
+    EXPECT_TRUE(c.sharding == Sharding::kNone || c.sharding == Sharding::kZero1) << StrategyName(c);
   };
   check(res->best.config);
   for (const auto& r : res->alternatives) check(r.config);
@@ -251,7 +250,6 @@ TEST(PipelineEngineTest, EndsCountedAsLayersTakeABlockOffTheFirstAndLastStage) {
   EXPECT_NE(wrong.status().message().find("pipeline_ends_as_layers"), std::string::npos);
 }
 
-
 // Asynchronous transfers ([model] pipeline_async_p2p) under the interleaved
 // schedule leave only the part of each transfer longer than one chunk's pass
 // on the critical path; here every transfer is shorter, so a micro-batch
@@ -284,14 +282,21 @@ TEST(PipelineEngineTest, AsynchronousTransfersHideBehindTheNextChunk) {
   deepspeed.settings.pipeline_async_p2p = true;
   EXPECT_FALSE(EngineTraits(deepspeed, plain).overlapped_p2p);
 
-  auto parsed = ParseWorkloadToml(
-      "[model]\npreset = \"gpt-125m\"\npipeline_async_p2p = true\n", "w.toml");
+  auto parsed =
+      ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\npipeline_async_p2p = true\n", "w.toml");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_TRUE(parsed->settings.pipeline_async_p2p);
   auto wrong = ParseWorkloadToml(
       "[model]\nfamily = \"cnn\"\narch = \"resnet50\"\npipeline_async_p2p = true\n", "w.toml");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("pipeline_async_p2p"), std::string::npos);
+  auto other_engine = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_parallel = \"deepspeed\"\n"
+      "pipeline_async_p2p = true\n",
+      "w.toml");
+  ASSERT_FALSE(other_engine.ok());
+  EXPECT_NE(other_engine.status().message().find("overlap_p2p_comm"), std::string::npos)
+      << other_engine.status();
 }
 
 // Gradients accumulated and reduced in fp32 ([training] fp32_grad_reduce,
@@ -335,8 +340,9 @@ TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
   EXPECT_NE(autocast.status().message().find("fp32_grad_reduce"), std::string::npos);
   EXPECT_NE(autocast.status().message().find("fp32 already"), std::string::npos);
   auto deepspeed = ParseWorkloadToml(
-      model + "pipeline_parallel = \"deepspeed\"\n[training]\nprecision = \"bf16-mixed\"\n"
-              "fp32_grad_reduce = true\n",
+      model +
+          "pipeline_parallel = \"deepspeed\"\n[training]\nprecision = \"bf16-mixed\"\n"
+          "fp32_grad_reduce = true\n",
       "w.toml");
   ASSERT_FALSE(deepspeed.ok());
   EXPECT_NE(deepspeed.status().message().find("deepspeed"), std::string::npos);
