@@ -456,18 +456,27 @@ class HostileUserTest(StackTest):
         time.sleep(2)
         down = run(["scontrol", "update", f"nodename={node}", "state=down", "reason=xdeep-test"])
         self.assertEqual(down.rc, 0, down)
+        db = ledger()
         try:
             rows = []
             for _ in range(480):  # the rerun waits out its credential (cred_expire=10)
-                rows = ledger().execute("SELECT state, end_unix - start_unix, decision_id, gpus, "
-                                        "amount FROM job_charges WHERE job_id = ? ORDER BY "
-                                        "start_unix", (job,)).fetchall()
+                # The charges and the hold read in one snapshot: the rerun's
+                # charge and its settling are one commit, which must not land
+                # between two reads.
+                db.execute("BEGIN")
+                rows = db.execute("SELECT state, end_unix - start_unix, decision_id, gpus, "
+                                  "amount FROM job_charges WHERE job_id = ? ORDER BY "
+                                  "start_unix", (job,)).fetchall()
+                hold = db.execute("SELECT state FROM reservations WHERE decision_id = ?",
+                                  (decision,)).fetchone()[0]
+                db.rollback()
                 if len(rows) == 1:
-                    self.assertEqual(reservation(decision)[0], "bound", "the hold left early")
+                    self.assertEqual(hold, "bound", f"the hold left early: charges {rows}")
                 if len(rows) == 2:
                     break
                 time.sleep(0.25)
         finally:
+            db.close()
             run(["scontrol", "update", f"nodename={node}", "state=resume"])
         self.assertEqual(len(rows), 2, rows)
         (failed, failed_s, d1, _, failed_amount), (done, done_s, d2, gpus, amount) = rows
