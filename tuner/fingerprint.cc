@@ -63,6 +63,9 @@ std::string ModelFingerprint(const Workload& w) {
   if (s.pipeline_ends_as_layers) absl::StrAppend(&text, ";pp_ends=1");
   if (s.fp32_grad_reduce) absl::StrAppend(&text, ";grad_reduce=fp32");
   if (s.pipeline_async_p2p) absl::StrAppend(&text, ";pp_async_p2p=1");
+  if (s.megatron_release != MegatronRelease::kCore) {
+    absl::StrAppend(&text, ";megatron=", std::string(MegatronReleaseName(s.megatron_release)));
+  }
   hash.Add(text);
   return absl::StrFormat("%016x", hash.h);
 }

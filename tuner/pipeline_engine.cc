@@ -2,8 +2,29 @@
 
 namespace xdeep::tuner {
 
+namespace {
+
+// Megatron-LM's data-parallel wrapper by release (pipeline_engine.h).
+void ApplyMegatronRelease(const Workload& w, PipelineEngineTraits* t) {
+  const MegatronRelease r = w.settings.megatron_release;
+  if (r == MegatronRelease::kCore) return;
+  t->overlaps_gradient_reduction = false;
+  const bool fp32_accumulation =
+      w.precision == Precision::kBf16Mixed && w.settings.fp32_grad_reduce;
+  if (fp32_accumulation && r == MegatronRelease::k2022) return;  // fused into the GEMM
+  if (fp32_accumulation) {
+    t->accumulation_traffic_bytes = 2 + 4 + 4;  // main_grad.add_(grad)
+  } else if (w.precision == Precision::kBf16Mixed) {
+    t->accumulation_traffic_bytes = 2 + 2 + 2;  // grad += new_grad, in place
+    t->first_accumulation_free = true;
+  }
+}
+
+}  // namespace
+
 PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   PipelineEngineTraits t;
+  if (w.settings.pipeline_parallel == PipelineParallel::kMegatron) ApplyMegatronRelease(w, &t);
   if (c.pp <= 1) return t;
   if (w.settings.pipeline_parallel == PipelineParallel::kMegatron) {
     if (c.tp > 1 && w.settings.tensor_parallel == TensorParallel::kMegatron) {

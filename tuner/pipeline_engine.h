@@ -1,6 +1,6 @@
 // What the software running a pipeline does around the schedule's compute
 // ([model] pipeline_parallel). The strategy model charges these traits where
-// pp > 1; with one stage the engine does not matter.
+// pp > 1; with one stage only Megatron's release matters (below).
 //
 // DeepSpeed's PipelineEngine, from its source (github.com/microsoft/DeepSpeed
 // at 38327e0: deepspeed/runtime/pipe/engine.py, schedule.py, p2p.py;
@@ -41,6 +41,27 @@
 // and the interleaved schedule, a rank always has another chunk's pass to run
 // while a transfer is in flight, so only the part of a transfer longer than
 // one chunk's pass delays it.
+//
+// Megatron's data-parallel side by release ([model] megatron_release; read in
+// github.com/NVIDIA/Megatron-LM, at any pipeline depth):
+//  * "core" (the default): megatron-core's DistributedDataParallel
+//    (2d5220a, 2023-08, --overlap-grad-reduce) reduces gradient buckets while
+//    the last backward runs, and gradient_accumulation_fusion (83b1e42,
+//    2022-02; 16-bit buffers from 07916bf, 2022-09) has each weight-gradient
+//    GEMM accumulate into the gradient buffer: no pass of its own.
+//  * "2021" (Megatron-LM at a8d172b, 2021-04, the code of Narayanan et al.
+//    2021): train_step calls allreduce_gradients() after
+//    forward_backward_func has returned, the whole reduction after the
+//    pipeline flush (megatron/training.py); no fusion, so every micro-batch's
+//    16-bit weight gradients are added into the accumulated ones by a pass of
+//    their own: with --accumulate-allreduce-grads-in-fp32 (which bf16 forced;
+//    fp32_grad_reduce here) the DDP hook's main_grad.add_(grad) after every
+//    micro-batch (megatron/model/distributed.py: read 2 + 4, write 4 bytes a
+//    parameter), otherwise autograd's AccumulateGrad adding into .grad in
+//    place from the second micro-batch on (read 2 + 2, write 2).
+//  * "2022" (Megatron-LM at 35a3fa8, 2022-05): the reduction still after the
+//    flush; fusion on, but only with fp32 accumulation (arguments.py turns it
+//    off otherwise), so 16-bit gradients keep autograd's pass.
 #ifndef XDEEP_TUNER_PIPELINE_ENGINE_H_
 #define XDEEP_TUNER_PIPELINE_ENGINE_H_
 
@@ -70,6 +91,9 @@ struct PipelineEngineTraits {
   // their own 16-bit buffer.
   double accumulation_traffic_bytes = 0;
   double accumulation_buffer_bytes = 0;
+  // The first micro-batch's gradients find nothing to add to (autograd's
+  // accumulation into .grad): one pass fewer per step.
+  bool first_accumulation_free = false;
 };
 
 // The traits of the workload's engine for configuration c (all defaults,

@@ -1037,8 +1037,9 @@ StepTime StrategyModel::Time(const Configuration& given) {
       f += (2 * link + gather) * d.chunks;
       b += (2 * link + 2 * gather) * d.chunks;
     }
-    // bf16 under DeepSpeed's engine: each micro-batch's gradients are added
-    // into an fp32 buffer and zeroed, a memory-bound pass over the stage.
+    // bf16 under DeepSpeed's engine, and Megatron-LM before gradient
+    // accumulation fusion: each micro-batch's gradients are added into the
+    // accumulated ones by a memory-bound pass over the stage.
     b += d.params * engine.accumulation_traffic_bytes / bw;
     double z3_exposed = 0;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
@@ -1088,6 +1089,9 @@ StepTime StrategyModel::Time(const Configuration& given) {
     }
   }
   st.per_micro_batch_s = t_mb;
+  if (engine.first_accumulation_free) {
+    st.first_accumulation_s = grad_params * engine.accumulation_traffic_bytes / bw;
+  }
   if (c.pp > 1) {
     // [MLM] eq. (1) and sec. 2.2.2: bubble = (p - 1) / v micro-batch times,
     // of the GPU's: a stage's host issues its receives and kernels without
@@ -1119,7 +1123,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
     const double all = im.Coll(op, bytes, c.dp, dp_rpn);
     const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
     if (!engine.overlaps_gradient_reduction) {
-      // DeepSpeed's engine reduces after the pipeline has drained.
+      // DeepSpeed's engine and Megatron-LM before megatron-core reduce after
+      // the pipeline has drained (pipeline_engine.h).
       dp_exposed = all;
     } else if (dp_rpn >= c.dp) {
       // Inside one node the collective's kernels run on the same SMs and HBM
@@ -1183,7 +1188,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
 
 StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
   // Nothing else in a step depends on the number of micro-batches.
-  st.compute_s = grad_accum * st.per_micro_batch_s;
+  st.compute_s = grad_accum * st.per_micro_batch_s - st.first_accumulation_s;
   st.bubble_s = std::max(0.0, st.fill_drain_s - grad_accum * st.host_lead_per_micro_batch_s);
   st.total_s = st.compute_s + st.bubble_s + st.exposed_comm_s + st.optimizer_s;
   return st;

@@ -60,6 +60,9 @@ struct StepTime {
   // Where a pipeline's hosts never wait for its transfers: how far a stage's
   // host runs ahead of its GPU per micro-batch (launches beyond kernels).
   double host_lead_per_micro_batch_s = 0;
+  // A per-micro-batch gradient accumulation pass the step's first
+  // micro-batch does not run (PipelineEngineTraits::first_accumulation_free).
+  double first_accumulation_s = 0;
 };
 
 // Time of one optimizer step (one global batch).

@@ -113,6 +113,18 @@ std::string_view PipelineParallelName(PipelineParallel p) {
   return "megatron";
 }
 
+std::string_view MegatronReleaseName(MegatronRelease r) {
+  switch (r) {
+    case MegatronRelease::k2022:
+      return "2022";
+    case MegatronRelease::k2021:
+      return "2021";
+    case MegatronRelease::kCore:
+      break;
+  }
+  return "core";
+}
+
 std::string_view NormName(Norm n) {
   switch (n) {
     case Norm::kLayerNorm:
@@ -944,6 +956,23 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
                     "torch pipeline engines have no such option",
                     "remove pipeline_async_p2p, or set pipeline_parallel = \"megatron\"");
   }
+  int release = static_cast<int>(st.megatron_release);
+  if (auto s = choose(model, "megatron_release",
+                      {{"core", int(MegatronRelease::kCore)},
+                       {"2022", int(MegatronRelease::k2022)},
+                       {"2021", int(MegatronRelease::k2021)}},
+                      &release);
+      !s.ok()) {
+    return s;
+  }
+  st.megatron_release = static_cast<MegatronRelease>(release);
+  if (st.megatron_release != MegatronRelease::kCore &&
+      st.pipeline_parallel != PipelineParallel::kMegatron) {
+    return rd.Error(model.get("megatron_release"),
+                    "megatron_release describes Megatron-LM's own data-parallel wrapper: the "
+                    "deepspeed and torch pipeline engines reduce gradients their own way",
+                    "remove megatron_release, or set pipeline_parallel = \"megatron\"");
+  }
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
@@ -1082,6 +1111,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "fp32_logits",
                               "pipeline_ends_as_layers",
                               "pipeline_async_p2p",
+                              "megatron_release",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -1193,6 +1223,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"fp32_logits", "transformer"},
                                    {"pipeline_ends_as_layers", "transformer"},
                                    {"pipeline_async_p2p", "transformer"},
+                                   {"megatron_release", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),

@@ -72,6 +72,16 @@ enum class TensorParallel { kDTensor, kMegatron };
 //                  keeps every micro-batch's output (the logits) until the
 //                  step returns them.
 enum class PipelineParallel { kMegatron, kDeepSpeed, kTorch };
+//  MegatronRelease which Megatron runs the data-parallel side under Megatron's
+//                  engine (tuner/pipeline_engine.h): megatron-core's
+//                  DistributedDataParallel (the default: gradient buckets
+//                  reduced during the last backward, each weight gradient
+//                  accumulated by its GEMM); Megatron-LM of 2022 (the whole
+//                  reduction after the pipeline flush, accumulation fused
+//                  into the GEMM); Megatron-LM of 2021 (after the flush, and
+//                  each micro-batch's weight gradients added into the
+//                  accumulated ones by a separate pass).
+enum class MegatronRelease { kCore, k2022, k2021 };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
@@ -81,6 +91,7 @@ std::string_view ActivationName(Activation a);
 std::string_view NormName(Norm n);
 std::string_view TensorParallelName(TensorParallel t);
 std::string_view PipelineParallelName(PipelineParallel p);
+std::string_view MegatronReleaseName(MegatronRelease r);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -125,6 +136,9 @@ struct TrainingSettings {
   // overlap_p2p_comm): under the interleaved schedule only the part of a
   // transfer longer than that chunk's compute is on the critical path.
   bool pipeline_async_p2p = false;
+  // Megatron's data-parallel gradient handling by release (pipeline_parallel
+  // = megatron only; pipeline_engine.h has each release's source).
+  MegatronRelease megatron_release = MegatronRelease::kCore;
 };
 
 // A decoder-only (GPT / Llama style) transformer.

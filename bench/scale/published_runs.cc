@@ -99,8 +99,13 @@ Workload MakeWorkload(const Row& r) {
   w.settings.attention =
       r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;
+  // engine: deepspeed, megatron (megatron-core), megatron-2021 or
+  // megatron-2022 (Megatron-LM of that year: [model] megatron_release).
+  const std::string engine = r.S("engine");
   w.settings.pipeline_parallel =
-      r.S("engine") == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
+      engine == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
+  if (engine == "megatron-2021") w.settings.megatron_release = MegatronRelease::k2021;
+  if (engine == "megatron-2022") w.settings.megatron_release = MegatronRelease::k2022;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
   w.settings.pipeline_ends_as_layers = r.I("split_ends") != 0;
   w.settings.fp32_grad_reduce = r.S("grad_reduce") == "fp32";

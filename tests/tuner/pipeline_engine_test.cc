@@ -348,5 +348,95 @@ TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
   EXPECT_NE(deepspeed.status().message().find("deepspeed"), std::string::npos);
 }
 
+
+// Megatron-LM of 2021 ([model] megatron_release = "2021"; pipeline_engine.h):
+// the data-parallel reduction runs after the pipeline flush, at any depth,
+// and every micro-batch's 16-bit weight gradients are added into the
+// accumulated ones by a pass of their own (autograd's, from the second
+// micro-batch on: read 2 + 2, write 2 bytes a parameter), 10 bytes with fp32
+// accumulation; Megatron-LM of 2022 fused that pass into the GEMM where it
+// accumulated in fp32.
+TEST(PipelineEngineTest, MegatronOf2021ReducesAfterTheFlushAndAccumulatesByItsOwnPass) {
+  const HardwareProfile hw = A100();
+  const Workload core = Gpt(PipelineParallel::kMegatron);
+  Workload old = core;
+  old.settings.megatron_release = MegatronRelease::k2021;
+  const double bw = hw.memory_bandwidth_gbps * 1e9;
+  // One stage (tp 4 x dp 4 over two nodes): every rank holds all parameters,
+  // so the pass is exact; with four stages the slowest stage pays it.
+  const Configuration one = Layout(1);
+  const double params = EstimateMemory(core, hw, one).weights / 2;  // bf16 weights
+  const StepTime now = EstimateStepTime(core, hw, one);
+  const StepTime then = EstimateStepTime(old, hw, one);
+  EXPECT_TRUE(EngineTraits(core, one).overlaps_gradient_reduction);
+  EXPECT_FALSE(EngineTraits(old, one).overlaps_gradient_reduction);
+  EXPECT_GT(then.exposed_comm_s, now.exposed_comm_s);
+  EXPECT_NEAR(then.per_micro_batch_s - now.per_micro_batch_s, 6 * params / bw,
+              1e-9 * now.per_micro_batch_s);
+  // The first micro-batch adds nothing: one pass fewer per step.
+  EXPECT_NEAR(then.compute_s - now.compute_s, (one.grad_accum - 1) * 6 * params / bw,
+              1e-9 * now.compute_s);
+  // Same memory: autograd accumulates into the 16-bit gradients.
+  EXPECT_EQ(EstimateMemory(old, hw, one).Total(), EstimateMemory(core, hw, one).Total());
+
+  const Configuration four = Layout(4);
+  EXPECT_FALSE(EngineTraits(old, four).overlaps_gradient_reduction);
+  const double extra = EstimateStepTime(old, hw, four).per_micro_batch_s -
+                       EstimateStepTime(core, hw, four).per_micro_batch_s;
+  EXPECT_GT(extra, 0.5 * 6 * params / 4 / bw);
+  EXPECT_LT(extra, 1.5 * 6 * params / 4 / bw);
+  EXPECT_GT(EstimateStepTime(old, hw, four).exposed_comm_s,
+            EstimateStepTime(core, hw, four).exposed_comm_s);
+
+  // One micro-batch per step: nothing to accumulate.
+  Configuration whole = one;
+  whole.micro_batch = 4;
+  whole.grad_accum = 1;
+  whole.global_batch = whole.dp * whole.micro_batch;
+  EXPECT_NEAR(EstimateStepTime(old, hw, whole).compute_s,
+              EstimateStepTime(core, hw, whole).compute_s,
+              1e-9 * EstimateStepTime(core, hw, whole).compute_s);
+
+  // fp32 accumulation: the DDP hook's main_grad.add_(grad) after every
+  // micro-batch (10 bytes a parameter) in 2021, fused into the GEMM in 2022.
+  Workload core32 = core;
+  core32.settings.fp32_grad_reduce = true;
+  Workload old32 = core32;
+  old32.settings.megatron_release = MegatronRelease::k2021;
+  Workload mid32 = core32;
+  mid32.settings.megatron_release = MegatronRelease::k2022;
+  const StepTime c32 = EstimateStepTime(core32, hw, one);
+  EXPECT_NEAR(EstimateStepTime(old32, hw, one).compute_s - c32.compute_s,
+              one.grad_accum * 10 * params / bw, 1e-9 * c32.compute_s);
+  EXPECT_EQ(EstimateStepTime(mid32, hw, one).per_micro_batch_s, c32.per_micro_batch_s);
+  EXPECT_GT(EstimateStepTime(mid32, hw, one).exposed_comm_s, c32.exposed_comm_s);
+  // 2022 with 16-bit gradients: fusion off, autograd's pass as in 2021.
+  Workload mid = core;
+  mid.settings.megatron_release = MegatronRelease::k2022;
+  EXPECT_EQ(EstimateStepTime(mid, hw, one).total_s, then.total_s);
+}
+
+TEST(PipelineEngineTest, MegatronReleaseParsedForMegatronOnly) {
+  const std::string model = "[model]\npreset = \"gpt-125m\"\n";
+  auto w = ParseWorkloadToml(model + "megatron_release = \"2021\"\n", "w.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->settings.megatron_release, MegatronRelease::k2021);
+  auto plain = ParseWorkloadToml(model, "w.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->settings.megatron_release, MegatronRelease::kCore);
+  auto bad = ParseWorkloadToml(model + "megatron_release = \"2019\"\n", "w.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("megatron_release"), std::string::npos) << bad.status();
+  auto deepspeed = ParseWorkloadToml(
+      model + "pipeline_parallel = \"deepspeed\"\nmegatron_release = \"2021\"\n", "w.toml");
+  ASSERT_FALSE(deepspeed.ok());
+  EXPECT_NE(deepspeed.status().message().find("megatron_release"), std::string::npos)
+      << deepspeed.status();
+  auto cnn = ParseWorkloadToml(
+      "[model]\nfamily = \"cnn\"\narch = \"resnet50\"\nmegatron_release = \"2021\"\n", "w.toml");
+  ASSERT_FALSE(cnn.ok());
+  EXPECT_NE(cnn.status().message().find("megatron_release"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
