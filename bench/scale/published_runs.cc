@@ -226,6 +226,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     hw->fabric = *fabric;
+    const std::string& engine = r.S("engine");
+    if (engine != "megatron" && engine != "megatron-2021" && engine != "megatron-2022" &&
+        engine != "deepspeed") {
+      std::fprintf(stderr,
+                   "%s: unknown engine '%s'; use megatron, megatron-2021, megatron-2022 or "
+                   "deepspeed\n",
+                   r.S("id").c_str(), engine.c_str());
+      return 2;
+    }
     const Workload w = MakeWorkload(r);
     const std::vector<Configuration> layouts = LayoutConfigs(r, w, hw->gpus_per_node);
     if (layouts.empty()) {
