@@ -348,7 +348,6 @@ TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
   EXPECT_NE(deepspeed.status().message().find("deepspeed"), std::string::npos);
 }
 
-
 // Megatron-LM of 2021 ([model] megatron_release = "2021"; pipeline_engine.h):
 // the data-parallel reduction runs after the pipeline flush, at any depth,
 // and every micro-batch's 16-bit weight gradients are added into the
