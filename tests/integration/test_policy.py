@@ -239,8 +239,12 @@ class ProbeLimitsTest(OwnDaemonTest):
         # (written before the job is submitted; the job itself may not have
         # started within the 2 s, so its arguments are checked only if it did).
         written = [f for f in os.listdir(os.path.join(self.tmp, "reports"))
-                   if f.endswith("-shapes.json")]
+                   if f.endswith("-shapes.json") and not f.endswith("-heuristic-shapes.json")]
         self.assertEqual(len(written), 1, written)
+        # And the GEMMs whose kernel cuBLASLt's heuristic is asked for after them.
+        asked = written[0].replace("-shapes.json", "-heuristic-shapes.json")
+        with open(os.path.join(self.tmp, "reports", asked)) as f:
+            self.assertGreater(len(json.load(f)["gemms"]), 0)
         path = os.path.join(self.tmp, "reports", written[0])
         with open(path) as f:
             shapes = json.load(f)
