@@ -85,4 +85,11 @@ grep -q "95th percentile" "$tmp/res/gemm_check.txt" || fail "no GEMM check in ge
 PATH=$tmp/bin:$PATH OUT=$tmp/out2 XDEEP_CARRY=carry STAGES=suite DEADLINE_S=1 \
   bash -c "cd '$tmp' && sleep 2 && bash '$here/run_library.sh'" > /dev/null 2>&1
 [ -s "$tmp/out2/results.tgz" ] && grep -q "skipped (deadline 1 s)" "$tmp/out2/log.txt" || fail "deadline not kept"
+# The logs and the archive name files relative to the checkout and $OUT, never by
+# this machine's paths (bench/relative_paths.sh).
+root=$(cd "$here/../.." && pwd)
+grep -rlF -e "$tmp/out" -e "$root/" "$tmp/out/log.txt" "$tmp/out2/log.txt" "$tmp/res" &&
+  fail "machine paths in the files above"
+grep -q "skipped (deadline 1 s): python3 bench/validate/library_suite.py" "$tmp/out2/log.txt" ||
+  fail "the log does not name the suite relative to the checkout"
 echo "library dry run: ok"

@@ -46,7 +46,10 @@ source "$here/device_env.sh"  # library path, log.txt, stamp
 # The device returns at most 8 files: everything but the log travels as one archive,
 # packed again after each stage (a call cut off at its limit keeps what was done).
 res=$(mktemp -d)
-pack() { tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"; }
+pack() {
+  relative_paths_in "$res"
+  tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
+}
 trap 'pack; rm -rf "$res"' EXIT
 # A step's timeout: its own, or what is left before DEADLINE_S (0: skip it).
 box() {
