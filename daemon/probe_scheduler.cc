@@ -169,12 +169,12 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
     // consider (nothing timed; ~1 ms a shape): the GEMM model times those
     // shapes on their kernel's tile grid (tuner/gemm_kernel_table.h).
     const std::string out = report_path + ".heuristic.json";
-    steps += fmt::format(
-        " {} && {};",
-        words({"srun", options_.probe_path, "compute", "--suite", "gemm-heuristic", "--shapes",
-               r.heuristic_shapes_file, "--no-anchors", "--time-limit",
-               std::to_string(kHeuristicTimeLimitS), "--out", out}),
-        words({options_.probe_path, "merge", report_path, out, "--out", report_path}));
+    steps +=
+        fmt::format(" {} && {};",
+                    words({"srun", options_.probe_path, "compute", "--suite", "gemm-heuristic",
+                           "--shapes", r.heuristic_shapes_file, "--no-anchors", "--time-limit",
+                           std::to_string(kHeuristicTimeLimitS), "--out", out}),
+                    words({options_.probe_path, "merge", report_path, out, "--out", report_path}));
   }
   if (framework) {
     // The framework's figures: one rank, then two where the job holds two

@@ -248,8 +248,7 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
 
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
     const std::string& partition, bool collectives, int nodes, int gpus_per_node, int wait_s,
-    const tuner::ProbeShapeFiles& shapes,
-    const std::function<void(const std::string&)>& on_wait) {
+    const tuner::ProbeShapeFiles& shapes, const std::function<void(const std::string&)>& on_wait) {
   namespace v1 = xdeep::v1;
   auto policy = maker_->policy();
   const ProbeConfig& pc = policy->probes;

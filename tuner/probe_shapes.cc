@@ -175,7 +175,11 @@ std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpu
                 {m, n, k, 0, "fwd"}, {m, k, n, 1, "dgrad"}, {n, k, m, 2, "wgrad"}};
             for (const auto& [pm, pn, pk, layout, pass] : passes) {
               if (!seen.insert({pm, pn, pk, layout, dtype}).second) continue;
-              gemms.push_back({{"m", pm}, {"n", pn}, {"k", pk}, {"pass", pass}, {"dtype", dtype},
+              gemms.push_back({{"m", pm},
+                               {"n", pn},
+                               {"k", pk},
+                               {"pass", pass},
+                               {"dtype", dtype},
                                {"label", absl::StrCat(w.name, ".", l.name, ".mb", mb, ".tp", t)}});
             }
           }

@@ -457,9 +457,10 @@ std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
   }
   cublasLtDestroy(handle);
   if (unnamed > 0) {
-    spdlog::warn("xdeep: the heuristic's kernel of {} shapes has no tile this probe knows; "
-                 "their time keeps the best-tile model",
-                 unnamed);
+    spdlog::warn(
+        "xdeep: the heuristic's kernel of {} shapes has no tile this probe knows; "
+        "their time keeps the best-tile model",
+        unnamed);
   }
   return out;
 }

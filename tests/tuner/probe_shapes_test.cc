@@ -161,8 +161,14 @@ TEST(ProbeShapesTest, TheProbeJobsHeuristicAnswersTimeUntimedShapesOnTheirKernel
   const ProbeShapeFiles files = ProbeShapesFor(&*w, 2);
   // Two answers cuBLASLt gives on an H200 (check_algos.json there): the
   // TMA kernel (algorithm 66) with a 128 x 256 tile, and with 64 x 96.
-  const profiler::GemmKernel large{.algo = 66, .tile_id = 24, .stages_id = 35, .tile_m = 128,
-                                   .tile_n = 256, .split_k = 1, .cluster_m = 2, .cluster_n = 1};
+  const profiler::GemmKernel large{.algo = 66,
+                                   .tile_id = 24,
+                                   .stages_id = 35,
+                                   .tile_m = 128,
+                                   .tile_n = 256,
+                                   .split_k = 1,
+                                   .cluster_m = 2,
+                                   .cluster_n = 1};
   profiler::GemmKernel small = large;
   small.tile_id = 27;
   small.tile_m = 64;
@@ -179,9 +185,9 @@ TEST(ProbeShapesTest, TheProbeJobsHeuristicAnswersTimeUntimedShapesOnTheirKernel
   const double m = 16384, n = 1152, k = 768;
   for (const GemmPoint& p : hw->gemm) EXPECT_FALSE(p.m == m && p.n == n && p.k == k);
   const GemmKernel tile{66, 128, 256, 1};
-  EXPECT_DOUBLE_EQ(GemmModel(*hw, DType::kBf16).Seconds(m, n, k),
-                   GemmKernelSeconds(hw->gemm_kernels->fit(DType::kBf16), m, n, k,
-                                     GemmLayout::kForward, tile));
+  EXPECT_DOUBLE_EQ(
+      GemmModel(*hw, DType::kBf16).Seconds(m, n, k),
+      GemmKernelSeconds(hw->gemm_kernels->fit(DType::kBf16), m, n, k, GemmLayout::kForward, tile));
   EXPECT_NE(GemmModel(*hw, DType::kBf16).Seconds(m, n, k),
             GemmModel(*hw_small, DType::kBf16).Seconds(m, n, k));
 
