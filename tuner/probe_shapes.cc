@@ -195,18 +195,23 @@ std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpu
   return doc.dump() + "\n";
 }
 
-ProbeShapeFiles ProbeShapesFor(const Workload* workload, int gpus_per_node) {
-  ProbeShapeFiles out;
-  std::vector<Workload> asked;
-  if (workload != nullptr) {
-    out.timed = GemmShapesJson(std::span(workload, 1), ProbeMicroBatches(*workload));
-    asked.push_back(*workload);
-  }
+std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node) {
+  std::vector<Workload> asked(workloads.begin(), workloads.end());
   for (const std::string& name : PresetWorkloadNames()) {
     absl::StatusOr<Workload> preset = PresetWorkload(name);
     if (preset.ok()) asked.push_back(*std::move(preset));
   }
-  out.heuristic = GemmHeuristicShapesJson(asked, gpus_per_node);
+  return GemmHeuristicShapesJson(asked, gpus_per_node);
+}
+
+ProbeShapeFiles ProbeShapesFor(const Workload* workload, int gpus_per_node) {
+  ProbeShapeFiles out;
+  std::span<const Workload> named;
+  if (workload != nullptr) {
+    out.timed = GemmShapesJson(std::span(workload, 1), ProbeMicroBatches(*workload));
+    named = std::span(workload, 1);
+  }
+  out.heuristic = HeuristicShapesWithPresets(named, gpus_per_node);
   return out;
 }
 

@@ -60,6 +60,11 @@ std::vector<int> HeuristicMicroBatches(const Workload& w);
 // (their shapes keep the best-tile model). Empty when no workload has a GEMM.
 std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node);
 
+// GemmHeuristicShapesJson of these workloads and, so that later workloads on
+// the partition find kernels too, the built-in presets (PresetWorkloadNames)
+// at their defaults: what the daemon's probe job asks the heuristic about.
+std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node);
+
 // What one compute probe job measures (xdeep.gemm_shapes/1 files; empty: none).
 struct ProbeShapeFiles {
   std::string timed;      // the workload's GEMMs to time (GemmShapesJson); empty: the defaults
@@ -68,11 +73,10 @@ struct ProbeShapeFiles {
 
 // The daemon's compute probe for a node of `gpus_per_node` GPUs: the
 // workload's own GEMMs timed up to the search's largest micro-batch, and the
-// heuristic asked about every GEMM the search may consider -- the workload's
-// and, so that later workloads on the partition find kernels too, those of
-// the built-in presets (PresetWorkloadNames) at their defaults. Without a
-// workload (an admin's probe of a partition), the probe's default GEMMs are
-// timed and the heuristic is asked about the presets' GEMMs alone.
+// heuristic asked about every GEMM the search may consider, the workload's and
+// the presets' (HeuristicShapesWithPresets). Without a workload (an admin's
+// probe of a partition), the probe's default GEMMs are timed and the heuristic
+// is asked about the presets' GEMMs alone.
 ProbeShapeFiles ProbeShapesFor(const Workload* workload, int gpus_per_node);
 
 }  // namespace xdeep::tuner
