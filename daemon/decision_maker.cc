@@ -499,9 +499,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                                        shape->partition, policy->probes.max_wait_s)));
     // The workload's own GEMM shapes up to the largest micro-batch the
     // search tries: the profile then holds exactly what the model looks up,
-    // and the search does not go past twice what was measured.
-    const std::string shapes =
-        tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
+    // and the search does not go past twice what was measured; the
+    // heuristic's kernel for every GEMM the search may consider.
+    const tuner::ProbeShapeFiles shapes =
+        tuner::ProbeShapesFor(workload.get(), shape->gpus_per_node);
     absl::Status probed =
         launch_probe_(shape->partition, shape->gpus_per_node, policy->probes.max_wait_s, shapes,
                       [&](const std::string& line) { progress(Step("probe", line)); });

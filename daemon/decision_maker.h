@@ -21,6 +21,7 @@
 #include "daemon/slurm_inventory.h"
 #include "daemon/store.h"
 #include "tuner/hardware_profile.h"
+#include "tuner/probe_shapes.h"
 #include "tuner/search.h"
 #include "xdeep/v1/tuning.pb.h"
 
@@ -35,11 +36,12 @@ using ClockFn = std::function<int64_t()>;
 
 // Runs the compute probes on a partition for at most `wait_s` and, when they
 // succeed, installs the measured profile (DecisionMaker::SetHardware).
-// `gemm_shapes` is the launching workload's xdeep.gemm_shapes/1 document;
-// `on_wait` gets one line on the wait (what runs, elapsed, at most) as it goes.
+// `shapes` are the launching workload's GEMMs to time and to ask cuBLASLt's
+// heuristic about (tuner::ProbeShapesFor); `on_wait` gets one line on the
+// wait (what runs, elapsed, at most) as it goes.
 using LaunchProbeFn = std::function<absl::Status(
-    const std::string& partition, int gpus_per_node, int wait_s, const std::string& gemm_shapes,
-    const std::function<void(const std::string&)>& on_wait)>;
+    const std::string& partition, int gpus_per_node, int wait_s,
+    const tuner::ProbeShapeFiles& shapes, const std::function<void(const std::string&)>& on_wait)>;
 
 // Asked while the search runs; a non-OK status stops it and becomes the
 // request's answer (the client's deadline passed, it went away).

@@ -39,6 +39,9 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// The heuristic step's own watchdog: thousands of shapes take seconds.
+constexpr int kHeuristicTimeLimitS = 60;
+
 int64_t WholeMinutes(absl::Duration d) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(absl::ToDoubleMinutes(d))));
 }
@@ -91,14 +94,15 @@ absl::Status ProbeScheduler::Validate(const ProbeRequest& r) const {
   if (r.set == ProbeSet::kCompute && r.nodes != 1) {
     return absl::InvalidArgumentError("probe job: the compute set runs on one node");
   }
-  if (!r.shapes_file.empty()) {
+  for (const std::string* file : {&r.shapes_file, &r.heuristic_shapes_file}) {
+    if (file->empty()) continue;
     if (r.set != ProbeSet::kCompute || r.gpus_per_node == 0) {
       return absl::InvalidArgumentError("probe job: a shapes file is for the GPU compute set");
     }
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(r.shapes_file, ec)) {
+    if (!std::filesystem::is_regular_file(*file, ec)) {
       return absl::InvalidArgumentError(
-          fmt::format("probe job: shapes file {} does not exist", r.shapes_file));
+          fmt::format("probe job: shapes file {} does not exist", *file));
     }
   }
   return absl::OkStatus();
@@ -156,12 +160,25 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
     return line;
   };
   std::string wrap = words(step);
+  // Steps after the GPU set whose figures are merged into its report. The
+  // job's exit status stays the compute set's, and a step that fails leaves
+  // the report as it was.
+  std::string steps;
+  if (r.set == ProbeSet::kCompute && gpus && !r.heuristic_shapes_file.empty()) {
+    // The kernel cuBLASLt's heuristic picks for each GEMM the search may
+    // consider (nothing timed; ~1 ms a shape): the GEMM model times those
+    // shapes on their kernel's tile grid (tuner/gemm_kernel_table.h).
+    const std::string out = report_path + ".heuristic.json";
+    steps +=
+        fmt::format(" {} && {};",
+                    words({"srun", options_.probe_path, "compute", "--suite", "gemm-heuristic",
+                           "--shapes", r.heuristic_shapes_file, "--no-anchors", "--time-limit",
+                           std::to_string(kHeuristicTimeLimitS), "--out", out}),
+                    words({options_.probe_path, "merge", report_path, out, "--out", report_path}));
+  }
   if (framework) {
-    // The framework's figures, measured after the GPU set and merged into its
-    // report: one rank, then two where the job holds two GPUs. The job's exit
-    // status stays the compute set's, and a framework probe that fails (no
-    // PyTorch there) leaves the report as it was.
-    std::string steps;
+    // The framework's figures: one rank, then two where the job holds two
+    // GPUs. A framework probe that fails (no PyTorch there) adds nothing.
     for (int ranks = 1; ranks <= framework_ranks; ++ranks) {
       const std::string out = report_path + (ranks == 1 ? ".framework.json" : ".framework2.json");
       std::vector<std::string> fw = {"srun", "timeout", "120"};
@@ -172,6 +189,8 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
           " {} && {};", words(fw),
           words({options_.probe_path, "merge", report_path, out, "--out", report_path}));
     }
+  }
+  if (!steps.empty()) {
     wrap = fmt::format("{}; rc=$?; if [ -e {} ]; then{} fi; exit $rc", wrap,
                        ShellQuote(report_path), steps);
   }

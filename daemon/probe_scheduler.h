@@ -51,6 +51,10 @@ struct ProbeRequest {
   int nodes = 1;            // collectives only; the compute set uses one node
   int gpus_per_node = 0;    // 0: the partition has no GPUs, so the CPU (Kokkos) suite runs
   std::string shapes_file;  // compute on GPUs: the workload's xdeep.gemm_shapes/1 file
+  // Compute on GPUs: GEMMs (xdeep.gemm_shapes/1) whose kernel cuBLASLt's
+  // heuristic is asked for after the timed set (`--suite gemm-heuristic`,
+  // nothing timed), merged into the report's gemm_algos; empty: none.
+  std::string heuristic_shapes_file;
   // Called after every poll of the job's state; may be empty.
   std::function<void(const ProbeWait&)> on_wait;
 };

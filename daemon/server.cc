@@ -14,8 +14,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "client/socket_daemon_client.h"
@@ -140,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/19);
   Daemon* self = daemon.get();
   daemon->maker_->SetLaunchProbe([self](const std::string& partition, int gpus, int wait_s,
-                                        const std::string& shapes,
+                                        const tuner::ProbeShapeFiles& shapes,
                                         const std::function<void(const std::string&)>& on_wait) {
     auto probed = self->Probe(partition, false, 1, gpus, wait_s, shapes, on_wait);
     if (!probed.ok()) return probed.status();
@@ -228,11 +230,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
     const xdeep::v1::RunProbesRequest& r) {
   const ProbeConfig& pc = maker_->policy()->probes;
-  std::string shapes;
+  std::optional<tuner::Workload> workload;
   if (r.has_workload()) {
-    auto workload = LoadWorkload(r.workload());
-    if (!workload.ok()) return workload.status();
-    shapes = tuner::GemmShapesJson(std::span(&*workload, 1), tuner::ProbeMicroBatches(*workload));
+    auto loaded = LoadWorkload(r.workload());
+    if (!loaded.ok()) return loaded.status();
+    workload = *std::move(loaded);
+  }
+  // GPU compute only: the named workload's GEMMs timed, and the heuristic's
+  // kernel of every GEMM the search may consider (the presets' too).
+  tuner::ProbeShapeFiles shapes;
+  if (!r.collectives() && r.gpus_per_node() > 0) {
+    shapes = tuner::ProbeShapesFor(workload ? &*workload : nullptr, r.gpus_per_node());
   }
   return Probe(r.partition().empty() ? pc.partition : r.partition(), r.collectives(), r.nodes(),
                r.gpus_per_node(), pc.time_limit_s + 60, shapes);
@@ -240,7 +248,7 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
 
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
     const std::string& partition, bool collectives, int nodes, int gpus_per_node, int wait_s,
-    const std::string& gemm_shapes, const std::function<void(const std::string&)>& on_wait) {
+    const tuner::ProbeShapeFiles& shapes, const std::function<void(const std::string&)>& on_wait) {
   namespace v1 = xdeep::v1;
   auto policy = maker_->policy();
   const ProbeConfig& pc = policy->probes;
@@ -286,15 +294,20 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
       on_wait(DescribeWait(req, w));
     };
   }
-  if (!collectives && gpus_per_node > 0 && !gemm_shapes.empty()) {
-    // Next to the reports: the compute node reads it from the shared directory.
-    const std::string path =
-        (std::filesystem::path(pc.reports_dir) / (charge.decision_id + "-shapes.json")).string();
-    if (absl::Status s = profiler::WriteFileAtomically(path, gemm_shapes); !s.ok()) {
-      (void)ledger_->Release(charge.decision_id, 0, maker_->Now());
-      return s;
+  if (!collectives && gpus_per_node > 0) {
+    // Next to the reports: the compute node reads them from the shared directory.
+    for (const auto& [text, suffix, file] :
+         {std::tuple(&shapes.timed, "-shapes.json", &req.shapes_file),
+          std::tuple(&shapes.heuristic, "-heuristic-shapes.json", &req.heuristic_shapes_file)}) {
+      if (text->empty()) continue;
+      const std::string path =
+          (std::filesystem::path(pc.reports_dir) / (charge.decision_id + suffix)).string();
+      if (absl::Status s = profiler::WriteFileAtomically(path, *text); !s.ok()) {
+        (void)ledger_->Release(charge.decision_id, 0, maker_->Now());
+        return s;
+      }
+      *file = path;
     }
-    req.shapes_file = path;
   }
   const auto started = std::chrono::steady_clock::now();
   auto outcome = scheduler.Run(req, absl::Seconds(wait_s));
@@ -305,9 +318,11 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
   v1::RunProbesResponse resp;
   resp.set_job_id(outcome->job_id);
   resp.set_report_path(outcome->report_path);
-  resp.set_summary(fmt::format("{} GEMM, {} bandwidth, {} collective measurements from job {}",
-                               outcome->report.gemm.size(), outcome->report.bandwidth.size(),
-                               outcome->report.collectives.size(), outcome->job_id));
+  resp.set_summary(fmt::format(
+      "{} GEMM, {} bandwidth, {} collective measurements, {} GEMM kernels from cuBLASLt's "
+      "heuristic, from job {}",
+      outcome->report.gemm.size(), outcome->report.bandwidth.size(),
+      outcome->report.collectives.size(), outcome->report.gemm_algos.size(), outcome->job_id));
   // GPU reports parameterise the hardware profile from now on; a CPU-only
   // report has no GPU figures and is only stored.
   std::ifstream in(outcome->report_path);

@@ -46,12 +46,13 @@ class Daemon {
   absl::StatusOr<xdeep::v1::RunProbesResponse> RunProbes(const xdeep::v1::RunProbesRequest& r);
   // The shared path: probe budget, Slurm job, report, ingestion. `wait_s` bounds
   // the whole wait (queue included); the job is cancelled past it.
-  // `gemm_shapes`: an xdeep.gemm_shapes/1 document for the compute set (empty:
-  // xdeep-probe's default shapes). `on_wait` gets a line on the wait (what
-  // runs, elapsed, at most) when the job's state changes and every 5 s.
+  // `shapes`: xdeep.gemm_shapes/1 documents for the GPU compute set, the GEMMs
+  // to time (empty: xdeep-probe's default shapes) and those whose kernel
+  // cuBLASLt's heuristic names (empty: none). `on_wait` gets a line on the
+  // wait (what runs, elapsed, at most) when the job's state changes and every 5 s.
   absl::StatusOr<xdeep::v1::RunProbesResponse> Probe(
       const std::string& partition, bool collectives, int nodes, int gpus_per_node, int wait_s,
-      const std::string& gemm_shapes = "",
+      const tuner::ProbeShapeFiles& shapes = {},
       const std::function<void(const std::string&)>& on_wait = {});
 
   // Charges the job-completion records slurmctld spooled (job_records.h).

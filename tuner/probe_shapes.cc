@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "tuner/gemm_rank_shape.h"
 
 namespace xdeep::tuner {
 
@@ -112,6 +113,106 @@ std::string GemmShapesJson(std::span<const Workload> workloads,
   const nlohmann::json doc = {
       {"schema", "xdeep.gemm_shapes/1"}, {"dtypes", {dtype}}, {"layers", layers}};
   return doc.dump(1) + "\n";
+}
+
+namespace {
+// The precision the step-time model looks GEMMs up at (StrategyModel's
+// BytesFor): fp32 convolutions run as TF32 (cuDNN's default), fp32 Linears
+// stay fp32.
+const char* ModelDtype(const Workload& w) {
+  if (w.precision == Precision::kFp32) return w.family == ModelFamily::kCnn ? "tf32" : "fp32";
+  return ProbeDtype(w.precision);
+}
+}  // namespace
+
+std::vector<int> TensorParallelDegrees(const Workload& w, int gpus_per_node) {
+  const int most = w.parallel.max_tp > 0 ? w.parallel.max_tp : gpus_per_node;
+  std::vector<int> out;
+  for (int tp = 1; tp <= std::max(1, gpus_per_node); ++tp) {
+    if (tp > most || (w.parallel.tp > 0 && tp != w.parallel.tp)) continue;
+    if (tp > 1) {
+      // Search's rule: tp splits heads, key-value heads and the MLP of a transformer.
+      if (w.family != ModelFamily::kTransformer) break;
+      const TransformerShape& t = w.transformer;
+      if (t.heads % tp != 0 || t.kv_heads % tp != 0 || t.ffn % tp != 0) continue;
+    }
+    // Search's GPUs per node: powers of two below the node size, and the node size.
+    bool divides = gpus_per_node % tp == 0;
+    for (int g = 1; g < gpus_per_node && !divides; g *= 2) divides = g % tp == 0;
+    if (divides) out.push_back(tp);
+  }
+  return out;
+}
+
+std::vector<int> HeuristicMicroBatches(const Workload& w) {
+  const std::vector<int> timed = ProbeMicroBatches(w);
+  const int top = std::min(std::max(1, w.max_micro_batch), timed.empty() ? 1 : 2 * timed.back());
+  std::vector<int> out;
+  for (int mb = 1; mb <= top; mb *= 2) out.push_back(mb);
+  return out;
+}
+
+std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node) {
+  std::set<std::tuple<int64_t, int64_t, int64_t, int, std::string>> seen;
+  std::set<std::string> dtypes;
+  nlohmann::json gemms = nlohmann::json::array();
+  for (const Workload& w : workloads) {
+    const char* dtype = ModelDtype(w);
+    const std::vector<int> tps = TensorParallelDegrees(w, gpus_per_node);
+    for (int mb : HeuristicMicroBatches(w)) {
+      for (int tp : tps) {
+        for (const LayerCost& l : w.layers) {
+          const int t = TpWays(l, w.settings.tensor_parallel, tp);
+          for (size_t g = 0; g < l.gemms.size(); ++g) {
+            const RankGemm r = RankGemmShape(l, g, mb, t);
+            const auto m = static_cast<int64_t>(std::llround(r.m));
+            const auto n = static_cast<int64_t>(std::llround(r.n));
+            const auto k = static_cast<int64_t>(std::llround(r.k));
+            if (m < 1 || n < 1 || k < 1) continue;
+            // As the model asks (StrategyModel): forward (m, n, k), dgrad
+            // (m, k, n), wgrad (n, k, m).
+            const std::tuple<int64_t, int64_t, int64_t, int, const char*> passes[] = {
+                {m, n, k, 0, "fwd"}, {m, k, n, 1, "dgrad"}, {n, k, m, 2, "wgrad"}};
+            for (const auto& [pm, pn, pk, layout, pass] : passes) {
+              if (!seen.insert({pm, pn, pk, layout, dtype}).second) continue;
+              gemms.push_back({{"m", pm},
+                               {"n", pn},
+                               {"k", pk},
+                               {"pass", pass},
+                               {"dtype", dtype},
+                               {"label", absl::StrCat(w.name, ".", l.name, ".mb", mb, ".tp", t)}});
+            }
+          }
+        }
+      }
+    }
+    if (!gemms.empty()) dtypes.insert(dtype);
+  }
+  if (gemms.empty()) return "";
+  const nlohmann::json doc = {{"schema", "xdeep.gemm_shapes/1"},
+                              {"dtypes", std::vector<std::string>(dtypes.begin(), dtypes.end())},
+                              {"gemms", gemms}};
+  return doc.dump() + "\n";
+}
+
+std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node) {
+  std::vector<Workload> asked(workloads.begin(), workloads.end());
+  for (const std::string& name : PresetWorkloadNames()) {
+    absl::StatusOr<Workload> preset = PresetWorkload(name);
+    if (preset.ok()) asked.push_back(*std::move(preset));
+  }
+  return GemmHeuristicShapesJson(asked, gpus_per_node);
+}
+
+ProbeShapeFiles ProbeShapesFor(const Workload* workload, int gpus_per_node) {
+  ProbeShapeFiles out;
+  std::span<const Workload> named;
+  if (workload != nullptr) {
+    out.timed = GemmShapesJson(std::span(workload, 1), ProbeMicroBatches(*workload));
+    named = std::span(workload, 1);
+  }
+  out.heuristic = HeuristicShapesWithPresets(named, gpus_per_node);
+  return out;
 }
 
 }  // namespace xdeep::tuner

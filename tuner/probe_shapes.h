@@ -39,6 +39,46 @@ int LargestProbedMicroBatch(const Workload& w, const HardwareProfile& hw);
 // forward, dgrad and wgrad. The dtype follows the first workload's precision.
 std::string GemmShapesJson(std::span<const Workload> workloads, std::span<const int> micro_batches);
 
+// Tensor-parallel degrees the search may give a workload on nodes of
+// `gpus_per_node` GPUs: 1, and every degree that divides a GPUs-per-node
+// count the search tries (powers of two below the node size, the node size)
+// and splits a transformer's heads, key-value heads and MLP, within the
+// workload's own tp / max_tp.
+std::vector<int> TensorParallelDegrees(const Workload& w, int gpus_per_node);
+
+// Micro-batches whose GEMMs cuBLASLt's heuristic is asked about: every power
+// of two the search may try, up to twice the largest the compute probe times
+// (ProbeMicroBatches; the search goes no further, SearchMicroBatchLimit).
+std::vector<int> HeuristicMicroBatches(const Workload& w);
+
+// Every GEMM one rank of these workloads runs (RankGemmShape) at
+// HeuristicMicroBatches x TensorParallelDegrees, each as forward, dgrad and
+// wgrad at its workload's precision, as an xdeep.gemm_shapes/1 "gemms" list:
+// what `xdeep-probe compute --suite gemm-heuristic` asks cuBLASLt's heuristic
+// about (nothing timed), so that the profile knows the kernel of every shape
+// the model looks up (GemmKernelTable). Context-parallel splits are not asked
+// (their shapes keep the best-tile model). Empty when no workload has a GEMM.
+std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node);
+
+// GemmHeuristicShapesJson of these workloads and, so that later workloads on
+// the partition find kernels too, the built-in presets (PresetWorkloadNames)
+// at their defaults: what the daemon's probe job asks the heuristic about.
+std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node);
+
+// What one compute probe job measures (xdeep.gemm_shapes/1 files; empty: none).
+struct ProbeShapeFiles {
+  std::string timed;      // the workload's GEMMs to time (GemmShapesJson); empty: the defaults
+  std::string heuristic;  // the GEMMs whose kernel the heuristic names (GemmHeuristicShapesJson)
+};
+
+// The daemon's compute probe for a node of `gpus_per_node` GPUs: the
+// workload's own GEMMs timed up to the search's largest micro-batch, and the
+// heuristic asked about every GEMM the search may consider, the workload's and
+// the presets' (HeuristicShapesWithPresets). Without a workload (an admin's
+// probe of a partition), the probe's default GEMMs are timed and the heuristic
+// is asked about the presets' GEMMs alone.
+ProbeShapeFiles ProbeShapesFor(const Workload* workload, int gpus_per_node);
+
 }  // namespace xdeep::tuner
 
 #endif  // XDEEP_TUNER_PROBE_SHAPES_H_

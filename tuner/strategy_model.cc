@@ -39,6 +39,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
+#include "tuner/gemm_rank_shape.h"
 #include "tuner/network_model.h"
 #include "tuner/pipeline_engine.h"
 #include "tuner/selective_recompute.h"
@@ -505,14 +506,7 @@ struct StrategyModel::Impl {
       const int t = TpWays(l, w.settings.tensor_parallel, tp);
       double fwd = 0, bwd = 0, core_fwd = 0;
       for (size_t g = 0; g < l.gemms.size(); ++g) {
-        const GemmShape& s = l.gemms[g];
-        const bool split_m = g < l.tp_split_m.size() && l.tp_split_m[g];
-        const bool split_n = !split_m && g < l.tp_split_n.size() && l.tp_split_n[g];
-        // A rank holds ceil(n / tp) columns (rows) where tp does not
-        // divide them (a 50257-word head), misaligned as they are.
-        const double m = s.m_per_sample * mb / (split_m ? t : 1);
-        const double n = split_n ? std::ceil(double(s.n) / t) : double(s.n);
-        const double k = split_n || split_m ? double(s.k) : std::ceil(double(s.k) / t);
+        const auto [m, n, k, split_m] = RankGemmShape(l, g, mb, t);
         const double f = Gemm(m, n, k, GemmLayout::kForward);
         fwd += f;
         if (split_m) core_fwd += f;  // attention's batched GEMMs over heads

@@ -24,13 +24,15 @@ OUT=${OUT:-/tmp/xdeep-kokkos-out}
 mkdir -p "$OUT" /tmp/xk
 rm -f /tmp/xk/*.json
 with_torch=${XDEEP_KOKKOS_TORCH:-1}
-carry=$(cd "${XDEEP_CARRY:-build-kokkos-device/carry}" && pwd) || { echo "no carry directory"; exit 1; }
+carry=${XDEEP_CARRY:-build-kokkos-device/carry}  # as given: the log names it so
+carry_lib=$(cd "$carry" && pwd)/lib || { echo "no carry directory $carry"; exit 1; }
 probe=$carry/xdeep-probe
 here=bench/kokkos
 # cuBLASLt and NCCL from the host's CUDA, else the wheels torch brought.
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
-export LD_LIBRARY_PATH=$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
-exec > >(tee "$OUT/log.txt") 2>&1
+export LD_LIBRARY_PATH=$carry_lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
+source bench/relative_paths.sh  # the log and files name paths relative to the checkout and $OUT
+exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -123,5 +125,6 @@ python3 $here/study_summary.py $OUT/layer_norm_study.csv
 echo "== softmax study: each form against the CUDA twin (study_summary.py)"
 python3 $here/study_summary.py $OUT/study.csv --reference cuda_twin
 ls -la $OUT
+relative_paths_in "$OUT"
 cd "$OUT" && tar -czf raw.tar.gz --remove-files \
   $(ls | grep -vxE 'log.txt|summary.csv|layer_norm_study.csv|raw.tar.gz')

@@ -19,7 +19,9 @@ tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))'
 export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
 log=$OUT/log.txt
 # (no bare `wait` below: bash would also wait for this tee and deadlock)
-exec > >(tee "$log") 2>&1
+source bench/relative_paths.sh  # the log and files name paths relative to the checkout and $OUT
+trap 'relative_paths_in "$OUT"' EXIT
+exec > >(relative_paths | tee "$log") 2>&1
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,compute_mode --format=csv
 nvcc --version | tail -2

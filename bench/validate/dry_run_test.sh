@@ -87,4 +87,10 @@ grep -q "gpt-1.3b ddp mb16 not measured: estimated out of memory" "$tmp/out/log.
 grep -q "gpt-125m ddp mb4 peak memory not compared: its baseline held 496 MB" "$tmp/out/log.txt" &&
   grep -q "peak memory MAPE ddp .* over 13 runs" "$tmp/out/log.txt" ||
   fail "a peak over a moved baseline was compared"
+# What comes back names files relative to the checkout and $OUT, never by this
+# machine's paths (bench/relative_paths.sh).
+root=$(cd "$here/../.." && pwd)
+grep -rlF -e "$tmp/out" -e "$root/" "$tmp/out" && fail "machine paths in the files above"
+grep -qF '$OUT/single_r1.json: stand-in' "$tmp/out/log.txt" ||
+  fail "the log does not name \$OUT's files as \$OUT/..."
 echo "dry run: 35 processes, 55 configurations and 31 launch-bound ones again, compared"

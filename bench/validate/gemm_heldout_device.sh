@@ -53,7 +53,8 @@ POOL=${POOL:-0}
 FIT_GEMMS=${FIT_GEMMS:-300}
 T_KERNELS=${T_KERNELS:-6}
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/device_env.sh"  # library path, log.txt, stamp
+source "$here/device_env.sh"  # library path, log.txt, stamp, relative_paths_in
+trap 'relative_paths_in "$OUT"' EXIT  # the JSON and tables name files relative to the checkout
 
 stamp "$(date -u +%FT%TZ) $(hostname) seed $SEED"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv

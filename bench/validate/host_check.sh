@@ -14,7 +14,9 @@ ROUNDS=${ROUNDS:-3}
 CONFIGS=${CONFIGS:-gpt-125m:1 gpt-350m:1 resnet50:1 resnet50:16}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
-exec > >(tee "$OUT/log.txt") 2>&1
+source "$here/../relative_paths.sh"
+trap 'relative_paths_in "$OUT"' EXIT
+exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
 T0=$SECONDS
 echo "$(date -u +%FT%TZ) $(hostname) $(nproc) CPUs: $(taskset -pc $$ | sed 's/.*: //')"
 lscpu | grep -E "Model name|Thread|Core|Socket|NUMA node|MHz"

@@ -16,9 +16,10 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-6}
 here=$(cd "$(dirname "$0")" && pwd)
 measure=$here/../memory_validation/measure_pytorch.py
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 mkdir -p "$OUT"
-exec > >(tee "$OUT/log.txt") 2>&1
+source "$here/../relative_paths.sh"
+trap 'relative_paths_in "$OUT"; rm -rf "$work"' EXIT
+exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
 T0=$SECONDS
 # (nproc would print OMP_NUM_THREADS)
 echo "$(date -u +%FT%TZ) $(hostname) $(python3 -c 'import os; print(len(os.sched_getaffinity(0)))') CPUs"

@@ -36,6 +36,21 @@ case "\$1" in
 esac
 out=\$(echo "\$*" | sed 's/.*--out \([^ ]*\).*/\1/')
 case "\$*" in
+  *gemm-heuristic*)
+    # The heuristic's answer for every shape asked, a kernel in the report's format.
+    shapes=\$(echo "\$*" | sed 's/.*--shapes \([^ ]*\).*/\1/')
+    echo "heuristic \$shapes" >> "$log"
+    exec "$real_python" - "$data/compute.json" "\$shapes" "\$out" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+kernel = {"algo": 66, "tile_id": 24, "stages_id": 35, "swizzle": 0, "reduction": 0, "tile_m": 128,
+          "tile_n": 256, "split_k": 1, "cluster_m": 2, "cluster_n": 1}
+report.update(gemm=[], bandwidth=[], attention=[], gemm_algos=[
+    {"m": g["m"], "n": g["n"], "k": g["k"], "dtype": g["dtype"], "pass": g["pass"], "kernel": kernel}
+    for g in json.load(open(sys.argv[2]))["gemms"]])
+json.dump(report, open(sys.argv[3], "w"))
+PY
+    ;;
   *"--dtypes bf16,fp16,tf32"*) what=fit src=$here/data/calibration/2026-11-27_h100x2_library_heldout2/gemm_fit.json;;
   compute*) what=compute src=$data/compute.json;;
   collectives*) what=collectives src=$data/coll_2gpu.json;;
@@ -63,7 +78,7 @@ esac
 SH
 chmod +x "$tmp/bin/"* "$tmp/carry/xdeep-probe"
 fail() { echo "library dry run: $*"; cat "$tmp/out/log.txt" "$log"; exit 1; }
-PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=carry T_GEMM=20 T_COMPUTE=10 T_SINGLE=20 T_2GPU=10 T_TP=3 \
+PATH=$tmp/bin:$PATH OUT=$tmp/out XDEEP_CARRY=carry HEURISTIC=1 T_GEMM=20 T_COMPUTE=10 T_SINGLE=20 T_2GPU=10 T_TP=3 \
   LM=hf-gpt2,hf-gpt2-medium VISION=tv-resnet50 MODELS_DDP=hf-gpt2 MODELS_FSDP=hf-gpt2 \
   bash -c "cd '$tmp' && bash '$here/run_library.sh'" > /dev/null 2>&1
 [ -s "$tmp/out/results.tgz" ] || fail "no results.tgz"
@@ -73,6 +88,17 @@ for f in compute gemm_fit gemm_check framework framework_2ranks coll_2gpu profil
   [ -s "$tmp/res/$f.json" ] || fail "no $f.json in results.tgz"
 done
 [ -e "$tmp/res/suite_fsdp.json" ] && fail "a failed mode left a file"
+# HEURISTIC=1: the heuristic's answers merged into compute.json, one for every GEMM the
+# daemon's probe job would ask about on a 2-GPU node (the suite's and the presets').
+"$real_python" - "$tmp/res/compute.json" "$data/compute.json" "$(grep -o 'heuristic [^ ]*' "$log" |
+  cut -d' ' -f2)" <<'PY' || fail "the heuristic's answers are not in compute.json"
+import json, sys
+merged, timed = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+asked = json.load(open(sys.argv[3]))["gemms"]
+assert len(merged["gemm"]) == len(timed["gemm"]) > 0, "the timed points changed"
+assert len(merged.get("gemm_algos", [])) == len(asked) > 0, (len(merged.get("gemm_algos", [])), len(asked))
+assert any(g["label"].startswith("hf-gpt2.") and ".tp2" in g["label"] for g in asked), "no TP=2 shapes"
+PY
 grep -q "tp hangs" "$log" && grep -q "suite pp" "$log" || fail "the mode after a hung one did not run"
 # The framework probe alone: after every lane's probe has ended.
 first_framework=$(grep -n "start framework" "$log" | head -1 | cut -d: -f1)
@@ -85,4 +111,11 @@ grep -q "95th percentile" "$tmp/res/gemm_check.txt" || fail "no GEMM check in ge
 PATH=$tmp/bin:$PATH OUT=$tmp/out2 XDEEP_CARRY=carry STAGES=suite DEADLINE_S=1 \
   bash -c "cd '$tmp' && sleep 2 && bash '$here/run_library.sh'" > /dev/null 2>&1
 [ -s "$tmp/out2/results.tgz" ] && grep -q "skipped (deadline 1 s)" "$tmp/out2/log.txt" || fail "deadline not kept"
+# The logs and the archive name files relative to the checkout and $OUT, never by
+# this machine's paths (bench/relative_paths.sh).
+root=$(cd "$here/../.." && pwd)
+grep -rlF -e "$tmp/out" -e "$root/" "$tmp/out/log.txt" "$tmp/out2/log.txt" "$tmp/res" &&
+  fail "machine paths in the files above"
+grep -q "skipped (deadline 1 s): python3 bench/validate/library_suite.py" "$tmp/out2/log.txt" ||
+  fail "the log does not name the suite relative to the checkout"
 echo "library dry run: ok"

@@ -32,8 +32,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 measure=$here/../memory_validation/measure_pytorch.py
 framework_probe=$here/../../profiler/framework_probe.py
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT  # per-configuration files: merged into $OUT
-source "$here/device_env.sh"  # library path, log.txt, stamp
+source "$here/device_env.sh"  # library path, log.txt, stamp, relative_paths_in
+# Per-configuration files are merged into $OUT; what stays names files relative
+# to the checkout and $OUT.
+trap 'relative_paths_in "$OUT"; rm -rf "$work"' EXIT
 
 stamp "$(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv

@@ -34,6 +34,12 @@ SETTINGS_EFFECTS=${SETTINGS_EFFECTS:-}  # settings_effects.py to run too (GPU 1)
 T_SINGLE=${T_SINGLE:-280}  # seconds per single-GPU lane
 T_2GPU=${T_2GPU:-150}      # seconds per two-GPU mode (T_FSDP, T_TP, T_PP: that mode's own)
 RANKS2=${RANKS2:-1}        # the framework probe on two ranks too
+# HEURISTIC=1: after the compute probe, cuBLASLt's heuristic asked about every GEMM the
+# search may look up (the suite's workloads and the presets', 2 GPUs a node), merged into
+# compute.json, as the daemon's probe job does (docs/probe_report.md, gemm_algos). Off by
+# default: it moves the GEMM times of every shape answered, so a run planned without it
+# (held-out run 10) keeps its frozen model.
+HEURISTIC=${HEURISTIC:-0}
 DEADLINE_S=${DEADLINE_S:-100000}  # no step starts or runs past this many seconds
 MODELS_DDP=${MODELS_DDP:-${MODELS_2GPU:-$LM,$VISION}}
 MODELS_FSDP=${MODELS_FSDP:-${MODELS_2GPU:-$LM,$VISION}}
@@ -46,7 +52,10 @@ source "$here/device_env.sh"  # library path, log.txt, stamp
 # The device returns at most 8 files: everything but the log travels as one archive,
 # packed again after each stage (a call cut off at its limit keeps what was done).
 res=$(mktemp -d)
-pack() { tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"; }
+pack() {
+  relative_paths_in "$res"
+  tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
+}
 trap 'pack; rm -rf "$res"' EXIT
 # A step's timeout: its own, or what is left before DEADLINE_S (0: skip it).
 box() {
@@ -82,11 +91,21 @@ CHECK_SHAPES=${CHECK_SHAPES:-$here/gemm_check_shapes.json}
 lane0() {
   if stage probes; then
     stamp "GPU 0: compute probe at the suite's shapes"
+    heuristic=()
+    [ "$HEURISTIC" = 1 ] && heuristic=(--heuristic-out /tmp/suite_heuristic.json --gpus-per-node 2)
     if "$carry/xdeep_validate" shapes --workloads "$here/workloads" --models "$LM,$VISION" \
-      --micro-batches "$MBS" --out /tmp/suite_shapes.json; then
+      --micro-batches "$MBS" --out /tmp/suite_shapes.json "${heuristic[@]}"; then
       CUDA_VISIBLE_DEVICES=0 run $((T_COMPUTE + 10)) "$carry/xdeep-probe" compute --suite gpu \
         --shapes /tmp/suite_shapes.json --time-limit $T_COMPUTE --out "$res/compute.json"
       echo "compute rc=$?"
+      if [ "$HEURISTIC" = 1 ] && [ -s "$res/compute.json" ]; then
+        stamp "GPU 0: cuBLASLt's heuristic at the GEMMs the search may look up (nothing timed)"
+        CUDA_VISIBLE_DEVICES=0 run 70 "$carry/xdeep-probe" compute --suite gemm-heuristic --no-anchors \
+          --shapes /tmp/suite_heuristic.json --time-limit 60 --out /tmp/suite_heuristic_report.json &&
+          "$carry/xdeep-probe" merge "$res/compute.json" /tmp/suite_heuristic_report.json \
+            --out "$res/compute.json"
+        echo "heuristic rc=$?"
+      fi
     fi
   fi
   if stage gemm; then

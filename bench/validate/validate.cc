@@ -1,7 +1,9 @@
 // xdeep_validate: the tuner's predictions against real PyTorch training (issue 7).
 //
 //   xdeep_validate shapes --models gpt-125m,resnet50 --micro-batches 1,2,4 --out S.json
-//       the GEMMs those workloads run, as an xdeep.gemm_shapes/1 file for xdeep-probe
+//                         [--heuristic-out H.json --gpus-per-node 2]
+//       the GEMMs those workloads run, as an xdeep.gemm_shapes/1 file for xdeep-probe;
+//       H: those the daemon's probe job asks cuBLASLt's heuristic about
 //   xdeep_validate gemm-check --fit REPORT.json --check TIMED.json [--median 0.05 --p95 0.15]
 //       the GEMM model fitted to a probe report's points against GEMMs timed
 //       by cuBLAS at shapes the probe never ran (bench/validate/gemm_shapes.py):
@@ -274,8 +276,10 @@ int GemmCheck(const std::string& fit_path, const std::string& check_path,
   return ok ? 0 : 1;
 }
 
+// With `heuristic_path`: also the GEMMs the daemon's probe job asks cuBLASLt's
+// heuristic about for these workloads on nodes of `gpus_per_node` GPUs.
 int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro_batches,
-           const std::string& out_path) {
+           const std::string& out_path, const std::string& heuristic_path, int gpus_per_node) {
   std::vector<Workload> workloads;
   for (const std::string& model : models) {
     auto w = ScriptWorkload(model);
@@ -292,6 +296,14 @@ int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro
   }
   std::printf("%zu GEMM layers (x3: fwd, dgrad, wgrad) for %zu workloads -> %s\n",
               nlohmann::json::parse(doc)["layers"].size(), models.size(), out_path.c_str());
+  if (heuristic_path.empty()) return 0;
+  const std::string asked = tuner::HeuristicShapesWithPresets(workloads, gpus_per_node);
+  if (absl::Status s = profiler::WriteFileAtomically(heuristic_path, asked); !s.ok()) {
+    std::fprintf(stderr, "xdeep_validate: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  std::printf("%zu GEMMs for cuBLASLt's heuristic (%d GPUs a node, with the presets') -> %s\n",
+              nlohmann::json::parse(asked)["gemms"].size(), gpus_per_node, heuristic_path.c_str());
   return 0;
 }
 
@@ -659,6 +671,13 @@ int main(int argc, char** argv) {
   std::string workloads;
   shapes->add_option("--workloads", workloads, "folder of workload files named <model>.toml")
       ->check(CLI::ExistingDirectory);
+  std::string heuristic_out;
+  int gpus_per_node = 1;
+  shapes->add_option("--heuristic-out", heuristic_out,
+                     "also the GEMMs the daemon's probe job asks cuBLASLt's heuristic about "
+                     "(xdeep-probe compute --suite gemm-heuristic)");
+  shapes->add_option("--gpus-per-node", gpus_per_node, "with --heuristic-out: the node's GPUs")
+      ->check(CLI::Range(1, 64));
   std::string fit_report, check_file;
   double median_target = 0.05, p95_target = 0.15;
   auto* gemm_check = app.add_subcommand("gemm-check", "the GEMM model against cuBLAS times");
@@ -727,7 +746,8 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out);
+    return xdeep::validate::Shapes(xdeep::validate::Split(models), mbs, out, heuristic_out,
+                                   gpus_per_node);
   }
   xdeep::validate::Targets targets;
   if (!target_names.empty()) {

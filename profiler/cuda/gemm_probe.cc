@@ -418,6 +418,7 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
 std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
                                           std::vector<ErrorEntry>* errors) {
   std::vector<GemmEntry> out;
+  int unnamed = 0;
   auto fail = [&](const std::string& probe, const absl::Status& s) {
     if (errors) errors->push_back({probe, std::string(s.message())});
   };
@@ -444,10 +445,23 @@ std::vector<GemmEntry> QueryGemmHeuristic(const GemmProbeOptions& options,
       }
       GemmEntry e = EntryOf(spec, dtype);
       e.kernel = KernelOf(found->front().algo);
+      // A kernel without a tile this cuBLASLt names (a newer tile id) tells the
+      // model nothing: the shape keeps the best-tile model, and the report
+      // stays readable (an answer must carry its tile).
+      if (!e.kernel.known()) {
+        ++unnamed;
+        continue;
+      }
       out.push_back(e);
     }
   }
   cublasLtDestroy(handle);
+  if (unnamed > 0) {
+    spdlog::warn(
+        "xdeep: the heuristic's kernel of {} shapes has no tile this probe knows; "
+        "their time keeps the best-tile model",
+        unnamed);
+  }
   return out;
 }
 

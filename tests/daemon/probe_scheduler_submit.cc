@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", request.nodes, "Nodes (collectives)");
   app.add_option("--gpus-per-node", request.gpus_per_node, "0: CPU suite");
   app.add_option("--shapes", request.shapes_file, "xdeep.gemm_shapes/1 file (GPU compute)");
+  app.add_option("--heuristic-shapes", request.heuristic_shapes_file,
+                 "xdeep.gemm_shapes/1 file for cuBLASLt's heuristic (GPU compute)");
   app.add_option("--wait", wait_s, "Seconds to wait before cancelling");
   app.add_option("--poll", poll_s, "Seconds between squeue polls");
   CLI11_PARSE(app, argc, argv);

@@ -175,6 +175,38 @@ TEST_F(ProbeSchedulerTest, GpuComputeUsesOneGpuAndTheShapesFile) {
                 shapes + "' '--time-limit' '96' '--out' '/r/c.json'");
 }
 
+TEST_F(ProbeSchedulerTest, HeuristicStepFollowsTheGpuComputeSetAndJoinsItsReport) {
+  const std::string timed = dir_.Path("shapes.json"), asked = dir_.Path("heuristic.json");
+  std::ofstream(timed) << "{}";
+  std::ofstream(asked) << "{}";
+  ProbeRequest r;
+  r.partition = "gpu";
+  r.time_limit = absl::Minutes(2);
+  r.gpus_per_node = 8;
+  r.shapes_file = timed;
+  r.heuristic_shapes_file = asked;
+  // The timed set, then the heuristic asked about the second file's shapes
+  // (no anchors: nothing is timed) and its answers merged into the report;
+  // the job's status stays the timed set's.
+  EXPECT_EQ(Make().SubmitCommand(r, "/r/c.json", "/r/c.out").back(),
+            "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gpu' '--shapes' '" + timed +
+                "' '--time-limit' '96' '--out' '/r/c.json'; rc=$?; if [ -e '/r/c.json' ]; then "
+                "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gemm-heuristic' "
+                "'--shapes' '" +
+                asked +
+                "' '--no-anchors' '--time-limit' '60' '--out' '/r/c.json.heuristic.json' && "
+                "'/opt/xdeep/bin/xdeep-probe' 'merge' '/r/c.json' '/r/c.json.heuristic.json' "
+                "'--out' '/r/c.json'; fi; exit $rc");
+  EXPECT_TRUE(Make().Validate(r).ok());
+  // Only for GPUs: the CPU suite has no cuBLASLt.
+  r.gpus_per_node = 0;
+  r.shapes_file.clear();
+  EXPECT_THAT(std::string(Make().Validate(r).message()), HasSubstr("GPU compute set"));
+  r.gpus_per_node = 8;
+  r.heuristic_shapes_file = dir_.Path("missing.json");
+  EXPECT_THAT(std::string(Make().Validate(r).message()), HasSubstr("does not exist"));
+}
+
 TEST_F(ProbeSchedulerTest, FrameworkProbeFollowsTheGpuComputeSetAndJoinsItsReport) {
   ProbeSchedulerOptions o;
   o.probe_path = "/opt/xdeep/bin/xdeep-probe";

@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from harness import (BUILD, PLUGIN, SHOW_ENV, STACK, WORKLOADS, StackTest, alt_conf,
+from harness import (BUILD, PLUGIN, SHOW_ENV, SOURCE, STACK, WORKLOADS, StackTest, alt_conf,
                      daemon_log, daemon_process, run)
 
 GPT = os.path.join(WORKLOADS, "gpt-125m.toml")
@@ -239,8 +239,12 @@ class ProbeLimitsTest(OwnDaemonTest):
         # (written before the job is submitted; the job itself may not have
         # started within the 2 s, so its arguments are checked only if it did).
         written = [f for f in os.listdir(os.path.join(self.tmp, "reports"))
-                   if f.endswith("-shapes.json")]
+                   if f.endswith("-shapes.json") and not f.endswith("-heuristic-shapes.json")]
         self.assertEqual(len(written), 1, written)
+        # And the GEMMs whose kernel cuBLASLt's heuristic is asked for after them.
+        asked = written[0].replace("-shapes.json", "-heuristic-shapes.json")
+        with open(os.path.join(self.tmp, "reports", asked)) as f:
+            self.assertGreater(len(json.load(f)["gemms"]), 0)
         path = os.path.join(self.tmp, "reports", written[0])
         with open(path) as f:
             shapes = json.load(f)
@@ -292,6 +296,97 @@ class ProbeLimitsTest(OwnDaemonTest):
                        "--gpus-per-node", "1"])
         self.assertEqual(missing.rc, 1, missing)
         self.assertIn("does not exist", missing.err)
+
+    def heuristic_stand_in(self):
+        """A probe_path for a GPU partition without a GPU: the timed compute set
+        answers with a real H200 report (each GEMM with the cuBLASLt kernel it
+        ran), the heuristic step with the tile in self.tmp/tile for every shape
+        it is asked about, in the report format xdeep-probe writes; `merge` is
+        the real xdeep-probe's. Each call's arguments go to self.tmp/probe_calls."""
+        path = os.path.join(self.tmp, "probe.py")
+        fit = os.path.join(SOURCE, "bench", "validate", "data", "heldout",
+                           "2026-11-27_h200x1_gemm_seed6607", "gemm_fit.json")
+        real = os.path.join(BUILD, "profiler", "xdeep-probe")
+        with open(path, "w") as f:
+            f.write(f"""#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+with open({os.path.join(self.tmp, "probe_calls")!r}, "a") as f:
+    f.write(" ".join(args) + "\\n")
+if args[0] == "merge":
+    os.execv({real!r}, [{real!r}] + args)
+with open({fit!r}) as f:
+    report = json.load(f)
+if args[args.index("--suite") + 1] == "gemm-heuristic":
+    with open(args[args.index("--shapes") + 1]) as f:
+        shapes = json.load(f)
+    with open({os.path.join(self.tmp, "tile")!r}) as f:
+        tile_m, tile_n = map(int, f.read().split())
+    kernel = {{"algo": 66, "tile_id": 24, "stages_id": 35, "swizzle": 0, "reduction": 0,
+              "tile_m": tile_m, "tile_n": tile_n, "split_k": 1, "cluster_m": 2, "cluster_n": 1}}
+    report.update(gemm=[], bandwidth=[], elapsed_s=0.5, gemm_algos=[
+        {{"m": g["m"], "n": g["n"], "k": g["k"], "dtype": g["dtype"], "pass": g["pass"],
+         "layer": g["label"], "kernel": kernel}} for g in shapes["gemms"]])
+out = args[args.index("--out") + 1]
+with open(out + ".part", "w") as f:
+    json.dump(report, f)
+os.replace(out + ".part", out)
+""")
+        os.chmod(path, 0o755)
+        os.chmod(self.tmp, 0o755)
+        return path
+
+    def test_probe_job_asks_the_heuristic_and_the_model_times_shapes_on_its_kernels(self):
+        probe = self.heuristic_stand_in()
+        reports = os.path.join(self.tmp, "reports")
+        self.start('[policy]\nadmins = ["root"]\n[probes]\npartition = "debug"\n'
+                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{probe}"\n'
+                   f'reports_dir = "{reports}"\n')
+        daemon = ["--daemon", f"unix://{self.sock}"]
+
+        def probe_with_tile(tile):
+            with open(os.path.join(self.tmp, "tile"), "w") as f:
+                f.write(tile)
+            r = run([XDEEP, *daemon, "probe", "-w", "gpt-125m", "--gpus-per-node", "1"],
+                    timeout=180)
+            self.assertEqual(r.rc, 0, r)
+            path = re.search(r"report: (\S+)", r.out).group(1)
+            with open(path) as f:
+                report = json.load(f)
+            plan = run([XDEEP, *daemon, "plan", "-w", "gpt-125m", "--json"])
+            self.assertEqual(plan.rc, 0, plan)
+            return r, path, report, json.loads(plan.out)["chosen"]
+
+        r, path, report, chosen = probe_with_tile("128 256")
+        # The job ran the timed set, then the heuristic on the shapes file the
+        # daemon wrote next to the reports, then merged its answers in.
+        with open(os.path.join(self.tmp, "probe_calls")) as f:
+            calls = [line.split() for line in f]
+        self.assertEqual([c[:3] for c in calls], [["compute", "--suite", "gpu"],
+                                                  ["compute", "--suite", "gemm-heuristic"],
+                                                  ["merge", path, path + ".heuristic.json"]])
+        asked = calls[1][calls[1].index("--shapes") + 1]
+        self.assertEqual(os.path.dirname(asked), reports)
+        self.assertIn("--no-anchors", calls[1])
+        with open(asked) as f:
+            shapes = json.load(f)
+        # Every GEMM of GPT-125M the search may try: its head at micro-batch 64
+        # (65,536 tokens x 768 -> 50257), forward, as the model looks it up.
+        self.assertIn({"m": 65536, "n": 50257, "k": 768, "pass": "fwd", "dtype": "bf16"},
+                      [{k: g[k] for k in ("m", "n", "k", "pass", "dtype")}
+                       for g in shapes["gemms"]])
+        # Stored with the profile: the report keeps the timed points and holds
+        # every answer; the daemon's store lists it as ingested.
+        self.assertEqual(len(report["gemm"]), 423)
+        self.assertEqual(len(report["gemm_algos"]), len(shapes["gemms"]))
+        self.assertIn(f"{len(shapes['gemms'])} GEMM kernels from cuBLASLt's heuristic", r.out)
+        db = sqlite3.connect(os.path.join(self.tmp, "d.db"))
+        self.assertEqual(db.execute("SELECT ingested FROM probe_reports WHERE path = ?",
+                                    (path,)).fetchall(), [(1,)])
+        # The model times the untimed shapes on the heuristic's tile: another
+        # tile, another prediction.
+        _, _, _, again = probe_with_tile("64 96")
+        self.assertNotEqual(again["step_time_s"], chosen["step_time_s"], (chosen, again))
 
     def test_probe_budget(self):
         self.start('[policy]\nadmins = ["root"]\nprice_per_gpu_hour = 2.5\n'
