@@ -205,8 +205,7 @@ bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, co
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
          ta.cp_comm_fwd >= tb.cp_comm_fwd && ta.launch_fwd >= tb.launch_fwd &&
          a.send_bytes >= b.send_bytes && a.recv_bytes >= b.recv_bytes && a.chunks >= b.chunks &&
-         a.params >= b.params &&
-         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
          a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors &&
          a.buffer_tensors >= b.buffer_tensors;
 }
@@ -1043,8 +1042,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
       auto exchange = [&](double per_sample, bool backward) {
         if (per_sample <= 0) return 0.0;
         const double bytes = per_sample * c.micro_batch;
-        const double link =
-            im.Coll(CollectiveOp::kSendRecv, bytes / c.tp, 2, PpRanksPerNode(c));
+        const double link = im.Coll(CollectiveOp::kSendRecv, bytes / c.tp, 2, PpRanksPerNode(c));
         const double gather = im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
         const double grad_link = engine.whole_gradient_p2p
                                      ? im.Coll(CollectiveOp::kSendRecv, bytes, 2, PpRanksPerNode(c))
