@@ -66,6 +66,9 @@ std::string ModelFingerprint(const Workload& w) {
   if (s.megatron_release != MegatronRelease::kCore) {
     absl::StrAppend(&text, ";megatron=", std::string(MegatronReleaseName(s.megatron_release)));
   }
+  if (s.deepspeed_release != DeepSpeedRelease::kCurrent) {
+    absl::StrAppend(&text, ";deepspeed=", std::string(DeepSpeedReleaseName(s.deepspeed_release)));
+  }
   hash.Add(text);
   return absl::StrFormat("%016x", hash.h);
 }

@@ -39,6 +39,14 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   t.overlaps_gradient_reduction = false;
   t.serial_exchange = true;
   t.partitioned_p2p = c.tp > 1;
+  if (w.settings.deepspeed_release == DeepSpeedRelease::k2021) {
+    t.whole_gradient_p2p = t.partitioned_p2p;
+    if (w.precision == Precision::kBf16Mixed) {
+      t.accumulation_traffic_bytes = 2 + 2 + 2;  // fp16 .grad += new_grad, in place
+      t.first_accumulation_free = true;
+    }
+    return t;
+  }
   if (w.precision == Precision::kBf16Mixed) {
     t.accumulation_traffic_bytes = (2 + 4) + (4 + 4 + 4);  // cast to fp32, then add
     t.accumulation_buffer_bytes = 4;

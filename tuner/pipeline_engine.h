@@ -10,13 +10,17 @@
 //    start of each step. That is 1F1B's order with 1F1B's dependencies: its
 //    makespan is (m + p - 1)(F + B), as Megatron's (bench/scale/
 //    deepspeed_schedule.py simulates both step by step). No schedule term.
-//  * p2p.send and p2p.recv are blocking (async_op is refused): a step sends
-//    the previous step's result, then receives its input, one after the other,
-//    where Megatron batches the pair. With tensor parallelism the activation
-//    and its gradient are partitioned over the tp group (pipe_partitioned,
-//    grad_partitioned: on with model parallelism): 1 / tp of it crosses the
-//    link and the receiver all-gathers it over NVLink (PartitionedTensor.full);
-//    backward all-gathers the stage's own output again to rebuild its graph.
+//  * p2p.send and p2p.recv are blocking (async_op is refused): a forward step
+//    receives its input and sends the last gradient back, a backward step
+//    sends the last output on and receives its gradient, one after the other,
+//    where Megatron batches the pair (the first stage has only the backward
+//    step's exchange, the last only the forward step's: strategy_model.cc
+//    charges each stage the boundaries it has). With tensor parallelism the
+//    activation and its gradient are partitioned over the tp group
+//    (pipe_partitioned, grad_partitioned: on with model parallelism): 1 / tp
+//    of it crosses the link and the receiver all-gathers it over NVLink
+//    (PartitionedTensor.full); backward all-gathers the stage's own output
+//    again to rebuild its graph.
 //  * ReduceTiedGrads, ReduceGrads and OptimizerStep run after the last step:
 //    the data-parallel gradient reduction starts when backward has ended.
 //  * bf16 runs BF16_Optimizer, "hardcoded for fp32 gradient accumulation":
@@ -28,6 +32,32 @@
 //    gradients (set to None: no pass).
 //  * No interleaved schedule; ZeRO-2 and ZeRO-3 are refused with pipeline
 //    parallelism (engine.py asserts stage < gradients).
+//
+// DeepSpeed of 2021 ([model] deepspeed_release = "2021": releases v0.4.0 to
+// v0.5.3, 2021-06 to 2021-09, what MT-NLG trained on in the three months
+// before its announcement of 2021-10-11; github.com/microsoft/DeepSpeed at
+// v0.5.3, deepspeed/runtime/pipe/engine.py, and the history named):
+//  * is_grad_partitioned was False: activations crossed 1 / tp each, but
+//    _exec_send_grads sent each gradient whole and _exec_recv_grads received
+//    it whole (no all-gather of it; the stage's own output is still
+//    all-gathered to rebuild its graph). e2fdd25 (2021-09-29, first released
+//    in v0.5.4) set it to is_model_parallel.
+//  * No bf16: the runtime's first bfloat16 is 9c67278 (2021-10-07), ZeRO with
+//    bf16 648f7bf (2021-11-01), bf16 with the pipeline engine 56c5223
+//    (2022-04-19). 16-bit training was fp16 (fp16 and bf16 take the same time
+//    and bytes here): DeepSpeed's FP16 optimizer and ZeRO-1 keep no fp32
+//    gradient buffer and register no hooks without overlap_comm, so autograd
+//    adds each micro-batch's gradients into .grad in place from the second
+//    micro-batch on (read 2 + 2, write 2 bytes a parameter).
+//  Checked and not a cost here: p2p.send / recv call dist.send / dist.recv
+//  from torch 1.8 (a broadcast in two-rank groups before it, same bytes);
+//  TrainSchedule, ReduceTiedGrads / ReduceGrads / OptimizerStep after the
+//  last step and 'type:transformer' partitioning are as today's; the host
+//  synchronisations (ThroughputTimer.start's torch.cuda.synchronize,
+//  PartitionedTensor.from_meta's meta.tolist()) wait for work the stage
+//  needs next anyway; _is_checkpointable checkpointed every layer with
+//  parameters of a GPTModelPipe (the final LayerNorm too; the head is a
+//  functools.partial, not checkpointed).
 //
 // Megatron-LM's schedules with Megatron-style tensor parallelism send 1 / tp
 // of each activation and gradient across a stage boundary: under sequence
@@ -79,6 +109,8 @@ struct PipelineEngineTraits {
   bool serial_exchange = false;
   // Activations cross the link 1 / tp each and are all-gathered over tp.
   bool partitioned_p2p = false;
+  // ... but gradients cross whole (DeepSpeed of 2021): no all-gather of them.
+  bool whole_gradient_p2p = false;
   // Megatron's p2p: the share of an activation that crosses a stage boundary
   // (1 / tp with Megatron-style tensor parallelism) and whether the receiver
   // all-gathers it over tp (not under sequence parallelism).

@@ -162,7 +162,8 @@ struct RankData {
   double input_bytes = 0;           // input batch held on the first rank
   double logits_bytes = 0;          // per sample, the rank holding the loss
   double logits_entries = 0;        // per sample: the logits' count, the same rank
-  double send_bytes = 0;            // boundary activations per sample per chunk
+  double send_bytes = 0;            // activations a chunk sends on, per sample
+  double recv_bytes = 0;            // activations a chunk receives, per sample (0: first)
   int chunks = 1;
 };
 
@@ -204,8 +205,8 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
          ta.cp_comm_fwd >= tb.cp_comm_fwd && ta.launch_fwd >= tb.launch_fwd &&
-         a.send_bytes >= b.send_bytes && a.chunks >= b.chunks && a.params >= b.params &&
-         a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
+         a.send_bytes >= b.send_bytes && a.recv_bytes >= b.recv_bytes && a.chunks >= b.chunks &&
+         a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
          a.fsdp_units >= b.fsdp_units && a.param_tensors >= b.param_tensors &&
          a.buffer_tensors >= b.buffer_tensors;
 }
@@ -392,6 +393,9 @@ struct StrategyModel::Impl {
         }
         if (i == chunks[c].second - 1 && i != L - 1) {
           r.send_bytes = std::max(r.send_bytes, l.output_bytes);
+        }
+        if (i == chunks[c].first && i != 0) {
+          r.recv_bytes = std::max(r.recv_bytes, w.layers[i - 1].output_bytes);
         }
       }
     }
@@ -1005,8 +1009,10 @@ StepTime StrategyModel::Time(const Configuration& given) {
     if (c.pp > 1 && !engine.partitioned_p2p) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.
-      // Megatron sends 1 / tp of each (pipeline_engine.h).
-      const double bytes = d.send_bytes * c.micro_batch;
+      // Megatron sends 1 / tp of each (pipeline_engine.h). A pass exchanges
+      // once, at whichever boundary it has (the last stage receives its input
+      // and sends that gradient back).
+      const double bytes = std::max(d.send_bytes, d.recv_bytes) * c.micro_batch;
       double p2p =
           im.Coll(CollectiveOp::kSendRecv, bytes / engine.p2p_shards, 2, PpRanksPerNode(c));
       if (engine.p2p_gathered) p2p += im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
@@ -1021,15 +1027,25 @@ StepTime StrategyModel::Time(const Configuration& given) {
       f += p2p_f * d.chunks;
       b += p2p_b * d.chunks;
     } else if (c.pp > 1) {
-      // DeepSpeed (pipeline_engine.h): a pass sends its last result and then
-      // receives its input, 1 / tp of each across the link, and all-gathers
-      // the input over tp; backward also rebuilds its own output that way.
-      const double bytes = d.send_bytes * c.micro_batch;
-      const double link =
-          im.Coll(CollectiveOp::kSendRecv, bytes / c.tp, 2, PpRanksPerNode(c));
-      const double gather = im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
-      f += (2 * link + gather) * d.chunks;
-      b += (2 * link + 2 * gather) * d.chunks;
+      // DeepSpeed (pipeline_engine.h): a forward step receives its input and
+      // sends the last gradient back, a backward step sends the last output
+      // on and receives its gradient (the first stage has only the second,
+      // the last only the first), 1 / tp of each across the link (gradients
+      // whole in 2021), all-gathering each partitioned one over tp; backward
+      // also rebuilds its own output that way.
+      auto exchange = [&](double per_sample, bool backward) {
+        if (per_sample <= 0) return 0.0;
+        const double bytes = per_sample * c.micro_batch;
+        const double link = im.Coll(CollectiveOp::kSendRecv, bytes / c.tp, 2, PpRanksPerNode(c));
+        const double gather = im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
+        const double grad_link = engine.whole_gradient_p2p
+                                     ? im.Coll(CollectiveOp::kSendRecv, bytes, 2, PpRanksPerNode(c))
+                                     : link;
+        const double grad_gather = backward && !engine.whole_gradient_p2p ? gather : 0;
+        return link + grad_link + gather + grad_gather;
+      };
+      f += exchange(d.recv_bytes, false) * d.chunks;
+      b += exchange(d.send_bytes, true) * d.chunks;
     }
     // bf16 under DeepSpeed's engine, and Megatron-LM before gradient
     // accumulation fusion: each micro-batch's gradients are added into the

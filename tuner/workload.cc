@@ -125,6 +125,10 @@ std::string_view MegatronReleaseName(MegatronRelease r) {
   return "core";
 }
 
+std::string_view DeepSpeedReleaseName(DeepSpeedRelease r) {
+  return r == DeepSpeedRelease::k2021 ? "2021" : "current";
+}
+
 std::string_view NormName(Norm n) {
   switch (n) {
     case Norm::kLayerNorm:
@@ -973,6 +977,22 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
                     "deepspeed and torch pipeline engines reduce gradients their own way",
                     "remove megatron_release, or set pipeline_parallel = \"megatron\"");
   }
+  int ds_release = static_cast<int>(st.deepspeed_release);
+  if (auto s = choose(
+          model, "deepspeed_release",
+          {{"current", int(DeepSpeedRelease::kCurrent)}, {"2021", int(DeepSpeedRelease::k2021)}},
+          &ds_release);
+      !s.ok()) {
+    return s;
+  }
+  st.deepspeed_release = static_cast<DeepSpeedRelease>(ds_release);
+  if (st.deepspeed_release != DeepSpeedRelease::kCurrent &&
+      st.pipeline_parallel != PipelineParallel::kDeepSpeed) {
+    return rd.Error(model.get("deepspeed_release"),
+                    "deepspeed_release describes DeepSpeed's pipeline engine: the megatron and "
+                    "torch engines are not DeepSpeed's",
+                    "remove deepspeed_release, or set pipeline_parallel = \"deepspeed\"");
+  }
   auto bias = rd.Bool(model, "linear_bias");
   if (!bias.ok()) return bias.status();
   if (*bias) st.linear_bias = **bias;
@@ -1112,6 +1132,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                               "pipeline_ends_as_layers",
                               "pipeline_async_p2p",
                               "megatron_release",
+                              "deepspeed_release",
                               "arch",
                               "image_size",
                               "num_classes",
@@ -1224,6 +1245,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
                                    {"pipeline_ends_as_layers", "transformer"},
                                    {"pipeline_async_p2p", "transformer"},
                                    {"megatron_release", "transformer"},
+                                   {"deepspeed_release", "transformer"},
                                    {"memory_format", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),

@@ -82,6 +82,12 @@ enum class PipelineParallel { kMegatron, kDeepSpeed, kTorch };
 //                  each micro-batch's weight gradients added into the
 //                  accumulated ones by a separate pass).
 enum class MegatronRelease { kCore, k2022, k2021 };
+//  DeepSpeedRelease which DeepSpeed runs the pipeline under DeepSpeed's engine
+//                  (tuner/pipeline_engine.h): today's (the default: gradients
+//                  cross stages 1 / tp each, bf16 accumulated in an fp32
+//                  buffer) or that of 2021 (v0.4.0-v0.5.3: gradients cross
+//                  whole, 16-bit gradients accumulated in place).
+enum class DeepSpeedRelease { kCurrent, k2021 };
 
 std::string_view OptimizerImplName(OptimizerImpl o);
 std::string_view AttentionKernelName(AttentionKernel a);
@@ -92,6 +98,7 @@ std::string_view NormName(Norm n);
 std::string_view TensorParallelName(TensorParallel t);
 std::string_view PipelineParallelName(PipelineParallel p);
 std::string_view MegatronReleaseName(MegatronRelease r);
+std::string_view DeepSpeedReleaseName(DeepSpeedRelease r);
 
 // The defaults here (and fsdp_* below) describe the project's reference
 // script (bench/memory_validation/measure_pytorch.py, the framework probe),
@@ -139,6 +146,9 @@ struct TrainingSettings {
   // Megatron's data-parallel gradient handling by release (pipeline_parallel
   // = megatron only; pipeline_engine.h has each release's source).
   MegatronRelease megatron_release = MegatronRelease::kCore;
+  // DeepSpeed's pipeline engine by release (pipeline_parallel = deepspeed
+  // only; pipeline_engine.h).
+  DeepSpeedRelease deepspeed_release = DeepSpeedRelease::kCurrent;
 };
 
 // A decoder-only (GPT / Llama style) transformer.

@@ -99,11 +99,13 @@ Workload MakeWorkload(const Row& r) {
   w.settings.attention =
       r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;
-  // engine: deepspeed, megatron (megatron-core), megatron-2021 or
-  // megatron-2022 (Megatron-LM of that year: [model] megatron_release).
+  // engine: deepspeed, deepspeed-2021 ([model] deepspeed_release), megatron
+  // (megatron-core), megatron-2021 or megatron-2022 (Megatron-LM of that
+  // year: [model] megatron_release).
   const std::string engine = r.S("engine");
-  w.settings.pipeline_parallel =
-      engine == "deepspeed" ? PipelineParallel::kDeepSpeed : PipelineParallel::kMegatron;
+  w.settings.pipeline_parallel = engine.rfind("deepspeed", 0) == 0 ? PipelineParallel::kDeepSpeed
+                                                                   : PipelineParallel::kMegatron;
+  if (engine == "deepspeed-2021") w.settings.deepspeed_release = DeepSpeedRelease::k2021;
   if (engine == "megatron-2021") w.settings.megatron_release = MegatronRelease::k2021;
   if (engine == "megatron-2022") w.settings.megatron_release = MegatronRelease::k2022;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
@@ -228,10 +230,10 @@ int main(int argc, char** argv) {
     hw->fabric = *fabric;
     const std::string& engine = r.S("engine");
     if (engine != "megatron" && engine != "megatron-2021" && engine != "megatron-2022" &&
-        engine != "deepspeed") {
+        engine != "deepspeed" && engine != "deepspeed-2021") {
       std::fprintf(stderr,
-                   "%s: unknown engine '%s'; use megatron, megatron-2021, megatron-2022 or "
-                   "deepspeed\n",
+                   "%s: unknown engine '%s'; use megatron, megatron-2021, megatron-2022, "
+                   "deepspeed or deepspeed-2021\n",
                    r.S("id").c_str(), engine.c_str());
       return 2;
     }
