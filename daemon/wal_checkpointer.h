@@ -33,7 +33,7 @@ class WalCheckpointer {
     // The committing connection checkpoints itself from here on (~64 MB).
     int inline_pages = 16000;
     // At least this long between two background passes: each syncs twice.
-    std::chrono::milliseconds gap{20};
+    std::chrono::milliseconds gap{100};
   };
 
   // Takes over `db`'s WAL hook, and with it its automatic checkpoint; `who`

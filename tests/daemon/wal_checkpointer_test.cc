@@ -60,7 +60,8 @@ class WalCheckpointerTest : public ::testing::Test {
 };
 
 TEST_F(WalCheckpointerTest, ItsOwnThreadCheckpointsAndTheWalStartsOver) {
-  WalCheckpointer checkpoints(db_, "test", {.pages = 20, .inline_pages = 1000000});
+  WalCheckpointer checkpoints(
+      db_, "test", {.pages = 20, .inline_pages = 1000000, .gap = std::chrono::milliseconds(5)});
   for (int i = 0; i < 25; ++i) WriteOne();
   ASSERT_TRUE(WaitFor([&] { return checkpoints.passes() > 0; }));
   EXPECT_EQ(checkpoints.inline_checkpoints(), 0u);
