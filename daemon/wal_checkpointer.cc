@@ -10,6 +10,22 @@ WalCheckpointer::WalCheckpointer(sqlite3* db, std::string who, Options options)
   const char* file = sqlite3_db_filename(db_, "main");
   path_ = file ? file : "";
   if (path_.empty()) return;
+  // Opened here, beside the owner's connection: the same file even if the
+  // path is later given to another (a replaced database, instance_lock.h).
+  if (sqlite3_open_v2(path_.c_str(), &own_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    spdlog::warn(
+        "event=wal.checkpoint_failed db={} path={} reason=\"open: {}; SQLite checkpoints on "
+        "commit instead\"",
+        who_, path_, own_ ? sqlite3_errmsg(own_) : "out of memory");
+    sqlite3_close(own_);
+    own_ = nullptr;
+    return;
+  }
+  // Opens the WAL (a connection that has read nothing has none to
+  // checkpoint); this connection never writes, so never checkpoints itself.
+  sqlite3_busy_timeout(own_, 1000);
+  sqlite3_exec(own_, "PRAGMA wal_autocheckpoint=0; SELECT 1 FROM sqlite_master LIMIT 1;", nullptr,
+               nullptr, nullptr);
   sqlite3_wal_hook(db_, &WalCheckpointer::OnCommit, this);
   thread_ = std::thread([this] { Loop(); });
 }
@@ -61,20 +77,6 @@ void WalCheckpointer::Loop() {
 }
 
 void WalCheckpointer::Pass() {
-  if (own_ == nullptr) {
-    if (sqlite3_open_v2(path_.c_str(), &own_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
-      spdlog::warn("event=wal.checkpoint_failed db={} path={} reason=\"open: {}\"", who_, path_,
-                   own_ ? sqlite3_errmsg(own_) : "out of memory");
-      sqlite3_close(own_);
-      own_ = nullptr;
-      return;
-    }
-    // Opens the WAL (a connection that has read nothing has none to
-    // checkpoint); this connection never writes, so never checkpoints itself.
-    sqlite3_busy_timeout(own_, 1000);
-    sqlite3_exec(own_, "PRAGMA wal_autocheckpoint=0; SELECT 1 FROM sqlite_master LIMIT 1;", nullptr,
-                 nullptr, nullptr);
-  }
   int log = 0, done = 0;
   const int rc = sqlite3_wal_checkpoint_v2(own_, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done);
   // SQLITE_BUSY: another checkpoint under way (a second connection to the

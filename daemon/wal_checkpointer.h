@@ -38,7 +38,8 @@ class WalCheckpointer {
 
   // Takes over `db`'s WAL hook, and with it its automatic checkpoint; `who`
   // names the database in the log. A database without a file (":memory:")
-  // has no WAL: nothing is started. Destroy it before closing `db`.
+  // has no WAL, and one the checkpointer cannot open keeps SQLite's own
+  // checkpoints: nothing is started then. Destroy it before closing `db`.
   WalCheckpointer(sqlite3* db, std::string who, Options options);
   WalCheckpointer(sqlite3* db, std::string who) : WalCheckpointer(db, std::move(who), Options{}) {}
   WalCheckpointer(const WalCheckpointer&) = delete;
@@ -52,7 +53,7 @@ class WalCheckpointer {
  private:
   static int OnCommit(void* self, sqlite3* db, const char* schema, int pages);
   void Loop();
-  // One PASSIVE checkpoint on the thread's own connection (opened at its first).
+  // One PASSIVE checkpoint on the thread's own connection.
   void Pass();
 
   sqlite3* db_;
