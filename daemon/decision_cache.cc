@@ -26,10 +26,10 @@ void AppendList(std::string* key, const std::vector<std::string>& list) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const DecisionCache::ParsedWorkload>> DecisionCache::Workload(
-    const xdeep::v1::Workload& w) {
+    const xdeep::v1::Workload& w, const tuner::BuildPoll& poll) {
   const std::string key = WorkloadKey(w);
   if (auto hit = workloads_.Find(key)) return hit;
-  auto parsed = LoadWorkload(w);
+  auto parsed = LoadWorkload(w, poll);
   if (!parsed.ok()) return parsed.status();
   auto shared = std::make_shared<ParsedWorkload>();
   shared->workload = *std::move(parsed);

@@ -84,8 +84,10 @@ class DecisionCache {
     std::string fingerprint;
   };
   // The request's workload, parsed once per distinct text; parse errors are
-  // returned (and not kept).
-  absl::StatusOr<std::shared_ptr<const ParsedWorkload>> Workload(const xdeep::v1::Workload& w);
+  // returned (and not kept), as is a non-OK status of `poll` (called while
+  // the layers are built, tuner::BuildPoll).
+  absl::StatusOr<std::shared_ptr<const ParsedWorkload>> Workload(
+      const xdeep::v1::Workload& w, const tuner::BuildPoll& poll = nullptr);
 
   // The correction fitted from `scope`'s runs, fitted once per state of the
   // store's runs (Store::learning_generation).

@@ -150,11 +150,12 @@ std::string NoRoomReason(const PartitionShape& shape, const v1::UserBounds& b) {
 
 }  // namespace
 
-absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w) {
+absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w,
+                                             const tuner::BuildPoll& poll) {
   switch (w.source_case()) {
     case v1::Workload::kToml:
-      return tuner::ParseWorkloadToml(w.toml(),
-                                      w.source_name().empty() ? "workload" : w.source_name());
+      return tuner::ParseWorkloadToml(
+          w.toml(), w.source_name().empty() ? "workload" : w.source_name(), poll);
     case v1::Workload::kPreset:
       return tuner::PresetWorkload(w.preset());
     default:
@@ -466,7 +467,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       !s.ok()) {
     return s;
   }
-  auto parsed = cache_.Workload(request.workload());
+  // Building the layers of a model at the parser's limit takes tens of
+  // milliseconds: the heavy lane paces itself in it, and a client that goes
+  // away stops it there.
+  auto parsed = cache_.Workload(request.workload(), interrupt);
   if (!parsed.ok()) return parsed.status();
   const std::shared_ptr<const DecisionCache::ParsedWorkload> cached = *std::move(parsed);
   const std::shared_ptr<const tuner::Workload> workload(cached, &cached->workload);

@@ -101,7 +101,8 @@ class DecisionMaker {
 };
 
 // The workload a request names (TOML text or preset); errors say how to fix it.
-absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w);
+absl::StatusOr<tuner::Workload> LoadWorkload(const v1::Workload& w,
+                                             const tuner::BuildPoll& poll = nullptr);
 
 // What set each of BuildLimits' bounds, in words ("-n (one task per GPU)",
 // "the allocation (job 12, --gres=gpu:2)"); empty where nothing bounds it.

@@ -350,10 +350,12 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
     if (absl::Status s = ExecSql(db, "ledger", sql); !s.ok()) return s;
   }
   if (absl::Status s = MigrateSchema(db, "ledger", kLedgerMigrations); !s.ok()) return s;
+  ledger->checkpoints_ = std::make_unique<WalCheckpointer>(db, "ledger");
   return ledger;
 }
 
 Ledger::~Ledger() {
+  checkpoints_.reset();
   ForgetStatements(db_);
   sqlite3_close(db_);
 }

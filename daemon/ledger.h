@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/group_commit.h"
+#include "daemon/wal_checkpointer.h"
 
 struct sqlite3;
 
@@ -193,6 +194,10 @@ class Ledger {
   sqlite3* db_;
   // Insert's and Admit's writes, durable once Write returns (synchronous=FULL).
   GroupCommit commits_{db_, &mu_, "ledger"};
+  // The WAL's checkpoints, off the writers' path: each commit still syncs
+  // the WAL (a charge is durable once Write returns), none waits for the
+  // database file's sync as well.
+  std::unique_ptr<WalCheckpointer> checkpoints_;
 };
 
 // Whether a run Slurm ended in `slurm_state` (its JOBSTATE) is billed: not

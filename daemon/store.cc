@@ -133,10 +133,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
   if (absl::Status s = MigrateSchema(db, "store", kStoreMigrations); !s.ok()) return s;
+  store->checkpoints_ = std::make_unique<WalCheckpointer>(db, "store");
   return store;
 }
 
 Store::~Store() {
+  checkpoints_.reset();
   ForgetStatements(db_);
   sqlite3_close(db_);
 }

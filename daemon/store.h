@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/group_commit.h"
+#include "daemon/wal_checkpointer.h"
 
 namespace xdeep::daemon {
 
@@ -118,6 +119,9 @@ class Store {
   std::mutex mu_;
   sqlite3* db_;
   GroupCommit decisions_{db_, &mu_, "store"};
+  // The WAL's checkpoints, off the writers' path (every advise request saves
+  // its decision record here).
+  std::unique_ptr<WalCheckpointer> checkpoints_;
   // Every writer of outcomes or job_ends bumps it.
   std::atomic<uint64_t> learning_generation_{0};
 };

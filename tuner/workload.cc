@@ -192,7 +192,9 @@ double Workload::ForwardFlopsPerSample() const {
   return total;
 }
 
-void BuildTransformerLayers(Workload& w) {
+void BuildTransformerLayers(Workload& w) { (void)BuildTransformerLayers(w, nullptr); }
+
+absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
   const TransformerShape& t = w.transformer;
   const double s = t.seq_len, h = t.hidden, v = t.vocab, f = t.ffn;
   const int a = ActivationBytes(w.precision), r = ResidualBytes(w.precision);
@@ -234,6 +236,9 @@ void BuildTransformerLayers(Workload& w) {
   const bool scores = MaterialisesScores(attention);
   const bool bias = w.settings.linear_bias;
   for (int i = 0; i < t.layers; ++i) {
+    if (poll && i % kLayersPerPoll == kLayersPerPoll - 1) {
+      if (absl::Status s = poll(); !s.ok()) return s;
+    }
     LayerCost b;
     b.name = absl::StrCat("block", i);
     const int64_t attn = t.hidden * (t.hidden + 2 * kv_dim) + int64_t{t.hidden} * t.hidden;
@@ -433,6 +438,7 @@ void BuildTransformerLayers(Workload& w) {
   }
   w.layers.push_back(std::move(head));
   w.input_bytes_per_sample = s * 8 * 2;  // int64 token ids and targets
+  return absl::OkStatus();
 }
 
 namespace {
@@ -1065,8 +1071,8 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
 
 }  // namespace
 
-absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
-                                           std::string_view source_view) {
+absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::string_view source_view,
+                                           const BuildPoll& poll) {
   const std::string source_name(source_view);
   if (auto st = CheckTomlText(toml_text, source_name); !st.ok()) return st;
   TomlReader rd(source_name);
@@ -1308,7 +1314,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
           "choose kv_heads that divide heads");
     }
     if (!preset) SetDefaultsForTransformer(w);
-    BuildTransformerLayers(w);
+    if (absl::Status s = BuildTransformerLayers(w, poll); !s.ok()) return s;
   } else if (fam == "cnn") {
     w.family = ModelFamily::kCnn;
     ASSIGN_OR_RETURN(std::optional<std::string> arch, rd.String(*model, "arch"));
@@ -1360,6 +1366,9 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
     w.layers.clear();
     w.layers.reserve(n);  // 100k layers grown by doubling cost more than the parse
     for (int i = 0; i < n; ++i) {
+      if (poll && i % kLayersPerPoll == kLayersPerPoll - 1) {
+        if (absl::Status s = poll(); !s.ok()) return s;
+      }
       LayerCost l;
       l.name = absl::StrCat("layer", i);
       l.params = static_cast<int64_t>(p);

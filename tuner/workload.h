@@ -6,6 +6,7 @@
 #define XDEEP_TUNER_WORKLOAD_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -338,10 +339,17 @@ struct Workload {
   double ForwardFlopsPerSample() const;
 };
 
+// Called every kLayersPerPoll layers while a layer table is built (a model
+// may have 100,000 layers: tens of milliseconds): a non-OK status stops the
+// build, and the parse returns it. The daemon's heavy lane paces itself here
+// and stops at its client's deadline.
+using BuildPoll = std::function<absl::Status()>;
+inline constexpr int kLayersPerPoll = 1024;
+
 // Parses a workload spec. Errors read
 // "<source_name>:<line>: <what is wrong>; <how to fix it>".
-absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text,
-                                           std::string_view source_name);
+absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::string_view source_name,
+                                           const BuildPoll& poll = nullptr);
 
 // Named presets: "gpt-125m", "gpt-350m", "gpt-760m", "gpt-1.3b", "gpt-2.7b",
 // "gpt-6.7b", "llama-7b", "llama-13b", "llama-70b", "resnet18", "resnet50",
@@ -352,6 +360,7 @@ std::vector<std::string> PresetWorkloadNames();
 // Fills `layers` (and the derived totals) of a transformer from its shape;
 // exposed so tests and callers that build a Workload by hand can use it.
 void BuildTransformerLayers(Workload& w);
+absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll);
 // Per-layer table of a CNN preset; error for an unknown architecture.
 absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(
     std::string_view arch, int image_size, int num_classes, Precision precision,

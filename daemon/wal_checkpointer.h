@@ -1,0 +1,73 @@
+// WAL checkpoints off the writers' path. SQLite's automatic checkpoint runs
+// inside the commit that finds the WAL past 1,000 pages, on the committing
+// connection: it syncs the WAL and then the database file (~10 ms on the
+// 2-core VM, up to 70 ms while other work writes to the disk), and every
+// other writer of that connection waits meanwhile -- each advise request
+// saving its decision record (issue #27: the ~12 ms stall that some windows
+// of integration.bounded caught and others did not). WalCheckpointer takes
+// over a connection's WAL hook and runs the same PASSIVE checkpoint on a
+// thread and a connection of its own, which hold no lock a writer needs.
+// Only a WAL that the background passes cannot empty (writers that never pause
+// long enough for a pass to finish, so the WAL never starts over) is
+// checkpointed inline again, from `inline_pages` on: that bounds the file.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace xdeep::daemon {
+
+class WalCheckpointer {
+ public:
+  struct Options {
+    // A background pass once the WAL holds this many pages (SQLite's own
+    // threshold, so the WAL keeps the size it had).
+    int pages = 1000;
+    // The committing connection checkpoints itself from here on (~64 MB).
+    int inline_pages = 16000;
+    // At least this long between two background passes: each syncs twice.
+    std::chrono::milliseconds gap{100};
+  };
+
+  // Takes over `db`'s WAL hook, and with it its automatic checkpoint; `who`
+  // names the database in the log. A database without a file (":memory:")
+  // has no WAL, and one the checkpointer cannot open keeps SQLite's own
+  // checkpoints: nothing is started then. Destroy it before closing `db`.
+  WalCheckpointer(sqlite3* db, std::string who, Options options);
+  WalCheckpointer(sqlite3* db, std::string who) : WalCheckpointer(db, std::move(who), Options{}) {}
+  WalCheckpointer(const WalCheckpointer&) = delete;
+  WalCheckpointer& operator=(const WalCheckpointer&) = delete;
+  ~WalCheckpointer();
+
+  // Background passes done, and checkpoints the writers ran themselves.
+  uint64_t passes() const { return passes_.load(); }
+  uint64_t inline_checkpoints() const { return inline_.load(); }
+
+ private:
+  static int OnCommit(void* self, sqlite3* db, const char* schema, int pages);
+  void Loop();
+  // One PASSIVE checkpoint on the thread's own connection.
+  void Pass();
+
+  sqlite3* db_;
+  std::string who_;
+  std::string path_;
+  Options options_;
+  sqlite3* own_ = nullptr;  // the thread's connection
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool wanted_ = false;
+  bool stopping_ = false;
+  std::atomic<uint64_t> passes_{0};
+  std::atomic<uint64_t> inline_{0};
+  std::thread thread_;
+};
+
+}  // namespace xdeep::daemon

@@ -1,0 +1,110 @@
+// WalCheckpointer: the WAL is checkpointed by its own thread, not by the
+// commit that crosses the threshold, and stays bounded either way.
+#include "daemon/wal_checkpointer.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+namespace xdeep::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+class WalCheckpointerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("wal_checkpointer_test." + std::to_string(getpid()) + "." +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "t.db").string();
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db_), SQLITE_OK);
+    Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE t (v BLOB);");
+  }
+  void TearDown() override {
+    sqlite3_close(db_);
+    fs::remove_all(dir_);
+  }
+  void Exec(const char* sql) { ASSERT_EQ(sqlite3_exec(db_, sql, nullptr, nullptr, nullptr), 0); }
+  // One commit of a page-sized row: at least one new WAL page each.
+  void WriteOne() { Exec("INSERT INTO t VALUES (zeroblob(4000));"); }
+  // Pages in the WAL, as a second connection's PASSIVE checkpoint reports
+  // them (it checkpoints too: ask only at the end).
+  int WalPages() {
+    sqlite3* other = nullptr;
+    EXPECT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+    sqlite3_exec(other, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr);
+    int log = -1, done = -1;
+    sqlite3_wal_checkpoint_v2(other, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    sqlite3_close(other);
+    return log;
+  }
+  template <typename Done>
+  static bool WaitFor(Done done) {
+    for (int i = 0; i < 1000 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+
+  fs::path dir_;
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+TEST_F(WalCheckpointerTest, ItsOwnThreadCheckpointsAndTheWalStartsOver) {
+  WalCheckpointer checkpoints(
+      db_, "test", {.pages = 20, .inline_pages = 1000000, .gap = std::chrono::milliseconds(5)});
+  for (int i = 0; i < 25; ++i) WriteOne();
+  ASSERT_TRUE(WaitFor([&] { return checkpoints.passes() > 0; }));
+  EXPECT_EQ(checkpoints.inline_checkpoints(), 0u);
+  // Writers that pause let a pass finish: the next commit restarts the WAL
+  // from its start, so 40 rounds of 25 commits never build a WAL of 1,000.
+  for (int round = 0; round < 40; ++round) {
+    const uint64_t before = checkpoints.passes();
+    for (int i = 0; i < 25; ++i) WriteOne();
+    ASSERT_TRUE(WaitFor([&] { return checkpoints.passes() > before; }));
+  }
+  EXPECT_LT(WalPages(), 100);
+}
+
+TEST_F(WalCheckpointerTest, WithoutItTheWalGrowsWhenNothingCheckpoints) {
+  // The check above can fail: with no checkpoint at all, the same writes
+  // leave every page in the WAL.
+  sqlite3_wal_autocheckpoint(db_, 0);
+  for (int i = 0; i < 1025; ++i) WriteOne();
+  EXPECT_GE(WalPages(), 1000);
+}
+
+TEST_F(WalCheckpointerTest, WritersCheckpointThemselvesPastTheInlineBound) {
+  // A background pass that never comes (its threshold out of reach): the
+  // committing connection checkpoints from inline_pages on, as SQLite would.
+  WalCheckpointer checkpoints(db_, "test", {.pages = 1000000, .inline_pages = 30});
+  for (int i = 0; i < 1000; ++i) WriteOne();
+  EXPECT_GT(checkpoints.inline_checkpoints(), 0u);
+  EXPECT_EQ(checkpoints.passes(), 0u);
+  EXPECT_LT(WalPages(), 100);
+}
+
+TEST_F(WalCheckpointerTest, AnInMemoryDatabaseStartsNothing) {
+  sqlite3* memory = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &memory), SQLITE_OK);
+  {
+    WalCheckpointer checkpoints(memory, "memory");
+    EXPECT_EQ(sqlite3_exec(memory, "CREATE TABLE t (v); INSERT INTO t VALUES (1);", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(checkpoints.passes(), 0u);
+  }
+  sqlite3_close(memory);
+}
+
+}  // namespace
+}  // namespace xdeep::daemon
