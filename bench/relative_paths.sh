@@ -4,8 +4,8 @@
 # folder, never by one machine's absolute paths (where the checkout or $OUT lies there),
 # so their logs and JSON are committed as they came back (docs.machine_paths
 # checks the committed data).
-#   exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
-#   relative_paths_in DIR   # text files under DIR rewritten, before they are packed
+#   relative_log "$OUT/log.txt"  # this shell's output, rewritten, also into the file
+#   trap 'relative_paths_in "$OUT"' EXIT  # text files under $OUT rewritten, even on a cut-off run
 xdeep_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # A path as a sed pattern (| is the delimiter below).
 xdeep_pattern() { printf '%s' "$1" | sed 's/[][\\.*^$|/]/\\&/g'; }
@@ -29,3 +29,4 @@ relative_paths_in() {
   find "$1" -type f \( -name '*.json' -o -name '*.txt' -o -name '*.csv' -o -name '*.log' \
     -o -name '*.xml' \) ! -name log.txt -exec sed -i "${xdeep_path_edits[@]}" {} +
 }
+relative_log() { exec > >(relative_paths | tee "$1") 2>&1; }

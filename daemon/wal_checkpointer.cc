@@ -10,22 +10,28 @@ WalCheckpointer::WalCheckpointer(sqlite3* db, std::string who, Options options)
   const char* file = sqlite3_db_filename(db_, "main");
   path_ = file ? file : "";
   if (path_.empty()) return;
-  // Opened here, beside the owner's connection: the same file even if the
-  // path is later given to another (a replaced database, instance_lock.h).
-  if (sqlite3_open_v2(path_.c_str(), &own_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+  // Opened now, while the owner holds the file it opened: a database
+  // replaced later under the same path (ledger.replaced) is not this one's.
+  const auto give_up = [&](const char* step) {
     spdlog::warn(
-        "event=wal.checkpoint_failed db={} path={} reason=\"open: {}; SQLite checkpoints on "
+        "event=wal.checkpoint_failed db={} path={} reason=\"{}: {}; SQLite checkpoints on "
         "commit instead\"",
-        who_, path_, own_ ? sqlite3_errmsg(own_) : "out of memory");
+        who_, path_, step, own_ ? sqlite3_errmsg(own_) : "out of memory");
     sqlite3_close(own_);
     own_ = nullptr;
+  };
+  if (sqlite3_open_v2(path_.c_str(), &own_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    give_up("open");
     return;
   }
-  // Opens the WAL (a connection that has read nothing has none to
+  // Reading opens the WAL (a connection that has read nothing has none to
   // checkpoint); this connection never writes, so never checkpoints itself.
   sqlite3_busy_timeout(own_, 1000);
-  sqlite3_exec(own_, "PRAGMA wal_autocheckpoint=0; SELECT 1 FROM sqlite_master LIMIT 1;", nullptr,
-               nullptr, nullptr);
+  if (sqlite3_exec(own_, "PRAGMA wal_autocheckpoint=0; SELECT 1 FROM sqlite_master LIMIT 1;",
+                   nullptr, nullptr, nullptr) != SQLITE_OK) {
+    give_up("first read");
+    return;
+  }
   sqlite3_wal_hook(db_, &WalCheckpointer::OnCommit, this);
   thread_ = std::thread([this] { Loop(); });
 }
@@ -49,8 +55,10 @@ int WalCheckpointer::OnCommit(void* self_ptr, sqlite3* db, const char* schema, i
   auto* self = static_cast<WalCheckpointer*>(self_ptr);
   if (pages >= self->options_.inline_pages) {
     // The background passes fell behind for good: as SQLite would, here.
-    sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    ++self->inline_;
+    if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) ==
+        SQLITE_OK) {
+      ++self->inline_;
+    }
     return SQLITE_OK;
   }
   if (pages >= self->options_.pages) {
@@ -79,12 +87,23 @@ void WalCheckpointer::Loop() {
 void WalCheckpointer::Pass() {
   int log = 0, done = 0;
   const int rc = sqlite3_wal_checkpoint_v2(own_, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-  // SQLITE_BUSY: another checkpoint under way (a second connection to the
-  // same file has one of its own), which does the same work.
-  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-    spdlog::warn("event=wal.checkpoint_failed db={} path={} reason=\"{}\"", who_, path_,
-                 sqlite3_errmsg(own_));
+  // SQLITE_BUSY: another checkpoint under way (the store and the ledger share
+  // one file, each with a checkpointer), which does the same work. log -1:
+  // this connection sees no WAL, so the pass did nothing.
+  const bool failed = (rc != SQLITE_OK && rc != SQLITE_BUSY) || (rc == SQLITE_OK && log < 0);
+  if (failed) {
+    // A fault lasts: its first pass and its end are logged, not every pass
+    // between (up to ten a second under load).
+    if (failing_++ == 0) {
+      spdlog::warn("event=wal.checkpoint_failed db={} path={} reason=\"{}\"", who_, path_,
+                   log < 0 ? "no WAL seen by the checkpoint connection" : sqlite3_errmsg(own_));
+    }
     return;
+  }
+  if (failing_ > 0) {
+    spdlog::info("event=wal.checkpoint_recovered db={} path={} failed_passes={}", who_, path_,
+                 failing_);
+    failing_ = 0;
   }
   ++passes_;
 }

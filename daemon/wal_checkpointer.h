@@ -1,7 +1,8 @@
 // WAL checkpoints off the writers' path. SQLite's automatic checkpoint runs
 // inside the commit that finds the WAL past 1,000 pages, on the committing
-// connection: it syncs the WAL and then the database file (~10 ms on the
-// 2-core VM, up to 70 ms while other work writes to the disk), and every
+// connection: it syncs the WAL and then the database file (9.5-71 ms on the
+// 2-core VM at load ~11, `perf trace -e fdatasync` on xdeepd under
+// `decisions_bench` 4 clients advise varied), and every
 // other writer of that connection waits meanwhile -- each advise request
 // saving its decision record (issue #27: the ~12 ms stall that some windows
 // of integration.bounded caught and others did not). WalCheckpointer takes
@@ -10,6 +11,9 @@
 // Only a WAL that the background passes cannot empty (writers that never pause
 // long enough for a pass to finish, so the WAL never starts over) is
 // checkpointed inline again, from `inline_pages` on: that bounds the file.
+// The store and the ledger share one database file and each has its own
+// checkpointer (one per connection that writes): two passes at once are
+// harmless, the second finds the first under way (SQLITE_BUSY).
 #pragma once
 
 #include <sqlite3.h>
@@ -65,6 +69,7 @@ class WalCheckpointer {
   std::condition_variable wake_;
   bool wanted_ = false;
   bool stopping_ = false;
+  uint64_t failing_ = 0;  // failed passes in a row (the thread's own)
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> inline_{0};
   std::thread thread_;

@@ -4,6 +4,13 @@ namespace xdeep::tuner {
 
 namespace {
 
+// Autograd adds each micro-batch's 16-bit gradients into .grad in place:
+// read 2 + 2, write 2 bytes a parameter, from the second micro-batch on.
+void AccumulateInPlace(PipelineEngineTraits* t) {
+  t->accumulation_traffic_bytes = 2 + 2 + 2;
+  t->first_accumulation_free = true;
+}
+
 // Megatron-LM's data-parallel wrapper by release (pipeline_engine.h).
 void ApplyMegatronRelease(const Workload& w, PipelineEngineTraits* t) {
   const MegatronRelease r = w.settings.megatron_release;
@@ -15,8 +22,7 @@ void ApplyMegatronRelease(const Workload& w, PipelineEngineTraits* t) {
   if (fp32_accumulation) {
     t->accumulation_traffic_bytes = 2 + 4 + 4;  // main_grad.add_(grad)
   } else if (w.precision == Precision::kBf16Mixed) {
-    t->accumulation_traffic_bytes = 2 + 2 + 2;  // grad += new_grad, in place
-    t->first_accumulation_free = true;
+    AccumulateInPlace(t);
   }
 }
 
@@ -41,10 +47,7 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   t.partitioned_p2p = c.tp > 1;
   if (w.settings.deepspeed_release == DeepSpeedRelease::k2021) {
     t.whole_gradient_p2p = t.partitioned_p2p;
-    if (w.precision == Precision::kBf16Mixed) {
-      t.accumulation_traffic_bytes = 2 + 2 + 2;  // fp16 .grad += new_grad, in place
-      t.first_accumulation_free = true;
-    }
+    if (w.precision == Precision::kBf16Mixed) AccumulateInPlace(&t);  // fp16: no bf16 then
     return t;
   }
   if (w.precision == Precision::kBf16Mixed) {
@@ -55,6 +58,14 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
 }
 
 std::string PipelineEngineProblem(const Workload& w, const Configuration& c) {
+  if (w.settings.pipeline_parallel == PipelineParallel::kMegatron &&
+      w.settings.megatron_release != MegatronRelease::kCore && c.dp > 1 &&
+      c.sharding != Sharding::kNone) {
+    // Neither a8d172b nor 35a3fa8 has --use-distributed-optimizer.
+    return "Megatron-LM of 2021 and 2022 (megatron_release) keeps whole gradients and optimizer "
+           "state on every data-parallel rank: no ZeRO or FSDP sharding (megatron_release = "
+           "\"core\" has the distributed optimizer)";
+  }
   if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return "";
   if (c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1) {
     return "DeepSpeed's pipeline engine has no interleaved schedule";

@@ -92,6 +92,9 @@
 //  * "2022" (Megatron-LM at 35a3fa8, 2022-05): the reduction still after the
 //    flush; fusion on, but only with fp32 accumulation (arguments.py turns it
 //    off otherwise), so 16-bit gradients keep autograd's pass.
+//  Both are Megatron's own DDP (--DDP-impl local); neither has the
+//  distributed optimizer (--use-distributed-optimizer is in neither
+//  commit's arguments.py), so they run no ZeRO or FSDP sharding.
 #ifndef XDEEP_TUNER_PIPELINE_ENGINE_H_
 #define XDEEP_TUNER_PIPELINE_ENGINE_H_
 

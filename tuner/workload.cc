@@ -237,7 +237,10 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
   const bool bias = w.settings.linear_bias;
   for (int i = 0; i < t.layers; ++i) {
     if (poll && i % kLayersPerPoll == kLayersPerPoll - 1) {
-      if (absl::Status s = poll(); !s.ok()) return s;
+      if (absl::Status s = poll(); !s.ok()) {
+        w.layers.clear();  // never a half-built table
+        return s;
+      }
     }
     LayerCost b;
     b.name = absl::StrCat("block", i);

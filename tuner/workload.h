@@ -358,7 +358,8 @@ absl::StatusOr<Workload> PresetWorkload(std::string_view name);
 std::vector<std::string> PresetWorkloadNames();
 
 // Fills `layers` (and the derived totals) of a transformer from its shape;
-// exposed so tests and callers that build a Workload by hand can use it.
+// exposed so tests and callers that build a Workload by hand can use it. A
+// poll's error stops the build and leaves `layers` empty.
 void BuildTransformerLayers(Workload& w);
 absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll);
 // Per-layer table of a CNN preset; error for an unknown architecture.

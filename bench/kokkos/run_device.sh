@@ -32,7 +32,8 @@ here=bench/kokkos
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
 export LD_LIBRARY_PATH=$carry_lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib:$tlib/nccl/lib
 source bench/relative_paths.sh  # the log and files name paths relative to the checkout and $OUT
-exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
+trap 'relative_paths_in "$OUT"' EXIT
+relative_log "$OUT/log.txt"
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'

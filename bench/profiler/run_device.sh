@@ -21,7 +21,7 @@ log=$OUT/log.txt
 # (no bare `wait` below: bash would also wait for this tee and deadlock)
 source bench/relative_paths.sh  # the log and files name paths relative to the checkout and $OUT
 trap 'relative_paths_in "$OUT"' EXIT
-exec > >(relative_paths | tee "$log") 2>&1
+relative_log "$log"
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,compute_mode --format=csv
 nvcc --version | tail -2

@@ -74,6 +74,31 @@ double PaperFlops(const Row& r) {
   return B * s * (6 * n + 12 * l * h * s);
 }
 
+// The csv's engine column: deepspeed-2021 is [model] deepspeed_release,
+// megatron-2021 / -2022 Megatron-LM of that year ([model] megatron_release),
+// megatron megatron-core.
+struct Engine {
+  const char* name;
+  PipelineParallel pipeline;
+  MegatronRelease megatron = MegatronRelease::kCore;
+  DeepSpeedRelease deepspeed = DeepSpeedRelease::kCurrent;
+};
+constexpr Engine kEngines[] = {
+    {"megatron", PipelineParallel::kMegatron},
+    {"megatron-2021", PipelineParallel::kMegatron, MegatronRelease::k2021},
+    {"megatron-2022", PipelineParallel::kMegatron, MegatronRelease::k2022},
+    {"deepspeed", PipelineParallel::kDeepSpeed},
+    {"deepspeed-2021", PipelineParallel::kDeepSpeed, MegatronRelease::kCore,
+     DeepSpeedRelease::k2021},
+};
+
+const Engine* EngineNamed(const std::string& name) {
+  for (const Engine& e : kEngines) {
+    if (name == e.name) return &e;
+  }
+  return nullptr;
+}
+
 Workload MakeWorkload(const Row& r) {
   Workload w;
   w.name = r.S("model");
@@ -99,15 +124,10 @@ Workload MakeWorkload(const Row& r) {
   w.settings.attention =
       r.S("attention") == "math" ? AttentionKernel::kMath : AttentionKernel::kFlash;
   w.settings.linear_bias = r.I("bias") != 0;
-  // engine: deepspeed, deepspeed-2021 ([model] deepspeed_release), megatron
-  // (megatron-core), megatron-2021 or megatron-2022 (Megatron-LM of that
-  // year: [model] megatron_release).
-  const std::string engine = r.S("engine");
-  w.settings.pipeline_parallel = engine.rfind("deepspeed", 0) == 0 ? PipelineParallel::kDeepSpeed
-                                                                   : PipelineParallel::kMegatron;
-  if (engine == "deepspeed-2021") w.settings.deepspeed_release = DeepSpeedRelease::k2021;
-  if (engine == "megatron-2021") w.settings.megatron_release = MegatronRelease::k2021;
-  if (engine == "megatron-2022") w.settings.megatron_release = MegatronRelease::k2022;
+  const Engine& engine = *EngineNamed(r.S("engine"));  // checked in main
+  w.settings.pipeline_parallel = engine.pipeline;
+  w.settings.megatron_release = engine.megatron;
+  w.settings.deepspeed_release = engine.deepspeed;
   w.settings.activation = t.gated_mlp ? Activation::kSilu : Activation::kGelu;
   w.settings.pipeline_ends_as_layers = r.I("split_ends") != 0;
   w.settings.fp32_grad_reduce = r.S("grad_reduce") == "fp32";
@@ -228,13 +248,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     hw->fabric = *fabric;
-    const std::string& engine = r.S("engine");
-    if (engine != "megatron" && engine != "megatron-2021" && engine != "megatron-2022" &&
-        engine != "deepspeed" && engine != "deepspeed-2021") {
-      std::fprintf(stderr,
-                   "%s: unknown engine '%s'; use megatron, megatron-2021, megatron-2022, "
-                   "deepspeed or deepspeed-2021\n",
-                   r.S("id").c_str(), engine.c_str());
+    if (EngineNamed(r.S("engine")) == nullptr) {
+      std::string names;
+      for (const Engine& e : kEngines) names += std::string(names.empty() ? "" : ", ") + e.name;
+      std::fprintf(stderr, "%s: unknown engine '%s'; use one of %s\n", r.S("id").c_str(),
+                   r.S("engine").c_str(), names.c_str());
       return 2;
     }
     const Workload w = MakeWorkload(r);

@@ -8,6 +8,6 @@ mkdir -p "$OUT"
 source "$(dirname "${BASH_SOURCE[0]}")/../relative_paths.sh"
 tlib=$(python3 -c 'import os,nvidia; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
 export LD_LIBRARY_PATH=$PWD/$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$tlib/cu13/lib:$tlib/cublas/lib
-exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
+relative_log "$OUT/log.txt"
 T0=$SECONDS
 stamp() { echo "[t=$((SECONDS - T0)) s] $*"; }

@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 source "$here/../relative_paths.sh"
 trap 'relative_paths_in "$OUT"' EXIT
-exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
+relative_log "$OUT/log.txt"
 T0=$SECONDS
 echo "$(date -u +%FT%TZ) $(hostname) $(nproc) CPUs: $(taskset -pc $$ | sed 's/.*: //')"
 lscpu | grep -E "Model name|Thread|Core|Socket|NUMA node|MHz"

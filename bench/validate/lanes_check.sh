@@ -19,7 +19,7 @@ work=$(mktemp -d)
 mkdir -p "$OUT"
 source "$here/../relative_paths.sh"
 trap 'relative_paths_in "$OUT"; rm -rf "$work"' EXIT
-exec > >(relative_paths | tee "$OUT/log.txt") 2>&1
+relative_log "$OUT/log.txt"
 T0=$SECONDS
 # (nproc would print OMP_NUM_THREADS)
 echo "$(date -u +%FT%TZ) $(hostname) $(python3 -c 'import os; print(len(os.sched_getaffinity(0)))') CPUs"

@@ -536,5 +536,21 @@ TEST(PipelineEngineTest, MegatronReleaseParsedForMegatronOnly) {
   EXPECT_NE(cnn.status().message().find("megatron_release"), std::string::npos);
 }
 
+TEST(PipelineEngineTest, MegatronBeforeCoreRunsNoShardedLayout) {
+  auto w = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\nmegatron_release = \"2021\"\n",
+                             "w.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  Configuration c = Layout(1);
+  EXPECT_EQ(PipelineEngineProblem(*w, c), "");
+  c.sharding = Sharding::kZero1;
+  EXPECT_NE(PipelineEngineProblem(*w, c).find("megatron_release"), std::string::npos);
+  c.pp = 4;
+  c.sharding = Sharding::kZero3;
+  EXPECT_NE(PipelineEngineProblem(*w, c), "");
+  w->settings.megatron_release = MegatronRelease::kCore;
+  c.sharding = Sharding::kZero1;
+  EXPECT_EQ(PipelineEngineProblem(*w, c), "");
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
