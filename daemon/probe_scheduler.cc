@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -307,6 +308,13 @@ std::string DescribeWait(const ProbeRequest& request, const ProbeWait& wait) {
                      ClockText(wait.elapsed), ClockText(wait.at_most));
 }
 
+namespace {
+// Makes report names unique within this process: the daemon runs a
+// scheduler per job, and a heuristic-only job may start in the same second as
+// another probe.
+std::atomic<int> submitted{0};
+}  // namespace
+
 absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, absl::Duration wait) {
   if (absl::Status s = Validate(request); !s.ok()) return s;
   const absl::Time deadline = clock_.now() + wait;
@@ -318,7 +326,7 @@ absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, ab
   }
   const std::string tag = fmt::format(
       "{}-{}-{}-{}", SetName(request.set),
-      absl::FormatTime("%Y%m%dT%H%M%S", clock_.now(), absl::UTCTimeZone()), getpid(), ++submitted_);
+      absl::FormatTime("%Y%m%dT%H%M%S", clock_.now(), absl::UTCTimeZone()), getpid(), ++submitted);
   ProbeOutcome out;
   out.report_path =
       (std::filesystem::path(options_.reports_dir) / ("probe-" + tag + ".json")).string();

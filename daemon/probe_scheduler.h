@@ -133,7 +133,6 @@ class ProbeScheduler {
   ProbeSchedulerOptions options_;
   CommandRunner runner_;
   ProbeClock clock_;
-  int submitted_ = 0;  // makes report names unique within this process
 };
 
 }  // namespace xdeep::daemon

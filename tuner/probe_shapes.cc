@@ -1,6 +1,7 @@
 #include "tuner/probe_shapes.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <set>
@@ -184,9 +185,23 @@ std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, i
       // tokens (PerRankWorkload), as the model times them.
       const Workload w = cp > 1 ? PerRankWorkload(whole, cp, false) : Workload();
       const Workload& rank = cp > 1 ? w : whole;
+      // Layers alike in their GEMMs and splits ask the same: each kind once
+      // (a deep model's blocks, up to the parser's 100k layers, are a few kinds).
+      std::vector<const LayerCost*> kinds;
+      std::set<std::string> kind_seen;
+      for (const LayerCost& l : rank.layers) {
+        std::string sig = absl::StrCat(l.tp_capable, l.vocab_parallel);
+        for (size_t g = 0; g < l.gemms.size(); ++g) {
+          absl::StrAppend(&sig, "|", std::bit_cast<uint64_t>(l.gemms[g].m_per_sample), ",", l.gemms[g].n, ",",
+                          l.gemms[g].k, ",", g < l.tp_split_m.size() && l.tp_split_m[g],
+                          g < l.tp_split_n.size() && l.tp_split_n[g]);
+        }
+        if (!l.gemms.empty() && kind_seen.insert(std::move(sig)).second) kinds.push_back(&l);
+      }
       for (int mb : mbs) {
         for (int tp : tps) {
-          for (const LayerCost& l : rank.layers) {
+          for (const LayerCost* layer : kinds) {
+            const LayerCost& l = *layer;
             const int t = TpWays(l, rank.settings.tensor_parallel, tp);
             for (size_t g = 0; g < l.gemms.size(); ++g) {
               const RankGemm r = RankGemmShape(l, g, mb, t);

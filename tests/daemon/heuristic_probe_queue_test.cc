@@ -12,6 +12,7 @@
 #include "daemon/heuristic_coverage.h"
 #include "tuner/fingerprint.h"
 #include "tuner/gemm_answer_book.h"
+#include "tuner/gemm_kernel_table.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/probe_shapes.h"
 #include "tuner/workload.h"

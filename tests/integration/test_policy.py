@@ -362,7 +362,9 @@ os.replace(out + ".part", out)
         # daemon wrote next to the reports, then merged its answers in.
         with open(os.path.join(self.tmp, "probe_calls")) as f:
             calls = [line.split() for line in f]
-        self.assertEqual([c[:3] for c in calls], [["compute", "--suite", "gpu"],
+        # (The plan's decision may have queued a heuristic-only job after them:
+        # the partition's GPUs per node give shapes a 1-GPU probe did not ask.)
+        self.assertEqual([c[:3] for c in calls[:3]], [["compute", "--suite", "gpu"],
                                                   ["compute", "--suite", "gemm-heuristic"],
                                                   ["merge", path, path + ".heuristic.json"]])
         asked = calls[1][calls[1].index("--shapes") + 1]
