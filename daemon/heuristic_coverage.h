@@ -23,8 +23,8 @@ namespace xdeep::daemon {
 
 // The GEMMs of a workload the profile has no heuristic answer for.
 struct HeuristicGap {
-  uint64_t shape_set = 0;                    // tuner::ShapeSetFingerprint of all its GEMMs
-  size_t asked = 0;                          // how many GEMMs the workload may run
+  uint64_t shape_set = 0;                     // tuner::ShapeSetFingerprint of all its GEMMs
+  size_t asked = 0;                           // how many GEMMs the workload may run
   std::vector<tuner::HeuristicGemm> missing;  // those without an answer
 };
 
@@ -37,9 +37,9 @@ class HeuristicCoverage {
   // has an answer in `hw`'s kernel table (or the profile has no table: a
   // heuristic answer would change nothing). `fingerprint` names the workload
   // (tuner::ModelFingerprint).
-  std::shared_ptr<const HeuristicGap> Check(
-      const std::shared_ptr<const tuner::HardwareProfile>& hw, const tuner::Workload& workload,
-      const std::string& fingerprint, int gpus_per_node);
+  std::shared_ptr<const HeuristicGap> Check(const std::shared_ptr<const tuner::HardwareProfile>& hw,
+                                            const tuner::Workload& workload,
+                                            const std::string& fingerprint, int gpus_per_node);
 
   // The gap as the lookups find it, uncached (exposed for tests and benches).
   static std::shared_ptr<const HeuristicGap> Compute(const tuner::HardwareProfile& hw,

@@ -9,8 +9,7 @@ namespace xdeep::daemon {
 
 HeuristicProbeQueue::HeuristicProbeQueue(RunHeuristicJobFn run, std::function<int64_t()> clock,
                                          bool start_thread)
-    : run_(std::move(run)),
-      clock_(clock ? std::move(clock) : [] {
+    : run_(std::move(run)), clock_(clock ? std::move(clock) : [] {
         return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                         std::chrono::steady_clock::now().time_since_epoch())
                                         .count());
@@ -56,10 +55,11 @@ bool HeuristicProbeQueue::RunOne() {
   };
   const absl::Status s = run_(job, stopping);
   if (s.ok()) {
-    spdlog::info("event=probe.heuristic_done partition={} shapes={}", job.partition, job.gap->missing.size());
+    spdlog::info("event=probe.heuristic_done partition={} shapes={}", job.partition,
+                 job.gap->missing.size());
   } else {
-    spdlog::warn("event=probe.heuristic_failed partition={} shapes={} reason=\"{}\"",
-                 job.partition, job.gap->missing.size(), std::string(s.message()));
+    spdlog::warn("event=probe.heuristic_failed partition={} shapes={} reason=\"{}\"", job.partition,
+                 job.gap->missing.size(), std::string(s.message()));
   }
   std::lock_guard lock(mu_);
   pending_.erase({job.partition, job.gap->shape_set});

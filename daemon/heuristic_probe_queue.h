@@ -31,14 +31,14 @@ namespace xdeep::daemon {
 
 struct HeuristicProbeJob {
   std::string partition;
-  int gpus_per_node = 0;                   // the node size the shapes were listed for
+  int gpus_per_node = 0;                    // the node size the shapes were listed for
   std::shared_ptr<const HeuristicGap> gap;  // the workload's GEMMs without an answer
 };
 
 // Runs one job to its end (submission, wait, ingestion); `stopping` turns
 // true when the daemon shuts down (the job is then cancelled).
-using RunHeuristicJobFn =
-    std::function<absl::Status(const HeuristicProbeJob& job, const std::function<bool()>& stopping)>;
+using RunHeuristicJobFn = std::function<absl::Status(const HeuristicProbeJob& job,
+                                                     const std::function<bool()>& stopping)>;
 
 class HeuristicProbeQueue {
  public:

@@ -146,8 +146,8 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   // training runs them, where the node has two GPUs: the compute job holds two
   // then (the probe budget charges the node's GPUs either way); the GPU probes
   // use the first.
-  const bool framework = r.set == ProbeSet::kCompute && gpus && !r.heuristic_only &&
-                         !options_.framework_probe.empty();
+  const bool framework =
+      r.set == ProbeSet::kCompute && gpus && !r.heuristic_only && !options_.framework_probe.empty();
   const int framework_ranks = framework ? std::min(2, r.gpus_per_node) : 0;
   if (gpus) {
     argv.push_back(fmt::format("--gpus-per-node={}", std::max(tasks_per_node, framework_ranks)));
@@ -176,7 +176,8 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   // job's exit status stays the compute set's, and a step that fails leaves
   // the report as it was.
   std::string steps;
-  if (r.set == ProbeSet::kCompute && gpus && !r.heuristic_only && !r.heuristic_shapes_file.empty()) {
+  if (r.set == ProbeSet::kCompute && gpus && !r.heuristic_only &&
+      !r.heuristic_shapes_file.empty()) {
     // The kernel cuBLASLt's heuristic picks for each GEMM the search may
     // consider (nothing timed; ~1 ms a shape): the GEMM model times those
     // shapes on their kernel's tile grid (tuner/gemm_kernel_table.h).

@@ -437,21 +437,23 @@ std::string Daemon::NoteHeuristicGap(const std::string& partition, int gpus_per_
   std::shared_ptr<const HeuristicGap> gap =
       heuristic_coverage_.Check(hardware, workload, fingerprint, gpus_per_node);
   if (gap == nullptr) return "";
-  const std::string what =
-      fmt::format("{} of this workload's {} GEMM shapes have no cuBLASLt kernel on record "
-                  "(modelled on their best tile)",
-                  gap->missing.size(), gap->asked);
+  const std::string what = fmt::format(
+      "{} of this workload's {} GEMM shapes have no cuBLASLt kernel on record "
+      "(modelled on their best tile)",
+      gap->missing.size(), gap->asked);
   switch (heuristic_queue_->Submit({partition, gpus_per_node, gap}, interval_s)) {
     case HeuristicProbeQueue::Offer::kQueued:
-      return fmt::format("{}; a probe job on partition {} asks cuBLASLt's heuristic for later "
-                         "decisions",
-                         what, partition);
+      return fmt::format(
+          "{}; a probe job on partition {} asks cuBLASLt's heuristic for later "
+          "decisions",
+          what, partition);
     case HeuristicProbeQueue::Offer::kPending:
       return fmt::format("{}; a probe job asking about them is pending", what);
     case HeuristicProbeQueue::Offer::kRateLimited:
-      return fmt::format("{}; a decision after [probes] heuristic_interval_s = {} s since the "
-                         "last heuristic probe job on partition {} asks",
-                         what, interval_s, partition);
+      return fmt::format(
+          "{}; a decision after [probes] heuristic_interval_s = {} s since the "
+          "last heuristic probe job on partition {} asks",
+          what, interval_s, partition);
     case HeuristicProbeQueue::Offer::kOff:
       break;
   }

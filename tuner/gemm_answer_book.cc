@@ -13,10 +13,10 @@
 
 namespace xdeep::tuner {
 
-GemmAnswerBook::GemmAnswerBook(size_t max_per_key) : max_per_key_(std::max<size_t>(1, max_per_key)) {}
+GemmAnswerBook::GemmAnswerBook(size_t max_per_key)
+    : max_per_key_(std::max<size_t>(1, max_per_key)) {}
 
-void GemmAnswerBook::Put(Book& book, const Shape& shape, const GemmKernel& kernel,
-                         uint64_t stamp) {
+void GemmAnswerBook::Put(Book& book, const Shape& shape, const GemmKernel& kernel, uint64_t stamp) {
   book.entries.insert_or_assign(shape, Entry{kernel, stamp});
 }
 
@@ -90,11 +90,11 @@ std::string GemmAnswerBook::ToJson() const {
     }
     books.push_back({{"key", key}, {"merged", book.merged}, {"answers", std::move(rows)}});
   }
-  const nlohmann::json doc = {{"schema", "xdeep.gemm_answers/1"},
-                              {"columns",
-                               {"m", "n", "k", "dtype", "layout", "algo", "tile_m", "tile_n",
-                                "split_k", "stamp"}},
-                              {"books", std::move(books)}};
+  const nlohmann::json doc = {
+      {"schema", "xdeep.gemm_answers/1"},
+      {"columns",
+       {"m", "n", "k", "dtype", "layout", "algo", "tile_m", "tile_n", "split_k", "stamp"}},
+      {"books", std::move(books)}};
   return doc.dump() + "\n";
 }
 
@@ -126,8 +126,8 @@ absl::StatusOr<GemmAnswerBook> GemmAnswerBook::FromJson(std::string_view text, s
           !std::all_of(r.begin(), r.end(), [](const auto& v) { return v.is_number_integer(); })) {
         return bad("an answer is not 10 integers");
       }
-      const Shape s{r[0].get<int64_t>(), r[1].get<int64_t>(), r[2].get<int64_t>(),
-                    r[3].get<int>(), r[4].get<int>()};
+      const Shape s{r[0].get<int64_t>(), r[1].get<int64_t>(), r[2].get<int64_t>(), r[3].get<int>(),
+                    r[4].get<int>()};
       const GemmKernel k{r[5].get<int>(), r[6].get<int>(), r[7].get<int>(), r[8].get<int>()};
       if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.dtype < 0 || s.dtype > 3 || s.layout < 0 ||
           s.layout > 2 || !k.known()) {

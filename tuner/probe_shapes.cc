@@ -192,8 +192,9 @@ std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, i
       for (const LayerCost& l : rank.layers) {
         std::string sig = absl::StrCat(l.tp_capable, l.vocab_parallel);
         for (size_t g = 0; g < l.gemms.size(); ++g) {
-          absl::StrAppend(&sig, "|", std::bit_cast<uint64_t>(l.gemms[g].m_per_sample), ",", l.gemms[g].n, ",",
-                          l.gemms[g].k, ",", g < l.tp_split_m.size() && l.tp_split_m[g],
+          absl::StrAppend(&sig, "|", std::bit_cast<uint64_t>(l.gemms[g].m_per_sample), ",",
+                          l.gemms[g].n, ",", l.gemms[g].k, ",",
+                          g < l.tp_split_m.size() && l.tp_split_m[g],
                           g < l.tp_split_n.size() && l.tp_split_n[g]);
         }
         if (!l.gemms.empty() && kind_seen.insert(std::move(sig)).second) kinds.push_back(&l);

@@ -11,10 +11,9 @@
 // every answer names one kernel, so the figures are the table's, not cuBLAS's choices).
 #include <chrono>
 #include <cstdio>
-#include <string>
-
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "daemon/heuristic_coverage.h"
 #include "nlohmann/json.hpp"
@@ -112,11 +111,12 @@ int main(int argc, char** argv) {
   if (!answered.ok()) return 2;
   const std::string& key = answered->key;
   const std::string book_path = scratch + "/gemm_heuristic_bench-answers.json";
-  for (size_t n : {hw->gemm_heuristic.size(), size_t{50000}, tuner::GemmAnswerBook::kDefaultMaxPerKey}) {
+  for (size_t n :
+       {hw->gemm_heuristic.size(), size_t{50000}, tuner::GemmAnswerBook::kDefaultMaxPerKey}) {
     std::vector<tuner::GemmPoint> points = hw->gemm_heuristic;
     for (int64_t m = 1; points.size() < n; ++m) {
-      points.push_back({m * 8 + 3, 4099, 1027, tuner::DType::kBf16, 0.0, tuner::GemmLayout::kForward,
-                        tuner::GemmKernel{66, 128, 256, 1}});
+      points.push_back({m * 8 + 3, 4099, 1027, tuner::DType::kBf16, 0.0,
+                        tuner::GemmLayout::kForward, tuner::GemmKernel{66, 128, 256, 1}});
     }
     tuner::GemmAnswerBook book;
     start = Clock::now();
@@ -133,10 +133,11 @@ int main(int argc, char** argv) {
     start = Clock::now();
     tuner::SetHeuristicAnswers(&installed, loaded->Answers(key));
     const double install_ms = Ms(start);
-    std::printf("answer book %zu answers: merge %.0f ms, save %.0f ms (%ju bytes), load %.0f ms, "
-                "install (answers + kernel table) %.0f ms\n",
-                loaded->Size(key), merge_ms, save_ms,
-                static_cast<uintmax_t>(std::filesystem::file_size(book_path)), load_ms, install_ms);
+    std::printf(
+        "answer book %zu answers: merge %.0f ms, save %.0f ms (%ju bytes), load %.0f ms, "
+        "install (answers + kernel table) %.0f ms\n",
+        loaded->Size(key), merge_ms, save_ms,
+        static_cast<uintmax_t>(std::filesystem::file_size(book_path)), load_ms, install_ms);
   }
   std::filesystem::remove(book_path);
   // The decision path's check, for a workload the presets do not cover.

@@ -226,9 +226,10 @@ TEST_F(ProbeSchedulerTest, HeuristicOnlyJobAsksTheHeuristicAloneOnOneGpu) {
   // No timed set, no framework probe, nothing merged: the answers are the report.
   std::vector<std::string> argv = s.SubmitCommand(r, "/r/h.json", "/r/h.out");
   EXPECT_THAT(argv, Contains("--gpus-per-node=1"));
-  EXPECT_EQ(argv.back(), "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' "
-                         "'gemm-heuristic' '--shapes' '" +
-                             asked + "' '--no-anchors' '--time-limit' '96' '--out' '/r/h.json'");
+  EXPECT_EQ(argv.back(),
+            "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' "
+            "'gemm-heuristic' '--shapes' '" +
+                asked + "' '--no-anchors' '--time-limit' '96' '--out' '/r/h.json'");
   // A report with answers and no timings is what such a job brings; one
   // without answers is not.
   profiler::Report report = profiler::NewReport();
@@ -241,7 +242,8 @@ TEST_F(ProbeSchedulerTest, HeuristicOnlyJobAsksTheHeuristicAloneOnOneGpu) {
   report.gemm_algos.push_back(e);
   const std::string path = dir_.Path("h.json");
   ASSERT_TRUE(profiler::WriteFileAtomically(path, profiler::ToJson(report).dump()).ok());
-  EXPECT_TRUE(ProbeScheduler::CheckReport(path, r).ok()) << ProbeScheduler::CheckReport(path, r).status();
+  EXPECT_TRUE(ProbeScheduler::CheckReport(path, r).ok())
+      << ProbeScheduler::CheckReport(path, r).status();
   report.gemm_algos.clear();
   ASSERT_TRUE(profiler::WriteFileAtomically(path, profiler::ToJson(report).dump()).ok());
   EXPECT_EQ(ProbeScheduler::CheckReport(path, r).status().code(), absl::StatusCode::kDataLoss);

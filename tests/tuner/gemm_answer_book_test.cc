@@ -41,8 +41,8 @@ TEST(GemmAnswerBookTest, AProbesAnswersJoinThoseOfEarlierProbesTheNewerWinning) 
   EXPECT_EQ(book.Merge("h200 lt13.1", {Answer(1024, 256), Answer(2048, 256)}), 2u);
   // A later probe of another workload: one shape again (another tile), one new.
   EXPECT_EQ(book.Merge("h200 lt13.1", {Answer(2048, 128), Answer(4096, 256)}), 1u);
-  EXPECT_EQ(Held(book, "h200 lt13.1"),
-            (std::set<std::tuple<int64_t, int, int>>{{1024, 0, 256}, {2048, 0, 128}, {4096, 0, 256}}));
+  EXPECT_EQ(Held(book, "h200 lt13.1"), (std::set<std::tuple<int64_t, int, int>>{
+                                           {1024, 0, 256}, {2048, 0, 128}, {4096, 0, 256}}));
   // The layout is part of the shape: dgrad at the same m, n, k is another answer.
   book.Merge("h200 lt13.1", {Answer(1024, 64, GemmLayout::kDgrad)});
   EXPECT_EQ(book.Size("h200 lt13.1"), 4u);
