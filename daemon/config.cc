@@ -369,6 +369,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(std::string_view text, std::strin
          r.Get("on_launch", p.on_launch);
          r.Get("reports_dir", p.reports_dir);
          r.Get("framework_probe", p.framework_probe);
+         r.Get("heuristic_interval_s", p.heuristic_interval_s);
+         r.Get("heuristic_answers_max", p.heuristic_answers_max);
+         r.Range("heuristic_interval_s", p.heuristic_interval_s, 0, 86400 * 30);
+         r.Range("heuristic_answers_max", p.heuristic_answers_max, 1000, 10000000);
          r.Range("time_limit_s", p.time_limit_s, 10, 86400);
          r.Range("max_wait_s", p.max_wait_s, 0, 3600);
          r.Range("budget", p.budget, 0.0, 1e9);

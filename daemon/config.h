@@ -91,6 +91,13 @@ struct ProbeConfig {
   // (e.g. ["python3", "/usr/local/share/xdeep/framework_probe.py"]); run after the
   // GPU compute set, its figure joins that report. Empty: not run.
   std::vector<std::string> framework_probe;
+  // A decision for a workload whose GEMMs have no answer from cuBLASLt's
+  // heuristic queues a heuristic-only job on its partition (one GPU,
+  // seconds), at most one per partition per this many seconds; 0: never.
+  int heuristic_interval_s = 600;
+  // The heuristic's answers kept per GPU model and cuBLASLt / CUDA version
+  // (<reports_dir>/gemm-heuristic-answers.json), the most recently asked first.
+  int heuristic_answers_max = 200000;
 };
 
 struct PolicyConfig {

@@ -531,6 +531,12 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   std::string correction_note;  // the fitted correction model, for the explanation
   const std::string fingerprint =
       cached->fingerprint.empty() ? tuner::ModelFingerprint(*workload) : cached->fingerprint;
+  if (heuristic_gap_ && !hardware.builtin && hardware.gemm_kernels != nullptr) {
+    // Never waits: this decision uses the answers there are.
+    const std::string note =
+        heuristic_gap_(shape->partition, shape->gpus_per_node, profile, *workload, fingerprint);
+    if (!note.empty()) progress(Step("kernels", note));
+  }
   if (absl::Status s = interrupted(); !s.ok()) return s;
   if (store_ != nullptr) {
     auto correction =

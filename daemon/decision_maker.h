@@ -43,6 +43,15 @@ using LaunchProbeFn = std::function<absl::Status(
     const std::string& partition, int gpus_per_node, int wait_s,
     const tuner::ProbeShapeFiles& shapes, const std::function<void(const std::string&)>& on_wait)>;
 
+// Called on a decision made from a measured profile with kernels: notes
+// whether the workload's GEMMs have heuristic answers there and, where they
+// have not, queues a job that asks (HeuristicProbeQueue) without waiting for
+// it. Returns a line for the decision's progress (empty: nothing to say).
+using HeuristicGapFn = std::function<std::string(
+    const std::string& partition, int gpus_per_node,
+    const std::shared_ptr<const tuner::HardwareProfile>& hardware,
+    const tuner::Workload& workload, const std::string& fingerprint)>;
+
 // Asked while the search runs; a non-OK status stops it and becomes the
 // request's answer (the client's deadline passed, it went away).
 using InterruptFn = std::function<absl::Status()>;
@@ -77,6 +86,7 @@ class DecisionMaker {
   void SetHardware(tuner::HardwareProfile hardware);
   // How launches probe partitions that have no measurements ([probes] on_launch).
   void SetLaunchProbe(LaunchProbeFn probe) { launch_probe_ = std::move(probe); }
+  void SetHeuristicGap(HeuristicGapFn gap) { heuristic_gap_ = std::move(gap); }
   int64_t Now() const { return clock_(); }
 
  private:
@@ -96,6 +106,7 @@ class DecisionMaker {
   Ledger* ledger_;
   ClockFn clock_;
   LaunchProbeFn launch_probe_;
+  HeuristicGapFn heuristic_gap_;
   mutable std::set<std::string> probed_partitions_;  // guarded by mu_
   mutable DecisionCache cache_;
 };

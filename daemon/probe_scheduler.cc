@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -94,6 +95,12 @@ absl::Status ProbeScheduler::Validate(const ProbeRequest& r) const {
   if (r.set == ProbeSet::kCompute && r.nodes != 1) {
     return absl::InvalidArgumentError("probe job: the compute set runs on one node");
   }
+  if (r.heuristic_only && (r.set != ProbeSet::kCompute || r.gpus_per_node == 0 ||
+                           r.heuristic_shapes_file.empty() || !r.shapes_file.empty())) {
+    return absl::InvalidArgumentError(
+        "probe job: a heuristic-only job runs the GPU compute set's heuristic step on a shapes "
+        "file alone");
+  }
   for (const std::string* file : {&r.shapes_file, &r.heuristic_shapes_file}) {
     if (file->empty()) continue;
     if (r.set != ProbeSet::kCompute || r.gpus_per_node == 0) {
@@ -139,7 +146,8 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   // training runs them, where the node has two GPUs: the compute job holds two
   // then (the probe budget charges the node's GPUs either way); the GPU probes
   // use the first.
-  const bool framework = r.set == ProbeSet::kCompute && gpus && !options_.framework_probe.empty();
+  const bool framework =
+      r.set == ProbeSet::kCompute && gpus && !r.heuristic_only && !options_.framework_probe.empty();
   const int framework_ranks = framework ? std::min(2, r.gpus_per_node) : 0;
   if (gpus) {
     argv.push_back(fmt::format("--gpus-per-node={}", std::max(tasks_per_node, framework_ranks)));
@@ -148,6 +156,10 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   std::vector<std::string> step = {"srun", options_.probe_path};
   if (r.set == ProbeSet::kCollectives) {
     step.push_back("collectives");
+  } else if (r.heuristic_only) {
+    // Shapes a decision found without an answer: the heuristic alone.
+    step.insert(step.end(), {"compute", "--suite", "gemm-heuristic", "--shapes",
+                             r.heuristic_shapes_file, "--no-anchors"});
   } else {
     step.insert(step.end(), {"compute", "--suite", gpus ? "gpu" : "cpu"});
     if (!r.shapes_file.empty()) step.insert(step.end(), {"--shapes", r.shapes_file});
@@ -164,7 +176,8 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
   // job's exit status stays the compute set's, and a step that fails leaves
   // the report as it was.
   std::string steps;
-  if (r.set == ProbeSet::kCompute && gpus && !r.heuristic_shapes_file.empty()) {
+  if (r.set == ProbeSet::kCompute && gpus && !r.heuristic_only &&
+      !r.heuristic_shapes_file.empty()) {
     // The kernel cuBLASLt's heuristic picks for each GEMM the search may
     // consider (nothing timed; ~1 ms a shape): the GEMM model times those
     // shapes on their kernel's tile grid (tuner/gemm_kernel_table.h).
@@ -259,6 +272,8 @@ absl::StatusOr<profiler::Report> ProbeScheduler::CheckReport(const std::string& 
   bool has_figures = false;
   if (request.set == ProbeSet::kCollectives) {
     has_figures = !report->collectives.empty();
+  } else if (request.heuristic_only) {
+    has_figures = !report->gemm_algos.empty();
   } else if (request.gpus_per_node > 0) {
     has_figures = !report->gemm.empty();
   } else {
@@ -286,12 +301,20 @@ std::string ClockText(absl::Duration d) {
 std::string DescribeWait(const ProbeRequest& request, const ProbeWait& wait) {
   const std::string set = request.set == ProbeSet::kCollectives
                               ? fmt::format("collectives over {} nodes", request.nodes)
+                          : request.heuristic_only    ? std::string("cuBLASLt heuristic")
                           : request.gpus_per_node > 0 ? std::string("compute set")
                                                       : std::string("CPU suite");
   return fmt::format("probe job {} ({}, partition {}): {}, {} elapsed, at most {}", wait.job_id,
                      set, request.partition, wait.state.empty() ? "submitted" : wait.state,
                      ClockText(wait.elapsed), ClockText(wait.at_most));
 }
+
+namespace {
+// Makes report names unique within this process: the daemon runs a
+// scheduler per job, and a heuristic-only job may start in the same second as
+// another probe.
+std::atomic<int> submitted{0};
+}  // namespace
 
 absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, absl::Duration wait) {
   if (absl::Status s = Validate(request); !s.ok()) return s;
@@ -304,7 +327,7 @@ absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, ab
   }
   const std::string tag = fmt::format(
       "{}-{}-{}-{}", SetName(request.set),
-      absl::FormatTime("%Y%m%dT%H%M%S", clock_.now(), absl::UTCTimeZone()), getpid(), ++submitted_);
+      absl::FormatTime("%Y%m%dT%H%M%S", clock_.now(), absl::UTCTimeZone()), getpid(), ++submitted);
   ProbeOutcome out;
   out.report_path =
       (std::filesystem::path(options_.reports_dir) / ("probe-" + tag + ".json")).string();
@@ -332,6 +355,10 @@ absl::StatusOr<ProbeOutcome> ProbeScheduler::Run(const ProbeRequest& request, ab
     }
     if (request.on_wait) {
       request.on_wait({out.job_id, last.state, clock_.now() - submitted, wait});
+    }
+    if (request.cancelled && request.cancelled()) {
+      Cancel(out.job_id);
+      return absl::CancelledError(fmt::format("probe job {} cancelled", out.job_id));
     }
     if (clock_.now() >= deadline) {
       Cancel(out.job_id);

@@ -55,8 +55,13 @@ struct ProbeRequest {
   // heuristic is asked for after the timed set (`--suite gemm-heuristic`,
   // nothing timed), merged into the report's gemm_algos; empty: none.
   std::string heuristic_shapes_file;
+  // Compute on GPUs: the heuristic step alone (no timed set, no framework
+  // probe): its report holds the answers (gemm_algos) and no GEMM timings.
+  bool heuristic_only = false;
   // Called after every poll of the job's state; may be empty.
   std::function<void(const ProbeWait&)> on_wait;
+  // Asked after every poll; true cancels the job (Cancelled). May be empty.
+  std::function<bool()> cancelled;
 };
 
 // "probe job 42 (compute set, partition gpu): RUNNING, 0:40 elapsed, at most 5:00":
@@ -99,7 +104,8 @@ class ProbeScheduler {
   //   Aborted             the job ended without writing a report;
   //   DataLoss            the report is not a valid xdeep.probe_report/1, or lacks the
   //                       figures the set produces;
-  //   FailedPrecondition  the report lists probe errors (kept on disk for a look).
+  //   FailedPrecondition  the report lists probe errors (kept on disk for a look);
+  //   Cancelled           request.cancelled() turned true (the job is cancelled).
   absl::StatusOr<ProbeOutcome> Run(const ProbeRequest& request, absl::Duration wait);
 
   // The pieces of Run, public so they are tested without Slurm.
@@ -127,7 +133,6 @@ class ProbeScheduler {
   ProbeSchedulerOptions options_;
   CommandRunner runner_;
   ProbeClock clock_;
-  int submitted_ = 0;  // makes report names unique within this process
 };
 
 }  // namespace xdeep::daemon

@@ -149,6 +149,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     return probed->ingested() ? absl::OkStatus()
                               : absl::FailedPreconditionError("the probes found no GPU figures");
   });
+  daemon->heuristic_queue_ = std::make_unique<HeuristicProbeQueue>(
+      [self](const HeuristicProbeJob& job, const std::function<bool()>& stopping) {
+        return self->ProbeHeuristic(job, stopping);
+      });
+  daemon->maker_->SetHeuristicGap(
+      [self](const std::string& partition, int gpus,
+             const std::shared_ptr<const tuner::HardwareProfile>& hardware,
+             const tuner::Workload& workload, const std::string& fingerprint) {
+        return self->NoteHeuristicGap(partition, gpus, hardware, workload, fingerprint);
+      });
   daemon->service_ = std::make_unique<TuningService>(ServiceParts{
       .maker = daemon->maker_.get(),
       .auth = daemon->auth_.get(),
@@ -248,7 +258,8 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::RunProbes(
 
 absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
     const std::string& partition, bool collectives, int nodes, int gpus_per_node, int wait_s,
-    const tuner::ProbeShapeFiles& shapes, const std::function<void(const std::string&)>& on_wait) {
+    const tuner::ProbeShapeFiles& shapes, const std::function<void(const std::string&)>& on_wait,
+    bool heuristic_only, const std::function<bool()>& cancelled) {
   namespace v1 = xdeep::v1;
   auto policy = maker_->policy();
   const ProbeConfig& pc = policy->probes;
@@ -282,6 +293,8 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
   req.set = collectives ? ProbeSet::kCollectives : ProbeSet::kCompute;
   req.nodes = std::max(1, nodes);
   req.gpus_per_node = gpus_per_node;
+  req.heuristic_only = heuristic_only;
+  req.cancelled = cancelled;
   if (on_wait) {
     // A line when the state changes and every 5 s: enough for a redrawn
     // progress line, few events on the stream.
@@ -323,14 +336,48 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
       "heuristic, from job {}",
       outcome->report.gemm.size(), outcome->report.bandwidth.size(),
       outcome->report.collectives.size(), outcome->report.gemm_algos.size(), outcome->job_id));
-  // GPU reports parameterise the hardware profile from now on; a CPU-only
-  // report has no GPU figures and is only stored.
   std::ifstream in(outcome->report_path);
   std::stringstream text;
   text << in.rdbuf();
-  auto measured = tuner::HardwareProfileFromProbeReport(text.str(), outcome->report_path);
-  if (measured.ok()) {
+  // The heuristic's answers, whatever the job: they join those stored for
+  // the report's GPU and library versions.
+  auto answered = tuner::HeuristicAnswersFromProbeReport(text.str(), outcome->report_path);
+  if (heuristic_only) {
+    // Answers alone: for the GPU and versions of the profile in use, they
+    // join its kernel table too.
+    if (answered.ok()) {
+      std::vector<tuner::GemmPoint> all = StoredHeuristicAnswers(answered->key, answered->answers);
+      std::shared_ptr<const tuner::HardwareProfile> current = maker_->hardware();
+      bool same_key;
+      {
+        std::lock_guard lock(answers_mu_);
+        same_key = profile_heuristic_key_ == answered->key;
+      }
+      if (!current->builtin && same_key) {
+        tuner::HardwareProfile updated = *current;
+        tuner::SetHeuristicAnswers(&updated, std::move(all));
+        maker_->SetHardware(std::move(updated));
+      }
+      resp.set_ingested(true);
+      spdlog::info("event=probe.heuristic_answers key=\"{}\" answers={} installed={}",
+                   answered->key, answered->answers.size(), !current->builtin && same_key);
+    }
+  } else if (auto measured =
+                 tuner::HardwareProfileFromProbeReport(text.str(), outcome->report_path);
+             measured.ok()) {
+    // GPU reports parameterise the hardware profile from now on; a CPU-only
+    // report has no GPU figures and is only stored. Earlier probes' heuristic
+    // answers for the same GPU and library versions stay valid: they join.
+    const std::string key = answered.ok() ? answered->key : std::string();
+    std::vector<tuner::GemmPoint> all = StoredHeuristicAnswers(key, measured->gemm_heuristic);
+    if (all.size() != measured->gemm_heuristic.size()) {
+      tuner::SetHeuristicAnswers(&*measured, std::move(all));
+    }
     ApplySiteFabric(config_.hardware, &*measured);
+    {
+      std::lock_guard lock(answers_mu_);
+      profile_heuristic_key_ = key;
+    }
     maker_->SetHardware(*measured);
     resp.set_ingested(true);
     spdlog::info("event=hardware profile=\"{}\"", measured->Label());
@@ -341,6 +388,76 @@ absl::StatusOr<xdeep::v1::RunProbesResponse> Daemon::Probe(
     return s;
   }
   return resp;
+}
+
+std::vector<tuner::GemmPoint> Daemon::StoredHeuristicAnswers(
+    const std::string& key, const std::vector<tuner::GemmPoint>& answers) {
+  const ProbeConfig& pc = maker_->policy()->probes;
+  const std::string path =
+      (std::filesystem::path(pc.reports_dir) / "gemm-heuristic-answers.json").string();
+  std::lock_guard lock(answers_mu_);
+  if (answers_ == nullptr || answers_path_ != path) {
+    auto loaded = tuner::GemmAnswerBook::Load(path, pc.heuristic_answers_max);
+    if (!loaded.ok()) {
+      spdlog::warn("event=probe.answers_unreadable reason=\"{}\"",
+                   std::string(loaded.status().message()));
+    }
+    answers_ = std::make_unique<tuner::GemmAnswerBook>(
+        loaded.ok() ? *std::move(loaded) : tuner::GemmAnswerBook(pc.heuristic_answers_max));
+    answers_path_ = path;
+  }
+  answers_->Merge(key, answers);
+  if (absl::Status s = answers_->Save(path); !s.ok()) {
+    spdlog::warn("event=probe.answers_unsaved reason=\"{}\"", std::string(s.message()));
+  }
+  return answers_->Answers(key);
+}
+
+absl::Status Daemon::ProbeHeuristic(const HeuristicProbeJob& job,
+                                    const std::function<bool()>& stopping) {
+  const ProbeConfig& pc = maker_->policy()->probes;
+  tuner::ProbeShapeFiles shapes;
+  shapes.heuristic = tuner::HeuristicGemmsJson(job.gap->missing);
+  spdlog::info("event=probe.heuristic_submit partition={} shapes={}", job.partition,
+               job.gap->missing.size());
+  // One GPU: the heuristic runs on one device of the partition's GPU model.
+  auto probed = Probe(job.partition, false, 1, 1, pc.time_limit_s + 60, shapes, {},
+                      /*heuristic_only=*/true, stopping);
+  if (!probed.ok()) return probed.status();
+  return probed->ingested() ? absl::OkStatus()
+                            : absl::DataLossError("the job's report holds no heuristic answers");
+}
+
+std::string Daemon::NoteHeuristicGap(const std::string& partition, int gpus_per_node,
+                                     const std::shared_ptr<const tuner::HardwareProfile>& hardware,
+                                     const tuner::Workload& workload,
+                                     const std::string& fingerprint) {
+  const int interval_s = maker_->policy()->probes.heuristic_interval_s;
+  if (interval_s <= 0) return "";
+  std::shared_ptr<const HeuristicGap> gap =
+      heuristic_coverage_.Check(hardware, workload, fingerprint, gpus_per_node);
+  if (gap == nullptr) return "";
+  const std::string what = fmt::format(
+      "{} of this workload's {} GEMM shapes have no cuBLASLt kernel on record "
+      "(modelled on their best tile)",
+      gap->missing.size(), gap->asked);
+  switch (heuristic_queue_->Submit({partition, gpus_per_node, gap}, interval_s)) {
+    case HeuristicProbeQueue::Offer::kQueued:
+      return fmt::format(
+          "{}; a probe job on partition {} asks cuBLASLt's heuristic for later "
+          "decisions",
+          what, partition);
+    case HeuristicProbeQueue::Offer::kPending:
+      return fmt::format("{}; a probe job asking about them is pending", what);
+    case HeuristicProbeQueue::Offer::kRateLimited:
+      return fmt::format(
+          "{}; a decision after [probes] heuristic_interval_s = {} s since the "
+          "last heuristic probe job on partition {} asks",
+          what, interval_s, partition);
+    case HeuristicProbeQueue::Offer::kOff:
+      break;
+  }
+  return "";
 }
 
 void Daemon::NoteRunningStrictJobs(const PolicyConfig& policy) {
@@ -441,7 +558,9 @@ Daemon::~Daemon() {
   expiry_cv_.notify_all();
   if (expiry_.joinable()) expiry_.join();
   // Workers first (one may still hand a search to the heavy lane), both
-  // before the maker and store they use go away.
+  // before the maker and store they use go away; the heuristic jobs' thread
+  // (it ingests through them) too.
+  heuristic_queue_.reset();
   work_.reset();
   heavy_.reset();
 }

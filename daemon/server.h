@@ -16,6 +16,8 @@
 #include "daemon/config.h"
 #include "daemon/decision_maker.h"
 #include "daemon/heavy_pacer.h"
+#include "daemon/heuristic_coverage.h"
+#include "daemon/heuristic_probe_queue.h"
 #include "daemon/identity.h"
 #include "daemon/instance_lock.h"
 #include "daemon/ledger.h"
@@ -23,6 +25,7 @@
 #include "daemon/store.h"
 #include "daemon/tuning_service.h"
 #include "daemon/work_queue.h"
+#include "tuner/gemm_answer_book.h"
 
 namespace xdeep::daemon {
 
@@ -50,10 +53,15 @@ class Daemon {
   // to time (empty: xdeep-probe's default shapes) and those whose kernel
   // cuBLASLt's heuristic names (empty: none). `on_wait` gets a line on the
   // wait (what runs, elapsed, at most) when the job's state changes and every 5 s.
+  // `heuristic_only`: the job asks cuBLASLt's heuristic about `shapes.heuristic`
+  // alone (no timed set; HeuristicProbeQueue's jobs); `cancelled` turning true
+  // cancels the job. Every probe's heuristic answers join those stored for its
+  // GPU and library versions (StoredHeuristicAnswers).
   absl::StatusOr<xdeep::v1::RunProbesResponse> Probe(
       const std::string& partition, bool collectives, int nodes, int gpus_per_node, int wait_s,
       const tuner::ProbeShapeFiles& shapes = {},
-      const std::function<void(const std::string&)>& on_wait = {});
+      const std::function<void(const std::string&)>& on_wait = {}, bool heuristic_only = false,
+      const std::function<bool()>& cancelled = {});
 
   // Charges the job-completion records slurmctld spooled (job_records.h).
   void SettleFinishedJobs();
@@ -68,6 +76,18 @@ class Daemon {
 
  private:
   Daemon() = default;
+
+  // Merges `answers` into those stored under `key` (<reports_dir>/
+  // gemm-heuristic-answers.json, [probes] heuristic_answers_max per key) and
+  // returns all the key's answers.
+  std::vector<tuner::GemmPoint> StoredHeuristicAnswers(const std::string& key,
+                                                       const std::vector<tuner::GemmPoint>& answers);
+  // Runs one heuristic-only job of the queue and installs its answers.
+  absl::Status ProbeHeuristic(const HeuristicProbeJob& job, const std::function<bool()>& stopping);
+  // The decision path's HeuristicGapFn.
+  std::string NoteHeuristicGap(const std::string& partition, int gpus_per_node,
+                               const std::shared_ptr<const tuner::HardwareProfile>& hardware,
+                               const tuner::Workload& workload, const std::string& fingerprint);
 
   DaemonConfig config_;
   // Taken first and dropped last: no other daemon reads this spool or opens
@@ -88,6 +108,12 @@ class Daemon {
   std::unique_ptr<ClientSocket> client_socket_;  // srun's plugin, xdeep-step-report
   int bound_port_ = 0;
   std::atomic<int> probe_counter_{0};
+  std::mutex answers_mu_;
+  std::string answers_path_;                       // the book's file; guarded by answers_mu_
+  std::string profile_heuristic_key_;  // the probed profile's answers' key; guarded by answers_mu_
+  std::unique_ptr<tuner::GemmAnswerBook> answers_;  // guarded by answers_mu_
+  HeuristicCoverage heuristic_coverage_;
+  std::unique_ptr<HeuristicProbeQueue> heuristic_queue_;
   // Expires stale reservations once a minute.
   std::thread expiry_;
   std::mutex expiry_mu_;

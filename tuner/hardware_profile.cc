@@ -7,6 +7,8 @@
 // all-gather / reduce-scatter, 1 for send/recv.
 #include "tuner/hardware_profile.h"
 
+#include "tuner/gemm_answer_book.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -228,10 +230,18 @@ double BusFactor(CollectiveOp op, int n) {
   return 1.0;
 }
 
-void FitGemmModels(HardwareProfile* hw) {
+namespace {
+// Where each precision's GEMM fit starts: the device's SMs and bandwidth.
+GemmFit GemmFitStart(const HardwareProfile& hw) {
   GemmFit start;
-  start.sms = hw->sm_count > 0 ? hw->sm_count : start.sms;
-  if (hw->memory_bandwidth_gbps > 0) start.bandwidth = hw->memory_bandwidth_gbps * 1e9;
+  start.sms = hw.sm_count > 0 ? hw.sm_count : start.sms;
+  if (hw.memory_bandwidth_gbps > 0) start.bandwidth = hw.memory_bandwidth_gbps * 1e9;
+  return start;
+}
+}  // namespace
+
+void FitGemmModels(HardwareProfile* hw) {
+  const GemmFit start = GemmFitStart(*hw);
   const DType all[] = {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32};
   for (DType d : all) hw->gemm_fits[static_cast<int>(d)] = FitGemm(hw->gemm, d, start);
   hw->gemm_kernels = GemmKernelTable::Build(hw->gemm, hw->gemm_heuristic, start);
@@ -419,6 +429,41 @@ std::optional<DType> ParseDType(const std::string& s) {
   return std::nullopt;
 }
 
+// A GEMM entry's shape, precision, layout and kernel (tflops left 0); none
+// for a precision the model does not use yet (fp8 and friends).
+std::optional<GemmPoint> GemmPointOf(const json& g) {
+  auto dt = ParseDType(g.value("dtype", std::string()));
+  if (!dt) return std::nullopt;
+  const std::string pass = g.value("pass", std::string("plain"));
+  return GemmPoint{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}),
+                   *dt,
+                   0.0,
+                   pass == "fwd"     ? GemmLayout::kForward
+                   : pass == "wgrad" ? GemmLayout::kWgrad
+                                     : GemmLayout::kDgrad,
+                   GemmKernelOf(g)};
+}
+
+// What cuBLASLt's heuristic answers depend on: the GPU model and the library
+// and driver versions the report records.
+std::string HeuristicKey(const json& doc) {
+  const json none = json::object();
+  auto object = [&](const char* key) -> const json& {
+    auto it = doc.find(key);
+    return it != doc.end() && it->is_object() ? *it : none;
+  };
+  const json& gpu = object("gpu");
+  const json& versions = object("versions");
+  auto text = [](const json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string("?");
+  };
+  return absl::StrCat("gpu=", text(gpu, "name"), " cc=", text(gpu, "compute_capability"),
+                      " cublaslt=", text(versions, "cublaslt"),
+                      " driver=", text(versions, "cuda_driver_api"),
+                      " runtime=", text(versions, "cuda_runtime"));
+}
+
 // The network a framework entry ran (model gpt or resnet), as the model
 // builds its layers.
 absl::StatusOr<Workload> ProbedNetwork(const json& f, const std::string& model) {
@@ -586,20 +631,7 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     auto it = doc.find(key);
     return (it != doc.end() && it->is_array()) ? *it : empty;
   };
-  // A GEMM entry's shape, precision, layout and kernel (tflops left 0); none
-  // for a precision the model does not use yet (fp8 and friends).
-  auto gemm_point = [](const json& g) -> std::optional<GemmPoint> {
-    auto dt = ParseDType(g.value("dtype", std::string()));
-    if (!dt) return std::nullopt;
-    const std::string pass = g.value("pass", std::string("plain"));
-    return GemmPoint{g.value("m", int64_t{0}), g.value("n", int64_t{0}), g.value("k", int64_t{0}),
-                     *dt,
-                     0.0,
-                     pass == "fwd"     ? GemmLayout::kForward
-                     : pass == "wgrad" ? GemmLayout::kWgrad
-                                       : GemmLayout::kDgrad,
-                     GemmKernelOf(g)};
-  };
+  const auto gemm_point = GemmPointOf;
   int i = 0;
   for (const json& g : section("gemm")) {
     const std::string path = absl::StrCat("$.gemm[", i++, "]");
@@ -1037,6 +1069,49 @@ absl::StatusOr<HardwareProfile> HardwareProfileFromProbeReport(std::string_view 
                        absl::StrCat("a field has the wrong type (", e.what(),
                                     "); pass the file xdeep-probe wrote, unedited"));
   }
+}
+
+absl::StatusOr<HeuristicAnswers> HeuristicAnswersFromProbeReport(std::string_view json_text,
+                                                                 std::string_view source_view) {
+  const std::string source_name(source_view);
+  const json doc = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return ReportError(source_name, "$", "not a JSON object; pass the file xdeep-probe wrote");
+  }
+  if (auto bad = OutOfRangeNumber(doc, "$")) {
+    return ReportError(source_name, *bad, "number out of range; pass the file xdeep-probe wrote");
+  }
+  if (doc.value("schema", json()) != "xdeep.probe_report/1") {
+    return ReportError(source_name, "$.schema",
+                       "unknown or missing schema; expected \"xdeep.probe_report/1\"");
+  }
+  try {
+    HeuristicAnswers out;
+    out.key = HeuristicKey(doc);
+    auto algos = doc.find("gemm_algos");
+    if (algos == doc.end() || !algos->is_array()) return out;
+    int i = 0;
+    for (const json& g : *algos) {
+      const std::string path = absl::StrCat("$.gemm_algos[", i++, "]");
+      if (!g.is_object()) return ReportError(source_name, path, "not an object");
+      std::optional<GemmPoint> p = GemmPointOf(g);
+      if (!p) continue;
+      if (p->m <= 0 || p->n <= 0 || p->k <= 0 || !p->kernel.known()) {
+        return ReportError(source_name, path, "needs positive m, n, k and a kernel with its tile");
+      }
+      out.answers.push_back(*p);
+    }
+    return out;
+  } catch (const json::exception& e) {
+    return ReportError(source_name, "$",
+                       absl::StrCat("a field has the wrong type (", e.what(),
+                                    "); pass the file xdeep-probe wrote, unedited"));
+  }
+}
+
+void SetHeuristicAnswers(HardwareProfile* hw, std::vector<GemmPoint> answers) {
+  hw->gemm_heuristic = std::move(answers);
+  hw->gemm_kernels = GemmKernelTable::Build(hw->gemm, hw->gemm_heuristic, GemmFitStart(*hw));
 }
 
 }  // namespace xdeep::tuner

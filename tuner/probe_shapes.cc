@@ -1,6 +1,7 @@
 #include "tuner/probe_shapes.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "tuner/context_parallel.h"
 #include "tuner/gemm_rank_shape.h"
 
 namespace xdeep::tuner {
@@ -152,47 +154,122 @@ std::vector<int> HeuristicMicroBatches(const Workload& w) {
   return out;
 }
 
-std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node) {
-  std::set<std::tuple<int64_t, int64_t, int64_t, int, std::string>> seen;
-  std::set<std::string> dtypes;
-  nlohmann::json gemms = nlohmann::json::array();
-  for (const Workload& w : workloads) {
-    const char* dtype = ModelDtype(w);
-    const std::vector<int> tps = TensorParallelDegrees(w, gpus_per_node);
-    for (int mb : HeuristicMicroBatches(w)) {
-      for (int tp : tps) {
-        for (const LayerCost& l : w.layers) {
-          const int t = TpWays(l, w.settings.tensor_parallel, tp);
-          for (size_t g = 0; g < l.gemms.size(); ++g) {
-            const RankGemm r = RankGemmShape(l, g, mb, t);
-            const auto m = static_cast<int64_t>(std::llround(r.m));
-            const auto n = static_cast<int64_t>(std::llround(r.n));
-            const auto k = static_cast<int64_t>(std::llround(r.k));
-            if (m < 1 || n < 1 || k < 1) continue;
-            // As the model asks (StrategyModel): forward (m, n, k), dgrad
-            // (m, k, n), wgrad (n, k, m).
-            const std::tuple<int64_t, int64_t, int64_t, int, const char*> passes[] = {
-                {m, n, k, 0, "fwd"}, {m, k, n, 1, "dgrad"}, {n, k, m, 2, "wgrad"}};
-            for (const auto& [pm, pn, pk, layout, pass] : passes) {
-              if (!seen.insert({pm, pn, pk, layout, dtype}).second) continue;
-              gemms.push_back({{"m", pm},
-                               {"n", pn},
-                               {"k", pk},
-                               {"pass", pass},
-                               {"dtype", dtype},
-                               {"label", absl::StrCat(w.name, ".", l.name, ".mb", mb, ".tp", t)}});
+std::vector<int> ContextParallelDegrees(const Workload& w) {
+  std::vector<int> out = {1};
+  if (w.family != ModelFamily::kTransformer || MaterialisesScores(ResolvedAttention(w))) return out;
+  const int seq = w.transformer.seq_len;
+  for (int cp = 2; cp <= 64; cp *= 2) {
+    // Search's rule: 2 x cp equal chunks, at least 2,048 tokens a rank.
+    if (seq % (2 * cp) != 0 || seq / cp < 2048) break;
+    if (w.parallel.max_cp > 0 && cp > w.parallel.max_cp) break;
+    if (w.parallel.cp > 0 && cp != w.parallel.cp) continue;
+    out.push_back(cp);
+  }
+  if (w.parallel.cp > 1) out.erase(out.begin());  // the workload fixes its degree
+  return out;
+}
+
+std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, int gpus_per_node) {
+  std::set<std::tuple<int64_t, int64_t, int64_t, int, DType>> seen;
+  std::vector<HeuristicGemm> out;
+  for (const Workload& whole : workloads) {
+    const char* dtype_name = ModelDtype(whole);
+    const DType dtype = std::string_view(dtype_name) == "fp32"   ? DType::kFp32
+                        : std::string_view(dtype_name) == "tf32" ? DType::kTf32
+                        : std::string_view(dtype_name) == "fp16" ? DType::kFp16
+                                                                 : DType::kBf16;
+    const std::vector<int> tps = TensorParallelDegrees(whole, gpus_per_node);
+    const std::vector<int> mbs = HeuristicMicroBatches(whole);
+    for (int cp : ContextParallelDegrees(whole)) {
+      // A context-parallel rank runs the GEMMs of a sequence of seq / cp
+      // tokens (PerRankWorkload), as the model times them.
+      const Workload w = cp > 1 ? PerRankWorkload(whole, cp, false) : Workload();
+      const Workload& rank = cp > 1 ? w : whole;
+      // Layers alike in their GEMMs and splits ask the same: each kind once
+      // (a deep model's blocks, up to the parser's 100k layers, are a few kinds).
+      std::vector<const LayerCost*> kinds;
+      std::set<std::string> kind_seen;
+      for (const LayerCost& l : rank.layers) {
+        std::string sig = absl::StrCat(l.tp_capable, l.vocab_parallel);
+        for (size_t g = 0; g < l.gemms.size(); ++g) {
+          absl::StrAppend(&sig, "|", std::bit_cast<uint64_t>(l.gemms[g].m_per_sample), ",",
+                          l.gemms[g].n, ",", l.gemms[g].k, ",",
+                          g < l.tp_split_m.size() && l.tp_split_m[g],
+                          g < l.tp_split_n.size() && l.tp_split_n[g]);
+        }
+        if (!l.gemms.empty() && kind_seen.insert(std::move(sig)).second) kinds.push_back(&l);
+      }
+      for (int mb : mbs) {
+        for (int tp : tps) {
+          for (const LayerCost* layer : kinds) {
+            const LayerCost& l = *layer;
+            const int t = TpWays(l, rank.settings.tensor_parallel, tp);
+            for (size_t g = 0; g < l.gemms.size(); ++g) {
+              const RankGemm r = RankGemmShape(l, g, mb, t);
+              const auto m = static_cast<int64_t>(std::llround(r.m));
+              const auto n = static_cast<int64_t>(std::llround(r.n));
+              const auto k = static_cast<int64_t>(std::llround(r.k));
+              if (m < 1 || n < 1 || k < 1) continue;
+              // As the model asks (StrategyModel): forward (m, n, k), dgrad
+              // (m, k, n), wgrad (n, k, m).
+              const std::tuple<int64_t, int64_t, int64_t, GemmLayout> passes[] = {
+                  {m, n, k, GemmLayout::kForward},
+                  {m, k, n, GemmLayout::kDgrad},
+                  {n, k, m, GemmLayout::kWgrad}};
+              for (const auto& [pm, pn, pk, layout] : passes) {
+                if (!seen.insert({pm, pn, pk, static_cast<int>(layout), dtype}).second) continue;
+                out.push_back({pm, pn, pk, layout, dtype,
+                               absl::StrCat(whole.name, ".", l.name, ".mb", mb, ".tp", t,
+                                            cp > 1 ? absl::StrCat(".cp", cp) : "")});
+              }
             }
           }
         }
       }
     }
-    if (!gemms.empty()) dtypes.insert(dtype);
   }
+  return out;
+}
+
+std::string HeuristicGemmsJson(const std::vector<HeuristicGemm>& gemms) {
   if (gemms.empty()) return "";
+  static constexpr const char* kPass[] = {"fwd", "dgrad", "wgrad"};  // GemmLayout
+  std::set<std::string> dtypes;
+  nlohmann::json list = nlohmann::json::array();
+  for (const HeuristicGemm& g : gemms) {
+    const std::string dtype(DTypeName(g.dtype));
+    dtypes.insert(dtype);
+    list.push_back({{"m", g.m},
+                    {"n", g.n},
+                    {"k", g.k},
+                    {"pass", kPass[static_cast<int>(g.layout)]},
+                    {"dtype", dtype},
+                    {"label", g.label}});
+  }
   const nlohmann::json doc = {{"schema", "xdeep.gemm_shapes/1"},
                               {"dtypes", std::vector<std::string>(dtypes.begin(), dtypes.end())},
-                              {"gemms", gemms}};
+                              {"gemms", list}};
   return doc.dump() + "\n";
+}
+
+std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node) {
+  return HeuristicGemmsJson(HeuristicGemms(workloads, gpus_per_node));
+}
+
+uint64_t ShapeSetFingerprint(const std::vector<HeuristicGemm>& gemms) {
+  // FNV-1a over the shapes in their (deterministic) order.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (const HeuristicGemm& g : gemms) {
+    mix(g.m), mix(g.n), mix(g.k), mix(static_cast<uint64_t>(g.layout)),
+        mix(static_cast<uint64_t>(g.dtype));
+  }
+  return h;
 }
 
 std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node) {

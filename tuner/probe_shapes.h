@@ -5,6 +5,7 @@
 #ifndef XDEEP_TUNER_PROBE_SHAPES_H_
 #define XDEEP_TUNER_PROBE_SHAPES_H_
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,14 +52,38 @@ std::vector<int> TensorParallelDegrees(const Workload& w, int gpus_per_node);
 // (ProbeMicroBatches; the search goes no further, SearchMicroBatchLimit).
 std::vector<int> HeuristicMicroBatches(const Workload& w);
 
+// Context-parallel degrees the search may give a workload (its rule: a
+// transformer with a fused attention kernel, powers of two up to 64 that
+// split the sequence into 2 x cp equal chunks of at least 2,048 tokens a
+// rank, within the workload's cp / max_cp), 1 first unless it fixes cp.
+std::vector<int> ContextParallelDegrees(const Workload& w);
+
+// One GEMM the heuristic is asked about, as the model looks it up.
+struct HeuristicGemm {
+  int64_t m = 0, n = 0, k = 0;
+  GemmLayout layout = GemmLayout::kForward;
+  DType dtype = DType::kBf16;
+  std::string label;  // workload.layer.mbN.tpT[.cpC]
+};
+
 // Every GEMM one rank of these workloads runs (RankGemmShape) at
-// HeuristicMicroBatches x TensorParallelDegrees, each as forward, dgrad and
-// wgrad at its workload's precision, as an xdeep.gemm_shapes/1 "gemms" list:
-// what `xdeep-probe compute --suite gemm-heuristic` asks cuBLASLt's heuristic
-// about (nothing timed), so that the profile knows the kernel of every shape
-// the model looks up (GemmKernelTable). Context-parallel splits are not asked
-// (their shapes keep the best-tile model). Empty when no workload has a GEMM.
+// HeuristicMicroBatches x TensorParallelDegrees x ContextParallelDegrees
+// (a context-parallel rank's GEMMs: PerRankWorkload's), each as forward,
+// dgrad and wgrad at its workload's precision, each once, in a fixed order.
+std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, int gpus_per_node);
+
+// `gemms` as an xdeep.gemm_shapes/1 "gemms" list: what `xdeep-probe compute
+// --suite gemm-heuristic` asks cuBLASLt's heuristic about (nothing timed), so
+// that the profile knows the kernel of every shape the model looks up
+// (GemmKernelTable). Empty when there are none.
+std::string HeuristicGemmsJson(const std::vector<HeuristicGemm>& gemms);
+
+// HeuristicGemmsJson(HeuristicGemms(workloads, gpus_per_node)).
 std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node);
+
+// A hash of a shape list (order included; HeuristicGemms' is fixed): names a
+// workload's shape set where a daemon deduplicates its heuristic-only jobs.
+uint64_t ShapeSetFingerprint(const std::vector<HeuristicGemm>& gemms);
 
 // GemmHeuristicShapesJson of these workloads and, so that later workloads on
 // the partition find kernels too, the built-in presets (PresetWorkloadNames)

@@ -2,17 +2,25 @@
 // costs on the daemon's side (issue 19, item 2): how many GEMMs the job asks about per
 // node size (tuner::ProbeShapesFor without a workload: the presets' list), the time
 // to ingest a report holding a timed set and an answer for each of them, and
-// GemmModel::Seconds over those shapes with the kernel table and without it.
-//   gemm_heuristic_bench TIMED_REPORT.json
+// GemmModel::Seconds over those shapes with the kernel table and without it; the
+// answers kept across probes (GemmAnswerBook: merge, save, load, install) up to
+// the daemon's cap, and the decision path's check that a workload's GEMMs are
+// answered (HeuristicCoverage: first time, then cached).
+//   gemm_heuristic_bench TIMED_REPORT.json [SCRATCH_DIR]
 // (for instance bench/validate/data/heldout/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json;
 // every answer names one kernel, so the figures are the table's, not cuBLAS's choices).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 
+#include "daemon/heuristic_coverage.h"
 #include "nlohmann/json.hpp"
 #include "profiler/report.h"
 #include "profiler/shapes.h"
+#include "tuner/fingerprint.h"
+#include "tuner/gemm_answer_book.h"
 #include "tuner/gemm_kernel_table.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/probe_shapes.h"
@@ -36,8 +44,8 @@ xdeep::tuner::GemmLayout LayoutOf(const std::string& pass) {
 
 int main(int argc, char** argv) {
   using namespace xdeep;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: gemm_heuristic_bench TIMED_REPORT.json\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: gemm_heuristic_bench TIMED_REPORT.json [SCRATCH_DIR]\n");
     return 2;
   }
   for (int gpus : {1, 2, 4, 8}) {
@@ -97,5 +105,58 @@ int main(int argc, char** argv) {
                 profile == &*hw ? "with the table" : "timed set only", Ms(start) * 1e6 / kCalls,
                 sink);
   }
+  // Answers kept across probes: the presets' plus made-up shapes up to n.
+  const std::string scratch = argc == 3 ? argv[2] : std::filesystem::temp_directory_path().string();
+  auto answered = tuner::HeuristicAnswersFromProbeReport(text, "timed+answers");
+  if (!answered.ok()) return 2;
+  const std::string& key = answered->key;
+  const std::string book_path = scratch + "/gemm_heuristic_bench-answers.json";
+  for (size_t n :
+       {hw->gemm_heuristic.size(), size_t{50000}, tuner::GemmAnswerBook::kDefaultMaxPerKey}) {
+    std::vector<tuner::GemmPoint> points = hw->gemm_heuristic;
+    for (int64_t m = 1; points.size() < n; ++m) {
+      points.push_back({m * 8 + 3, 4099, 1027, tuner::DType::kBf16, 0.0,
+                        tuner::GemmLayout::kForward, tuner::GemmKernel{66, 128, 256, 1}});
+    }
+    tuner::GemmAnswerBook book;
+    start = Clock::now();
+    book.Merge(key, points);
+    const double merge_ms = Ms(start);
+    start = Clock::now();
+    if (!book.Save(book_path).ok()) return 2;
+    const double save_ms = Ms(start);
+    start = Clock::now();
+    auto loaded = tuner::GemmAnswerBook::Load(book_path, tuner::GemmAnswerBook::kDefaultMaxPerKey);
+    const double load_ms = Ms(start);
+    if (!loaded.ok()) return 2;
+    tuner::HardwareProfile installed = *hw;
+    start = Clock::now();
+    tuner::SetHeuristicAnswers(&installed, loaded->Answers(key));
+    const double install_ms = Ms(start);
+    std::printf(
+        "answer book %zu answers: merge %.0f ms, save %.0f ms (%ju bytes), load %.0f ms, "
+        "install (answers + kernel table) %.0f ms\n",
+        loaded->Size(key), merge_ms, save_ms,
+        static_cast<uintmax_t>(std::filesystem::file_size(book_path)), load_ms, install_ms);
+  }
+  std::filesystem::remove(book_path);
+  // The decision path's check, for a workload the presets do not cover.
+  auto workload = tuner::PresetWorkload("gpt-1.3b");
+  if (!workload.ok()) return 2;
+  workload->transformer.hidden = 1792;
+  workload->transformer.ffn = 7168;
+  tuner::BuildTransformerLayers(*workload);
+  const std::string fingerprint = tuner::ModelFingerprint(*workload);
+  const auto profile = std::make_shared<const tuner::HardwareProfile>(*hw);
+  daemon::HeuristicCoverage coverage;
+  start = Clock::now();
+  auto gap = coverage.Check(profile, *workload, fingerprint, 8);
+  const double first_ms = Ms(start);
+  constexpr int kChecks = 100000;
+  start = Clock::now();
+  for (int i = 0; i < kChecks; ++i) gap = coverage.Check(profile, *workload, fingerprint, 8);
+  std::printf("coverage check (%zu of %zu GEMMs unanswered): first %.2f ms, cached %.0f ns\n",
+              gap ? gap->missing.size() : 0, gap ? gap->asked : 0, first_ms,
+              Ms(start) * 1e6 / kChecks);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "profiler/atomic_file.h"
 #include "profiler/report.h"
 
 namespace xdeep::daemon {
@@ -205,6 +206,53 @@ TEST_F(ProbeSchedulerTest, HeuristicStepFollowsTheGpuComputeSetAndJoinsItsReport
   r.gpus_per_node = 8;
   r.heuristic_shapes_file = dir_.Path("missing.json");
   EXPECT_THAT(std::string(Make().Validate(r).message()), HasSubstr("does not exist"));
+}
+
+TEST_F(ProbeSchedulerTest, HeuristicOnlyJobAsksTheHeuristicAloneOnOneGpu) {
+  const std::string asked = dir_.Path("heuristic.json");
+  std::ofstream(asked) << "{}";
+  ProbeSchedulerOptions o;
+  o.probe_path = "/opt/xdeep/bin/xdeep-probe";
+  o.reports_dir = dir_.Path("");
+  o.framework_probe = {"python3", "/opt/xdeep/share/framework_probe.py"};
+  ProbeScheduler s(o);
+  ProbeRequest r;
+  r.partition = "gpu";
+  r.time_limit = absl::Minutes(2);
+  r.gpus_per_node = 1;
+  r.heuristic_shapes_file = asked;
+  r.heuristic_only = true;
+  ASSERT_TRUE(s.Validate(r).ok()) << s.Validate(r);
+  // No timed set, no framework probe, nothing merged: the answers are the report.
+  std::vector<std::string> argv = s.SubmitCommand(r, "/r/h.json", "/r/h.out");
+  EXPECT_THAT(argv, Contains("--gpus-per-node=1"));
+  EXPECT_EQ(argv.back(),
+            "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' "
+            "'gemm-heuristic' '--shapes' '" +
+                asked + "' '--no-anchors' '--time-limit' '96' '--out' '/r/h.json'");
+  // A report with answers and no timings is what such a job brings; one
+  // without answers is not.
+  profiler::Report report = profiler::NewReport();
+  report.gpu = profiler::GpuInfo{};
+  profiler::GemmEntry e;
+  e.m = 64, e.n = 128, e.k = 256;
+  e.dtype = "bf16";
+  e.pass = "fwd";
+  e.kernel.algo = 66, e.kernel.tile_m = 128, e.kernel.tile_n = 256;
+  report.gemm_algos.push_back(e);
+  const std::string path = dir_.Path("h.json");
+  ASSERT_TRUE(profiler::WriteFileAtomically(path, profiler::ToJson(report).dump()).ok());
+  EXPECT_TRUE(ProbeScheduler::CheckReport(path, r).ok())
+      << ProbeScheduler::CheckReport(path, r).status();
+  report.gemm_algos.clear();
+  ASSERT_TRUE(profiler::WriteFileAtomically(path, profiler::ToJson(report).dump()).ok());
+  EXPECT_EQ(ProbeScheduler::CheckReport(path, r).status().code(), absl::StatusCode::kDataLoss);
+  // Only as the heuristic step of the GPU compute set, on a shapes file alone.
+  r.shapes_file = asked;
+  EXPECT_THAT(std::string(s.Validate(r).message()), HasSubstr("heuristic-only"));
+  r.shapes_file.clear();
+  r.heuristic_shapes_file.clear();
+  EXPECT_THAT(std::string(s.Validate(r).message()), HasSubstr("heuristic-only"));
 }
 
 TEST_F(ProbeSchedulerTest, FrameworkProbeFollowsTheGpuComputeSetAndJoinsItsReport) {

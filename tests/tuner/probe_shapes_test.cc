@@ -218,5 +218,44 @@ TEST(ProbeShapesTest, TheProbeJobsHeuristicAnswersTimeUntimedShapesOnTheirKernel
   EXPECT_GT(EstimateStepTime(*w, blind, c).total_s, 2 * blind_step);
 }
 
+TEST(ProbeShapesTest, ContextParallelDegreesFollowTheSearchsRules) {
+  auto llama = PresetWorkload("llama-7b");  // 4,096 tokens: cp 2 leaves 2,048 a rank
+  auto gpt = PresetWorkload("gpt-125m");    // 1,024 tokens: no context parallelism
+  ASSERT_TRUE(llama.ok() && gpt.ok());
+  EXPECT_EQ(ContextParallelDegrees(*llama), (std::vector<int>{1, 2}));
+  EXPECT_EQ(ContextParallelDegrees(*gpt), (std::vector<int>{1}));
+  llama->transformer.seq_len = 32768;
+  EXPECT_EQ(ContextParallelDegrees(*llama), (std::vector<int>{1, 2, 4, 8, 16}));
+  llama->parallel.max_cp = 4;
+  EXPECT_EQ(ContextParallelDegrees(*llama), (std::vector<int>{1, 2, 4}));
+  llama->parallel.cp = 4;
+  EXPECT_EQ(ContextParallelDegrees(*llama), (std::vector<int>{4}));
+}
+
+TEST(ProbeShapesTest, TheModelFindsEveryGemmOfAContextParallelLayoutAmongTheAnswers) {
+  auto w = PresetWorkload("llama-7b");
+  ASSERT_TRUE(w.ok());
+  const ProbeShapeFiles files = ProbeShapesFor(&*w, 2);
+  const profiler::GemmKernel tile{.algo = 66, .tile_m = 128, .tile_n = 256, .split_k = 1};
+  auto hw = HardwareProfileFromProbeReport(ProbeJobReport(files.heuristic, tile), "job.json");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  // cp 2 on two GPUs: each rank runs 2,048 of the 4,096 tokens, GEMMs of
+  // m = 2,048 x micro-batch that no cp = 1 layout runs at micro-batch 1.
+  Configuration c;
+  c.gpus_per_node = 2;
+  c.cp = 2;
+  c.global_batch = 8;
+  for (int mb : {1, 4}) {
+    c.micro_batch = mb;
+    const double step = EstimateStepTime(*w, *hw, c).total_s;
+    ASSERT_GT(step, 0);
+    // Spoiling the best-tile model (what an unanswered shape falls back to)
+    // changes nothing: every GEMM the model asks about has an answer.
+    HardwareProfile spoiled = *hw;
+    spoiled.gemm_fits[static_cast<int>(DType::kBf16)].peak_flops *= 1e-3;
+    EXPECT_DOUBLE_EQ(EstimateStepTime(*w, spoiled, c).total_s, step) << "mb " << mb;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
