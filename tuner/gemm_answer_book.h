@@ -21,6 +21,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "tuner/gemm_kernel_table.h"
 #include "tuner/gemm_model.h"
 #include "tuner/hardware_profile.h"
 
@@ -68,15 +69,7 @@ class GemmAnswerBook {
   absl::Status Save(const std::string& path) const;
 
  private:
-  struct Shape {
-    int64_t m, n, k;
-    int dtype, layout;
-    bool operator==(const Shape&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Shape& s) {
-      return H::combine(std::move(h), s.m, s.n, s.k, s.dtype, s.layout);
-    }
-  };
+  using Shape = GemmShapeKey;
   struct Entry {
     GemmKernel kernel;
     uint64_t stamp = 0;

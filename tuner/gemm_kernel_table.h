@@ -16,6 +16,18 @@
 
 namespace xdeep::tuner {
 
+// One GEMM shape at one precision and layout (DType, GemmLayout as ints),
+// the key of the kernel table and of the heuristic's stored answers.
+struct GemmShapeKey {
+  int64_t m, n, k;
+  int dtype, layout;
+  bool operator==(const GemmShapeKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const GemmShapeKey& key) {
+    return H::combine(std::move(h), key.m, key.n, key.k, key.dtype, key.layout);
+  }
+};
+
 class GemmKernelTable {
  public:
   // Null where no precision has 8 timed points with their kernels.
@@ -30,15 +42,7 @@ class GemmKernelTable {
   size_t size() const { return kernels_.size(); }
 
  private:
-  struct Key {
-    int64_t m, n, k;
-    int dtype, layout;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& key) {
-      return H::combine(std::move(h), key.m, key.n, key.k, key.dtype, key.layout);
-    }
-  };
+  using Key = GemmShapeKey;
   absl::flat_hash_map<Key, GemmKernel> kernels_;
   std::array<GemmFit, 4> fits_;  // by DType; invalid: none
 };
