@@ -11,8 +11,10 @@ std::shared_ptr<const HeuristicGap> HeuristicCoverage::Compute(const tuner::Hard
   const tuner::GemmKernelTable* table = hw.gemm_kernels.get();
   if (table == nullptr) return nullptr;
   auto gap = std::make_shared<HeuristicGap>();
+  // The micro-batches the search may try on this profile (SearchMicroBatchLimit).
+  const int largest_probed = tuner::LargestProbedMicroBatch(workload, hw);
   std::vector<tuner::HeuristicGemm> all =
-      tuner::HeuristicGemms(std::span(&workload, 1), gpus_per_node);
+      tuner::HeuristicGemms(std::span(&workload, 1), gpus_per_node, std::span(&largest_probed, 1));
   gap->asked = all.size();
   gap->shape_set = tuner::ShapeSetFingerprint(all);
   for (tuner::HeuristicGemm& g : all) {

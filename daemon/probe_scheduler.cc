@@ -42,6 +42,11 @@ std::string Trim(const std::string& s) {
 
 // The heuristic step's own watchdog: thousands of shapes take seconds.
 constexpr int kHeuristicTimeLimitS = 60;
+// srun's start-up of the heuristic step and the merge of its answers.
+constexpr int kHeuristicOverheadS = 10;
+// The least a timed compute set is given (56 distinct GEMM layers took under
+// 30 s on an H200, ProbeMicroBatches): a shorter one would time almost nothing.
+constexpr int kMinTimedSetS = 30;
 
 int64_t WholeMinutes(absl::Duration d) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(absl::ToDoubleMinutes(d))));
@@ -101,6 +106,17 @@ absl::Status ProbeScheduler::Validate(const ProbeRequest& r) const {
         "probe job: a heuristic-only job runs the GPU compute set's heuristic step on a shapes "
         "file alone");
   }
+  if (const int after_s = AfterStepsSeconds(r);
+      after_s > 0 && ProbeTimeLimitSeconds(r.time_limit, after_s) < kMinTimedSetS) {
+    // The smallest whole-minute limit that leaves the timed set its minimum.
+    int64_t minutes = 1;
+    while (ProbeTimeLimitSeconds(absl::Minutes(minutes), after_s) < kMinTimedSetS) ++minutes;
+    return absl::InvalidArgumentError(fmt::format(
+        "probe job: a time limit of {} s leaves the GPU compute set {} s after the heuristic "
+        "step's {} s (at least {} s needed); set [probes] time_limit_s to {} or more",
+        absl::ToInt64Seconds(r.time_limit), ProbeTimeLimitSeconds(r.time_limit, after_s), after_s,
+        kMinTimedSetS, minutes * 60));
+  }
   for (const std::string* file : {&r.shapes_file, &r.heuristic_shapes_file}) {
     if (file->empty()) continue;
     if (r.set != ProbeSet::kCompute || r.gpus_per_node == 0) {
@@ -115,11 +131,18 @@ absl::Status ProbeScheduler::Validate(const ProbeRequest& r) const {
   return absl::OkStatus();
 }
 
-int ProbeScheduler::ProbeTimeLimitSeconds(absl::Duration job_time_limit) {
-  // Slurm kills the step at the job's limit; leave a fifth (at least 10 s) for the
-  // watchdog to write the report and for srun to start.
+int ProbeScheduler::ProbeTimeLimitSeconds(absl::Duration job_time_limit, int after_s) {
+  // Slurm kills the job at its limit: leave a fifth (at least 10 s) for the
+  // watchdog to write the report and for srun to start, and the later steps'
+  // time, or a timed set that runs to its watchdog ends the job in TIMEOUT.
   const int64_t job_s = WholeMinutes(job_time_limit) * 60;
-  return static_cast<int>(job_s - std::max<int64_t>(10, job_s / 5));
+  return static_cast<int>(job_s - std::max<int64_t>(10, job_s / 5) - after_s);
+}
+
+int ProbeScheduler::AfterStepsSeconds(const ProbeRequest& r) {
+  const bool heuristic_after = r.set == ProbeSet::kCompute && r.gpus_per_node > 0 &&
+                               !r.heuristic_only && !r.heuristic_shapes_file.empty();
+  return heuristic_after ? kHeuristicTimeLimitS + kHeuristicOverheadS : 0;
 }
 
 std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
@@ -164,8 +187,10 @@ std::vector<std::string> ProbeScheduler::SubmitCommand(const ProbeRequest& r,
     step.insert(step.end(), {"compute", "--suite", gpus ? "gpu" : "cpu"});
     if (!r.shapes_file.empty()) step.insert(step.end(), {"--shapes", r.shapes_file});
   }
-  step.insert(step.end(), {"--time-limit", std::to_string(ProbeTimeLimitSeconds(r.time_limit)),
-                           "--out", report_path});
+  step.insert(
+      step.end(),
+      {"--time-limit", std::to_string(ProbeTimeLimitSeconds(r.time_limit, AfterStepsSeconds(r))),
+       "--out", report_path});
   auto words = [](const std::vector<std::string>& argv) {
     std::string line;
     for (const std::string& word : argv) line += (line.empty() ? "" : " ") + ShellQuote(word);

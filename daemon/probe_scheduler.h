@@ -115,8 +115,12 @@ class ProbeScheduler {
                                          const std::string& report_path,
                                          const std::string& log_path) const;
   // xdeep-probe's own --time-limit: under the job's, so the probe's watchdog writes
-  // its report (with errors) before Slurm kills the step.
-  static int ProbeTimeLimitSeconds(absl::Duration job_time_limit);
+  // its report (with errors) before Slurm kills the step, and the steps after
+  // it (`after_s`, AfterStepsSeconds) still end within the job's limit.
+  static int ProbeTimeLimitSeconds(absl::Duration job_time_limit, int after_s = 0);
+  // Seconds the job keeps after the timed set for `request`'s later steps: the
+  // heuristic's watchdog plus srun's start-up and the merge, or 0.
+  static int AfterStepsSeconds(const ProbeRequest& request);
   // `sbatch --parsable` prints "jobid" or "jobid;cluster".
   static absl::StatusOr<std::string> ParseJobId(const std::string& sbatch_out);
   // Job `job_id` in `squeue --json`'s answer (Slurm 22.05 lists every job there).

@@ -146,9 +146,9 @@ std::vector<int> TensorParallelDegrees(const Workload& w, int gpus_per_node) {
   return out;
 }
 
-std::vector<int> HeuristicMicroBatches(const Workload& w) {
-  const std::vector<int> timed = ProbeMicroBatches(w);
-  const int top = std::min(std::max(1, w.max_micro_batch), timed.empty() ? 1 : 2 * timed.back());
+std::vector<int> HeuristicMicroBatches(const Workload& w, int largest_probed) {
+  const int limit = std::max(1, w.max_micro_batch);
+  const int top = largest_probed > 0 ? std::min(limit, 2 * largest_probed) : limit;
   std::vector<int> out;
   for (int mb = 1; mb <= top; mb *= 2) out.push_back(mb);
   return out;
@@ -169,17 +169,20 @@ std::vector<int> ContextParallelDegrees(const Workload& w) {
   return out;
 }
 
-std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, int gpus_per_node) {
+std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, int gpus_per_node,
+                                          std::span<const int> largest_probed) {
   std::set<std::tuple<int64_t, int64_t, int64_t, int, DType>> seen;
   std::vector<HeuristicGemm> out;
-  for (const Workload& whole : workloads) {
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    const Workload& whole = workloads[i];
     const char* dtype_name = ModelDtype(whole);
     const DType dtype = std::string_view(dtype_name) == "fp32"   ? DType::kFp32
                         : std::string_view(dtype_name) == "tf32" ? DType::kTf32
                         : std::string_view(dtype_name) == "fp16" ? DType::kFp16
                                                                  : DType::kBf16;
     const std::vector<int> tps = TensorParallelDegrees(whole, gpus_per_node);
-    const std::vector<int> mbs = HeuristicMicroBatches(whole);
+    const std::vector<int> mbs =
+        HeuristicMicroBatches(whole, i < largest_probed.size() ? largest_probed[i] : 0);
     for (int cp : ContextParallelDegrees(whole)) {
       // A context-parallel rank runs the GEMMs of a sequence of seq / cp
       // tokens (PerRankWorkload), as the model times them.
@@ -252,8 +255,9 @@ std::string HeuristicGemmsJson(const std::vector<HeuristicGemm>& gemms) {
   return doc.dump() + "\n";
 }
 
-std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node) {
-  return HeuristicGemmsJson(HeuristicGemms(workloads, gpus_per_node));
+std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node,
+                                    std::span<const int> largest_probed) {
+  return HeuristicGemmsJson(HeuristicGemms(workloads, gpus_per_node, largest_probed));
 }
 
 uint64_t ShapeSetFingerprint(const std::vector<HeuristicGemm>& gemms) {
@@ -274,11 +278,16 @@ uint64_t ShapeSetFingerprint(const std::vector<HeuristicGemm>& gemms) {
 
 std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node) {
   std::vector<Workload> asked(workloads.begin(), workloads.end());
+  std::vector<int> largest_probed;
+  for (const Workload& w : workloads) {
+    const std::vector<int> timed = ProbeMicroBatches(w);
+    largest_probed.push_back(timed.empty() ? 0 : timed.back());
+  }
   for (const std::string& name : PresetWorkloadNames()) {
     absl::StatusOr<Workload> preset = PresetWorkload(name);
     if (preset.ok()) asked.push_back(*std::move(preset));
   }
-  return GemmHeuristicShapesJson(asked, gpus_per_node);
+  return GemmHeuristicShapesJson(asked, gpus_per_node, largest_probed);
 }
 
 ProbeShapeFiles ProbeShapesFor(const Workload* workload, int gpus_per_node) {

@@ -48,9 +48,11 @@ std::string GemmShapesJson(std::span<const Workload> workloads, std::span<const 
 std::vector<int> TensorParallelDegrees(const Workload& w, int gpus_per_node);
 
 // Micro-batches whose GEMMs cuBLASLt's heuristic is asked about: every power
-// of two the search may try, up to twice the largest the compute probe times
-// (ProbeMicroBatches; the search goes no further, SearchMicroBatchLimit).
-std::vector<int> HeuristicMicroBatches(const Workload& w);
+// of two the search may try (SearchMicroBatchLimit's rule): up to twice
+// `largest_probed`, the largest micro-batch the profile times all the
+// workload's GEMMs at, or up to Workload::max_micro_batch for a workload the
+// profile never timed (0).
+std::vector<int> HeuristicMicroBatches(const Workload& w, int largest_probed);
 
 // Context-parallel degrees the search may give a workload (its rule: a
 // transformer with a fused attention kernel, powers of two up to 64 that
@@ -70,7 +72,10 @@ struct HeuristicGemm {
 // HeuristicMicroBatches x TensorParallelDegrees x ContextParallelDegrees
 // (a context-parallel rank's GEMMs: PerRankWorkload's), each as forward,
 // dgrad and wgrad at its workload's precision, each once, in a fixed order.
-std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, int gpus_per_node);
+// `largest_probed[i]` is workload i's for HeuristicMicroBatches; a workload
+// past its end counts as never timed.
+std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, int gpus_per_node,
+                                          std::span<const int> largest_probed = {});
 
 // `gemms` as an xdeep.gemm_shapes/1 "gemms" list: what `xdeep-probe compute
 // --suite gemm-heuristic` asks cuBLASLt's heuristic about (nothing timed), so
@@ -78,16 +83,19 @@ std::vector<HeuristicGemm> HeuristicGemms(std::span<const Workload> workloads, i
 // (GemmKernelTable). Empty when there are none.
 std::string HeuristicGemmsJson(const std::vector<HeuristicGemm>& gemms);
 
-// HeuristicGemmsJson(HeuristicGemms(workloads, gpus_per_node)).
-std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node);
+// HeuristicGemmsJson(HeuristicGemms(workloads, gpus_per_node, largest_probed)).
+std::string GemmHeuristicShapesJson(std::span<const Workload> workloads, int gpus_per_node,
+                                    std::span<const int> largest_probed = {});
 
 // A hash of a shape list (order included; HeuristicGemms' is fixed): names a
 // workload's shape set where a daemon deduplicates its heuristic-only jobs.
 uint64_t ShapeSetFingerprint(const std::vector<HeuristicGemm>& gemms);
 
-// GemmHeuristicShapesJson of these workloads and, so that later workloads on
-// the partition find kernels too, the built-in presets (PresetWorkloadNames)
-// at their defaults: what the daemon's probe job asks the heuristic about.
+// GemmHeuristicShapesJson of these workloads, as timed by the same job (up to
+// ProbeMicroBatches' largest), and, so that later workloads on the partition
+// find kernels too, the built-in presets (PresetWorkloadNames) at their
+// defaults, never timed there (up to their max_micro_batch): what the
+// daemon's probe job asks the heuristic about.
 std::string HeuristicShapesWithPresets(std::span<const Workload> workloads, int gpus_per_node);
 
 // What one compute probe job measures (xdeep.gemm_shapes/1 files; empty: none).

@@ -33,6 +33,19 @@ double Ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
+// One line saying what failed and what to do, and the exit status for it.
+int Fail(const std::string& what, const std::string& fix) {
+  std::fprintf(stderr, "gemm_heuristic_bench: %s (%s)\n", what.c_str(), fix.c_str());
+  return 2;
+}
+
+// The GEMMs of a tuner::HeuristicGemmsJson document; "" (none) counts 0.
+size_t GemmCount(const std::string& doc) {
+  if (doc.empty()) return 0;
+  const nlohmann::json parsed = nlohmann::json::parse(doc, nullptr, false);
+  return parsed.is_object() && parsed.contains("gemms") ? parsed["gemms"].size() : 0;
+}
+
 xdeep::tuner::GemmLayout LayoutOf(const std::string& pass) {
   using xdeep::tuner::GemmLayout;
   return pass == "fwd"     ? GemmLayout::kForward
@@ -53,17 +66,25 @@ int main(int argc, char** argv) {
     const tuner::ProbeShapeFiles files = tuner::ProbeShapesFor(nullptr, gpus);
     const double ms = Ms(start);
     std::printf("%d GPUs a node: %zu GEMMs asked (%.1f ms to list, %zu bytes)\n", gpus,
-                nlohmann::json::parse(files.heuristic)["gemms"].size(), ms, files.heuristic.size());
+                GemmCount(files.heuristic), ms, files.heuristic.size());
   }
   absl::StatusOr<profiler::Report> timed = profiler::ReadReport(argv[1]);
   if (!timed.ok()) {
-    std::fprintf(stderr, "gemm_heuristic_bench: %s\n",
-                 std::string(timed.status().message()).c_str());
-    return 2;
+    return Fail(std::string(timed.status().message()),
+                "give a probe report with a timed GPU compute set, for instance "
+                "bench/validate/data/heldout/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
   }
-  absl::StatusOr<profiler::ShapeSet> asked =
-      profiler::ParseShapesJson(tuner::ProbeShapesFor(nullptr, 8).heuristic);
-  if (!asked.ok()) return 2;
+  const std::string presets = tuner::ProbeShapesFor(nullptr, 8).heuristic;
+  if (presets.empty()) {
+    return Fail("the presets give no GEMM to ask the heuristic about",
+                "tuner::PresetWorkloadNames lists no preset with GEMMs");
+  }
+  absl::StatusOr<profiler::ShapeSet> asked = profiler::ParseShapesJson(presets);
+  if (!asked.ok()) {
+    return Fail("xdeep-probe's shapes parser rejects the presets' list: " +
+                    std::string(asked.status().message()),
+                "tuner::HeuristicGemmsJson and profiler::ParseShapesJson disagree on the format");
+  }
   profiler::Report answers = profiler::NewReport();
   answers.gpu = timed->gpu;
   const profiler::GemmKernel kernel{.algo = 66, .tile_id = 24, .tile_m = 128, .tile_n = 256};
@@ -76,7 +97,11 @@ int main(int argc, char** argv) {
     answers.gemm_algos.push_back(e);
   }
   absl::StatusOr<profiler::Report> merged = profiler::MergeReports({*timed, answers});
-  if (!merged.ok()) return 2;
+  if (!merged.ok()) {
+    return Fail(
+        "merging the answers into the timed report: " + std::string(merged.status().message()),
+        "the report must be one GPU's xdeep.probe_report/1");
+  }
   const std::string bare_text = profiler::ToJson(*timed).dump();
   const std::string text = profiler::ToJson(*merged).dump();
   auto start = Clock::now();
@@ -86,8 +111,10 @@ int main(int argc, char** argv) {
   auto hw = tuner::HardwareProfileFromProbeReport(text, "timed+answers");
   const double hw_ms = Ms(start);
   if (!bare.ok() || !hw.ok() || hw->gemm_kernels == nullptr) {
-    std::fprintf(stderr, "gemm_heuristic_bench: the report gives no kernel table\n");
-    return 2;
+    return Fail("the report gives no kernel table: " +
+                    std::string((!bare.ok() ? bare.status() : hw.status()).message()),
+                "the timed set must name the cuBLASLt kernel of each GEMM (xdeep-probe "
+                "compute on a GPU)");
   }
   std::printf("ingest: %zu timed points %.0f ms; with %zu answers %.0f ms (%zu kernels known)\n",
               bare->gemm.size(), bare_ms, answers.gemm_algos.size(), hw_ms,
@@ -108,7 +135,11 @@ int main(int argc, char** argv) {
   // Answers kept across probes: the presets' plus made-up shapes up to n.
   const std::string scratch = argc == 3 ? argv[2] : std::filesystem::temp_directory_path().string();
   auto answered = tuner::HeuristicAnswersFromProbeReport(text, "timed+answers");
-  if (!answered.ok()) return 2;
+  if (!answered.ok()) {
+    return Fail(
+        "no heuristic answers in the merged report: " + std::string(answered.status().message()),
+        "the report must record the GPU and its cuBLASLt / CUDA versions");
+  }
   const std::string& key = answered->key;
   const std::string book_path = scratch + "/gemm_heuristic_bench-answers.json";
   for (size_t n :
@@ -123,12 +154,18 @@ int main(int argc, char** argv) {
     book.Merge(key, points);
     const double merge_ms = Ms(start);
     start = Clock::now();
-    if (!book.Save(book_path).ok()) return 2;
+    if (absl::Status saved = book.Save(book_path); !saved.ok()) {
+      return Fail("saving the answer book: " + std::string(saved.message()),
+                  "give a writable SCRATCH_DIR");
+    }
     const double save_ms = Ms(start);
     start = Clock::now();
     auto loaded = tuner::GemmAnswerBook::Load(book_path, tuner::GemmAnswerBook::kDefaultMaxPerKey);
     const double load_ms = Ms(start);
-    if (!loaded.ok()) return 2;
+    if (!loaded.ok()) {
+      return Fail("loading the answer book just saved: " + std::string(loaded.status().message()),
+                  "tuner::GemmAnswerBook's Save and Load disagree");
+    }
     tuner::HardwareProfile installed = *hw;
     start = Clock::now();
     tuner::SetHeuristicAnswers(&installed, loaded->Answers(key));
@@ -142,7 +179,10 @@ int main(int argc, char** argv) {
   std::filesystem::remove(book_path);
   // The decision path's check, for a workload the presets do not cover.
   auto workload = tuner::PresetWorkload("gpt-1.3b");
-  if (!workload.ok()) return 2;
+  if (!workload.ok()) {
+    return Fail(std::string(workload.status().message()),
+                "the coverage check needs the gpt-1.3b preset");
+  }
   workload->transformer.hidden = 1792;
   workload->transformer.ffn = 7168;
   tuner::BuildTransformerLayers(*workload);

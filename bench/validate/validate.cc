@@ -298,6 +298,15 @@ int Shapes(const std::vector<std::string>& models, const std::vector<int>& micro
               nlohmann::json::parse(doc)["layers"].size(), models.size(), out_path.c_str());
   if (heuristic_path.empty()) return 0;
   const std::string asked = tuner::HeuristicShapesWithPresets(workloads, gpus_per_node);
+  if (asked.empty()) {
+    // HeuristicGemmsJson's answer for no GEMM at all: nothing to ask about.
+    std::fprintf(stderr,
+                 "xdeep_validate: the workloads and the presets have no GEMM for cuBLASLt's "
+                 "heuristic at %d GPUs a node; %s not written (name workloads with Linear or "
+                 "convolution layers)\n",
+                 gpus_per_node, heuristic_path.c_str());
+    return 2;
+  }
   if (absl::Status s = profiler::WriteFileAtomically(heuristic_path, asked); !s.ok()) {
     std::fprintf(stderr, "xdeep_validate: %s\n", std::string(s.message()).c_str());
     return 2;

@@ -17,6 +17,7 @@
 namespace xdeep::daemon {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -182,16 +183,18 @@ TEST_F(ProbeSchedulerTest, HeuristicStepFollowsTheGpuComputeSetAndJoinsItsReport
   std::ofstream(asked) << "{}";
   ProbeRequest r;
   r.partition = "gpu";
-  r.time_limit = absl::Minutes(2);
+  r.time_limit = absl::Minutes(5);
   r.gpus_per_node = 8;
   r.shapes_file = timed;
   r.heuristic_shapes_file = asked;
   // The timed set, then the heuristic asked about the second file's shapes
   // (no anchors: nothing is timed) and its answers merged into the report;
-  // the job's status stays the timed set's.
+  // the job's status stays the timed set's. The timed set's watchdog leaves
+  // the heuristic's 60 s and 10 s for srun and the merge within the job's
+  // 300 s: 300 - 60 (a fifth) - 70.
   EXPECT_EQ(Make().SubmitCommand(r, "/r/c.json", "/r/c.out").back(),
             "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gpu' '--shapes' '" + timed +
-                "' '--time-limit' '96' '--out' '/r/c.json'; rc=$?; if [ -e '/r/c.json' ]; then "
+                "' '--time-limit' '170' '--out' '/r/c.json'; rc=$?; if [ -e '/r/c.json' ]; then "
                 "'srun' '/opt/xdeep/bin/xdeep-probe' 'compute' '--suite' 'gemm-heuristic' "
                 "'--shapes' '" +
                 asked +
@@ -199,6 +202,14 @@ TEST_F(ProbeSchedulerTest, HeuristicStepFollowsTheGpuComputeSetAndJoinsItsReport
                 "'/opt/xdeep/bin/xdeep-probe' 'merge' '/r/c.json' '/r/c.json.heuristic.json' "
                 "'--out' '/r/c.json'; fi; exit $rc");
   EXPECT_TRUE(Make().Validate(r).ok());
+  // Two minutes leave the timed set 26 s: rejected before anything is
+  // submitted, saying which limit would do.
+  r.time_limit = absl::Minutes(2);
+  EXPECT_THAT(
+      std::string(Make().Validate(r).message()),
+      AllOf(HasSubstr("leaves the GPU compute set 26 s"), HasSubstr("time_limit_s to 180")));
+  r.time_limit = absl::Minutes(3);
+  EXPECT_TRUE(Make().Validate(r).ok()) << Make().Validate(r);
   // Only for GPUs: the CPU suite has no cuBLASLt.
   r.gpus_per_node = 0;
   r.shapes_file.clear();
@@ -317,6 +328,7 @@ TEST_F(ProbeSchedulerTest, ProbeTimeLimitStaysUnderTheJobs) {
   EXPECT_EQ(ProbeScheduler::ProbeTimeLimitSeconds(absl::Minutes(1)), 48);
   EXPECT_EQ(ProbeScheduler::ProbeTimeLimitSeconds(absl::Seconds(1)), 48);
   EXPECT_EQ(ProbeScheduler::ProbeTimeLimitSeconds(absl::Minutes(10)), 480);
+  EXPECT_EQ(ProbeScheduler::ProbeTimeLimitSeconds(absl::Minutes(10), 70), 410);
 }
 
 TEST_F(ProbeSchedulerTest, RejectsBadRequests) {

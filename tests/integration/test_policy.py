@@ -208,7 +208,7 @@ class ProbeLimitsTest(OwnDaemonTest):
     def test_launch_waits_at_most_max_wait_then_decides(self):
         hang = self.stand_in_probe("sleep 120")
         self.start(f'[policy]\nadmins = ["root"]\n[probes]\non_launch = true\nmax_wait_s = 2\n'
-                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{hang}"\n'
+                   f'time_limit_s = 180\nbudget = 1000\nprobe_path = "{hang}"\n'
                    f'reports_dir = "{self.tmp}/reports"\n')
         conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} timeout_ms=10000")
         r = run(["srun", "--xdeep-tune", f"--xdeep-workload={GPT}", SHOW_ENV], conf=conf)
@@ -260,7 +260,7 @@ class ProbeLimitsTest(OwnDaemonTest):
     def test_probe_wait_redraws_one_line_on_a_terminal(self):
         hang = self.stand_in_probe("sleep 120")
         self.start(f'[policy]\nadmins = ["root"]\n[probes]\non_launch = true\nmax_wait_s = 3\n'
-                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{hang}"\n'
+                   f'time_limit_s = 180\nbudget = 1000\nprobe_path = "{hang}"\n'
                    f'reports_dir = "{self.tmp}/reports"\n')
         conf = alt_conf(self.tmp, f"required {PLUGIN} daemon=unix://{self.sock} timeout_ms=10000")
         # script(1) gives srun a real terminal; its typescript keeps the bytes.
@@ -279,7 +279,7 @@ class ProbeLimitsTest(OwnDaemonTest):
     def test_admin_probe_measures_the_named_workloads_shapes(self):
         record = self.stand_in_probe()
         self.start('[policy]\nadmins = ["root"]\n[probes]\npartition = "debug"\n'
-                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{record}"\n'
+                   f'time_limit_s = 180\nbudget = 1000\nprobe_path = "{record}"\n'
                    f'reports_dir = "{self.tmp}/reports"\n')
         r = run([XDEEP, "--daemon", f"unix://{self.sock}", "probe", "-w", "gpt-125m",
                  "--gpus-per-node", "1"])
@@ -297,12 +297,22 @@ class ProbeLimitsTest(OwnDaemonTest):
         self.assertEqual(missing.rc, 1, missing)
         self.assertIn("does not exist", missing.err)
 
+    def asked_copy(self, path):
+        """The heuristic_stand_in's copy of the shapes file `path` it was given."""
+        return os.path.join(self.tmp, "asked-" + os.path.basename(path))
+
+    def leftover_inputs(self, reports):
+        """Probe jobs' inputs and merged intermediates left in `reports`."""
+        return [f for f in os.listdir(reports)
+                if f.endswith("-shapes.json") or f.endswith(".heuristic.json")]
+
     def heuristic_stand_in(self):
         """A probe_path for a GPU partition without a GPU: the timed compute set
         answers with a real H200 report (each GEMM with the cuBLASLt kernel it
         ran), the heuristic step with the tile in self.tmp/tile for every shape
         it is asked about, in the report format xdeep-probe writes; `merge` is
-        the real xdeep-probe's. Each call's arguments go to self.tmp/probe_calls."""
+        the real xdeep-probe's. Each call's arguments go to self.tmp/probe_calls,
+        each heuristic shapes file it is given to self.asked_copy(path)."""
         path = os.path.join(self.tmp, "probe.py")
         fit = os.path.join(SOURCE, "bench", "validate", "data", "heldout",
                            "2026-11-27_h200x1_gemm_seed6607", "gemm_fit.json")
@@ -320,6 +330,10 @@ with open({fit!r}) as f:
 if args[args.index("--suite") + 1] == "gemm-heuristic":
     with open(args[args.index("--shapes") + 1]) as f:
         shapes = json.load(f)
+    # A copy for the test: the daemon removes the job's inputs once it is done.
+    asked = os.path.basename(args[args.index("--shapes") + 1])
+    with open(os.path.join({self.tmp!r}, "asked-" + asked), "w") as f:
+        json.dump(shapes, f)
     with open({os.path.join(self.tmp, "tile")!r}) as f:
         tile_m, tile_n = map(int, f.read().split())
     kernel = {{"algo": 66, "tile_id": 24, "stages_id": 35, "swizzle": 0, "reduction": 0,
@@ -340,7 +354,7 @@ os.replace(out + ".part", out)
         probe = self.heuristic_stand_in()
         reports = os.path.join(self.tmp, "reports")
         self.start('[policy]\nadmins = ["root"]\n[probes]\npartition = "debug"\n'
-                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{probe}"\n'
+                   f'time_limit_s = 180\nbudget = 1000\nprobe_path = "{probe}"\n'
                    f'reports_dir = "{reports}"\n')
         daemon = ["--daemon", f"unix://{self.sock}"]
 
@@ -370,8 +384,14 @@ os.replace(out + ".part", out)
         asked = calls[1][calls[1].index("--shapes") + 1]
         self.assertEqual(os.path.dirname(asked), reports)
         self.assertIn("--no-anchors", calls[1])
-        with open(asked) as f:
+        with open(self.asked_copy(asked)) as f:
             shapes = json.load(f)
+        # Merged and ingested: the report stays, the job's inputs and the
+        # heuristic's own answers do not.
+        self.assertFalse(os.path.exists(asked))
+        self.assertFalse(os.path.exists(calls[0][calls[0].index("--shapes") + 1]))
+        self.assertFalse(os.path.exists(path + ".heuristic.json"))
+        self.assertTrue(os.path.exists(path))
         # Every GEMM of GPT-125M the search may try: its head at micro-batch 64
         # (65,536 tokens x 768 -> 50257), forward, as the model looks it up.
         self.assertIn({"m": 65536, "n": 50257, "k": 768, "pass": "fwd", "dtype": "bf16"},
@@ -394,7 +414,7 @@ os.replace(out + ".part", out)
         probe = self.heuristic_stand_in()
         reports = os.path.join(self.tmp, "reports")
         self.start('[policy]\nadmins = ["root"]\n[probes]\npartition = "debug"\n'
-                   f'time_limit_s = 60\nbudget = 1000\nprobe_path = "{probe}"\n'
+                   f'time_limit_s = 180\nbudget = 1000\nprobe_path = "{probe}"\n'
                    f'reports_dir = "{reports}"\nheuristic_interval_s = 600\n')
         daemon = ["--daemon", f"unix://{self.sock}"]
         with open(os.path.join(self.tmp, "tile"), "w") as f:
@@ -443,7 +463,7 @@ os.replace(out + ".part", out)
         self.assertEqual(len(jobs), 1, calls())
         self.assertEqual(calls()[3:], jobs)  # no timed set, nothing merged
         self.assertIn("--no-anchors", jobs[0])
-        with open(jobs[0][jobs[0].index("--shapes") + 1]) as f:
+        with open(self.asked_copy(jobs[0][jobs[0].index("--shapes") + 1])) as f:
             asked = json.load(f)["gemms"]
         self.assertGreater(len(asked), 0)
         self.assertTrue(all(g["label"].startswith("narrow-640.") for g in asked), asked[:3])
@@ -466,6 +486,8 @@ os.replace(out + ".part", out)
             log = f.read()
         self.assertEqual(log.count("event=probe.heuristic_submit"), 1, log)
         self.assertIn("event=probe.heuristic_done", log)
+        # Both jobs over: neither left its shapes files or answers behind.
+        self.assertEqual(self.leftover_inputs(reports), [])
 
     def test_probe_budget(self):
         self.start('[policy]\nadmins = ["root"]\nprice_per_gpu_hour = 2.5\n'

@@ -12,6 +12,7 @@
 #include "profiler/shapes.h"
 #include "tuner/gemm_kernel_table.h"
 #include "tuner/gemm_rank_shape.h"
+#include "tuner/search.h"
 #include "tuner/strategy_model.h"
 
 namespace xdeep::tuner {
@@ -80,9 +81,40 @@ TEST(ProbeShapesTest, TensorParallelDegreesFollowTheSearchsRules) {
   ASSERT_TRUE(resnet.ok());
   EXPECT_EQ(TensorParallelDegrees(*resnet, 8), (std::vector<int>{1}));
   // Up to twice the largest timed micro-batch, within the workload's largest.
-  EXPECT_EQ(HeuristicMicroBatches(*resnet), (std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  EXPECT_EQ(HeuristicMicroBatches(*resnet, 4), (std::vector<int>{1, 2, 4, 8}));
+  resnet->max_micro_batch = 6;
+  EXPECT_EQ(HeuristicMicroBatches(*resnet, 4), (std::vector<int>{1, 2, 4}));
   gpt->max_micro_batch = 12;
-  EXPECT_EQ(HeuristicMicroBatches(*gpt), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(HeuristicMicroBatches(*gpt, 128), (std::vector<int>{1, 2, 4, 8}));
+  // Never timed: the search goes up to the workload's largest.
+  gpt->max_micro_batch = 512;
+  EXPECT_EQ(HeuristicMicroBatches(*gpt, 0).back(), 512);
+}
+
+TEST(ProbeShapesTest, ThePresetsAreAskedUpToTheMicroBatchesTheSearchTriesOnWorkloadsNeverTimed) {
+  // A probe job for one workload asks about the presets on later workloads'
+  // behalf; the profile times none of their GEMMs, so the search tries them
+  // up to their max_micro_batch (SearchMicroBatchLimit), and so must the list.
+  auto named = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(named.ok());
+  auto parsed = profiler::ParseShapesJson(ProbeShapesFor(&*named, 8).heuristic);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> asked;
+  for (const profiler::GemmSpec& g : parsed->gemms) asked.insert({g.m, g.n, g.k, g.pass});
+  for (const std::string& name : PresetWorkloadNames()) {
+    auto w = PresetWorkload(name);
+    ASSERT_TRUE(w.ok()) << name;
+    const int limit = SearchMicroBatchLimit(*w, HardwareProfile{});
+    int top = 1;
+    while (2 * top <= limit) top *= 2;
+    for (const LayerCost& l : w->layers) {
+      if (l.gemms.empty()) continue;
+      const RankGemm r = RankGemmShape(l, 0, top, 1);
+      const auto m = std::llround(r.m), n = std::llround(r.n), k = std::llround(r.k);
+      EXPECT_TRUE(asked.contains({m, n, k, "fwd"})) << name << "." << l.name << " mb " << top;
+      break;
+    }
+  }
 }
 
 TEST(ProbeShapesTest, TheHeuristicIsAskedAboutEveryGemmOfTheSearchsReachInXdeepProbesFormat) {
@@ -97,7 +129,7 @@ TEST(ProbeShapesTest, TheHeuristicIsAskedAboutEveryGemmOfTheSearchsReachInXdeepP
     asked.insert({g.m, g.n, g.k, g.pass});
   }
   EXPECT_EQ(asked.size(), parsed->gemms.size());  // each once
-  for (int mb : HeuristicMicroBatches(*w)) {
+  for (int mb : HeuristicMicroBatches(*w, 0)) {
     for (int tp : TensorParallelDegrees(*w, 8)) {
       for (const LayerCost& l : w->layers) {
         const int t = TpWays(l, w->settings.tensor_parallel, tp);
@@ -112,13 +144,15 @@ TEST(ProbeShapesTest, TheHeuristicIsAskedAboutEveryGemmOfTheSearchsReachInXdeepP
     }
   }
   // Without a workload the presets' GEMMs alone, a few thousand answers
-  // (cuBLASLt's heuristic: 600 in 0.55 s on an H200, nothing timed).
+  // (3,645 at 8 GPUs a node; cuBLASLt's heuristic: 600 in 0.55 s on an H200,
+  // nothing timed), so the job's 60 s heuristic step has room.
   const ProbeShapeFiles grid = ProbeShapesFor(nullptr, 8);
   EXPECT_TRUE(grid.timed.empty());
   auto presets = profiler::ParseShapesJson(grid.heuristic);
   ASSERT_TRUE(presets.ok()) << presets.status();
   EXPECT_GT(presets->gemms.size(), asked.size());
-  EXPECT_LT(presets->gemms.size(), 20000u);
+  EXPECT_GE(presets->gemms.size(), 1000u);
+  EXPECT_LT(presets->gemms.size(), 10000u);
   // A CNN at fp32 is looked up at TF32 (cuDNN's default for convolutions).
   auto resnet = PresetWorkload("resnet50");
   ASSERT_TRUE(resnet.ok());
@@ -126,6 +160,13 @@ TEST(ProbeShapesTest, TheHeuristicIsAskedAboutEveryGemmOfTheSearchsReachInXdeepP
   auto tf32 = profiler::ParseShapesJson(GemmHeuristicShapesJson(std::span(&*resnet, 1), 8));
   ASSERT_TRUE(tf32.ok()) << tf32.status();
   EXPECT_EQ(tf32->dtypes, std::vector<profiler::DType>{profiler::DType::kTf32});
+  // A later workload without GEMMs names no dtype: the list's are its GEMMs'.
+  Workload none = *resnet;
+  for (LayerCost& l : none.layers) l.gemms.clear();
+  const Workload both[] = {*w, none};
+  auto one_dtype = profiler::ParseShapesJson(GemmHeuristicShapesJson(both, 8));
+  ASSERT_TRUE(one_dtype.ok()) << one_dtype.status();
+  EXPECT_EQ(one_dtype->dtypes, std::vector<profiler::DType>{profiler::DType::kBf16});
 }
 
 // The probe job's report as the real probe writes it: a timed compute set of
