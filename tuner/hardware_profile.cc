@@ -444,6 +444,26 @@ std::optional<GemmPoint> GemmPointOf(const json& g) {
                    GemmKernelOf(g)};
 }
 
+// The heuristic's answers of a report ($.gemm_algos): each with its shape and
+// the kernel cuBLASLt would run; precisions the model does not use are skipped.
+absl::StatusOr<std::vector<GemmPoint>> HeuristicAnswersOf(const json& algos,
+                                                          const std::string& source_name) {
+  std::vector<GemmPoint> out;
+  if (!algos.is_array()) return out;
+  int i = 0;
+  for (const json& g : algos) {
+    const std::string path = absl::StrCat("$.gemm_algos[", i++, "]");
+    if (!g.is_object()) return ReportError(source_name, path, "not an object");
+    std::optional<GemmPoint> p = GemmPointOf(g);
+    if (!p) continue;
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || !p->kernel.known()) {
+      return ReportError(source_name, path, "needs positive m, n, k and a kernel with its tile");
+    }
+    out.push_back(*p);
+  }
+  return out;
+}
+
 // What cuBLASLt's heuristic answers depend on: the GPU model and the library
 // and driver versions the report records.
 std::string HeuristicKey(const json& doc) {
@@ -631,12 +651,11 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     auto it = doc.find(key);
     return (it != doc.end() && it->is_array()) ? *it : empty;
   };
-  const auto gemm_point = GemmPointOf;
   int i = 0;
   for (const json& g : section("gemm")) {
     const std::string path = absl::StrCat("$.gemm[", i++, "]");
     if (!g.is_object()) return ReportError(source_name, path, "not an object");
-    std::optional<GemmPoint> p = gemm_point(g);
+    std::optional<GemmPoint> p = GemmPointOf(g);
     if (!p) continue;
     p->tflops = g.value("tflops", 0.0);
     if (p->tflops <= 0 && g.value("median_s", 0.0) > 0) {
@@ -647,17 +666,9 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     }
     hw.gemm.push_back(*p);
   }
-  i = 0;
-  for (const json& g : section("gemm_algos")) {
-    const std::string path = absl::StrCat("$.gemm_algos[", i++, "]");
-    if (!g.is_object()) return ReportError(source_name, path, "not an object");
-    std::optional<GemmPoint> p = gemm_point(g);
-    if (!p) continue;
-    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || !p->kernel.known()) {
-      return ReportError(source_name, path, "needs positive m, n, k and a kernel with its tile");
-    }
-    hw.gemm_heuristic.push_back(*p);
-  }
+  auto answers = HeuristicAnswersOf(section("gemm_algos"), source_name);
+  if (!answers.ok()) return answers.status();
+  hw.gemm_heuristic = *std::move(answers);
   if (hw.gemm.empty()) {
     return ReportError(source_name, "$.gemm",
                        "no GEMM measurements; rerun xdeep-probe with the compute probes");
@@ -1088,19 +1099,9 @@ absl::StatusOr<HeuristicAnswers> HeuristicAnswersFromProbeReport(std::string_vie
   try {
     HeuristicAnswers out;
     out.key = HeuristicKey(doc);
-    auto algos = doc.find("gemm_algos");
-    if (algos == doc.end() || !algos->is_array()) return out;
-    int i = 0;
-    for (const json& g : *algos) {
-      const std::string path = absl::StrCat("$.gemm_algos[", i++, "]");
-      if (!g.is_object()) return ReportError(source_name, path, "not an object");
-      std::optional<GemmPoint> p = GemmPointOf(g);
-      if (!p) continue;
-      if (p->m <= 0 || p->n <= 0 || p->k <= 0 || !p->kernel.known()) {
-        return ReportError(source_name, path, "needs positive m, n, k and a kernel with its tile");
-      }
-      out.answers.push_back(*p);
-    }
+    auto answers = HeuristicAnswersOf(doc.value("gemm_algos", json()), source_name);
+    if (!answers.ok()) return answers.status();
+    out.answers = *std::move(answers);
     return out;
   } catch (const json::exception& e) {
     return ReportError(source_name, "$",
