@@ -111,6 +111,10 @@ class Scanner {
                                    open_.empty() ? "nothing" : "a bracket of the other kind"),
                       "close arrays with ']' and inline tables with '}'");
         }
+        if (c == '#' && AfterDateAndOneDigit()) {
+          return Fail("a comment right after a date, a blank and one digit",
+                      "write the time as HH:MM:SS (1979-05-27 07:32:00) or put a blank before #");
+        }
         Advance(cp);
         Track(c);
         if (c == '#') context_ = Context::kComment;
@@ -178,6 +182,24 @@ class Scanner {
     } else if (at_value && c != '"' && c != '\'' && c != ',') {
       in_bare_value_ = true;
     }
+  }
+
+  // toml++ reads "YYYY-MM-DD D" as the start of a date-time and then takes
+  // the next character into the value whatever it is, '#' included, so the
+  // comment's first character is tested as a value terminator (undefined
+  // behaviour for some non-ASCII ones). Such a time is never valid TOML.
+  bool AfterDateAndOneDigit() const {
+    if (pos_ < 12) return false;
+    const std::string_view v = text_.substr(pos_ - 12, 12);
+    if (v[4] != '-' || v[7] != '-' || v[10] != ' ' || v[11] < '0' || v[11] > '9') return false;
+    for (size_t i = 0; i < 10; ++i) {
+      const char c = v[i];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '=' || c == '[' ||
+          c == ']' || c == '{' || c == '}' || c == '#' || c == '"' || c == '\'') {
+        return false;
+      }
+    }
+    return true;
   }
 
   // On the '[' of a table header. toml++ assumes (and asserts) that a name

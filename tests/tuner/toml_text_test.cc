@@ -99,6 +99,17 @@ TEST(TomlTextTest, QuotesOpenStringsOnlyWhereTomlHasThem) {
   EXPECT_THAT(Check("a = 1[\"ô\"]").message(), HasSubstr("a quote inside a bare value"));
 }
 
+TEST(TomlTextTest, ACommentGluedToADateAndOneDigitIsRefused) {
+  // toml++ reads "YYYY-MM-DD D" on as a date-time and takes the '#' into the
+  // value; the comment's U+FEDF then reached code marked unreachable
+  // (a 10-minute libFuzzer run of fuzz_workload_toml, session 16).
+  EXPECT_THAT(Check("a=1110-y--00 0#\uFEDF(f").message(),
+              HasSubstr("w.toml:1: column 15: a comment right after a date, a blank and one digit"));
+  EXPECT_THAT(Check("t = 1979-05-27 7#ô\n").message(), HasSubstr("HH:MM:SS"));
+  EXPECT_TRUE(Check("t = 1979-05-27 07:32:00 # ô\nu = 1979-05-27 # ô\n").ok());
+  EXPECT_TRUE(Check("# 1979-05-27 7#ô\nv = \"1979-05-27 7#ô\"\n").ok());
+}
+
 TEST(TomlTextTest, BracketsOfValuesMatch) {
   EXPECT_TRUE(Check("a = [{b = [1, {c = 2}]}, []]\nd = {}\n").ok());
   // "n=[}" reaches toml++'s parse_value with a value terminator (an assertion).
