@@ -192,14 +192,9 @@ class Scanner {
     if (pos_ < 12) return false;
     const std::string_view v = text_.substr(pos_ - 12, 12);
     if (v[4] != '-' || v[7] != '-' || v[10] != ' ' || v[11] < '0' || v[11] > '9') return false;
-    for (size_t i = 0; i < 10; ++i) {
-      const char c = v[i];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '=' || c == '[' ||
-          c == ']' || c == '{' || c == '}' || c == '#' || c == '"' || c == '\'') {
-        return false;
-      }
-    }
-    return true;
+    // Ten characters of one bare value: none of toml++'s value terminators
+    // ('[', '{', '(' and letters are part of it to toml++).
+    return v.substr(0, 10).find_first_of(" \t\r\n,]}#") == std::string_view::npos;
   }
 
   // On the '[' of a table header. toml++ assumes (and asserts) that a name

@@ -106,6 +106,7 @@ TEST(TomlTextTest, ACommentGluedToADateAndOneDigitIsRefused) {
   EXPECT_THAT(Check("a=1110-y--00 0#\uFEDF(f").message(),
               HasSubstr("w.toml:1: column 15: a comment right after a date, a blank and one digit"));
   EXPECT_THAT(Check("t = 1979-05-27 7#ô\n").message(), HasSubstr("HH:MM:SS"));
+  EXPECT_THAT(Check("a=1110-{(-00 0#\uFEDF(f").message(), HasSubstr("column 15: a comment"));
   EXPECT_TRUE(Check("t = 1979-05-27 07:32:00 # ô\nu = 1979-05-27 # ô\n").ok());
   EXPECT_TRUE(Check("# 1979-05-27 7#ô\nv = \"1979-05-27 7#ô\"\n").ok());
 }
