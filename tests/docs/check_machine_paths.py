@@ -1,4 +1,4 @@
-"""No committed script or README names a path of one machine (a checkout under
+"""No committed script or document (Markdown) names a path of one machine (a checkout under
 /work/, a home under /root/): they must work from any clone. Nor does a run
 record under */data/ (logs, JSON, tables): the device scripts print paths
 relative to the repository root and $OUT for their output folder
@@ -20,10 +20,10 @@ for folder, dirs, files in os.walk(source):
     # Build trees and VCS metadata are not committed files.
     dirs[:] = [d for d in dirs if not d.startswith((".", "build")) and d != "__pycache__"]
     for name in files:
-        is_readme = name == "README.md"
+        is_doc = name.endswith(".md")
         is_script = name.endswith(suffixes) or name == "CMakeLists.txt"
         is_record = "/data/" in f"/{rel}/" and name.endswith(records)
-        if not (is_readme or is_script or is_record):
+        if not (is_doc or is_script or is_record):
             continue
         path = os.path.join(folder, name)
         checked += 1
@@ -35,4 +35,4 @@ for folder, dirs, files in os.walk(source):
 if failures:
     print("\n".join(failures), file=sys.stderr)
     sys.exit(1)
-print(f"check_machine_paths: {checked} scripts, READMEs and run records ok")
+print(f"check_machine_paths: {checked} scripts, documents and run records ok")
