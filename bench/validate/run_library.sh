@@ -100,6 +100,7 @@ lane0() {
       echo "compute rc=$?"
       if [ "$HEURISTIC" = 1 ] && [ -s "$res/compute.json" ]; then
         stamp "GPU 0: cuBLASLt's heuristic at the GEMMs the search may look up (nothing timed)"
+        cp "$res/compute.json" "$res/compute_timed.json"  # the same probe without its answers
         CUDA_VISIBLE_DEVICES=0 run 70 "$carry/xdeep-probe" compute --suite gemm-heuristic --no-anchors \
           --shapes /tmp/suite_heuristic.json --time-limit 60 --out /tmp/suite_heuristic_report.json &&
           "$carry/xdeep-probe" merge "$res/compute.json" /tmp/suite_heuristic_report.json \
