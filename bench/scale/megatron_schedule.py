@@ -15,11 +15,13 @@ rank 0's chunk c + 1.
 
 Prints the makespan in units of a stage's forward F (backward B; each of a
 rank's v chunks takes F / v and B / v) against the bubble the strategy model
-charges, (m + (p - 1) / v)(F + B), and against the makespan with the
-schedule's order kept but every exchange free of rendezvous (a pass waits
-only for its input): what the code's grouping of sends and receives costs.
+charges, (m + (p - 1) / v)(F + B) of the slowest stage, and against the
+makespan with the schedule's order kept but every exchange free of
+rendezvous (a pass waits only for its input): what the code's grouping of
+sends and receives costs. --head makes the last rank's last chunk (output
+layer and loss) heavier by that share of a stage's pass.
 
-    python3 bench/scale/megatron_schedule.py [--f 1] [--b 3] [--c 0]
+    python3 bench/scale/megatron_schedule.py [--f 1] [--b 3] [--c 0] [--head 0]
 """
 import argparse
 import collections
@@ -124,9 +126,11 @@ def plain_program(p, r, m):
     return ops
 
 
-def simulate(p, v, m, f, b, c, rendezvous=True):
+def simulate(p, v, m, f, b, c, rendezvous=True, head=0.0):
     """Makespan. rendezvous=False: a send never waits for its receiver and an
-    exchange waits only for what it receives (the data dependencies alone)."""
+    exchange waits only for what it receives (the data dependencies alone).
+    head: the last rank's last chunk (the output layer and loss) adds this
+    share of a stage's pass."""
     progs = [interleaved_program(p, r, v, m) for r in range(p)]
     pos, clock = [0] * p, [0.0] * p
     # per directed link (src, dst): posted send times and receive times, in order
@@ -146,7 +150,8 @@ def simulate(p, v, m, f, b, c, rendezvous=True):
             while pos[r] < len(progs[r]):
                 op = progs[r][pos[r]]
                 if op[0] in ("F", "B"):
-                    clock[r] += (f if op[0] == "F" else b) / v
+                    heavy = head * v if r == p - 1 and op[1] == v - 1 else 0.0
+                    clock[r] += (f if op[0] == "F" else b) / v * (1 + heavy)
                     pos[r] += 1
                     done_ops += 1
                     moved = True
@@ -189,13 +194,15 @@ def main():
     ap.add_argument("--f", type=float, default=1.0, help="a stage's forward pass time")
     ap.add_argument("--b", type=float, default=3.0, help="its backward (with recomputation: 3)")
     ap.add_argument("--c", type=float, default=0.0, help="time of one transfer")
+    ap.add_argument("--head", type=float, default=0.0,
+                    help="extra work of the last stage's output layer, share of a stage's pass")
     a = ap.parse_args()
     print(f"{'p':>3} {'v':>2} {'m':>4} {'code':>9} {'no wait':>9} {'model':>9} {'code/model':>10}")
     for p, v, m in [(4, 1, 28), (4, 3, 28), (8, 1, 48), (8, 2, 48), (16, 2, 144), (35, 1, 280),
                     (35, 3, 280), (8, 2, 64), (64, 2, 512)]:
-        code = simulate(p, v, m, a.f, a.b, a.c)
-        free = simulate(p, v, m, a.f, a.b, a.c, rendezvous=False)
-        model = (m + (p - 1) / v) * (a.f + a.b)
+        code = simulate(p, v, m, a.f, a.b, a.c, head=a.head)
+        free = simulate(p, v, m, a.f, a.b, a.c, rendezvous=False, head=a.head)
+        model = (m + (p - 1) / v) * (a.f + a.b) * (1 + a.head)
         print(f"{p:>3} {v:>2} {m:>4} {code:>9.1f} {free:>9.1f} {model:>9.1f} {code / model:>10.4f}")
 
 
