@@ -22,6 +22,7 @@ sends and receives costs. --head makes the last rank's last chunk (output
 layer and loss) heavier by that share of a stage's pass.
 
     python3 bench/scale/megatron_schedule.py [--f 1] [--b 3] [--c 0] [--head 0]
+    python3 bench/scale/megatron_schedule.py --check   # ctest: free transfers give the model's bubble
 """
 import argparse
 import collections
@@ -196,7 +197,10 @@ def main():
     ap.add_argument("--c", type=float, default=0.0, help="time of one transfer")
     ap.add_argument("--head", type=float, default=0.0,
                     help="extra work of the last stage's output layer, share of a stage's pass")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless, with free transfers, every makespan is the model's")
     a = ap.parse_args()
+    bad = 0
     print(f"{'p':>3} {'v':>2} {'m':>4} {'code':>9} {'no wait':>9} {'model':>9} {'code/model':>10}")
     for p, v, m in [(4, 1, 28), (4, 3, 28), (8, 1, 48), (8, 2, 48), (16, 2, 144), (35, 1, 280),
                     (35, 3, 280), (8, 2, 64), (64, 2, 512)]:
@@ -204,6 +208,12 @@ def main():
         free = simulate(p, v, m, a.f, a.b, a.c, rendezvous=False, head=a.head)
         model = (m + (p - 1) / v) * (a.f + a.b) * (1 + a.head)
         print(f"{p:>3} {v:>2} {m:>4} {code:>9.1f} {free:>9.1f} {model:>9.1f} {code / model:>10.4f}")
+        if a.check and a.c == 0 and a.head == 0 and max(abs(code - model), abs(free - model)) > 1e-9 * model:
+            bad += 1
+    if bad:
+        print(f"megatron_schedule: {bad} schedule(s) differ from (m + (p - 1) / v)(F + B) with free "
+              "transfers: the strategy model's pipeline bubble no longer matches Megatron's order")
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
