@@ -46,7 +46,6 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   t.serial_exchange = true;
   t.partitioned_p2p = c.tp > 1;
   if (w.settings.deepspeed_release == DeepSpeedRelease::k2021) {
-    t.whole_gradient_p2p = t.partitioned_p2p;
     if (w.precision == Precision::kBf16Mixed) AccumulateInPlace(&t);  // fp16: no bf16 then
     return t;
   }

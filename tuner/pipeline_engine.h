@@ -33,31 +33,34 @@
 //  * No interleaved schedule; ZeRO-2 and ZeRO-3 are refused with pipeline
 //    parallelism (engine.py asserts stage < gradients).
 //
-// DeepSpeed of 2021 ([model] deepspeed_release = "2021": releases v0.4.0 to
-// v0.5.3, 2021-06 to 2021-09, what MT-NLG trained on in the three months
-// before its announcement of 2021-10-11; github.com/microsoft/DeepSpeed at
-// v0.5.3, deepspeed/runtime/pipe/engine.py, and the history named):
-//  * is_grad_partitioned was False: activations crossed 1 / tp each, but
-//    _exec_send_grads sent each gradient whole and _exec_recv_grads received
-//    it whole (no all-gather of it; the stage's own output is still
-//    all-gathered to rebuild its graph). e2fdd25 (2021-09-29, first released
-//    in v0.5.4) set it to is_model_parallel.
+// DeepSpeed of 2021 ([model] deepspeed_release = "2021": the engine as
+// Megatron-DeepSpeed's GPTModelPipe ran it in 2021, e2fdd25 (2021-09-29,
+// released in v0.5.4) to v0.5.x; github.com/microsoft/DeepSpeed):
+//  * Gradients cross stages 1 / tp, as today. Before e2fdd25 (v0.4.0 to
+//    v0.5.3) the partitioned exchange took outputs[0] and outputs[1] of a
+//    (hidden, mask) tuple; GPTModelPipe (github.com/microsoft/Megatron-DeepSpeed,
+//    8a132ce, 2021-06) passes one tensor between stages (the mask lives in
+//    args.attn_mask), so with tensor parallelism that engine indexed the
+//    tensor's rows and could not train it. e2fdd25 (co-authored by MT-NLG's
+//    DeepSpeed authors) partitions the single tensor and sets
+//    is_grad_partitioned = is_model_parallel, and checkpoints only the
+//    ParallelTransformerLayerPipe layers of a GPTModelPipe (_is_checkpointable).
 //  * No bf16: the runtime's first bfloat16 is 9c67278 (2021-10-07), ZeRO with
 //    bf16 648f7bf (2021-11-01), bf16 with the pipeline engine 56c5223
 //    (2022-04-19). 16-bit training was fp16 (fp16 and bf16 take the same time
 //    and bytes here): DeepSpeed's FP16 optimizer and ZeRO-1 keep no fp32
 //    gradient buffer and register no hooks without overlap_comm, so autograd
 //    adds each micro-batch's gradients into .grad in place from the second
-//    micro-batch on (read 2 + 2, write 2 bytes a parameter).
+//    micro-batch on (read 2 + 2, write 2 bytes a parameter). (Megatron-
+//    DeepSpeed's get_megatron_optimizer returns the bare optimizer under
+//    DeepSpeed, so Megatron's fp32 main_grad accumulation is not used either.)
 //  Checked and not a cost here: p2p.send / recv call dist.send / dist.recv
-//  from torch 1.8 (a broadcast in two-rank groups before it, same bytes);
-//  TrainSchedule, ReduceTiedGrads / ReduceGrads / OptimizerStep after the
-//  last step and 'type:transformer' partitioning are as today's; the host
-//  synchronisations (ThroughputTimer.start's torch.cuda.synchronize,
+//  from torch 1.8 (e2fdd25; a broadcast in two-rank groups before, same
+//  bytes); TrainSchedule, ReduceTiedGrads / ReduceGrads / OptimizerStep
+//  after the last step and 'type:transformer' partitioning are as today's;
+//  the host synchronisations (ThroughputTimer.start's torch.cuda.synchronize,
 //  PartitionedTensor.from_meta's meta.tolist()) wait for work the stage
-//  needs next anyway; _is_checkpointable checkpointed every layer with
-//  parameters of a GPTModelPipe (the final LayerNorm too; the head is a
-//  functools.partial, not checkpointed).
+//  needs next anyway.
 //
 // Megatron-LM's schedules with Megatron-style tensor parallelism send 1 / tp
 // of each activation and gradient across a stage boundary: under sequence
@@ -110,10 +113,9 @@ struct PipelineEngineTraits {
   bool overlaps_gradient_reduction = true;
   // Blocking send then receive at each pass instead of a batched pair.
   bool serial_exchange = false;
-  // Activations cross the link 1 / tp each and are all-gathered over tp.
+  // Activations and gradients cross the link 1 / tp each and are
+  // all-gathered over tp.
   bool partitioned_p2p = false;
-  // ... but gradients cross whole (DeepSpeed of 2021): no all-gather of them.
-  bool whole_gradient_p2p = false;
   // Megatron's p2p: the share of an activation that crosses a stage boundary
   // (1 / tp with Megatron-style tensor parallelism) and whether the receiver
   // all-gathers it over tp (not under sequence parallelism).

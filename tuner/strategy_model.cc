@@ -1030,19 +1030,15 @@ StepTime StrategyModel::Time(const Configuration& given) {
       // DeepSpeed (pipeline_engine.h): a forward step receives its input and
       // sends the last gradient back, a backward step sends the last output
       // on and receives its gradient (the first stage has only the second,
-      // the last only the first), 1 / tp of each across the link (gradients
-      // whole in 2021), all-gathering each partitioned one over tp; backward
-      // also rebuilds its own output that way.
+      // the last only the first), 1 / tp of each across the link,
+      // all-gathering each partitioned one over tp; backward also rebuilds
+      // its own output that way.
       auto exchange = [&](double per_sample, bool backward) {
         if (per_sample <= 0) return 0.0;
         const double bytes = per_sample * c.micro_batch;
         const double link = im.Coll(CollectiveOp::kSendRecv, bytes / c.tp, 2, PpRanksPerNode(c));
         const double gather = im.Coll(CollectiveOp::kAllGather, bytes, c.tp, c.tp);
-        const double grad_link = engine.whole_gradient_p2p
-                                     ? im.Coll(CollectiveOp::kSendRecv, bytes, 2, PpRanksPerNode(c))
-                                     : link;
-        const double grad_gather = backward && !engine.whole_gradient_p2p ? gather : 0;
-        return link + grad_link + gather + grad_gather;
+        return 2 * link + gather + (backward ? gather : 0);
       };
       f += exchange(d.recv_bytes, false) * d.chunks;
       b += exchange(d.send_bytes, true) * d.chunks;
