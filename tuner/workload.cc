@@ -342,7 +342,24 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     // gelu_new's eight kernels (pow, two scalings, add, tanh, add, two
     // products) for GELU's one, and their fp32 result's cast for fc2;
     // compiled, one kernel as GELU.
-    if (act == Activation::kGeluTanhUnfused) b.kernels += 8;
+    if (act == Activation::kGeluTanhUnfused) {
+      b.kernels += 8;
+      if (w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast) {
+        // Under autocast pow runs in fp32 and promotes the chain: forward
+        // moves 76 bytes an element (pow's input cast 6, pow, two scalings,
+        // tanh and the 1 + tanh 8 each, the add of the 16-bit input 10, 0.5 x
+        // 4, the product 10, fc2's cast back 6), backward 118 (the
+        // mirror casts, mul's two gradients 28, tanh's 12, pow's 28, three
+        // 16-bit input gradients summed 16): 72 and 112 beyond GELU's one
+        // kernel each way. The 10 saved bytes above count 40 and 80 of
+        // them at a transformer's 4 and 8 passes; the rest, 32 each way.
+        // (2x H100, HF GPT-2 at micro-batch 16, GPU-bound: -14..-17 % on
+        // every calibration run and mode where ReLU's OPT-125m, the same
+        // shape, was -5 %; bench/validate/data/calibration.)
+        b.extra_traffic_fwd_bytes += s * 32.0 * f;
+        b.extra_traffic_bwd_bytes += s * 32.0 * f;
+      }
+    }
     if (w.settings.norm == Norm::kRmsNormEager) {
       // Two RMSNorms of six kernels each over the fp32 residual stream
       // (pow, mean, add, rsqrt, two products) where LayerNorm is one: five

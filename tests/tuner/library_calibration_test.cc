@@ -1,0 +1,118 @@
+// The step-time model against the library suite's committed runs
+// (bench/validate/data/calibration/*library*, all calibration: each term
+// below was changed after these measurements were seen). Each test predicts
+// measured configurations from the run's own probe report and workload file,
+// as `xdeep_validate compare --workloads bench/validate/workloads` does, and
+// holds the error a term closed, so the term cannot go unnoticed.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/tuner/test_util.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+namespace {
+
+std::string Source(const std::string& relative) {
+  return std::string(XDEEP_SOURCE_DIR) + "/" + relative;
+}
+
+HardwareProfile RunProfile(const std::string& folder) {
+  const std::string path = Source(folder + "/profile.json");
+  auto hw = HardwareProfileFromProbeReport(testing::ReadTextFile(path), path);
+  EXPECT_TRUE(hw.ok()) << hw.status();
+  return hw.ok() ? *hw : HardwareProfile{};
+}
+
+Workload SuiteWorkload(const std::string& model) {
+  const std::string path = Source("bench/validate/workloads/" + model + ".toml");
+  auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+  EXPECT_TRUE(w.ok()) << w.status();
+  return w.ok() ? *w : Workload{};
+}
+
+// The measured median step of one single-GPU configuration (0: not measured).
+double MeasuredSingleStep(const std::string& suite_file, const std::string& model, int mb) {
+  const auto doc =
+      nlohmann::json::parse(testing::ReadTextFile(Source(suite_file)), nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << suite_file;
+  if (doc.is_discarded() || !doc.contains("runs")) return 0;
+  for (const auto& run : doc["runs"]) {
+    if (run.value("mode", "") == "single" && run.value("model", "") == model &&
+        run.value("micro_batch", 0) == mb && run.contains("step_time_median_s") &&
+        run["step_time_median_s"].is_number()) {
+      return run["step_time_median_s"].get<double>();
+    }
+  }
+  return 0;
+}
+
+double SingleGpuStep(const Workload& w, const HardwareProfile& hw, int mb) {
+  StrategyModel model(w, hw);
+  Configuration c;
+  c.micro_batch = mb;
+  c.global_batch = mb;
+  return model.Time(c).total_s;
+}
+
+// transformers' GPT-2 runs "gelu_new" in eager ops; under autocast pow runs in
+// fp32 and the chain after it too, so its kernels move 72 bytes an element
+// forward and 112 backward beyond GELU's (tuner/workload.cc). At micro-batch 16
+// the step is GPU-bound and was under-predicted by 14-17 % on all four runs
+// that trained GPT-2 small and medium, in every mode, where OPT-125m (the same
+// shape with ReLU) was -5 %. With the traffic counted: within 10 %, and the
+// term adds what it should (the same workload in bf16-mixed, where nothing is
+// promoted to fp32, keeps the old count).
+TEST(LibraryCalibrationTest, Gpt2GeluNewUnderAutocastMovesFp32Traffic) {
+  const std::vector<std::string> runs = {
+      "bench/validate/data/calibration/2026-11-26_h100x2_library_heldout",
+      "bench/validate/data/calibration/2026-11-26_h100x2_library_heldout2",
+      "bench/validate/data/calibration/2026-11-27_h100x2_library_heldout",
+      "bench/validate/data/calibration/2026-11-27_h100x2_library_heldout2"};
+  int checked = 0;
+  for (const std::string& folder : runs) {
+    const HardwareProfile hw = RunProfile(folder);
+    for (const char* model : {"hf-gpt2", "hf-gpt2-medium"}) {
+      const double measured = MeasuredSingleStep(folder + "/suite_single_lm.json", model, 16);
+      ASSERT_GT(measured, 0) << folder << " " << model;
+      const double predicted = SingleGpuStep(SuiteWorkload(model), hw, 16);
+      const double error = predicted / measured - 1;
+      std::printf("%s %s mb16: measured %.1f ms, predicted %.1f (%+.1f %%)\n", folder.c_str(),
+                  model, measured * 1e3, predicted * 1e3, 100 * error);
+      EXPECT_LT(std::abs(error), 0.10) << folder << " " << model;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 8);
+
+  // The term itself: gelu_new's extra traffic under autocast is 32 + 32
+  // bytes an element of the MLP's inner width per token, and none without
+  // autocast.
+  Workload gpt2 = SuiteWorkload("hf-gpt2");
+  Workload gelu = gpt2;
+  gelu.settings.activation = Activation::kGelu;
+  BuildTransformerLayers(gpt2);
+  BuildTransformerLayers(gelu);
+  const LayerCost& with = gpt2.layers[1];
+  const LayerCost& without = gelu.layers[1];
+  const double per_element = static_cast<double>(gpt2.transformer.seq_len) * gpt2.transformer.ffn;
+  EXPECT_DOUBLE_EQ(with.extra_traffic_fwd_bytes - without.extra_traffic_fwd_bytes,
+                   32 * per_element);
+  EXPECT_DOUBLE_EQ(with.extra_traffic_bwd_bytes - without.extra_traffic_bwd_bytes,
+                   32 * per_element);
+  Workload mixed = gpt2, mixed_gelu = gelu;
+  mixed.precision = mixed_gelu.precision = Precision::kBf16Mixed;
+  BuildTransformerLayers(mixed);
+  BuildTransformerLayers(mixed_gelu);
+  EXPECT_DOUBLE_EQ(mixed.layers[1].extra_traffic_fwd_bytes,
+                   mixed_gelu.layers[1].extra_traffic_fwd_bytes);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner
