@@ -528,6 +528,16 @@ struct CnnBuilder {
       const double saved = relu ? 2.0 : 1.0;
       l.elementwise_fwd_passes = (relu ? 5.0 : 3.0) / saved;
       l.elementwise_bwd_passes = (relu ? 8.0 : 5.0) / saved;
+    } else {
+      // A biased conv without BN (VGG): PyTorch adds the bias after cuDNN's
+      // call, in place (2 passes over the output), the in-place ReLU reads
+      // and writes it (2); backward, the ReLU's gradient reads the gradient
+      // and the output and writes one (3), the bias gradient reduces it (1).
+      // The transformer's 4 and 8 counted 8 backward: VGG-16 trained
+      // GPU-bound at 2x H100 over-predicted +16 / +37 % at micro-batch 32 / 256
+      // (bench/validate/data/calibration/2026-11-27_h100x2_library_run7).
+      l.elementwise_fwd_passes = relu ? 4.0 : 2.0;
+      l.elementwise_bwd_passes = relu ? 4.0 : 1.0;
     }
     l.param_tensors = bn ? 3 : 2;  // weight and BN's scale and shift, or a bias
     l.buffer_tensors = bn ? 3 : 0;
@@ -544,6 +554,13 @@ struct CnnBuilder {
     const double out = double{1} * c * out_hw * out_hw;
     l.saved_activation_bytes = out * 8;  // int64 argmax indices; the input is saved upstream
     l.output_bytes = out * a;
+    // Its traffic is not passes over the indices: forward reads the input
+    // and writes the output and the indices; backward reads the output's
+    // gradient and the indices and writes the input's gradient.
+    const double in = double{1} * c * hw * hw;
+    l.elementwise_fwd_passes = l.elementwise_bwd_passes = 0;
+    l.extra_traffic_fwd_bytes = in * a + out * (a + 8.0);
+    l.extra_traffic_bwd_bytes = in * a + out * (a + 8.0);
     l.kernels = 1;
     l.fused_kernels = 1;
     l.recompute_saved_bytes = l.output_bytes;
