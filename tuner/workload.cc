@@ -344,18 +344,21 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     // compiled, one kernel as GELU.
     if (act == Activation::kGeluTanhUnfused) {
       b.kernels += 8;
-      if (w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast) {
+      const bool autocast =
+          w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast;
+      if (autocast && !w.settings.compile) {
         // Under autocast pow runs in fp32 and promotes the chain: forward
         // moves 76 bytes an element (pow's input cast 6, pow, two scalings,
         // tanh and the 1 + tanh 8 each, the add of the 16-bit input 10, 0.5 x
-        // 4, the product 10, fc2's cast back 6), backward 118 (the
-        // mirror casts, mul's two gradients 28, tanh's 12, pow's 28, three
-        // 16-bit input gradients summed 16): 72 and 112 beyond GELU's one
-        // kernel each way. The 10 saved bytes above count 40 and 80 of
+        // 4, the product 10, fc2's cast back 6), backward 118 (three casts
+        // 18, the product's two gradients 28, tanh's 12, three scalings 20,
+        // pow's 28, the sum of x's three 16-bit gradients 12): 72 and 112
+        // beyond GELU's one kernel each way. The 10 saved bytes above count 40 and 80 of
         // them at a transformer's 4 and 8 passes; the rest, 32 each way.
         // (2x H100, HF GPT-2 at micro-batch 16, GPU-bound: -14..-17 % on
         // every calibration run and mode where ReLU's OPT-125m, the same
-        // shape, was -5 %; bench/validate/data/calibration.)
+        // shape, was -5 %; bench/validate/data/calibration.) Compiled, the
+        // chain is one kernel (as GELU), so none of this.
         b.extra_traffic_fwd_bytes += s * 32.0 * f;
         b.extra_traffic_bwd_bytes += s * 32.0 * f;
       }

@@ -93,7 +93,7 @@ TEST(LibraryCalibrationTest, Gpt2GeluNewUnderAutocastMovesFp32Traffic) {
 
   // The term itself: gelu_new's extra traffic under autocast is 32 + 32
   // bytes an element of the MLP's inner width per token, and none without
-  // autocast.
+  // autocast or under torch.compile.
   Workload gpt2 = SuiteWorkload("hf-gpt2");
   Workload gelu = gpt2;
   gelu.settings.activation = Activation::kGelu;
@@ -112,6 +112,13 @@ TEST(LibraryCalibrationTest, Gpt2GeluNewUnderAutocastMovesFp32Traffic) {
   BuildTransformerLayers(mixed_gelu);
   EXPECT_DOUBLE_EQ(mixed.layers[1].extra_traffic_fwd_bytes,
                    mixed_gelu.layers[1].extra_traffic_fwd_bytes);
+  // torch.compile fuses the chain into one kernel, as GELU's.
+  Workload compiled = gpt2, compiled_gelu = gelu;
+  compiled.settings.compile = compiled_gelu.settings.compile = true;
+  BuildTransformerLayers(compiled);
+  BuildTransformerLayers(compiled_gelu);
+  EXPECT_DOUBLE_EQ(compiled.layers[1].extra_traffic_bwd_bytes,
+                   compiled_gelu.layers[1].extra_traffic_bwd_bytes);
 }
 
 // torchvision's VGG-16 has no BatchNorm: its convs add their bias after
