@@ -342,7 +342,27 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     // gelu_new's eight kernels (pow, two scalings, add, tanh, add, two
     // products) for GELU's one, and their fp32 result's cast for fc2;
     // compiled, one kernel as GELU.
-    if (act == Activation::kGeluTanhUnfused) b.kernels += 8;
+    if (act == Activation::kGeluTanhUnfused) {
+      b.kernels += 8;
+      const bool autocast =
+          w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast;
+      if (autocast && !w.settings.compile) {
+        // Under autocast pow runs in fp32 and promotes the chain: forward
+        // moves 76 bytes an element (pow's input cast 6, pow, two scalings,
+        // tanh and the 1 + tanh 8 each, the add of the 16-bit input 10, 0.5 x
+        // 4, the product 10, fc2's cast back 6), backward 118 (three casts
+        // 18, the product's two gradients 28, tanh's 12, three scalings 20,
+        // pow's 28, the sum of x's three 16-bit gradients 12): 72 and 112
+        // beyond GELU's one kernel each way. The 10 saved bytes above count 40 and 80 of
+        // them at a transformer's 4 and 8 passes; the rest, 32 each way.
+        // (2x H100, HF GPT-2 at micro-batch 16, GPU-bound: -14..-17 % on
+        // every calibration run and mode where ReLU's OPT-125m, the same
+        // shape, was -5 %; bench/validate/data/calibration.) Compiled, the
+        // chain is one kernel (as GELU), so none of this.
+        b.extra_traffic_fwd_bytes += s * 32.0 * f;
+        b.extra_traffic_bwd_bytes += s * 32.0 * f;
+      }
+    }
     if (w.settings.norm == Norm::kRmsNormEager) {
       // Two RMSNorms of six kernels each over the fp32 residual stream
       // (pow, mean, add, rsqrt, two products) where LayerNorm is one: five
@@ -511,6 +531,16 @@ struct CnnBuilder {
       const double saved = relu ? 2.0 : 1.0;
       l.elementwise_fwd_passes = (relu ? 5.0 : 3.0) / saved;
       l.elementwise_bwd_passes = (relu ? 8.0 : 5.0) / saved;
+    } else {
+      // A biased conv without BN (VGG): PyTorch adds the bias after cuDNN's
+      // call, in place (2 passes over the output), the in-place ReLU reads
+      // and writes it (2); backward, the ReLU's gradient reads the gradient
+      // and the output and writes one (3), the bias gradient reduces it (1).
+      // The transformer's 4 and 8 counted 8 backward: VGG-16 trained
+      // GPU-bound at 2x H100 over-predicted +16 / +37 % at micro-batch 32 / 256
+      // (bench/validate/data/calibration/2026-11-27_h100x2_library_run7).
+      l.elementwise_fwd_passes = relu ? 4.0 : 2.0;
+      l.elementwise_bwd_passes = relu ? 4.0 : 1.0;
     }
     l.param_tensors = bn ? 3 : 2;  // weight and BN's scale and shift, or a bias
     l.buffer_tensors = bn ? 3 : 0;
@@ -527,6 +557,13 @@ struct CnnBuilder {
     const double out = double{1} * c * out_hw * out_hw;
     l.saved_activation_bytes = out * 8;  // int64 argmax indices; the input is saved upstream
     l.output_bytes = out * a;
+    // Its traffic is not passes over the indices: forward reads the input
+    // and writes the output and the indices; backward reads the output's
+    // gradient and the indices and writes the input's gradient.
+    const double in = double{1} * c * hw * hw;
+    l.elementwise_fwd_passes = l.elementwise_bwd_passes = 0;
+    l.extra_traffic_fwd_bytes = in * a + out * (a + 8.0);
+    l.extra_traffic_bwd_bytes = in * a + out * (a + 8.0);
     l.kernels = 1;
     l.fused_kernels = 1;
     l.recompute_saved_bytes = l.output_bytes;

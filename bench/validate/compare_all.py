@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every committed library run re-predicted by one build of the model (issue 19, item 5).
 
-  compare_all.py BUILD [--set calibration|heldout|all] [--rows]
+  compare_all.py BUILD [--set calibration|heldout|all] [--rows] [--misses PCT]
 
 For each folder of bench/validate/data/{calibration,heldout}/*library*: its probe reports
 merged as the daemon keeps them (`xdeep-probe merge` of compute, framework,
@@ -10,6 +10,9 @@ in its README), then `xdeep_validate compare` of its suite files. Prints each fo
 step-time and memory MAPE per mode (the mean signed error in brackets) and the pooled
 figures per set, so a model change can
 be judged on every calibration configuration at once: overall error down, no mode worse.
+--misses PCT lists every configuration off by more than PCT %, marking those whose measured
+step was no faster than the next larger micro-batch's of the same run and mode ("inverted":
+a launch-bound step measured while the host ran slow; no model of the step can follow it).
 """
 import argparse
 import glob
@@ -66,11 +69,31 @@ def summary(rows):
     return f"{step:5.1f} % ({len(rows)}; {modes}) >25 %: {over}  memory {mem:.1f} %"
 
 
+def print_misses(rows, pct):
+    """Configurations off by more than pct %, by mode and model; "inverted" where the measured
+    step was no faster than the same run and mode's next larger micro-batch."""
+    steps = defaultdict(dict)
+    for r in rows:
+        steps[(r["run"], r["model"], r["mode"])][r["mb"]] = r["step"]
+    misses = sorted((r for r in rows if abs(r["step_err"]) > pct), key=lambda r: (r["mode"], r["model"], r["mb"]))
+    print(f"off by more than {pct:g} %: {len(misses)}")
+    for r in misses:
+        same = steps[(r["run"], r["model"], r["mode"])]
+        larger = [mb for mb in sorted(same) if mb > r["mb"]]
+        note = ""
+        if larger and same[larger[0]] <= r["step"]:
+            note = f"  inverted: mb{larger[0]} measured {same[larger[0]]:.1f} ms"
+        print(f"   {r['run']:50} {r['model']:22} {r['mode']:6} mb{r['mb']:<4} {r['step']:8.1f} {r['step_pred']:8.1f}"
+              f" {r['step_err']:+6.1f}%{note}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build")
     ap.add_argument("--set", choices=["calibration", "heldout", "all"], default="all")
     ap.add_argument("--rows", action="store_true", help="print every configuration's errors too")
+    ap.add_argument("--misses", type=float, metavar="PCT",
+                    help="list the configurations whose step time is off by more than PCT %%")
     args = ap.parse_args()
     sets = ["calibration", "heldout"] if args.set == "all" else [args.set]
     pooled = defaultdict(list)
@@ -80,12 +103,16 @@ def main():
                 if not glob.glob(os.path.join(folder, "suite_*.json")):
                     continue  # a run prepared, not made yet
                 rows = compare(args.build, folder, profile_for(args.build, folder, tmp))
+                for r in rows:
+                    r["run"] = f"{s}/{os.path.basename(folder)}"
                 pooled[s] += rows
                 print(f"{s}/{os.path.basename(folder)}: {summary(rows)}")
                 if args.rows:
                     for r in rows:
                         print(f"   {r['model']:24} {r['mode']:6} mb{r['mb']:<4} {r['step']:8.1f} {r['step_pred']:8.1f}"
                               f" {r['step_err']:+6.1f}%  mem {r['mem_err']:+6.1f}%")
+    if args.misses is not None:
+        print_misses([r for s in sets for r in pooled[s]], args.misses)
     for s in sets:
         if pooled[s]:
             print(f"ALL {s}: {summary(pooled[s])}")
