@@ -40,6 +40,7 @@ case "\$*" in
     # The heuristic's answer for every shape asked, a kernel in the report's format.
     shapes=\$(echo "\$*" | sed 's/.*--shapes \([^ ]*\).*/\1/')
     echo "heuristic \$shapes" >> "$log"
+    cp "\$shapes" "$tmp/heuristic_asked.json"  # the run removes its own copy when it ends
     exec "$real_python" - "$data/compute.json" "\$shapes" "\$out" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -90,8 +91,8 @@ done
 [ -e "$tmp/res/suite_fsdp.json" ] && fail "a failed mode left a file"
 # HEURISTIC=1: the heuristic's answers merged into compute.json, one for every GEMM the
 # daemon's probe job would ask about on a 2-GPU node (the suite's and the presets').
-"$real_python" - "$tmp/res/compute.json" "$data/compute.json" "$(grep -o 'heuristic [^ ]*' "$log" |
-  cut -d' ' -f2)" <<'PY' || fail "the heuristic's answers are not in compute.json"
+"$real_python" - "$tmp/res/compute.json" "$data/compute.json" "$tmp/heuristic_asked.json" <<'PY' ||
+  fail "the heuristic's answers are not in compute.json"
 import json, sys
 merged, timed = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 asked = json.load(open(sys.argv[3]))["gemms"]

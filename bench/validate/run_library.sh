@@ -52,11 +52,12 @@ source "$here/device_env.sh"  # library path, log.txt, stamp
 # The device returns at most 8 files: everything but the log travels as one archive,
 # packed again after each stage (a call cut off at its limit keeps what was done).
 res=$(mktemp -d)
+scratch=$(mktemp -d)  # the run's own working files: two runs on one machine do not share them
 pack() {
   relative_paths_in "$res"
   tar -C "$res" -czf "$OUT/results.tgz.part" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
 }
-trap 'pack; rm -rf "$res"' EXIT
+trap 'pack; rm -rf "$res" "$scratch"' EXIT
 # A step's timeout: its own, or what is left before DEADLINE_S (0: skip it).
 box() {
   local left=$((DEADLINE_S - (SECONDS - T0)))
@@ -92,18 +93,18 @@ lane0() {
   if stage probes; then
     stamp "GPU 0: compute probe at the suite's shapes"
     heuristic=()
-    [ "$HEURISTIC" = 1 ] && heuristic=(--heuristic-out /tmp/suite_heuristic.json --gpus-per-node 2)
+    [ "$HEURISTIC" = 1 ] && heuristic=(--heuristic-out $scratch/suite_heuristic.json --gpus-per-node 2)
     if "$carry/xdeep_validate" shapes --workloads "$here/workloads" --models "$LM,$VISION" \
-      --micro-batches "$MBS" --out /tmp/suite_shapes.json "${heuristic[@]}"; then
+      --micro-batches "$MBS" --out $scratch/suite_shapes.json "${heuristic[@]}"; then
       CUDA_VISIBLE_DEVICES=0 run $((T_COMPUTE + 10)) "$carry/xdeep-probe" compute --suite gpu \
-        --shapes /tmp/suite_shapes.json --time-limit $T_COMPUTE --out "$res/compute.json"
+        --shapes $scratch/suite_shapes.json --time-limit $T_COMPUTE --out "$res/compute.json"
       echo "compute rc=$?"
       if [ "$HEURISTIC" = 1 ] && [ -s "$res/compute.json" ]; then
         stamp "GPU 0: cuBLASLt's heuristic at the GEMMs the search may look up (nothing timed)"
         cp "$res/compute.json" "$res/compute_timed.json"  # the same probe without its answers
         CUDA_VISIBLE_DEVICES=0 run 70 "$carry/xdeep-probe" compute --suite gemm-heuristic --no-anchors \
-          --shapes /tmp/suite_heuristic.json --time-limit 60 --out /tmp/suite_heuristic_report.json &&
-          "$carry/xdeep-probe" merge "$res/compute.json" /tmp/suite_heuristic_report.json \
+          --shapes $scratch/suite_heuristic.json --time-limit 60 --out $scratch/suite_heuristic_report.json &&
+          "$carry/xdeep-probe" merge "$res/compute.json" $scratch/suite_heuristic_report.json \
             --out "$res/compute.json"
         echo "heuristic rc=$?"
       fi
@@ -120,9 +121,9 @@ lane0() {
 lane1() {
   if stage gemm; then
     stamp "GPU 1: GEMM fit (xdeep-probe)"
-    python3 "$here/gemm_shapes.py" fitset --exclude "$CHECK_SHAPES" --out /tmp/fit_shapes.json
+    python3 "$here/gemm_shapes.py" fitset --exclude "$CHECK_SHAPES" --out $scratch/fit_shapes.json
     CUDA_VISIBLE_DEVICES=1 run $((T_GEMM + 10)) "$carry/xdeep-probe" compute --suite gpu \
-      --shapes /tmp/fit_shapes.json --dtypes bf16,fp16,tf32 --time-limit $T_GEMM --out "$res/gemm_fit.json"
+      --shapes $scratch/fit_shapes.json --dtypes bf16,fp16,tf32 --time-limit $T_GEMM --out "$res/gemm_fit.json"
     echo "fit rc=$?"
   fi
   # The measurement of the training settings' effects (a script; empty: none).
@@ -154,7 +155,7 @@ if stage probes; then
   t=$(box 100)
   if [ "$t" -gt 0 ]; then
     RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
-      timeout "$t" "$carry/xdeep-probe" collectives --out /tmp/unused.json > /tmp/rank1.txt 2>&1 &
+      timeout "$t" "$carry/xdeep-probe" collectives --out $scratch/unused.json > $scratch/rank1.txt 2>&1 &
     RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
       timeout "$t" "$carry/xdeep-probe" collectives --out "$res/coll_2gpu.json"
     wait $!
