@@ -42,9 +42,12 @@ count was multiplied by the world again, so its reduce_scatter_alone_s is
 the reduce-scatter of world x the gradients. This version counts them
 before sharding.
 
-Command (2 GPUs of one host, ~50 s; DEADLINE_S stops it between phases):
+Command (2 GPUs of one host, ~50 s; DEADLINE_S stops it between phases;
+NCCL's log names the network it took):
   OUT=$OUT MICRO_BATCHES=4 STEPS=3 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \\
-    timeout 100 torchrun --nproc-per-node 2 bench/scale/grad_sync_overlap.py
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET timeout 100 torchrun \\
+    --nproc-per-node 2 bench/scale/grad_sync_overlap.py > $OUT/log.txt 2>&1; \\
+    tail -c 4000 $OUT/log.txt
 Knobs (environment): HIDDEN (4096), FFN (14336), BLOCKS (4), SEQ (8192),
 MICRO_BATCHES (8), STEPS (5), the first step is warm-up; DEADLINE_S (80).
 """
@@ -191,8 +194,9 @@ def main():
     )
     # Enough matmuls to outlast the reduce-scatter alone twice over.
     deadline.check("rs_beside")
-    _, one = beside_matmuls(None, hidden, 10)
-    matmuls = max(10, int(2 * rs_alone / max(one / 10, 1e-6)))
+    beside_matmuls(None, hidden, 10)  # cuBLAS warm-up
+    _, ten = beside_matmuls(None, hidden, 10)
+    matmuls = max(10, int(2 * rs_alone / max(ten / 10, 1e-6)))
     beside = [beside_matmuls(lambda: dist.reduce_scatter_tensor(shard, full), hidden, matmuls)
               for _ in range(3)]
     alone = [beside_matmuls(None, hidden, matmuls)[1] for _ in range(3)]
@@ -235,6 +239,7 @@ def main():
         "reduce_scatter_alone_s": rs_alone,
         "reduce_scatter_by_block_alone_s": rs_units,
         "reduce_scatter_beside_matmuls_s": rs_beside,
+        "matmuls": matmuls,
         "matmuls_alone_s": matmul_alone,
         "matmuls_beside_reduce_scatter_s": matmul_beside,
         "backward_per_micro_batch_s": backward,
