@@ -30,9 +30,9 @@
 namespace xdeep::tuner {
 
 struct ReductionBesideBackward {
-  double whole_s = 0;     // the whole reduction, alone
-  double last_s = 0;      // the last piece issued, alone
-  double backward_s = 0;  // the backward it runs beside
+  double whole_s = 0;                  // the whole reduction, alone
+  double last_s = 0;                   // the last piece issued, alone
+  double backward_s = 0;               // the backward it runs beside
   double backward_before_first_s = 0;  // backward before the first piece is ready
 };
 

@@ -78,8 +78,8 @@ TEST(GradSyncOverlapTest, Fsdp2OrderIsNearerTheTwoGpuMeasurementThanTheBucketRul
   fsdp2.backward_before_first_s = order.first_backward_share * backward;
   const double by_bucket = ExposedReduction(bucket), by_order = ExposedReduction(fsdp2);
   EXPECT_LT(std::abs(by_order - cost), std::abs(by_bucket - cost))
-      << "bucket rule " << by_bucket << " s, FSDP2's order " << by_order << " s, measured "
-      << cost << " s a micro-batch";
+      << "bucket rule " << by_bucket << " s, FSDP2's order " << by_order << " s, measured " << cost
+      << " s a micro-batch";
   // The order is a floor: what it leaves is not the order's, and no
   // constant stands in for it.
   EXPECT_LE(by_order, cost);
