@@ -22,19 +22,34 @@ fp32 reduce_dtype) on Llama-shaped blocks, m micro-batches per step:
   per_step   whole gradients accumulated, one reduce-scatter after the last
              micro-batch (the pick's way)
   per_mb     a reduce-scatter after every micro-batch (Meta's layout)
-  rs_alone   one reduce-scatter of the same fp32 bytes, nothing beside it
+  rs_alone   one reduce-scatter of the same fp32 gradients, nothing beside it
+  rs_units   FSDP2's pieces alone: one reduce-scatter per block, back to back
+  rs_beside  rs_alone again while the compute stream runs matmuls, and those
+             matmuls' time with and without it (the two sides' slowdown)
 
-and prints, per micro-batch, what per_mb costs beyond compute against three
-readings: hidden (0), the tuner's rule max(last bucket, rs - backward) and
-fully exposed (rs). The rule stands if the measured cost is nearer it than
-either end; the pick's advantage is as large as the model says only if
-per_mb - compute is near rs - backward.
+and prints, per micro-batch, what per_mb costs beyond compute against:
+hidden (0); the bucket rule the tuner keeps for other engines,
+max(last piece, rs - backward); FSDP2's order (tuner/grad_sync_overlap.h),
+max(one block's rs, rs - backward + the last block's backward), since the
+first block FSDP2 reduce-scatters is ready only after the last block's
+backward; that order with the reduce-scatter at its speed beside the
+matmuls while the backward lasts; and fully exposed (rs).
 
-Run on a machine with 2 GPUs of one host (not run yet; no device time):
-  OUT=$OUT NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \\
-    torchrun --nproc-per-node 2 bench/scale/grad_sync_overlap.py
+The first run (17:14 UTC, 2x H100, bench/scale/data/
+2026-11-27_h100x2_grad_sync_overlap.json) counted the parameters after
+fully_shard: FSDP2's DTensor parameters report the global numel, and that
+count was multiplied by the world again, so its reduce_scatter_alone_s is
+the reduce-scatter of world x the gradients. This version counts them
+before sharding.
+
+Command (2 GPUs of one host, ~50 s; DEADLINE_S stops it between phases;
+NCCL's log names the network it took):
+  OUT=$OUT MICRO_BATCHES=4 STEPS=3 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \\
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET timeout 100 torchrun \\
+    --nproc-per-node 2 bench/scale/grad_sync_overlap.py > $OUT/log.txt 2>&1; \\
+    tail -c 4000 $OUT/log.txt
 Knobs (environment): HIDDEN (4096), FFN (14336), BLOCKS (4), SEQ (8192),
-MICRO_BATCHES (8), STEPS (5), the first step is warm-up.
+MICRO_BATCHES (8), STEPS (5), the first step is warm-up; DEADLINE_S (80).
 """
 
 import json
@@ -75,23 +90,61 @@ def env_int(name, default):
     return int(os.environ.get(name, default))
 
 
-def timed_steps(model, x, micro_batches, steps, sync_on):
-    """Median step time; sync_on(i) says whether micro-batch i reduces."""
+class Deadline:
+    """Stops the run between phases once DEADLINE_S seconds have passed."""
+
+    def __init__(self):
+        self.t0 = time.perf_counter()
+        self.limit = float(os.environ.get("DEADLINE_S", 80))
+
+    def check(self, phase):
+        spent = time.perf_counter() - self.t0
+        if spent > self.limit:
+            raise SystemExit(
+                f"grad_sync_overlap: {spent:.0f} s spent before {phase}, over DEADLINE_S="
+                f"{self.limit:.0f}; lower STEPS or MICRO_BATCHES, or raise DEADLINE_S"
+            )
+
+
+def median_s(fn, steps):
+    """Median wall time of fn() after one warm-up call, GPU work included."""
     times = []
     for _ in range(steps):
         torch.cuda.synchronize()
         dist.barrier()
         t0 = time.perf_counter()
-        for i in range(micro_batches):
-            model.set_requires_gradient_sync(sync_on(i))
-            model(x).float().pow(2).mean().backward()
+        fn()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-        model.zero_grad(set_to_none=True)
     return sorted(times[1:])[len(times[1:]) // 2]
 
 
+def beside_matmuls(collective, hidden, matmuls):
+    """The collective on a side stream while the compute stream multiplies.
+
+    Returns (collective's time, the matmuls' time); both streams start
+    together, and the matmuls outlast the collective."""
+    a = torch.randn(hidden * 2, hidden * 2, device="cuda", dtype=torch.bfloat16)
+    main, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+    torch.cuda.synchronize()
+    dist.barrier()
+    events[0].record(main)
+    for _ in range(matmuls):
+        a @ a
+    events[1].record(main)
+    if collective is not None:
+        with torch.cuda.stream(side):
+            events[2].record(side)
+            collective()
+            events[3].record(side)
+    torch.cuda.synchronize()
+    rs = events[2].elapsed_time(events[3]) / 1e3 if collective is not None else 0.0
+    return rs, events[0].elapsed_time(events[1]) / 1e3
+
+
 def main():
+    deadline = Deadline()
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
@@ -100,35 +153,70 @@ def main():
     m, steps = env_int("MICRO_BATCHES", 8), env_int("STEPS", 5) + 1
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[Block(hidden, ffn, hidden // 128) for _ in range(blocks)]).cuda()
+    # Counted before fully_shard: its DTensor parameters report the global numel.
+    params = sum(p.numel() for p in model.parameters())
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for block in model:
         fully_shard(block, mp_policy=policy, reshard_after_forward=False)
     fully_shard(model, mp_policy=policy, reshard_after_forward=False)
     x = torch.randn(1, seq, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
-    compute = timed_steps(model, x, m, steps, lambda i: False)
-    per_step = timed_steps(model, x, m, steps, lambda i: i == m - 1)
-    per_mb = timed_steps(model, x, m, steps, lambda i: True)
+    def step(sync_on):
+        def run():
+            for i in range(m):
+                model.set_requires_gradient_sync(sync_on(i))
+                model(x).float().pow(2).mean().backward()
+            model.zero_grad(set_to_none=True)
 
-    params = sum(p.numel() for p in model.parameters()) * world  # unsharded
-    full = torch.empty(params, device="cuda", dtype=torch.float32)
-    shard = torch.empty(params // world, device="cuda", dtype=torch.float32)
-    rs = []
-    for _ in range(steps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        dist.reduce_scatter_tensor(shard, full)
-        torch.cuda.synchronize()
-        rs.append(time.perf_counter() - t0)
-    rs_alone = sorted(rs[1:])[len(rs[1:]) // 2]
-    last_bucket = rs_alone / blocks  # one block's unit, FSDP's last reduce-scatter
+        return run
+
+    deadline.check("compute")
+    compute = median_s(step(lambda i: False), steps)
+    deadline.check("per_step")
+    per_step = median_s(step(lambda i: i == m - 1), steps)
+    deadline.check("per_mb")
+    per_mb = median_s(step(lambda i: True), steps)
+    del model
+    torch.cuda.empty_cache()
+
+    # The fp32 gradients FSDP2 reduce-scatters: whole, and one block's at a time.
+    shard_numel = -(-params // world)
+    full = torch.empty(shard_numel * world, device="cuda", dtype=torch.float32)
+    shard = torch.empty(shard_numel, device="cuda", dtype=torch.float32)
+    unit_shard = -(-params // (blocks * world))
+    unit_full = torch.empty(unit_shard * world, device="cuda", dtype=torch.float32)
+    unit_out = torch.empty(unit_shard, device="cuda", dtype=torch.float32)
+    deadline.check("rs_alone")
+    rs_alone = median_s(lambda: dist.reduce_scatter_tensor(shard, full), steps)
+    deadline.check("rs_units")
+    rs_units = median_s(
+        lambda: [dist.reduce_scatter_tensor(unit_out, unit_full) for _ in range(blocks)], steps
+    )
+    # Enough matmuls to outlast the reduce-scatter alone twice over.
+    deadline.check("rs_beside")
+    beside_matmuls(None, hidden, 10)  # cuBLAS warm-up
+    _, ten = beside_matmuls(None, hidden, 10)
+    matmuls = max(10, int(2 * rs_alone / max(ten / 10, 1e-6)))
+    beside = [beside_matmuls(lambda: dist.reduce_scatter_tensor(shard, full), hidden, matmuls)
+              for _ in range(3)]
+    alone = [beside_matmuls(None, hidden, matmuls)[1] for _ in range(3)]
+    rs_beside = sorted(b[0] for b in beside)[1]
+    matmul_beside = sorted(b[1] for b in beside)[1]
+    matmul_alone = sorted(alone)[1]
 
     # A backward is about two thirds of a micro-batch's compute.
     backward = 2 / 3 * compute / m
     cost = (per_mb - compute) / m
+    last_block_backward = backward / blocks
+    overlap = backward - last_block_backward
+    # Beside the backward the reduce-scatter runs at rs_beside's pace; what
+    # is left when the backward ends runs at rs_alone's.
+    left = max(0.0, 1 - overlap / rs_beside) if rs_beside > 0 else 1.0
     readings = {
         "hidden": 0.0,
-        "rule": max(last_bucket, rs_alone - backward),
+        "bucket_rule": max(rs_alone * 25 * 2**20 / (4 * params), rs_alone - backward),
+        "fsdp2_order": max(rs_alone / blocks, rs_alone - overlap),
+        "fsdp2_order_slowed": max(rs_alone / blocks, rs_alone * left),
         "exposed": rs_alone,
     }
     result = {
@@ -138,16 +226,28 @@ def main():
         "blocks": blocks,
         "seq": seq,
         "micro_batches": m,
+        "steps_timed": steps - 1,
+        "gradient_params": params,
+        "gradient_bytes_fp32": 4 * params,
         "nccl_p2p_disable": os.environ.get("NCCL_P2P_DISABLE", ""),
         "nccl_shm_disable": os.environ.get("NCCL_SHM_DISABLE", ""),
+        "nccl_ib_disable": os.environ.get("NCCL_IB_DISABLE", ""),
         "torch": torch.__version__,
+        "nccl": str(torch.cuda.nccl.version()),
         "device": torch.cuda.get_device_name(),
         "step_s": {"compute": compute, "per_step": per_step, "per_mb": per_mb},
         "reduce_scatter_alone_s": rs_alone,
+        "reduce_scatter_by_block_alone_s": rs_units,
+        "reduce_scatter_beside_matmuls_s": rs_beside,
+        "matmuls": matmuls,
+        "matmuls_alone_s": matmul_alone,
+        "matmuls_beside_reduce_scatter_s": matmul_beside,
         "backward_per_micro_batch_s": backward,
+        "per_step_cost_s": per_step - compute,
         "per_mb_cost_per_micro_batch_s": cost,
         "readings_per_micro_batch_s": readings,
         "nearest": min(readings, key=lambda k: abs(readings[k] - cost)),
+        "seconds": time.perf_counter() - deadline.t0,
     }
     if rank == 0:
         print(json.dumps(result, indent=1))
