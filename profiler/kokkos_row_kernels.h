@@ -1,5 +1,5 @@
 // The Kokkos row kernels (layer norm, softmax: one team per row), templated on the
-// execution space, in two forms (kokkos_row_launch.h says which runs where). Included by
+// execution space, in three forms (kokkos_row_launch.h says which runs where). Included by
 // kokkos_kernels.cc, the probe's one Kokkos translation unit, and by the studies
 // bench/kokkos/{layer_norm,softmax}_study.cc, which time these very kernels beside forms
 // of their CUDA twins; nothing else includes it (it brings in Kokkos).
@@ -99,8 +99,8 @@ KOKKOS_INLINE_FUNCTION void RankLoopReduce(const M& t, int s, const F& f, const 
 // member m folds f over its groups k = m x lanes + l, + team size x lanes, ...; the
 // lanes join by shuffles (ThreadVectorRange), the members through `slots` (one per
 // member, read by every thread after one team barrier). Kokkos' team_reduce over 256
-// single-lane members is a serial chain of 4 barriers and shared-memory steps after the
-// shuffles, twice per row (kokkos_row_launch.h); this is one barrier.
+// single-lane members takes 4 barriers after its shuffles, with the warps' values joined
+// 4 at a time in shared memory (kokkos_row_launch.h); this takes one.
 template <class M, class F, class Reducer>
 KOKKOS_INLINE_FUNCTION void LanesReduce(const M& t, int s, float* slots, const F& f,
                                         const Reducer& r) {
