@@ -172,7 +172,7 @@ class Kernels final : public KernelSet {
         rows::LayerNorm<Exec>(P(0), P(1), P(2), P(3), rows_, c4, row_launch_.form);
         break;
       case Kind::kSoftmax:
-        rows::Softmax<Exec>(P(0), rows_, c4, row_launch_.form);
+        rows::Softmax<Exec>(P(0), rows_, c4, row_launch_.softmax_form);
         break;
       case Kind::kBiasGelu:
         BiasGelu<Exec>(P(0), P(1), P(2), n4, c4);

@@ -78,8 +78,9 @@ class KernelSet {
 // Kernel names (profiler/bandwidth_kernels.h) in the order xdeep-probe runs them.
 std::vector<std::string> KernelNames();
 // Nullptr when `kernel` is unknown or `space` is kDevice without a device backend;
-// `why` says which. The row kernels run in the form `row_launch` names, by default (and on
-// the device) as DeviceRowLaunch() chooses, on a host in the grouped form.
+// `why` says which. The row kernels run in the forms `row_launch` names (the layer norm's
+// `form`, the softmax's `softmax_form`), by default (and on the device) as
+// DeviceRowLaunch() chooses, on a host in the grouped form.
 std::unique_ptr<KernelSet> MakeKernelSet(const std::string& kernel, int64_t rows, int64_t cols,
                                          Space space, std::string* why,
                                          const RowLaunch* row_launch = nullptr);

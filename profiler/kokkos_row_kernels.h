@@ -1,5 +1,5 @@
 // The Kokkos row kernels (layer norm, softmax: one team per row), templated on the
-// execution space, in two forms (kokkos_row_launch.h says which runs where). Included by
+// execution space, in three forms (kokkos_row_launch.h says which runs where). Included by
 // kokkos_kernels.cc, the probe's one Kokkos translation unit, and by the studies
 // bench/kokkos/{layer_norm,softmax}_study.cc, which time these very kernels beside forms
 // of their CUDA twins; nothing else includes it (it brings in Kokkos).
@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <type_traits>
 
 #include "profiler/kokkos_kernels.h"
 #include "profiler/kokkos_row_launch.h"
@@ -94,16 +95,105 @@ KOKKOS_INLINE_FUNCTION void RankLoopReduce(const M& t, int s, const F& f, const 
   t.team_reduce(r);
 }
 
+// The lanes form's team reduction (kLanesPerMember vector lanes per member): lane l of
+// member m folds f over its groups k = m x lanes + l, + team size x lanes, ...; the
+// lanes join by shuffles (ThreadVectorRange), the members through `slots` (one per
+// member, read by every thread after one team barrier). Kokkos' team_reduce over 256
+// single-lane members takes 4 barriers after its shuffles, with the warps' values joined
+// 4 at a time in shared memory (kokkos_row_launch.h); this takes one.
+template <class M, class F, class Reducer>
+KOKKOS_INLINE_FUNCTION void LanesReduce(const M& t, int s, float* slots, const F& f,
+                                        const Reducer& r) {
+  float member = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::ThreadVectorRange(t, kLanesPerMember),
+      [&](const int lane, float& acc) {
+        for (int k = t.team_rank() * kLanesPerMember + lane; k < s;
+             k += t.team_size() * kLanesPerMember) {
+          f(k, acc);
+        }
+      },
+      Reducer(member));
+  Kokkos::single(Kokkos::PerThread(t), [&] { slots[t.team_rank()] = member; });
+  t.team_barrier();
+  r.reference() = slots[0];
+  for (int m = 1; m < t.team_size(); ++m) r.join(r.reference(), slots[m]);
+}
+
+// Thread (m, l)'s share of a pass in the lanes form, as LanesReduce takes them.
+template <class M, class F>
+KOKKOS_INLINE_FUNCTION void LanesFor(const M& t, int s, const F& f) {
+  Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, kLanesPerMember), [&](const int lane) {
+    for (int k = t.team_rank() * kLanesPerMember + lane; k < s;
+         k += t.team_size() * kLanesPerMember) {
+      f(k);
+    }
+  });
+}
+
+// A pass's reduction over the groups 0 .. s-1 and its writing pass, in form kForm:
+// nested TeamThreadRange (grouped), team-rank loops and team_reduce (compact), or lanes.
+template <RowForm kForm, class M, class F, class Reducer>
+KOKKOS_INLINE_FUNCTION void RowReduce(const M& t, int s, float* slots, const F& f,
+                                      const Reducer& r) {
+  if constexpr (kForm == RowForm::kCompact) {
+    RankLoopReduce(t, s, f, r);
+  } else if constexpr (kForm == RowForm::kLanes) {
+    LanesReduce(t, s, slots, f, r);
+  } else if constexpr (std::is_same_v<Reducer, Kokkos::Sum<float>>) {
+    // A sum as a plain result, as the grouped form had it: through a Sum reducer the
+    // same reduction compiles to other code (the softmax 48 registers instead of 46).
+    Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), f, r.reference());
+  } else {
+    Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), f, r);
+  }
+}
+template <RowForm kForm, class M, class F>
+KOKKOS_INLINE_FUNCTION void RowFor(const M& t, int s, const F& f) {
+  if constexpr (kForm == RowForm::kCompact) {
+    for (int k = t.team_rank(); k < s; k += t.team_size()) f(k);
+  } else if constexpr (kForm == RowForm::kLanes) {
+    LanesFor(t, s, f);
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), f);
+  }
+}
+
+// The policy of a form: teams of kRowTeamSize threads on a device (the lanes form as
+// members of kLanesPerMember vector lanes, with two slots per member of team scratch),
+// whatever the host backend likes on a host.
+template <class Exec, RowForm kForm>
+Kokkos::TeamPolicy<Exec> FormPolicy(int64_t rows) {
+  if constexpr (kForm != RowForm::kLanes) {
+    return RowPolicy<Exec>(rows, kRowTeamSize);
+  } else {
+    Kokkos::TeamPolicy<Exec> policy =
+        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible
+            ? Kokkos::TeamPolicy<Exec>(rows, Kokkos::AUTO)
+            : Kokkos::TeamPolicy<Exec>(rows, kRowTeamSize / kLanesPerMember, kLanesPerMember);
+    return policy.set_scratch_size(0, Kokkos::PerTeam(2 * policy.team_size() * sizeof(float)));
+  }
+}
+// The lanes form's slots (2 x team size floats): max or sum first, then sum of squares.
+template <RowForm kForm, class M>
+KOKKOS_INLINE_FUNCTION float* RowSlots(const M& t) {
+  if constexpr (kForm == RowForm::kLanes) {
+    return static_cast<float*>(t.team_scratch(0).get_shmem(2 * t.team_size() * sizeof(float)));
+  } else {
+    return nullptr;
+  }
+}
+
 // Mean, then variance about it (two reductions over a row that stays in cache), then
 // the normalised row: what torch's layer_norm computes, fp32 throughout. Packets grouped
-// as in the softmax below. kCompact: the same loads through RankLoopReduce.
-template <class Exec, bool kCompact>
+// as in the softmax below; every form loads the same groups (RowReduce, RowFor).
+template <class Exec, RowForm kForm>
 void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4) {
   constexpr int U = kPacketsInFlight;
   const float inv_cols = 1.f / static_cast<float>(c4 * 4);
   Kokkos::parallel_for(
-      "xdeep::layer_norm", RowPolicy<Exec>(rows, kRowTeamSize),
-      KOKKOS_LAMBDA(const Member<Exec>& t) {
+      "xdeep::layer_norm", FormPolicy<Exec, kForm>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
+        float* slots = RowSlots<kForm>(t);
         const F4* xr = x + t.league_rank() * c4;
         F4* yr = y + t.league_rank() * c4;
         const int n = static_cast<int>(c4), s = (n + U - 1) / U;
@@ -115,11 +205,7 @@ void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t 
           }
         };
         float sum = 0;
-        if constexpr (kCompact) {
-          RankLoopReduce(t, s, add, Kokkos::Sum<float>(sum));
-        } else {
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add, sum);
-        }
+        RowReduce<kForm>(t, s, slots, add, Kokkos::Sum<float>(sum));
         const float mean = sum * inv_cols;
         const auto add_squares = [&](const int k, float& acc) {
           F4 v[U];
@@ -130,11 +216,8 @@ void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t 
           }
         };
         float sq = 0;
-        if constexpr (kCompact) {
-          RankLoopReduce(t, s, add_squares, Kokkos::Sum<float>(sq));
-        } else {
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add_squares, sq);
-        }
+        RowReduce<kForm>(t, s, slots ? slots + t.team_size() : nullptr, add_squares,
+                         Kokkos::Sum<float>(sq));
         const float rstd = 1.f / kmath::sqrt(sq * inv_cols + kLayerNormEps);
         const auto normalise = [&](const int k) {
           F4 v[U];
@@ -148,31 +231,34 @@ void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t 
             }
           }
         };
-        if constexpr (kCompact) {
-          for (int k = t.team_rank(); k < s; k += t.team_size()) normalise(k);
-        } else {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), normalise);
-        }
+        RowFor<kForm>(t, s, normalise);
       });
 }
 
 template <class Exec>
 void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4,
                RowForm form) {
-  if (form == RowForm::kCompact) {
-    LayerNormForm<Exec, true>(y, x, gamma, beta, rows, c4);
-  } else {
-    LayerNormForm<Exec, false>(y, x, gamma, beta, rows, c4);
+  switch (form) {
+    case RowForm::kCompact:
+      LayerNormForm<Exec, RowForm::kCompact>(y, x, gamma, beta, rows, c4);
+      break;
+    case RowForm::kLanes:
+      LayerNormForm<Exec, RowForm::kLanes>(y, x, gamma, beta, rows, c4);
+      break;
+    case RowForm::kGrouped:
+      LayerNormForm<Exec, RowForm::kGrouped>(y, x, gamma, beta, rows, c4);
+      break;
   }
 }
 
 // Row max, sum of exponentials, normalise in place: the softmax of attention scores.
 // Forms as in the layer norm.
-template <class Exec, bool kCompact>
+template <class Exec, RowForm kForm>
 void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
   constexpr int U = kPacketsInFlight;
   Kokkos::parallel_for(
-      "xdeep::softmax", RowPolicy<Exec>(rows, kRowTeamSize), KOKKOS_LAMBDA(const Member<Exec>& t) {
+      "xdeep::softmax", FormPolicy<Exec, kForm>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
+        float* slots = RowSlots<kForm>(t);
         F4* row = p + t.league_rank() * c4;
         const int n = static_cast<int>(c4), s = (n + U - 1) / U;
         const auto max_of = [&](const int k, float& m) {
@@ -186,11 +272,7 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
           }
         };
         float mx = 0;
-        if constexpr (kCompact) {
-          RankLoopReduce(t, s, max_of, Kokkos::Max<float>(mx));
-        } else {
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), max_of, Kokkos::Max<float>(mx));
-        }
+        RowReduce<kForm>(t, s, slots, max_of, Kokkos::Max<float>(mx));
         const auto add_exp = [&](const int k, float& acc) {
           F4 v[U];
           LoadGroup(row, k, s, n, v);
@@ -202,11 +284,8 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
           }
         };
         float sum = 0;
-        if constexpr (kCompact) {
-          RankLoopReduce(t, s, add_exp, Kokkos::Sum<float>(sum));
-        } else {
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(t, s), add_exp, sum);
-        }
+        RowReduce<kForm>(t, s, slots ? slots + t.team_size() : nullptr, add_exp,
+                         Kokkos::Sum<float>(sum));
         const float inv = 1.f / sum;
         // Each thread rewrites only the packets it reads: in place is safe.
         const auto normalise = [&](const int k) {
@@ -219,20 +298,22 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
             }
           }
         };
-        if constexpr (kCompact) {
-          for (int k = t.team_rank(); k < s; k += t.team_size()) normalise(k);
-        } else {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), normalise);
-        }
+        RowFor<kForm>(t, s, normalise);
       });
 }
 
 template <class Exec>
 void Softmax(F4* p, int64_t rows, int64_t c4, RowForm form) {
-  if (form == RowForm::kCompact) {
-    SoftmaxForm<Exec, true>(p, rows, c4);
-  } else {
-    SoftmaxForm<Exec, false>(p, rows, c4);
+  switch (form) {
+    case RowForm::kCompact:
+      SoftmaxForm<Exec, RowForm::kCompact>(p, rows, c4);
+      break;
+    case RowForm::kLanes:
+      SoftmaxForm<Exec, RowForm::kLanes>(p, rows, c4);
+      break;
+    case RowForm::kGrouped:
+      SoftmaxForm<Exec, RowForm::kGrouped>(p, rows, c4);
+      break;
   }
 }
 

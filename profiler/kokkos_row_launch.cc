@@ -5,6 +5,21 @@
 #include <cmath>
 
 namespace xdeep::profiler::kokkos {
+namespace {
+
+const char* Name(RowForm form) {
+  switch (form) {
+    case RowForm::kCompact:
+      return "compact";
+    case RowForm::kLanes:
+      return "lanes";
+    case RowForm::kGrouped:
+      break;
+  }
+  return "grouped";
+}
+
+}  // namespace
 
 int RowsWanted(const DeviceProperties& d) {
   if (d.multiprocessors <= 0 || !(d.peak_bytes_per_second > 0) ||
@@ -18,7 +33,9 @@ int RowsWanted(const DeviceProperties& d) {
 
 int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d) {
   if (d.max_threads_per_multiprocessor <= 0 || d.registers_per_multiprocessor <= 0) return 0;
-  const int registers = form == RowForm::kCompact ? kCompactRegisters : kGroupedRegisters;
+  const int registers = form == RowForm::kCompact ? kCompactRegisters
+                        : form == RowForm::kLanes ? kLanesRegisters
+                                                  : kGroupedRegisters;
   return std::min(d.max_threads_per_multiprocessor / kRowTeamSize,
                   d.registers_per_multiprocessor / (kRowTeamSize * registers));
 }
@@ -27,15 +44,24 @@ RowLaunch ChooseRowLaunch(const DeviceProperties& d) {
   const RowLaunch grouped{RowForm::kGrouped, RowsPerMultiprocessor(RowForm::kGrouped, d)};
   const RowLaunch compact{RowForm::kCompact, RowsPerMultiprocessor(RowForm::kCompact, d)};
   const int wanted = RowsWanted(d);
-  if (wanted == 0 || wanted <= grouped.rows_per_multiprocessor) return grouped;
-  return compact.rows_per_multiprocessor > grouped.rows_per_multiprocessor ? compact : grouped;
+  if (wanted == 0 || wanted <= grouped.rows_per_multiprocessor ||
+      compact.rows_per_multiprocessor <= grouped.rows_per_multiprocessor) {
+    return grouped;
+  }
+  RowLaunch out = compact;
+  out.softmax_form = RowsPerMultiprocessor(RowForm::kLanes, d) >= compact.rows_per_multiprocessor
+                         ? RowForm::kLanes
+                         : RowForm::kCompact;
+  return out;
 }
 
 std::string Describe(const RowLaunch& launch) {
-  std::string out = launch.form == RowForm::kCompact ? "compact" : "grouped";
+  std::string out = Name(launch.form);
   if (launch.rows_per_multiprocessor > 0) {
     out += ", " + std::to_string(launch.rows_per_multiprocessor) + " rows per SM";
   }
+  if (launch.softmax_form != launch.form)
+    out += std::string("; softmax ") + Name(launch.softmax_form);
   return out;
 }
 

@@ -12,6 +12,22 @@
 // form loads the same groups but loops over the team rank and joins with team_reduce:
 // 38-40 registers, 6 per SM. (Run 16's lean form, 6 rows per SM by re-reading one packet
 // per trip, lost in its cache passes what it gained in rows.)
+//
+// The softmax on H200 (run 17): compact 0.85-0.86 of its CUDA twin where the layer norm
+// reached 0.98, and the grouped form at 5 rows per SM as fast as the compact at 6, so the
+// time a row takes bounds it, not the rows in flight. Both kernels' passes compile to the
+// same loads and per-element code as the twin's (`nvcc -arch=sm_90` SASS: 4 x LDG.E.128
+// a pass, 32 x MUFU.EX2 a thread with expf's range reduction). What differs lies around
+// them: each of Kokkos' two team_reduce calls over 256 single-lane members runs 5
+// shuffle-down trips, then 4 barriers with the warps' values joined 4 at a time in shared
+// memory (the twin: 2 shuffle trees, 3 barriers), and the team policy asks 2064 bytes of
+// dynamic shared memory for it, which moves the driver's L1 / shared split. The softmax's
+// row is the longer one (two exp passes), so on a card whose rows must turn over 1.43x as
+// fast per SM as an H100's such a cost shows where the layer norm's does not. The lanes
+// form (members of 32 vector lanes: shuffles, then one barrier to join the 8 members
+// through 64 bytes of team scratch) is taken for the softmax wherever the compact form
+// is; bench/kokkos/softmax_study.cc times it beside copies of the twin with Kokkos' shared
+// memory and with Kokkos' reduction, which tell the two causes apart.
 #ifndef XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 #define XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 
@@ -27,18 +43,23 @@ struct DeviceProperties {
   int registers_per_multiprocessor = 0;
 };
 
-enum class RowForm { kGrouped, kCompact };
+enum class RowForm { kGrouped, kCompact, kLanes };
 
 struct RowLaunch {
-  RowForm form = RowForm::kGrouped;
-  int rows_per_multiprocessor = 0;  // resident teams the form gets (0: not known)
+  RowForm form = RowForm::kGrouped;  // the layer norm's
+  int rows_per_multiprocessor = 0;   // resident teams the form gets (0: not known)
+  RowForm softmax_form = RowForm::kGrouped;
 };
 
 inline constexpr int kRowTeamSize = 256;
+// The lanes form's members: kRowTeamSize / kLanesPerMember of one warp's width each.
+inline constexpr int kLanesPerMember = 32;
 // Registers per thread (ptxas, sm_90, CUDA 13; the larger of layer norm and softmax,
-// rounded up to the allocation unit of 8): grouped 47 -> 48, compact 40.
+// rounded up to the allocation unit of 8): grouped 47 -> 48, compact 40; lanes 40 (its
+// softmax; its layer norm, which no device is given, 47).
 inline constexpr int kGroupedRegisters = 48;
 inline constexpr int kCompactRegisters = 40;
+inline constexpr int kLanesRegisters = 40;
 // Bytes per second one team moves through its rows (a 16 KiB row read and written per
 // row time): run 15's layer norm at 5 teams per SM moved 3794 GB/s over 132 x 5 teams on
 // H200 without being bound by DRAM (1 GiB per array).
@@ -50,12 +71,13 @@ inline constexpr double kReachableShareOfPeak = 0.86;
 // Rows the SM must keep in flight to move its share of the reachable bandwidth; 0 where
 // the properties are unknown.
 int RowsWanted(const DeviceProperties& d);
-// Teams of 256 of a form resident per SM (registers and threads), 0 where unknown.
+// Teams of 256 threads of a form resident per SM (registers and threads), 0 where unknown.
 int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d);
 // The grouped form where it already holds the rows wanted (or nothing is known); the
-// compact form where the grouped one holds fewer and the compact one more.
+// compact form where the grouped one holds fewer and the compact one more, and then the
+// lanes form for the softmax where it holds as many rows as the compact one.
 RowLaunch ChooseRowLaunch(const DeviceProperties& d);
-// "compact, 6 rows per SM": for reports and logs.
+// "compact, 6 rows per SM; softmax lanes": for reports and logs.
 std::string Describe(const RowLaunch& launch);
 
 }  // namespace xdeep::profiler::kokkos

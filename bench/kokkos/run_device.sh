@@ -10,10 +10,13 @@
 # softmax forms of bench/kokkos/softmax_study.cc), layer_norm_study.csv (the layer norm
 # forms of bench/kokkos/layer_norm_study.cc) and the studies' -Xptxas -v output
 # (*.ptxas.txt: registers and spills) and, where the GPU machine has Nsight Compute,
-# ncu_<form>.csv (the layer norm forms' DRAM bytes, hit rates, occupancy). Every step has
+# ncu_<form>.csv (the layer norm forms' DRAM bytes, hit rates, occupancy, stalls) and
+# ncu_softmax_<form>.csv (XDEEP_KOKKOS_NCU_SOFTMAX_FORMS: the softmax forms'). Every step has
 # a timeout. The device call brings
 # back at most 8 files: log.txt, summary.csv and layer_norm_study.csv stay as they are,
 # the rest goes into raw.tar.gz.
+# XDEEP_KOKKOS_NCU_FORMS (default four layer norm forms; empty: none) and
+# XDEEP_KOKKOS_NCU_SOFTMAX_FORMS (default none) name the forms Nsight Compute reads.
 # XDEEP_KOKKOS_TORCH=0 leaves out torch (a short call; torch's figures of the last run on
 # the same card stand). XDEEP_KOKKOS_SOFTMAX_FORMS / _SOFTMAX_SIZES and XDEEP_KOKKOS_LN_FORMS
 # narrow the studies (comma-separated; default every form, the sizes below). The row
@@ -77,24 +80,40 @@ if [[ ${XDEEP_KOKKOS_NCU:-1} != 0 && -n $ncu ]]; then
   metrics+=,sm__warps_active.avg.per_cycle_active,launch__registers_per_thread
   metrics+=,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
   metrics+=,launch__shared_mem_config_size,sm__cycles_elapsed.avg.per_second
+  # Where the time goes (from run 18, softmax forms): warps stalled at a barrier, on
+  # memory (long scoreboard), on shared memory / MUFU (short scoreboard), instructions.
+  metrics+=,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
+  metrics+=,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+  metrics+=,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
+  metrics+=,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
   # A metric name this ncu does not know fails the run: then its standard sections instead.
   sections=(--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis
-            --section LaunchStats)
+            --section LaunchStats --section WarpStateStats)
   what=(--metrics "$metrics")
-  for form in ${XDEEP_KOKKOS_NCU_FORMS:-kokkos_probe cuda_twin twin_blocks5 twin_as_kokkos5}; do
-    echo "== ncu: $form, 1 GiB"
+  # ncu_study STUDY KERNEL_REGEX FORM: one launch of FORM at 1 GiB into ncu_<prefix><form>.csv;
+  # fails where neither the metrics nor the sections gave figures.
+  ncu_study() {
+    local study=$1 regex=$2 form=$3 csv=$OUT/ncu_$4$3.csv extra=()
+    [[ $study == layer_norm_study ]] && extra=(--rounds 1)
+    echo "== ncu: $study $form, 1 GiB"
     for _ in 1 2; do
       t timeout 40 "$ncu" "${what[@]}" --kernel-name-base demangled \
-        -k regex:'LayerNorm|TwinRows' --launch-skip 3 --launch-count 1 --csv \
-        $carry/layer_norm_study --sizes 1024 --rounds 1 --forms $form > $OUT/ncu_$form.csv 2>&1
-      grep -q '^"[0-9]' $OUT/ncu_$form.csv && break
-      tail -3 $OUT/ncu_$form.csv
+        -k regex:"$regex" --launch-skip 3 --launch-count 1 --csv \
+        $carry/$study --sizes 1024 "${extra[@]}" --forms $form > $csv 2>&1
+      grep -q '^"[0-9]' $csv && break
+      tail -3 $csv
       [[ ${what[0]} == --metrics ]] || break
       what=("${sections[@]}")
     done
-    # No figures with either (no permission to the counters, say): the other forms neither.
-    grep -q '^"[0-9]' $OUT/ncu_$form.csv || break
-    grep -E '^"[0-9]' $OUT/ncu_$form.csv | awk -F'","' '{print $(NF-2), $(NF-1), $NF}'
+    grep -q '^"[0-9]' $csv || return 1
+    grep -E '^"[0-9]' $csv | awk -F'","' '{print $(NF-2), $(NF-1), $NF}'
+  }
+  # No figures with either (no permission to the counters, say): the other forms neither.
+  for form in ${XDEEP_KOKKOS_NCU_FORMS-kokkos_probe cuda_twin twin_blocks5 twin_as_kokkos5}; do
+    ncu_study layer_norm_study 'LayerNorm|TwinRows' $form "" || break
+  done
+  for form in ${XDEEP_KOKKOS_NCU_SOFTMAX_FORMS:-}; do
+    ncu_study softmax_study 'SoftmaxForm|SoftmaxRows|TwinSoftmax' $form softmax_ || break
   done
 else
   echo "== ncu: not run (${ncu:-not found})"

@@ -10,7 +10,14 @@
 // run 16) the probe's kernel (profiler/kokkos_row_kernels.h) in the form the probe chooses
 // on this device (kokkos_probe), in the grouped form (kokkos_grouped: nested TeamThreadRange
 // reductions, 46 registers, the probe's up to run 15) and in the compact form
-// (kokkos_compact: team-rank loops and team_reduce, 40 registers; run 16 had lean forms).
+// (kokkos_compact: team-rank loops and team_reduce, 40 registers; run 16 had lean forms);
+// from run 18 the lanes form (kokkos_lanes: 8 members x 32 vector lanes, lane shuffles and
+// one team barrier per reduction through team scratch) and copies of the twin that take
+// one of Kokkos' differences each: twin_copy (the twin as it is, compiled here),
+// twin_shmem (with the 2064 bytes of dynamic shared memory Kokkos' team policy asks for
+// its team_reduce, which moves the driver's L1 / shared split) and twin_kokkos_reduce
+// (that, and Kokkos' team_reduce as it runs for 256 single-lane members: 5 shuffle-down
+// trips, then 4 barriers with the warps' values joined 4 at a time in shared memory).
 //   --forms a,b,...: only these forms.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
@@ -173,6 +180,95 @@ void SoftmaxLaneReduce(F4* p, int64_t rows, int64_t c4) {
       });
 }
 
+// The twin's reduction (profiler/cuda/kernels.cu: 2 shuffle trees, 3 barriers) or Kokkos'
+// team_reduce for 256 single-lane members (Kokkos_Cuda_ReduceScan.hpp's
+// cuda_intra_block_reduction as it runs with blockDim.x == 1, written out here).
+template <bool kKokkos, bool kMax>
+__device__ float TwinReduce(float v, float* shared) {
+  const auto join = [](float a, float b) { return kMax ? fmaxf(a, b) : a + b; };
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if constexpr (!kKokkos) {
+    for (int o = 16; o > 0; o >>= 1) v = join(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < blockDim.x / 32 ? shared[lane] : (kMax ? -INFINITY : 0.f);
+    if (warp == 0) {
+      for (int o = 16; o > 0; o >>= 1) v = join(v, __shfl_xor_sync(0xffffffffu, v, o));
+      if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    v = shared[0];
+    __syncthreads();
+    return v;
+  } else {
+    for (int shift = 1; shift < 32; shift *= 2) {
+      const float other = __shfl_down_sync(0xffffffffu, v, shift);
+      if (static_cast<int>(threadIdx.x) + shift < static_cast<int>(blockDim.x)) v = join(v, other);
+    }
+    v = __shfl_sync(0xffffffffu, v, 0);
+    constexpr int kStep = 4;
+    const int id = lane == 0 ? warp : 65000, warps = blockDim.x / 32;
+    if (id < kStep) shared[id] = v;
+    __syncthreads();
+    for (int shift = kStep; shift <= warps; shift += kStep) {
+      if (shift <= id && id < shift + kStep) shared[id % kStep] = join(shared[id % kStep], v);
+      __syncthreads();
+    }
+    v = shared[0];
+    for (int i = 1; i < warps && i < kStep; ++i) v = join(v, shared[i]);
+    __syncthreads();
+    return v;
+  }
+}
+
+// A copy of the softmax twin (SoftmaxRowsF32Kernel, scale 1), its reduction as above;
+// held to the twin's 6 blocks per SM (40 registers) by launch bounds.
+template <bool kKokkosReduce>
+__global__ void __launch_bounds__(256, 6) TwinSoftmax(float4* __restrict__ p, int64_t n) {
+  constexpr int U = 4;
+  __shared__ float shared[32];
+  const int64_t s = (n + U - 1) / U;
+  float4* row = p + blockIdx.x * n;
+  const auto load = [&](int64_t k, float4(&v)[U]) {
+#pragma unroll
+    for (int q = 0; q < U; ++q) v[q] = __ldca(row + (k + q * s < n ? k + q * s : k));
+  };
+  float m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+    load(k, v);
+#pragma unroll
+    for (int q = 0; q < U; ++q) m = fmaxf(m, fmaxf(fmaxf(v[q].x, v[q].y), fmaxf(v[q].z, v[q].w)));
+  }
+  m = TwinReduce<kKokkosReduce, true>(m, shared);
+  float sum = 0.f;
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+    load(k, v);
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      if (k + q * s < n)
+        sum += expf(v[q].x - m) + expf(v[q].y - m) + expf(v[q].z - m) + expf(v[q].w - m);
+    }
+  }
+  const float inv = 1.f / TwinReduce<kKokkosReduce, false>(sum, shared);
+  for (int64_t k = threadIdx.x; k < s; k += blockDim.x) {
+    float4 v[U];
+    load(k, v);
+#pragma unroll
+    for (int q = 0; q < U; ++q) {
+      if (k + q * s < n) {
+        row[k + q * s] = make_float4(expf(v[q].x - m) * inv, expf(v[q].y - m) * inv,
+                                     expf(v[q].z - m) * inv, expf(v[q].w - m) * inv);
+      }
+    }
+  }
+}
+
+// The dynamic shared memory Kokkos' CUDA team policy asks for 256 single-lane members:
+// sizeof(double) x (team size + 2) for team_reduce (Kokkos_Cuda_Parallel_Team.hpp).
+constexpr int kKokkosTeamShared = 8 * (256 + 2);
+
 enum class Form {
   kCuda,
   kTeamReduce,
@@ -185,11 +281,16 @@ enum class Form {
   kProbe,
   kGrouped,
   kCompact,
+  kLanes,
+  kTwinCopy,
+  kTwinShmem,
+  kTwinKokkosReduce,
 };
 constexpr Form kForms[] = {Form::kCuda,       Form::kTeamReduce,         Form::kTeamIlp2,
                            Form::kTeamIlp4,   Form::kTeamIlp2NoBounds,   Form::kTeamIlp4NoBounds,
                            Form::kLaneReduce, Form::kLaneReduceNoBounds, Form::kProbe,
-                           Form::kGrouped,    Form::kCompact};
+                           Form::kGrouped,    Form::kCompact,            Form::kLanes,
+                           Form::kTwinCopy,   Form::kTwinShmem,          Form::kTwinKokkosReduce};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
@@ -203,6 +304,10 @@ const char* Name(Form f) {
     case Form::kProbe: return "kokkos_probe";
     case Form::kGrouped: return "kokkos_grouped";
     case Form::kCompact: return "kokkos_compact";
+    case Form::kLanes: return "kokkos_lanes";
+    case Form::kTwinCopy: return "twin_copy";
+    case Form::kTwinShmem: return "twin_shmem";
+    case Form::kTwinKokkosReduce: return "twin_kokkos_reduce";
   }
   return "?";
 }
@@ -232,12 +337,25 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
     case Form::kLaneReduce: SoftmaxLaneReduce<Kokkos::LaunchBounds<256, 8>>(p4, rows, cols / 4); break;
     case Form::kLaneReduceNoBounds: SoftmaxLaneReduce<Kokkos::LaunchBounds<>>(p4, rows, cols / 4); break;
     case Form::kProbe: {
-      static const xdeep::profiler::kokkos::RowForm chosen = ProbeLaunch().form;
+      static const xdeep::profiler::kokkos::RowForm chosen = ProbeLaunch().softmax_form;
       ProbeSoftmax(p, rows, cols, chosen);
       break;
     }
     case Form::kGrouped: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kGrouped); break;
     case Form::kCompact: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kCompact); break;
+    case Form::kLanes: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kLanes); break;
+    case Form::kTwinCopy:
+      TwinSoftmax<false><<<static_cast<unsigned>(rows), 256, 0, stream>>>(
+          reinterpret_cast<float4*>(p), cols / 4);
+      break;
+    case Form::kTwinShmem:
+      TwinSoftmax<false><<<static_cast<unsigned>(rows), 256, kKokkosTeamShared, stream>>>(
+          reinterpret_cast<float4*>(p), cols / 4);
+      break;
+    case Form::kTwinKokkosReduce:
+      TwinSoftmax<true><<<static_cast<unsigned>(rows), 256, kKokkosTeamShared, stream>>>(
+          reinterpret_cast<float4*>(p), cols / 4);
+      break;
   }
 }
 

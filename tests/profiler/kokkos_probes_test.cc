@@ -150,12 +150,15 @@ TEST(KokkosProbesTest, RowKernelsMatchTheReferenceForAnyRowLength) {
   }
 }
 
-// Both forms of the row kernels, whichever the device would choose, pass the data check
-// at rows that do not split evenly into the team's packet groups, on the host and, with a
-// device Kokkos, on the device.
+// Every form of the row kernels, whichever the device would choose, passes the data
+// check at rows that do not split evenly into the team's packet groups (nor, in the lanes
+// form, into its members' lanes), on the host and, with a device Kokkos, on the device.
 TEST(KokkosProbesTest, EveryRowLaunchMatchesTheReference) {
-  const std::vector<kokkos::RowLaunch> launches = {{kokkos::RowForm::kGrouped, 0},
-                                                   {kokkos::RowForm::kCompact, 0}};
+  using kokkos::RowForm;
+  const std::vector<kokkos::RowLaunch> launches = {{RowForm::kGrouped, 0, RowForm::kGrouped},
+                                                   {RowForm::kCompact, 0, RowForm::kCompact},
+                                                   {RowForm::kLanes, 0, RowForm::kLanes},
+                                                   {RowForm::kCompact, 0, RowForm::kLanes}};
   for (const kokkos::RowLaunch& launch : launches) {
     for (const int64_t cols : {12, 52, 4100}) {
       KokkosBandwidthOptions o;

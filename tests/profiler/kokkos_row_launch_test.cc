@@ -26,18 +26,34 @@ TEST(KokkosRowLaunchTest, H100KeepsTheGroupedFormAtFiveRowsPerSm) {
   EXPECT_EQ(RowsWanted(kH100), 4);
   const RowLaunch l = ChooseRowLaunch(kH100);
   EXPECT_EQ(l.form, RowForm::kGrouped);
+  EXPECT_EQ(l.softmax_form, RowForm::kGrouped);  // run 14: both within 5 % of the twins
   EXPECT_EQ(l.rows_per_multiprocessor, 5);
   EXPECT_EQ(Describe(l), "grouped, 5 rows per SM");
 }
 
-TEST(KokkosRowLaunchTest, H200GetsTheCompactFormAtSixRowsPerSm) {
+// The layer norm compact (run 17: 0.977 / 0.985 of its twin), the softmax in the lanes
+// form, which holds as many rows (compact: 0.849 / 0.858).
+TEST(KokkosRowLaunchTest, H200GetsTheCompactFormAndTheSoftmaxTheLanesForm) {
   for (const DeviceProperties& d : {kH200, kH200AtMaxClock}) {
     EXPECT_EQ(RowsWanted(d), 6);
     const RowLaunch l = ChooseRowLaunch(d);
     EXPECT_EQ(l.form, RowForm::kCompact);
     EXPECT_EQ(l.rows_per_multiprocessor, 6);  // 40 x 256 x 6 = 61440 of 64 K registers
-    EXPECT_EQ(Describe(l), "compact, 6 rows per SM");
+    EXPECT_EQ(RowsPerMultiprocessor(RowForm::kLanes, d), 6);
+    EXPECT_EQ(l.softmax_form, RowForm::kLanes);
+    EXPECT_EQ(Describe(l), "compact, 6 rows per SM; softmax lanes");
   }
+}
+
+// Where the grouped form already holds the rows wanted, the softmax keeps it too (the
+// H100's case above); where the compact form is taken for fewer threads per SM, so is the
+// lanes form for the softmax (both 6 by threads).
+TEST(KokkosRowLaunchTest, TheSoftmaxFollowsTheCompactFormIntoTheLanesForm) {
+  const DeviceProperties narrow = Device(132, 3201000, 6144, 1536);
+  EXPECT_EQ(ChooseRowLaunch(narrow).form, RowForm::kCompact);
+  EXPECT_EQ(ChooseRowLaunch(narrow).softmax_form, RowForm::kLanes);
+  const DeviceProperties wide = Device(264, 3201000, 6144);
+  EXPECT_EQ(ChooseRowLaunch(wide).softmax_form, RowForm::kGrouped);
 }
 
 // It is the bandwidth per SM that counts, not the card: the H200's bandwidth spread over
