@@ -13,12 +13,14 @@ NCCL forced onto its network path so that the reduce-scatter is as slow
 relative to the backward as across Meta's nodes (NCCL_P2P_DISABLE=1,
 NCCL_SHM_DISABLE=1; NCCL_IB_DISABLE=1 for sockets where there is no NIC).
 
-FSDP2 (fully_shard per block, reshard_after_forward=False: parameters stay
-gathered between forward and backward, as Meta ran them; bf16 parameters,
-fp32 reduce_dtype) on Llama-shaped blocks, m micro-batches per step:
+FSDP2 (fully_shard per block, reshard_after_forward=False and
+set_reshard_after_backward(False): parameters stay gathered for the whole
+step, as Meta ran them; bf16 parameters, fp32 reduce_dtype) on
+Llama-shaped blocks, m micro-batches per step:
 
   compute    no reduction at all (set_requires_gradient_sync(False) on every
              micro-batch, the last one's gradients simply not reduced)
+  backward   one micro-batch's backward alone, timed after its forward
   per_step   whole gradients accumulated, one reduce-scatter after the last
              micro-batch (the pick's way)
   per_mb     a reduce-scatter after every micro-batch (Meta's layout)
@@ -28,28 +30,38 @@ fp32 reduce_dtype) on Llama-shaped blocks, m micro-batches per step:
              matmuls' time with and without it (the two sides' slowdown)
 
 and prints, per micro-batch, what per_mb costs beyond compute against:
-hidden (0); the bucket rule the tuner keeps for other engines,
-max(last piece, rs - backward); FSDP2's order (tuner/grad_sync_overlap.h),
-max(one block's rs, rs - backward + the last block's backward), since the
-first block FSDP2 reduce-scatters is ready only after the last block's
-backward; that order with the reduce-scatter at its speed beside the
-matmuls while the backward lasts; and fully exposed (rs).
+hidden (0); the tuner's bucket rule, max(last 25 MB bucket, rs - backward);
+FSDP2's order, max(one block's rs, rs - backward + the last block's
+backward) -- FSDP2 (_fsdp_param_group.py, post_backward / foreach_reduce)
+reduce-scatters a block only after its backward, one at a time on one
+stream, so the last block's backward, the first one run, hides nothing;
+that order with the reduce-scatter at its pace beside the matmuls while the
+backward lasts; and fully exposed (rs).
 
 The first run (17:14 UTC, 2x H100, bench/scale/data/
-2026-11-27_h100x2_grad_sync_overlap.json) counted the parameters after
-fully_shard: FSDP2's DTensor parameters report the global numel, and that
-count was multiplied by the world again, so its reduce_scatter_alone_s is
-the reduce-scatter of world x the gradients. This version counts them
-before sharding.
+2026-11-27_h100x2_grad_sync_overlap.json) had two faults: it counted the
+parameters after fully_shard, whose DTensor parameters report the global
+numel, and multiplied by the world again, so its reduce_scatter_alone_s
+reduced world x the gradients; and FSDP2 resharded after every backward, so
+each micro-batch's forward all-gathered the parameters again and "compute"
+(from which it took the backward as two thirds) was mostly those gathers.
+The second run (2x H200, 17:52 UTC, bench/scale/data/
+2026-11-27_h200x2_grad_sync_overlap.json) had the first fault mended, not
+the second. This version mends both and times the backward. BATCH
+sequences a micro-batch lengthen the backward against the same
+reduce-scatter: at BATCH=1 the reduce-scatter on the network path is ~10x
+the backward and every reading but "hidden" is within a backward of it;
+BATCH=4 brings the two within ~2x, where the readings part.
 
 Command (2 GPUs of one host, ~50 s; DEADLINE_S stops it between phases;
 NCCL's log names the network it took):
-  OUT=$OUT MICRO_BATCHES=4 STEPS=3 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \\
-    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET timeout 100 torchrun \\
-    --nproc-per-node 2 bench/scale/grad_sync_overlap.py > $OUT/log.txt 2>&1; \\
-    tail -c 4000 $OUT/log.txt
+  OUT=$OUT MICRO_BATCHES=4 STEPS=3 BATCH=4 NCCL_P2P_DISABLE=1 \\
+    NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET timeout 100 \\
+    torchrun --nproc-per-node 2 bench/scale/grad_sync_overlap.py \\
+    > $OUT/log.txt 2>&1; tail -c 4000 $OUT/log.txt
 Knobs (environment): HIDDEN (4096), FFN (14336), BLOCKS (4), SEQ (8192),
-MICRO_BATCHES (8), STEPS (5), the first step is warm-up; DEADLINE_S (80).
+BATCH (1), MICRO_BATCHES (8), STEPS (5), the first step is warm-up;
+DEADLINE_S (80).
 """
 
 import json
@@ -106,8 +118,9 @@ class Deadline:
             )
 
 
-def median_s(fn, steps):
-    """Median wall time of fn() after one warm-up call, GPU work included."""
+def median_s(fn, steps, after=None):
+    """Median wall time of fn() after one warm-up call, GPU work included;
+    after() runs outside the timed region."""
     times = []
     for _ in range(steps):
         torch.cuda.synchronize()
@@ -116,6 +129,8 @@ def median_s(fn, steps):
         fn()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
+        if after is not None:
+            after()
     return sorted(times[1:])[len(times[1:]) // 2]
 
 
@@ -150,6 +165,7 @@ def main():
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     hidden, ffn = env_int("HIDDEN", 4096), env_int("FFN", 14336)
     blocks, seq = env_int("BLOCKS", 4), env_int("SEQ", 8192)
+    batch = env_int("BATCH", 1)
     m, steps = env_int("MICRO_BATCHES", 8), env_int("STEPS", 5) + 1
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[Block(hidden, ffn, hidden // 128) for _ in range(blocks)]).cuda()
@@ -159,23 +175,41 @@ def main():
     for block in model:
         fully_shard(block, mp_policy=policy, reshard_after_forward=False)
     fully_shard(model, mp_policy=policy, reshard_after_forward=False)
-    x = torch.randn(1, seq, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    # FSDP2 reshards after every backward by default, so each micro-batch's
+    # forward would all-gather the parameters again (the first version did:
+    # its "compute" was mostly those gathers). ZeRO-2 keeps them gathered.
+    model.set_reshard_after_backward(False)
+    x = torch.randn(batch, seq, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
     def step(sync_on):
         def run():
             for i in range(m):
                 model.set_requires_gradient_sync(sync_on(i))
                 model(x).float().pow(2).mean().backward()
-            model.zero_grad(set_to_none=True)
 
         return run
 
+    def clear():
+        model.zero_grad(set_to_none=True)
+
     deadline.check("compute")
-    compute = median_s(step(lambda i: False), steps)
+    compute = median_s(step(lambda i: False), steps, clear)
+    # The backward on its own: forward, wait, then backward timed, no reduction.
+    model.set_requires_gradient_sync(False)
+    backward_times = []
+    for _ in range(max(3, m)):
+        loss = model(x).float().pow(2).mean()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss.backward()
+        torch.cuda.synchronize()
+        backward_times.append(time.perf_counter() - t0)
+    backward = sorted(backward_times[1:])[len(backward_times[1:]) // 2]
+    clear()
     deadline.check("per_step")
-    per_step = median_s(step(lambda i: i == m - 1), steps)
+    per_step = median_s(step(lambda i: i == m - 1), steps, clear)
     deadline.check("per_mb")
-    per_mb = median_s(step(lambda i: True), steps)
+    per_mb = median_s(step(lambda i: True), steps, clear)
     del model
     torch.cuda.empty_cache()
 
@@ -204,8 +238,6 @@ def main():
     matmul_beside = sorted(b[1] for b in beside)[1]
     matmul_alone = sorted(alone)[1]
 
-    # A backward is about two thirds of a micro-batch's compute.
-    backward = 2 / 3 * compute / m
     cost = (per_mb - compute) / m
     last_block_backward = backward / blocks
     overlap = backward - last_block_backward
@@ -225,6 +257,8 @@ def main():
         "ffn": ffn,
         "blocks": blocks,
         "seq": seq,
+        "batch": batch,
+        "reshard_after_backward": False,
         "micro_batches": m,
         "steps_timed": steps - 1,
         "gradient_params": params,
@@ -243,6 +277,7 @@ def main():
         "matmuls_alone_s": matmul_alone,
         "matmuls_beside_reduce_scatter_s": matmul_beside,
         "backward_per_micro_batch_s": backward,
+        "backward_measured": True,
         "per_step_cost_s": per_step - compute,
         "per_mb_cost_per_micro_batch_s": cost,
         "readings_per_micro_batch_s": readings,
