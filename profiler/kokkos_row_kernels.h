@@ -71,7 +71,7 @@ using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 // (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7). Both forms load so.
 constexpr int kPacketsInFlight = 4;
 // The wide form's teams are half as wide with twice the loads in flight per thread, the
-// same 8 KiB of a row in flight per team (kokkos_row_launch.h).
+// same 16 KiB of a row in flight per team (kokkos_row_launch.h).
 template <RowForm kForm>
 constexpr int kFormPackets = kForm == RowForm::kWide ? kWidePacketsInFlight : kPacketsInFlight;
 
