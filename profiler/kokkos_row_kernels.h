@@ -70,6 +70,10 @@ using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
 // launch bounds for 8 made it spill) softmax and layer norm run at copy's bandwidth
 // (bench/kokkos/data/2026-11-27_h100x1_run6 study.csv, run7). Both forms load so.
 constexpr int kPacketsInFlight = 4;
+// The wide form's teams are half as wide with twice the loads in flight per thread, the
+// same 16 KiB of a row in flight per team (kokkos_row_launch.h).
+template <RowForm kForm>
+constexpr int kFormPackets = kForm == RowForm::kWide ? kWidePacketsInFlight : kPacketsInFlight;
 
 // Packet q of thread k's group, or packet k again where the group runs past the row
 // (the caller skips those).
@@ -77,11 +81,10 @@ KOKKOS_INLINE_FUNCTION int GroupPacket(int k, int q, int s, int n) {
   return k + q * s < n ? k + q * s : k;
 }
 
-// Thread k's kPacketsInFlight packets of a row of n (group stride s), all issued
-// before any is used.
-KOKKOS_INLINE_FUNCTION void LoadGroup(const F4* row, int k, int s, int n,
-                                      F4 (&v)[kPacketsInFlight]) {
-  for (int q = 0; q < kPacketsInFlight; ++q) v[q] = row[GroupPacket(k, q, s, n)];
+// Thread k's U packets of a row of n (group stride s), all issued before any is used.
+template <int U>
+KOKKOS_INLINE_FUNCTION void LoadGroup(const F4* row, int k, int s, int n, F4 (&v)[U]) {
+  for (int q = 0; q < U; ++q) v[q] = row[GroupPacket(k, q, s, n)];
 }
 
 // The compact form's team reduction: each thread folds f over its groups k = rank, rank +
@@ -132,11 +135,12 @@ KOKKOS_INLINE_FUNCTION void LanesFor(const M& t, int s, const F& f) {
 }
 
 // A pass's reduction over the groups 0 .. s-1 and its writing pass, in form kForm:
-// nested TeamThreadRange (grouped), team-rank loops and team_reduce (compact), or lanes.
+// nested TeamThreadRange (grouped), team-rank loops and team_reduce (compact, wide), or
+// lanes.
 template <RowForm kForm, class M, class F, class Reducer>
 KOKKOS_INLINE_FUNCTION void RowReduce(const M& t, int s, float* slots, const F& f,
                                       const Reducer& r) {
-  if constexpr (kForm == RowForm::kCompact) {
+  if constexpr (kForm == RowForm::kCompact || kForm == RowForm::kWide) {
     RankLoopReduce(t, s, f, r);
   } else if constexpr (kForm == RowForm::kLanes) {
     LanesReduce(t, s, slots, f, r);
@@ -150,7 +154,7 @@ KOKKOS_INLINE_FUNCTION void RowReduce(const M& t, int s, float* slots, const F& 
 }
 template <RowForm kForm, class M, class F>
 KOKKOS_INLINE_FUNCTION void RowFor(const M& t, int s, const F& f) {
-  if constexpr (kForm == RowForm::kCompact) {
+  if constexpr (kForm == RowForm::kCompact || kForm == RowForm::kWide) {
     for (int k = t.team_rank(); k < s; k += t.team_size()) f(k);
   } else if constexpr (kForm == RowForm::kLanes) {
     LanesFor(t, s, f);
@@ -159,13 +163,13 @@ KOKKOS_INLINE_FUNCTION void RowFor(const M& t, int s, const F& f) {
   }
 }
 
-// The policy of a form: teams of kRowTeamSize threads on a device (the lanes form as
+// The policy of a form: teams of RowTeamSize(kForm) threads on a device (the lanes form as
 // members of kLanesPerMember vector lanes, with two slots per member of team scratch),
 // whatever the host backend likes on a host.
 template <class Exec, RowForm kForm>
 Kokkos::TeamPolicy<Exec> FormPolicy(int64_t rows) {
   if constexpr (kForm != RowForm::kLanes) {
-    return RowPolicy<Exec>(rows, kRowTeamSize);
+    return RowPolicy<Exec>(rows, RowTeamSize(kForm));
   } else {
     Kokkos::TeamPolicy<Exec> policy =
         Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible
@@ -189,7 +193,7 @@ KOKKOS_INLINE_FUNCTION float* RowSlots(const M& t) {
 // as in the softmax below; every form loads the same groups (RowReduce, RowFor).
 template <class Exec, RowForm kForm>
 void LayerNormForm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows, int64_t c4) {
-  constexpr int U = kPacketsInFlight;
+  constexpr int U = kFormPackets<kForm>;
   const float inv_cols = 1.f / static_cast<float>(c4 * 4);
   Kokkos::parallel_for(
       "xdeep::layer_norm", FormPolicy<Exec, kForm>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
@@ -245,6 +249,9 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
     case RowForm::kLanes:
       LayerNormForm<Exec, RowForm::kLanes>(y, x, gamma, beta, rows, c4);
       break;
+    case RowForm::kWide:
+      LayerNormForm<Exec, RowForm::kWide>(y, x, gamma, beta, rows, c4);
+      break;
     case RowForm::kGrouped:
       LayerNormForm<Exec, RowForm::kGrouped>(y, x, gamma, beta, rows, c4);
       break;
@@ -255,7 +262,7 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
 // Forms as in the layer norm.
 template <class Exec, RowForm kForm>
 void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
-  constexpr int U = kPacketsInFlight;
+  constexpr int U = kFormPackets<kForm>;
   Kokkos::parallel_for(
       "xdeep::softmax", FormPolicy<Exec, kForm>(rows), KOKKOS_LAMBDA(const Member<Exec>& t) {
         float* slots = RowSlots<kForm>(t);
@@ -310,6 +317,9 @@ void Softmax(F4* p, int64_t rows, int64_t c4, RowForm form) {
       break;
     case RowForm::kLanes:
       SoftmaxForm<Exec, RowForm::kLanes>(p, rows, c4);
+      break;
+    case RowForm::kWide:
+      SoftmaxForm<Exec, RowForm::kWide>(p, rows, c4);
       break;
     case RowForm::kGrouped:
       SoftmaxForm<Exec, RowForm::kGrouped>(p, rows, c4);

@@ -13,6 +13,8 @@ const char* Name(RowForm form) {
       return "compact";
     case RowForm::kLanes:
       return "lanes";
+    case RowForm::kWide:
+      return "wide";
     case RowForm::kGrouped:
       break;
   }
@@ -35,9 +37,11 @@ int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d) {
   if (d.max_threads_per_multiprocessor <= 0 || d.registers_per_multiprocessor <= 0) return 0;
   const int registers = form == RowForm::kCompact ? kCompactRegisters
                         : form == RowForm::kLanes ? kLanesRegisters
+                        : form == RowForm::kWide  ? kWideRegisters
                                                   : kGroupedRegisters;
-  return std::min(d.max_threads_per_multiprocessor / kRowTeamSize,
-                  d.registers_per_multiprocessor / (kRowTeamSize * registers));
+  const int team = RowTeamSize(form);
+  return std::min(d.max_threads_per_multiprocessor / team,
+                  d.registers_per_multiprocessor / (team * registers));
 }
 
 RowLaunch ChooseRowLaunch(const DeviceProperties& d) {

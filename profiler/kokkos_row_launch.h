@@ -43,7 +43,7 @@ struct DeviceProperties {
   int registers_per_multiprocessor = 0;
 };
 
-enum class RowForm { kGrouped, kCompact, kLanes };
+enum class RowForm { kGrouped, kCompact, kLanes, kWide };
 
 struct RowLaunch {
   RowForm form = RowForm::kGrouped;  // the layer norm's
@@ -54,12 +54,20 @@ struct RowLaunch {
 inline constexpr int kRowTeamSize = 256;
 // The lanes form's members: kRowTeamSize / kLanesPerMember of one warp's width each.
 inline constexpr int kLanesPerMember = 32;
+// The wide form: the compact form's loops with teams of 128 threads and 8 loads in flight
+// each, so that each row's reductions and per-warp set-up run in 4 warps instead of 8.
+inline constexpr int kWideTeamSize = 128;
+inline constexpr int kWidePacketsInFlight = 8;
+constexpr int RowTeamSize(RowForm form) {
+  return form == RowForm::kWide ? kWideTeamSize : kRowTeamSize;
+}
 // Registers per thread (ptxas, sm_90, CUDA 13; the larger of layer norm and softmax,
 // rounded up to the allocation unit of 8): grouped 47 -> 48, compact 40; lanes 40 (its
-// softmax; its layer norm, which no device is given, 47).
+// softmax; its layer norm, which no device is given, 47); wide 56 (teams of 128: 9 per SM).
 inline constexpr int kGroupedRegisters = 48;
 inline constexpr int kCompactRegisters = 40;
 inline constexpr int kLanesRegisters = 40;
+inline constexpr int kWideRegisters = 56;
 // Bytes per second one team moves through its rows (a 16 KiB row read and written per
 // row time): run 15's layer norm at 5 teams per SM moved 3794 GB/s over 132 x 5 teams on
 // H200 without being bound by DRAM (1 GiB per array).

@@ -12,7 +12,9 @@
 // reductions, 46 registers, the probe's up to run 15) and in the compact form
 // (kokkos_compact: team-rank loops and team_reduce, 40 registers; run 16 had lean forms);
 // from run 18 the lanes form (kokkos_lanes: 8 members x 32 vector lanes, lane shuffles and
-// one team barrier per reduction through team scratch) and copies of the twin that take
+// one team barrier per reduction through team scratch), from run 19 the wide form
+// (kokkos_wide: compact's loops in teams of 128 with 8 loads in flight, 56 registers, 9
+// per SM), and copies of the twin that take
 // one of Kokkos' differences each: twin_copy (the twin as it is, compiled here),
 // twin_shmem (with the 2064 bytes of dynamic shared memory Kokkos' team policy asks for
 // its team_reduce, which moves the driver's L1 / shared split) and twin_kokkos_reduce
@@ -282,6 +284,7 @@ enum class Form {
   kGrouped,
   kCompact,
   kLanes,
+  kWide,
   kTwinCopy,
   kTwinShmem,
   kTwinKokkosReduce,
@@ -290,7 +293,8 @@ constexpr Form kForms[] = {Form::kCuda,       Form::kTeamReduce,         Form::k
                            Form::kTeamIlp4,   Form::kTeamIlp2NoBounds,   Form::kTeamIlp4NoBounds,
                            Form::kLaneReduce, Form::kLaneReduceNoBounds, Form::kProbe,
                            Form::kGrouped,    Form::kCompact,            Form::kLanes,
-                           Form::kTwinCopy,   Form::kTwinShmem,          Form::kTwinKokkosReduce};
+                           Form::kWide,       Form::kTwinCopy,           Form::kTwinShmem,
+                           Form::kTwinKokkosReduce};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
@@ -305,6 +309,7 @@ const char* Name(Form f) {
     case Form::kGrouped: return "kokkos_grouped";
     case Form::kCompact: return "kokkos_compact";
     case Form::kLanes: return "kokkos_lanes";
+    case Form::kWide: return "kokkos_wide";
     case Form::kTwinCopy: return "twin_copy";
     case Form::kTwinShmem: return "twin_shmem";
     case Form::kTwinKokkosReduce: return "twin_kokkos_reduce";
@@ -344,6 +349,7 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
     case Form::kGrouped: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kGrouped); break;
     case Form::kCompact: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kCompact); break;
     case Form::kLanes: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kLanes); break;
+    case Form::kWide: ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kWide); break;
     case Form::kTwinCopy:
       TwinSoftmax<false><<<static_cast<unsigned>(rows), 256, 0, stream>>>(
           reinterpret_cast<float4*>(p), cols / 4);

@@ -158,7 +158,8 @@ TEST(KokkosProbesTest, EveryRowLaunchMatchesTheReference) {
   const std::vector<kokkos::RowLaunch> launches = {{RowForm::kGrouped, 0, RowForm::kGrouped},
                                                    {RowForm::kCompact, 0, RowForm::kCompact},
                                                    {RowForm::kLanes, 0, RowForm::kLanes},
-                                                   {RowForm::kCompact, 0, RowForm::kLanes}};
+                                                   {RowForm::kCompact, 0, RowForm::kLanes},
+                                                   {RowForm::kWide, 0, RowForm::kWide}};
   for (const kokkos::RowLaunch& launch : launches) {
     for (const int64_t cols : {12, 52, 4100}) {
       KokkosBandwidthOptions o;

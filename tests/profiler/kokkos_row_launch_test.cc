@@ -40,6 +40,8 @@ TEST(KokkosRowLaunchTest, H200GetsTheCompactFormAndTheSoftmaxTheLanesForm) {
     EXPECT_EQ(l.form, RowForm::kCompact);
     EXPECT_EQ(l.rows_per_multiprocessor, 6);  // 40 x 256 x 6 = 61440 of 64 K registers
     EXPECT_EQ(RowsPerMultiprocessor(RowForm::kLanes, d), 6);
+    EXPECT_EQ(RowsPerMultiprocessor(RowForm::kWide, d), 9);  // 56 x 128 x 9 = 64512
+    EXPECT_EQ(Describe({RowForm::kWide, 9, RowForm::kWide}), "wide, 9 rows per SM");
     EXPECT_EQ(l.softmax_form, RowForm::kLanes);
     EXPECT_EQ(Describe(l), "compact, 6 rows per SM; softmax lanes");
   }
