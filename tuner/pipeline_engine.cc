@@ -31,7 +31,10 @@ void ApplyMegatronRelease(const Workload& w, PipelineEngineTraits* t) {
 PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   PipelineEngineTraits t;
   if (w.settings.pipeline_parallel == PipelineParallel::kMegatron) ApplyMegatronRelease(w, &t);
-  if (c.pp <= 1) return t;
+  if (c.pp <= 1) {
+    t.reduce_scatter_per_unit = w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed;
+    return t;
+  }
   if (w.settings.pipeline_parallel == PipelineParallel::kMegatron) {
     if (c.tp > 1 && w.settings.tensor_parallel == TensorParallel::kMegatron) {
       t.p2p_shards = c.tp;

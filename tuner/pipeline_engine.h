@@ -131,6 +131,13 @@ struct PipelineEngineTraits {
   // The first micro-batch's gradients find nothing to add to (autograd's
   // accumulation into .grad): one pass fewer per step.
   bool first_accumulation_free = false;
+  // Sharded gradients (ZeRO-2) are reduce-scattered one FSDP unit at a time
+  // in FSDP2's order (tuner/grad_sync_overlap.h): with one stage, where
+  // PyTorch's fully_shard runs the data-parallel side. DeepSpeed's ZeRO-2
+  // reduces its own buckets; Llama 3's rows (Megatron's engine, pp 16) model
+  // Meta's FSDP, whose measured steps are faster than even the bucket rule
+  // predicts (bench/scale/README.md), so they keep that rule.
+  bool reduce_scatter_per_unit = false;
 };
 
 // The traits of the workload's engine for configuration c (all defaults,

@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "tuner/context_parallel.h"
 #include "tuner/gemm_rank_shape.h"
+#include "tuner/grad_sync_overlap.h"
 #include "tuner/network_model.h"
 #include "tuner/pipeline_engine.h"
 #include "tuner/selective_recompute.h"
@@ -1071,12 +1072,22 @@ StepTime StrategyModel::Time(const Configuration& given) {
       }
     } else if (c.sharding == Sharding::kZero2 && c.dp > 1) {
       // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
-      // gradient buffer to accumulate into), overlapped with that backward.
+      // gradient buffer to accumulate into), overlapped with that backward
+      // (grad_sync_overlap.h): in buckets, or FSDP2's one unit at a time.
       const double bytes = d.params * grad_bytes;
-      const double rs = im.Coll(CollectiveOp::kReduceScatter, bytes, c.dp, dp_rpn);
-      const double last =
-          im.Coll(CollectiveOp::kReduceScatter, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
-      z3_exposed = std::max(last, rs - r.bwd);
+      ReductionBesideBackward overlap;
+      overlap.whole_s = im.Coll(CollectiveOp::kReduceScatter, bytes, c.dp, dp_rpn);
+      overlap.backward_s = r.bwd;
+      double last_bytes = std::min(bytes, kBucketBytes);
+      if (engine.reduce_scatter_per_unit) {
+        const UnitReduceOrder order =
+            Fsdp2ReduceOrder(d.params, d.fsdp_units, d.unit_params, d.root_params);
+        overlap.backward_before_first_s = order.first_backward_share * r.bwd;
+        last_bytes = order.last_params * grad_bytes;
+      }
+      overlap.last_s = im.Coll(CollectiveOp::kReduceScatter, last_bytes, c.dp, dp_rpn);
+      const double rs = overlap.whole_s;
+      z3_exposed = ExposedReduction(overlap);
       if (dp_rpn < c.dp) z3_exposed += overlap_share * std::min(rs, r.bwd);
     }
     const double total = f + b + z3_exposed;

@@ -47,7 +47,9 @@ each micro-batch's forward all-gathered the parameters again and "compute"
 (from which it took the backward as two thirds) was mostly those gathers.
 The second run (2x H200, 17:52 UTC, bench/scale/data/
 2026-11-27_h200x2_grad_sync_overlap.json) had the first fault mended, not
-the second. This version mends both and times the backward. BATCH
+the second. This version mends both and times the backward (run 3: 2x
+H200, 18:11 UTC, BATCH=4, bench/scale/data/
+2026-11-27_h200x2_grad_sync_overlap_batch4.json). BATCH
 sequences a micro-batch lengthen the backward against the same
 reduce-scatter: at BATCH=1 the reduce-scatter on the network path is ~10x
 the backward and every reading but "hidden" is within a backward of it;
