@@ -1,4 +1,4 @@
-// Which form of the Kokkos row kernels (layer norm, softmax: one team of 256 per row,
+// Which form of the Kokkos row kernels (layer norm, softmax: one team per row,
 // kokkos_row_kernels.h) runs on a device, chosen from the device's properties, not its
 // name. Plain C++ (no Kokkos, no CUDA), so the choice is tested on any host.
 //
@@ -14,20 +14,17 @@
 // per trip, lost in its cache passes what it gained in rows.)
 //
 // The softmax on H200 (run 17): compact 0.85-0.86 of its CUDA twin where the layer norm
-// reached 0.98, and the grouped form at 5 rows per SM as fast as the compact at 6, so the
-// time a row takes bounds it, not the rows in flight. Both kernels' passes compile to the
-// same loads and per-element code as the twin's (`nvcc -arch=sm_90` SASS: 4 x LDG.E.128
-// a pass, 32 x MUFU.EX2 a thread with expf's range reduction). What differs lies around
-// them: each of Kokkos' two team_reduce calls over 256 single-lane members runs 5
-// shuffle-down trips, then 4 barriers with the warps' values joined 4 at a time in shared
-// memory (the twin: 2 shuffle trees, 3 barriers), and the team policy asks 2064 bytes of
-// dynamic shared memory for it, which moves the driver's L1 / shared split. The softmax's
-// row is the longer one (two exp passes), so on a card whose rows must turn over 1.43x as
-// fast per SM as an H100's such a cost shows where the layer norm's does not. The lanes
-// form (members of 32 vector lanes: shuffles, then one barrier to join the 8 members
-// through 64 bytes of team scratch) is taken for the softmax wherever the compact form
-// is; bench/kokkos/softmax_study.cc times it beside copies of the twin with Kokkos' shared
-// memory and with Kokkos' reduction, which tell the two causes apart.
+// reached 0.98. Its passes compile to the twin's loads and per-element code (sm_90 SASS),
+// and neither Kokkos' dynamic shared memory nor its team_reduce slows a copy of the twin by
+// more than 2 % (run 18); what differs is instructions: the softmax (two exp passes) is near
+// issue-bound on an H200, which has 1.43x an H100's bandwidth per SM, and the Kokkos forms
+// execute 39-44 % more warp instructions per row than the twin (Kokkos' team_reduce and its
+// integer divisions, FSETP + FSEL for the max, vector-lane loops). The lanes form (members
+// of 32 vector lanes: shuffles, then one barrier to join the 8 members through team
+// scratch) waits less at barriers: 0.894 / 0.900 in the probe (run 18), the softmax's form
+// wherever the compact form is chosen. The wide form (teams of 128 x 8 loads) cuts the
+// instructions to the twin's + 7 % but at its 9 rows per SM re-reads from L2 (run 19:
+// 0.93-0.94 in the study); not chosen anywhere.
 #ifndef XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 #define XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 
