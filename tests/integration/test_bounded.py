@@ -27,6 +27,9 @@ class BoundedWorkTest(unittest.TestCase):
              # slowest, and a burst of the shared machine's other work that
              # lands in one window moves it less than with 4,000.
              "--heavy-samples", "8000",
+             # In 16 windows of each kind, 500 calls each: a burst of the
+             # machine's other work (seconds) spans windows of both kinds.
+             "--heavy-windows", "16",
              # Shorter than the worst case's set-up alone (parsing and
              # fingerprinting 100,000 layers, ~55 ms of CPU on the 2-core VM;
              # its whole search takes ~0.1 s since repeated layers are timed
