@@ -61,7 +61,10 @@ int WalCheckpointer::OnCommit(void* self_ptr, sqlite3* db, const char* schema, i
     }
     return SQLITE_OK;
   }
-  if (pages >= self->options_.pages) {
+  // A WAL smaller than what was copied has started over.
+  int copied = self->copied_.load(std::memory_order_relaxed);
+  if (pages < copied && self->copied_.compare_exchange_strong(copied, 0)) copied = 0;
+  if (pages - copied >= self->options_.pages) {
     {
       std::lock_guard lock(self->mu_);
       self->wanted_ = true;
@@ -100,6 +103,7 @@ void WalCheckpointer::Pass() {
     }
     return;
   }
+  if (rc == SQLITE_OK) copied_.store(done, std::memory_order_relaxed);
   if (failing_ > 0) {
     spdlog::info("event=wal.checkpoint_recovered db={} path={} failed_passes={}", who_, path_,
                  failing_);

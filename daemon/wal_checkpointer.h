@@ -31,8 +31,12 @@ namespace xdeep::daemon {
 class WalCheckpointer {
  public:
   struct Options {
-    // A background pass once the WAL holds this many pages (SQLite's own
-    // threshold, so the WAL keeps the size it had).
+    // A background pass once the WAL holds this many pages that no pass has
+    // copied yet (SQLite's own threshold, so the WAL keeps the size it had).
+    // Not once it holds them: writers that never pause keep the WAL from
+    // starting over, it stays past the threshold, and a pass every `gap`
+    // copied the same few hot pages and synced twice each time (~5-10 % of
+    // the daemon's decisions/s at saturation, bench/README.md).
     int pages = 1000;
     // The committing connection checkpoints itself from here on (~64 MB).
     int inline_pages = 16000;
@@ -70,6 +74,9 @@ class WalCheckpointer {
   bool wanted_ = false;
   bool stopping_ = false;
   uint64_t failing_ = 0;  // failed passes in a row (the thread's own)
+  // WAL pages the last pass copied to the database (its `done`): the next
+  // pass is due `pages` later, or at `pages` once the WAL started over.
+  std::atomic<int> copied_{0};
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> inline_{0};
   std::thread thread_;

@@ -85,6 +85,37 @@ TEST_F(WalCheckpointerTest, ItsOwnThreadCheckpointsAndTheWalStartsOver) {
   EXPECT_LT(WalPages(), 100);
 }
 
+TEST_F(WalCheckpointerTest, APassIsDueOnlyOnceAsManyPagesCameSinceTheLastOne) {
+  // Writers that never pause keep the WAL from starting over; a reader that
+  // holds its snapshot does the same here, deterministically. Each commit
+  // below adds two pages (the row's and the root's).
+  WalCheckpointer checkpoints(
+      db_, "test", {.pages = 1000, .inline_pages = 1000000, .gap = std::chrono::milliseconds(1)});
+  for (int i = 0; i < 300; ++i) WriteOne();
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &reader), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM t;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  // Past 1,000 pages: a pass copies what the reader lets it (~600 pages).
+  for (int i = 0; i < 250; ++i) WriteOne();
+  ASSERT_TRUE(WaitFor([&] { return checkpoints.passes() > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // passes the commits asked for
+  const uint64_t before = checkpoints.passes();
+  // The WAL stays past 1,000 pages, but fewer than 1,000 came since that
+  // pass: none is due (one a gap before: the same pages copied and synced
+  // again and again).
+  for (int i = 0; i < 50; ++i) {
+    WriteOne();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(checkpoints.passes(), before);
+  // 1,000 more: the next one is.
+  for (int i = 0; i < 250; ++i) WriteOne();
+  EXPECT_TRUE(WaitFor([&] { return checkpoints.passes() > before; }));
+  sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+}
+
 TEST_F(WalCheckpointerTest, WithoutItTheWalGrowsWhenNothingCheckpoints) {
   // The check above can fail: with no checkpoint at all, the same writes
   // leave every page in the WAL.
