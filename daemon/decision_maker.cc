@@ -599,8 +599,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                              : tuner::SearchInSpace(*space, *workload, hardware, limits);
     if (!searched.ok()) return searched.status();
     if (recorded && space != nullptr) cache_.PutSpace(space_key, std::move(space));
-    cache_.PutSearch(search_key, *searched);
+    // The cost-time front is the search's own; a decision never reads it.
+    searched->pareto = {};
     result = std::make_shared<const tuner::SearchResult>(*std::move(searched));
+    cache_.PutSearch(search_key, result);
   }
   progress(Step("search", fmt::format("{} configurations evaluated", result->evaluated)));
 
