@@ -8,9 +8,11 @@
 // of integration.bounded caught and others did not). WalCheckpointer takes
 // over a connection's WAL hook and runs the same PASSIVE checkpoint on a
 // thread and a connection of its own, which hold no lock a writer needs.
-// Only a WAL that the background passes cannot empty (writers that never pause
-// long enough for a pass to finish, so the WAL never starts over) is
-// checkpointed inline again, from `inline_pages` on: that bounds the file.
+// Writers that never pause long enough for a pass to finish keep the WAL from
+// starting over: past `restart_pages` the committing connection copies the
+// few pages a pass left (a catch-up), so the next commit restarts it. Only a
+// WAL that neither empties is checkpointed inline whole again, from
+// `inline_pages` on: that bounds the file.
 // The store and the ledger share one database file and each has its own
 // checkpointer (one per connection that writes): two passes at once are
 // harmless, the second finds the first under way (SQLITE_BUSY).

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-
 #include "tuner/workload.h"
 
 namespace xdeep::tuner {

@@ -82,8 +82,8 @@ struct Options {
   int heavy = 0;
   std::string heavy_workload;
   int heavy_deadline_ms = 3000;
-  uint64_t heavy_samples = 4000;  // ordinary calls timed with, and as many without
-  int heavy_windows = 8;           // of each kind, alternating
+  uint64_t heavy_samples = 4000;    // ordinary calls timed with, and as many without
+  int heavy_windows = 8;            // of each kind, alternating
   std::vector<std::string> cpu_of;  // NAME=PID
 };
 
