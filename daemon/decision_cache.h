@@ -103,7 +103,10 @@ class DecisionCache {
     return searches_.Find(key);
   }
   // Keeps `result` without its Pareto front (decisions never read it).
-  void PutSearch(const std::string& key, const tuner::SearchResult& result);
+  // Kept as given: the decision that computed it shares it (no copy).
+  void PutSearch(const std::string& key, std::shared_ptr<const tuner::SearchResult> result) {
+    searches_.Put(key, std::move(result));
+  }
 
   // What a search's ScoredSpace depends on: the workload, the hardware's
   // generation and the limits that shape the enumeration (tuner/search.h).

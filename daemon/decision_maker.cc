@@ -529,8 +529,14 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     return absl::FailedPreconditionError(NoRoomReason(*shape, request.bounds()));
   }
   std::string correction_note;  // the fitted correction model, for the explanation
-  const std::string fingerprint =
-      cached->fingerprint.empty() ? tuner::ModelFingerprint(*workload) : cached->fingerprint;
+  // A table too large to cache (the heavy lane's) is fingerprinted here, with
+  // polls: tens of milliseconds that a stopped client would otherwise wait out.
+  std::string fingerprint = cached->fingerprint;
+  if (fingerprint.empty()) {
+    auto fresh = tuner::ModelFingerprint(*workload, interrupted);
+    if (!fresh.ok()) return fresh.status();
+    fingerprint = *std::move(fresh);
+  }
   if (heuristic_gap_ && !hardware.builtin && hardware.gemm_kernels != nullptr) {
     // Never waits: this decision uses the answers there are.
     const std::string note =
@@ -593,8 +599,10 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
                              : tuner::SearchInSpace(*space, *workload, hardware, limits);
     if (!searched.ok()) return searched.status();
     if (recorded && space != nullptr) cache_.PutSpace(space_key, std::move(space));
-    cache_.PutSearch(search_key, *searched);
+    // The cost-time front is the search's own; a decision never reads it.
+    searched->pareto = {};
     result = std::make_shared<const tuner::SearchResult>(*std::move(searched));
+    cache_.PutSearch(search_key, result);
   }
   progress(Step("search", fmt::format("{} configurations evaluated", result->evaluated)));
 

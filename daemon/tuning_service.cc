@@ -17,6 +17,7 @@
 #include "daemon/grpc_status.h"
 #include "daemon/job_records.h"
 #include "daemon/learning.h"
+#include "daemon/thread_sched_times.h"
 
 namespace xdeep::daemon {
 namespace {
@@ -206,9 +207,17 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   bool demoted = false;
   const auto started = std::chrono::steady_clock::now();
   const double cpu_at_start = ThreadCpuSeconds();
+  // On the heavy lane (the requests that get stopped at their deadline): the
+  // thread's CPU and run-queue wait at the last poll that let the work go on.
+  // At a stop, the wait since then is what other processes' claim on the
+  // cores added to its lateness (it may begin before the deadline, by at most
+  // one poll's interval: the rest of the lateness is the daemon's at least).
+  std::optional<ThreadSchedTimes> at_poll;
+  if (heavy == nullptr) at_poll = ThreadSchedTimesNow();
   auto interrupt = [&]() -> absl::Status {
     if (heavy == nullptr) PaceHeavyLane(*work);
     if (absl::Status gone = client_gone(); !gone.ok()) return gone;
+    if (at_poll) at_poll = ThreadSchedTimesNow();
     // CPU, not wall time: a busy machine does not make a request heavy.
     // The wall clock (cheap) is asked first: CPU time never exceeds it.
     const double budget_s = std::chrono::duration<double>(work->heavy_after).count();
@@ -257,8 +266,14 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
           std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
       late_ms = std::max(late_ms, (now - at) / 1e6);
     }
-    spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}", caller.user,
-                 absl::StatusCodeToString(code), late_ms);
+    std::string queued;
+    if (const auto now_times = ThreadSchedTimesNow(); at_poll && now_times) {
+      queued = fmt::format(" queued_ms={:.1f} cpu_ms={:.1f}",
+                           (now_times->queued_s - at_poll->queued_s) * 1e3,
+                           (now_times->on_cpu_s - at_poll->on_cpu_s) * 1e3);
+    }
+    spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}{}", caller.user,
+                 absl::StatusCodeToString(code), late_ms, queued);
     channel->Finish(result.status());
     return;
   }

@@ -61,7 +61,21 @@ int WalCheckpointer::OnCommit(void* self_ptr, sqlite3* db, const char* schema, i
     }
     return SQLITE_OK;
   }
-  if (pages >= self->options_.pages) {
+  // A WAL smaller than what was copied has started over.
+  int copied = self->copied_.load(std::memory_order_relaxed);
+  if (pages < copied && self->copied_.compare_exchange_strong(copied, 0)) copied = 0;
+  if (pages >= self->options_.restart_pages && pages - copied <= self->options_.caught_up_pages &&
+      self->catch_up_armed_.exchange(false)) {
+    int log = 0, done = 0;
+    if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==
+        SQLITE_OK) {
+      ++self->inline_;
+      ++self->catch_ups_;
+      if (done >= 0) self->copied_.store(done, std::memory_order_relaxed);
+    }
+    return SQLITE_OK;
+  }
+  if (pages - copied >= self->options_.pages) {
     {
       std::lock_guard lock(self->mu_);
       self->wanted_ = true;
@@ -99,6 +113,10 @@ void WalCheckpointer::Pass() {
                    log < 0 ? "no WAL seen by the checkpoint connection" : sqlite3_errmsg(own_));
     }
     return;
+  }
+  if (rc == SQLITE_OK) {
+    copied_.store(done, std::memory_order_relaxed);
+    catch_up_armed_.store(true);
   }
   if (failing_ > 0) {
     spdlog::info("event=wal.checkpoint_recovered db={} path={} failed_passes={}", who_, path_,

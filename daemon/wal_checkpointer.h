@@ -8,9 +8,11 @@
 // of integration.bounded caught and others did not). WalCheckpointer takes
 // over a connection's WAL hook and runs the same PASSIVE checkpoint on a
 // thread and a connection of its own, which hold no lock a writer needs.
-// Only a WAL that the background passes cannot empty (writers that never pause
-// long enough for a pass to finish, so the WAL never starts over) is
-// checkpointed inline again, from `inline_pages` on: that bounds the file.
+// Writers that never pause long enough for a pass to finish keep the WAL from
+// starting over: past `restart_pages` the committing connection copies the
+// few pages a pass left (a catch-up), so the next commit restarts it. Only a
+// WAL that neither empties is checkpointed inline whole again, from
+// `inline_pages` on: that bounds the file.
 // The store and the ledger share one database file and each has its own
 // checkpointer (one per connection that writes): two passes at once are
 // harmless, the second finds the first under way (SQLITE_BUSY).
@@ -31,11 +33,23 @@ namespace xdeep::daemon {
 class WalCheckpointer {
  public:
   struct Options {
-    // A background pass once the WAL holds this many pages (SQLite's own
-    // threshold, so the WAL keeps the size it had).
+    // A background pass once the WAL holds this many pages that no pass has
+    // copied yet (SQLite's own threshold, so the WAL keeps the size it had).
+    // Not once it holds them: writers that never pause keep the WAL from
+    // starting over, it stays past the threshold, and a pass every `gap`
+    // copied the same few hot pages and synced twice each time (~5-10 % of
+    // the daemon's decisions/s at saturation, bench/README.md).
     int pages = 1000;
     // The committing connection checkpoints itself from here on (~64 MB).
     int inline_pages = 16000;
+    // Writers that never pause keep even a WAL the passes copied from
+    // starting over (a restart needs a commit to find every page copied):
+    // integration.bounded's 16 s grew it to 40-66 MB, the inline bound. Past
+    // `restart_pages`, the first commit after a pass that left at most
+    // `caught_up_pages` uncopied copies those itself (its syncs cover only
+    // them), and the next commit starts the WAL over.
+    int restart_pages = 4000;
+    int caught_up_pages = 250;
     // At least this long between two background passes: each syncs twice.
     std::chrono::milliseconds gap{100};
   };
@@ -53,6 +67,8 @@ class WalCheckpointer {
   // Background passes done, and checkpoints the writers ran themselves.
   uint64_t passes() const { return passes_.load(); }
   uint64_t inline_checkpoints() const { return inline_.load(); }
+  // Of those, the ones that finished a pass's work so that the WAL restarts.
+  uint64_t catch_ups() const { return catch_ups_.load(); }
 
  private:
   static int OnCommit(void* self, sqlite3* db, const char* schema, int pages);
@@ -70,8 +86,14 @@ class WalCheckpointer {
   bool wanted_ = false;
   bool stopping_ = false;
   uint64_t failing_ = 0;  // failed passes in a row (the thread's own)
+  // WAL pages the last pass copied to the database (its `done`): the next
+  // pass is due `pages` later, or at `pages` once the WAL started over.
+  std::atomic<int> copied_{0};
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> inline_{0};
+  std::atomic<uint64_t> catch_ups_{0};
+  // Set by each pass, taken by one catch-up: never more catch-ups than passes.
+  std::atomic<bool> catch_up_armed_{false};
   std::thread thread_;
 };
 

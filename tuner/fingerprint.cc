@@ -23,7 +23,9 @@ struct Fnv1a {
 
 }  // namespace
 
-std::string ModelFingerprint(const Workload& w) {
+std::string ModelFingerprint(const Workload& w) { return *ModelFingerprint(w, nullptr); }
+
+absl::StatusOr<std::string> ModelFingerprint(const Workload& w, const BuildPoll& poll) {
   // The per-layer table is derived from the shape for transformers and CNN
   // presets and given for generic workloads, so it covers every family; %.9g
   // keeps doubles stable across hosts.
@@ -35,7 +37,11 @@ std::string ModelFingerprint(const Workload& w) {
                   ",", int{t.learned_positions});
   Fnv1a hash;
   hash.Add(text);
-  for (const LayerCost& l : w.layers) {
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    if (poll && i % kLayersPerPoll == kLayersPerPoll - 1) {
+      if (absl::Status s = poll(); !s.ok()) return s;
+    }
+    const LayerCost& l = w.layers[i];
     text.clear();
     absl::StrAppend(&text, ";layer=", l.name, ",", l.params);
     absl::StrAppendFormat(&text, ",%.9g,%.9g,%.9g", l.fwd_flops, l.saved_activation_bytes,

@@ -7,8 +7,8 @@
 # The load average is printed beside every run (a shared machine).
 # HEAVY=1: instead of the four runs, integration.bounded's --heavy run (four
 # worst-case clients with 40 ms deadlines beside four ordinary ones, 8,000
-# ordinary calls of each kind): each run's ordinary p99 alone, beside them,
-# and the ratio (issue #27: within 2x).
+# ordinary calls of each kind in 16 windows): each run's ordinary p99 alone,
+# beside them, and the ratio (issue #27: within 2x).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [[ $# -ge 3 ]] || { sed -n '5,6p' "$0" >&2; exit 2; }
@@ -48,7 +48,7 @@ measure() {  # label binary
     echo "== daemon $label, heavy, load $(cut -d' ' -f1-3 /proc/loadavg)"
     "$bench" --daemon "unix://$sock" --clients 4 --seconds 2 --mix varied --heavy 4 \
       --heavy-workload "$root/bench/daemon/worst_case.toml" --heavy-deadline-ms 40 \
-      --heavy-samples 8000 | tail -n 5 || true
+      --heavy-samples 8000 --heavy-windows 16 | tail -n 5 || true
     return
   fi
   for run in "advise repeated" "advise varied" "advise unique" "auto varied"; do

@@ -6,7 +6,8 @@
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
-//                   [--heavy N --heavy-workload FILE [--heavy-samples 4000]]
+//                   [--heavy N --heavy-workload FILE [--heavy-samples 4000]
+//                    [--heavy-windows 8]]
 //                   [--cpu-of NAME=PID ...]
 //   decisions_bench --daemon ... --picks
 //
@@ -26,9 +27,9 @@
 // diff two daemons' output to show that they decide identically.
 // --heavy N: after the ordinary run, N more clients send the worst-case
 // request in FILE (each with a 3 s deadline, as the plugin's timeout) while
-// the ordinary clients run again, in eight windows alternating with eight
-// without them, each window --heavy-samples / 8 ordinary calls (or 8 x
-// --seconds at the most, a cap for a stalled daemon); prints the
+// the ordinary clients run again, in --heavy-windows windows alternating with
+// as many without them, each window --heavy-samples / windows ordinary calls
+// (or windows x --seconds at the most, a cap for a stalled daemon); prints the
 // ordinary p99 with and without them and their ratio (issue #27: within 2x).
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -81,7 +82,8 @@ struct Options {
   int heavy = 0;
   std::string heavy_workload;
   int heavy_deadline_ms = 3000;
-  uint64_t heavy_samples = 4000;  // ordinary calls timed with, and as many without
+  uint64_t heavy_samples = 4000;    // ordinary calls timed with, and as many without
+  int heavy_windows = 8;            // of each kind, alternating
   std::vector<std::string> cpu_of;  // NAME=PID
 };
 
@@ -325,6 +327,10 @@ int main(int argc, char** argv) {
   app.add_option("--heavy-samples", o.heavy_samples,
                  "ordinary calls timed beside the worst cases, and as many without them")
       ->check(CLI::Range(80, 1000000));
+  app.add_option("--heavy-windows", o.heavy_windows,
+                 "windows of each kind, alternating (more, shorter ones: a burst of the "
+                 "machine's other work spans windows of both kinds)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
   bool picks = false;
   app.add_flag("--picks", picks, "decide ten representative requests once each and print them");
@@ -404,26 +410,26 @@ int main(int argc, char** argv) {
     // the load as much as the daemon). Each window counts the same number of
     // calls, so both p99s come from equal samples (the ordinary rate falls
     // beside the worst cases: equal times would give them fewer).
-    constexpr int kWindows = 8;  // of each kind
-    const uint64_t per_window = std::max<uint64_t>(1, o.heavy_samples / kWindows);
+    const int windows = o.heavy_windows;
+    const uint64_t per_window = std::max<uint64_t>(1, o.heavy_samples / windows);
     Stats alone, loaded;
     std::string window_p99[2];
-    for (int i = 0; i < 2 * kWindows; ++i) {
+    for (int i = 0; i < 2 * windows; ++i) {
       const bool with = i % 2 == 1;
       active = with;
       // Let them start, or let the daemon finish what they left.
       std::this_thread::sleep_for(std::chrono::milliseconds(with ? 300 : 200));
       // Ended by its calls; the time is only a cap for a daemon that stalls.
       const Stats window =
-          Run(o, o.clients, o.seconds * kWindows, OrdinaryCall(o), true, per_window);
+          Run(o, o.clients, o.seconds * windows, OrdinaryCall(o), true, per_window);
       window_p99[with] += fmt::format(" {:.1f}", window.Percentile(0.99));
       (with ? loaded : alone).Add(window);
     }
     stop = true;
     for (auto& t : heavies) t.join();
-    Print(fmt::format("Tune ({}, {}) alone, {} windows", o.mode, o.mix, kWindows), alone);
+    Print(fmt::format("Tune ({}, {}) alone, {} windows", o.mode, o.mix, windows), alone);
     Print(fmt::format("Tune ({}, {}) beside {} worst-case, {} windows between them", o.mode, o.mix,
-                      o.heavy, kWindows),
+                      o.heavy, windows),
           loaded);
     fmt::print("  p99 per window (ms), alone:{}  beside:{}\n", window_p99[0], window_p99[1]);
     const double ratio =

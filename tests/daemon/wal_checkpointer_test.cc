@@ -85,6 +85,81 @@ TEST_F(WalCheckpointerTest, ItsOwnThreadCheckpointsAndTheWalStartsOver) {
   EXPECT_LT(WalPages(), 100);
 }
 
+TEST_F(WalCheckpointerTest, APassIsDueOnlyOnceAsManyPagesCameSinceTheLastOne) {
+  // Writers that never pause keep the WAL from starting over; a reader that
+  // holds its snapshot does the same here, deterministically. Each commit
+  // below adds two pages (the row's and the root's).
+  WalCheckpointer checkpoints(
+      db_, "test", {.pages = 1000, .inline_pages = 1000000, .gap = std::chrono::milliseconds(1)});
+  for (int i = 0; i < 300; ++i) WriteOne();
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &reader), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM t;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  // Past 1,000 pages: a pass copies what the reader lets it (~600 pages).
+  for (int i = 0; i < 250; ++i) WriteOne();
+  ASSERT_TRUE(WaitFor([&] { return checkpoints.passes() > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // passes the commits asked for
+  const uint64_t before = checkpoints.passes();
+  // The WAL stays past 1,000 pages, but fewer than 1,000 came since that
+  // pass: none is due (one a gap before: the same pages copied and synced
+  // again and again).
+  for (int i = 0; i < 50; ++i) {
+    WriteOne();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(checkpoints.passes(), before);
+  // 1,000 more: the next one is.
+  for (int i = 0; i < 250; ++i) WriteOne();
+  EXPECT_TRUE(WaitFor([&] { return checkpoints.passes() > before; }));
+  sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+}
+
+// Commits that never pause, as under saturation: past restart_pages the
+// writer finishes a pass's work, and the WAL starts over instead of growing
+// to the inline bound.
+uint64_t CatchUpsWhileWritingWithoutPause(sqlite3* db, int restart_pages, int* wal_pages) {
+  WalCheckpointer checkpoints(db, "test",
+                              {.pages = 200,
+                               .inline_pages = 1000000,
+                               .restart_pages = restart_pages,
+                               .caught_up_pages = 250,
+                               .gap = std::chrono::milliseconds(1)});
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < end) {
+    EXPECT_EQ(sqlite3_exec(db, "INSERT INTO t VALUES (zeroblob(4000));", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    // Under 1,000 commits (2,000 pages) a second, as the daemon's group
+    // commits at saturation: gaps far shorter than a pass with its two syncs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // The frames the last commit saw, before any checkpoint of the test's own.
+  sqlite3_wal_hook(
+      db,
+      [](void* out, sqlite3*, const char*, int pages) {
+        *static_cast<int*>(out) = pages;
+        return 0;
+      },
+      wal_pages);
+  EXPECT_EQ(sqlite3_exec(db, "INSERT INTO t VALUES (1);", nullptr, nullptr, nullptr), SQLITE_OK);
+  return checkpoints.catch_ups();
+}
+
+TEST_F(WalCheckpointerTest, WritersThatNeverPauseStillLetTheWalStartOver) {
+  int pages = 0;
+  EXPECT_GT(CatchUpsWhileWritingWithoutPause(db_, 1000, &pages), 0u);
+  EXPECT_LT(pages, 2000);
+}
+
+TEST_F(WalCheckpointerTest, WithoutCatchUpsTheWalOfWritersThatNeverPauseGrows) {
+  // The check above can fail: with the catch-up out of reach, the same
+  // commits leave a WAL far past it (~8,000 pages; ~150 with them).
+  int pages = 0;
+  EXPECT_EQ(CatchUpsWhileWritingWithoutPause(db_, 1000000, &pages), 0u);
+  EXPECT_GT(pages, 3000);
+}
+
 TEST_F(WalCheckpointerTest, WithoutItTheWalGrowsWhenNothingCheckpoints) {
   // The check above can fail: with no checkpoint at all, the same writes
   // leave every page in the WAL.

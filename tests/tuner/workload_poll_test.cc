@@ -1,10 +1,12 @@
-// BuildPoll: a layer table of many layers is built with polls between its
-// layers, and a poll's status stops the parse (the daemon's heavy lane paces
-// itself there and stops at its client's deadline).
+// BuildPoll: a layer table of many layers is built, and fingerprinted, with
+// polls between its layers, and a poll's status stops the parse or the
+// fingerprint (the daemon's heavy lane paces itself there and stops at its
+// client's deadline).
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "tuner/fingerprint.h"
 #include "tuner/workload.h"
 
 namespace xdeep::tuner {
@@ -56,6 +58,31 @@ TEST(WorkloadPollTest, ASmallModelIsNeverPolledAndParsesAsWithout) {
   EXPECT_EQ(polls, 0);
   EXPECT_EQ(polled->layers.size(), plain->layers.size());
   EXPECT_EQ(polled->Parameters(), plain->Parameters());
+}
+
+TEST(WorkloadPollTest, TheFingerprintIsPolledEveryBlockAndIsTheUnpolledOne) {
+  auto w = ParseWorkloadToml(Generic(100000), "w.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  int polls = 0;
+  auto polled = ModelFingerprint(*w, [&] {
+    ++polls;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(polled.ok()) << polled.status();
+  EXPECT_EQ(polls, 100000 / kLayersPerPoll);
+  EXPECT_EQ(*polled, ModelFingerprint(*w));
+}
+
+TEST(WorkloadPollTest, APollsStatusStopsTheFingerprint) {
+  auto w = ParseWorkloadToml(Generic(100000), "w.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  int polls = 0;
+  auto polled = ModelFingerprint(*w, [&] {
+    return ++polls < 3 ? absl::OkStatus() : absl::CancelledError("the client went away");
+  });
+  EXPECT_EQ(polls, 3);
+  ASSERT_FALSE(polled.ok());
+  EXPECT_EQ(polled.status().code(), absl::StatusCode::kCancelled);
 }
 
 }  // namespace
