@@ -78,15 +78,6 @@ TEST(GradSyncOverlapTest, Fsdp2OrderIsNearerTheTwoGpuMeasurementThanTheBucketRul
   EXPECT_LE(by_order, cost);
 }
 
-Workload Gpt(PipelineParallel engine) {
-  Workload w = testing::MegatronGpt("gpt-zero2", 24, 4096, 32, 2048);
-  w.settings.pipeline_parallel = engine;
-  BuildTransformerLayers(w);
-  w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
-  w.max_micro_batch = 4;
-  return w;
-}
-
 Configuration Zero2(int pp) {
   Configuration c;
   c.gpus_per_node = 8;
@@ -102,10 +93,14 @@ Configuration Zero2(int pp) {
 }
 
 TEST(GradSyncOverlapTest, PyTorchsOneStageReducesByUnitAndOtherEnginesByBucket) {
-  EXPECT_TRUE(EngineTraits(Gpt(PipelineParallel::kMegatron), Zero2(1)).reduce_scatter_per_unit);
-  EXPECT_TRUE(EngineTraits(Gpt(PipelineParallel::kTorch), Zero2(1)).reduce_scatter_per_unit);
-  EXPECT_FALSE(EngineTraits(Gpt(PipelineParallel::kDeepSpeed), Zero2(1)).reduce_scatter_per_unit);
-  EXPECT_FALSE(EngineTraits(Gpt(PipelineParallel::kMegatron), Zero2(4)).reduce_scatter_per_unit);
+  EXPECT_TRUE(EngineTraits(testing::EngineGpt(PipelineParallel::kMegatron), Zero2(1))
+                  .reduce_scatter_per_unit);
+  EXPECT_TRUE(
+      EngineTraits(testing::EngineGpt(PipelineParallel::kTorch), Zero2(1)).reduce_scatter_per_unit);
+  EXPECT_FALSE(EngineTraits(testing::EngineGpt(PipelineParallel::kDeepSpeed), Zero2(1))
+                   .reduce_scatter_per_unit);
+  EXPECT_FALSE(EngineTraits(testing::EngineGpt(PipelineParallel::kMegatron), Zero2(4))
+                   .reduce_scatter_per_unit);
 }
 
 TEST(GradSyncOverlapTest, StrategyModelChargesFsdp2sFirstUnitBackward) {
@@ -114,8 +109,10 @@ TEST(GradSyncOverlapTest, StrategyModelChargesFsdp2sFirstUnitBackward) {
   auto hw = BuiltinHardwareProfile("a100-sxm");
   ASSERT_TRUE(hw.ok());
   const Configuration c = Zero2(1);
-  const StepTime by_unit = EstimateStepTime(Gpt(PipelineParallel::kMegatron), *hw, c);
-  const StepTime by_bucket = EstimateStepTime(Gpt(PipelineParallel::kDeepSpeed), *hw, c);
+  const StepTime by_unit =
+      EstimateStepTime(testing::EngineGpt(PipelineParallel::kMegatron), *hw, c);
+  const StepTime by_bucket =
+      EstimateStepTime(testing::EngineGpt(PipelineParallel::kDeepSpeed), *hw, c);
   EXPECT_GT(by_unit.per_micro_batch_s, by_bucket.per_micro_batch_s);
   EXPECT_DOUBLE_EQ(by_unit.optimizer_s, by_bucket.optimizer_s);
 }

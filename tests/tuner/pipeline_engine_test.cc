@@ -16,16 +16,6 @@
 namespace xdeep::tuner {
 namespace {
 
-// A 24-layer GPT (hidden 4096) as Megatron-DeepSpeed trains it.
-Workload Gpt(PipelineParallel engine) {
-  Workload w = testing::MegatronGpt("gpt-engine", 24, 4096, 32, 2048);
-  w.settings.pipeline_parallel = engine;
-  BuildTransformerLayers(w);
-  w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
-  w.max_micro_batch = 4;
-  return w;
-}
-
 // tp4 x pp4 x dp4 on 8 nodes of 8, micro-batch 1.
 Configuration Layout(int pp) {
   Configuration c;
@@ -68,8 +58,8 @@ TEST(PipelineEngineTest, ParsedFromTheModelTable) {
 
 TEST(PipelineEngineTest, OneStageIsTheSameUnderEitherEngine) {
   const HardwareProfile hw = A100();
-  const Workload megatron = Gpt(PipelineParallel::kMegatron);
-  const Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  const Workload megatron = testing::EngineGpt(PipelineParallel::kMegatron);
+  const Workload deepspeed = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   const Configuration c = Layout(1);
   EXPECT_EQ(EstimateStepTime(megatron, hw, c).total_s, EstimateStepTime(deepspeed, hw, c).total_s);
   EXPECT_EQ(EstimateMemory(megatron, hw, c).Total(), EstimateMemory(deepspeed, hw, c).Total());
@@ -77,8 +67,8 @@ TEST(PipelineEngineTest, OneStageIsTheSameUnderEitherEngine) {
 
 TEST(PipelineEngineTest, DeepSpeedReducesAfterTheFlushAndAccumulatesInFp32) {
   const HardwareProfile hw = A100();
-  const Workload megatron = Gpt(PipelineParallel::kMegatron);
-  const Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  const Workload megatron = testing::EngineGpt(PipelineParallel::kMegatron);
+  const Workload deepspeed = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   const Configuration c = Layout(4);
   const StepTime m = EstimateStepTime(megatron, hw, c);
   const StepTime d = EstimateStepTime(deepspeed, hw, c);
@@ -104,7 +94,7 @@ TEST(PipelineEngineTest, DeepSpeedReducesAfterTheFlushAndAccumulatesInFp32) {
 // micro-batch the release changes only the accumulation pass.
 TEST(PipelineEngineTest, DeepSpeedOf2021PartitionsGradientsAndAccumulatesIn16Bits) {
   const HardwareProfile hw = A100();
-  const Workload now = Gpt(PipelineParallel::kDeepSpeed);
+  const Workload now = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   Workload then = now;
   then.settings.deepspeed_release = DeepSpeedRelease::k2021;
   const Configuration c = Layout(4);
@@ -144,14 +134,14 @@ TEST(PipelineEngineTest, LastStageReceivesItsInputAndSendsTheGradientBack) {
   const HardwareProfile hw = A100();
   HardwareProfile slow = hw;
   slow.fabric.nic_gbit *= 0.8;
-  const Workload w = Gpt(PipelineParallel::kDeepSpeed);
+  const Workload w = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   const Configuration c = Layout(4);
   const double bytes = w.layers[1].output_bytes * c.micro_batch / c.tp;
   const double link = CollectiveTime(slow, CollectiveOp::kSendRecv, bytes, 2, 1) -
                       CollectiveTime(hw, CollectiveOp::kSendRecv, bytes, 2, 1);
   ASSERT_GT(link, 0);
-  const double got = EstimateStepTime(w, slow, c).per_micro_batch_s -
-                     EstimateStepTime(w, hw, c).per_micro_batch_s;
+  const double got =
+      EstimateStepTime(w, slow, c).per_micro_batch_s - EstimateStepTime(w, hw, c).per_micro_batch_s;
   EXPECT_NEAR(got, 2 * link, 0.05 * link);
 }
 
@@ -180,12 +170,12 @@ TEST(PipelineEngineTest, DeepSpeedReleaseParsedForDeepSpeedOnly) {
 }
 
 TEST(PipelineEngineTest, StructureRefusesWhatDeepSpeedCannotRun) {
-  const Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  const Workload deepspeed = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   Configuration c = Layout(4);
   c.schedule = PipelineSchedule::kInterleaved;
   c.virtual_stages = 2;
   EXPECT_NE(StructuralProblem(deepspeed, c).find("interleaved"), std::string::npos);
-  EXPECT_EQ(StructuralProblem(Gpt(PipelineParallel::kMegatron), c), "");
+  EXPECT_EQ(StructuralProblem(testing::EngineGpt(PipelineParallel::kMegatron), c), "");
   c = Layout(4);
   c.sharding = Sharding::kZero2;
   EXPECT_NE(StructuralProblem(deepspeed, c).find("ZeRO-2"), std::string::npos);
@@ -195,7 +185,7 @@ TEST(PipelineEngineTest, StructureRefusesWhatDeepSpeedCannotRun) {
 
 TEST(PipelineEngineTest, SearchOffersDeepSpeedNeitherInterleavingNorShardedGradients) {
   const HardwareProfile hw = A100();
-  Workload w = Gpt(PipelineParallel::kDeepSpeed);
+  Workload w = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   w.parallel.pp = 4;  // every candidate pipelined, so the checks below bite
   SearchLimits limits;
   limits.objective = Objective::kTime;
@@ -217,7 +207,7 @@ TEST(PipelineEngineTest, SearchOffersDeepSpeedNeitherInterleavingNorShardedGradi
 
 TEST(PipelineEngineTest, TiedPairReducesItsGradientsAcrossStages) {
   const HardwareProfile hw = A100();
-  const Workload tied = Gpt(PipelineParallel::kMegatron);
+  const Workload tied = testing::EngineGpt(PipelineParallel::kMegatron);
   Workload untied = tied;
   untied.transformer.tied_embeddings = false;
   BuildTransformerLayers(untied);
@@ -248,7 +238,7 @@ TEST(PipelineEngineTest, MegatronSendsOneTensorParallelShardAcrossStages) {
   // A small vocabulary: the last stage (which sends nothing on) is not the
   // slowest for its head.
   auto small_head = [](PipelineParallel engine) {
-    Workload w = Gpt(engine);
+    Workload w = testing::EngineGpt(engine);
     w.transformer.vocab = 128;
     BuildTransformerLayers(w);
     return w;
@@ -341,7 +331,7 @@ TEST(PipelineEngineTest, EndsCountedAsLayersTakeABlockOffTheFirstAndLastStage) {
 // them blocking.
 TEST(PipelineEngineTest, AsynchronousTransfersHideBehindTheNextChunk) {
   const HardwareProfile hw = A100();
-  const Workload blocking = Gpt(PipelineParallel::kMegatron);
+  const Workload blocking = testing::EngineGpt(PipelineParallel::kMegatron);
   Workload async = blocking;
   async.settings.pipeline_async_p2p = true;
   Configuration c = Layout(4);
@@ -362,7 +352,7 @@ TEST(PipelineEngineTest, AsynchronousTransfersHideBehindTheNextChunk) {
   EXPECT_FALSE(EngineTraits(async, plain).overlapped_p2p);
   EXPECT_DOUBLE_EQ(EstimateStepTime(async, hw, plain).total_s,
                    EstimateStepTime(blocking, hw, plain).total_s);
-  Workload deepspeed = Gpt(PipelineParallel::kDeepSpeed);
+  Workload deepspeed = testing::EngineGpt(PipelineParallel::kDeepSpeed);
   deepspeed.settings.pipeline_async_p2p = true;
   EXPECT_FALSE(EngineTraits(deepspeed, plain).overlapped_p2p);
 
@@ -389,7 +379,7 @@ TEST(PipelineEngineTest, AsynchronousTransfersHideBehindTheNextChunk) {
 // gradients take 4 bytes per parameter instead of 2.
 TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
   const HardwareProfile hw = A100();
-  const Workload bf16 = Gpt(PipelineParallel::kMegatron);
+  const Workload bf16 = testing::EngineGpt(PipelineParallel::kMegatron);
   Workload fp32 = bf16;
   fp32.settings.fp32_grad_reduce = true;
   Configuration c = Layout(1);
@@ -441,7 +431,7 @@ TEST(PipelineEngineTest, Fp32GradientReductionDoublesTheReducedBytes) {
 // accumulated in fp32.
 TEST(PipelineEngineTest, MegatronOf2021ReducesAfterTheFlushAndAccumulatesByItsOwnPass) {
   const HardwareProfile hw = A100();
-  const Workload core = Gpt(PipelineParallel::kMegatron);
+  const Workload core = testing::EngineGpt(PipelineParallel::kMegatron);
   Workload old = core;
   old.settings.megatron_release = MegatronRelease::k2021;
   const double bw = hw.memory_bandwidth_gbps * 1e9;
@@ -522,8 +512,8 @@ TEST(PipelineEngineTest, MegatronReleaseParsedForMegatronOnly) {
 }
 
 TEST(PipelineEngineTest, MegatronBeforeCoreRunsNoShardedLayout) {
-  auto w = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\nmegatron_release = \"2021\"\n",
-                             "w.toml");
+  auto w =
+      ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\nmegatron_release = \"2021\"\n", "w.toml");
   ASSERT_TRUE(w.ok()) << w.status();
   Configuration c = Layout(1);
   EXPECT_EQ(PipelineEngineProblem(*w, c), "");

@@ -73,6 +73,17 @@ inline Workload MegatronGpt(const std::string& name, int layers, int hidden, int
   return w;
 }
 
+// A 24-layer GPT (hidden 4096) under the given pipeline engine, batch 256,
+// micro-batches up to 4: the layouts the engine and gradient-sync tests compare.
+inline Workload EngineGpt(PipelineParallel engine) {
+  Workload w = MegatronGpt("gpt-engine", 24, 4096, 32, 2048);
+  w.settings.pipeline_parallel = engine;
+  BuildTransformerLayers(w);
+  w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
+  w.max_micro_batch = 4;
+  return w;
+}
+
 // Generic model: 1e9 parameters in `layers` layers, 2e12 forward FLOPs and
 // 1e9 saved activation bytes per sample; bf16 autocast, AdamW.
 inline Workload SimpleGeneric(int layers = 10) {
