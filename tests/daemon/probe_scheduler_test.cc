@@ -143,6 +143,14 @@ class ProbeSchedulerTest : public ::testing::Test {
     o.poll_interval = absl::Seconds(2);
     return ProbeScheduler(o, slurm_.Runner(), clock_.Clock());
   }
+  // Reports in the test's directory itself, the framework probe configured.
+  ProbeScheduler MakeWithFrameworkProbe() {
+    ProbeSchedulerOptions o;
+    o.probe_path = "/opt/xdeep/bin/xdeep-probe";
+    o.reports_dir = dir_.Path("");
+    o.framework_probe = {"python3", "/opt/xdeep/share/framework_probe.py"};
+    return ProbeScheduler(o);
+  }
   TempDir dir_;
   FakeSlurm slurm_;
   FakeClock clock_;
@@ -222,11 +230,7 @@ TEST_F(ProbeSchedulerTest, HeuristicStepFollowsTheGpuComputeSetAndJoinsItsReport
 TEST_F(ProbeSchedulerTest, HeuristicOnlyJobAsksTheHeuristicAloneOnOneGpu) {
   const std::string asked = dir_.Path("heuristic.json");
   std::ofstream(asked) << "{}";
-  ProbeSchedulerOptions o;
-  o.probe_path = "/opt/xdeep/bin/xdeep-probe";
-  o.reports_dir = dir_.Path("");
-  o.framework_probe = {"python3", "/opt/xdeep/share/framework_probe.py"};
-  ProbeScheduler s(o);
+  ProbeScheduler s = MakeWithFrameworkProbe();
   ProbeRequest r;
   r.partition = "gpu";
   r.time_limit = absl::Minutes(2);
@@ -267,11 +271,7 @@ TEST_F(ProbeSchedulerTest, HeuristicOnlyJobAsksTheHeuristicAloneOnOneGpu) {
 }
 
 TEST_F(ProbeSchedulerTest, FrameworkProbeFollowsTheGpuComputeSetAndJoinsItsReport) {
-  ProbeSchedulerOptions o;
-  o.probe_path = "/opt/xdeep/bin/xdeep-probe";
-  o.reports_dir = dir_.Path("");
-  o.framework_probe = {"python3", "/opt/xdeep/share/framework_probe.py"};
-  ProbeScheduler s(o);
+  ProbeScheduler s = MakeWithFrameworkProbe();
   ProbeRequest r;
   r.partition = "gpu";
   r.time_limit = absl::Minutes(5);

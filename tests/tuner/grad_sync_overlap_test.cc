@@ -79,15 +79,7 @@ TEST(GradSyncOverlapTest, Fsdp2OrderIsNearerTheTwoGpuMeasurementThanTheBucketRul
 }
 
 Configuration Zero2(int pp) {
-  Configuration c;
-  c.gpus_per_node = 8;
-  c.tp = 8;
-  c.pp = pp;
-  c.dp = 8;
-  c.nodes = c.tp * c.pp * c.dp / 8;
-  c.micro_batch = 1;
-  c.global_batch = 256;
-  c.grad_accum = 256 / c.dp;
+  Configuration c = testing::EngineLayout(8, pp, 8);
   c.sharding = Sharding::kZero2;
   return c;
 }

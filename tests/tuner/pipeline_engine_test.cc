@@ -18,15 +18,7 @@ namespace {
 
 // tp4 x pp4 x dp4 on 8 nodes of 8, micro-batch 1.
 Configuration Layout(int pp) {
-  Configuration c;
-  c.gpus_per_node = 8;
-  c.tp = 4;
-  c.pp = pp;
-  c.dp = 4;
-  c.nodes = c.tp * c.pp * c.dp / 8;
-  c.micro_batch = 1;
-  c.global_batch = 256;
-  c.grad_accum = 256 / c.dp;
+  Configuration c = testing::EngineLayout(4, pp, 4);
   c.recompute = true;
   return c;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "tuner/configuration.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/workload.h"
 
@@ -82,6 +83,21 @@ inline Workload EngineGpt(PipelineParallel engine) {
   w.reference_global_batch = w.min_global_batch = w.max_global_batch = 256;
   w.max_micro_batch = 4;
   return w;
+}
+
+// tp x pp x dp on nodes of 8 GPUs, micro-batch 1 of a global batch of 256:
+// the layouts EngineGpt is compared under.
+inline Configuration EngineLayout(int tp, int pp, int dp) {
+  Configuration c;
+  c.gpus_per_node = 8;
+  c.tp = tp;
+  c.pp = pp;
+  c.dp = dp;
+  c.nodes = c.tp * c.pp * c.dp / 8;
+  c.micro_batch = 1;
+  c.global_batch = 256;
+  c.grad_accum = 256 / c.dp;
+  return c;
 }
 
 // Generic model: 1e9 parameters in `layers` layers, 2e12 forward FLOPs and
