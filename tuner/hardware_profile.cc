@@ -705,8 +705,9 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
   // (HostAndDevice: sqrt(host² + device²)). The median of the launch-bound GPU
   // entries per kind of network; where the GPU was busy half the time or more,
   // the wall time says little about the host's.
-  std::vector<double> per_kernel, per_kernel_cnn, ddp_per_launch, step_cv, rank_cv,
-      elementwise_gbps, optimizer_per_tensor;
+  std::vector<double> per_kernel, per_kernel_cnn, step_cv, rank_cv, elementwise_gbps,
+      optimizer_per_tensor;
+  std::map<int, std::vector<double>> ddp_per_launch_by_ranks;
   FsdpProbe fsdp_gpt, fsdp_cnn;
   std::map<int, std::vector<double>> tp_per_linear_by_ranks;
   struct TpPass {
@@ -777,8 +778,17 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
       tp_per_linear_by_ranks[ranks].push_back(std::max(0.0, tp_s / straggle - wall_s) / tp_linears);
       tp_passes_by_ranks[ranks].push_back({tp_s / straggle, wall_s, double(tp_linears)});
     }
-    // The other figures are one process's: single-GPU training's host, and the
-    // DDP reducer's work apart from the all-reduce the model times itself.
+    // The DDP-wrapped pass: what the reducer adds on the host over the launches
+    // the step-time model counts for it (the all-reduce it times itself). On
+    // several ranks each bucket's all-reduce is a real NCCL call whose ranks
+    // meet, as in training, so those entries alone where there are any, the
+    // straggle out first as for FSDP.
+    const double ddp_s = f.value("ddp_median_s", 0.0);
+    if (ddp_s > 0 && ddp_launches > 0) {
+      ddp_per_launch_by_ranks[ranks].push_back(std::max(0.0, ddp_s / straggle - wall_s) /
+                                               ddp_launches);
+    }
+    // The other figures are one process's: single-GPU training's host.
     if (ranks > 1) continue;
     const double step_host_s = f.value("step_host_s", 0.0);
     if (step_host_s > 0 && tensors > 0) optimizer_per_tensor.push_back(step_host_s / tensors);
@@ -787,12 +797,6 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     // Pass-to-pass spread, from the 95th percentile as if normal.
     const double p95_s = f.value("p95_s", 0.0);
     if (p95_s > wall_s) step_cv.push_back((p95_s - wall_s) / (1.645 * wall_s));
-    // The DDP-wrapped pass of the same process: what the reducer adds on the
-    // host, over the launches the step-time model counts for it.
-    const double ddp_s = f.value("ddp_median_s", 0.0);
-    if (ddp_s > 0 && ddp_launches > 0) {
-      ddp_per_launch.push_back(std::max(0.0, ddp_s - wall_s) / ddp_launches);
-    }
   }
   std::vector<std::string> host_parts;  // for the label
   if (!per_kernel.empty()) {
@@ -805,10 +809,12 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     host_parts.push_back(
         absl::StrFormat("%.1f us for CNNs", hw.host_overhead_per_kernel_cnn_s * 1e6));
   }
-  if (!ddp_per_launch.empty()) {
-    hw.ddp_host_per_launch_s = modeling::Median(ddp_per_launch);
-    host_parts.push_back(
-        absl::StrFormat("%.1f us per DDP reducer launch", hw.ddp_host_per_launch_s * 1e6));
+  if (!ddp_per_launch_by_ranks.empty()) {
+    const auto& [ranks, per_launch] = *ddp_per_launch_by_ranks.rbegin();
+    hw.ddp_host_per_launch_s = modeling::Median(per_launch);
+    host_parts.push_back(absl::StrFormat("%.1f us per DDP reducer launch on %d rank%s",
+                                         hw.ddp_host_per_launch_s * 1e6, ranks,
+                                         ranks > 1 ? "s" : ""));
   }
   const std::vector<const FsdpProbe*> fsdp_probes = OnMostRanks(fsdp_gpt, fsdp_cnn);
   if (const auto fsdp = FsdpHostCosts(fsdp_probes, hw)) {

@@ -255,6 +255,18 @@ TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   // Without the DDP pass the built-in figure stays.
   const HardwareProfile without = PlainGptOnly();
   EXPECT_DOUBLE_EQ(without.ddp_host_per_launch_s, HardwareProfile().ddp_host_per_launch_s);
+
+  // DDP passes on two ranks, as training runs them (each bucket's all-reduce a
+  // real NCCL call the ranks meet at), outweigh one rank's: here the GPT's
+  // reducer takes 2 ms over its plain pass, the DDP pass waiting 5 % for the
+  // slower rank (the model's straggler term adds that back).
+  const std::string two_ranks =
+      OnRanks(With(FrameworkEntry(0.006, 0.1), R"("ddp_median_s": 0.0084)"), 2, 1.05);
+  auto on_two = HardwareProfileFromProbeReport(
+      WithFramework(gpt + "," + resnet + "," + slower + "," + two_ranks), "probe.json");
+  ASSERT_TRUE(on_two.ok()) << on_two.status();
+  EXPECT_NEAR(on_two->ddp_host_per_launch_s, 0.002 / 72, 1e-12);
+  EXPECT_THAT(on_two->Label(), ::testing::HasSubstr("us per DDP reducer launch on 2 ranks"));
 }
 
 TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor) {
@@ -278,8 +290,8 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
 
   // Passes on two ranks, as training runs them, outweigh one rank's: here
   // twice the cost, the FSDP passes waiting 4 % for the slower rank (which
-  // the model's straggler term adds back); the host's per-kernel and DDP
-  // figures stay one process's.
+  // the model's straggler term adds back); the host's per-kernel figure stays
+  // one process's, DDP's is the two-rank pass's too.
   const std::string two_rank_gpt = With(FrameworkEntry(0.009, 0.1), R"("ddp_median_s": 0.012)");
   auto both = HardwareProfileFromProbeReport(
       WithFramework(with_fsdp(FrameworkEntry(0.006, 0.1), 0.006 + gpt_added) + "," +
@@ -292,7 +304,7 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   EXPECT_NEAR(both->fsdp_host_per_tensor_s, 100e-6, 1e-12);
   EXPECT_THAT(both->Label(), ::testing::HasSubstr("on 2 ranks"));
   EXPECT_DOUBLE_EQ(both->host_overhead_per_kernel_s, hw->host_overhead_per_kernel_s);
-  EXPECT_DOUBLE_EQ(both->ddp_host_per_launch_s, hw->ddp_host_per_launch_s);
+  EXPECT_NEAR(both->ddp_host_per_launch_s, (0.012 / 1.04 - 0.009) / 72, 1e-12);
 
   // The GPT alone cannot split the two: the built-in ratio between them holds.
   auto gpt_only = HardwareProfileFromProbeReport(
