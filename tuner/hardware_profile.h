@@ -149,9 +149,9 @@ struct HardwareProfile {
   // buffer copied out of the forward's broadcast (BatchNorm statistics). From
   // the framework probe's DDP-wrapped passes where measured, on the most ranks
   // it ran (there each bucket's all-reduce is a real NCCL call the ranks meet
-  // at: on the ten library runs with a two-rank probe 1.0-1.5x the one-rank
-  // figure; their DDP steps 10.2 -> 8.7 % off, LibraryCalibrationTest); else
-  // this: on 2x H200 ResNet-50's DDP minus single-GPU step time averaged
+  // at: on the library runs' two-rank probes 0.7-2.5x the one-rank figure,
+  // median 1.23x; their DDP steps 10.2 -> 8.8 % off, LibraryCalibrationTest);
+  // else this: on 2x H200 ResNet-50's DDP minus single-GPU step time averaged
   // ~5.3 ms over its 481 such launches
   // (bench/validate/data/calibration/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;

@@ -156,11 +156,12 @@ TEST(LibraryCalibrationTest, VggConvsWithoutBatchNormAndMaxPoolsMoveWhatTheirKer
 
 // DDP's reducer on the host, from the framework probe's DDP pass on two ranks
 // (the ranks training runs on: each bucket's all-reduce a real NCCL call the
-// ranks meet at) where the one-rank pass had been read: on the ten runs with a
-// two-rank probe the two-rank pass added 1.0-1.5x the one-rank pass's reducer
-// time (ResNet-50 on 2x H200, run 10: 7.6 against 6.6 ms). Over their 60 DDP
-// configurations the step's error was 10.2 % with the one-rank figure, 8.7 %
-// with this one; ResNet-26's DDP steps on 2x H200, 24-28 % under, move up.
+// ranks meet at) where the one-rank pass had been read: on the library runs'
+// two-rank probes the two-rank pass added 0.7-2.5x the one-rank pass's reducer
+// time per network, median 1.23x (ResNet-50 on 2x H200, run 10: 7.6 against
+// 6.6 ms). Over the ten runs' 60 DDP configurations the step's error was
+// 10.2 % with the one-rank figure, 8.8 % with this one; ResNet-26's DDP steps
+// on 2x H200, 24-28 % under, move up (-16 / -21 %).
 TEST(LibraryCalibrationTest, DdpReducerHostTimeFromTheTwoRankPass) {
   const std::vector<std::string> runs = {
       "2026-11-27_h100x2_library_heldout", "2026-11-27_h100x2_library_heldout3",
