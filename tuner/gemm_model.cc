@@ -10,6 +10,7 @@
 #include <map>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -83,14 +84,19 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   return s;
 }
 
+// Slices of k that fill the SMs a grid of `tiles` tiles leaves idle, each at
+// least 256 deep.
+double FillingSplit(double sms, double tiles, double k) {
+  return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
+}
+
 double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor) {
   double best = std::numeric_limits<double>::infinity();
   const double sms = f.sms;
   for (const Tile& t : kTiles) {
     const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
-    // Split k where the tiles leave SMs idle: as many slices as fill them, a
-    // slice at least 256 deep.
-    const double most = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
+    // Split k where the tiles leave SMs idle.
+    const double most = FillingSplit(sms, tiles, k);
     for (double split : {1.0, most}) {
       best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor));
       if (most <= 1) break;
@@ -124,13 +130,21 @@ double ClassLogFactor(const GemmFit& f, int64_t key) {
   return it != f.kernel_classes.end() && it->key == key ? it->log_factor : 0.0;
 }
 
+bool SplitsInKernel(const GemmFit& f, const GemmKernel& kernel) {
+  return kernel.split_k <= 1 && std::binary_search(f.in_kernel_split_algos.begin(),
+                                                   f.in_kernel_split_algos.end(), kernel.algo);
+}
+
 // The kernel's own tile grid, without the classes' factors.
 double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout,
                          const GemmKernel& kernel) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
   const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
-  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, std::max(1, kernel.split_k),
-                         rate);
+  double split = std::max(1, kernel.split_k);
+  if (SplitsInKernel(f, kernel)) {
+    split = FillingSplit(f.sms, std::ceil(m / kernel.tile_m) * std::ceil(n / kernel.tile_n), k);
+  }
+  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate);
 }
 
 double MemorySeconds(const GemmFit& f, double m, double n, double k) {
@@ -140,7 +154,7 @@ double MemorySeconds(const GemmFit& f, double m, double n, double k) {
 // The parameters the fit moves, in log space (factors as logits).
 // peak, small_tile, tile_fixed, fixed, bandwidth, stream_k_fixed,
 // store_bandwidth, wave_quantisation; then the misaligned factors, inputs'
-// and output's.
+// and output's; the layouts' rates; the sustained rate.
 constexpr int kShape = 8;
 
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
@@ -154,6 +168,7 @@ std::vector<double> ToVector(const GemmFit& f) {
   for (double a : f.misaligned_output) x.push_back(Logit(a));
   x.push_back(std::log(f.layout_rate[1]));
   x.push_back(std::log(f.layout_rate[2]));
+  x.push_back(std::log(f.sustained_flops));
   return x;
 }
 
@@ -172,6 +187,7 @@ void FromVector(const std::vector<double>& x, GemmFit* f) {
   }
   f->layout_rate[1] = std::exp(x[kShape + 6]);
   f->layout_rate[2] = std::exp(x[kShape + 7]);
+  f->sustained_flops = std::exp(x[kShape + 8]);
 }
 
 // Nelder-Mead over the coordinates in `free` (the others stay at x0's).
@@ -238,7 +254,7 @@ std::vector<double> Minimise(const std::function<double(const std::vector<double
 // Least squares on log time of `points` (one precision's) by `seconds(fit, point)`.
 template <typename Seconds>
 GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit& start,
-                Seconds seconds) {
+                Seconds seconds, bool fit_sustained_rate) {
   GemmFit fit = start;
   fit.element_bytes = ElementBytes(dtype);
   if (points.empty()) return fit;
@@ -258,10 +274,19 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     }
   }
   if (best_rate > 0) fit.peak_flops = 1.05 * best_rate;
+  if (fit_sustained_rate && fit.sustained_flops > fit.peak_flops) {
+    fit.sustained_flops = fit.peak_flops;
+  }
   auto cost = [&](const std::vector<double>& x) {
     GemmFit f = fit;
     FromVector(x, &f);
     double sum = 0;
+    // With a sustained rate fitted, the peak is the clocks' before the power
+    // cap: no more than a quarter above the best rate measured.
+    if (fit_sustained_rate && best_rate > 0 && f.peak_flops > 1.25 * best_rate) {
+      const double over = std::log(f.peak_flops / (1.25 * best_rate));
+      sum += 100.0 * over * over * points.size();
+    }
     for (size_t i = 0; i < points.size(); ++i) {
       const GemmPoint& p = points[i];
       const double e = std::log(seconds(f, p)) - log_s[i];
@@ -278,6 +303,7 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     for (int l = 1; l < 3; ++l) {
       if (has_layout[0] && has_layout[l]) free.push_back(kShape + 5 + l);
     }
+    if (fit_sustained_rate) free.push_back(kShape + 8);
     for (int c = 0; c < 3; ++c) {
       if (has_input[c]) free.push_back(kShape + c);
       if (has_output[c]) free.push_back(kShape + 3 + c);
@@ -309,6 +335,46 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   return fit;
 }
 
+// Whether a point's grid differs between its kernel as reported (split_k 1)
+// and the same kernel splitting k to fill the SMs.
+bool SplitIsAmbiguous(const GemmFit& fit, const GemmPoint& p) {
+  if (p.kernel.split_k > 1) return false;
+  const double tiles = std::ceil(p.m / static_cast<double>(p.kernel.tile_m)) *
+                       std::ceil(p.n / static_cast<double>(p.kernel.tile_n));
+  return FillingSplit(fit.sms, tiles, p.k) > 1;
+}
+
+// The algorithms whose points, where a filling split would differ from none,
+// the grid with that split fits better than the grid as cuBLASLt reports it
+// (split_k 1) -- what a kernel that splits k inside its launch looks like.
+// Needs two such points of an algorithm; judged with `fit`'s parameters.
+std::vector<int> InKernelSplitAlgos(const GemmFit& fit, const std::vector<GemmPoint>& points) {
+  struct Score {
+    double as_reported = 0, split = 0;
+    int points = 0;
+  };
+  std::map<int, Score> scores;
+  GemmFit splitting = fit;
+  for (const GemmPoint& p : points) {
+    if (!SplitIsAmbiguous(fit, p)) continue;
+    splitting.in_kernel_split_algos = {p.kernel.algo};
+    const double measured = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+    auto error = [&](const GemmFit& f) {
+      const double e = std::log(GemmKernelSeconds(f, p.m, p.n, p.k, p.layout, p.kernel)) - measured;
+      return e * e;
+    };
+    Score& s = scores[p.kernel.algo];
+    s.as_reported += error(fit);
+    s.split += error(splitting);
+    ++s.points;
+  }
+  std::vector<int> algos;
+  for (const auto& [algo, s] : scores) {
+    if (s.points >= 2 && s.split < s.as_reported) algos.push_back(algo);
+  }
+  return algos;  // std::map's order: sorted
+}
+
 }  // namespace
 
 int ElementBytes(DType dtype) { return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4; }
@@ -324,7 +390,7 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.
-  return std::max(compute + f.fixed_s, memory);
+  return std::max(std::max(compute, 2.0 * m * n * k / f.sustained_flops) + f.fixed_s, memory);
 }
 
 GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
@@ -332,9 +398,10 @@ GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& s
   for (const GemmPoint& p : all) {
     if (p.dtype == dtype && p.m > 0 && p.n > 0 && p.k > 0 && p.tflops > 0) points.push_back(p);
   }
-  return FitWith(points, dtype, start, [](const GemmFit& f, const GemmPoint& p) {
-    return GemmSeconds(f, p.m, p.n, p.k, p.layout);
-  });
+  return FitWith(
+      points, dtype, start,
+      [](const GemmFit& f, const GemmPoint& p) { return GemmSeconds(f, p.m, p.n, p.k, p.layout); },
+      /*fit_sustained_rate=*/false);
 }
 
 GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
@@ -346,13 +413,24 @@ GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const Gem
   }
   GemmFit fit = start;
   fit.kernel_classes.clear();
+  fit.in_kernel_split_algos.clear();
   if (points.size() < 8) {
     fit.valid = false;
     return fit;
   }
-  fit = FitWith(points, dtype, fit, [](const GemmFit& f, const GemmPoint& p) {
+  auto kernel_seconds = [](const GemmFit& f, const GemmPoint& p) {
     return GemmKernelSeconds(f, p.m, p.n, p.k, p.layout, p.kernel);
-  });
+  };
+  // Which algorithms split k in their launch is judged with parameters fitted
+  // to the points that choice does not touch (else the fit bends to it).
+  std::vector<GemmPoint> unambiguous;
+  for (const GemmPoint& p : points) {
+    if (!SplitIsAmbiguous(fit, p)) unambiguous.push_back(p);
+  }
+  const GemmFit judge = FitWith(unambiguous.size() >= 8 ? unambiguous : points, dtype, fit,
+                                kernel_seconds, /*fit_sustained_rate=*/true);
+  fit.in_kernel_split_algos = InKernelSplitAlgos(judge, points);
+  fit = FitWith(points, dtype, fit, kernel_seconds, /*fit_sustained_rate=*/true);
   // What each family, then each class within it, runs at against its tile grid:
   // the mean log residual, shrunk by kPrior pseudo-points at 0 so a class seen
   // once moves its shapes by half its one residual.
@@ -394,8 +472,9 @@ GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const Gem
   fit.rms_log_error = std::sqrt(sum / points.size());
   fit.note = absl::StrFormat(
       "fitted to %d points with their cuBLASLt kernels (%zu families and classes): %.0f "
-      "TFLOP/s peak, rms error %.1f %%",
-      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12, 100 * fit.rms_log_error);
+      "TFLOP/s peak, %.0f sustained, k split in the launch by algorithms [%s], rms error %.1f %%",
+      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12, fit.sustained_flops / 1e12,
+      absl::StrJoin(fit.in_kernel_split_algos, ","), 100 * fit.rms_log_error);
   return fit;
 }
 
@@ -409,7 +488,8 @@ double GemmKernelSeconds(const GemmFit& f, double m, double n, double k, GemmLay
   if (!f.kernel_classes.empty()) {
     compute *= std::exp(ClassLogFactor(f, FamilyKey(kernel)) + ClassLogFactor(f, ClassKey(kernel)));
   }
-  return std::max(compute + f.fixed_s, MemorySeconds(f, m, n, k));
+  return std::max(std::max(compute, 2.0 * m * n * k / f.sustained_flops) + f.fixed_s,
+                  MemorySeconds(f, m, n, k));
 }
 
 GemmFit ScaledGemmFit(const GemmFit& from, DType dtype) {

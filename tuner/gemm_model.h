@@ -85,12 +85,23 @@ struct GemmFit {
   // operands are k-major decides whether the kernel transposes one on its
   // way to the tensor cores (tf32 kernels most of all).
   std::array<double, 3> layout_rate = {1.0, 1.0, 1.0};
+  // FLOP/s the GPU sustains under its power cap: a large GEMM's tiles run at
+  // peak_flops' clocks only until the board's power limit lowers them (H200
+  // bf16: heads of 5e12 FLOPs at ~770 TFLOP/s where short kernels of a fit
+  // class reach ~1000). Fitted where each point's kernel is known (its tile
+  // grid leaves the cap identifiable); elsewhere no cap.
+  double sustained_flops = 1e18;
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;
   // Kernel-aware fits (FitGemmKernels) only, sorted by key: per kernel family
   // (algorithm, split or not) and per class (also the tile).
   std::vector<KernelClassFactor> kernel_classes;
+  // Kernel-aware fits only, sorted: algorithms that split k inside one launch
+  // where their tiles leave SMs idle although cuBLASLt reports split_k 1
+  // (Hopper's tf32 "segment-k" kernels accumulate k slices into a zeroed
+  // output), as the fit's points of each algorithm say.
+  std::vector<int> in_kernel_split_algos;
   int points = 0;             // fitted to; 0: not fitted (a built-in or scaled fit)
   double rms_log_error = 0;   // of the fit on its points
   std::string note;           // how it was obtained
