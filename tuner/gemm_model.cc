@@ -154,7 +154,7 @@ double MemorySeconds(const GemmFit& f, double m, double n, double k) {
 // The parameters the fit moves, in log space (factors as logits).
 // peak, small_tile, tile_fixed, fixed, bandwidth, stream_k_fixed,
 // store_bandwidth, wave_quantisation; then the misaligned factors, inputs'
-// and output's; the layouts' rates; the sustained rate.
+// and output's; the layouts' rates.
 constexpr int kShape = 8;
 
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
@@ -168,7 +168,6 @@ std::vector<double> ToVector(const GemmFit& f) {
   for (double a : f.misaligned_output) x.push_back(Logit(a));
   x.push_back(std::log(f.layout_rate[1]));
   x.push_back(std::log(f.layout_rate[2]));
-  x.push_back(std::log(f.sustained_flops));
   return x;
 }
 
@@ -187,7 +186,6 @@ void FromVector(const std::vector<double>& x, GemmFit* f) {
   }
   f->layout_rate[1] = std::exp(x[kShape + 6]);
   f->layout_rate[2] = std::exp(x[kShape + 7]);
-  f->sustained_flops = std::exp(x[kShape + 8]);
 }
 
 // Nelder-Mead over the coordinates in `free` (the others stay at x0's).
@@ -254,7 +252,7 @@ std::vector<double> Minimise(const std::function<double(const std::vector<double
 // Least squares on log time of `points` (one precision's) by `seconds(fit, point)`.
 template <typename Seconds>
 GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit& start,
-                Seconds seconds, bool fit_sustained_rate) {
+                Seconds seconds) {
   GemmFit fit = start;
   fit.element_bytes = ElementBytes(dtype);
   if (points.empty()) return fit;
@@ -274,19 +272,10 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     }
   }
   if (best_rate > 0) fit.peak_flops = 1.05 * best_rate;
-  if (fit_sustained_rate && fit.sustained_flops > fit.peak_flops) {
-    fit.sustained_flops = fit.peak_flops;
-  }
   auto cost = [&](const std::vector<double>& x) {
     GemmFit f = fit;
     FromVector(x, &f);
     double sum = 0;
-    // With a sustained rate fitted, the peak is the clocks' before the power
-    // cap: no more than a quarter above the best rate measured.
-    if (fit_sustained_rate && best_rate > 0 && f.peak_flops > 1.25 * best_rate) {
-      const double over = std::log(f.peak_flops / (1.25 * best_rate));
-      sum += 100.0 * over * over * points.size();
-    }
     for (size_t i = 0; i < points.size(); ++i) {
       const GemmPoint& p = points[i];
       const double e = std::log(seconds(f, p)) - log_s[i];
@@ -303,7 +292,6 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     for (int l = 1; l < 3; ++l) {
       if (has_layout[0] && has_layout[l]) free.push_back(kShape + 5 + l);
     }
-    if (fit_sustained_rate) free.push_back(kShape + 8);
     for (int c = 0; c < 3; ++c) {
       if (has_input[c]) free.push_back(kShape + c);
       if (has_output[c]) free.push_back(kShape + 3 + c);
@@ -390,7 +378,7 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.
-  return std::max(std::max(compute, 2.0 * m * n * k / f.sustained_flops) + f.fixed_s, memory);
+  return std::max(compute + f.fixed_s, memory);
 }
 
 GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
@@ -398,10 +386,9 @@ GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& s
   for (const GemmPoint& p : all) {
     if (p.dtype == dtype && p.m > 0 && p.n > 0 && p.k > 0 && p.tflops > 0) points.push_back(p);
   }
-  return FitWith(
-      points, dtype, start,
-      [](const GemmFit& f, const GemmPoint& p) { return GemmSeconds(f, p.m, p.n, p.k, p.layout); },
-      /*fit_sustained_rate=*/false);
+  return FitWith(points, dtype, start, [](const GemmFit& f, const GemmPoint& p) {
+    return GemmSeconds(f, p.m, p.n, p.k, p.layout);
+  });
 }
 
 GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
@@ -427,10 +414,10 @@ GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const Gem
   for (const GemmPoint& p : points) {
     if (!SplitIsAmbiguous(fit, p)) unambiguous.push_back(p);
   }
-  const GemmFit judge = FitWith(unambiguous.size() >= 8 ? unambiguous : points, dtype, fit,
-                                kernel_seconds, /*fit_sustained_rate=*/true);
+  const GemmFit judge =
+      FitWith(unambiguous.size() >= 8 ? unambiguous : points, dtype, fit, kernel_seconds);
   fit.in_kernel_split_algos = InKernelSplitAlgos(judge, points);
-  fit = FitWith(points, dtype, fit, kernel_seconds, /*fit_sustained_rate=*/true);
+  fit = FitWith(points, dtype, fit, kernel_seconds);
   // What each family, then each class within it, runs at against its tile grid:
   // the mean log residual, shrunk by kPrior pseudo-points at 0 so a class seen
   // once moves its shapes by half its one residual.
@@ -472,8 +459,8 @@ GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const Gem
   fit.rms_log_error = std::sqrt(sum / points.size());
   fit.note = absl::StrFormat(
       "fitted to %d points with their cuBLASLt kernels (%zu families and classes): %.0f "
-      "TFLOP/s peak, %.0f sustained, k split in the launch by algorithms [%s], rms error %.1f %%",
-      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12, fit.sustained_flops / 1e12,
+      "TFLOP/s peak, k split in the launch by algorithms [%s], rms error %.1f %%",
+      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12,
       absl::StrJoin(fit.in_kernel_split_algos, ","), 100 * fit.rms_log_error);
   return fit;
 }
@@ -488,8 +475,7 @@ double GemmKernelSeconds(const GemmFit& f, double m, double n, double k, GemmLay
   if (!f.kernel_classes.empty()) {
     compute *= std::exp(ClassLogFactor(f, FamilyKey(kernel)) + ClassLogFactor(f, ClassKey(kernel)));
   }
-  return std::max(std::max(compute, 2.0 * m * n * k / f.sustained_flops) + f.fixed_s,
-                  MemorySeconds(f, m, n, k));
+  return std::max(compute + f.fixed_s, MemorySeconds(f, m, n, k));
 }
 
 GemmFit ScaledGemmFit(const GemmFit& from, DType dtype) {

@@ -85,12 +85,6 @@ struct GemmFit {
   // operands are k-major decides whether the kernel transposes one on its
   // way to the tensor cores (tf32 kernels most of all).
   std::array<double, 3> layout_rate = {1.0, 1.0, 1.0};
-  // FLOP/s the GPU sustains under its power cap: a large GEMM's tiles run at
-  // peak_flops' clocks only until the board's power limit lowers them (H200
-  // bf16: heads of 5e12 FLOPs at ~770 TFLOP/s where short kernels of a fit
-  // class reach ~1000). Fitted where each point's kernel is known (its tile
-  // grid leaves the cap identifiable); elsewhere no cap.
-  double sustained_flops = 1e18;
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;
