@@ -332,10 +332,10 @@ bool SplitIsAmbiguous(const GemmFit& fit, const GemmPoint& p) {
   return FillingSplit(fit.sms, tiles, p.k) > 1;
 }
 
-// The algorithms whose points, where a filling split would differ from none,
-// the grid with that split fits better than the grid as cuBLASLt reports it
-// (split_k 1) -- what a kernel that splits k inside its launch looks like.
-// Needs two such points of an algorithm; judged with `fit`'s parameters.
+// The algorithms that split k inside their launch: over an algorithm's points
+// whose grid that choice changes, the grid split to fill the SMs fits them
+// better than the grid as cuBLASLt reports it (split_k 1). Needs two such
+// points of an algorithm; judged with `fit`'s parameters.
 std::vector<int> InKernelSplitAlgos(const GemmFit& fit, const std::vector<GemmPoint>& points) {
   struct Score {
     double as_reported = 0, split = 0;
