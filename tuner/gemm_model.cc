@@ -10,6 +10,7 @@
 #include <map>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace xdeep::tuner {
 namespace {
@@ -83,14 +84,19 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   return s;
 }
 
+// Slices of k that fill the SMs a grid of `tiles` tiles leaves idle, each at
+// least 256 deep.
+double FillingSplit(double sms, double tiles, double k) {
+  return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
+}
+
 double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor) {
   double best = std::numeric_limits<double>::infinity();
   const double sms = f.sms;
   for (const Tile& t : kTiles) {
     const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
-    // Split k where the tiles leave SMs idle: as many slices as fill them, a
-    // slice at least 256 deep.
-    const double most = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
+    // Split k where the tiles leave SMs idle.
+    const double most = FillingSplit(sms, tiles, k);
     for (double split : {1.0, most}) {
       best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor));
       if (most <= 1) break;
@@ -124,13 +130,21 @@ double ClassLogFactor(const GemmFit& f, int64_t key) {
   return it != f.kernel_classes.end() && it->key == key ? it->log_factor : 0.0;
 }
 
+bool SplitsInKernel(const GemmFit& f, const GemmKernel& kernel) {
+  return kernel.split_k <= 1 && std::binary_search(f.in_kernel_split_algos.begin(),
+                                                   f.in_kernel_split_algos.end(), kernel.algo);
+}
+
 // The kernel's own tile grid, without the classes' factors.
 double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout,
                          const GemmKernel& kernel) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
   const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
-  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, std::max(1, kernel.split_k),
-                         rate);
+  double split = std::max(1, kernel.split_k);
+  if (SplitsInKernel(f, kernel)) {
+    split = FillingSplit(f.sms, std::ceil(m / kernel.tile_m) * std::ceil(n / kernel.tile_n), k);
+  }
+  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate);
 }
 
 double MemorySeconds(const GemmFit& f, double m, double n, double k) {
@@ -140,7 +154,7 @@ double MemorySeconds(const GemmFit& f, double m, double n, double k) {
 // The parameters the fit moves, in log space (factors as logits).
 // peak, small_tile, tile_fixed, fixed, bandwidth, stream_k_fixed,
 // store_bandwidth, wave_quantisation; then the misaligned factors, inputs'
-// and output's.
+// and output's; the layouts' rates.
 constexpr int kShape = 8;
 
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
@@ -309,6 +323,46 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   return fit;
 }
 
+// Whether a point's grid differs between its kernel as reported (split_k 1)
+// and the same kernel splitting k to fill the SMs.
+bool SplitIsAmbiguous(const GemmFit& fit, const GemmPoint& p) {
+  if (p.kernel.split_k > 1) return false;
+  const double tiles = std::ceil(p.m / static_cast<double>(p.kernel.tile_m)) *
+                       std::ceil(p.n / static_cast<double>(p.kernel.tile_n));
+  return FillingSplit(fit.sms, tiles, p.k) > 1;
+}
+
+// The algorithms that split k inside their launch: over an algorithm's points
+// whose grid that choice changes, the grid split to fill the SMs fits them
+// better than the grid as cuBLASLt reports it (split_k 1). Needs two such
+// points of an algorithm; judged with `fit`'s parameters.
+std::vector<int> InKernelSplitAlgos(const GemmFit& fit, const std::vector<GemmPoint>& points) {
+  struct Score {
+    double as_reported = 0, split = 0;
+    int points = 0;
+  };
+  std::map<int, Score> scores;
+  GemmFit splitting = fit;
+  for (const GemmPoint& p : points) {
+    if (!SplitIsAmbiguous(fit, p)) continue;
+    splitting.in_kernel_split_algos = {p.kernel.algo};
+    const double measured = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+    auto error = [&](const GemmFit& f) {
+      const double e = std::log(GemmKernelSeconds(f, p.m, p.n, p.k, p.layout, p.kernel)) - measured;
+      return e * e;
+    };
+    Score& s = scores[p.kernel.algo];
+    s.as_reported += error(fit);
+    s.split += error(splitting);
+    ++s.points;
+  }
+  std::vector<int> algos;
+  for (const auto& [algo, s] : scores) {
+    if (s.points >= 2 && s.split < s.as_reported) algos.push_back(algo);
+  }
+  return algos;  // std::map's order: sorted
+}
+
 }  // namespace
 
 int ElementBytes(DType dtype) { return dtype == DType::kBf16 || dtype == DType::kFp16 ? 2 : 4; }
@@ -346,13 +400,24 @@ GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const Gem
   }
   GemmFit fit = start;
   fit.kernel_classes.clear();
+  fit.in_kernel_split_algos.clear();
   if (points.size() < 8) {
     fit.valid = false;
     return fit;
   }
-  fit = FitWith(points, dtype, fit, [](const GemmFit& f, const GemmPoint& p) {
+  auto kernel_seconds = [](const GemmFit& f, const GemmPoint& p) {
     return GemmKernelSeconds(f, p.m, p.n, p.k, p.layout, p.kernel);
-  });
+  };
+  // Which algorithms split k in their launch is judged with parameters fitted
+  // to the points that choice does not touch (else the fit bends to it).
+  std::vector<GemmPoint> unambiguous;
+  for (const GemmPoint& p : points) {
+    if (!SplitIsAmbiguous(fit, p)) unambiguous.push_back(p);
+  }
+  const GemmFit judge =
+      FitWith(unambiguous.size() >= 8 ? unambiguous : points, dtype, fit, kernel_seconds);
+  fit.in_kernel_split_algos = InKernelSplitAlgos(judge, points);
+  fit = FitWith(points, dtype, fit, kernel_seconds);
   // What each family, then each class within it, runs at against its tile grid:
   // the mean log residual, shrunk by kPrior pseudo-points at 0 so a class seen
   // once moves its shapes by half its one residual.
@@ -394,8 +459,9 @@ GemmFit FitGemmKernels(const std::vector<GemmPoint>& all, DType dtype, const Gem
   fit.rms_log_error = std::sqrt(sum / points.size());
   fit.note = absl::StrFormat(
       "fitted to %d points with their cuBLASLt kernels (%zu families and classes): %.0f "
-      "TFLOP/s peak, rms error %.1f %%",
-      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12, 100 * fit.rms_log_error);
+      "TFLOP/s peak, k split in the launch by algorithms [%s], rms error %.1f %%",
+      fit.points, fit.kernel_classes.size(), fit.peak_flops / 1e12,
+      absl::StrJoin(fit.in_kernel_split_algos, ","), 100 * fit.rms_log_error);
   return fit;
 }
 

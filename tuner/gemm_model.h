@@ -91,6 +91,11 @@ struct GemmFit {
   // Kernel-aware fits (FitGemmKernels) only, sorted by key: per kernel family
   // (algorithm, split or not) and per class (also the tile).
   std::vector<KernelClassFactor> kernel_classes;
+  // Kernel-aware fits only, sorted: algorithms that split k inside one launch
+  // where their tiles leave SMs idle although cuBLASLt reports split_k 1
+  // (Hopper's tf32 "segment-k" kernels accumulate k slices into a zeroed
+  // output), as the fit's points of each algorithm say.
+  std::vector<int> in_kernel_split_algos;
   int points = 0;             // fitted to; 0: not fitted (a built-in or scaled fit)
   double rms_log_error = 0;   // of the fit on its points
   std::string note;           // how it was obtained
