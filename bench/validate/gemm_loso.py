@@ -32,6 +32,7 @@ SEEDS = {
     "h200": {
         "6607": "heldout/2026-11-27_h200x1_gemm_seed6607",
         "9127": "heldout/2026-11-27_h200x2_gemm_seed9127",
+        "7411": "heldout/2026-11-27_h200x1_gemm_seed7411",
     },
     "h100": {
         "8081": "heldout/2026-11-27_h100x1_gemm_seed8081",
