@@ -63,6 +63,29 @@ def counted_bytes(torch, model, mb):
     return sizes, hooks
 
 
+def stem_time(torch, model, x):
+    """The stem alone (7x7 conv on 3 channels, BN, ReLU, max-pool), forward and backward
+    as in the step (the images need no gradient): median of 10 with CUDA events."""
+    act = getattr(model, "relu", None) or getattr(model, "act1", None)
+    parts = [getattr(model, n, None) for n in ("conv1", "bn1")] + [act, getattr(model, "maxpool", None)]
+    if any(p is None for p in parts):
+        return 0.0
+    stem = torch.nn.Sequential(*parts)
+    times = []
+    for i in range(13):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = stem(x)
+        out.float().sum().backward()
+        b.record()
+        torch.cuda.synchronize()
+        if i >= 3:
+            times.append(a.elapsed_time(b) * 1e-3)
+    model.zero_grad(set_to_none=True)
+    return statistics.median(times)
+
+
 def one(torch, name, mb, device):
     model = build(torch, name, device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
@@ -87,6 +110,7 @@ def one(torch, name, mb, device):
         b.record()
         torch.cuda.synchronize()
         times.append(a.elapsed_time(b) * 1e-3)
+    stem = stem_time(torch, model, x)
     sizes, hooks = counted_bytes(torch, model, mb)
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -115,7 +139,7 @@ def one(torch, name, mb, device):
     entry = {"model": name, "micro_batch": mb, "step_median_s": statistics.median(times),
              "step_min_s": min(times), "gpu_busy_s": busy,
              "kinds": {k: {"s": v[0], "kernels": v[1]} for k, v in sorted(kinds.items())},
-             "bn_output_elements": bn_elems, "batchnorms": len(sizes),
+             "stem_s": stem, "bn_output_elements": bn_elems, "batchnorms": len(sizes),
              "params": sum(p.numel() for p in model.parameters()),
              "top_kernels": kernels[:60]}
     del model, opt, x, y
@@ -146,7 +170,8 @@ def main():
                 continue
             report["entries"].append(e)
             parts = "  ".join(f"{k} {v['s'] * 1e3:.2f}" for k, v in e["kinds"].items())
-            print(f"{name} mb{mb}: step {e['step_median_s'] * 1e3:.1f} ms, GPU busy {e['gpu_busy_s'] * 1e3:.1f} ms"
+            print(f"{name} mb{mb}: step {e['step_median_s'] * 1e3:.1f} ms, stem {e['stem_s'] * 1e3:.2f} ms,"
+                  f" GPU busy {e['gpu_busy_s'] * 1e3:.1f} ms"
                   f" ({e['batchnorms']} BN, {e['bn_output_elements'] / 1e9:.3f} G elements): {parts}", flush=True)
             with open(os.path.join(out, "cnn_kernel_profile.json"), "w") as f:
                 json.dump(report, f, indent=1)
