@@ -114,7 +114,7 @@ def one(torch, name, mb, device):
     stem = stem_time(torch, model, x)
     sizes, hooks = counted_bytes(torch, model, mb)
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step()
         torch.cuda.synchronize()
     for h in hooks:
