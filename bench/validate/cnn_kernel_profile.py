@@ -114,7 +114,7 @@ def one(torch, name, mb, device):
     stem = stem_time(torch, model, x)
     sizes, hooks = counted_bytes(torch, model, mb)
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
         step()
         torch.cuda.synchronize()
     for h in hooks:
@@ -135,6 +135,19 @@ def one(torch, name, mb, device):
         kinds[k][1] += evt.count
         kernels.append({"name": evt.key[:160], "kind": k, "count": evt.count, "s": s})
     kernels.sort(key=lambda e: -e["s"])
+    # The framework's ops by input shapes, with the GPU time of the kernels under them:
+    # which convolutions (1x1 or 3x3, which stage) and which BatchNorms take the time.
+    ops = []
+    for evt in prof.key_averages(group_by_input_shape=True):
+        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            continue
+        if not re.search(r"convolution|batch_norm|threshold|relu|add_|aten::add|max_pool|clamp", evt.key):
+            continue
+        us = getattr(evt, "device_time_total", None)
+        s = (us if us is not None else getattr(evt, "cuda_time_total", 0)) * 1e-6
+        if s > 0:
+            ops.append({"op": evt.key, "shapes": str(evt.input_shapes)[:200], "count": evt.count, "s": s})
+    ops.sort(key=lambda e: -e["s"])
     busy = sum(v[0] for v in kinds.values())
     bn_elems = sum(sizes)
     entry = {"model": name, "micro_batch": mb, "step_median_s": statistics.median(times),
@@ -142,7 +155,7 @@ def one(torch, name, mb, device):
              "kinds": {k: {"s": v[0], "kernels": v[1]} for k, v in sorted(kinds.items())},
              "stem_s": stem, "bn_output_elements": bn_elems, "batchnorms": len(sizes),
              "params": sum(p.numel() for p in model.parameters()),
-             "top_kernels": kernels[:60]}
+             "top_kernels": kernels[:60], "ops": ops[:300]}
     del model, opt, x, y
     torch.cuda.empty_cache()
     return entry
