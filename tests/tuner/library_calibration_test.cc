@@ -213,8 +213,8 @@ TEST(LibraryCalibrationTest, DdpReducerHostTimeFromTheTwoRankPass) {
 // is 4.5 %, 11.0 % before (12.5 % with the stem's dgrad out alone).
 TEST(LibraryCalibrationTest, BatchNormStatisticsAtTheirArithmeticRate) {
   const std::vector<std::string> runs = {
-      "2026-11-26_h100x2_library_heldout", "2026-11-26_h100x2_library_heldout2",
-      "2026-11-27_h100x2_library_heldout", "2026-11-27_h100x2_library_heldout2",
+      "2026-11-26_h100x2_library_heldout",  "2026-11-26_h100x2_library_heldout2",
+      "2026-11-27_h100x2_library_heldout",  "2026-11-27_h100x2_library_heldout2",
       "2026-11-27_h100x2_library_heldout3", "2026-11-27_h100x2_library_heldout4",
       "2026-11-27_h100x2_library_run5",     "2026-11-27_h100x2_library_run6",
       "2026-11-27_h100x2_library_run7",     "2026-11-27_h100x2_library_run8",
@@ -224,9 +224,9 @@ TEST(LibraryCalibrationTest, BatchNormStatisticsAtTheirArithmeticRate) {
   int checked = 0;
   for (const std::string& run : runs) {
     const std::string folder = "bench/validate/data/calibration/" + run;
-    const HardwareProfile hw = RunProfile(
-        folder, run == "2026-11-27_h100x2_library_heldout4" ? "profile_with_run3_gemm.json"
-                                                              : "profile.json");
+    const HardwareProfile hw = RunProfile(folder, run == "2026-11-27_h100x2_library_heldout4"
+                                                      ? "profile_with_run3_gemm.json"
+                                                      : "profile.json");
     const auto doc = nlohmann::json::parse(
         testing::ReadTextFile(Source(folder + "/suite_single_vision.json")), nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << folder;
