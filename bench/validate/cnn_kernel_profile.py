@@ -8,9 +8,10 @@ bf16 autocast, SGD with momentum and weight decay, foreach), timed with CUDA eve
 (median of 10 steps after 5 warm-up steps), then one step under torch.profiler: each
 kernel's GPU time summed by kind (convolution forward / dgrad / wgrad, BatchNorm forward /
 backward, ReLU and its gradient, residual adds and gradient sums, pooling, the optimizer,
-casts, everything else), beside the bytes the tuner counts for the BatchNorm, ReLU and add
-passes. Every CNN at micro-batch 256 is under-predicted on every calibration run (-7..-19 %,
-bench/validate/README.md); this says which term's time the model is short of.
+casts, everything else), beside the elements of every BatchNorm's output (what its passes
+read), the stem alone and the framework's ops by input shape. Run 2026-11-27 on one H200
+(bench/validate/data/checks/2026-11-27_h200x1_cnn_kernel_profile): it named why every ResNet
+at micro-batch 256 was under-predicted (BatchNorm's statistics kernel, bound by arithmetic).
 Writes $OUT/cnn_kernel_profile.json (the top kernels by GPU time too) and prints a summary.
 ResNet-101 is left out by default: held-out run 11 trains timm's (the same layer table).
 """
