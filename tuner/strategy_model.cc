@@ -49,6 +49,16 @@ namespace xdeep::tuner {
 
 namespace {
 
+// Elements per second and SM that PyTorch's training BatchNorm statistics
+// kernel reads (batch_norm_collect_statistics_channels_last_kernel: Welford's
+// update, a division per element, so bound by arithmetic, not by memory).
+// Profiled on one H200 at micro-batch 256 (channels_last, bf16 autocast):
+// 324 G elements/s over ResNet-18/-26/-50 and Wide ResNet-50-2 (286-329 each),
+// 650 GB/s of bf16 where the streaming kernels around it reach 2,300-4,400
+// (bench/validate/data/checks/2026-11-27_h200x1_cnn_kernel_profile). The
+// H100 is the same chip at the same clocks; elsewhere it scales with the SMs.
+constexpr double kBatchNormStatisticsPerSm = 324e9 / 132;
+
 constexpr double kBucketBytes = 25.0 * 1024 * 1024;  // [DDP] default bucket_cap_mb
 constexpr double kMarginFraction = 0.05;             // allocator fragmentation headroom
 
@@ -280,7 +290,8 @@ struct StrategyModel::Impl {
            a.extra_traffic_bwd_bytes == b.extra_traffic_bwd_bytes && a.kernels == b.kernels &&
            a.fused_kernels == b.fused_kernels && a.library_kernels == b.library_kernels &&
            a.cp_kv_bytes == b.cp_kv_bytes && a.tp_allreduces_fwd == b.tp_allreduces_fwd &&
-           a.tp_comm_bytes == b.tp_comm_bytes;
+           a.tp_comm_bytes == b.tp_comm_bytes && a.input_gradient == b.input_gradient &&
+           a.batch_norm_statistics_elements == b.batch_norm_statistics_elements;
   }
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
@@ -518,7 +529,8 @@ struct StrategyModel::Impl {
         // dgrad (tokens x in x out) and wgrad (out x in x tokens), oriented
         // and stored as xdeep-probe measures a layer (profiler/shapes.cc
         // LayerGemms): which dimensions lead decides their alignment.
-        bwd += Gemm(m, k, n, GemmLayout::kDgrad) + Gemm(n, k, m, GemmLayout::kWgrad);
+        if (l.input_gradient) bwd += Gemm(m, k, n, GemmLayout::kDgrad);
+        bwd += Gemm(n, k, m, GemmLayout::kWgrad);
       }
       // [ACT] sec. 5: selective recomputation runs the core's GEMMs forward
       // again in backward (its elementwise passes are in the layer's traffic).
@@ -539,6 +551,15 @@ struct StrategyModel::Impl {
       const ElementwiseTraffic e = ElementwiseBytes(l, t);
       fwd += fused_traffic * e.fwd * mb / elementwise_bw;
       bwd += fused_traffic * e.bwd * mb / elementwise_bw;
+      // BatchNorm's statistics pass: one of those passes, at the rate its
+      // arithmetic allows where that is slower than the memory (eager only:
+      // torch.compile generates its own reduction).
+      if (l.batch_norm_statistics_elements > 0 && !compiled) {
+        const double elements = l.batch_norm_statistics_elements * mb;
+        const double streamed = elements * ActivationBytes(w.precision) / elementwise_bw;
+        const double counted = elements / (kBatchNormStatisticsPerSm * std::max(1, hw.sm_count));
+        fwd += std::max(0.0, counted - streamed);
+      }
       out_l.fwd = fwd;
       out_l.bwd = bwd;
       // Host time: the ops the framework issues (a library's own launches

@@ -531,6 +531,7 @@ struct CnnBuilder {
       const double saved = relu ? 2.0 : 1.0;
       l.elementwise_fwd_passes = (relu ? 5.0 : 3.0) / saved;
       l.elementwise_bwd_passes = (relu ? 8.0 : 5.0) / saved;
+      l.batch_norm_statistics_elements = out;
     } else {
       // A biased conv without BN (VGG): PyTorch adds the bias after cuDNN's
       // call, in place (2 passes over the output), the in-place ReLU reads
@@ -618,6 +619,7 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool cha
   }
   CnnBuilder b{a, image, 3, {}, {}, channels_last};
   b.Conv("conv1", 64, 7, 2, true, true);
+  b.layers.back().input_gradient = false;
   // The 16-bit copy of the input image that conv1 saves.
   b.layers.back().saved_activation_bytes += 3.0 * image * image * a;
   b.MaxPool("maxpool", 3, 2, 1);
@@ -680,6 +682,7 @@ std::vector<LayerCost> Vgg16(int image, int classes, int a, bool channels_last) 
     }
   }
   b.layers.front().saved_activation_bytes += 3.0 * image * image * a;
+  b.layers.front().input_gradient = false;
   const int flat = b.c * b.hw * b.hw;
   b.layers.front().unit.clear();  // the first conv stays with the root
   b.Linear("fc1", flat, 4096, true);

@@ -221,11 +221,19 @@ struct LayerCost {
   // Selective recomputation applied (WithSelectiveRecompute): attention_core_bytes
   // are out of the saved activations and the core runs forward again in backward.
   bool attention_core_recomputed = false;
+  // Whether backward computes the gradient of the layer's input (the GEMMs'
+  // dgrad): not for a network's first convolution, whose input is the images
+  // (autograd runs only the gradients some input requires).
+  bool input_gradient = true;
   // Memory traffic per sample of unfused kernels beyond the passes over saved
   // activations, forward and backward (a transformer's loss on its logits, an
   // NCHW convolution's layout transforms).
   double extra_traffic_fwd_bytes = 0;
   double extra_traffic_bwd_bytes = 0;
+  // Elements a training BatchNorm's statistics pass reads, per sample (its
+  // output's): one of its forward passes, counted in elementwise_fwd_passes,
+  // whose time is arithmetic, not memory (kBatchNormStatisticsPerSm).
+  double batch_norm_statistics_elements = 0;
   // Passes over each saved activation byte that the layer's elementwise
   // kernels make, forward and backward (ElementwiseBytes): a transformer's
   // chains of norms, casts, activations and adds about 4 and 8; a CNN's
