@@ -5,8 +5,9 @@
 # measurement per model, mode and micro-batch it was asked for), the real xdeep_validate
 # reading the workload files (`shapes` for the compute probe, `compare` for the predictions)
 # and the real xdeep-probe merging. Checks that every planned model has a workload file the
-# tuner reads, that each mode is asked for exactly its planned models and that the frozen
-# model predicts every one of them -- so the one-shot run cannot be lost to a typo.
+# tuner reads and an entry library_suite.py can build, that each mode is asked for exactly its
+# planned models and that the frozen model predicts every one of them -- so the one-shot run
+# cannot be lost to a typo.
 #
 #   heldout_plan_dry_run.sh XDEEP_PROBE XDEEP_VALIDATE PLAN_ENV
 set -u
@@ -68,6 +69,30 @@ chmod +x "$tmp/bin/"* "$tmp/carry/xdeep-probe"
 fail() { echo "held-out plan dry run: $*"; cat "$tmp/out/log.txt" "$tmp/suite.py.log" 2>/dev/null; exit 1; }
 settings=$(grep -v '^#' "$plan" | grep '=' | tr '\n' ' ')
 [ -n "$settings" ] || fail "no settings in $plan"
+# The stand-in suite builds nothing, so check here that the real one knows every planned
+# model: a name in its TRANSFORMERS or VISION table, and a transformers kind its build()
+# names (read from the source: the build machine has no torch).
+planned=$(grep -E '^(LM|VISION|MODELS_[A-Z]+)=' "$plan" | cut -d= -f2- | tr ',' '\n' | grep . | sort -u)
+unknown=$("$real_python" - "$here/library_suite.py" $planned <<'PY'
+import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+tables, build_strings = {}, set()
+for node in tree.body:
+    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("TRANSFORMERS", "VISION"):
+        tables[node.targets[0].id] = dict(zip((k.value for k in node.value.keys), node.value.values))
+    if isinstance(node, ast.FunctionDef) and node.name == "build":
+        build_strings = {n.value for n in ast.walk(node)
+                         if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+for name in sys.argv[2:]:
+    if name in tables.get("TRANSFORMERS", {}):
+        kind = tables["TRANSFORMERS"][name].elts[0].value
+        if kind not in build_strings:
+            print(f"{name} (kind '{kind}' not built by library_suite.py's build())")
+    elif name not in tables.get("VISION", {}):
+        print(f"{name} (in neither TRANSFORMERS nor VISION of library_suite.py)")
+PY
+)
+[ -z "$unknown" ] || fail "planned models library_suite.py cannot build: $unknown"
 env $settings PATH="$tmp/bin:$PATH" OUT="$tmp/out" XDEEP_CARRY=carry \
   bash -c "cd '$tmp' && bash '$here/run_library.sh'" > /dev/null 2>&1
 [ -s "$tmp/out/results.tgz" ] || fail "no results.tgz"

@@ -13,10 +13,12 @@ TinyMistral-248M's, OPTForCausalLM in OPT-1.3B's, GPTNeoXForCausalLM in Pythia-4
 Qwen2ForCausalLM in Qwen2.5-1.5B's, PhiForCausalLM in Phi-1.5's and StableLmForCausalLM in
 StableLM 2 1.6B's;
 MistralForCausalLM in H2O-Danube-1.8B's, LlamaForCausalLM in Sheared-LLaMA-1.3B's and
-GPT2LMHeadModel in Cerebras-GPT-590M's shapes (held-out run 10);
+GPT2LMHeadModel in Cerebras-GPT-590M's shapes (held-out run 10); OlmoForCausalLM in OLMo-1B's,
+GPTNeoXForCausalLM in Pythia-1B's and Qwen2ForCausalLM in Qwen1.5-0.5B's shapes (held-out run 11);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
-ViT-L/32, ViT-H/14, ViT-B/8, DeiT-S, DeiT-Ti, and ResNet-26, trained as the CNNs above).
+ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, and ResNet-26 and ResNet-101, trained
+as the CNNs above).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -135,6 +137,20 @@ TRANSFORMERS = {
                                             num_key_value_heads=16, vocab_size=32000)),
     "hf-cerebras-gpt-590m": ("gpt2", dict(n_embd=1536, n_layer=18, n_head=12, n_inner=6144,
                                           activation_function="gelu")),
+    # Held-out run 11: OLMo-1B's shape (OlmoForCausalLM: 16 layers of hidden 2048, 16 heads,
+    # SwiGLU 8192, LayerNorm without weights, tied 50304-word head), Pythia-1B's
+    # (GPTNeoXForCausalLM: 16 layers of hidden 2048, 8 heads of 256, GELU MLP 8192, untied
+    # 50304-word head; rotary and parallel residual at GPTNeoXConfig's defaults) and
+    # Qwen1.5-0.5B's (Qwen2ForCausalLM: 24 layers of hidden 1024, 16 heads, 16 key-value heads,
+    # SwiGLU 2816, tied 151936-word head).
+    "hf-olmo-1b": ("olmo", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                                num_attention_heads=16, num_key_value_heads=16, vocab_size=50304,
+                                tie_word_embeddings=True)),
+    "hf-pythia-1b": ("gpt_neox", dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=8,
+                                      intermediate_size=8192, vocab_size=50304)),
+    "hf-qwen1.5-0.5b": ("qwen2", dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24,
+                                      num_attention_heads=16, num_key_value_heads=16, vocab_size=151936,
+                                      tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -145,10 +161,11 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-vgg16": "vgg16", "timm-vit-l32": "timm:vit_large_patch32_224",
           "tv-wide-resnet50": "wide_resnet50_2", "timm-vit-h14": "timm:vit_huge_patch14_224",
           "tv-wide-resnet101": "wide_resnet101_2", "timm-vit-b8": "timm:vit_base_patch8_224",
-          "timm-resnet26": "timm:resnet26"}
+          "timm-resnet26": "timm:resnet26", "timm-vit-s8": "timm:vit_small_patch8_224",
+          "timm-resnet101": "timm:resnet101"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
-        "timm-resnet26"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet26", "timm-resnet101"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):
@@ -177,6 +194,7 @@ def build(name, device):
             config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
                                  "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
                                  "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+                                 "olmo": (transformers.OlmoConfig, transformers.OlmoForCausalLM),
                                  "phi": (transformers.PhiConfig, transformers.PhiForCausalLM),
                                  "stablelm": (transformers.StableLmConfig,
                                               transformers.StableLmForCausalLM)}[kind]
