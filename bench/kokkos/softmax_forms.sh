@@ -28,7 +28,8 @@ source bench/relative_paths.sh
 trap 'relative_paths_in "$OUT"' EXIT
 relative_log "$OUT/log.txt"
 el() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
-t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc: $*"; return $rc; }
+# The time line goes to stderr (the log), never into a step's redirected output.
+t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; echo "[time] $(el $s) s rc=$rc: $*" >&2; return $rc; }
 echo "== $(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv
 echo "== Kokkos probe unit tests on the device"
