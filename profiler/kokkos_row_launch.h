@@ -29,11 +29,14 @@
 // The resident form (from run 20) changes the softmax's algorithm, and its CUDA twin with
 // it: a row of at most 4096 floats is read once into registers (256 threads x 4 packets),
 // each exponential is taken once and kept, and the max and sum join through team scratch
-// (two barriers each) instead of team_reduce: about 2,550 warp instructions per row
-// against the three-pass twin's 5,301 (sm_90 SASS), 32 registers (8 rows per SM). Chosen
-// for the softmax wherever the compact form is (the H200); the CUDA probe's softmax takes
-// its resident twin where this choice says so (profiler/cuda/bandwidth_probe.cc), so the
-// two stay like for like. Longer rows run the lanes form.
+// (two barriers each) instead of team_reduce: 2,906 warp instructions per row against the
+// resident twin's 2,698 (ncu, run 20; the three-pass twin 5,301), 32 registers (8 rows per
+// SM); 0.983 of its twin in the probe on H200 (0.99 of the twin of its shape in the study,
+// 1.53x torch). Chosen for the softmax wherever the compact form is (the H200); the CUDA
+// probe's softmax takes its resident twin where this choice says so
+// (profiler/cuda/bandwidth_probe.cc), so the two stay like for like. Longer rows run the
+// lanes form. On H100 it held as well (0.996-0.998 in run 20's study), but the grouped form
+// stays there, as measured in run 14.
 #ifndef XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 #define XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 

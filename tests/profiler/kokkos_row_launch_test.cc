@@ -32,9 +32,9 @@ TEST(KokkosRowLaunchTest, H100KeepsTheGroupedFormAtFiveRowsPerSm) {
 }
 
 // The layer norm compact (run 17: 0.977 / 0.985 of its twin), the softmax in the resident
-// form, which holds more rows (8 by threads and its 32 registers; the three-pass forms
-// stayed 6-15 % behind their twin: compact 0.849 / 0.858 in run 17, lanes 0.894 / 0.900 in
-// run 18, wide 0.930-0.938 in run 19).
+// form, which holds more rows (8 by threads and its 32 registers; run 20: 0.983 of its twin
+// in the probe; the three-pass forms stayed 6-15 % behind theirs: compact 0.849 / 0.858 in
+// run 17, lanes 0.894 / 0.900 in run 18, wide 0.930-0.938 in run 19).
 TEST(KokkosRowLaunchTest, H200GetsTheCompactFormAndTheSoftmaxTheResidentForm) {
   for (const DeviceProperties& d : {kH200, kH200AtMaxClock}) {
     EXPECT_EQ(RowsWanted(d), 6);
