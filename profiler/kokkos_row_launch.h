@@ -22,7 +22,7 @@
 // integer divisions, FSETP + FSEL for the max, vector-lane loops). The lanes form (members
 // of 32 vector lanes: shuffles, then one barrier to join the 8 members through team
 // scratch) waits less at barriers: 0.894 / 0.900 in the probe (run 18), the softmax's form
-// wherever the compact form is chosen. The wide form (teams of 128 x 8 loads) cuts the
+// on the H200 until run 20, now for rows too long for the resident form. The wide form (teams of 128 x 8 loads) cuts the
 // instructions to the twin's + 7 % but at its 9 rows per SM re-reads from L2 (run 19:
 // 0.93-0.94 in the study); not chosen anywhere.
 //
