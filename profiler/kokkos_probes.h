@@ -42,7 +42,7 @@ std::vector<BandwidthEntry> RunKokkosDeviceBandwidth(const KokkosBandwidthOption
 
 // The Kokkos version and default execution space, for the report's "versions".
 std::string KokkosVersionString();
-// How the row kernels run on the device ("compact, 6 rows per SM; softmax lanes"), for the same.
+// How the row kernels run on the device ("compact, 6 rows per SM; softmax resident"), for the same.
 std::string KokkosRowLaunchString();
 bool KokkosInitialized();
 bool KokkosHasDeviceSpace();

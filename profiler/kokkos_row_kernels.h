@@ -252,6 +252,9 @@ void LayerNorm(F4* y, const F4* x, const F4* gamma, const F4* beta, int64_t rows
     case RowForm::kWide:
       LayerNormForm<Exec, RowForm::kWide>(y, x, gamma, beta, rows, c4);
       break;
+    case RowForm::kResident:  // a softmax form only: the layer norm keeps the compact one
+      LayerNormForm<Exec, RowForm::kCompact>(y, x, gamma, beta, rows, c4);
+      break;
     case RowForm::kGrouped:
       LayerNormForm<Exec, RowForm::kGrouped>(y, x, gamma, beta, rows, c4);
       break;
@@ -309,6 +312,101 @@ void SoftmaxForm(F4* p, int64_t rows, int64_t c4) {
       });
 }
 
+// The resident form's team reduction through team scratch (kTeam + kResidentGroups floats),
+// two barriers and no team_reduce: every thread writes its value to its slot; threads 0 ..
+// G-1 each fold the slots g, g + G, ... into slot kTeam + g; every thread folds those G.
+// Kokkos' team_reduce for 256 single-lane members (shuffle loops, then 4 barriers joining
+// the warps' values 4 at a time, kokkos_row_launch.h) compiles to about 200 sm_90
+// instructions per reduction against this one's 40-70; in time the two differ by under
+// 0.5 % in the resident form (run 20's kokkos_resident_team_reduce). A second call may
+// follow at once: its first writes touch slots the first call's last reads do not.
+inline constexpr int kResidentGroups = 16;
+KOKKOS_INLINE_FUNCTION constexpr int ResidentSlotBytes(int team) {
+  return (team + kResidentGroups) * static_cast<int>(sizeof(float));
+}
+template <int kTeam, class M, class Join>
+KOKKOS_INLINE_FUNCTION float ScratchReduce(const M& t, float* slots, float v, const Join& join) {
+  static_assert(kTeam % kResidentGroups == 0, "the team splits into kResidentGroups groups");
+  const int k = t.team_rank();
+  slots[k] = v;
+  t.team_barrier();
+  if (k < kResidentGroups) {
+    float acc = slots[k];
+    for (int i = 1; i < kTeam / kResidentGroups; ++i) acc = join(acc, slots[k + i * kResidentGroups]);
+    slots[kTeam + k] = acc;
+  }
+  t.team_barrier();
+  // Read 4 at a time (slots is 16-byte aligned); the same order in every thread.
+  const F4* groups = reinterpret_cast<const F4*>(slots + kTeam);
+  F4 w = groups[0];
+  float out = join(join(w.x, w.y), join(w.z, w.w));
+  for (int g = 1; g < kResidentGroups / 4; ++g) {
+    w = groups[g];
+    out = join(out, join(join(w.x, w.y), join(w.z, w.w)));
+  }
+  return out;
+}
+
+// The resident form of the softmax (from run 20): rows of at most kTeam x U packets, each
+// thread holding packets rank, rank + kTeam, ... in registers from one read, so the row is
+// read once instead of three times (the other forms re-read it from L1 in their second and
+// third passes) and each element's exponential is taken once instead of twice; the max and
+// the sum join through ScratchReduce (kScratchReduce) or Kokkos' team_reduce. Slots past
+// the row hold the lowest float (exponential 0) and are not written. Its CUDA twin is
+// LaunchSoftmaxRowsResident (profiler/cuda/kernels.cu). Returns false, running nothing, for
+// longer rows and on host backends (whose teams are too narrow to hold a row).
+template <class Exec, int kTeam, int U, bool kScratchReduce = true>
+bool SoftmaxResident(F4* p, int64_t rows, int64_t c4) {
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                           typename Exec::memory_space>::accessible) {
+    return false;
+  } else {
+    if (c4 > int64_t{kTeam} * U) return false;
+    Kokkos::TeamPolicy<Exec> policy(rows, kTeam);
+    // 16 bytes more than the slots: room to align them for the 16-byte reads.
+    if (kScratchReduce) policy.set_scratch_size(0, Kokkos::PerTeam(ResidentSlotBytes(kTeam) + 16));
+    Kokkos::parallel_for(
+        "xdeep::softmax_resident", policy, KOKKOS_LAMBDA(const Member<Exec>& t) {
+          F4* row = p + t.league_rank() * c4;
+          const int n = static_cast<int>(c4), k = t.team_rank();
+          constexpr float kLowest = -3.402823466e+38f;
+          F4 v[U];
+          for (int q = 0; q < U; ++q) {
+            v[q] = k + q * kTeam < n ? row[k + q * kTeam] : F4{kLowest, kLowest, kLowest, kLowest};
+          }
+          float mx = kLowest;
+          for (int q = 0; q < U; ++q) {
+            mx = kmath::fmax(mx, kmath::fmax(kmath::fmax(v[q].x, v[q].y), kmath::fmax(v[q].z, v[q].w)));
+          }
+          float* slots = nullptr;
+          if constexpr (kScratchReduce) {
+            slots = static_cast<float*>(t.team_scratch(0).get_shmem_aligned(ResidentSlotBytes(kTeam), 16));
+            mx = ScratchReduce<kTeam>(t, slots, mx, [](float a, float b) { return kmath::fmax(a, b); });
+          } else {
+            t.team_reduce(Kokkos::Max<float>(mx));
+          }
+          float sum = 0;
+          for (int q = 0; q < U; ++q) {
+            v[q] = F4{kmath::exp(v[q].x - mx), kmath::exp(v[q].y - mx), kmath::exp(v[q].z - mx),
+                      kmath::exp(v[q].w - mx)};
+            sum += v[q].x + v[q].y + v[q].z + v[q].w;
+          }
+          if constexpr (kScratchReduce) {
+            sum = ScratchReduce<kTeam>(t, slots, sum, [](float a, float b) { return a + b; });
+          } else {
+            t.team_reduce(Kokkos::Sum<float>(sum));
+          }
+          const float inv = 1.f / sum;
+          for (int q = 0; q < U; ++q) {
+            if (k + q * kTeam < n) {
+              row[k + q * kTeam] = F4{v[q].x * inv, v[q].y * inv, v[q].z * inv, v[q].w * inv};
+            }
+          }
+        });
+    return true;
+  }
+}
+
 template <class Exec>
 void Softmax(F4* p, int64_t rows, int64_t c4, RowForm form) {
   switch (form) {
@@ -320,6 +418,12 @@ void Softmax(F4* p, int64_t rows, int64_t c4, RowForm form) {
       break;
     case RowForm::kWide:
       SoftmaxForm<Exec, RowForm::kWide>(p, rows, c4);
+      break;
+    case RowForm::kResident:
+      // Rows it cannot hold (and host backends) take the lanes form.
+      if (!SoftmaxResident<Exec, kRowTeamSize, kPacketsInFlight>(p, rows, c4)) {
+        SoftmaxForm<Exec, RowForm::kLanes>(p, rows, c4);
+      }
       break;
     case RowForm::kGrouped:
       SoftmaxForm<Exec, RowForm::kGrouped>(p, rows, c4);

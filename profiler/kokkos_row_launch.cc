@@ -15,6 +15,8 @@ const char* Name(RowForm form) {
       return "lanes";
     case RowForm::kWide:
       return "wide";
+    case RowForm::kResident:
+      return "resident";
     case RowForm::kGrouped:
       break;
   }
@@ -35,10 +37,11 @@ int RowsWanted(const DeviceProperties& d) {
 
 int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d) {
   if (d.max_threads_per_multiprocessor <= 0 || d.registers_per_multiprocessor <= 0) return 0;
-  const int registers = form == RowForm::kCompact ? kCompactRegisters
-                        : form == RowForm::kLanes ? kLanesRegisters
-                        : form == RowForm::kWide  ? kWideRegisters
-                                                  : kGroupedRegisters;
+  const int registers = form == RowForm::kCompact    ? kCompactRegisters
+                        : form == RowForm::kLanes    ? kLanesRegisters
+                        : form == RowForm::kWide     ? kWideRegisters
+                        : form == RowForm::kResident ? kResidentRegisters
+                                                     : kGroupedRegisters;
   const int team = RowTeamSize(form);
   return std::min(d.max_threads_per_multiprocessor / team,
                   d.registers_per_multiprocessor / (team * registers));
@@ -53,9 +56,8 @@ RowLaunch ChooseRowLaunch(const DeviceProperties& d) {
     return grouped;
   }
   RowLaunch out = compact;
-  out.softmax_form = RowsPerMultiprocessor(RowForm::kLanes, d) >= compact.rows_per_multiprocessor
-                         ? RowForm::kLanes
-                         : RowForm::kCompact;
+  // With fewer registers and the same team the resident form holds at least as many rows.
+  out.softmax_form = RowForm::kResident;
   return out;
 }
 

@@ -22,9 +22,21 @@
 // integer divisions, FSETP + FSEL for the max, vector-lane loops). The lanes form (members
 // of 32 vector lanes: shuffles, then one barrier to join the 8 members through team
 // scratch) waits less at barriers: 0.894 / 0.900 in the probe (run 18), the softmax's form
-// wherever the compact form is chosen. The wide form (teams of 128 x 8 loads) cuts the
+// on the H200 until run 20, now for rows too long for the resident form. The wide form (teams of 128 x 8 loads) cuts the
 // instructions to the twin's + 7 % but at its 9 rows per SM re-reads from L2 (run 19:
 // 0.93-0.94 in the study); not chosen anywhere.
+//
+// The resident form (from run 20) changes the softmax's algorithm, and its CUDA twin with
+// it: a row of at most 4096 floats is read once into registers (256 threads x 4 packets),
+// each exponential is taken once and kept, and the max and sum join through team scratch
+// (two barriers each) instead of team_reduce: 2,906 warp instructions per row against the
+// resident twin's 2,698 (ncu, run 20; the three-pass twin 5,301), 32 registers (8 rows per
+// SM); 0.983 of its twin in the probe on H200 (0.99 of the twin of its shape in the study,
+// 1.53x torch). Chosen for the softmax wherever the compact form is (the H200); the CUDA
+// probe's softmax takes its resident twin where this choice says so
+// (profiler/cuda/bandwidth_probe.cc), so the two stay like for like. Longer rows run the
+// lanes form. On H100 it held as well (0.996-0.998 in run 20's study), but the grouped form
+// stays there, as measured in run 14.
 #ifndef XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 #define XDEEP_PROFILER_KOKKOS_ROW_LAUNCH_H_
 
@@ -40,7 +52,7 @@ struct DeviceProperties {
   int registers_per_multiprocessor = 0;
 };
 
-enum class RowForm { kGrouped, kCompact, kLanes, kWide };
+enum class RowForm { kGrouped, kCompact, kLanes, kWide, kResident };
 
 struct RowLaunch {
   RowForm form = RowForm::kGrouped;  // the layer norm's
@@ -60,11 +72,13 @@ constexpr int RowTeamSize(RowForm form) {
 }
 // Registers per thread (ptxas, sm_90, CUDA 13; the larger of layer norm and softmax,
 // rounded up to the allocation unit of 8): grouped 47 -> 48, compact 40; lanes 40 (its
-// softmax; its layer norm, which no device is given, 47); wide 56 (teams of 128: 9 per SM).
+// softmax; its layer norm, which no device is given, 47); wide 56 (teams of 128: 9 per SM);
+// resident 32 (a softmax form only).
 inline constexpr int kGroupedRegisters = 48;
 inline constexpr int kCompactRegisters = 40;
 inline constexpr int kLanesRegisters = 40;
 inline constexpr int kWideRegisters = 56;
+inline constexpr int kResidentRegisters = 32;
 // Bytes per second one team moves through its rows (a 16 KiB row read and written per
 // row time): run 15's layer norm at 5 teams per SM moved 3794 GB/s over 132 x 5 teams on
 // H200 without being bound by DRAM (1 GiB per array).
@@ -80,9 +94,9 @@ int RowsWanted(const DeviceProperties& d);
 int RowsPerMultiprocessor(RowForm form, const DeviceProperties& d);
 // The grouped form where it already holds the rows wanted (or nothing is known); the
 // compact form where the grouped one holds fewer and the compact one more, and then the
-// lanes form for the softmax where it holds as many rows as the compact one.
+// resident form for the softmax (which holds at least as many).
 RowLaunch ChooseRowLaunch(const DeviceProperties& d);
-// "compact, 6 rows per SM; softmax lanes": for reports and logs.
+// "compact, 6 rows per SM; softmax resident": for reports and logs.
 std::string Describe(const RowLaunch& launch);
 
 }  // namespace xdeep::profiler::kokkos

@@ -20,6 +20,12 @@
 // its team_reduce, which moves the driver's L1 / shared split) and twin_kokkos_reduce
 // (that, and Kokkos' team_reduce as it runs for 256 single-lane members: 5 shuffle-down
 // trips, then 4 barriers with the warps' values joined 4 at a time in shared memory).
+// From run 20, the resident algorithm (the row read once into registers, each exponential
+// taken once; profiler/kokkos_row_kernels.h's SoftmaxResident): kokkos_resident (256 x 4,
+// the max and sum joined through team scratch: the probe's form on the H200),
+// kokkos_resident_wide (128 x 8), kokkos_resident_team_reduce (256 x 4 with Kokkos'
+// team_reduce), and its CUDA twins twin_resident (256 x 4) and twin_resident_wide (128 x 8)
+// (profiler/cuda/kernels.cu's LaunchSoftmaxRowsResident).
 //   --forms a,b,...: only these forms.
 // Buffers: cudaMalloc's (2 MiB aligned, as the CUDA probe has) and a Kokkos::View's (data
 // 128 bytes past its allocation's start, as the Kokkos probe has).
@@ -288,13 +294,20 @@ enum class Form {
   kTwinCopy,
   kTwinShmem,
   kTwinKokkosReduce,
+  kResident,
+  kResidentWide,
+  kResidentTeamReduce,
+  kTwinResident,
+  kTwinResidentWide,
 };
 constexpr Form kForms[] = {Form::kCuda,       Form::kTeamReduce,         Form::kTeamIlp2,
                            Form::kTeamIlp4,   Form::kTeamIlp2NoBounds,   Form::kTeamIlp4NoBounds,
                            Form::kLaneReduce, Form::kLaneReduceNoBounds, Form::kProbe,
                            Form::kGrouped,    Form::kCompact,            Form::kLanes,
                            Form::kWide,       Form::kTwinCopy,           Form::kTwinShmem,
-                           Form::kTwinKokkosReduce};
+                           Form::kTwinKokkosReduce, Form::kResident, Form::kResidentWide,
+                           Form::kResidentTeamReduce, Form::kTwinResident,
+                           Form::kTwinResidentWide};
 const char* Name(Form f) {
   switch (f) {
     case Form::kCuda: return "cuda_twin";
@@ -313,6 +326,11 @@ const char* Name(Form f) {
     case Form::kTwinCopy: return "twin_copy";
     case Form::kTwinShmem: return "twin_shmem";
     case Form::kTwinKokkosReduce: return "twin_kokkos_reduce";
+    case Form::kResident: return "kokkos_resident";
+    case Form::kResidentWide: return "kokkos_resident_wide";
+    case Form::kResidentTeamReduce: return "kokkos_resident_team_reduce";
+    case Form::kTwinResident: return "twin_resident";
+    case Form::kTwinResidentWide: return "twin_resident_wide";
   }
   return "?";
 }
@@ -361,6 +379,26 @@ void Launch(Form f, float* p, int64_t rows, int64_t cols, cudaStream_t stream) {
     case Form::kTwinKokkosReduce:
       TwinSoftmax<true><<<static_cast<unsigned>(rows), 256, kKokkosTeamShared, stream>>>(
           reinterpret_cast<float4*>(p), cols / 4);
+      break;
+    case Form::kResident:
+      ProbeSoftmax(p, rows, cols, xdeep::profiler::kokkos::RowForm::kResident);
+      break;
+    case Form::kResidentWide:
+    case Form::kResidentTeamReduce: {
+      namespace r = xdeep::profiler::kokkos::rows;
+      r::F4* q = reinterpret_cast<r::F4*>(p);
+      if (!(f == Form::kResidentWide ? r::SoftmaxResident<Exec, 128, 8>(q, rows, cols / 4)
+                                     : r::SoftmaxResident<Exec, 256, 4, false>(q, rows, cols / 4))) {
+        std::fprintf(stderr, "%s: rows of %lld floats are too long\n", Name(f),
+                     static_cast<long long>(cols));
+        std::exit(2);
+      }
+      break;
+    }
+    case Form::kTwinResident:
+    case Form::kTwinResidentWide:
+      xdeep::profiler::cuda::LaunchSoftmaxRowsResident(p, rows, cols, 1.f,
+                                                       f == Form::kTwinResident ? 256 : 128, stream);
       break;
   }
 }

@@ -2,7 +2,7 @@
 """Medians of a study's CSV (softmax_study, layer_norm_study) per size, buffer and form
 over its rounds, and each form's bandwidth relative to a reference form on the same
 buffer and size.
-  bench/kokkos/study_summary.py layer_norm_study.csv [--reference kokkos_probe] [--out summary.csv]
+  bench/kokkos/study_summary.py layer_norm_study.csv [--reference kokkos_probe]... [--out summary.csv]
 """
 import argparse
 import csv
@@ -13,8 +13,9 @@ import sys
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
-    ap.add_argument("--reference", default="kokkos_probe",
-                    help="form the others are divided by (default kokkos_probe)")
+    ap.add_argument("--reference", action="append",
+                    help="form the others are divided by (default kokkos_probe); repeat it "
+                         "for a column per reference")
     ap.add_argument("--out", help="also write the table as CSV here")
     args = ap.parse_args()
     try:
@@ -38,18 +39,22 @@ def main():
             g["peaks"].append(int(r["peak_blocks_per_sm"]))
     out = []
     for (size, buf, form), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        ref = groups.get((size, buf, args.reference))
         gbps = statistics.median(g["gbps"])
         host = statistics.median(g["host_gbps"]) if g["host_gbps"] else None
-        ratio = gbps / statistics.median(ref["gbps"]) if ref else None
-        out.append({
+        row = {
             "size_mib": size, "buffer": buf, "form": form, "rounds": len(g["gbps"]),
             "regs": g["regs"], "blocks_per_sm": g["blocks"], "gbps": f"{gbps:.1f}",
             "host_gbps": f"{host:.1f}" if host is not None else "",
-            f"vs_{args.reference}": f"{ratio:.3f}" if ratio is not None else "",
+        }
+        for reference in args.reference or ["kokkos_probe"]:
+            ref = groups.get((size, buf, reference))
+            ratio = gbps / statistics.median(ref["gbps"]) if ref else None
+            row[f"vs_{reference}"] = f"{ratio:.3f}" if ratio is not None else ""
+        row.update({
             "min_gbps": f"{min(g['gbps']):.1f}", "max_gbps": f"{max(g['gbps']):.1f}",
             "check": "ok" if g["checks"] == {"ok"} else "FAILED",
         })
+        out.append(row)
         if "peak_blocks_per_sm" in rows[0]:
             out[-1]["peak_blocks_per_sm"] = max(g["peaks"]) if g["peaks"] else ""
     w = csv.DictWriter(sys.stdout, fieldnames=list(out[0]))

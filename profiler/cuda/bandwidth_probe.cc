@@ -12,11 +12,34 @@
 #include "profiler/cuda/cuda_util.h"
 #include "profiler/cuda/kernels.h"
 #include "profiler/gpu_probes.h"
+#include "profiler/kokkos_row_launch.h"
 
 namespace xdeep::profiler {
 namespace {
 
 using cuda::DeviceBuffer;
+
+// Whether the Kokkos probe runs its resident softmax on this device (its choice from the
+// device's properties, profiler/kokkos_row_launch.h): this twin then runs the resident
+// kernel too, for rows it can hold, so the two compare like for like. Elsewhere (H100:
+// grouped) the three-pass kernel, as before.
+// The resident twin's block: 256 threads x 4 packets, the Kokkos form's shape.
+constexpr int kSoftmaxResidentThreads = 256;
+bool KokkosTakesResidentSoftmax() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  auto attribute = [device](cudaDeviceAttr a) {
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, a, device) == cudaSuccess ? v : 0;
+  };
+  kokkos::DeviceProperties d;
+  d.multiprocessors = attribute(cudaDevAttrMultiProcessorCount);
+  d.peak_bytes_per_second = 2.0 * attribute(cudaDevAttrMemoryClockRate) * 1e3 *
+                            attribute(cudaDevAttrGlobalMemoryBusWidth) / 8;
+  d.max_threads_per_multiprocessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  d.registers_per_multiprocessor = attribute(cudaDevAttrMaxRegistersPerMultiprocessor);
+  return kokkos::ChooseRowLaunch(d).softmax_form == kokkos::RowForm::kResident;
+}
 
 class DeviceBandwidthProbe : public Probe {
  public:
@@ -45,7 +68,10 @@ class DeviceBandwidthProbe : public Probe {
     if (kernel_ == "triad") sizes = {n_, n_, n_};
     if (kernel_ == "adam_update") sizes = {n_, n_, n_, n_};
     if (kernel_ == "layer_norm") sizes = {n_, n_, cols_, cols_};
-    if (kernel_ == "softmax") sizes = {n_};
+    if (kernel_ == "softmax") {
+      sizes = {n_};
+      softmax_resident_ = cols_ <= cuda::kSoftmaxResidentMaxCols && KokkosTakesResidentSoftmax();
+    }
     if (kernel_ == "bias_gelu") sizes = {n_, n_, cols_};
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (absl::Status s = buf_[i].Allocate(sizes[i] * sizeof(float)); !s.ok()) return s;
@@ -229,6 +255,10 @@ class DeviceBandwidthProbe : public Probe {
                                        buf_[2].as<float>(), buf_[3].as<float>(), n_ / cols_,
                                        cols_, kEps, stream_);
     }
+    if (kernel_ == "softmax" && softmax_resident_) {
+      return cuda::LaunchSoftmaxRowsResident(buf_[0].as<float>(), n_ / cols_, cols_, 1.f,
+                                             kSoftmaxResidentThreads, stream_);
+    }
     if (kernel_ == "softmax") {
       return cuda::LaunchSoftmaxRows(buf_[0].get(), n_ / cols_, cols_, cuda::ElemKind::kFp32, 1.f,
                                      false, stream_);
@@ -245,6 +275,7 @@ class DeviceBandwidthProbe : public Probe {
   int64_t n_;
   int64_t cols_;
   const BandwidthKernel* info_;
+  bool softmax_resident_ = false;
   DeviceBuffer buf_[4];
   int64_t size_[4] = {0, 0, 0, 0};
   cudaStream_t stream_ = nullptr;

@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cfloat>
 
 #include "profiler/cuda/kernels.h"
 
@@ -321,6 +322,44 @@ __global__ void SoftmaxRowsF32Kernel(float* __restrict__ p, int64_t cols, float 
   }
 }
 
+// The resident softmax twin (issue 26, the Kokkos resident form's twin): rows of at most
+// kThreads x U packets, thread k holding packets k, k + kThreads, ... in registers from
+// one read, so the row is read once (not three times through L1) and each element's
+// exponential is taken once (not twice): max, exponentials and their sum, then the
+// scaled row written. Slots past the row hold -FLT_MAX (exponential 0) and are not
+// written. The three-pass kernel above reads the row from L1 in its second and third
+// passes and stays the CUDA probe's softmax; the Kokkos probe's choice says which runs.
+template <int kThreads, int U>
+__global__ void __launch_bounds__(kThreads) SoftmaxRowsResidentKernel(float* __restrict__ p,
+                                                                      int cols, float scale) {
+  __shared__ float shared[32];
+  const int n = cols / 4;
+  auto* row = reinterpret_cast<float4*>(p) + static_cast<int64_t>(blockIdx.x) * n;
+  float4 v[U];
+#pragma unroll
+  for (int q = 0; q < U; ++q) {
+    const int j = threadIdx.x + q * kThreads;
+    v[q] = j < n ? __ldca(row + j) : make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
+  }
+  float m = -FLT_MAX;
+#pragma unroll
+  for (int q = 0; q < U; ++q) m = fmaxf(m, fmaxf(fmaxf(v[q].x, v[q].y), fmaxf(v[q].z, v[q].w)));
+  m = BlockReduce<true>(m * scale, shared);
+  float sum = 0.f;
+#pragma unroll
+  for (int q = 0; q < U; ++q) {
+    v[q] = make_float4(expf(v[q].x * scale - m), expf(v[q].y * scale - m),
+                       expf(v[q].z * scale - m), expf(v[q].w * scale - m));
+    sum += v[q].x + v[q].y + v[q].z + v[q].w;
+  }
+  const float inv = 1.f / BlockReduce<false>(sum, shared);
+#pragma unroll
+  for (int q = 0; q < U; ++q) {
+    const int j = threadIdx.x + q * kThreads;
+    if (j < n) row[j] = make_float4(v[q].x * inv, v[q].y * inv, v[q].z * inv, v[q].w * inv);
+  }
+}
+
 // Enough blocks to fill every SM several times over; grid-stride covers the rest.
 int Blocks(int64_t work, int threads) {
   static int sms = [] {
@@ -351,6 +390,21 @@ cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind
                                                                      scale);
   } else {
     SoftmaxRowsKernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(p, cols, kind, scale, causal);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSoftmaxRowsResident(float* p, int64_t rows, int64_t cols, float scale,
+                                      int threads, cudaStream_t s) {
+  if (cols <= 0 || cols % 4 != 0 || cols > kSoftmaxResidentMaxCols) return cudaErrorInvalidValue;
+  const unsigned blocks = static_cast<unsigned>(rows);
+  const int c = static_cast<int>(cols);
+  if (threads == 256) {
+    SoftmaxRowsResidentKernel<256, 4><<<blocks, 256, 0, s>>>(p, c, scale);
+  } else if (threads == 128) {
+    SoftmaxRowsResidentKernel<128, 8><<<blocks, 128, 0, s>>>(p, c, scale);
+  } else {
+    return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

@@ -47,6 +47,14 @@ cudaError_t LaunchBiasGelu(float* y, const float* x, const float* bias, int64_t 
 cudaError_t LaunchSoftmaxRows(void* p, int64_t rows, int64_t cols, ElemKind kind, float scale,
                               bool causal, cudaStream_t s);
 
+// fp32 row softmax in place for rows of at most kSoftmaxResidentMaxCols (a multiple of
+// 4), each row read once into registers of one block of `threads` (256 or 128; 4 or 8
+// packets each): the twin of the Kokkos probe's resident softmax form. cudaErrorInvalidValue
+// for other rows or block sizes.
+inline constexpr int64_t kSoftmaxResidentMaxCols = 4096;
+cudaError_t LaunchSoftmaxRowsResident(float* p, int64_t rows, int64_t cols, float scale,
+                                      int threads, cudaStream_t s);
+
 // Holds the stream until the host writes a non-zero value to `flag` (host memory mapped
 // into the device), or `timeout_ns` of the GPU's global timer have passed, so a
 // forgotten release delays the stream and never hangs it. Launched before a timed

@@ -152,16 +152,19 @@ TEST(KokkosProbesTest, RowKernelsMatchTheReferenceForAnyRowLength) {
 
 // Every form of the row kernels, whichever the device would choose, passes the data
 // check at rows that do not split evenly into the team's packet groups (nor, in the lanes
-// form, into its members' lanes), on the host and, with a device Kokkos, on the device.
+// form, into its members' lanes), on the host and, with a device Kokkos, on the device;
+// the resident softmax at rows it holds whole (4096 floats), in part (12, 52, 1000: slots
+// past the row) and, through the lanes form, rows it cannot hold (4100).
 TEST(KokkosProbesTest, EveryRowLaunchMatchesTheReference) {
   using kokkos::RowForm;
   const std::vector<kokkos::RowLaunch> launches = {{RowForm::kGrouped, 0, RowForm::kGrouped},
                                                    {RowForm::kCompact, 0, RowForm::kCompact},
                                                    {RowForm::kLanes, 0, RowForm::kLanes},
                                                    {RowForm::kCompact, 0, RowForm::kLanes},
-                                                   {RowForm::kWide, 0, RowForm::kWide}};
+                                                   {RowForm::kWide, 0, RowForm::kWide},
+                                                   {RowForm::kCompact, 0, RowForm::kResident}};
   for (const kokkos::RowLaunch& launch : launches) {
-    for (const int64_t cols : {12, 52, 4100}) {
+    for (const int64_t cols : {12, 52, 1000, 4096, 4100}) {
       KokkosBandwidthOptions o;
       o.elements = cols * 40;
       o.row_length = cols;
