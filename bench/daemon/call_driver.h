@@ -54,6 +54,7 @@ struct DriveOptions {
 
 // Runs calls made by `make` (one object per slot, reused for its next call)
 // until the time or the count is up; every call numbered n = 0, 1, ...
-CallStats DriveCalls(const DriveOptions& o, const std::function<std::unique_ptr<PendingCall>()>& make);
+CallStats DriveCalls(const DriveOptions& o,
+                     const std::function<std::unique_ptr<PendingCall>()>& make);
 
 }  // namespace xdeep::bench

@@ -249,23 +249,22 @@ enum class CallKind { kTune, kBudget };
 
 // --clients calls in flight from --client-threads threads for `seconds` (or
 // `calls` counted calls), with the watched processes' CPU and this one's.
-Stats Run(const Options& o, CallKind kind, double seconds, bool warm = false,
-          uint64_t calls = 0) {
+Stats Run(const Options& o, CallKind kind, double seconds, bool warm = false, uint64_t calls = 0) {
   std::vector<double> cpu_before;
   for (const Watched& w : g_watched) cpu_before.push_back(ProcessCpuSeconds(w.pid));
   const double client_cpu_before = OwnCpuSeconds();
   const auto t0 = Clock::now();
-  bench::CallStats calls_made = bench::DriveCalls(
-      {.daemon = o.daemon,
-       .in_flight = o.clients,
-       .threads = o.client_threads,
-       .seconds = std::chrono::duration<double>(seconds),
-       .warm = warm,
-       .calls = calls},
-      [&o, kind]() -> std::unique_ptr<bench::PendingCall> {
-        if (kind == CallKind::kBudget) return std::make_unique<BudgetCall>();
-        return std::make_unique<TuneCall>(o, 10000);
-      });
+  bench::CallStats calls_made =
+      bench::DriveCalls({.daemon = o.daemon,
+                         .in_flight = o.clients,
+                         .threads = o.client_threads,
+                         .seconds = std::chrono::duration<double>(seconds),
+                         .warm = warm,
+                         .calls = calls},
+                        [&o, kind]() -> std::unique_ptr<bench::PendingCall> {
+                          if (kind == CallKind::kBudget) return std::make_unique<BudgetCall>();
+                          return std::make_unique<TuneCall>(o, 10000);
+                        });
   Stats total;
   total.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   total.client_cpu_s = OwnCpuSeconds() - client_cpu_before;
@@ -355,8 +354,8 @@ int Picks(const Options& o) {
     if (!status.ok()) line = "error: " + status.error_message();
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) rc = 1;
     fmt::print("{} N<={} {} budget {} deadline {} tolerance {} time limit {}: {}\n", p.preset,
-               p.nodes, v1::Objective_Name(p.objective), p.budget, p.deadline_s,
-               p.tolerance_pct, p.time_limit_s, line);
+               p.nodes, v1::Objective_Name(p.objective), p.budget, p.deadline_s, p.tolerance_pct,
+               p.time_limit_s, line);
   }
   return rc;
 }
@@ -409,7 +408,8 @@ std::string PlacementLabel() {
   cpu_set_t shared;
   CPU_AND(&shared, &clients, &daemon);
   const int d = CPU_COUNT(&daemon), c = CPU_COUNT(&clients), both = CPU_COUNT(&shared);
-  if (both == d && both == c) return fmt::format("measured, clients sharing the daemon's {} cores", d);
+  if (both == d && both == c)
+    return fmt::format("measured, clients sharing the daemon's {} cores", d);
   if (both == 0) return fmt::format("measured, daemon on {} cores, clients on {} others", d, c);
   return fmt::format("measured, daemon on {} cores, clients on {} ({} shared)", d, c, both);
 }
@@ -417,15 +417,15 @@ std::string PlacementLabel() {
 void PrintVerdicts(const Stats& s) {
   constexpr double kTarget = 5000;
   auto verdict = [](double rate) {
-    return fmt::format("{:8.0f}/s  {} ({:.2f} of target)", rate, rate >= kTarget ? "MET" : "not met",
-                       rate / kTarget);
+    return fmt::format("{:8.0f}/s  {} ({:.2f} of target)", rate,
+                       rate >= kTarget ? "MET" : "not met", rate / kTarget);
   };
   fmt::print("  target {:.0f} decisions/s (issue #27 item 3), per reading:\n", kTarget);
-  fmt::print("    {:<56} {}\n", PlacementLabel(), verdict(s.Rate()));
+  fmt::print("    {:<62} {}\n", PlacementLabel(), verdict(s.Rate()));
   if (!g_watched.empty() && s.ok > 0) {
     std::string names;
     for (const Watched& w : g_watched) names += (names.empty() ? "" : " + ") + w.name;
-    fmt::print("    {:<56} {}\n",
+    fmt::print("    {:<62} {}\n",
                fmt::format("the daemon's own 2 cores (CPU of {} per request)", names),
                verdict(2000.0 / DaemonCpuMsPerRequest(s)));
   }
@@ -508,8 +508,8 @@ int main(int argc, char** argv) {
     std::vector<std::thread> heavies;
     for (int h = 0; h < o.heavy; ++h) {
       heavies.emplace_back([&] {
-        auto client = v1::Tuning::NewStub(
-            grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
+        auto client =
+            v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
         while (!stop) {
           if (!active) {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -540,8 +540,7 @@ int main(int argc, char** argv) {
       // Let them start, or let the daemon finish what they left.
       std::this_thread::sleep_for(std::chrono::milliseconds(with ? 300 : 200));
       // Ended by its calls; the time is only a cap for a daemon that stalls.
-      const Stats window =
-          Run(o, CallKind::kTune, o.seconds * windows, /*warm=*/true, per_window);
+      const Stats window = Run(o, CallKind::kTune, o.seconds * windows, /*warm=*/true, per_window);
       window_p99[with] += fmt::format(" {:.1f}", window.Percentile(0.99));
       (with ? loaded : alone).Add(window);
     }
