@@ -408,10 +408,11 @@ std::string PlacementLabel() {
   cpu_set_t shared;
   CPU_AND(&shared, &clients, &daemon);
   const int d = CPU_COUNT(&daemon), c = CPU_COUNT(&clients), both = CPU_COUNT(&shared);
+  auto cores = [](int n) { return fmt::format("{} core{}", n, n == 1 ? "" : "s"); };
   if (both == d && both == c)
-    return fmt::format("measured, clients sharing the daemon's {} cores", d);
-  if (both == 0) return fmt::format("measured, daemon on {} cores, clients on {} others", d, c);
-  return fmt::format("measured, daemon on {} cores, clients on {} ({} shared)", d, c, both);
+    return fmt::format("measured, clients sharing the daemon's {}", cores(d));
+  if (both == 0) return fmt::format("measured, daemon on {}, clients on {} others", cores(d), c);
+  return fmt::format("measured, daemon on {}, clients on {} ({} shared)", cores(d), cores(c), both);
 }
 
 void PrintVerdicts(const Stats& s) {
