@@ -5,11 +5,17 @@
 // authenticated call (GetBudget: one MUNGE decode and one ledger read).
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
+//                   [--client-threads 2] [--credentials-ahead 16]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
 //                   [--heavy N --heavy-workload FILE [--heavy-samples 4000]
 //                    [--heavy-windows 8]]
 //                   [--cpu-of NAME=PID ...]
 //   decisions_bench --daemon ... --picks
+//
+// --clients calls stay in flight, issued by --client-threads threads
+// (asynchronous gRPC); each call's credential is encoded for it alone, by a
+// thread of its own up to --credentials-ahead calls ahead (0: by the client
+// thread just before the call), so that no client thread waits for munged.
 //
 // Two readings of the rate, each with its verdict against issue #27's 5,000/s:
 // * measured: requests answered per second of wall time, with the clients
@@ -57,6 +63,7 @@
 #include <vector>
 
 #include "bench/daemon/call_driver.h"
+#include "bench/daemon/credential_supply.h"
 #include "client/munge_credential.h"
 #include "xdeep/v1/tuning.grpc.pb.h"
 
@@ -93,8 +100,9 @@ double OwnCpuSeconds() {
 
 struct Options {
   std::string daemon;
-  int clients = 16;        // calls in flight
-  int client_threads = 2;  // threads issuing them
+  int clients = 16;            // calls in flight
+  int client_threads = 2;      // threads issuing them
+  int credentials_ahead = 16;  // > 0: a thread encodes the credentials ahead
   double seconds = 5;
   std::string mode = "advise";
   std::string mix = "varied";
@@ -168,6 +176,12 @@ v1::TuneRequest OrdinaryRequest(const Options& o, uint64_t n) {
 }
 
 std::vector<Watched> g_watched;
+// The ordinary calls' credentials (null: each call encodes its own).
+xdeep::bench::CredentialSupply* g_credentials = nullptr;
+
+std::string FreshCredential() {
+  return g_credentials != nullptr ? g_credentials->Take() : xdeep::client::MungeCredential();
+}
 
 // A Tune call: the request, then its events until the decision (or skip),
 // then its status (the daemon finishes the stream with the decision).
@@ -176,7 +190,7 @@ class TuneCall final : public bench::PendingCall {
   TuneCall(const Options& o, int deadline_ms) : o_(o), deadline_ms_(deadline_ms) {}
   void Start(TuningClient& client, grpc::CompletionQueue* cq, uint64_t n) override {
     v1::TuneRequest request = OrdinaryRequest(o_, n);
-    request.set_credential(xdeep::client::MungeCredential());
+    request.set_credential(FreshCredential());
     // The reader lives in its call's memory, which the context's end frees.
     reader_.reset();
     ctx_ = std::make_unique<grpc::ClientContext>();
@@ -225,7 +239,7 @@ class BudgetCall final : public bench::PendingCall {
  public:
   void Start(TuningClient& client, grpc::CompletionQueue* cq, uint64_t) override {
     v1::BudgetRequest request;
-    request.set_credential(xdeep::client::MungeCredential());
+    request.set_credential(FreshCredential());
     reader_.reset();  // before the context that holds its memory
     ctx_ = std::make_unique<grpc::ClientContext>();
     ctx_->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -461,6 +475,10 @@ int main(int argc, char** argv) {
                  "windows of each kind, alternating (more, shorter ones: a burst of the "
                  "machine's other work spans windows of both kinds)")
       ->check(CLI::Range(1, 1000));
+  app.add_option("--credentials-ahead", o.credentials_ahead,
+                 "a thread of its own encodes up to N fresh credentials ahead of the calls "
+                 "(0: each call encodes its own, on its client thread)")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
   bool picks = false;
   app.add_flag("--picks", picks, "decide ten representative requests once each and print them");
@@ -481,8 +499,13 @@ int main(int argc, char** argv) {
 
   fmt::print(
       "{} clients (calls in flight, from {} threads), {} s each, mode {}, mix {}, fresh MUNGE "
-      "credential per request\n",
-      o.clients, o.client_threads, o.seconds, o.mode, o.mix);
+      "credential per request ({} encoded ahead)\n",
+      o.clients, o.client_threads, o.seconds, o.mode, o.mix, o.credentials_ahead);
+  std::unique_ptr<bench::CredentialSupply> credentials;
+  if (o.credentials_ahead > 0) {
+    credentials = std::make_unique<bench::CredentialSupply>(o.credentials_ahead);
+    g_credentials = credentials.get();
+  }
   // Warm-up: connections, and whatever the daemon caches on first use.
   Run(o, CallKind::kTune, 0.5);
   const Stats baseline = Run(o, CallKind::kBudget, o.seconds);
