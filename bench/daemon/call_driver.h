@@ -1,8 +1,8 @@
 // Drives many concurrent calls from a few client threads (asynchronous gRPC:
 // each thread keeps its share of the calls in flight on its own completion
 // queue). A thread per call, as the benchmark had, spent ~0.16 ms of CPU per
-// call polling and switching on the very cores it measured; two threads
-// spend 0.11-0.13 ms (2-core VM, bench/README.md).
+// call polling and switching on the very cores it measured; one thread
+// spends ~0.09 ms (2-core VM, bench/README.md).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -43,7 +43,7 @@ struct CallStats {
 struct DriveOptions {
   std::string daemon;  // gRPC target
   int in_flight = 16;  // calls in flight at any time
-  int threads = 2;     // client threads sharing them
+  int threads = 1;     // client threads sharing them
   std::chrono::duration<double> seconds{1};
   // Each call slot's first call (its connection's set-up) is not counted:
   // short windows would otherwise count every connect among their slowest.

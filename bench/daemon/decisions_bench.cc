@@ -5,7 +5,7 @@
 // authenticated call (GetBudget: one MUNGE decode and one ledger read).
 //
 //   decisions_bench --daemon unix:///path/xdeepd.sock [--clients 16] [--seconds 5]
-//                   [--client-threads 2] [--credentials-ahead 16]
+//                   [--client-threads 1] [--credentials-ahead 16]
 //                   [--mode advise|auto] [--mix repeated|varied|unique]
 //                   [--heavy N --heavy-workload FILE [--heavy-samples 4000]
 //                    [--heavy-windows 8]]
@@ -101,7 +101,7 @@ double OwnCpuSeconds() {
 struct Options {
   std::string daemon;
   int clients = 16;            // calls in flight
-  int client_threads = 2;      // threads issuing them
+  int client_threads = 1;      // threads issuing them
   int credentials_ahead = 16;  // > 0: a thread encodes the credentials ahead
   double seconds = 5;
   std::string mode = "advise";
@@ -498,9 +498,10 @@ int main(int argc, char** argv) {
   }
 
   fmt::print(
-      "{} clients (calls in flight, from {} threads), {} s each, mode {}, mix {}, fresh MUNGE "
+      "{} clients (calls in flight, from {} thread{}), {} s each, mode {}, mix {}, fresh MUNGE "
       "credential per request ({} encoded ahead)\n",
-      o.clients, o.client_threads, o.seconds, o.mode, o.mix, o.credentials_ahead);
+      o.clients, o.client_threads, o.client_threads == 1 ? "" : "s", o.seconds, o.mode, o.mix,
+      o.credentials_ahead);
   std::unique_ptr<bench::CredentialSupply> credentials;
   if (o.credentials_ahead > 0) {
     credentials = std::make_unique<bench::CredentialSupply>(o.credentials_ahead);
