@@ -425,7 +425,10 @@ std::string PlacementLabel() {
   auto cores = [](int n) { return fmt::format("{} core{}", n, n == 1 ? "" : "s"); };
   if (both == d && both == c)
     return fmt::format("measured, clients sharing the daemon's {}", cores(d));
-  if (both == 0) return fmt::format("measured, daemon on {}, clients on {} others", cores(d), c);
+  if (both == 0) {
+    return fmt::format("measured, daemon on {}, clients on {} other{}", cores(d), c,
+                       c == 1 ? "" : "s");
+  }
   return fmt::format("measured, daemon on {}, clients on {} ({} shared)", cores(d), cores(c), both);
 }
 
