@@ -1,6 +1,8 @@
 // GroupCommit (see group_commit.h).
 #include "daemon/group_commit.h"
 
+#include <thread>
+
 #include "daemon/sqlite_statement.h"
 
 namespace xdeep::daemon {
@@ -27,6 +29,16 @@ absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
       continue;
     }
     committing_ = true;
+    if (spacing_.count() > 0) {
+      const auto ready = last_start_ + spacing_;
+      if (std::chrono::steady_clock::now() < ready) {
+        // Nobody else leads meanwhile (committing_): they queue behind us.
+        lock.unlock();
+        std::this_thread::sleep_until(ready);
+        lock.lock();
+      }
+      last_start_ = std::chrono::steady_clock::now();
+    }
     std::vector<Pending*> batch;
     batch.swap(queue_);
     lock.unlock();

@@ -5,10 +5,16 @@
 // commit that holds its own write: what a client is told is on disk. A write
 // that fails leaves nothing behind (its savepoint is rolled back) while the
 // batch's other writes stay; a failed commit fails every write of its batch.
+// With a spacing, commits start at most once per spacing: a write that comes
+// within it of the last commit's start waits for the rest of it, and the
+// writes arriving meanwhile share its commit (under load, one commit's fixed
+// cost -- locks, WAL frames, a sync -- is shared by several writes; a lone
+// write, long after the last commit, goes at once).
 #pragma once
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -23,8 +29,9 @@ class GroupCommit {
  public:
   // `db` is used with `*db_mu` held (the connection's lock, which its owner
   // also takes for its other transactions); `who` names it in errors.
-  GroupCommit(sqlite3* db, std::mutex* db_mu, std::string who)
-      : db_(db), db_mu_(db_mu), who_(std::move(who)) {}
+  GroupCommit(sqlite3* db, std::mutex* db_mu, std::string who,
+              std::chrono::microseconds spacing = std::chrono::microseconds(0))
+      : db_(db), db_mu_(db_mu), who_(std::move(who)), spacing_(spacing) {}
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
@@ -39,10 +46,13 @@ class GroupCommit {
   sqlite3* db_;
   std::mutex* db_mu_;
   std::string who_;
-  // Writes waiting for the next commit, and whether one is under way.
+  std::chrono::microseconds spacing_;
+  // Writes waiting for the next commit, and whether one is under way (or
+  // its leader is waiting out the spacing).
   std::mutex queue_mu_;
   std::vector<Pending*> queue_;
   bool committing_ = false;
+  std::chrono::steady_clock::time_point last_start_;
 };
 
 }  // namespace xdeep::daemon

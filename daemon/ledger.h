@@ -193,7 +193,8 @@ class Ledger {
   std::mutex mu_;  // the connection: one transaction at a time
   sqlite3* db_;
   // Insert's and Admit's writes, durable once Write returns (synchronous=FULL).
-  GroupCommit commits_{db_, &mu_, "ledger"};
+  // One commit (one sync) per millisecond at most (group_commit.h).
+  GroupCommit commits_{db_, &mu_, "ledger", std::chrono::microseconds(1000)};
   // The WAL's checkpoints, off the writers' path: each commit still syncs
   // the WAL (a charge is durable once Write returns), none waits for the
   // database file's sync as well.

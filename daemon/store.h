@@ -118,7 +118,9 @@ class Store {
 
   std::mutex mu_;
   sqlite3* db_;
-  GroupCommit decisions_{db_, &mu_, "store"};
+  // One commit per millisecond at most (group_commit.h): at thousands of
+  // decisions per second, a commit each cost more than the decision.
+  GroupCommit decisions_{db_, &mu_, "store", std::chrono::microseconds(1000)};
   // The WAL's checkpoints, off the writers' path (every advise request saves
   // its decision record here).
   std::unique_ptr<WalCheckpointer> checkpoints_;

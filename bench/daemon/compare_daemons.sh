@@ -5,6 +5,9 @@
 # varied auto. Then both decide the ten --picks requests; the picks must match.
 #   bench/daemon/compare_daemons.sh STACK_DIR BUILD_DIR BASELINE_XDEEPD [SECONDS] [CLIENTS] [ROUNDS]
 # The load average is printed beside every run (a shared machine).
+# BASELINE_BENCH=FILE: the baseline daemon is measured with that client
+# instead (an older decisions_bench: the clients' own cost before and after).
+# RUNS="advise repeated,advise varied": only those of the four runs.
 # HEAVY=1: instead of the four runs, integration.bounded's --heavy run (four
 # worst-case clients with 40 ms deadlines beside four ordinary ones, 8,000
 # ordinary calls of each kind in 16 windows): each run's ordinary p99 alone,
@@ -15,6 +18,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 stack=$(realpath -m "$1") build=$(realpath "$2") baseline=$(realpath "$3")
 seconds=${4:-3} clients=${5:-16} rounds=${6:-1}
 bench=$build/bench/daemon/decisions_bench
+baseline_bench=$(realpath "${BASELINE_BENCH:-$bench}")
+IFS=, read -r -a runs <<< "${RUNS:-advise repeated,advise varied,advise unique,auto varied}"
 [[ -x $bench && -x $build/daemon/xdeepd && -x $baseline ]] || {
   echo "compare_daemons: needs $bench, $build/daemon/xdeepd and $baseline" >&2; exit 2; }
 sock=$stack/xdeepd.sock
@@ -42,7 +47,8 @@ restart_daemon() {
 
 measure() {  # label binary
   restart_daemon "$2"
-  local pid
+  local pid bench=$bench
+  [[ $label == baseline ]] && bench=$baseline_bench
   pid=$(cat "$stack/run/xdeepd.fgpid")
   if [[ -n ${HEAVY:-} ]]; then
     echo "== daemon $label, heavy, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -51,7 +57,7 @@ measure() {  # label binary
       --heavy-samples 8000 --heavy-windows 16 | tail -n 5 || true
     return
   fi
-  for run in "advise repeated" "advise varied" "advise unique" "auto varied"; do
+  for run in "${runs[@]}"; do
     set -- $run
     echo "== daemon $label, mode $1, mix $2, load $(cut -d' ' -f1-3 /proc/loadavg)"
     "$bench" --daemon "unix://$sock" --clients "$clients" --seconds "$seconds" --mode "$1" \
