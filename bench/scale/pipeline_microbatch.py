@@ -80,17 +80,17 @@ def sync():
 class Block(nn.Module):
     """One tensor-parallel rank's share of a GPT block (Megatron, 2021)."""
 
-    def __init__(self):
+    def __init__(self, **on):
         super().__init__()
         self.heads = HEADS // TP
         self.head_dim = HIDDEN // HEADS
         width = self.heads * self.head_dim
-        self.ln1 = nn.LayerNorm(HIDDEN)
-        self.qkv = nn.Linear(HIDDEN, 3 * width)
-        self.proj = nn.Linear(width, HIDDEN)
-        self.ln2 = nn.LayerNorm(HIDDEN)
-        self.fc1 = nn.Linear(HIDDEN, FFN // TP)
-        self.fc2 = nn.Linear(FFN // TP, HIDDEN)
+        self.ln1 = nn.LayerNorm(HIDDEN, **on)
+        self.qkv = nn.Linear(HIDDEN, 3 * width, **on)
+        self.proj = nn.Linear(width, HIDDEN, **on)
+        self.ln2 = nn.LayerNorm(HIDDEN, **on)
+        self.fc1 = nn.Linear(HIDDEN, FFN // TP, **on)
+        self.fc2 = nn.Linear(FFN // TP, HIDDEN, **on)
 
     def forward(self, x, mask):
         s, b, _ = x.shape
@@ -104,15 +104,17 @@ class Block(nn.Module):
 
 
 class Stage(nn.Module):
-    def __init__(self, last):
+    def __init__(self, last, device):
         super().__init__()
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        on = {"device": device, "dtype": DTYPE}  # built on the GPU: ~2 G parameters a stage
+        self.blocks = nn.ModuleList(Block(**on) for _ in range(LAYERS))
         self.last = last
         if last:
-            self.ln_f = nn.LayerNorm(HIDDEN)
-            self.head = nn.Linear(HIDDEN, VOCAB // TP, bias=False)
+            self.ln_f = nn.LayerNorm(HIDDEN, **on)
+            self.head = nn.Linear(HIDDEN, VOCAB // TP, bias=False, **on)
         self.register_buffer(
-            "mask", torch.ones(SEQ, SEQ, dtype=torch.bool).triu(1), persistent=False)
+            "mask", torch.ones(SEQ, SEQ, dtype=torch.bool, device=device).triu(1),
+            persistent=False)
 
     def forward(self, x, labels=None):
         for block in self.blocks:
@@ -214,7 +216,7 @@ def main():
     if CUDA:
         torch.cuda.set_device(device)
     torch.manual_seed(1234 + rank)
-    stage = Stage(last=rank == world - 1).to(device=device, dtype=DTYPE)
+    stage = Stage(last=rank == world - 1, device=device)
     params = [p for p in stage.parameters()]
     result = {"device": torch.cuda.get_device_name(device) if CUDA else "cpu",
               "torch": torch.__version__, "stages": world, "layers_per_stage": LAYERS,
