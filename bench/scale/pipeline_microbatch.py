@@ -42,12 +42,22 @@ that form; a fixed cost per micro-batch shows as T1 / T2 above 0.5.
 Command (2 GPUs of one host, ~45 s with the defaults; DEADLINE_S stops it
 between phases):
   OUT=$OUT torchrun --nproc-per-node 2 bench/scale/pipeline_microbatch.py
-Writes $OUT/pipeline_microbatch.json. Without CUDA it runs on the CPU with
-gloo for a smoke test (shape from HIDDEN, HEADS, TP, FFN, SEQ, VOCAB).
+Writes $OUT/pipeline_microbatch.json. Without CUDA (or with PIPELINE_CPU=1)
+it runs on the CPU with gloo at a tiny shape (HIDDEN, HEADS, TP, FFN, SEQ,
+VOCAB). `--check` (ctest bench.scale.pipeline_microbatch) runs that with 2
+and 3 stages, one process each, without dropout, and checks that every run
+completes and that one step's accumulated gradients on every stage equal
+those of the same micro-batches run through the stages one after another in
+one process: a transfer out of DeepSpeed's order deadlocks or mixes
+micro-batches up.
 """
 import json
 import math
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
@@ -56,7 +66,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-CUDA = torch.cuda.is_available()
+CUDA = torch.cuda.is_available() and os.environ.get("PIPELINE_CPU") != "1"
 HIDDEN = int(os.environ.get("HIDDEN", "20480" if CUDA else "64"))
 HEADS = int(os.environ.get("HEADS", "128" if CUDA else "8"))
 TP = int(os.environ.get("TP", "8" if CUDA else "2"))
@@ -68,6 +78,7 @@ SAMPLES = [int(s) for s in os.environ.get("SAMPLES", "16,4").split(",")]
 STEPS = int(os.environ.get("STEPS", "3"))
 REPS = int(os.environ.get("REPS", "5"))
 DEADLINE_S = float(os.environ.get("DEADLINE_S", "110"))
+DROPOUT = float(os.environ.get("DROPOUT", "0.1"))
 DTYPE = torch.bfloat16 if CUDA else torch.float32
 START = time.time()
 
@@ -97,10 +108,10 @@ class Block(nn.Module):
         qkv = self.qkv(self.ln1(x)).view(s, b * self.heads, 3 * self.head_dim)
         q, k, v = qkv.transpose(0, 1).split(self.head_dim, dim=-1)
         scores = torch.bmm(q, k.transpose(1, 2)) * (1.0 / math.sqrt(self.head_dim))
-        probs = F.dropout(torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1), 0.1)
+        probs = F.dropout(torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1), DROPOUT)
         ctx = torch.bmm(probs, v).transpose(0, 1).reshape(s, b, -1)
-        x = x + F.dropout(self.proj(ctx), 0.1)
-        return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)))), 0.1)
+        x = x + F.dropout(self.proj(ctx), DROPOUT)
+        return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)))), DROPOUT)
 
 
 class Stage(nn.Module):
@@ -146,7 +157,21 @@ class Accumulator:
             m.zero_()
 
 
-def run_step(stage, acc, rank, world, mb, m, device):
+def seeded(seed, device):
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    return g
+
+
+def micro_batch(i, mb, device):
+    """Micro-batch i's input (the embedding's output) and labels, the same in every run."""
+    x = torch.randn(SEQ, mb, HIDDEN, dtype=DTYPE, device=device, generator=seeded(i, device))
+    labels = torch.randint(VOCAB // TP, (SEQ, mb), device=device,
+                           generator=seeded(10000 + i, device))
+    return x.requires_grad_(), labels
+
+
+def run_step(stage, acc, rank, world, mb, m, device, clear=True):
     """One step of DeepSpeed's TrainSchedule for this stage."""
     first, last = rank == 0, rank == world - 1
     shape = (SEQ, mb, HIDDEN)
@@ -169,10 +194,10 @@ def run_step(stage, acc, rank, world, mb, m, device):
                 grad = torch.empty(shape, dtype=DTYPE, device=device)
                 dist.recv(grad, rank + 1)
         if valid and forward:
+            x, labels = micro_batch(i, mb, device) if first or last else (None, None)
             if first:  # the embedding's output, which requires grad
-                inputs[i] = torch.randn(shape, dtype=DTYPE, device=device).requires_grad_()
-            labels = torch.randint(VOCAB // TP, (SEQ, mb), device=device) if last else None
-            outputs[i] = stage(inputs[i], labels)
+                inputs[i] = x
+            outputs[i] = stage(inputs[i], labels if last else None)
         elif valid:
             out = outputs.pop(i)
             if last:
@@ -183,7 +208,8 @@ def run_step(stage, acc, rank, world, mb, m, device):
             if first:
                 inputs.pop(i)
         prev = i
-    acc.end_step()
+    if clear:
+        acc.end_step()
 
 
 def time_micro_batch(stage, mb, device):
@@ -290,8 +316,85 @@ def main():
             json.dump(result, f, indent=1)
         print(f"wrote {os.path.join(out, 'pipeline_microbatch.json')} "
               f"({result['seconds']:.0f} s)", flush=True)
+    if os.environ.get("PIPELINE_DUMP") == "1":  # --check: one step's gradients, kept
+        run_step(stage, Accumulator(params, "inplace"), rank, world, 2, 2, device, clear=False)
+        torch.save([p.grad for p in params],
+                   os.path.join(os.environ.get("OUT", "."), f"grads_{rank}.pt"))
     dist.destroy_process_group()
 
 
+def reference(world, out):
+    """The dumped step's gradients with the stages run one after another."""
+    device = torch.device("cpu")
+    stages = []
+    for rank in range(world):
+        torch.manual_seed(1234 + rank)
+        stages.append(Stage(last=rank == world - 1, device=device))
+    for i in range(2):
+        x, labels = micro_batch(i, 2, device)
+        for rank, stage in enumerate(stages):
+            x = stage(x, labels if rank == world - 1 else None)
+        x.backward()
+    worst = 0.0
+    for rank, stage in enumerate(stages):
+        got = torch.load(os.path.join(out, f"grads_{rank}.pt"))
+        want = [p.grad for p in stage.parameters()]
+        assert len(got) == len(want), (rank, len(got), len(want))
+        for g, w in zip(got, want):
+            worst = max(worst, ((g - w).abs().max() / w.abs().max().clamp_min(1e-12)).item())
+    print(f"{world} stages: gradients against one process, worst relative difference {worst:.2e}")
+    assert worst < 1e-4, worst
+
+
+def check():
+    """The schedule on the CPU with 2 and 3 stages: completes, reports each run."""
+    for world in (2, 3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with tempfile.TemporaryDirectory() as out:
+            procs = []
+            tiny = dict(os.environ, PIPELINE_CPU="1", OUT=out, SAMPLES="4", STEPS="1", REPS="1",
+                        DROPOUT="0", PIPELINE_DUMP="1", HIDDEN="32", HEADS="4", TP="2", SEQ="16",
+                        VOCAB="64")
+            for rank in range(world):
+                env = dict(tiny, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)], env=env,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                              text=True))
+            for rank, p in enumerate(procs):
+                try:
+                    log, _ = p.communicate(timeout=90)
+                except subprocess.TimeoutExpired:
+                    for q in procs:
+                        q.kill()
+                    sys.exit(f"{world} stages: rank {rank} did not finish in 90 s (deadlock?)")
+                if p.returncode != 0:
+                    sys.exit(f"{world} stages: rank {rank} exited {p.returncode}:\n{log}")
+            with open(os.path.join(out, "pipeline_microbatch.json")) as f:
+                result = json.load(f)
+            ref = subprocess.run([sys.executable, os.path.abspath(__file__), "--reference",
+                                  str(world), out], env=tiny, capture_output=True, text=True)
+            if ref.returncode != 0:
+                sys.exit(f"{world} stages: gradients differ from one process's:\n"
+                         f"{ref.stdout}{ref.stderr}")
+            print(ref.stdout.strip())
+        runs = {(r["accumulation"], r["micro_batch"]): r for r in result["runs"]}
+        assert set(runs) == {(a, mb) for a in ("inplace", "fp32") for mb in (1, 2)}, runs
+        for (_, mb), r in runs.items():
+            assert r["micro_batches"] == 4 // mb and r["mean_step_s"] > 0, r
+        assert result["stages"] == world and len(result["params_per_stage"]) == world
+        # The last stage holds the output layer's slice besides its blocks.
+        assert result["params_per_stage"][-1] > result["params_per_stage"][0], result
+        print(f"{world} stages: {len(runs)} runs completed")
+    print("ok")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--check"]:
+        check()
+    elif sys.argv[1:2] == ["--reference"]:
+        reference(int(sys.argv[2]), sys.argv[3])
+    else:
+        main()
