@@ -75,14 +75,16 @@
 //    (_partition_tensor's .clone()), the received buffer's clone
 //    (_exec_recv_activations) and the forward's clone of it
 //    (_exec_forward_pass), besides full()'s own. Counted where pp > 1 and
-//    tp > 1: at MT-NLG's micro-batch of 2, ~1.5 ms of a ~320 ms micro-batch.
+//    tp > 1: at MT-NLG's micro-batch of 2, 1.6 ms of a middle stage's ~320 ms
+//    micro-batch, 0.6 ms of the last stage's (one full()), the slowest.
 //  Checked and not a cost here: p2p.send / recv call dist.send / dist.recv
 //  from torch 1.8 (e2fdd25; a broadcast in two-rank groups before, same
 //  bytes); TrainSchedule, ReduceTiedGrads / ReduceGrads / OptimizerStep
 //  after the last step and 'type:transformer' partitioning are as today's;
-//  the host synchronisations (ThroughputTimer.start's torch.cuda.synchronize,
-//  PartitionedTensor.from_meta's meta.tolist()) wait for work the stage
-//  needs next anyway.
+//  PartitionedTensor.from_meta's meta.tolist() makes the host wait for the
+//  transfer the pass needs anyway; ThroughputTimer.start synchronises only
+//  after stop() has counted two steps, and only DeepSpeedEngine.step() calls
+//  stop(), which the pipeline's train_batch never runs (utils/timer.py).
 //
 // Megatron-LM's schedules with Megatron-style tensor parallelism send 1 / tp
 // of each activation and gradient across a stage boundary: under sequence
