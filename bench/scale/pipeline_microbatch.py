@@ -39,7 +39,7 @@ prints the measured steps against (m + p - 1) x max over stages of T, the
 tuner's form. What the pick needs: T1 / T2 near 0.5 and the step following
 that form; a fixed cost per micro-batch shows as T1 / T2 above 0.5.
 
-Command (2 GPUs of one host, ~45 s with the defaults; DEADLINE_S stops it
+Command (2 GPUs of one host, 32 s on 2x H100 with the defaults; DEADLINE_S stops it
 between phases):
   OUT=$OUT torchrun --nproc-per-node 2 bench/scale/pipeline_microbatch.py
 Writes $OUT/pipeline_microbatch.json. Without CUDA (or with PIPELINE_CPU=1)
