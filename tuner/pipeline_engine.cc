@@ -49,7 +49,15 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   t.serial_exchange = true;
   t.partitioned_p2p = c.tp > 1;
   if (w.settings.deepspeed_release == DeepSpeedRelease::k2021) {
-    if (w.precision == Precision::kBf16Mixed) AccumulateInPlace(&t);  // fp16: no bf16 then
+    if (w.precision == Precision::kBf16Mixed && w.settings.fp32_grad_reduce) {
+      t.accumulation_traffic_bytes = 2 + 4 + 4;  // main_grad.add_(grad), fp32 main grads
+    } else if (w.precision == Precision::kBf16Mixed) {
+      AccumulateInPlace(&t);  // the public engine's fp16
+    }
+    if (t.partitioned_p2p) {
+      t.partition_full_traffic = 1 + 2 + 2;  // zero fill, copy-out, clone
+      t.partition_shard_traffic = 2;         // read and write
+    }
     return t;
   }
   if (w.precision == Precision::kBf16Mixed) {

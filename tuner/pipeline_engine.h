@@ -54,13 +54,37 @@
 //    micro-batch on (read 2 + 2, write 2 bytes a parameter). (Megatron-
 //    DeepSpeed's get_megatron_optimizer returns the bare optimizer under
 //    DeepSpeed, so Megatron's fp32 main_grad accumulation is not used either.)
+//    A run that trained bf16 on it anyway ran code that is not public; with
+//    [training] fp32_grad_reduce it is charged the least fp32 accumulation
+//    costs, Megatron's main_grad.add_(grad) after every micro-batch (read
+//    2 + 4, write 4 bytes a parameter; fp32 gradients reduced and kept),
+//    which Megatron-DeepSpeed's own arguments.py of 2021 says bf16 needs
+//    ("bfloat16 requires gradient accumulation and all-reduce to be done in
+//    fp32", microsoft/Megatron-DeepSpeed f0131ce0, megatron/arguments.py).
+//  * PartitionedTensor's copies on the device (deepspeed/runtime/utils.py at
+//    e2fdd25): full() zero-fills a flat buffer of the whole tensor, copies
+//    the local part in, all-gathers with dist.all_gather over a list of
+//    views -- which PyTorch of 2021 runs into a flat buffer of its own and
+//    copies out view by view (ProcessGroupNCCL::allgather in
+//    torch/lib/c10d/ProcessGroupNCCL.cpp, its torch <= 1.9 location) -- and
+//    returns .clone() of it: 1 + 2 + 2 bytes of traffic a byte of the whole
+//    tensor besides the all-gather, and a shard copy. A pass takes three
+//    full()s a micro-batch (forward: its input; backward: its own output
+//    rebuilt and the received gradient) and copies a shard (read and write)
+//    at each of: the partition of its output and of its input's gradient
+//    (_partition_tensor's .clone()), the received buffer's clone
+//    (_exec_recv_activations) and the forward's clone of it
+//    (_exec_forward_pass), besides full()'s own. Counted where pp > 1 and
+//    tp > 1: at MT-NLG's micro-batch of 2, 1.6 ms of a middle stage's ~320 ms
+//    micro-batch, 0.6 ms of the last stage's (one full()), the slowest.
 //  Checked and not a cost here: p2p.send / recv call dist.send / dist.recv
 //  from torch 1.8 (e2fdd25; a broadcast in two-rank groups before, same
 //  bytes); TrainSchedule, ReduceTiedGrads / ReduceGrads / OptimizerStep
 //  after the last step and 'type:transformer' partitioning are as today's;
-//  the host synchronisations (ThroughputTimer.start's torch.cuda.synchronize,
-//  PartitionedTensor.from_meta's meta.tolist()) wait for work the stage
-//  needs next anyway.
+//  PartitionedTensor.from_meta's meta.tolist() makes the host wait for the
+//  transfer the pass needs anyway; ThroughputTimer.start synchronises only
+//  after stop() has counted two steps, and only DeepSpeedEngine.step() calls
+//  stop(), which the pipeline's train_batch never runs (utils/timer.py).
 //
 // Megatron-LM's schedules with Megatron-style tensor parallelism send 1 / tp
 // of each activation and gradient across a stage boundary: under sequence
@@ -131,6 +155,11 @@ struct PipelineEngineTraits {
   // The first micro-batch's gradients find nothing to add to (autograd's
   // accumulation into .grad): one pass fewer per step.
   bool first_accumulation_free = false;
+  // DeepSpeed of 2021's PartitionedTensor: bytes of device-memory traffic
+  // per byte of the whole tensor for each full() beside its all-gather, and
+  // per byte of a 1 / tp shard for each shard copy (0: none counted).
+  double partition_full_traffic = 0;
+  double partition_shard_traffic = 0;
   // Sharded gradients (ZeRO-2) are reduce-scattered one FSDP unit at a time
   // in FSDP2's order (tuner/grad_sync_overlap.h): with one stage, where
   // PyTorch's fully_shard runs the data-parallel side. DeepSpeed's ZeRO-2

@@ -1064,6 +1064,14 @@ StepTime StrategyModel::Time(const Configuration& given) {
       };
       f += exchange(d.recv_bytes, false) * d.chunks;
       b += exchange(d.send_bytes, true) * d.chunks;
+      // DeepSpeed of 2021's PartitionedTensor copies (pipeline_engine.h):
+      // forward, full() of the input and three shard copies, the output's
+      // partition; backward, two full()s with a shard copy each, the input
+      // gradient's partition.
+      const double in = d.recv_bytes * c.micro_batch, out = d.send_bytes * c.micro_batch;
+      const double full = engine.partition_full_traffic, shard = engine.partition_shard_traffic;
+      f += (full * in + shard * (3 * in + out) / c.tp) / bw * d.chunks;
+      b += (2 * full * out + shard * (2 * out + in) / c.tp) / bw * d.chunks;
     }
     // bf16 under DeepSpeed's engine, and Megatron-LM before gradient
     // accumulation fusion: each micro-batch's gradients are added into the

@@ -1097,11 +1097,15 @@ absl::Status ParseTrainingSettings(const TomlReader& rd, const toml::table& mode
           "remove fp32_grad_reduce, or set precision = \"bf16-mixed\" if the "
           "weights and gradients are 16-bit");
     }
-    if (**fp32_reduce && st.pipeline_parallel == PipelineParallel::kDeepSpeed) {
+    // DeepSpeed of 2021 had no bf16 of its own (pipeline_engine.h): there
+    // fp32 accumulation is the run's choice, as for Megatron.
+    if (**fp32_reduce && st.pipeline_parallel == PipelineParallel::kDeepSpeed &&
+        st.deepspeed_release != DeepSpeedRelease::k2021) {
       return rd.Error(training.get("fp32_grad_reduce"),
                       "fp32_grad_reduce with pipeline_parallel = \"deepspeed\": DeepSpeed's "
                       "engine accumulates bf16 gradients in its own fp32 buffer already",
-                      "remove fp32_grad_reduce (the deepspeed engine's fp32 buffer is modelled)");
+                      "remove fp32_grad_reduce (the deepspeed engine's fp32 buffer is modelled), "
+                      "or set [model] deepspeed_release = \"2021\" for the engine of 2021");
     }
     st.fp32_grad_reduce = **fp32_reduce;
   }

@@ -104,9 +104,14 @@ TEST(PipelineEngineTest, DeepSpeedOf2021PartitionsGradientsAndAccumulatesIn16Bit
   }
   ASSERT_TRUE(now.transformer.tied_embeddings);
   last_params += double(now.transformer.vocab) * now.transformer.hidden / c.tp;
+  // Besides the accumulation, 2021's PartitionedTensor copies: the last
+  // stage's forward rebuilds its input (5 bytes a byte of it, and three
+  // shard copies of 2), its backward partitions the input's gradient.
+  const double input = now.layers[1].output_bytes * c.micro_batch;
+  const double copies = (5 + 4 * 2.0 / c.tp) * input / bw;
   const double got = EstimateStepTime(then, hw, c).per_micro_batch_s -
                      EstimateStepTime(now, hw, c).per_micro_batch_s;
-  EXPECT_NEAR(got, -(18 - 6) * last_params / bw, 1e-3 * (18 - 6) * last_params / bw);
+  EXPECT_NEAR(got, -(18 - 6) * last_params / bw + copies, 1e-3 * (18 - 6) * last_params / bw);
   // The first micro-batch's gradients find nothing to add to.
   EXPECT_NEAR(EstimateStepTime(then, hw, c).first_accumulation_s, 6 * last_params / bw,
               1e-9 * last_params);
@@ -114,6 +119,98 @@ TEST(PipelineEngineTest, DeepSpeedOf2021PartitionsGradientsAndAccumulatesIn16Bit
   const double stage_params = EstimateMemory(now, hw, c).weights / 2;  // bf16, unsharded
   EXPECT_NEAR(EstimateMemory(now, hw, c).gradients - EstimateMemory(then, hw, c).gradients,
               4 * stage_params, 1e-6 * stage_params);
+}
+
+// DeepSpeed of 2021's PartitionedTensor (deepspeed/runtime/utils.py at
+// e2fdd25; pipeline_engine.h): full() zero-fills the whole tensor, PyTorch of
+// 2021's list all-gather copies it out of its own flat buffer, and full()
+// returns a clone (5 bytes of traffic a byte), and each shard is copied
+// (read and write) where it is partitioned, received, cloned for the forward
+// and put into full()'s buffer. Charged on the 2021 engine with tensor
+// parallelism only; a middle stage pays three full()s a micro-batch and the
+// last one.
+TEST(PipelineEngineTest, DeepSpeedOf2021CopiesEachPartitionedTensorOnTheDevice) {
+  const HardwareProfile hw = A100();
+  Workload w = testing::EngineGpt(PipelineParallel::kDeepSpeed);
+  w.settings.deepspeed_release = DeepSpeedRelease::k2021;
+  const Configuration c = Layout(4);
+  EXPECT_EQ(EngineTraits(w, c).partition_full_traffic, 5);
+  EXPECT_EQ(EngineTraits(w, c).partition_shard_traffic, 2);
+  Configuration no_tp = c;
+  no_tp.tp = 1;
+  no_tp.dp = 16;
+  no_tp.grad_accum = 256 / no_tp.dp;
+  EXPECT_EQ(EngineTraits(w, no_tp).partition_full_traffic, 0);
+  EXPECT_EQ(EngineTraits(testing::EngineGpt(PipelineParallel::kDeepSpeed), c)
+                .partition_full_traffic,
+            0);
+  // Memory bandwidth scales the copies alone among the last stage's device
+  // terms that do not also scale with it in the other release: the
+  // difference between the releases grows by the copies' share.
+  HardwareProfile slow = hw;
+  slow.memory_bandwidth_gbps *= 0.5;
+  Workload now = w;
+  now.settings.deepspeed_release = DeepSpeedRelease::kCurrent;
+  const double input = w.layers[1].output_bytes * c.micro_batch;
+  const double copies = (5 + 4 * 2.0 / c.tp) * input / (hw.memory_bandwidth_gbps * 1e9);
+  double last_params = 0;
+  for (int i = static_cast<int>(w.layers.size()) - 7; i < static_cast<int>(w.layers.size()); ++i) {
+    last_params += w.layers[i].params / c.tp;
+  }
+  last_params += double(w.transformer.vocab) * w.transformer.hidden / c.tp;
+  const double accumulation = (18 - 6) * last_params / (hw.memory_bandwidth_gbps * 1e9);
+  const auto delta = [&](const HardwareProfile& h) {
+    return EstimateStepTime(w, h, c).per_micro_batch_s -
+           EstimateStepTime(now, h, c).per_micro_batch_s;
+  };
+  EXPECT_NEAR(delta(hw), copies - accumulation, 1e-3 * accumulation);
+  EXPECT_NEAR(delta(slow), 2 * (copies - accumulation), 2e-3 * accumulation);
+  EXPECT_GT(copies, 0.01 * accumulation);
+}
+
+// A bf16 run on the engine of 2021 with [training] fp32_grad_reduce: fp32
+// main gradients, main_grad.add_(grad) after every micro-batch (10 bytes a
+// parameter, the first micro-batch too), reduced in fp32; parsed only with
+// deepspeed_release = "2021" (today's engine has its own fp32 buffer).
+TEST(PipelineEngineTest, DeepSpeedOf2021WithFp32AccumulationPaysMegatronsPass) {
+  const HardwareProfile hw = A100();
+  Workload fp16 = testing::EngineGpt(PipelineParallel::kDeepSpeed);
+  fp16.settings.deepspeed_release = DeepSpeedRelease::k2021;
+  Workload fp32 = fp16;
+  fp32.settings.fp32_grad_reduce = true;
+  const Configuration c = Layout(4);
+  EXPECT_EQ(EngineTraits(fp32, c).accumulation_traffic_bytes, 2 + 4 + 4);
+  EXPECT_FALSE(EngineTraits(fp32, c).first_accumulation_free);
+  EXPECT_EQ(EngineTraits(fp32, c).accumulation_buffer_bytes, 0);  // the gradients are fp32
+  double last_params = 0;
+  for (int i = static_cast<int>(fp16.layers.size()) - 7; i < static_cast<int>(fp16.layers.size());
+       ++i) {
+    last_params += fp16.layers[i].params / c.tp;
+  }
+  last_params += double(fp16.transformer.vocab) * fp16.transformer.hidden / c.tp;
+  const double bw = hw.memory_bandwidth_gbps * 1e9;
+  const StepTime t16 = EstimateStepTime(fp16, hw, c), t32 = EstimateStepTime(fp32, hw, c);
+  EXPECT_NEAR(t32.per_micro_batch_s - t16.per_micro_batch_s, (10 - 6) * last_params / bw,
+              1e-3 * 10 * last_params / bw);
+  EXPECT_EQ(t32.first_accumulation_s, 0);
+  EXPECT_GT(t32.exposed_comm_s, t16.exposed_comm_s);  // twice the bytes reduced over dp
+  const double stage_params = EstimateMemory(fp16, hw, c).weights / 2;
+  EXPECT_NEAR(EstimateMemory(fp32, hw, c).gradients - EstimateMemory(fp16, hw, c).gradients,
+              2 * stage_params, 1e-6 * stage_params);
+
+  auto then = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_parallel = \"deepspeed\"\n"
+      "deepspeed_release = \"2021\"\n[training]\nprecision = \"bf16-mixed\"\n"
+      "fp32_grad_reduce = true\n",
+      "w.toml");
+  ASSERT_TRUE(then.ok()) << then.status();
+  EXPECT_TRUE(then->settings.fp32_grad_reduce);
+  auto now = ParseWorkloadToml(
+      "[model]\npreset = \"gpt-125m\"\npipeline_parallel = \"deepspeed\"\n"
+      "[training]\nprecision = \"bf16-mixed\"\nfp32_grad_reduce = true\n",
+      "w.toml");
+  ASSERT_FALSE(now.ok());
+  EXPECT_NE(now.status().message().find("deepspeed_release"), std::string::npos) << now.status();
 }
 
 // The last stage (its head makes it the slowest here) sends nothing on, but
