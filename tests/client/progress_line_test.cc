@@ -4,6 +4,7 @@
 #include "client/progress_line.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pty.h>
 #include <unistd.h>
 
@@ -43,10 +44,16 @@ TEST(ProgressLine, RedrawsOneLineOnATerminal) {
     line.Update("waiting 0:02");
   }  // the destructor ends the line
   EXPECT_EQ(plain, 0);
-  char buf[256];
-  const ssize_t n = read(master, buf, sizeof buf);
-  ASSERT_GT(n, 0);
-  const std::string seen(buf, static_cast<size_t>(n));
+  // The pty hands each write over on its own: read until the line's end
+  // arrives (or a second passes without more).
+  std::string seen;
+  pollfd ready{master, POLLIN, 0};
+  while (seen.find('\n') == std::string::npos && poll(&ready, 1, 1000) == 1) {
+    char buf[256];
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<size_t>(n));
+  }
   // Carriage return + erase line before each redraw, one newline at the end
   // (the pty turns "\n" into "\r\n").
   EXPECT_EQ(seen, "\r\033[Kwaiting 0:01\r\033[Kwaiting 0:02\r\n");
