@@ -130,6 +130,11 @@ double ClassLogFactor(const GemmFit& f, int64_t key) {
   return it != f.kernel_classes.end() && it->key == key ? it->log_factor : 0.0;
 }
 
+// Output tiles of `kernel`'s grid for an m x n result.
+double KernelTiles(const GemmKernel& kernel, double m, double n) {
+  return std::ceil(m / kernel.tile_m) * std::ceil(n / kernel.tile_n);
+}
+
 bool SplitsInKernel(const GemmFit& f, const GemmKernel& kernel) {
   return kernel.split_k <= 1 && std::binary_search(f.in_kernel_split_algos.begin(),
                                                    f.in_kernel_split_algos.end(), kernel.algo);
@@ -141,9 +146,7 @@ double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLay
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
   const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
   double split = std::max(1, kernel.split_k);
-  if (SplitsInKernel(f, kernel)) {
-    split = FillingSplit(f.sms, std::ceil(m / kernel.tile_m) * std::ceil(n / kernel.tile_n), k);
-  }
+  if (SplitsInKernel(f, kernel)) split = FillingSplit(f.sms, KernelTiles(kernel, m, n), k);
   return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate);
 }
 
@@ -327,9 +330,7 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
 // and the same kernel splitting k to fill the SMs.
 bool SplitIsAmbiguous(const GemmFit& fit, const GemmPoint& p) {
   if (p.kernel.split_k > 1) return false;
-  const double tiles = std::ceil(p.m / static_cast<double>(p.kernel.tile_m)) *
-                       std::ceil(p.n / static_cast<double>(p.kernel.tile_n));
-  return FillingSplit(fit.sms, tiles, p.k) > 1;
+  return FillingSplit(fit.sms, KernelTiles(p.kernel, p.m, p.n), p.k) > 1;
 }
 
 // The algorithms that split k inside their launch: over an algorithm's points
