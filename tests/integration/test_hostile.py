@@ -100,12 +100,18 @@ def forged_env_launch(user, argv, decision="forged", token=None):
     return as_user(user, ["bash", "-c", f'{exports}; exec "$@"', "forged", *argv])
 
 
+def ensure_users(*users):
+    """Each test class makes the local users it acts as: unittest runs the
+    classes in name order, so none may rely on another having made them."""
+    for user in users:
+        if subprocess.run(["id", user], capture_output=True).returncode != 0:
+            subprocess.run(["useradd", "-M", "-s", "/bin/sh", user], check=True)
+
+
 class HostileUserTest(StackTest):
     def setUp(self):
         super().setUp()
-        for user in (ALICE, MALLORY):
-            if subprocess.run(["id", user], capture_output=True).returncode != 0:
-                subprocess.run(["useradd", "-M", "-s", "/bin/sh", user], check=True)
+        ensure_users(ALICE, MALLORY)
         os.chmod(self.tmp, 0o777)
 
     def tearDown(self):
@@ -747,6 +753,7 @@ class CrashTest(StackTest):
 
     def setUp(self):
         super().setUp()
+        ensure_users(ALICE)
         os.chmod(self.tmp, 0o777)
         self.config = os.path.join(STACK, "xdeepd.toml")
         with open(self.config) as f:
@@ -897,8 +904,7 @@ class SecondDaemonTest(StackTest):
 
     def setUp(self):
         super().setUp()
-        if subprocess.run(["id", ALICE], capture_output=True).returncode != 0:
-            subprocess.run(["useradd", "-M", "-s", "/bin/sh", ALICE], check=True)
+        ensure_users(ALICE)
         os.chmod(self.tmp, 0o777)
         self.config = os.path.join(STACK, "xdeepd.toml")
         with open(self.config) as f:
