@@ -128,7 +128,7 @@ def main():
     out = os.environ.get("OUT", ".")
     configs = os.environ.get(
         "CONFIGS", "timm-vit-s8:32,timm-vit-s8:256,timm-vit-s8:1,timm-deit-s:256,timm-vit-b8:64,"
-                   "hf-pythia-1b:16,hf-olmo-1b:16,hf-gpt2:16").split(",")
+                   "hf-pythia-1b:16,hf-olmo-1b:16,hf-gpt2:16,hf-bert-base:16,timm-vit-l32:256").split(",")
     deadline = time.time() + float(os.environ.get("DEADLINE_S", "200"))
     device = torch.device("cuda")
     report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "entries": []}
