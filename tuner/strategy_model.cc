@@ -399,7 +399,11 @@ struct StrategyModel::Impl {
         }
         if (i == 0) r.input_bytes = w.input_bytes_per_sample;
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
-          r.logits_entries = double(w.transformer.seq_len) * w.transformer.vocab / div;
+          // A classifier's head (head_tokens) makes one row of logits per pooled token.
+          const int rows = w.transformer.head_tokens > 0
+                               ? std::min(w.transformer.head_tokens, w.transformer.seq_len)
+                               : w.transformer.seq_len;
+          r.logits_entries = double(rows) * w.transformer.vocab / div;
           r.logits_bytes =
               r.logits_entries * LogitsBytesPerEntry(w.precision, w.settings.fp32_logits);
         }

@@ -422,14 +422,17 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     w.layers.push_back(std::move(b));
   }
 
+  // The tokens the output layer projects and the loss reads (a classifier
+  // pools one: its logits are a row per sample, not per position).
+  const double ht = t.head_tokens > 0 ? std::min<double>(t.head_tokens, s) : s;
   LayerCost head;
   head.name = "head";
   head.params = (t.tied_embeddings ? 0 : static_cast<int64_t>(v * h)) + 2 * int64_t{t.hidden};
   head.matmul_params = static_cast<int64_t>(v * h);
-  head.gemms.push_back({s, t.vocab, t.hidden});
+  head.gemms.push_back({ht, t.vocab, t.hidden});
   head.tp_split_n.push_back(true);
-  head.fwd_flops = 2.0 * s * v * h;
-  head.saved_activation_bytes = s * h * (r + a);  // final LN input, projection input
+  head.fwd_flops = 2.0 * ht * v * h;
+  head.saved_activation_bytes = s * h * r + ht * h * a;  // final LN input, projection input
   head.recompute_saved_bytes = head.saved_activation_bytes;
   head.tp_capable = true;  // vocabulary-parallel output layer (Megatron)
   head.vocab_parallel = true;
@@ -440,8 +443,8 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
   // cast from 16 bits (read 2, write 4) and log-softmax (two reads, one
   // write of 4) forward; NLL's gradient (write 4), log-softmax backward (two
   // reads, one write) and the cast back (read 4, write 2) backward.
-  head.extra_traffic_fwd_bytes = s * v * (6 + 12);
-  head.extra_traffic_bwd_bytes = s * v * (4 + 12 + 6);
+  head.extra_traffic_fwd_bytes = ht * v * (6 + 12);
+  head.extra_traffic_bwd_bytes = ht * v * (4 + 12 + 6);
   if (t.head_transform) {
     // BERT's MLM transform before the projection: a biased hidden x hidden
     // Linear (input cast, weight cast, GEMM) and the activation, ahead of
@@ -450,10 +453,10 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     const int64_t dense = int64_t{t.hidden} * t.hidden;
     head.params += dense + t.hidden;
     head.matmul_params += dense;
-    head.gemms.insert(head.gemms.begin(), {s, t.hidden, t.hidden});
+    head.gemms.insert(head.gemms.begin(), {ht, t.hidden, t.hidden});
     head.tp_split_n.insert(head.tp_split_n.begin(), false);
-    head.fwd_flops += 2.0 * s * h * h;
-    head.saved_activation_bytes += s * h * 2.0 * a;
+    head.fwd_flops += 2.0 * ht * h * h;
+    head.saved_activation_bytes += ht * h * 2.0 * a;
     head.recompute_saved_bytes = head.saved_activation_bytes;
     head.kernels += 4;
     head.fused_kernels += 2;
@@ -1175,6 +1178,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                               "token_types",
                               "embedding_norm",
                               "head_transform",
+                              "head_tokens",
                               "causal",
                               "memory_format",
                               "activation",
@@ -1317,7 +1321,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
     const IntKey keys[] = {{"layers", &t.layers, 1, 100000}, {"hidden", &t.hidden, 1, 1 << 20},
                            {"heads", &t.heads, 1, 1 << 16},  {"kv_heads", &t.kv_heads, 1, 1 << 16},
                            {"ffn", &t.ffn, 1, 1 << 24},      {"seq_len", &t.seq_len, 1, 1 << 24},
-                           {"vocab", &t.vocab, 1, 1 << 24}};
+                           {"vocab", &t.vocab, 1, 1 << 24},  {"head_tokens", &t.head_tokens, 0, 1 << 24}};
     for (const IntKey& k : keys) {
       ASSIGN_OR_RETURN(std::optional<int64_t> v, rd.Integer(*model, k.key, k.min, k.max));
       if (v) *k.field = static_cast<int>(*v);

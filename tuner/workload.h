@@ -167,6 +167,11 @@ struct TransformerShape {
   // Query, key and value projected by three Linears (transformers' BERT and
   // Llama-style classes) instead of one fused QKV Linear (GPT-2's c_attn).
   bool separate_qkv = false;
+  // Positions the output layer and its loss see per sample: 0 = every one (a
+  // language model's head); 1 for a classifier that pools one token (ViT's
+  // class token: timm's global_pool = "token", torchvision's VisionTransformer).
+  // The final norm still runs over every position.
+  int head_tokens = 0;
   // BERT's embeddings: a token-type table looked up and added to the token
   // and position lookups, and a LayerNorm (with dropout) over their sum.
   bool token_types = false;

@@ -64,6 +64,31 @@ TEST(WorkloadTest, BertStructureKeysMatchTransformersCountAndAddLaunches) {
   EXPECT_EQ(llama->layers[1].gemms.size(), 4u);
 }
 
+// A ViT classifies its class token (timm's global_pool = "token", torchvision's
+// VisionTransformer): the head projects one token per sample, not every position,
+// and the loss reads 1000 logits per sample where a language model's reads s x v.
+TEST(WorkloadTest, PooledHeadProjectsOneTokenPerSample) {
+  const std::string vit =
+      "name = \"vit-s8\"\n[model]\nfamily = \"transformer\"\ncausal = false\nlayers = 12\n"
+      "hidden = 384\nheads = 6\nffn = 1536\nseq_len = 785\nvocab = 1000\nlinear_bias = true\n";
+  auto every = ParseWorkloadToml(vit, "every.toml");
+  auto pooled = ParseWorkloadToml(vit + "head_tokens = 1\n", "pooled.toml");
+  ASSERT_TRUE(every.ok()) << every.status();
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  const LayerCost& a = every->layers.back();
+  const LayerCost& b = pooled->layers.back();
+  EXPECT_EQ(a.gemms[0].m_per_sample, 785);
+  EXPECT_EQ(b.gemms[0].m_per_sample, 1);
+  EXPECT_DOUBLE_EQ(b.fwd_flops, a.fwd_flops / 785);
+  EXPECT_DOUBLE_EQ(b.extra_traffic_fwd_bytes, a.extra_traffic_fwd_bytes / 785);
+  // The final LayerNorm still runs over (and keeps) every position.
+  EXPECT_GT(b.saved_activation_bytes, 785 * 384 * 4.0);
+  EXPECT_EQ(pooled->Parameters(), every->Parameters());
+  EXPECT_NE(ModelFingerprint(*pooled), ModelFingerprint(*every));
+  auto bad = ParseWorkloadToml(vit + "head_tokens = -1\n", "bad.toml");
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(WorkloadTest, EncoderValidationWorkloadsMatchTransformersCounts) {
   // transformers' num_parameters() of the masked-LM classes library_suite.py builds,
   // less the MLM decoder's vocabulary bias the descriptions leave out; RoBERTa's file
