@@ -1366,6 +1366,11 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
     }
     if (!preset) SetDefaultsForTransformer(w);
     if (absl::Status s = BuildTransformerLayers(w, poll); !s.ok()) return s;
+    // The batch's own bytes where they are not token ids: a ViT's images
+    // (fp32, 3 x 224 x 224) and labels, held through the step.
+    ASSIGN_OR_RETURN(std::optional<double> inb,
+                     rd.Number(*model, "input_bytes_per_sample", 0, 1e12));
+    if (inb) w.input_bytes_per_sample = *inb;
   } else if (fam == "cnn") {
     w.family = ModelFamily::kCnn;
     ASSIGN_OR_RETURN(std::optional<std::string> arch, rd.String(*model, "arch"));
