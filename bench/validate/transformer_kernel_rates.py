@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Per-kind rates of the transformer kernel profiles (issue 19 item 6, session 19; analysis only).
+
+  transformer_kernel_rates.py [PROFILE_DIR ...]
+
+Reads transformer_kernel_profile.py's JSON from each folder (default: the committed H100 and H200
+profiles under data/checks/) and prints, per configuration, each kind's GPU time per element of
+the blocks' residual stream (layers x tokens x hidden, picoseconds), the attention kernels'
+throughput, and the H100 / H200 time ratio per kind for the configurations both cards ran.
+Shapes are the library workloads' (bench/validate/workloads/*.toml). The kinds lump the head and
+the loss with the blocks (the decoders' cast_copy and mul hold the logits' passes), so only the
+ViT rows are block-only.
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT = [os.path.join(HERE, "data", "checks", d) for d in
+           ("2026-11-27_h100x1_transformer_kernel_profile", "2026-11-27_h200x1_transformer_kernel_profile")]
+# layers, hidden, ffn, tokens per sample, causal (workloads/*.toml)
+SHAPES = {"timm-vit-s8": (12, 384, 1536, 785, False), "timm-deit-s": (12, 384, 1536, 197, False),
+          "timm-vit-b8": (12, 768, 3072, 785, False), "timm-vit-l32": (24, 1024, 4096, 50, False),
+          "hf-pythia-1b": (16, 2048, 8192, 1024, True), "hf-olmo-1b": (16, 2048, 8192, 1024, True),
+          "hf-gpt2": (12, 768, 3072, 1024, True), "hf-bert-base": (12, 768, 3072, 512, False)}
+KINDS = ["layer_norm_fwd", "layer_norm_bwd", "act_fwd", "act_bwd", "add", "cast_copy", "reduce", "mul",
+         "dropout", "other"]
+SHORT = ["LN f", "LN b", "act f", "act b", "add", "cast", "reduce", "mul", "drop", "other"]
+
+
+def load(folder):
+    d = json.load(open(os.path.join(folder, "transformer_kernel_profile.json")))
+    return d["device"], {(e["model"], e["micro_batch"]): e for e in d["entries"]}
+
+
+def secs(e, k):
+    return e["kinds"].get(k, {"s": 0.0})["s"]
+
+
+def main():
+    folders = sys.argv[1:] or DEFAULT
+    cards = [load(f) for f in folders]
+    for device, entries in cards:
+        print(f"{device}: ps per layer x token x hidden element (GPU-bound steps: > 50 M elements)")
+        print(f"{'step':<20} {'M el':>5} " + " ".join(f"{s:>6}" for s in SHORT)
+              + f" {'sum':>6} {'attn TF/s f/b':>14}")
+        for (model, mb), e in entries.items():
+            L, h, f, s, causal = SHAPES[model]
+            n = L * mb * s * h
+            if n < 5e7:
+                continue
+            row = [secs(e, k) * 1e12 / n for k in KINDS]
+            # Attention FLOPs as the model counts them: 4 s^2 h per sample and layer forward
+            # (half under a causal mask), backward 2.5x.
+            fl = 4.0 * s * s * h * (0.5 if causal else 1.0) * mb * L
+            af, ab = secs(e, "attn_fwd"), secs(e, "attn_bwd")
+            tf = f"{fl / af / 1e12:.0f}/{2.5 * fl / ab / 1e12:.0f}" if af > 0 and ab > 0 else "-"
+            print(f"{model + ' mb' + str(mb):<20} {n / 1e6:5.0f} " + " ".join(f"{x:6.1f}" for x in row)
+                  + f" {sum(row):6.1f} {tf:>14}")
+        print()
+    if len(cards) == 2:
+        (d0, a), (d1, b) = cards
+        common = [k for k in a if k in b and SHAPES[k[0]][0] * k[1] * SHAPES[k[0]][3] * SHAPES[k[0]][1] >= 5e7]
+        print(f"time ratio {d0} / {d1} per kind, GPU-bound steps both ran ({len(common)})")
+        allk = KINDS + ["attn_fwd", "attn_bwd", "gemm", "optimizer", "softmax_loss"]
+        for k in allk:
+            ta = sum(secs(a[c], k) for c in common)
+            tb = sum(secs(b[c], k) for c in common)
+            if tb > 0:
+                per = " ".join(f"{secs(a[c], k) / secs(b[c], k):.2f}" if secs(b[c], k) > 0 else "-" for c in common)
+                print(f"  {k:<15} pooled {ta / tb:.2f}   per step {per}")
+        ta = sum(a[c]["gpu_busy_s"] for c in common)
+        tb = sum(b[c]["gpu_busy_s"] for c in common)
+        print(f"  {'GPU busy':<15} pooled {ta / tb:.2f}")
+
+
+if __name__ == "__main__":
+    main()
