@@ -166,6 +166,7 @@ struct RankData {
   double unit_params = 0;           // largest FSDP unit (one layer) on the rank
   double unit_pair_params = 0;      // largest two neighbouring FSDP units on the rank
   double root_params = 0;           // embedding / head: FSDP's root unit, kept gathered
+  double first_layer_params = 0;    // the model's first layer (embedding), rank 0 only
   double act_full = 0;              // saved activations per sample, no recomputation
   double act_recompute = 0;         // saved activations per sample with full recomputation
   double max_layer_act = 0;         // largest single layer's activations (recomputed in backward)
@@ -397,7 +398,10 @@ struct StrategyModel::Impl {
         if (l.attention_core_recomputed) {
           r.max_layer_core = std::max(r.max_layer_core, l.attention_core_bytes / div);
         }
-        if (i == 0) r.input_bytes = w.input_bytes_per_sample;
+        if (i == 0) {
+          r.input_bytes = w.input_bytes_per_sample;
+          r.first_layer_params = l.params / div;
+        }
         if (i == L - 1 && w.family == ModelFamily::kTransformer) {
           // A classifier's head (head_tokens) makes one row of logits per pooled token.
           const int rows = w.transformer.head_tokens > 0
@@ -1171,7 +1175,16 @@ StepTime StrategyModel::Time(const Configuration& given) {
         c.sharding == Sharding::kZero1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
     const double bytes = grad_params * grad_bytes;
     const double all = im.Coll(op, bytes, c.dp, dp_rpn);
-    const double last = im.Coll(op, std::min(bytes, kBucketBytes), c.dp, dp_rpn);
+    // The reducer fills buckets in reverse registration order, so the model's
+    // first layer (a transformer's embedding) is in the last bucket, and its
+    // gradient is the last one backward produces; a tensor larger than the
+    // cap is a bucket of its own ([DDP] sec. 3.2.3, Reducer's
+    // compute_bucket_assignment_by_size): that bucket's reduction starts
+    // after backward and cannot overlap it.
+    const double first_bytes = ranks.front().first_layer_params * grad_bytes;
+    const double last =
+        im.Coll(op, std::max(std::min(bytes, kBucketBytes), std::min(bytes, first_bytes)), c.dp,
+                dp_rpn);
     if (!engine.overlaps_gradient_reduction) {
       // DeepSpeed's engine and Megatron-LM before megatron-core reduce after
       // the pipeline has drained (pipeline_engine.h).

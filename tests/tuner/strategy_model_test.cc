@@ -188,6 +188,29 @@ TEST(StrategyTimeTest, DataParallelAllReduceInsideANodeIsExposed) {
   EXPECT_NEAR(EstimateStepTime(w, hw, c).exposed_comm_s, 0.4 - bwd + 0.024 + share * bwd, 1e-12);
 }
 
+TEST(StrategyTimeTest, DdpReducesTheEmbeddingsGradientAfterBackward) {
+  // GPT-125M at micro-batch 1 on a GPU fast enough that the GPU's waits for
+  // the host hide every bucket's all-reduce that overlaps backward. The
+  // embedding (token and position tables, 40 M parameters, 158 MB of fp32
+  // gradient) is registered first, so the reducer puts it in the last bucket,
+  // alone (it exceeds the 25 MiB cap), and its gradient is backward's last:
+  // that all-reduce is exposed whole, not one cap's worth.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  const HardwareProfile hw = SimpleProfile(10000);
+  double params = 0;
+  for (const LayerCost& l : w->layers) params += l.params;
+  const double embedding = w->layers[0].params;
+  ASSERT_GT(embedding * 4, 25.0 * 1024 * 1024);
+  // DDP's three bucket copies (6 x 4P bytes at 1000 GB/s) and the last
+  // bucket's all-reduce at 100 GB/s.
+  EXPECT_NEAR(EstimateStepTime(*w, hw, c).exposed_comm_s,
+              6 * 4 * params / 1000e9 + 4 * embedding / 100e9, 1e-9);
+}
+
 TEST(StrategyTimeTest, DdpReducerLaunchesAddToALaunchBoundStep) {
   // ResNet-50 at micro-batch 1 on a GPU fast enough that the host bounds the
   // step: DDP adds 2 launches per parameter tensor (161) in backward and one
