@@ -44,6 +44,10 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
                        c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1;
     return t;
   }
+  if (w.settings.pipeline_parallel == PipelineParallel::kTorch) {
+    t.reduces_tied_pair = false;
+    return t;
+  }
   if (w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return t;
   t.overlaps_gradient_reduction = false;
   t.serial_exchange = true;

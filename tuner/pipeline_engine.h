@@ -167,6 +167,13 @@ struct PipelineEngineTraits {
   // Meta's FSDP, whose measured steps are faster than even the bucket rule
   // predicts (bench/scale/README.md), so they keep that rule.
   bool reduce_scatter_per_unit = false;
+  // A tied embedding and head on two stages: their gradients are all-reduced
+  // between the two stages after backward (Megatron's embedding group,
+  // DeepSpeed's ReduceTiedGrads). torch.distributed.pipelining's
+  // PipelineStage has no such group: a model split into stages holds two
+  // independent copies and nothing reduces them (PiPPy issue #32 left it to
+  // the training script; the library suite adds none).
+  bool reduces_tied_pair = true;
 };
 
 // The traits of the workload's engine for configuration c (all defaults,

@@ -1207,7 +1207,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // Updated parameter shards are all-gathered after the step, not overlapped.
     dp_exposed += im.Coll(CollectiveOp::kAllGather, grad_params * pb.weight, c.dp, dp_rpn);
   }
-  if (c.pp > 1 && w_.family == ModelFamily::kTransformer && w_.transformer.tied_embeddings) {
+  if (c.pp > 1 && engine.reduces_tied_pair && w_.family == ModelFamily::kTransformer &&
+      w_.transformer.tied_embeddings) {
     // The first stage's embedding and the last stage's head are one matrix
     // held twice: their gradients are all-reduced between the two stages
     // after backward (Megatron's embedding group, DeepSpeed's

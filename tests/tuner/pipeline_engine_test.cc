@@ -317,6 +317,24 @@ TEST(PipelineEngineTest, TiedPairReducesItsGradientsAcrossStages) {
   EXPECT_EQ(EstimateStepTime(tied, hw, c).exposed_comm_s, 0);
 }
 
+TEST(PipelineEngineTest, TorchPipeliningReducesNoTiedPair) {
+  // torch.distributed.pipelining's stages hold two independent copies of a
+  // tied matrix and nothing reduces their gradients: no exposed collective
+  // without data parallelism, where Megatron's engine has the pair's.
+  const HardwareProfile hw = A100();
+  const Workload megatron = testing::EngineGpt(PipelineParallel::kMegatron);
+  const Workload torch = testing::EngineGpt(PipelineParallel::kTorch);
+  ASSERT_TRUE(torch.transformer.tied_embeddings);
+  Configuration c = Layout(4);
+  c.dp = 1;
+  c.nodes = c.tp * c.pp / 8;
+  c.grad_accum = c.global_batch;
+  EXPECT_GT(EstimateStepTime(megatron, hw, c).exposed_comm_s, 0);
+  EXPECT_EQ(EstimateStepTime(torch, hw, c).exposed_comm_s, 0);
+  EXPECT_FALSE(EngineTraits(torch, c).reduces_tied_pair);
+  EXPECT_TRUE(EngineTraits(megatron, c).reduces_tied_pair);
+}
+
 // Megatron-LM's p2p with Megatron-style tensor parallelism carries 1 / tp of
 // each activation and gradient (pipeline_engine.h): against an engine that
 // sends them whole (torch.distributed.pipelining) a micro-batch saves the
