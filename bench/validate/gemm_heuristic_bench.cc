@@ -7,7 +7,7 @@
 // the daemon's cap, and the decision path's check that a workload's GEMMs are
 // answered (HeuristicCoverage: first time, then cached).
 //   gemm_heuristic_bench TIMED_REPORT.json [SCRATCH_DIR]
-// (for instance bench/validate/data/heldout/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json;
+// (for instance bench/validate/data/calibration/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json;
 // every answer names one kernel, so the figures are the table's, not cuBLAS's choices).
 #include <chrono>
 #include <cstdio>
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   if (!timed.ok()) {
     return Fail(std::string(timed.status().message()),
                 "give a probe report with a timed GPU compute set, for instance "
-                "bench/validate/data/heldout/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
+                "bench/validate/data/calibration/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
   }
   const std::string presets = tuner::ProbeShapesFor(nullptr, 8).heuristic;
   if (presets.empty()) {

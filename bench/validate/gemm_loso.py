@@ -30,12 +30,12 @@ DATA = os.path.join(HERE, "data")
 # own are only ever "others".
 SEEDS = {
     "h200": {
-        "6607": "heldout/2026-11-27_h200x1_gemm_seed6607",
-        "9127": "heldout/2026-11-27_h200x2_gemm_seed9127",
-        "7411": "heldout/2026-11-27_h200x1_gemm_seed7411",
+        "6607": "calibration/2026-11-27_h200x1_gemm_seed6607",
+        "9127": "calibration/2026-11-27_h200x2_gemm_seed9127",
+        "7411": "calibration/2026-11-27_h200x1_gemm_seed7411",
     },
     "h100": {
-        "8081": "heldout/2026-11-27_h100x1_gemm_seed8081",
+        "8081": "calibration/2026-11-27_h100x1_gemm_seed8081",
         "3301": "calibration/2026-11-27_h100x2_gemm_seed3301",
         "1203": "calibration/2026-11-27_h100x2_library_heldout3",
     },

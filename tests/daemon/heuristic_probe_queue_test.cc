@@ -94,7 +94,7 @@ TEST(HeuristicProbeQueueTest, SubmitNeverWaitsForARunningJobAndShutdownCancelsIt
 
 std::shared_ptr<const tuner::HardwareProfile> H200(const std::vector<tuner::GemmPoint>& answers) {
   std::ifstream in(std::string(XDEEP_SOURCE_DIR) +
-                   "/bench/validate/data/heldout/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
+                   "/bench/validate/data/calibration/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
   std::stringstream text;
   text << in.rdbuf();
   auto hw = tuner::HardwareProfileFromProbeReport(text.str(), "gemm_fit.json");

@@ -314,7 +314,7 @@ class ProbeLimitsTest(OwnDaemonTest):
         the real xdeep-probe's. Each call's arguments go to self.tmp/probe_calls,
         each heuristic shapes file it is given to self.asked_copy(path)."""
         path = os.path.join(self.tmp, "probe.py")
-        fit = os.path.join(SOURCE, "bench", "validate", "data", "heldout",
+        fit = os.path.join(SOURCE, "bench", "validate", "data", "calibration",
                            "2026-11-27_h200x1_gemm_seed6607", "gemm_fit.json")
         real = os.path.join(BUILD, "profiler", "xdeep-probe")
         with open(path, "w") as f:

@@ -117,7 +117,7 @@ TEST(GemmAnswerBookTest, SavedAndLoadedWholeABrokenFileSaysWhatToDo) {
 
 std::string H200Report() {
   std::ifstream in(std::string(XDEEP_SOURCE_DIR) +
-                   "/bench/validate/data/heldout/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
+                   "/bench/validate/data/calibration/2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

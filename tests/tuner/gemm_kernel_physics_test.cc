@@ -102,7 +102,7 @@ std::string Read(const std::string& path) {
 // split_k 1 as reported.
 TEST(GemmKernelPhysicsTest, LongKTf32WgradsOfSeed9127AreTimedAsTheirSegmentKKernelsRunThem) {
   const std::string dir = std::string(XDEEP_SOURCE_DIR) +
-                          "/bench/validate/data/heldout/2026-11-27_h200x2_gemm_seed9127/";
+                          "/bench/validate/data/calibration/2026-11-27_h200x2_gemm_seed9127/";
   auto report = nlohmann::json::parse(Read(dir + "gemm_fit.json"));
   const auto algos = nlohmann::json::parse(Read(dir + "check_algos.json"));
   for (const auto& a : algos["gemm_algos"]) report["gemm_algos"].push_back(a);
