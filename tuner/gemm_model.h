@@ -66,7 +66,9 @@ struct GemmFit {
   double small_tile = 0.1;    // rate loss of a tile edge of 128 against 256
   double tile_fixed_s = 1e-6; // per wave of tiles: prologue, epilogue
   double fixed_s = 3e-6;      // per GEMM
-  double bandwidth = 2.5e12;  // B/s, operands read once and the result written once
+  // B/s, operands read once and the result written once: the probe's copy
+  // bandwidth to start, fitted where the fit has 8 points or more.
+  double bandwidth = 2.5e12;
   // B/s at which tiles store their results (the epilogue, not overlapped with
   // the k loop): bounds large outputs over a short k.
   double store_bandwidth = 2e12;

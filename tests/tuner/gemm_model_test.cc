@@ -67,6 +67,43 @@ TEST(GemmModelTest, FitRecoversAKnownGpuAndPredictsShapesItNeverSaw) {
   EXPECT_LT(errors[errors.size() * 95 / 100], 0.15);
 }
 
+// A GEMM kernel streams its operands slower than the probe's copy: the fit
+// starts at the copy's bandwidth and finds the kernels' own from the
+// memory-bound points (tall convolution-like layers: few channels, many
+// pixels). Fails with the bandwidth held at the copy's (as before session 19):
+// the tall shapes it never saw come out ~25 % too fast.
+TEST(GemmModelTest, FitFindsTheKernelsStreamingBandwidthBelowTheCopy) {
+  GemmFit truth = Truth();
+  truth.bandwidth = 2.3e12;
+  GemmFit start;
+  start.bandwidth = 3.0e12;  // the probe's copy
+  std::vector<GemmPoint> points = Points(truth, 60, 1);
+  std::mt19937 rng(5);
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  auto tall = [&](int64_t pixels, int64_t in, int64_t out, std::vector<GemmPoint>* to) {
+    for (auto [m, n, k, layout] : {std::tuple{pixels, out, in, GemmLayout::kForward},
+                                   {pixels, in, out, GemmLayout::kDgrad}}) {
+      const double s = GemmSeconds(truth, m, n, k, layout) * noise(rng);
+      to->push_back({m, n, k, DType::kBf16, 2.0 * m * n * k / s / 1e12, layout});
+    }
+  };
+  for (int64_t pixels : {200704, 401408, 802816}) {
+    for (auto [in, out] : {std::pair{64, 64}, {32, 96}, {48, 48}}) tall(pixels, in, out, &points);
+  }
+  const GemmFit fit = FitGemm(points, DType::kBf16, start);
+  ASSERT_TRUE(fit.valid);
+  EXPECT_NEAR(fit.bandwidth, truth.bandwidth, 0.1 * truth.bandwidth);
+  std::vector<GemmPoint> unseen;
+  for (int64_t pixels : {301056, 602112}) {
+    for (auto [in, out] : {std::pair{40, 40}, {56, 72}, {24, 64}}) tall(pixels, in, out, &unseen);
+  }
+  for (const GemmPoint& p : unseen) {
+    const double want = GemmSeconds(truth, p.m, p.n, p.k, p.layout);
+    EXPECT_NEAR(GemmSeconds(fit, p.m, p.n, p.k, p.layout) / want, 1.0, 0.08)
+        << p.m << " " << p.n << " " << p.k;
+  }
+}
+
 TEST(GemmModelTest, AnAlignedVocabularyRunsAtFullSpeedAMisalignedOneDoesNot) {
   const GemmFit fit = Truth();
   // GPT-2's head at 8192 tokens: vocabulary 50257 (odd) against 50304 (a multiple of 64).
