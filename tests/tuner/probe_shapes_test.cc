@@ -175,7 +175,7 @@ TEST(ProbeShapesTest, TheHeuristicIsAskedAboutEveryGemmOfTheSearchsReachInXdeepP
 // `kernel` (profiler's own writer and merge, as `xdeep-probe merge` runs them).
 std::string ProbeJobReport(const std::string& shapes, const profiler::GemmKernel& kernel) {
   auto timed = profiler::ReadReport(std::string(XDEEP_SOURCE_DIR) +
-                                    "/bench/validate/data/heldout/"
+                                    "/bench/validate/data/calibration/"
                                     "2026-11-27_h200x1_gemm_seed6607/gemm_fit.json");
   EXPECT_TRUE(timed.ok()) << timed.status();
   auto parsed = profiler::ParseShapesJson(shapes);
