@@ -548,20 +548,15 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     auto correction =
         cache_.Correction(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
                                             hardware.Label(), shape->partition));
+    // A correction that cannot be fitted corrects nothing, as before.
+    absl::StatusOr<StepTimeLearning> learned = absl::NotFoundError("no runs");
     if (correction.ok() && (*correction)->runs > 0) {
+      learned = LearnStepTime(**correction, *workload, hardware);
+    }
+    if (learned.ok()) {
       std::shared_ptr<const FittedCorrection> held = *correction;
-      auto fitted = std::shared_ptr<const modeling::ScalingCorrection>(held, &held->correction);
-      // The factor depends only on (GPUs, micro-batch); the search asks once
-      // per candidate, so each pair is evaluated once.
-      limits.step_time_correction = [fitted, memo = std::map<std::pair<int, int>, double>()](
-                                        const tuner::Configuration& c) mutable {
-        auto [it, fresh] = memo.try_emplace({c.TotalGpus(), c.micro_batch}, 0.0);
-        if (fresh) it->second = fitted->Factor(CorrectionParameters(c));
-        return it->second;
-      };
-      static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
-      correction_note = fmt::format("; step time corrected from {} real run(s): {}",
-                                    held->runs, fitted->Describe(kNames));
+      limits.step_time_correction = std::move(learned->correct);
+      correction_note = "; " + learned->note;
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of model {} "
                                        "on {} ({} scope)",
                                        held->runs, fingerprint, shape->partition,

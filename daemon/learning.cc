@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <utility>
 
 #include "xdeep/v1/tuning.pb.h"
 
@@ -29,10 +32,6 @@ std::string OutcomeFlag(double predicted, const std::vector<double>& step_times_
       measured, ratio, predicted, max_ratio, max_ratio);
 }
 
-std::vector<double> CorrectionParameters(const tuner::Configuration& c) {
-  return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};
-}
-
 LearningScope ScopeFor(const PolicyConfig& policy, const Caller& caller, const std::string& account,
                        const std::string& fingerprint, const std::string& hardware,
                        const std::string& partition) {
@@ -45,27 +44,74 @@ LearningScope ScopeFor(const PolicyConfig& policy, const Caller& caller, const s
 absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const LearningScope& scope) {
   auto runs = store.MeasuredRuns(scope, 64);
   if (!runs.ok()) return runs.status();
-  std::vector<modeling::Outcome> outcomes;
+  FittedCorrection out;
   for (const auto& [record, measured] : *runs) {
     v1::Decision d;
     if (!d.ParseFromString(record.decision_blob) || d.prediction().step_time_s() <= 0) continue;
+    if (!(measured > 0) || !std::isfinite(measured)) continue;
+    // The whole configuration, as Fill (decision_maker.cc) stored it: the
+    // model times it again to split the step into its components.
+    const v1::Configuration& s = d.config();
     tuner::Configuration c;
-    c.nodes = d.config().nodes();
-    c.gpus_per_node = d.config().gpus_per_node();
-    c.micro_batch = d.config().micro_batch();
+    c.nodes = s.nodes();
+    c.gpus_per_node = s.gpus_per_node();
+    c.dp = std::max(1, s.data_parallel());
+    c.tp = std::max(1, s.tensor_parallel());
+    c.pp = std::max(1, s.pipeline_parallel());
+    c.cp = std::max(1, s.context_parallel());
+    c.sharding = static_cast<tuner::Sharding>(std::clamp(s.sharding_stage(), 0, 3));
+    c.micro_batch = std::max(1, s.micro_batch());
+    c.grad_accum = std::max(1, s.grad_accumulation());
+    c.recompute = s.recompute();
+    c.selective_recompute = s.selective_recompute();
+    c.global_batch = s.global_batch();
+    c.schedule = s.pipeline_schedule() == "interleaved" ? tuner::PipelineSchedule::kInterleaved
+                                                        : tuner::PipelineSchedule::k1F1B;
+    c.virtual_stages = std::max(1, s.virtual_stages());
+    c.sequence_parallel = s.sequence_parallel();
     // The stored prediction may itself have been corrected; the correction
     // is fitted against it and multiplies what the search computes now, so
     // only uncorrected predictions are comparable: decisions keep both.
     const double predicted =
         d.analytical_step_time_s() > 0 ? d.analytical_step_time_s() : d.prediction().step_time_s();
-    outcomes.push_back({CorrectionParameters(c), predicted, measured});
+    out.reports.push_back({c, measured / predicted});
   }
-  FittedCorrection out;
-  out.runs = static_cast<int>(outcomes.size());
-  if (outcomes.empty()) return out;
-  auto fitted = modeling::ScalingCorrection::Fit(outcomes);
-  if (!fitted.ok()) return fitted.status();
-  out.correction = *fitted;
+  out.runs = static_cast<int>(out.reports.size());
+  return out;
+}
+
+absl::StatusOr<StepTimeLearning> LearnStepTime(const FittedCorrection& fitted,
+                                               const tuner::Workload& workload,
+                                               const tuner::HardwareProfile& hardware) {
+  StepTimeLearning out;
+  if (fitted.reports.empty()) return out;
+  tuner::StrategyModel model(workload, hardware);
+  std::vector<modeling::Outcome> outcomes;
+  for (const FittedCorrection::Report& r : fitted.reports) {
+    outcomes.push_back(tuner::ReportedOutcome(r.config, model.Time(r.config),
+                                              r.measured_over_predicted));
+  }
+  auto correction = modeling::ComponentCorrection::Fit(outcomes);
+  if (!correction.ok()) return correction.status();
+  auto shared = std::make_shared<const modeling::ComponentCorrection>(*std::move(correction));
+  static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
+  out.note = fmt::format("step time corrected from {} real run(s): {}", fitted.runs,
+                         shared->Describe(kNames));
+  // The factors depend only on the mode, GPUs and micro-batch; the search
+  // asks once per candidate, so each is evaluated once.
+  out.correct = [shared, memo = std::map<std::pair<std::string, std::pair<int, int>>,
+                                         std::pair<double, double>>()](
+                    const tuner::Configuration& c, const tuner::StepTime& t) mutable {
+    auto [it, fresh] =
+        memo.try_emplace({tuner::LearningMode(c), {c.TotalGpus(), c.micro_batch}}, 1.0, 1.0);
+    if (fresh) {
+      const std::vector<double> x = CorrectionParameters(c);
+      it->second = {shared->Factor(it->first.first, modeling::StepComponent::kKernel, x),
+                    shared->Factor(it->first.first, modeling::StepComponent::kHost, x)};
+    }
+    const auto [kf, hf] = it->second;
+    return kf == 1 && hf == 1 ? t : tuner::StrategyModel::ScaledCompute(t, kf, hf);
+  };
   return out;
 }
 

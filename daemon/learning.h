@@ -4,6 +4,7 @@
 // and partition, and by default only to the user whose runs they were.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,10 @@
 #include "daemon/identity.h"
 #include "daemon/store.h"
 #include "tuner/configuration.h"
-#include "tuner/modeling/scaling_correction.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/step_time_correction.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
 
 namespace xdeep::daemon {
 
@@ -29,13 +33,31 @@ LearningScope ScopeFor(const PolicyConfig& policy, const Caller& caller, const s
 std::string OutcomeFlag(double predicted_step_time_s, const std::vector<double>& step_times_s,
                         double max_ratio);
 
-// Real runs in `scope`, fitted into a step-time correction (measured /
-// predicted over total GPUs and micro-batch) with xdeep::modeling.
+// Real runs in `scope`: each believed run's configuration and its measured
+// / predicted step time (against the decision's uncorrected prediction).
 struct FittedCorrection {
   int runs = 0;
-  modeling::ScalingCorrection correction;  // identity when runs == 0
+  struct Report {
+    tuner::Configuration config;
+    double measured_over_predicted = 1;
+  };
+  std::vector<Report> reports;
 };
 absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const LearningScope& scope);
-std::vector<double> CorrectionParameters(const tuner::Configuration& c);
+using tuner::CorrectionParameters;
+
+// The search's correction from `fitted`'s runs, for the workload and hardware
+// being planned (the scope fixes their fingerprint and profile): each run's
+// configuration is timed by the model to see which component of its step set
+// it, and corrects only that component, in its own mode
+// (tuner/step_time_correction.h). `note` names what was fitted, for the
+// explanation and the search's cache key.
+struct StepTimeLearning {
+  std::function<tuner::StepTime(const tuner::Configuration&, const tuner::StepTime&)> correct;
+  std::string note;
+};
+absl::StatusOr<StepTimeLearning> LearnStepTime(const FittedCorrection& fitted,
+                                               const tuner::Workload& workload,
+                                               const tuner::HardwareProfile& hardware);
 
 }  // namespace xdeep::daemon

@@ -183,15 +183,8 @@ Prediction ScoreWith(StrategyModel& model, const SearchLimits& limits, const Con
                      double ideal, double memory_total, const StepTime& analytical) {
   const Workload& w = model.workload();
   // Real runs correct the analytical model (Extra-Deep: fitted from outcomes).
-  StepTime t = analytical;
-  if (limits.step_time_correction) {
-    const double f = limits.step_time_correction(c);
-    t.total_s *= f;
-    t.compute_s *= f;
-    t.exposed_comm_s *= f;
-    t.bubble_s *= f;
-    t.optimizer_s *= f;
-  }
+  const StepTime t =
+      limits.step_time_correction ? limits.step_time_correction(c, analytical) : analytical;
   Prediction p;
   // 0 = not computed here; the search fills it in for the candidates it keeps.
   p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(memory_total));

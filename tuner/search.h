@@ -58,10 +58,10 @@ struct SearchLimits {
   int max_alternatives = 5;
   int max_rejected_examples = 8;
   bool try_interleaved = true;  // also evaluate the interleaved pipeline schedule
-  // Measured / predicted step time for a configuration, fitted from the
-  // outcomes of real runs (xdeep::modeling::ScalingCorrection); empty = none.
-  // It scales the analytical step time before cost and objectives see it.
-  std::function<double(const Configuration&)> step_time_correction;
+  // A configuration's analytical step time corrected from the outcomes of
+  // real runs (tuner/step_time_correction.h); empty = none. Cost and
+  // objectives see the corrected one.
+  std::function<StepTime(const Configuration&, const StepTime&)> step_time_correction;
   // Bounds on one search's work (the daemon derives them from its policy):
   // past `max_candidates` configurations scored (0 = no cap) the search ends
   // with ResourceExhausted naming the limits to narrow. `interrupt` is asked

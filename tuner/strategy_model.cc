@@ -1029,7 +1029,8 @@ StepTime StrategyModel::Time(const Configuration& given) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    double f = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) + r.tp_comm_fwd + r.cp_comm_fwd;
+    const double f_launched = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f);
+    double f = f_launched + r.tp_comm_fwd + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b;
     const double b_launched = HostAndDevice(b_device, launch_b + hooks_b);
     // [MLM19] as many all-reduces; context parallel: keys and values gathered
@@ -1136,6 +1137,10 @@ StepTime StrategyModel::Time(const Configuration& given) {
     t_mb_device = std::max(t_mb_device, device);
     if (total > t_mb) {
       t_mb = total;
+      // The components learning corrects apart (StepTime::Passes).
+      st.passes = {r.fwd + cast_f, launch_f, hooks_f, b_device, launch_b + hooks_b,
+                   c.recompute ? 2 : 1, 0, device};
+      st.passes.launched_s = st.passes.forwards * f_launched + b_launched;
       t_b_last = b;
       t_b_idle = b_launched - b_device;
       grad_params = d.params;
@@ -1255,7 +1260,39 @@ StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
   st.compute_s = grad_accum * st.per_micro_batch_s - st.first_accumulation_s;
   st.bubble_s = std::max(0.0, st.fill_drain_s - grad_accum * st.host_lead_per_micro_batch_s);
   st.total_s = st.compute_s + st.bubble_s + st.exposed_comm_s + st.optimizer_s;
+  const StepTime::Passes& p = st.passes;
+  st.micro_batches = grad_accum;
+  st.kernel_s = grad_accum * (p.forwards * p.fwd_kernel_s + p.bwd_kernel_s);
+  st.host_s = grad_accum * (p.forwards * (p.fwd_host_s + p.fwd_host_only_s) + p.bwd_host_s);
+  st.launched_s = grad_accum * p.launched_s;
+  st.bound = st.kernel_s >= st.host_s ? StepTime::Bound::kKernel : StepTime::Bound::kHost;
   return st;
+}
+
+StepTime StrategyModel::ScaledCompute(StepTime st, double kernel_factor, double host_factor) {
+  StepTime::Passes& p = st.passes;
+  const double kf = kernel_factor, hf = host_factor;
+  const double launched = p.forwards * LaunchedPass(kf * p.fwd_kernel_s, hf * p.fwd_host_s,
+                                                    hf * p.fwd_host_only_s) +
+                          HostAndDevice(kf * p.bwd_kernel_s, hf * p.bwd_host_s);
+  const double d_launched = launched - p.launched_s;
+  const double d_device = (kf - 1) * (p.forwards * p.fwd_kernel_s + p.bwd_kernel_s);
+  // A pipeline's fill and drain are the device's time of a micro-batch; a
+  // host's lead over its GPU what the launches take beyond the kernels.
+  if (p.device_s > 0) st.fill_drain_s *= (p.device_s + d_device) / p.device_s;
+  if (st.host_lead_per_micro_batch_s > 0) {
+    st.host_lead_per_micro_batch_s =
+        std::max(0.0, st.host_lead_per_micro_batch_s + d_launched - d_device);
+  }
+  st.per_micro_batch_s += d_launched;
+  p.fwd_kernel_s *= kf;
+  p.bwd_kernel_s *= kf;
+  p.fwd_host_s *= hf;
+  p.fwd_host_only_s *= hf;
+  p.bwd_host_s *= hf;
+  p.device_s += d_device;
+  p.launched_s = launched;
+  return WithAccumulation(st, st.micro_batches);
 }
 
 int StrategyModel::MemoryAccumulation(const Configuration& c) const {

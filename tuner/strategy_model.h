@@ -63,6 +63,32 @@ struct StepTime {
   // A per-micro-batch gradient accumulation pass the step's first
   // micro-batch does not run (PipelineEngineTraits::first_accumulation_free).
   double first_accumulation_s = 0;
+
+  // The compute part's two components, which learning corrects apart
+  // (tuner/step_time_correction.h): the GPU's kernel time of the passes
+  // (forward, backward, autocast's casts) and the host's time to launch them
+  // (DDP's reducer launches, FSDP2's hooks and the straggle included), as
+  // the model combines them (HostAndDevice, LaunchedPass). Per micro-batch,
+  // of the slowest rank's passes; a recomputed forward counts twice.
+  struct Passes {
+    double fwd_kernel_s = 0, fwd_host_s = 0;
+    double fwd_host_only_s = 0;  // host work that launches none of the kernels (FSDP2's hooks)
+    double bwd_kernel_s = 0, bwd_host_s = 0;
+    int forwards = 1;        // 2 under full recomputation
+    double launched_s = 0;   // forwards x LaunchedPass(fwd) + HostAndDevice(bwd)
+    double device_s = 0;     // the micro-batch with its launches taken out
+  };
+  Passes passes;
+  // The same per step (x grad_accum): GPU kernel time, host launch time and
+  // the passes as combined. compute_s = launched_s + the mode's own terms in
+  // a pass (TP's and CP's collectives, pipeline transfers, FSDP's exposed
+  // gathers, accumulation passes): launched_s == compute_s for a single GPU
+  // and DDP.
+  double kernel_s = 0, host_s = 0, launched_s = 0;
+  // Which component sets the compute part (the larger of kernel_s, host_s).
+  enum class Bound { kKernel, kHost };
+  Bound bound = Bound::kKernel;
+  int micro_batches = 1;  // grad_accum of the step
 };
 
 // Time of one optimizer step (one global batch).
@@ -91,6 +117,11 @@ class StrategyModel {
   // Time(c) for another accumulation count, from Time(c): bit-identical to
   // Time() of the changed configuration, at the cost of two multiplications.
   static StepTime WithAccumulation(StepTime st, int grad_accum);
+  // `st` with its compute part's kernel time scaled by `kernel_factor` and its
+  // host time by `host_factor`, recombined as Time() combines them (pass by
+  // pass; a pipeline's fill and drain follow its device time); every other
+  // term as it was. Factors of 1 return `st` bit for bit.
+  static StepTime ScaledCompute(StepTime st, double kernel_factor, double host_factor);
   // The smallest accumulation count with the same memory as c's.
   int MemoryAccumulation(const Configuration& c) const;
   // Compute-only time per sample on one GPU at the best micro-batch, ignoring

@@ -15,10 +15,12 @@ StableLM 2 1.6B's;
 MistralForCausalLM in H2O-Danube-1.8B's, LlamaForCausalLM in Sheared-LLaMA-1.3B's and
 GPT2LMHeadModel in Cerebras-GPT-590M's shapes (held-out run 10); OlmoForCausalLM in OLMo-1B's,
 GPTNeoXForCausalLM in Pythia-1B's and Qwen2ForCausalLM in Qwen1.5-0.5B's shapes (held-out run 11);
+LlamaForCausalLM in MobileLLM-600M's and H2O-Danube3-500M's, GPTNeoXForCausalLM in Pythia-1.4B's
+shapes (held-out run 12);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
-ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, and ResNet-26 and ResNet-101, trained
-as the CNNs above).
+ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, and ResNet-26, ResNet-101
+and ResNet-152, trained as the CNNs above).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -151,6 +153,19 @@ TRANSFORMERS = {
     "hf-qwen1.5-0.5b": ("qwen2", dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24,
                                       num_attention_heads=16, num_key_value_heads=16, vocab_size=151936,
                                       tie_word_embeddings=True)),
+    # Held-out run 12: MobileLLM-600M's shape (LlamaForCausalLM: 40 layers of hidden 1152, 18 heads,
+    # 6 key-value heads, SwiGLU 3072, tied 32000-word head), Pythia-1.4B's (GPTNeoXForCausalLM: 24
+    # layers of hidden 2048, 16 heads of 128, GELU MLP 8192, untied 50304-word head) and
+    # H2O-Danube3-500M's (LlamaForCausalLM: 16 layers of hidden 1536, 16 heads of 96, 8 key-value
+    # heads, SwiGLU 4096, untied 32000-word head).
+    "hf-mobilellm-600m": ("llama", dict(hidden_size=1152, intermediate_size=3072, num_hidden_layers=40,
+                                        num_attention_heads=18, num_key_value_heads=6, vocab_size=32000,
+                                        tie_word_embeddings=True)),
+    "hf-pythia-1.4b": ("gpt_neox", dict(hidden_size=2048, num_hidden_layers=24, num_attention_heads=16,
+                                        intermediate_size=8192, vocab_size=50304)),
+    "hf-danube3-500m": ("llama", dict(hidden_size=1536, intermediate_size=4096, num_hidden_layers=16,
+                                      num_attention_heads=16, num_key_value_heads=8, vocab_size=32000,
+                                      tie_word_embeddings=False)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -162,10 +177,11 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-wide-resnet50": "wide_resnet50_2", "timm-vit-h14": "timm:vit_huge_patch14_224",
           "tv-wide-resnet101": "wide_resnet101_2", "timm-vit-b8": "timm:vit_base_patch8_224",
           "timm-resnet26": "timm:resnet26", "timm-vit-s8": "timm:vit_small_patch8_224",
-          "timm-resnet101": "timm:resnet101"}
+          "timm-resnet101": "timm:resnet101", "timm-deit3-m16": "timm:deit3_medium_patch16_224",
+          "timm-resnet152": "timm:resnet152"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
-        "timm-resnet26", "timm-resnet101"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet26", "timm-resnet101", "timm-resnet152"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):

@@ -42,6 +42,7 @@
 #include "tuner/modeling/scaling_correction.h"
 #include "tuner/probe_shapes.h"
 #include "tuner/search.h"
+#include "tuner/step_time_correction.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
@@ -438,11 +439,6 @@ std::string ConfigLabel(const Run& r) {
 }
 std::string Label(const Run& r) { return fmt::format("{:<9} {}", r.model, ConfigLabel(r)); }
 
-std::vector<double> CorrectionParameters(const Configuration& c) {
-  // As the daemon fits them (daemon/decision_maker.cc): GPUs and micro-batch.
-  return {static_cast<double>(c.TotalGpus()), static_cast<double>(c.micro_batch)};
-}
-
 // Where the time goes, predicted and (if profiled) measured on the GPU.
 void PrintBreakdown(const std::vector<Run>& runs) {
   std::printf(
@@ -533,7 +529,12 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
                           {"mode", r.mode},
                           {"gpus", r.config.TotalGpus()},
                           {"micro_batch", r.config.micro_batch}};
-    if (r.has_time()) row.update({{"step_s", r.measured_s}, {"predicted_step_s", r.predicted_s}});
+    if (r.has_time()) {
+      row.update({{"step_s", r.measured_s},
+                  {"predicted_step_s", r.predicted_s},
+                  {"bound", r.predicted_parts.bound == tuner::StepTime::Bound::kHost ? "host"
+                                                                                     : "kernel"}});
+    }
     if (r.has_memory()) {
       row.update({{"peak_bytes", r.measured_bytes}, {"predicted_peak_bytes", r.predicted_bytes}});
     }
@@ -600,48 +601,81 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
               picks_ok ? "met" : "MISSED");
 
   // 3. Learning from one run: the tuner's pick of each workload runs and is
-  // reported; the correction the daemon fits from it (ScalingCorrection over
-  // GPUs and micro-batch) then predicts the workload's neighbouring
-  // configurations: at most one doubling away in micro-batch and in GPUs.
+  // reported; the daemon's correction is fitted from it as the daemon fits it
+  // (tuner/step_time_correction.h: the factor on the component that set the
+  // pick's step, in the pick's mode) and then predicts the workload's
+  // neighbouring configurations: at most one doubling away in micro-batch and
+  // in GPUs. Only those of the pick's mode can move; the rest stay as predicted.
   auto neighbours = [](const Configuration& a, const Configuration& b) {
     return std::abs(std::log2(double(a.micro_batch) / b.micro_batch)) <= 1 &&
            std::abs(std::log2(double(a.TotalGpus()) / b.TotalGpus())) <= 1;
   };
-  std::vector<std::pair<double, double>> before, after, all_before, all_after;
+  std::vector<std::pair<double, double>> before, after, all_before, all_after, same_before,
+      same_after;
+  // Each other configuration's step time after its model's pick was learned,
+  // and whether it is a neighbour of that pick (--json's rows).
+  std::map<const Run*, std::pair<double, bool>> learned;
   for (const auto& [model, pick] : picked) {
-    const modeling::Outcome outcome{CorrectionParameters(pick->config), pick->predicted_s,
-                                    pick->measured_s};
-    auto correction = modeling::ScalingCorrection::Fit(std::span(&outcome, 1));
+    const modeling::Outcome outcome = tuner::ReportedOutcome(
+        pick->config, pick->predicted_parts, pick->measured_s / pick->predicted_s);
+    auto correction = modeling::ComponentCorrection::Fit(std::span(&outcome, 1));
     if (!correction.ok()) {
       std::fprintf(stderr, "xdeep_validate: correction for %s: %s\n", model.c_str(),
                    std::string(correction.status().message()).c_str());
       return 2;
     }
     std::vector<std::pair<double, double>> b, a;
+    size_t same_mode = 0;
     for (const Run* r : by_model[model]) {
       if (r == pick) continue;
       const std::pair<double, double> raw{r->measured_s, r->predicted_s};
       const std::pair<double, double> corrected{
-          r->measured_s, correction->Apply(CorrectionParameters(r->config), r->predicted_s)};
+          r->measured_s,
+          tuner::CorrectedStepTime(*correction, r->config, r->predicted_parts).total_s};
       all_before.push_back(raw);
       all_after.push_back(corrected);
+      learned[r] = {corrected.second, neighbours(r->config, pick->config)};
       if (!neighbours(r->config, pick->config)) continue;
       b.push_back(raw);
       a.push_back(corrected);
+      if (outcome.mode == tuner::LearningMode(r->config)) {
+        ++same_mode;
+        same_before.push_back(raw);
+        same_after.push_back(corrected);
+      }
     }
-    std::printf("learn %-9s from %-18s: %2zu neighbours, step time MAPE %5.1f %% -> %5.1f %%\n",
-                model.c_str(), ConfigLabel(*pick).c_str(), b.size(), 100 * Mape(b), 100 * Mape(a));
+    std::printf(
+        "learn %-9s from %-18s (%s, factor %.3f on its %s): %2zu neighbours, %zu in its mode, "
+        "step time MAPE %5.1f %% -> %5.1f %%\n",
+        model.c_str(), ConfigLabel(*pick).c_str(), outcome.mode.c_str(),
+        outcome.measured / outcome.predicted,
+        std::string(modeling::StepComponentName(outcome.component)).c_str(), b.size(), same_mode,
+        100 * Mape(b), 100 * Mape(a));
     before.insert(before.end(), b.begin(), b.end());
     after.insert(after.end(), a.begin(), a.end());
   }
   std::printf("(every other configuration of the workloads: %.1f %% before, %.1f %% after)\n",
               100 * Mape(all_before), 100 * Mape(all_after));
+  std::printf("(neighbours in the pick's mode: %zu, step time MAPE %.1f %% before, %.1f %% after)\n",
+              same_before.size(), 100 * Mape(same_before), 100 * Mape(same_after));
   const bool learn_ok = !before.empty() && Mape(after) < Mape(before);
   std::printf(
       "LEARNING: neighbours' step time MAPE %.1f %% before, %.1f %% after one reported run: %s\n",
-      100 * Mape(before), 100 * Mape(after), learn_ok ? "improved" : "NOT IMPROVED");
+      100 * Mape(before), 100 * Mape(after),
+      learn_ok            ? "improved"
+      : same_before.empty() ? "NOT IMPROVED (no neighbour in a pick's mode: nothing it measured)"
+                            : "NOT IMPROVED");
 
   if (!json_out.empty()) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      for (const auto& [model, pick] : picked) {
+        if (pick == &runs[i]) rows[i]["pick"] = true;
+      }
+      if (auto it = learned.find(&runs[i]); it != learned.end()) {
+        rows[i]["learned_step_s"] = it->second.first;
+        rows[i]["neighbour"] = it->second.second;
+      }
+    }
     const nlohmann::json doc = {{"schema", "xdeep.validation/1"},
                                 {"profile", hw->Label()},
                                 {"runs", rows},
@@ -652,7 +686,10 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
                                  {{"neighbours_mape_before", Mape(before)},
                                   {"neighbours_mape_after", Mape(after)},
                                   {"all_mape_before", Mape(all_before)},
-                                  {"all_mape_after", Mape(all_after)}}}};
+                                  {"all_mape_after", Mape(all_after)},
+                                  {"same_mode_neighbours", same_before.size()},
+                                  {"same_mode_mape_before", Mape(same_before)},
+                                  {"same_mode_mape_after", Mape(same_after)}}}};
     if (absl::Status st = profiler::WriteFileAtomically(json_out, doc.dump(1) + "\n"); !st.ok()) {
       std::fprintf(stderr, "xdeep_validate: %s\n", std::string(st.message()).c_str());
       return 2;

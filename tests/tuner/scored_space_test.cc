@@ -94,8 +94,9 @@ std::vector<std::pair<std::string, SearchLimits>> ScoringVariants(const SearchLi
     l.segment_restart_s = 300;
   });
   add("correction", [](SearchLimits& l) {
-    l.step_time_correction = [](const Configuration& c) {
-      return 1.0 + 0.03 * c.TotalGpus() - 0.01 * c.micro_batch;
+    l.step_time_correction = [](const Configuration& c, const StepTime& t) {
+      return StrategyModel::ScaledCompute(t, 1.0 + 0.03 * c.TotalGpus() - 0.01 * c.micro_batch,
+                                          1.0 + 0.02 * c.micro_batch);
     };
   });
   add("fewer alternatives", [](SearchLimits& l) { l.max_alternatives = 2; });

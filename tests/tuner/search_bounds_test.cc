@@ -155,7 +155,10 @@ TEST(SearchBoundsTest, PredictionKeepsTheUncorrectedStepTime) {
   ASSERT_TRUE(w.ok());
   SearchLimits limits;
   limits.max_nodes = 4;
-  limits.step_time_correction = [](const Configuration&) { return 1.5; };
+  limits.step_time_correction = [](const Configuration&, StepTime t) {
+    t.total_s *= 1.5;
+    return t;
+  };
   auto r = Search(*w, H100(), limits);
   ASSERT_TRUE(r.ok()) << r.status();
   SearchLimits raw = limits;

@@ -616,6 +616,99 @@ TEST(StrategyMemoryTest, ATiedHeadOnAnotherStageHoldsItsOwnCopy) {
                    EstimateMemory(untied, hw, c).peak_allocated);
 }
 
+TEST(StrategyTimeTest, ComputeSplitsIntoKernelAndHostTime) {
+  // SingleGpu's step: the passes' kernels (24 + 48 ms and the casts) and
+  // their launches (1.25 + 2.5 ms) are the compute part, which they set alone.
+  const Workload w = SimpleGeneric();
+  const HardwareProfile hw = SimpleProfile();
+  Configuration c = Single(1);
+  c.grad_accum = 4;
+  c.global_batch = 4;
+  StepTime t = EstimateStepTime(w, hw, c);
+  EXPECT_NEAR(t.kernel_s, 4 * (0.024 + 0.048 + 2 * kCast), 1e-12);
+  EXPECT_NEAR(t.host_s, 4 * (0.00125 + 0.0025), 1e-12);
+  EXPECT_EQ(t.bound, StepTime::Bound::kKernel);
+  EXPECT_EQ(t.micro_batches, 4);
+  EXPECT_DOUBLE_EQ(t.launched_s, t.compute_s);
+  // DDP adds its reducer's launches to the host part; still nothing else.
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 8;
+  t = EstimateStepTime(w, hw, c);
+  EXPECT_NEAR(t.host_s, 4 * (0.00125 + 0.0025 + 2 * 10 * hw.ddp_host_per_launch_s), 1e-12);
+  EXPECT_DOUBLE_EQ(t.launched_s, t.compute_s);
+  // A pipeline stage's transfers (2 x 0.3125 ms a micro-batch, PipelineBubble)
+  // are the mode's own: in compute_s, not in the launched passes.
+  const Workload w8 = SimpleGeneric(8);
+  Configuration p = Single(1);
+  p.gpus_per_node = p.pp = 2;
+  p.grad_accum = 4;
+  p.global_batch = 4;
+  t = EstimateStepTime(w8, hw, p);
+  EXPECT_NEAR(t.compute_s - t.launched_s, 4 * 2 * 0.0003125, 1e-12);
+  // Full recomputation runs each forward twice.
+  c = Single(1);
+  c.recompute = true;
+  t = EstimateStepTime(w, hw, c);
+  EXPECT_EQ(t.passes.forwards, 2);
+  EXPECT_DOUBLE_EQ(t.launched_s, t.compute_s);
+  // A small model on a fast GPU is set by its host's launches.
+  auto gpt = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(gpt.ok());
+  t = EstimateStepTime(*gpt, SimpleProfile(10000), Single(1));
+  EXPECT_EQ(t.bound, StepTime::Bound::kHost);
+  EXPECT_GT(t.host_s, t.kernel_s);
+}
+
+TEST(StrategyTimeTest, ScaledComputeRecombinesByTheModelsRule) {
+  // Factors of 1 give back the step bit for bit, in every mode.
+  auto w = PresetWorkload("gpt-1.3b");
+  ASSERT_TRUE(w.ok());
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  StrategyModel model(*w, *hw);
+  for (int mode = 0; mode < 6; ++mode) {
+    for (int mb : {1, 8}) {
+      Configuration c = Single(mb);
+      c.gpus_per_node = 2;
+      c.grad_accum = mode == 4 ? 4 : 1;
+      if (mode == 0) c.gpus_per_node = 1;
+      if (mode == 1 || mode == 2) c.dp = 2;
+      if (mode == 2) c.sharding = Sharding::kZero3;
+      if (mode == 3) c.tp = 2;
+      if (mode == 4) c.pp = 2;
+      if (mode == 5) {
+        c.dp = 2;
+        c.recompute = true;
+      }
+      c.global_batch = int64_t{c.dp} * mb * c.grad_accum;
+      const StepTime t = model.Time(c);
+      const StepTime same = StrategyModel::ScaledCompute(t, 1, 1);
+      EXPECT_EQ(same.total_s, t.total_s) << mode << " mb" << mb;
+      EXPECT_EQ(same.compute_s, t.compute_s) << mode << " mb" << mb;
+      EXPECT_EQ(same.bubble_s, t.bubble_s) << mode << " mb" << mb;
+      EXPECT_LE(t.launched_s, t.compute_s * (1 + 1e-12)) << mode << " mb" << mb;
+      // More kernel time never shortens a step; it lengthens the compute
+      // part by at most the kernel time added.
+      const StepTime slower = StrategyModel::ScaledCompute(t, 1.2, 1);
+      EXPECT_GT(slower.total_s, t.total_s) << mode << " mb" << mb;
+      EXPECT_LE(slower.compute_s - t.compute_s, 0.2 * t.kernel_s * (1 + 1e-9) + 1e-15);
+      EXPECT_EQ(slower.optimizer_s, t.optimizer_s);
+      EXPECT_EQ(slower.exposed_comm_s, t.exposed_comm_s);
+    }
+  }
+  // By hand: SingleGpu's micro-batch with twice the kernel time.
+  const StepTime t = EstimateStepTime(SimpleGeneric(), SimpleProfile(), Single(1));
+  const StepTime k2 = StrategyModel::ScaledCompute(t, 2, 1);
+  EXPECT_NEAR(k2.compute_s,
+              std::hypot(2 * (0.024 + kCast), 0.00125) + std::hypot(2 * (0.048 + kCast), 0.0025),
+              1e-12);
+  EXPECT_NEAR(k2.total_s, k2.compute_s + 0.080, 1e-12);
+  EXPECT_NEAR(k2.kernel_s, 2 * t.kernel_s, 1e-12);
+  // The host's time doubled barely shows in a step its kernels set.
+  const StepTime h2 = StrategyModel::ScaledCompute(t, 1, 2);
+  EXPECT_LT(h2.compute_s / t.compute_s, 1.01);
+}
+
 TEST(StrategyModelTest, MemoisedModelEqualsFreshOne) {
   auto w = PresetWorkload("gpt-1.3b");
   ASSERT_TRUE(w.ok());

@@ -8,6 +8,7 @@
 #include "Eigen/Dense"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace xdeep::modeling {
 
@@ -111,6 +112,49 @@ std::string ScalingCorrection::Describe(std::span<const std::string> names) cons
   }
   return absl::StrFormat("measured/predicted = %s (modeler robust, leave-one-out error %.2g %%)",
                          model_.ToString(names), model_.quality().loo_smape);
+}
+
+std::string_view StepComponentName(StepComponent c) {
+  switch (c) {
+    case StepComponent::kKernel:
+      return "GPU kernel time";
+    case StepComponent::kHost:
+      return "host launch time";
+    case StepComponent::kStep:
+      break;
+  }
+  return "step time";
+}
+
+absl::StatusOr<ComponentCorrection> ComponentCorrection::Fit(std::span<const Outcome> outcomes,
+                                                             const CorrectionOptions& options) {
+  if (outcomes.empty()) return absl::InvalidArgumentError("no outcomes to learn from");
+  std::map<std::pair<std::string, StepComponent>, std::vector<Outcome>> groups;
+  for (const Outcome& o : outcomes) groups[{o.mode, o.component}].push_back(o);
+  ComponentCorrection out;
+  for (const auto& [key, group] : groups) {
+    absl::StatusOr<ScalingCorrection> fit = ScalingCorrection::Fit(group, options);
+    if (!fit.ok()) return fit.status();
+    out.fits_.emplace(key, *std::move(fit));
+  }
+  return out;
+}
+
+double ComponentCorrection::Factor(const std::string& mode, StepComponent component,
+                                   std::span<const double> parameters) const {
+  auto it = fits_.find({mode, component});
+  return it == fits_.end() ? 1.0 : it->second.Factor(parameters);
+}
+
+std::string ComponentCorrection::Describe(std::span<const std::string> names) const {
+  if (fits_.empty()) return "none";
+  std::vector<std::string> parts;
+  for (const auto& [key, fit] : fits_) {
+    parts.push_back(absl::StrFormat("%s [%s of %s steps]", fit.Describe(names),
+                                    StepComponentName(key.second),
+                                    key.first.empty() ? "all" : key.first));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 }  // namespace xdeep::modeling

@@ -17,8 +17,11 @@
 #ifndef XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
 #define XDEEP_TUNER_MODELING_SCALING_CORRECTION_H_
 
+#include <map>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,10 +30,20 @@
 
 namespace xdeep::modeling {
 
+// Which part of a step an outcome's ratio is of: the whole step, or one
+// component of its compute (the GPU's kernel time, the host's launch time).
+enum class StepComponent { kStep, kKernel, kHost };
+std::string_view StepComponentName(StepComponent c);
+
 struct Outcome {
   std::vector<double> parameters;
   double predicted = 0.0;  // analytical model, > 0
   double measured = 0.0;   // real run, > 0
+  // What was measured: the component that set the reported step, and the
+  // parallel mode it ran in ("" for any). ScalingCorrection fits whatever it
+  // is given; ComponentCorrection keeps (mode, component) apart.
+  StepComponent component = StepComponent::kStep;
+  std::string mode;
 };
 
 struct CorrectionOptions {
@@ -74,6 +87,24 @@ class ScalingCorrection {
   std::vector<std::vector<double>> x_;
   std::vector<double> alpha_;
   double min_factor_ = 1.0, max_factor_ = 1.0;
+};
+
+// One ScalingCorrection per (mode, component) of the outcomes: a run
+// corrects only the component it measured, and only in its own mode; every
+// other (mode, component) keeps the factor 1.
+class ComponentCorrection {
+ public:
+  ComponentCorrection() = default;  // the identity
+  static absl::StatusOr<ComponentCorrection> Fit(std::span<const Outcome> outcomes,
+                                                 const CorrectionOptions& options = {});
+  double Factor(const std::string& mode, StepComponent component,
+                std::span<const double> parameters) const;
+  bool is_identity() const { return fits_.empty(); }
+  // Each fitted (mode, component): its ScalingCorrection's description.
+  std::string Describe(std::span<const std::string> names = {}) const;
+
+ private:
+  std::map<std::pair<std::string, StepComponent>, ScalingCorrection> fits_;
 };
 
 }  // namespace xdeep::modeling

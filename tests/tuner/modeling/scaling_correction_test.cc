@@ -110,5 +110,28 @@ TEST(ScalingCorrection, IdentityAndErrors) {
   EXPECT_EQ(ScalingCorrection::Fit(mixed).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ComponentCorrection, ARunCorrectsOnlyItsOwnModeAndComponent) {
+  // A single-GPU run whose kernel time was 1.2x the model's, and a DDP run
+  // whose host time was 0.9x.
+  std::vector<Outcome> outcomes = {{{1, 16}, 0.5, 0.6, StepComponent::kKernel, "single"},
+                                   {{2, 1}, 0.1, 0.09, StepComponent::kHost, "ddp"}};
+  absl::StatusOr<ComponentCorrection> c = ComponentCorrection::Fit(outcomes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<double> at16 = {1, 16}, at8 = {1, 8}, ddp = {2, 1};
+  EXPECT_NEAR(c->Factor("single", StepComponent::kKernel, at16), 1.2, 1e-6);
+  // One doubling away: the one-run Gaussian-process share of the log error.
+  EXPECT_NEAR(c->Factor("single", StepComponent::kKernel, at8),
+              std::exp(std::log(1.2) * (1.0 / 3 + 2.0 / 3 * std::exp(-0.5))), 1e-6);
+  // Nothing measured the single-GPU host time, DDP's kernel time or FSDP.
+  EXPECT_EQ(c->Factor("single", StepComponent::kHost, at16), 1.0);
+  EXPECT_EQ(c->Factor("ddp", StepComponent::kKernel, ddp), 1.0);
+  EXPECT_EQ(c->Factor("fsdp", StepComponent::kKernel, at16), 1.0);
+  EXPECT_NEAR(c->Factor("ddp", StepComponent::kHost, ddp), 0.9, 1e-6);
+  EXPECT_NE(c->Describe().find("GPU kernel time of single steps"), std::string::npos)
+      << c->Describe();
+  EXPECT_TRUE(ComponentCorrection().is_identity());
+  EXPECT_FALSE(ComponentCorrection::Fit({}).ok());
+}
+
 }  // namespace
 }  // namespace xdeep::modeling
