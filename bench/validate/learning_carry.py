@@ -17,7 +17,7 @@ pairs each pick with each neighbour, and prints per run and pooled:
     the same Gaussian-process share), computed here for comparison,
   * how the pick's log error and the neighbours' go together, by mode pair.
 
-    python3 bench/validate/learning_carry.py BUILD [--set calibration|heldout|all] [--folders F...]
+    python3 bench/validate/learning_carry.py BUILD [--set calibration|heldout|all|script] [--folders F...]
 """
 import argparse
 import glob
@@ -32,13 +32,23 @@ import tempfile
 import compare_all
 
 
+def script_run(folder):
+    """A run of the project's own measure_pytorch.py (GPT presets and ResNet-50, single-GPU
+    micro-batch sweeps beside DDP and FSDP), as bench/validate/CMakeLists.txt compares it."""
+    return not glob.glob(os.path.join(folder, "suite_*.json")) and os.path.exists(os.path.join(folder, "profile.json"))
+
+
 def compared(build, folder, tmp):
     """compare --json's rows of a folder."""
-    profile = compare_all.profile_for(build, folder, tmp)
-    runs = sorted(glob.glob(os.path.join(folder, "suite_*.json")))
     out = os.path.join(tmp, os.path.basename(folder) + ".compare.json")
-    p = subprocess.run([os.path.join(build, "bench", "validate", "xdeep_validate"), "compare",
-                        "--workloads", os.path.join(compare_all.HERE, "workloads"), "--profile", profile,
+    if script_run(folder):
+        runs = sorted(f for k in ("single", "ddp", "fsdp") for f in glob.glob(os.path.join(folder, k + "*.json")))
+        args = ["--profile", os.path.join(folder, "profile.json")]
+    else:
+        runs = sorted(glob.glob(os.path.join(folder, "suite_*.json")))
+        args = ["--workloads", os.path.join(compare_all.HERE, "workloads"),
+                "--profile", compare_all.profile_for(build, folder, tmp)]
+    p = subprocess.run([os.path.join(build, "bench", "validate", "xdeep_validate"), "compare", *args,
                         "--json", out, "--runs", *runs], capture_output=True, text=True)
     if p.returncode not in (0, 1) or not os.path.exists(out):
         sys.exit(f"{folder}: compare failed:\n{p.stdout[-2000:]}\n{p.stderr}")
@@ -68,11 +78,16 @@ def mape(pairs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build")
-    ap.add_argument("--set", default="all", choices=["calibration", "heldout", "all"])
+    ap.add_argument("--set", default="all", choices=["calibration", "heldout", "all", "script"],
+                    help="the library runs of calibration/, heldout/ or both; script: the calibration runs "
+                         "of measure_pytorch.py (single-GPU micro-batch sweeps: neighbours in the pick's mode)")
     ap.add_argument("--folders", nargs="*", help="these run folders instead of a set")
     args = ap.parse_args()
     if args.folders:
         folders = args.folders
+    elif args.set == "script":
+        folders = [f for f in sorted(glob.glob(os.path.join(compare_all.HERE, "data", "calibration", "*")))
+                   if script_run(f) and glob.glob(os.path.join(f, "single*.json"))]
     else:
         sets = ["calibration", "heldout"] if args.set == "all" else [args.set]
         folders = [f for s in sets for f in sorted(glob.glob(os.path.join(compare_all.HERE, "data", s, "*library*")))
