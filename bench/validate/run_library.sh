@@ -25,6 +25,9 @@ MODES=,${MODES:-single,ddp,fsdp,tp,pp},
 LM=${LM:-hf-gpt2,hf-gpt2-medium,hf-gpt2-large,hf-gpt2-xl,hf-llama-1b}
 VISION=${VISION:-tv-resnet50,tv-vit-b16}
 MBS=${MBS:-1,2,4,8,16,32}
+# The micro-batches whose GEMM shapes the compute probe times (default: MBS): a plan may time
+# fewer than it trains, so that the GEMM model predicts the others (and the probe's time stays).
+PROBE_MBS=${PROBE_MBS:-$MBS}
 VMBS=${VMBS:-1,8,32,128,256}
 MBS_2GPU=${MBS_2GPU:-1,4,16}
 STEPS=${STEPS:-5}
@@ -95,7 +98,7 @@ lane0() {
     heuristic=()
     [ "$HEURISTIC" = 1 ] && heuristic=(--heuristic-out $scratch/suite_heuristic.json --gpus-per-node 2)
     if "$carry/xdeep_validate" shapes --workloads "$here/workloads" --models "$LM,$VISION" \
-      --micro-batches "$MBS" --out $scratch/suite_shapes.json "${heuristic[@]}"; then
+      --micro-batches "$PROBE_MBS" --out $scratch/suite_shapes.json "${heuristic[@]}"; then
       CUDA_VISIBLE_DEVICES=0 run $((T_COMPUTE + 10)) "$carry/xdeep-probe" compute --suite gpu \
         --shapes $scratch/suite_shapes.json --time-limit $T_COMPUTE --out "$res/compute.json"
       echo "compute rc=$?"
