@@ -16,6 +16,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -183,8 +184,9 @@ Prediction ScoreWith(StrategyModel& model, const SearchLimits& limits, const Con
                      double ideal, double memory_total, const StepTime& analytical) {
   const Workload& w = model.workload();
   // Real runs correct the analytical model (Extra-Deep: fitted from outcomes).
-  const StepTime t =
-      limits.step_time_correction ? limits.step_time_correction(c, analytical) : analytical;
+  std::optional<StepTime> corrected;  // only with a correction: no copy per candidate without
+  if (limits.step_time_correction) corrected = limits.step_time_correction(c, analytical);
+  const StepTime& t = corrected ? *corrected : analytical;
   Prediction p;
   // 0 = not computed here; the search fills it in for the candidates it keeps.
   p.memory_per_gpu_bytes = static_cast<int64_t>(std::ceil(memory_total));

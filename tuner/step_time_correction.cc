@@ -48,11 +48,11 @@ StepTime ScaledComponent(const StepTime& st, modeling::StepComponent component, 
 
 modeling::Outcome ReportedOutcome(const Configuration& c, const StepTime& predicted,
                                   double measured_over_predicted) {
-  const modeling::StepComponent component = predicted.bound == StepTime::Bound::kHost
+  const modeling::StepComponent component = predicted.bound() == StepTime::Bound::kHost
                                                 ? modeling::StepComponent::kHost
                                                 : modeling::StepComponent::kKernel;
-  const double part = component == modeling::StepComponent::kHost ? predicted.host_s
-                                                                   : predicted.kernel_s;
+  const double part = component == modeling::StepComponent::kHost ? predicted.host_s()
+                                                                   : predicted.kernel_s();
   const double target = measured_over_predicted * predicted.total_s;
   // The step grows monotonically with either component's factor: bisection
   // over log(factor) in [1/16, 16].

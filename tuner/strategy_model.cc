@@ -1260,12 +1260,7 @@ StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
   st.compute_s = grad_accum * st.per_micro_batch_s - st.first_accumulation_s;
   st.bubble_s = std::max(0.0, st.fill_drain_s - grad_accum * st.host_lead_per_micro_batch_s);
   st.total_s = st.compute_s + st.bubble_s + st.exposed_comm_s + st.optimizer_s;
-  const StepTime::Passes& p = st.passes;
   st.micro_batches = grad_accum;
-  st.kernel_s = grad_accum * (p.forwards * p.fwd_kernel_s + p.bwd_kernel_s);
-  st.host_s = grad_accum * (p.forwards * (p.fwd_host_s + p.fwd_host_only_s) + p.bwd_host_s);
-  st.launched_s = grad_accum * p.launched_s;
-  st.bound = st.kernel_s >= st.host_s ? StepTime::Bound::kKernel : StepTime::Bound::kHost;
   return st;
 }
 

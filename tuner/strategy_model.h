@@ -80,14 +80,21 @@ struct StepTime {
   };
   Passes passes;
   // The same per step (x grad_accum): GPU kernel time, host launch time and
-  // the passes as combined. compute_s = launched_s + the mode's own terms in
+  // the passes as combined. compute_s = launched_s() + the mode's own terms in
   // a pass (TP's and CP's collectives, pipeline transfers, FSDP's exposed
-  // gathers, accumulation passes): launched_s == compute_s for a single GPU
-  // and DDP.
-  double kernel_s = 0, host_s = 0, launched_s = 0;
+  // gathers, accumulation passes): launched_s() == compute_s for a single GPU
+  // and DDP. Computed on demand: the search copies millions of StepTimes.
+  double kernel_s() const {
+    return micro_batches * (passes.forwards * passes.fwd_kernel_s + passes.bwd_kernel_s);
+  }
+  double host_s() const {
+    return micro_batches *
+           (passes.forwards * (passes.fwd_host_s + passes.fwd_host_only_s) + passes.bwd_host_s);
+  }
+  double launched_s() const { return micro_batches * passes.launched_s; }
   // Which component sets the compute part (the larger of kernel_s, host_s).
   enum class Bound { kKernel, kHost };
-  Bound bound = Bound::kKernel;
+  Bound bound() const { return kernel_s() >= host_s() ? Bound::kKernel : Bound::kHost; }
   int micro_batches = 1;  // grad_accum of the step
 };
 

@@ -532,7 +532,7 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
     if (r.has_time()) {
       row.update({{"step_s", r.measured_s},
                   {"predicted_step_s", r.predicted_s},
-                  {"bound", r.predicted_parts.bound == tuner::StepTime::Bound::kHost ? "host"
+                  {"bound", r.predicted_parts.bound() == tuner::StepTime::Bound::kHost ? "host"
                                                                                      : "kernel"}});
     }
     if (r.has_memory()) {

@@ -42,7 +42,7 @@ TEST(StepTimeCorrectionTest, AReportCorrectsWhatItMeasuredWhereItSetsTheStep) {
   const Configuration pick = Config(16), near = Config(8), host_bound = Config(1),
                       ddp = Config(16, 2);
   const StepTime t = model.Time(pick);
-  ASSERT_EQ(t.bound, StepTime::Bound::kKernel);
+  ASSERT_EQ(t.bound(), StepTime::Bound::kKernel);
   // Measured 20 % slower than predicted: the kernel time's factor is what
   // makes the recombined step the measured one -- more than 1.2, since the
   // optimizer step and the launches stay as predicted.
@@ -60,7 +60,7 @@ TEST(StepTimeCorrectionTest, AReportCorrectsWhatItMeasuredWhereItSetsTheStep) {
   EXPECT_LT(moved, 1.2);
   // A host-bound step of the same mode moves by the little its kernels show.
   const StepTime th = model.Time(host_bound);
-  ASSERT_EQ(th.bound, StepTime::Bound::kHost);
+  ASSERT_EQ(th.bound(), StepTime::Bound::kHost);
   EXPECT_LT(CorrectedStepTime(*fitted, host_bound, th).total_s / th.total_s - 1,
             0.25 * (moved - 1));
   // Another mode stays as predicted, bit for bit.
