@@ -1138,9 +1138,9 @@ StepTime StrategyModel::Time(const Configuration& given) {
     if (total > t_mb) {
       t_mb = total;
       // The components learning corrects apart (StepTime::Passes).
-      st.passes = {r.fwd + cast_f, launch_f, hooks_f, b_device, launch_b + hooks_b,
-                   c.recompute ? 2 : 1, 0, device};
-      st.passes.launched_s = st.passes.forwards * f_launched + b_launched;
+      st.passes = {float(r.fwd + cast_f), float(launch_f),         float(hooks_f),
+                   float(b_device),       float(launch_b + hooks_b), float(device),
+                   c.recompute ? 2 : 1};
       t_b_last = b;
       t_b_idle = b_launched - b_device;
       grad_params = d.params;
@@ -1264,14 +1264,23 @@ StepTime StrategyModel::WithAccumulation(StepTime st, int grad_accum) {
   return st;
 }
 
+namespace {
+// A micro-batch's passes as Time() combines them, with the kernel and host
+// times scaled.
+double CombinedPasses(const StepTime::Passes& p, double kf, double hf) {
+  return p.forwards * LaunchedPass(kf * p.fwd_kernel_s, hf * p.fwd_host_s, hf * p.fwd_host_only_s) +
+         HostAndDevice(kf * p.bwd_kernel_s, hf * p.bwd_host_s);
+}
+}  // namespace
+
+double StepTime::launched_s() const { return micro_batches * CombinedPasses(passes, 1, 1); }
+
 StepTime StrategyModel::ScaledCompute(StepTime st, double kernel_factor, double host_factor) {
   StepTime::Passes& p = st.passes;
   const double kf = kernel_factor, hf = host_factor;
-  const double launched = p.forwards * LaunchedPass(kf * p.fwd_kernel_s, hf * p.fwd_host_s,
-                                                    hf * p.fwd_host_only_s) +
-                          HostAndDevice(kf * p.bwd_kernel_s, hf * p.bwd_host_s);
-  const double d_launched = launched - p.launched_s;
-  const double d_device = (kf - 1) * (p.forwards * p.fwd_kernel_s + p.bwd_kernel_s);
+  // Differences of the same rule on the same parts: exactly 0 at factors 1.
+  const double d_launched = CombinedPasses(p, kf, hf) - CombinedPasses(p, 1, 1);
+  const double d_device = (kf - 1) * (p.forwards * double(p.fwd_kernel_s) + p.bwd_kernel_s);
   // A pipeline's fill and drain are the device's time of a micro-batch; a
   // host's lead over its GPU what the launches take beyond the kernels.
   if (p.device_s > 0) st.fill_drain_s *= (p.device_s + d_device) / p.device_s;
@@ -1280,13 +1289,12 @@ StepTime StrategyModel::ScaledCompute(StepTime st, double kernel_factor, double 
         std::max(0.0, st.host_lead_per_micro_batch_s + d_launched - d_device);
   }
   st.per_micro_batch_s += d_launched;
-  p.fwd_kernel_s *= kf;
-  p.bwd_kernel_s *= kf;
-  p.fwd_host_s *= hf;
-  p.fwd_host_only_s *= hf;
-  p.bwd_host_s *= hf;
-  p.device_s += d_device;
-  p.launched_s = launched;
+  p.fwd_kernel_s = float(kf * p.fwd_kernel_s);
+  p.bwd_kernel_s = float(kf * p.bwd_kernel_s);
+  p.fwd_host_s = float(hf * p.fwd_host_s);
+  p.fwd_host_only_s = float(hf * p.fwd_host_only_s);
+  p.bwd_host_s = float(hf * p.bwd_host_s);
+  p.device_s = float(p.device_s + d_device);
   return WithAccumulation(st, st.micro_batches);
 }
 

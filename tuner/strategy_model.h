@@ -69,29 +69,30 @@ struct StepTime {
   // (forward, backward, autocast's casts) and the host's time to launch them
   // (DDP's reducer launches, FSDP2's hooks and the straggle included), as
   // the model combines them (HostAndDevice, LaunchedPass). Per micro-batch,
-  // of the slowest rank's passes; a recomputed forward counts twice.
+  // of the slowest rank's passes; a recomputed forward counts twice. Single
+  // precision, as they only scale a correction (the search copies millions of
+  // StepTimes): launched_s() is compute_s's part to ~1e-7.
   struct Passes {
-    double fwd_kernel_s = 0, fwd_host_s = 0;
-    double fwd_host_only_s = 0;  // host work that launches none of the kernels (FSDP2's hooks)
-    double bwd_kernel_s = 0, bwd_host_s = 0;
-    int forwards = 1;        // 2 under full recomputation
-    double launched_s = 0;   // forwards x LaunchedPass(fwd) + HostAndDevice(bwd)
-    double device_s = 0;     // the micro-batch with its launches taken out
+    float fwd_kernel_s = 0, fwd_host_s = 0;
+    float fwd_host_only_s = 0;  // host work that launches none of the kernels (FSDP2's hooks)
+    float bwd_kernel_s = 0, bwd_host_s = 0;
+    float device_s = 0;  // the micro-batch with its launches taken out
+    int forwards = 1;    // 2 under full recomputation
   };
   Passes passes;
   // The same per step (x grad_accum): GPU kernel time, host launch time and
-  // the passes as combined. compute_s = launched_s() + the mode's own terms in
-  // a pass (TP's and CP's collectives, pipeline transfers, FSDP's exposed
-  // gathers, accumulation passes): launched_s() == compute_s for a single GPU
-  // and DDP. Computed on demand: the search copies millions of StepTimes.
+  // the passes as combined (HostAndDevice, LaunchedPass). compute_s =
+  // launched_s() + the mode's own terms in a pass (TP's and CP's collectives,
+  // pipeline transfers, FSDP's exposed gathers, accumulation passes):
+  // launched_s() == compute_s for a single GPU and DDP.
   double kernel_s() const {
-    return micro_batches * (passes.forwards * passes.fwd_kernel_s + passes.bwd_kernel_s);
+    return micro_batches * (passes.forwards * double(passes.fwd_kernel_s) + passes.bwd_kernel_s);
   }
   double host_s() const {
-    return micro_batches *
-           (passes.forwards * (passes.fwd_host_s + passes.fwd_host_only_s) + passes.bwd_host_s);
+    return micro_batches * (passes.forwards * (double(passes.fwd_host_s) + passes.fwd_host_only_s) +
+                            passes.bwd_host_s);
   }
-  double launched_s() const { return micro_batches * passes.launched_s; }
+  double launched_s() const;
   // Which component sets the compute part (the larger of kernel_s, host_s).
   enum class Bound { kKernel, kHost };
   Bound bound() const { return kernel_s() >= host_s() ? Bound::kKernel : Bound::kHost; }

@@ -618,24 +618,25 @@ TEST(StrategyMemoryTest, ATiedHeadOnAnotherStageHoldsItsOwnCopy) {
 
 TEST(StrategyTimeTest, ComputeSplitsIntoKernelAndHostTime) {
   // SingleGpu's step: the passes' kernels (24 + 48 ms and the casts) and
-  // their launches (1.25 + 2.5 ms) are the compute part, which they set alone.
+  // their launches (1.25 + 2.5 ms) are the compute part, which they set alone
+  // (to the single precision StepTime::Passes keeps them in).
   const Workload w = SimpleGeneric();
   const HardwareProfile hw = SimpleProfile();
   Configuration c = Single(1);
   c.grad_accum = 4;
   c.global_batch = 4;
   StepTime t = EstimateStepTime(w, hw, c);
-  EXPECT_NEAR(t.kernel_s(), 4 * (0.024 + 0.048 + 2 * kCast), 1e-12);
-  EXPECT_NEAR(t.host_s(), 4 * (0.00125 + 0.0025), 1e-12);
+  EXPECT_NEAR(t.kernel_s(), 4 * (0.024 + 0.048 + 2 * kCast), 1e-8);
+  EXPECT_NEAR(t.host_s(), 4 * (0.00125 + 0.0025), 1e-9);
   EXPECT_EQ(t.bound(), StepTime::Bound::kKernel);
   EXPECT_EQ(t.micro_batches, 4);
-  EXPECT_DOUBLE_EQ(t.launched_s(), t.compute_s);
+  EXPECT_NEAR(t.launched_s(), t.compute_s, 1e-6 * t.compute_s);
   // DDP adds its reducer's launches to the host part; still nothing else.
   c.gpus_per_node = c.dp = 2;
   c.global_batch = 8;
   t = EstimateStepTime(w, hw, c);
-  EXPECT_NEAR(t.host_s(), 4 * (0.00125 + 0.0025 + 2 * 10 * hw.ddp_host_per_launch_s), 1e-12);
-  EXPECT_DOUBLE_EQ(t.launched_s(), t.compute_s);
+  EXPECT_NEAR(t.host_s(), 4 * (0.00125 + 0.0025 + 2 * 10 * hw.ddp_host_per_launch_s), 1e-9);
+  EXPECT_NEAR(t.launched_s(), t.compute_s, 1e-6 * t.compute_s);
   // A pipeline stage's transfers (2 x 0.3125 ms a micro-batch, PipelineBubble)
   // are the mode's own: in compute_s, not in the launched passes.
   const Workload w8 = SimpleGeneric(8);
@@ -644,13 +645,13 @@ TEST(StrategyTimeTest, ComputeSplitsIntoKernelAndHostTime) {
   p.grad_accum = 4;
   p.global_batch = 4;
   t = EstimateStepTime(w8, hw, p);
-  EXPECT_NEAR(t.compute_s - t.launched_s(), 4 * 2 * 0.0003125, 1e-12);
+  EXPECT_NEAR(t.compute_s - t.launched_s(), 4 * 2 * 0.0003125, 1e-7);
   // Full recomputation runs each forward twice.
   c = Single(1);
   c.recompute = true;
   t = EstimateStepTime(w, hw, c);
   EXPECT_EQ(t.passes.forwards, 2);
-  EXPECT_DOUBLE_EQ(t.launched_s(), t.compute_s);
+  EXPECT_NEAR(t.launched_s(), t.compute_s, 1e-6 * t.compute_s);
   // A small model on a fast GPU is set by its host's launches.
   auto gpt = PresetWorkload("gpt-125m");
   ASSERT_TRUE(gpt.ok());
@@ -686,7 +687,7 @@ TEST(StrategyTimeTest, ScaledComputeRecombinesByTheModelsRule) {
       EXPECT_EQ(same.total_s, t.total_s) << mode << " mb" << mb;
       EXPECT_EQ(same.compute_s, t.compute_s) << mode << " mb" << mb;
       EXPECT_EQ(same.bubble_s, t.bubble_s) << mode << " mb" << mb;
-      EXPECT_LE(t.launched_s(), t.compute_s * (1 + 1e-12)) << mode << " mb" << mb;
+      EXPECT_LE(t.launched_s(), t.compute_s * (1 + 1e-6)) << mode << " mb" << mb;
       // More kernel time never shortens a step; it lengthens the compute
       // part by at most the kernel time added.
       const StepTime slower = StrategyModel::ScaledCompute(t, 1.2, 1);
@@ -701,9 +702,9 @@ TEST(StrategyTimeTest, ScaledComputeRecombinesByTheModelsRule) {
   const StepTime k2 = StrategyModel::ScaledCompute(t, 2, 1);
   EXPECT_NEAR(k2.compute_s,
               std::hypot(2 * (0.024 + kCast), 0.00125) + std::hypot(2 * (0.048 + kCast), 0.0025),
-              1e-12);
+              1e-8);
   EXPECT_NEAR(k2.total_s, k2.compute_s + 0.080, 1e-12);
-  EXPECT_NEAR(k2.kernel_s(), 2 * t.kernel_s(), 1e-12);
+  EXPECT_NEAR(k2.kernel_s(), 2 * t.kernel_s(), 1e-8);
   // The host's time doubled barely shows in a step its kernels set.
   const StepTime h2 = StrategyModel::ScaledCompute(t, 1, 2);
   EXPECT_LT(h2.compute_s / t.compute_s, 1.01);
