@@ -1029,8 +1029,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    const double f_launched = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f);
-    double f = f_launched + r.tp_comm_fwd + r.cp_comm_fwd;
+    double f = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) + r.tp_comm_fwd + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b;
     const double b_launched = HostAndDevice(b_device, launch_b + hooks_b);
     // [MLM19] as many all-reduces; context parallel: keys and values gathered
