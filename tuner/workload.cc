@@ -616,6 +616,9 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool cha
     case 101:
       blocks = {3, 4, 23, 3};
       break;
+    case 200:  // He et al. 2016, "Identity Mappings in Deep Residual Networks" (timm's resnet200)
+      blocks = {3, 24, 36, 3};
+      break;
     default:
       blocks = {3, 8, 36, 3};
       break;
@@ -718,7 +721,7 @@ const TransformerPreset kTransformers[] = {
 
 const char* const kCnnArchs[] = {"resnet18",        "resnet26",         "resnet34",
                                  "resnet50",        "resnet101",        "resnet152",
-                                 "wide_resnet50_2", "wide_resnet101_2", "vgg16"};
+                                 "resnet200",       "wide_resnet50_2", "wide_resnet101_2", "vgg16"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
@@ -748,6 +751,7 @@ absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int 
   if (arch == "resnet50") return ResNet(50, image_size, num_classes, a, nhwc);
   if (arch == "resnet101") return ResNet(101, image_size, num_classes, a, nhwc);
   if (arch == "resnet152") return ResNet(152, image_size, num_classes, a, nhwc);
+  if (arch == "resnet200") return ResNet(200, image_size, num_classes, a, nhwc);
   if (arch == "wide_resnet50_2") return ResNet(50, image_size, num_classes, a, nhwc, 2);
   if (arch == "wide_resnet101_2") return ResNet(101, image_size, num_classes, a, nhwc, 2);
   if (arch == "vgg16") return Vgg16(image_size, num_classes, a, nhwc);

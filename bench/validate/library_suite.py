@@ -178,10 +178,10 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-wide-resnet101": "wide_resnet101_2", "timm-vit-b8": "timm:vit_base_patch8_224",
           "timm-resnet26": "timm:resnet26", "timm-vit-s8": "timm:vit_small_patch8_224",
           "timm-resnet101": "timm:resnet101", "timm-deit3-m16": "timm:deit3_medium_patch16_224",
-          "timm-resnet152": "timm:resnet152"}
+          "timm-resnet200": "timm:resnet200"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
-        "timm-resnet26", "timm-resnet101", "timm-resnet152"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet26", "timm-resnet101", "timm-resnet200"}  # channels_last (torchvision's reference), SGD
 
 
 def seq_of(name):

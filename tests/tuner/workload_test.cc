@@ -127,7 +127,7 @@ TEST(WorkloadTest, Vgg16AndResNetsKnownSizes) {
   // count reproduces exactly).
   for (Case c : {Case{"vgg16", 138357544}, Case{"resnet18", 11689512}, Case{"resnet26", 15995176},
                  Case{"resnet101", 44549160},
-                 Case{"resnet152", 60192808}, Case{"wide_resnet50_2", 68883240},
+                 Case{"resnet152", 60192808}, Case{"resnet200", 64673832}, Case{"wide_resnet50_2", 68883240},
                  Case{"wide_resnet101_2", 126886696}}) {
     auto w = PresetWorkload(c.name);
     ASSERT_TRUE(w.ok()) << c.name;
