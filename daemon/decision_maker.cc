@@ -441,7 +441,7 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
 absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
                                                    const Caller& caller, const ProgressFn& progress,
                                                    const InterruptFn& interrupt,
-                                                   bool allow_heavy) const {
+                                                   bool allow_heavy, bool defer_record) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
   std::shared_ptr<const tuner::HardwareProfile> profile;
   uint64_t hardware_generation;
@@ -665,7 +665,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   // and the ledger share a file (as the daemon opens them): one commit for
   // both, batched with other launches' (Ledger's group commit).
   bool saved = false;
-  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
+  const bool reserves =
+      ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation();
+  if (reserves) {
     const bool along = store_ != nullptr && !store_->path().empty() &&
                        store_->path() == ledger_->path();
     absl::Status s = CheckBudget(
@@ -675,13 +677,27 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     if (!s.ok()) return s;
     saved = along;
   }
+  if (store_ != nullptr && !saved && defer_record && !reserves) {
+    // Nothing to release if the write fails: the caller answers with its error.
+    DecisionRecord record = record_of();  // before `decision` moves
+    return DecideResult{std::move(decision), "", std::move(record)};
+  }
   if (store_ != nullptr && !saved) {
     if (absl::Status s = store_->SaveDecision(record_of()); !s.ok()) {
       if (ledger_ != nullptr) (void)ledger_->Release(decision.decision_id(), caller.uid, clock_());
       return s;
     }
   }
-  return DecideResult{std::move(decision), ""};
+  return DecideResult{std::move(decision), "", std::nullopt};
+}
+
+void DecisionMaker::SaveRecordThen(DecisionRecord record,
+                                   std::function<void(absl::Status)> done) const {
+  if (store_ == nullptr) {
+    done(absl::OkStatus());
+    return;
+  }
+  store_->SaveDecisionThen(std::move(record), std::move(done));
 }
 
 }  // namespace xdeep::daemon

@@ -64,6 +64,10 @@ inline constexpr char kMovedToHeavyLane[] = "moved to the heavy lane";
 struct DecideResult {
   std::optional<xdeep::v1::Decision> decision;
   std::string skip_reason;
+  // With Decide's `defer_record`, a decision that holds no reservation comes
+  // back with its record unwritten: the caller has it committed
+  // (DecisionMaker::SaveRecordThen) before it answers.
+  std::optional<DecisionRecord> record;
 };
 
 class DecisionMaker {
@@ -73,10 +77,16 @@ class DecisionMaker {
 
   // Without `allow_heavy`, a workload of more than kHeavyLayers layers ends
   // the request with kMovedToHeavyLane before any work that grows with it.
+  // With `defer_record`, a decision that reserves nothing is returned with
+  // its record in DecideResult::record instead of written here.
   absl::StatusOr<DecideResult> Decide(const xdeep::v1::TuneRequest& request, const Caller& caller,
                                       const ProgressFn& progress,
                                       const InterruptFn& interrupt = nullptr,
-                                      bool allow_heavy = true) const;
+                                      bool allow_heavy = true, bool defer_record = false) const;
+  // Writes a deferred record (DecideResult::record) in the store's next group
+  // commit; `done` gets the outcome once that commit is done, on the thread
+  // that ran it (Store::SaveDecisionThen). Without a store: at once, OK.
+  void SaveRecordThen(DecisionRecord record, std::function<void(absl::Status)> done) const;
 
   // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
   void SetPolicy(std::shared_ptr<const PolicyConfig> policy);
