@@ -557,17 +557,19 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         heuristic_gap_(shape->partition, shape->gpus_per_node, profile, *workload, fingerprint);
     if (!note.empty()) progress(Step("kernels", note));
   }
+  // A correction not fitted for the store's current runs is fitted from them
+  // (a read of the store): a worker's job. (A run recorded between this look
+  // and the one below makes that one request fit here.)
+  if (cached_only && store_ != nullptr &&
+      cache_.CachedCorrection(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
+                                                hardware.Label(), shape->partition)) == nullptr) {
+    return needs_worker;
+  }
   if (absl::Status s = interrupted(); !s.ok()) return s;
   if (store_ != nullptr) {
-    const LearningScope scope = ScopeFor(*policy, caller, request.account(), fingerprint,
-                                         hardware.Label(), shape->partition);
-    absl::StatusOr<std::shared_ptr<const FittedCorrection>> correction;
-    if (cached_only) {
-      correction = cache_.CachedCorrection(*store_, scope);
-      if (*correction == nullptr) return needs_worker;
-    } else {
-      correction = cache_.Correction(*store_, scope);
-    }
+    auto correction =
+        cache_.Correction(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
+                                            hardware.Label(), shape->partition));
     if (correction.ok() && (*correction)->runs > 0) {
       std::shared_ptr<const FittedCorrection> held = *correction;
       auto fitted = std::shared_ptr<const modeling::ScalingCorrection>(held, &held->correction);
