@@ -12,6 +12,15 @@
 namespace xdeep::daemon {
 namespace {
 
+// A correction's key: the state of the store's runs and the learning scope.
+std::string CorrectionKey(uint64_t generation, const LearningScope& scope) {
+  return fmt::format("{}|{}:{}|{}:{}|{}:{}|{}|{}:{}", generation, scope.fingerprint.size(),
+                     scope.fingerprint, scope.hardware.size(), scope.hardware,
+                     scope.partition.size(), scope.partition,
+                     scope.uid ? static_cast<int64_t>(*scope.uid) : -1, scope.account.size(),
+                     scope.account);
+}
+
 // The workload's identity: what LoadWorkload reads, with separators no text
 // field can fake (lengths first).
 std::string WorkloadKey(const xdeep::v1::Workload& w) {
@@ -27,6 +36,11 @@ void AppendList(std::string* key, const std::vector<std::string>& list) {
 }
 
 }  // namespace
+
+std::shared_ptr<const DecisionCache::ParsedWorkload> DecisionCache::CachedWorkload(
+    const xdeep::v1::Workload& w) {
+  return workloads_.Find(WorkloadKey(w));
+}
 
 absl::StatusOr<std::shared_ptr<const DecisionCache::ParsedWorkload>> DecisionCache::Workload(
     const xdeep::v1::Workload& w, const tuner::BuildPoll& poll) {
@@ -54,19 +68,18 @@ absl::StatusOr<std::shared_ptr<const FittedCorrection>> DecisionCache::Correctio
     Store& store, const LearningScope& scope) {
   // The generation is read before the runs: a run recorded meanwhile makes
   // the next request fit again, never the reverse.
-  const uint64_t generation = store.learning_generation();
-  const std::string key =
-      fmt::format("{}|{}:{}|{}:{}|{}:{}|{}|{}:{}", generation, scope.fingerprint.size(),
-                  scope.fingerprint, scope.hardware.size(), scope.hardware,
-                  scope.partition.size(), scope.partition,
-                  scope.uid ? static_cast<int64_t>(*scope.uid) : -1, scope.account.size(),
-                  scope.account);
+  const std::string key = CorrectionKey(store.learning_generation(), scope);
   if (auto hit = corrections_.Find(key)) return hit;
   auto fitted = FitCorrection(store, scope);
   if (!fitted.ok()) return fitted.status();
   auto shared = std::make_shared<const FittedCorrection>(*std::move(fitted));
   corrections_.Put(key, shared);
   return shared;
+}
+
+std::shared_ptr<const FittedCorrection> DecisionCache::CachedCorrection(
+    const Store& store, const LearningScope& scope) {
+  return corrections_.Find(CorrectionKey(store.learning_generation(), scope));
 }
 
 std::string DecisionCache::SearchKey(const xdeep::v1::Workload& w, uint64_t hardware_generation,

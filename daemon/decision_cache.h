@@ -88,11 +88,17 @@ class DecisionCache {
   // the layers are built, tuner::BuildPoll).
   absl::StatusOr<std::shared_ptr<const ParsedWorkload>> Workload(
       const xdeep::v1::Workload& w, const tuner::BuildPoll& poll = nullptr);
+  // The parsed workload if it is kept here (null otherwise): no parsing.
+  std::shared_ptr<const ParsedWorkload> CachedWorkload(const xdeep::v1::Workload& w);
 
   // The correction fitted from `scope`'s runs, fitted once per state of the
   // store's runs (Store::learning_generation).
   absl::StatusOr<std::shared_ptr<const FittedCorrection>> Correction(Store& store,
                                                                      const LearningScope& scope);
+  // The correction if it is kept here for the store's current runs (null
+  // otherwise): no fitting, no read of the store.
+  std::shared_ptr<const FittedCorrection> CachedCorrection(const Store& store,
+                                                           const LearningScope& scope);
 
   // What a search result depends on besides the workload, as one string:
   // every scalar and list of `limits` (not its functions: the caller adds

@@ -441,7 +441,8 @@ absl::Status DecisionMaker::CheckBudget(const PolicyConfig& policy,
 absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& request,
                                                    const Caller& caller, const ProgressFn& progress,
                                                    const InterruptFn& interrupt,
-                                                   bool allow_heavy) const {
+                                                   bool allow_heavy, bool defer_record,
+                                                   bool cached_only) const {
   std::shared_ptr<const PolicyConfig> policy = this->policy();
   std::shared_ptr<const tuner::HardwareProfile> profile;
   uint64_t hardware_generation;
@@ -467,12 +468,23 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
       !s.ok()) {
     return s;
   }
+  // Only a launch that submits a job reserves money (CheckBudget below).
+  const bool reserves =
+      ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation();
+  const absl::Status needs_worker = absl::AbortedError(kNeedsWorker);
+  if (cached_only && (reserves || !defer_record || !fresh_shape_)) return needs_worker;
   // Building the layers of a model at the parser's limit takes tens of
   // milliseconds: the heavy lane paces itself in it, and a client that goes
   // away stops it there.
-  auto parsed = cache_.Workload(request.workload(), interrupt);
-  if (!parsed.ok()) return parsed.status();
-  const std::shared_ptr<const DecisionCache::ParsedWorkload> cached = *std::move(parsed);
+  std::shared_ptr<const DecisionCache::ParsedWorkload> cached;
+  if (cached_only) {
+    cached = cache_.CachedWorkload(request.workload());
+    if (cached == nullptr) return needs_worker;
+  } else {
+    auto parsed = cache_.Workload(request.workload(), interrupt);
+    if (!parsed.ok()) return parsed.status();
+    cached = *std::move(parsed);
+  }
   const std::shared_ptr<const tuner::Workload> workload(cached, &cached->workload);
   if (!allow_heavy && workload->layers.size() > kHeavyLayers) {
     return absl::AbortedError(kMovedToHeavyLane);
@@ -484,7 +496,8 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   if (absl::Status s = interrupted(); !s.ok()) return s;
   progress(Step("workload", fmt::format("workload {}", workload->name)));
 
-  auto shape = shape_(partition);
+  auto shape = cached_only ? fresh_shape_(partition) : shape_(partition);
+  if (cached_only && !shape.ok()) return needs_worker;
   if (!shape.ok()) return shape.status();
   if (shape->gpus_per_node <= 0) {
     return absl::FailedPreconditionError(fmt::format(
@@ -494,6 +507,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   // and this launch decides from what the daemon already has.
   bool probe_now = false;
   if (launch_probe_ && policy->probes.on_launch && profile->builtin) {
+    if (cached_only) return needs_worker;
     std::lock_guard lock(mu_);
     probe_now = probed_partitions_.insert(shape->partition).second;
   }
@@ -543,6 +557,14 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         heuristic_gap_(shape->partition, shape->gpus_per_node, profile, *workload, fingerprint);
     if (!note.empty()) progress(Step("kernels", note));
   }
+  // A correction not fitted for the store's current runs is fitted from them
+  // (a read of the store): a worker's job. (A run recorded between this look
+  // and the one below makes that one request fit here.)
+  if (cached_only && store_ != nullptr &&
+      cache_.CachedCorrection(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
+                                                hardware.Label(), shape->partition)) == nullptr) {
+    return needs_worker;
+  }
   if (absl::Status s = interrupted(); !s.ok()) return s;
   if (store_ != nullptr) {
     auto correction =
@@ -582,6 +604,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   const std::string search_key = DecisionCache::SearchKey(request.workload(), hardware_generation,
                                                           limits, correction_note);
   std::shared_ptr<const tuner::SearchResult> result = cache_.FindSearch(search_key);
+  if (result == nullptr && cached_only) return needs_worker;
   if (result == nullptr) {
     // Requests that differ only in what scores a configuration (objective,
     // budget, deadline, prices, time limit, correction) share the model's
@@ -660,7 +683,7 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
   // and the ledger share a file (as the daemon opens them): one commit for
   // both, batched with other launches' (Ledger's group commit).
   bool saved = false;
-  if (ledger_ != nullptr && request.mode() == v1::TUNE_MODE_AUTO && !request.has_allocation()) {
+  if (reserves) {
     const bool along = store_ != nullptr && !store_->path().empty() &&
                        store_->path() == ledger_->path();
     absl::Status s = CheckBudget(
@@ -670,13 +693,27 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     if (!s.ok()) return s;
     saved = along;
   }
+  if (store_ != nullptr && !saved && defer_record && !reserves) {
+    // Nothing to release if the write fails: the caller answers with its error.
+    DecisionRecord record = record_of();  // before `decision` moves
+    return DecideResult{std::move(decision), "", std::move(record)};
+  }
   if (store_ != nullptr && !saved) {
     if (absl::Status s = store_->SaveDecision(record_of()); !s.ok()) {
       if (ledger_ != nullptr) (void)ledger_->Release(decision.decision_id(), caller.uid, clock_());
       return s;
     }
   }
-  return DecideResult{std::move(decision), ""};
+  return DecideResult{std::move(decision), "", std::nullopt};
+}
+
+void DecisionMaker::SaveRecordThen(DecisionRecord record,
+                                   std::function<void(absl::Status)> done) const {
+  if (store_ == nullptr) {
+    done(absl::OkStatus());
+    return;
+  }
+  store_->SaveDecisionThen(std::move(record), std::move(done));
 }
 
 }  // namespace xdeep::daemon

@@ -60,10 +60,19 @@ using InterruptFn = std::function<absl::Status()>;
 // (Aborted with this message): the caller runs it again in its heavy lane.
 inline constexpr char kMovedToHeavyLane[] = "moved to the heavy lane";
 
+// The status a `cached_only` Decide ends with when the request needs work
+// that may take long (Aborted with this message): the caller runs it again
+// on a worker thread.
+inline constexpr char kNeedsWorker[] = "needs a worker";
+
 // A decision, or the reason the launch is left as the user wrote it.
 struct DecideResult {
   std::optional<xdeep::v1::Decision> decision;
   std::string skip_reason;
+  // With Decide's `defer_record`, a decision that holds no reservation comes
+  // back with its record unwritten: the caller has it committed
+  // (DecisionMaker::SaveRecordThen) before it answers.
+  std::optional<DecisionRecord> record;
 };
 
 class DecisionMaker {
@@ -73,10 +82,23 @@ class DecisionMaker {
 
   // Without `allow_heavy`, a workload of more than kHeavyLayers layers ends
   // the request with kMovedToHeavyLane before any work that grows with it.
+  // With `defer_record`, a decision that reserves nothing is returned with
+  // its record in DecideResult::record instead of written here.
+  // With `cached_only` (and `defer_record`), the request is decided only if
+  // what it needs is cached (parsed workload, partition shape, correction,
+  // search result) and it reserves nothing and probes nothing: no parse, no
+  // search, no Slurm command, no read or write of the store. Otherwise it
+  // ends with kNeedsWorker before any such work (a caller on gRPC's thread
+  // hands it to a worker).
   absl::StatusOr<DecideResult> Decide(const xdeep::v1::TuneRequest& request, const Caller& caller,
                                       const ProgressFn& progress,
                                       const InterruptFn& interrupt = nullptr,
-                                      bool allow_heavy = true) const;
+                                      bool allow_heavy = true, bool defer_record = false,
+                                      bool cached_only = false) const;
+  // Writes a deferred record (DecideResult::record) in the store's next group
+  // commit; `done` gets the outcome once that commit is done, on the thread
+  // that ran it (Store::SaveDecisionThen). Without a store: at once, OK.
+  void SaveRecordThen(DecisionRecord record, std::function<void(absl::Status)> done) const;
 
   // Swapped in on SIGHUP; in-flight decisions finish under the old policy.
   void SetPolicy(std::shared_ptr<const PolicyConfig> policy);
@@ -87,6 +109,9 @@ class DecisionMaker {
   // How launches probe partitions that have no measurements ([probes] on_launch).
   void SetLaunchProbe(LaunchProbeFn probe) { launch_probe_ = std::move(probe); }
   void SetHeuristicGap(HeuristicGapFn gap) { heuristic_gap_ = std::move(gap); }
+  // A partition's shape without asking Slurm (an error when it would have
+  // to), for `cached_only` decisions; unset, those go to a worker.
+  void SetFreshShape(ShapeFn fresh) { fresh_shape_ = std::move(fresh); }
   int64_t Now() const { return clock_(); }
 
  private:
@@ -102,6 +127,7 @@ class DecisionMaker {
   std::shared_ptr<const tuner::HardwareProfile> hardware_;
   uint64_t hardware_generation_ = 0;  // counts SetHardware calls (a cache key)
   ShapeFn shape_;
+  ShapeFn fresh_shape_;
   Store* store_;
   Ledger* ledger_;
   ClockFn clock_;

@@ -15,6 +15,9 @@ struct GroupCommit::Pending {
   // one that leads the next, not every writer queued behind it (with many
   // workers waiting, most woken by a shared notify_all went back to sleep).
   std::condition_variable wake;
+  // WriteThen's: the write it owns, and whom to tell (nobody waits on `wake`).
+  std::function<absl::Status()> owned;
+  std::function<void(absl::Status)> then;
 };
 
 absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
@@ -28,32 +31,95 @@ absl::Status GroupCommit::Write(const std::function<absl::Status()>& write) {
       mine.wake.wait(lock);
       continue;
     }
-    committing_ = true;
-    if (spacing_.count() > 0) {
-      const auto ready = last_start_ + spacing_;
-      if (std::chrono::steady_clock::now() < ready) {
-        // Nobody else leads meanwhile (committing_): they queue behind us.
-        lock.unlock();
-        std::this_thread::sleep_until(ready);
-        lock.lock();
-      }
-      last_start_ = std::chrono::steady_clock::now();
-    }
-    std::vector<Pending*> batch;
-    batch.swap(queue_);
-    lock.unlock();
-    CommitBatch(batch);
-    lock.lock();
-    for (Pending* w : batch) {
-      w->done = true;
-      if (w != &mine) w->wake.notify_one();
-    }
-    committing_ = false;
-    // The first writer queued meanwhile leads the next commit (unless one
-    // arriving first takes the queue: then it is in that batch).
-    if (!queue_.empty()) queue_.front()->wake.notify_one();
+    LeadCommit(lock);
   }
   return mine.result;
+}
+
+void GroupCommit::WriteThen(std::function<absl::Status()> write,
+                            std::function<void(absl::Status)> done) {
+  auto* pending = new Pending{nullptr};
+  pending->owned = std::move(write);
+  pending->write = &pending->owned;
+  pending->then = std::move(done);
+  {
+    std::lock_guard lock(queue_mu_);
+    if (!stopping_) {
+      if (!committer_.joinable()) committer_ = std::thread([this] { CommitLoop(); });
+      queue_.push_back(pending);
+      if (!committing_) committer_wake_.notify_one();
+      return;
+    }
+  }
+  // Not after Stop: the connection may be closing.
+  pending->then(absl::UnavailableError(who_ + ": the daemon is stopping"));
+  delete pending;
+}
+
+void GroupCommit::LeadCommit(std::unique_lock<std::mutex>& lock) {
+  committing_ = true;
+  if (spacing_.count() > 0) {
+    const auto ready = last_start_ + spacing_;
+    if (std::chrono::steady_clock::now() < ready) {
+      // Nobody else leads meanwhile (committing_): they queue behind us.
+      lock.unlock();
+      std::this_thread::sleep_until(ready);
+      lock.lock();
+    }
+    last_start_ = std::chrono::steady_clock::now();
+  }
+  std::vector<Pending*> batch;
+  batch.swap(queue_);
+  lock.unlock();
+  CommitBatch(batch);
+  lock.lock();
+  std::vector<Pending*> told;  // WriteThen's, answered below without the lock
+  for (Pending* w : batch) {
+    if (w->then) {
+      told.push_back(w);
+      continue;
+    }
+    w->done = true;
+    w->wake.notify_one();  // the leader's own: nobody waits on it
+  }
+  committing_ = false;
+  // The first writer queued meanwhile leads the next commit (unless one
+  // arriving first takes the queue: then it is in that batch).
+  WakeNextLeaderLocked();
+  if (told.empty()) return;
+  lock.unlock();
+  for (Pending* w : told) {
+    w->then(w->result);
+    delete w;
+  }
+  lock.lock();
+}
+
+void GroupCommit::WakeNextLeaderLocked() {
+  if (queue_.empty()) return;
+  if (queue_.front()->then) {
+    committer_wake_.notify_one();
+  } else {
+    queue_.front()->wake.notify_one();
+  }
+}
+
+void GroupCommit::CommitLoop() {
+  std::unique_lock lock(queue_mu_);
+  for (;;) {
+    committer_wake_.wait(lock, [this] { return !committing_ && (!queue_.empty() || stopping_); });
+    if (queue_.empty()) return;  // stopping, and nothing left to commit
+    LeadCommit(lock);
+  }
+}
+
+void GroupCommit::Stop() {
+  {
+    std::lock_guard lock(queue_mu_);
+    stopping_ = true;
+  }
+  committer_wake_.notify_all();
+  if (committer_.joinable()) committer_.join();
 }
 
 void GroupCommit::CommitBatch(const std::vector<Pending*>& batch) {

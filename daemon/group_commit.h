@@ -10,6 +10,11 @@
 // writes arriving meanwhile share its commit (under load, one commit's fixed
 // cost -- locks, WAL frames, a sync -- is shared by several writes; a lone
 // write, long after the last commit, goes at once).
+// WriteThen queues a write without waiting for it: a thread of the group
+// commit's own runs the commit and then tells each such writer its outcome.
+// A decision's worker thus never sleeps on its record's commit (it goes on to
+// the next request), and the answer still leaves only once the record is on
+// disk.
 #pragma once
 
 #include <sqlite3.h>
@@ -19,6 +24,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -34,14 +40,29 @@ class GroupCommit {
       : db_(db), db_mu_(db_mu), who_(std::move(who)), spacing_(spacing) {}
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
+  ~GroupCommit() { Stop(); }
 
   // Runs `write` (its SQL only, no transaction of its own) in the next group
   // commit and returns its status once that commit is done.
   absl::Status Write(const std::function<absl::Status()>& write);
+  // Runs `write` in the next group commit and returns at once; once that
+  // commit is done, `done` gets the write's status, on the thread that ran
+  // the commit (the group commit's own, or a Write caller's that led it).
+  // `done` is called exactly once, before Stop returns at the latest.
+  void WriteThen(std::function<absl::Status()> write, std::function<void(absl::Status)> done);
+  // Commits what is queued, calls its `done`s and ends the group commit's
+  // thread (the owner calls it before it closes the connection).
+  void Stop();
 
  private:
   struct Pending;
   void CommitBatch(const std::vector<Pending*>& batch);
+  // Leads one commit of everything queued; called and returns with `lock`
+  // (queue_mu_) held and committing_ false.
+  void LeadCommit(std::unique_lock<std::mutex>& lock);
+  // Wakes whoever leads the next commit of what is queued.
+  void WakeNextLeaderLocked();
+  void CommitLoop();  // the thread of WriteThen's commits
 
   sqlite3* db_;
   std::mutex* db_mu_;
@@ -53,6 +74,10 @@ class GroupCommit {
   std::vector<Pending*> queue_;
   bool committing_ = false;
   std::chrono::steady_clock::time_point last_start_;
+  // WriteThen's thread, started by its first call.
+  std::condition_variable committer_wake_;
+  bool stopping_ = false;
+  std::thread committer_;
 };
 
 }  // namespace xdeep::daemon

@@ -152,6 +152,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       std::make_shared<const PolicyConfig>(config.policy), std::move(*hardware),
       [inventory](const std::string& partition) { return inventory->Shape(partition); },
       daemon->store_.get(), daemon->ledger_.get());
+  daemon->maker_->SetFreshShape(
+      [inventory](const std::string& partition) { return inventory->FreshShape(partition); });
   daemon->work_ = std::make_unique<WorkQueue>(config.server.worker_threads);
   daemon->heavy_ = std::make_unique<WorkQueue>(1, /*nice=*/19);
   Daemon* self = daemon.get();

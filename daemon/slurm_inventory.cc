@@ -168,6 +168,15 @@ absl::StatusOr<PartitionShape> AskSlurmForShape(const std::string& partition) {
   return AddSinfoNodes(run->out, *std::move(shape));
 }
 
+absl::StatusOr<PartitionShape> SlurmInventory::FreshShape(const std::string& partition) {
+  std::lock_guard lock(mu_);
+  auto it = cache_.find(partition);
+  if (it == cache_.end() || std::chrono::steady_clock::now() - it->second.at >= ttl_) {
+    return absl::NotFoundError("no fresh shape of partition " + partition);
+  }
+  return it->second.shape;
+}
+
 absl::StatusOr<PartitionShape> SlurmInventory::Shape(const std::string& partition) {
   // The cached shape, and whether it is still fresh.
   auto cached = [&]() -> std::pair<std::optional<PartitionShape>, bool> {

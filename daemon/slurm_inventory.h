@@ -63,6 +63,9 @@ class SlurmInventory {
   // whose scontrol and sinfo run at nice 19 too, and ordinary requests
   // waiting on it were the 3-6x p99 outliers of issue #27's bounded test.
   absl::StatusOr<PartitionShape> Shape(const std::string& partition);
+  // The cached shape while it is fresh, without asking Slurm (NotFound
+  // otherwise): what a decision made on gRPC's own thread may use.
+  absl::StatusOr<PartitionShape> FreshShape(const std::string& partition);
 
  private:
   struct Entry {

@@ -138,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 }
 
 Store::~Store() {
+  decisions_.Stop();  // the records queued by SaveDecisionThen, committed
   checkpoints_.reset();
   ForgetStatements(db_);
   sqlite3_close(db_);
@@ -160,6 +161,11 @@ absl::Status Store::Exec(const char* sql) {
 
 absl::Status Store::SaveDecision(const DecisionRecord& r) {
   return decisions_.Write([&] { return InsertDecision(db_, r); });
+}
+
+void Store::SaveDecisionThen(DecisionRecord record, std::function<void(absl::Status)> done) {
+  decisions_.WriteThen(
+      [this, record = std::move(record)] { return InsertDecision(db_, record); }, std::move(done));
 }
 
 std::string Store::path() const {

@@ -70,6 +70,10 @@ class Store {
   // Durable once it returns as the store's commits are (synchronous=NORMAL);
   // decisions saved at the same time share one commit (GroupCommit).
   absl::Status SaveDecision(const DecisionRecord& record);
+  // The same, without waiting: `done` gets the outcome once the commit that
+  // holds the record is done (GroupCommit::WriteThen), on the thread that
+  // ran it; it must not call back into the store's group commit.
+  void SaveDecisionThen(DecisionRecord record, std::function<void(absl::Status)> done);
   // The same row written through `db`, another connection to this store's
   // file, inside that connection's transaction (the ledger's group commit
   // writes an auto decision's record with its hold: one commit for both).

@@ -184,13 +184,15 @@ void PaceHeavyLane(const TuneWork& work) {
   work.pacer->Checkpoint(until, [&work] { return work.channel->cancelled(); });
 }
 
-void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
+// With `cached_only` (on the transport's thread), returns false, having
+// answered nothing, when the request needs a worker (kNeedsWorker).
+bool RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy, bool cached_only = false) {
   const std::shared_ptr<TuneStream>& channel = work->channel;
   if (channel->cancelled()) {
     // gRPC ends a call (OnDone) only once the reactor finished it, cancelled
     // or not: one left unfinished stays for good and holds up shutdown.
     channel->Finish(absl::CancelledError("the client went away"));
-    return;
+    return true;
   }
   const Caller& caller = work->caller;
   auto client_gone = [&]() -> absl::Status {
@@ -202,7 +204,7 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
   };
   if (absl::Status gone = client_gone(); !gone.ok()) {
     channel->Finish(gone);
-    return;
+    return true;
   }
   bool demoted = false;
   const auto started = std::chrono::steady_clock::now();
@@ -244,13 +246,17 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
         *event.mutable_progress() = p;
         channel->Push(std::move(event));
       },
-      interrupt, /*allow_heavy=*/heavy == nullptr);
+      interrupt, /*allow_heavy=*/heavy == nullptr, /*defer_record=*/true, cached_only);
+  if (cached_only && result.status().code() == absl::StatusCode::kAborted &&
+      result.status().message() == kNeedsWorker) {
+    return false;
+  }
   demoted |= heavy != nullptr && result.status().code() == absl::StatusCode::kAborted &&
              result.status().message() == kMovedToHeavyLane;
   if (demoted) {
     spdlog::info("event=tune.heavy user={} after_ms={}", caller.user, work->heavy_after.count());
     heavy->Post([work] { RunTune(work, nullptr); });
-    return;
+    return true;
   }
   const absl::StatusCode code = result.status().code();
   if (code == absl::StatusCode::kCancelled || code == absl::StatusCode::kDeadlineExceeded) {
@@ -275,31 +281,53 @@ void RunTune(const std::shared_ptr<TuneWork>& work, WorkQueue* heavy) {
     spdlog::info("event=tune.stopped user={} code={} late_ms={:.1f}{}", caller.user,
                  absl::StatusCodeToString(code), late_ms, queued);
     channel->Finish(result.status());
-    return;
+    return true;
   }
   if (!result.ok()) {
     spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", caller.user,
                  absl::StatusCodeToString(result.status().code()),
                  std::string(result.status().message()));
     channel->Finish(result.status());
-    return;
+    return true;
   }
   v1::TuneEvent event;
   if (!result->decision) {
     spdlog::info("event=tune.skipped user={} reason=\"{}\"", caller.user, result->skip_reason);
     event.mutable_skip()->set_reason(result->skip_reason);
-  } else {
-    const v1::Decision& d = *result->decision;
-    spdlog::info(
-        "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
-        "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
-        caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
-        d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
-        d.prediction().cost());
-    *event.mutable_decision() = std::move(*result->decision);
-    event.mutable_decision()->set_server_version(XDEEP_VERSION);
+    channel->FinishWith(std::move(event), absl::OkStatus());
+    return true;
   }
-  channel->FinishWith(std::move(event), absl::OkStatus());
+  const v1::Decision& d = *result->decision;
+  std::string decided = fmt::format(
+      "event=tune.decided user={} uid={} decision={} workload={} strategy={} nodes={} "
+      "gpus_per_node={} step_time_s={:.4f} cost={:.2f}",
+      caller.user, caller.uid, d.decision_id(), d.workload_name(), d.config().strategy(),
+      d.config().nodes(), d.config().gpus_per_node(), d.prediction().step_time_s(),
+      d.prediction().cost());
+  *event.mutable_decision() = std::move(*result->decision);
+  event.mutable_decision()->set_server_version(XDEEP_VERSION);
+  if (!result->record) {
+    spdlog::info("{}", decided);
+    channel->FinishWith(std::move(event), absl::OkStatus());
+    return true;
+  }
+  // The answer leaves once its record is committed, sent by the thread that
+  // ran the commit: this worker goes on to the next request instead of
+  // sleeping until then (one wake-up fewer per decision; bench/README.md).
+  work->maker->SaveRecordThen(
+      *std::move(result->record),
+      [channel, event = std::move(event), decided = std::move(decided),
+       user = caller.user](absl::Status saved) mutable {
+        if (!saved.ok()) {
+          spdlog::info("event=tune.failed user={} code={} reason=\"{}\"", user,
+                       absl::StatusCodeToString(saved.code()), std::string(saved.message()));
+          channel->Finish(saved);
+          return;
+        }
+        spdlog::info("{}", decided);
+        channel->FinishWith(std::move(event), absl::OkStatus());
+      });
+  return true;
 }
 
 int64_t NowUnix() {
@@ -369,7 +397,13 @@ void TuningService::TuneTo(const v1::TuneRequest& request,
   // (gRPC's callback thread): decoding on the worker instead cost ~0.04 ms
   // more CPU per decision (bench/daemon, 2-core VM).
   if (p_.pacer != nullptr) p_.pacer->NoteOrdinary();
-  if (authenticate()) p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
+  if (!authenticate()) return;
+  // A decision its caches answer (no parse, search, Slurm command or hold:
+  // tens of microseconds) is made right here, and its record committed by the
+  // group commit's thread, which answers: no hand-off to a worker and back
+  // (bench/README.md). Anything more goes to the workers.
+  if (RunTune(work, p_.heavy, /*cached_only=*/true)) return;
+  p_.work->Post([work, heavy = p_.heavy] { RunTune(work, heavy); });
 }
 
 grpc::ServerUnaryReactor* TuningService::Bind(grpc::CallbackServerContext* context,

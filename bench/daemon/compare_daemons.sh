@@ -8,6 +8,7 @@
 # BASELINE_BENCH=FILE: the baseline daemon is measured with that client
 # instead (an older decisions_bench: the clients' own cost before and after).
 # RUNS="advise repeated,advise varied": only those of the four runs.
+# BENCH_ARGS="--credentials-before 8000": more options for every run's bench.
 # HEAVY=1: instead of the four runs, integration.bounded's --heavy run (four
 # worst-case clients with 40 ms deadlines beside four ordinary ones, 8,000
 # ordinary calls of each kind in 16 windows): each run's ordinary p99 alone,
@@ -61,7 +62,8 @@ measure() {  # label binary
     set -- $run
     echo "== daemon $label, mode $1, mix $2, load $(cut -d' ' -f1-3 /proc/loadavg)"
     "$bench" --daemon "unix://$sock" --clients "$clients" --seconds "$seconds" --mode "$1" \
-      --mix "$2" --cpu-of xdeepd="$pid" --cpu-of munged="$(pgrep -xo munged)" | tail -n +2 || true
+      --mix "$2" --cpu-of xdeepd="$pid" --cpu-of munged="$(pgrep -xo munged)" ${BENCH_ARGS:-} \
+      | tail -n +2 || true
   done
 }
 

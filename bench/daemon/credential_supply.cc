@@ -1,6 +1,8 @@
 // CredentialSupply (see credential_supply.h).
 #include "bench/daemon/credential_supply.h"
 
+#include <vector>
+
 #include "client/munge_credential.h"
 
 namespace xdeep::bench {
@@ -22,9 +24,29 @@ std::string CredentialSupply::Take() {
   made_.wait(lock, [this] { return !ready_.empty(); });
   std::string credential = std::move(ready_.front());
   ready_.pop_front();
+  ++taken_count_;
+  const bool low = ready_.size() < ahead_;
   lock.unlock();
-  taken_.notify_one();
+  if (low) taken_.notify_one();  // a prefilled supply leaves the maker asleep
   return credential;
+}
+
+void CredentialSupply::Prefill(size_t n, int threads) {
+  std::vector<std::thread> makers;
+  std::vector<std::vector<std::string>> made(static_cast<size_t>(std::max(1, threads)));
+  for (size_t t = 0; t < made.size(); ++t) {
+    makers.emplace_back([&, t] {
+      for (size_t i = t; i < n; i += made.size()) made[t].push_back(client::MungeCredential());
+    });
+  }
+  for (auto& m : makers) m.join();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& list : made) {
+      for (auto& c : list) ready_.push_back(std::move(c));
+    }
+  }
+  made_.notify_all();
 }
 
 void CredentialSupply::Make() {

@@ -22,6 +22,20 @@ class CredentialSupply {
 
   // The next credential (empty when munged cannot be reached).
   std::string Take();
+  // Encodes `n` more now, from `threads` threads, before the caller's timed
+  // window: each is still handed out once, seconds after it was made (MUNGE's
+  // TTL is minutes). On a cluster srun's credential is encoded by its submit
+  // host's munged, not by the daemon host's, which this VM's bench shares.
+  void Prefill(size_t n, int threads);
+  // Credentials handed out so far; those ready now.
+  size_t taken() {
+    std::lock_guard lock(mu_);
+    return taken_count_;
+  }
+  size_t ready() {
+    std::lock_guard lock(mu_);
+    return ready_.size();
+  }
 
  private:
   void Make();
@@ -30,6 +44,7 @@ class CredentialSupply {
   std::mutex mu_;
   std::condition_variable taken_, made_;
   std::deque<std::string> ready_;
+  size_t taken_count_ = 0;  // guarded by mu_
   bool stopping_ = false;
   std::thread maker_;
 };

@@ -55,6 +55,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -90,6 +91,33 @@ double ProcessCpuSeconds(int pid) {
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// Context switches (voluntary and not) of a process's threads alive now: on
+// a 2-core VM each hand-off between threads costs more than most of the
+// work, and their count per request does not depend on how busy the
+// machine is.
+double ProcessSwitches(int pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream in(task.path() / "status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("ctxt_switches:") != std::string::npos) {
+        total += std::atof(line.c_str() + line.find(':') + 1);
+      }
+    }
+  }
+  return total;
+}
+
+// Context switches of this process, its ended threads included (the client
+// threads of a run end with it).
+double OwnSwitches() {
+  rusage use{};
+  getrusage(RUSAGE_SELF, &use);
+  return static_cast<double>(use.ru_nvcsw + use.ru_nivcsw);
+}
+
 // CPU time of this process (every client thread), in seconds.
 double OwnCpuSeconds() {
   rusage use{};
@@ -103,6 +131,9 @@ struct Options {
   int clients = 16;            // calls in flight
   int client_threads = 1;      // threads issuing them
   int credentials_ahead = 16;  // > 0: a thread encodes the credentials ahead
+  // > 0: before each timed run, this many credentials per second of it are
+  // encoded (the rest, if the run uses more, by the thread above during it).
+  int credentials_before = 0;
   double seconds = 5;
   std::string mode = "advise";
   std::string mix = "varied";
@@ -126,7 +157,10 @@ struct Stats {
   std::string first_error;
   double seconds = 0;
   std::vector<double> cpu_s;  // per watched process, during the run
+  std::vector<double> switches;  // per watched process, during the run
   double client_cpu_s = 0;    // this process's, during the run
+  double client_switches = 0;
+  size_t credentials_left = 0;  // of those encoded before the run (--credentials-before)
   double Rate() const { return seconds > 0 ? ok / seconds : 0; }
   void Add(const Stats& more) {
     latency_ms.insert(latency_ms.end(), more.latency_ms.begin(), more.latency_ms.end());
@@ -135,8 +169,11 @@ struct Stats {
     if (first_error.empty()) first_error = more.first_error;
     seconds += more.seconds;
     client_cpu_s += more.client_cpu_s;
+    client_switches += more.client_switches;
     cpu_s.resize(std::max(cpu_s.size(), more.cpu_s.size()), 0.0);
     for (size_t i = 0; i < more.cpu_s.size(); ++i) cpu_s[i] += more.cpu_s[i];
+    switches.resize(std::max(switches.size(), more.switches.size()), 0.0);
+    for (size_t i = 0; i < more.switches.size(); ++i) switches[i] += more.switches[i];
   }
   double Percentile(double q) const {
     if (latency_ms.empty()) return 0;
@@ -176,6 +213,7 @@ v1::TuneRequest OrdinaryRequest(const Options& o, uint64_t n) {
 }
 
 std::vector<Watched> g_watched;
+Options g_options;  // as parsed
 // The ordinary calls' credentials (null: each call encodes its own).
 xdeep::bench::CredentialSupply* g_credentials = nullptr;
 
@@ -264,9 +302,16 @@ enum class CallKind { kTune, kBudget };
 // --clients calls in flight from --client-threads threads for `seconds` (or
 // `calls` counted calls), with the watched processes' CPU and this one's.
 Stats Run(const Options& o, CallKind kind, double seconds, bool warm = false, uint64_t calls = 0) {
-  std::vector<double> cpu_before;
-  for (const Watched& w : g_watched) cpu_before.push_back(ProcessCpuSeconds(w.pid));
+  if (g_credentials != nullptr && o.credentials_before > 0 && calls == 0) {
+    g_credentials->Prefill(static_cast<size_t>(seconds * o.credentials_before), 2);
+  }
+  std::vector<double> cpu_before, switches_before;
+  for (const Watched& w : g_watched) {
+    cpu_before.push_back(ProcessCpuSeconds(w.pid));
+    switches_before.push_back(ProcessSwitches(w.pid));
+  }
   const double client_cpu_before = OwnCpuSeconds();
+  const double client_switches_before = OwnSwitches();
   const auto t0 = Clock::now();
   bench::CallStats calls_made =
       bench::DriveCalls({.daemon = o.daemon,
@@ -282,8 +327,13 @@ Stats Run(const Options& o, CallKind kind, double seconds, bool warm = false, ui
   Stats total;
   total.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   total.client_cpu_s = OwnCpuSeconds() - client_cpu_before;
+  total.client_switches = OwnSwitches() - client_switches_before;
   for (size_t i = 0; i < g_watched.size(); ++i) {
     total.cpu_s.push_back(ProcessCpuSeconds(g_watched[i].pid) - cpu_before[i]);
+    total.switches.push_back(ProcessSwitches(g_watched[i].pid) - switches_before[i]);
+  }
+  if (g_credentials != nullptr && o.credentials_before > 0 && calls == 0) {
+    total.credentials_left = g_credentials->ready();
   }
   total.latency_ms = std::move(calls_made.latency_ms);
   total.ok = calls_made.ok;
@@ -399,6 +449,19 @@ void Print(const std::string& what, const Stats& s) {
                2000.0 / daemon_ms, 2000.0 / (daemon_ms + clients_ms));
   }
   fmt::print("\n");
+  std::string switches;
+  for (size_t i = 0; i < g_watched.size(); ++i) {
+    switches += fmt::format("{} {:.2f}, ", g_watched[i].name,
+                            s.switches[i] / static_cast<double>(s.ok));
+  }
+  fmt::print("  {:<44} context switches per request: {}clients {:.2f}\n", "", switches,
+             s.client_switches / static_cast<double>(s.ok));
+  if (g_credentials != nullptr && g_options.credentials_before > 0) {
+    fmt::print("  {:<44} credentials encoded before the run: {} left at its end ({})\n", "",
+               s.credentials_left,
+               s.credentials_left > 0 ? "none encoded during it"
+                                      : "used up: the rest were encoded during it");
+  }
 }
 
 // Where the clients ran against the daemon's processes, for the measured
@@ -482,11 +545,17 @@ int main(int argc, char** argv) {
                  "a thread of its own encodes up to N fresh credentials ahead of the calls "
                  "(0: each call encodes its own, on its client thread)")
       ->check(CLI::Range(0, 4096));
+  app.add_option("--credentials-before", o.credentials_before,
+                 "before each timed run, encode N credentials per second of it (each still "
+                 "used once, seconds later): munged's encodes and the encoding thread leave "
+                 "the timed window, as srun's are made on submit hosts (0: none)")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--cpu-of", o.cpu_of, "NAME=PID of a process whose CPU time to count");
   bool picks = false;
   app.add_flag("--picks", picks, "decide ten representative requests once each and print them");
   CLI11_PARSE(app, argc, argv);
   if (picks) return Picks(o);
+  g_options = o;
   for (const std::string& item : o.cpu_of) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -502,9 +571,12 @@ int main(int argc, char** argv) {
 
   fmt::print(
       "{} clients (calls in flight, from {} thread{}), {} s each, mode {}, mix {}, fresh MUNGE "
-      "credential per request ({} encoded ahead)\n",
+      "credential per request ({} encoded ahead{})\n",
       o.clients, o.client_threads, o.client_threads == 1 ? "" : "s", o.seconds, o.mode, o.mix,
-      o.credentials_ahead);
+      o.credentials_ahead,
+      o.credentials_before > 0
+          ? fmt::format(", {} per second of each run encoded before it", o.credentials_before)
+          : "");
   std::unique_ptr<bench::CredentialSupply> credentials;
   if (o.credentials_ahead > 0) {
     credentials = std::make_unique<bench::CredentialSupply>(o.credentials_ahead);

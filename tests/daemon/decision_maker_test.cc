@@ -204,6 +204,64 @@ TEST_F(DecisionMakerTest, DecisionRespectsBoundsAndIsRecorded) {
             d->prediction().step_time_s() * d->config().grad_accumulation() * 1.0001);
 }
 
+// A cached_only decision (on gRPC's thread) is made only from what is cached:
+// it asks for a worker before any parse, search, Slurm command or hold, and
+// otherwise decides exactly what a worker would, leaving the record to the
+// caller (defer_record).
+TEST_F(DecisionMakerTest, CachedOnlyDecidesFromTheCachesOrAsksForAWorker) {
+  const Caller alice{1234, 1234, "alice"};
+  auto progress = [](const v1::Progress&) {};
+  auto cached_only = [&](const v1::TuneRequest& req) {
+    return maker_->Decide(req, alice, progress, nullptr, true, /*defer_record=*/true,
+                          /*cached_only=*/true);
+  };
+  auto needs_worker = [](const absl::StatusOr<DecideResult>& r) {
+    return r.status().code() == absl::StatusCode::kAborted && r.status().message() == kNeedsWorker;
+  };
+  v1::TuneRequest advise = FastestOn(2);
+  advise.set_mode(v1::TUNE_MODE_ADVISE);
+  // No way to a partition's shape without Slurm: a worker.
+  EXPECT_TRUE(needs_worker(cached_only(advise)));
+  int asked = 0;
+  maker_->SetFreshShape([&](const std::string&) -> absl::StatusOr<PartitionShape> {
+    ++asked;
+    return shape_;
+  });
+  // Nothing parsed or searched yet: a worker, before the shape is asked.
+  EXPECT_TRUE(needs_worker(cached_only(advise)));
+  EXPECT_EQ(asked, 0);
+  // A worker decides it (and fills the caches); then gRPC's thread may.
+  auto worker = maker_->Decide(advise, alice, progress);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE(worker->decision.has_value());
+  EXPECT_FALSE(worker->record.has_value()) << "written by Decide itself";
+  auto fast = cached_only(advise);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  ASSERT_TRUE(fast->decision.has_value() && fast->record.has_value());
+  v1::Decision a = *worker->decision, b = *fast->decision;
+  EXPECT_NE(a.decision_id(), b.decision_id());
+  a.clear_decision_id();
+  b.clear_decision_id();
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << "the same decision";
+  EXPECT_EQ(fast->record->id, fast->decision->decision_id());
+  EXPECT_FALSE(store_->GetDecision(fast->record->id).ok()) << "the caller writes the record";
+  // Another node bound: another search, not cached.
+  advise.mutable_bounds()->set_nodes(3);
+  EXPECT_TRUE(needs_worker(cached_only(advise)));
+  // A shape that needs Slurm again (stale): a worker.
+  advise.mutable_bounds()->set_nodes(2);
+  maker_->SetFreshShape([](const std::string&) -> absl::StatusOr<PartitionShape> {
+    return absl::NotFoundError("stale");
+  });
+  EXPECT_TRUE(needs_worker(cached_only(advise)));
+  // An auto launch holds money in the ledger (a synced commit): always a worker.
+  maker_->SetFreshShape([&](const std::string&) -> absl::StatusOr<PartitionShape> {
+    return shape_;
+  });
+  ASSERT_TRUE(Decide(FastestOn(2)).ok());
+  EXPECT_TRUE(needs_worker(cached_only(FastestOn(2))));
+}
+
 TEST_F(DecisionMakerTest, LimitsThatLeaveNoRoomNameTheOption) {
   v1::TuneRequest req = AutoRequest();
   req.mutable_bounds()->set_cpus_per_task(128);

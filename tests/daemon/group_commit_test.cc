@@ -119,5 +119,66 @@ TEST_F(GroupCommitSpacingTest, AWriteSoonAfterACommitWaitsOutTheSpacing) {
   EXPECT_EQ(RowsOnDisk(), 2);
 }
 
+// WriteThen: the writer does not wait; its `done` comes once the commit
+// holding its write is on disk, exactly once, and writes queued from many
+// threads (with blocking writers among them) share commits.
+TEST_F(GroupCommitSpacingTest, WriteThenAnswersAfterTheCommitThatHoldsTheWrite) {
+  constexpr auto kSpacing = milliseconds(50);
+  GroupCommit commits(db_, &db_mu_, "test", kSpacing);
+  ASSERT_TRUE(Insert(commits, 0).ok());  // the next commit waits out the spacing
+
+  constexpr int kWriters = 8;
+  std::mutex mu;
+  std::vector<int> rows_seen;
+  int calls = 0;
+  const auto posted = Clock::now();
+  for (int i = 1; i <= kWriters; ++i) {
+    commits.WriteThen(
+        [this, i] {
+          Statement st(db_, "INSERT INTO t VALUES (?)");
+          st.Int(1, i);
+          return sqlite3_step(st.get()) == SQLITE_DONE ? absl::OkStatus()
+                                                       : absl::InternalError("insert");
+        },
+        [&](absl::Status s) {
+          EXPECT_TRUE(s.ok()) << s;
+          const int rows = RowsOnDisk();
+          std::lock_guard lock(mu);
+          rows_seen.push_back(rows);
+          ++calls;
+        });
+  }
+  EXPECT_LT(Clock::now() - posted, kSpacing / 2) << "WriteThen does not wait for the commit";
+  // A blocking writer among them shares their commit.
+  ASSERT_TRUE(Insert(commits, kWriters + 1).ok());
+  commits.Stop();
+  EXPECT_EQ(calls, kWriters) << "each done once, all before Stop returns";
+  ASSERT_EQ(commits_.size(), 2u) << "the eight and the blocking write share one commit";
+  EXPECT_GE(commits_[1] - commits_[0], kSpacing - milliseconds(5));
+  for (int rows : rows_seen) EXPECT_EQ(rows, kWriters + 2);
+}
+
+TEST_F(GroupCommitSpacingTest, WriteThenTellsAFailedWriteItsOwnError) {
+  GroupCommit commits(db_, &db_mu_, "test", milliseconds(20));
+  absl::Status failed, kept;
+  commits.WriteThen([] { return absl::InvalidArgumentError("refused"); },
+                    [&](absl::Status s) { failed = s; });
+  commits.WriteThen(
+      [this] {
+        Statement st(db_, "INSERT INTO t VALUES (7)");
+        return sqlite3_step(st.get()) == SQLITE_DONE ? absl::OkStatus()
+                                                     : absl::InternalError("insert");
+      },
+      [&](absl::Status s) { kept = s; });
+  commits.Stop();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(kept.ok()) << kept;
+  EXPECT_EQ(RowsOnDisk(), 1);
+  // After Stop: answered at once, not written.
+  absl::Status late;
+  commits.WriteThen([] { return absl::OkStatus(); }, [&](absl::Status s) { late = s; });
+  EXPECT_EQ(late.code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace xdeep::daemon
