@@ -573,6 +573,9 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
     // A correction that cannot be fitted corrects nothing, as before.
     absl::StatusOr<StepTimeLearning> learned = absl::NotFoundError("no runs");
     if (correction.ok() && (*correction)->runs > 0) {
+      // Learning re-times each reported configuration with the model: a
+      // worker's job, not gRPC's thread's.
+      if (cached_only) return needs_worker;
       learned = LearnStepTime(**correction, *workload, hardware);
     }
     if (learned.ok()) {
