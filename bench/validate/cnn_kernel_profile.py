@@ -17,10 +17,11 @@ ResNet-101 is left out by default: held-out run 11 trains timm's (the same layer
 """
 import json
 import os
-import re
 import statistics
 import sys
 import time
+
+import kernel_profile
 
 KINDS = [  # (kind, pattern over the lower-cased kernel name), first match wins
     ("nccl", r"nccl"),
@@ -39,11 +40,7 @@ KINDS = [  # (kind, pattern over the lower-cased kernel name), first match wins
 
 
 def kind_of(name):
-    n = name.lower()
-    for kind, pattern in KINDS:
-        if re.search(pattern, n):
-            return kind
-    return "other"
+    return kernel_profile.kind_of(KINDS, name)
 
 
 def build(torch, name, device):
@@ -101,17 +98,7 @@ def one(torch, name, mb, device):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
+    times, _ = kernel_profile.timed_steps(torch, step)
     stem = stem_time(torch, model, x)
     sizes, hooks = counted_bytes(torch, model, mb)
     from torch.profiler import ProfilerActivity, profile
@@ -120,35 +107,11 @@ def one(torch, name, mb, device):
         torch.cuda.synchronize()
     for h in hooks:
         h.remove()
-    kinds, kernels = {}, []
-    for evt in prof.key_averages():
-        if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
-            continue
-        if getattr(evt, "is_user_annotation", False):
-            continue
-        us = getattr(evt, "self_device_time_total", None)
-        s = (us if us is not None else getattr(evt, "self_cuda_time_total", 0)) * 1e-6
-        if s <= 0:
-            continue
-        k = kind_of(evt.key)
-        kinds.setdefault(k, [0.0, 0])
-        kinds[k][0] += s
-        kinds[k][1] += evt.count
-        kernels.append({"name": evt.key[:160], "kind": k, "count": evt.count, "s": s})
-    kernels.sort(key=lambda e: -e["s"])
+    kinds, kernels = kernel_profile.kernels_by_kind(torch, prof, KINDS, 160)
     # The framework's ops by input shapes, with the GPU time of the kernels under them:
     # which convolutions (1x1 or 3x3, which stage) and which BatchNorms take the time.
-    ops = []
-    for evt in prof.key_averages(group_by_input_shape=True):
-        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
-            continue
-        if not re.search(r"convolution|batch_norm|threshold|relu|add_|aten::add|max_pool|clamp", evt.key):
-            continue
-        us = getattr(evt, "device_time_total", None)
-        s = (us if us is not None else getattr(evt, "cuda_time_total", 0)) * 1e-6
-        if s > 0:
-            ops.append({"op": evt.key, "shapes": str(evt.input_shapes)[:200], "count": evt.count, "s": s})
-    ops.sort(key=lambda e: -e["s"])
+    ops = kernel_profile.ops_by_input_shape(
+        torch, prof, 200, r"convolution|batch_norm|threshold|relu|add_|aten::add|max_pool|clamp")
     busy = sum(v[0] for v in kinds.values())
     bn_elems = sum(sizes)
     entry = {"model": name, "micro_batch": mb, "step_median_s": statistics.median(times),

@@ -19,13 +19,13 @@ summary per configuration.
 """
 import json
 import os
-import re
 import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import kernel_profile  # noqa: E402 (after the path insert)
 
 KINDS = [  # (kind, pattern over the lower-cased kernel name), first match wins
     ("nccl", r"nccl"),
@@ -48,11 +48,7 @@ KINDS = [  # (kind, pattern over the lower-cased kernel name), first match wins
 
 
 def kind_of(name):
-    n = name.lower()
-    for kind, pattern in KINDS:
-        if re.search(pattern, n):
-            return kind
-    return "other"
+    return kernel_profile.kind_of(KINDS, name)
 
 
 def one(torch, suite, name, mb, device):
@@ -66,50 +62,15 @@ def one(torch, suite, name, mb, device):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    times, host = [], []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t0 = time.perf_counter()
-        a.record()
-        step()
-        b.record()
-        host.append(time.perf_counter() - t0)
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
+    times, host = kernel_profile.timed_steps(torch, step)
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
         step()
         torch.cuda.synchronize()
-    kinds, kernels = {}, []
-    for evt in prof.key_averages():
-        if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
-            continue
-        if getattr(evt, "is_user_annotation", False):
-            continue
-        us = getattr(evt, "self_device_time_total", None)
-        s = (us if us is not None else getattr(evt, "self_cuda_time_total", 0)) * 1e-6
-        if s <= 0:
-            continue
-        k = kind_of(evt.key)
-        kinds.setdefault(k, [0.0, 0])
-        kinds[k][0] += s
-        kinds[k][1] += evt.count
-        kernels.append({"name": evt.key[:200], "kind": k, "count": evt.count, "s": s})
-    kernels.sort(key=lambda e: -e["s"])
+    kinds, kernels = kernel_profile.kernels_by_kind(torch, prof, KINDS, 200)
     # The framework's ops by input shape, with the GPU time of the kernels under them:
     # which LayerNorm, cast, add or attention call takes the time, at which size.
-    ops, cpu_ops = [], 0
-    for evt in prof.key_averages(group_by_input_shape=True):
-        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
-            continue
-        us = getattr(evt, "device_time_total", None)
-        s = (us if us is not None else getattr(evt, "cuda_time_total", 0)) * 1e-6
-        if s > 0:
-            ops.append({"op": evt.key, "shapes": str(evt.input_shapes)[:240], "count": evt.count, "s": s})
-    ops.sort(key=lambda e: -e["s"])
+    ops = kernel_profile.ops_by_input_shape(torch, prof, 240)
     busy = sum(v[0] for v in kinds.values())
     entry = {"model": name, "micro_batch": mb, "step_median_s": statistics.median(times),
              "step_min_s": min(times), "host_issue_median_s": statistics.median(host),
