@@ -12,9 +12,12 @@
 namespace xdeep::daemon {
 namespace {
 
-// A correction's key: the state of the store's runs and the learning scope.
-std::string CorrectionKey(uint64_t generation, const LearningScope& scope) {
-  return fmt::format("{}|{}:{}|{}:{}|{}:{}|{}|{}:{}", generation, scope.fingerprint.size(),
+// A correction's key: the state of the store's runs and of the hardware
+// profile, and the learning scope.
+std::string CorrectionKey(uint64_t generation, uint64_t hardware_generation,
+                          const LearningScope& scope) {
+  return fmt::format("{}|{}|{}:{}|{}:{}|{}:{}|{}|{}:{}", generation, hardware_generation,
+                     scope.fingerprint.size(),
                      scope.fingerprint, scope.hardware.size(), scope.hardware,
                      scope.partition.size(), scope.partition,
                      scope.uid ? static_cast<int64_t>(*scope.uid) : -1, scope.account.size(),
@@ -64,22 +67,25 @@ static_assert(sizeof(void*) != 8 || sizeof(tuner::SearchLimits) == 232,
               "SearchLimits changed: add the new field to DecisionCache::SearchKey, and to "
               "SpaceKey too when it shapes the enumeration (tuner/search.h, ScoredSpace)");
 
-absl::StatusOr<std::shared_ptr<const FittedCorrection>> DecisionCache::Correction(
-    Store& store, const LearningScope& scope) {
+absl::StatusOr<std::shared_ptr<const LearnedCorrection>> DecisionCache::Correction(
+    Store& store, const LearningScope& scope, uint64_t hardware_generation,
+    const tuner::Workload& workload, const tuner::HardwareProfile& hardware) {
   // The generation is read before the runs: a run recorded meanwhile makes
-  // the next request fit again, never the reverse.
-  const std::string key = CorrectionKey(store.learning_generation(), scope);
+  // the next request learn again, never the reverse.
+  const std::string key = CorrectionKey(store.learning_generation(), hardware_generation, scope);
   if (auto hit = corrections_.Find(key)) return hit;
   auto fitted = FitCorrection(store, scope);
   if (!fitted.ok()) return fitted.status();
-  auto shared = std::make_shared<const FittedCorrection>(*std::move(fitted));
+  auto learned = LearnStepTime(*fitted, workload, hardware);
+  if (!learned.ok()) return learned.status();
+  auto shared = std::make_shared<const LearnedCorrection>(*std::move(learned));
   corrections_.Put(key, shared);
   return shared;
 }
 
-std::shared_ptr<const FittedCorrection> DecisionCache::CachedCorrection(
-    const Store& store, const LearningScope& scope) {
-  return corrections_.Find(CorrectionKey(store.learning_generation(), scope));
+std::shared_ptr<const LearnedCorrection> DecisionCache::CachedCorrection(
+    const Store& store, const LearningScope& scope, uint64_t hardware_generation) {
+  return corrections_.Find(CorrectionKey(store.learning_generation(), hardware_generation, scope));
 }
 
 std::string DecisionCache::SearchKey(const xdeep::v1::Workload& w, uint64_t hardware_generation,

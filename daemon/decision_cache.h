@@ -1,6 +1,7 @@
 // What repeated Tune requests share, kept so that only the first pays for it:
 // parsed workloads (by the request's workload text or preset), corrections
-// learned from real runs (by learning scope, until the store's runs change),
+// learned from real runs (by learning scope, until the store's runs or the
+// hardware profile change),
 // search results (by workload, hardware profile, search limits and the
 // learned correction in force) and the model's figures of every configuration
 // a search scored (by workload, hardware and the limits that shape the
@@ -91,14 +92,17 @@ class DecisionCache {
   // The parsed workload if it is kept here (null otherwise): no parsing.
   std::shared_ptr<const ParsedWorkload> CachedWorkload(const xdeep::v1::Workload& w);
 
-  // The correction fitted from `scope`'s runs, fitted once per state of the
-  // store's runs (Store::learning_generation).
-  absl::StatusOr<std::shared_ptr<const FittedCorrection>> Correction(Store& store,
-                                                                     const LearningScope& scope);
+  // The correction learned from `scope`'s runs for this workload and
+  // hardware, learned once per state of the store's runs
+  // (Store::learning_generation) and of the hardware profile.
+  absl::StatusOr<std::shared_ptr<const LearnedCorrection>> Correction(
+      Store& store, const LearningScope& scope, uint64_t hardware_generation,
+      const tuner::Workload& workload, const tuner::HardwareProfile& hardware);
   // The correction if it is kept here for the store's current runs (null
-  // otherwise): no fitting, no read of the store.
-  std::shared_ptr<const FittedCorrection> CachedCorrection(const Store& store,
-                                                           const LearningScope& scope);
+  // otherwise): no learning, no read of the store.
+  std::shared_ptr<const LearnedCorrection> CachedCorrection(const Store& store,
+                                                            const LearningScope& scope,
+                                                            uint64_t hardware_generation);
 
   // What a search result depends on besides the workload, as one string:
   // every scalar and list of `limits` (not its functions: the caller adds
@@ -127,7 +131,7 @@ class DecisionCache {
 
  private:
   LruMap<ParsedWorkload> workloads_;
-  LruMap<FittedCorrection> corrections_{1024};
+  LruMap<LearnedCorrection> corrections_{1024};
   LruMap<tuner::SearchResult> searches_;
   // At most 32 x 32,768 entries of 120 bytes (ScoredSpace::kMaxEntries): a
   // search on 64 nodes of 8 GPUs scores ~20-30k; one on a few nodes ~1k.

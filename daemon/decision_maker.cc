@@ -126,13 +126,6 @@ void Fill(const tuner::Prediction& p, v1::Prediction* out) {
   out->set_memory_per_gpu_bytes(p.memory_per_gpu_bytes);
 }
 
-int MinPositive(std::initializer_list<int> values) {
-  int best = 0;
-  for (int v : values)
-    if (v > 0) best = best == 0 ? v : std::min(best, v);
-  return best;
-}
-
 // Why BuildLimits left nothing to search, naming the option to change.
 std::string NoRoomReason(const PartitionShape& shape, const v1::UserBounds& b) {
   if (b.cpus_per_task() > 0 && b.cpus_per_task() > shape.cpus_per_node) {
@@ -557,34 +550,27 @@ absl::StatusOr<DecideResult> DecisionMaker::Decide(const v1::TuneRequest& reques
         heuristic_gap_(shape->partition, shape->gpus_per_node, profile, *workload, fingerprint);
     if (!note.empty()) progress(Step("kernels", note));
   }
-  // A correction not fitted for the store's current runs is fitted from them
-  // (a read of the store): a worker's job. (A run recorded between this look
-  // and the one below makes that one request fit here.)
-  if (cached_only && store_ != nullptr &&
-      cache_.CachedCorrection(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
-                                                hardware.Label(), shape->partition)) == nullptr) {
-    return needs_worker;
-  }
   if (absl::Status s = interrupted(); !s.ok()) return s;
   if (store_ != nullptr) {
-    auto correction =
-        cache_.Correction(*store_, ScopeFor(*policy, caller, request.account(), fingerprint,
-                                            hardware.Label(), shape->partition));
-    // A correction that cannot be fitted corrects nothing, as before.
-    absl::StatusOr<StepTimeLearning> learned = absl::NotFoundError("no runs");
-    if (correction.ok() && (*correction)->runs > 0) {
-      // Learning re-times each reported configuration with the model: a
-      // worker's job, not gRPC's thread's.
-      if (cached_only) return needs_worker;
-      learned = LearnStepTime(**correction, *workload, hardware);
+    const LearningScope scope = ScopeFor(*policy, caller, request.account(), fingerprint,
+                                         hardware.Label(), shape->partition);
+    // A correction not learned for the store's current runs is learned from
+    // them (a read of the store, the runs timed by the model): a worker's job.
+    std::shared_ptr<const LearnedCorrection> learned;
+    if (cached_only) {
+      learned = cache_.CachedCorrection(*store_, scope, hardware_generation);
+      if (learned == nullptr) return needs_worker;
+    } else {
+      auto correction = cache_.Correction(*store_, scope, hardware_generation, *workload, hardware);
+      // A correction that cannot be learned corrects nothing, as before.
+      if (correction.ok()) learned = *std::move(correction);
     }
-    if (learned.ok()) {
-      std::shared_ptr<const FittedCorrection> held = *correction;
-      limits.step_time_correction = std::move(learned->correct);
+    if (learned != nullptr && learned->correction != nullptr) {
+      limits.step_time_correction = tuner::StepTimeCorrector(learned->correction);
       correction_note = "; " + learned->note;
       progress(Step("fit", fmt::format("step times corrected from {} real run(s) of model {} "
                                        "on {} ({} scope)",
-                                       held->runs, fingerprint, shape->partition,
+                                       learned->runs, fingerprint, shape->partition,
                                        policy->learning_scope)));
     }
   }

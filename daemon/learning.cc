@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <utility>
 
@@ -80,10 +79,11 @@ absl::StatusOr<FittedCorrection> FitCorrection(Store& store, const LearningScope
   return out;
 }
 
-absl::StatusOr<StepTimeLearning> LearnStepTime(const FittedCorrection& fitted,
-                                               const tuner::Workload& workload,
-                                               const tuner::HardwareProfile& hardware) {
-  StepTimeLearning out;
+absl::StatusOr<LearnedCorrection> LearnStepTime(const FittedCorrection& fitted,
+                                                const tuner::Workload& workload,
+                                                const tuner::HardwareProfile& hardware) {
+  LearnedCorrection out;
+  out.runs = fitted.runs;
   if (fitted.reports.empty()) return out;
   tuner::StrategyModel model(workload, hardware);
   std::vector<modeling::Outcome> outcomes;
@@ -93,25 +93,10 @@ absl::StatusOr<StepTimeLearning> LearnStepTime(const FittedCorrection& fitted,
   }
   auto correction = modeling::ComponentCorrection::Fit(outcomes);
   if (!correction.ok()) return correction.status();
-  auto shared = std::make_shared<const modeling::ComponentCorrection>(*std::move(correction));
+  out.correction = std::make_shared<const modeling::ComponentCorrection>(*std::move(correction));
   static const std::string kNames[] = {"gpus", "micro_batch"};  // CorrectionParameters
   out.note = fmt::format("step time corrected from {} real run(s): {}", fitted.runs,
-                         shared->Describe(kNames));
-  // The factors depend only on the mode, GPUs and micro-batch; the search
-  // asks once per candidate, so each is evaluated once.
-  out.correct = [shared, memo = std::map<std::pair<std::string, std::pair<int, int>>,
-                                         std::pair<double, double>>()](
-                    const tuner::Configuration& c, const tuner::StepTime& t) mutable {
-    auto [it, fresh] =
-        memo.try_emplace({tuner::LearningMode(c), {c.TotalGpus(), c.micro_batch}}, 1.0, 1.0);
-    if (fresh) {
-      const std::vector<double> x = CorrectionParameters(c);
-      it->second = {shared->Factor(it->first.first, modeling::StepComponent::kKernel, x),
-                    shared->Factor(it->first.first, modeling::StepComponent::kHost, x)};
-    }
-    const auto [kf, hf] = it->second;
-    return kf == 1 && hf == 1 ? t : tuner::StrategyModel::ScaledCompute(t, kf, hf);
-  };
+                         out.correction->Describe(kNames));
   return out;
 }
 

@@ -4,7 +4,7 @@
 // and partition, and by default only to the user whose runs they were.
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,14 +50,16 @@ using tuner::CorrectionParameters;
 // being planned (the scope fixes their fingerprint and profile): each run's
 // configuration is timed by the model to see which component of its step set
 // it, and corrects only that component, in its own mode
-// (tuner/step_time_correction.h). `note` names what was fitted, for the
-// explanation and the search's cache key.
-struct StepTimeLearning {
-  std::function<tuner::StepTime(const tuner::Configuration&, const tuner::StepTime&)> correct;
-  std::string note;
+// (tuner/step_time_correction.h). Immutable, so one is kept and shared by
+// every request of its scope (DecisionCache::Correction); each search wraps
+// it in its own tuner::StepTimeCorrector.
+struct LearnedCorrection {
+  int runs = 0;
+  std::shared_ptr<const modeling::ComponentCorrection> correction;  // null when runs == 0
+  std::string note;  // what was fitted, for the explanation and the search's cache key
 };
-absl::StatusOr<StepTimeLearning> LearnStepTime(const FittedCorrection& fitted,
-                                               const tuner::Workload& workload,
-                                               const tuner::HardwareProfile& hardware);
+absl::StatusOr<LearnedCorrection> LearnStepTime(const FittedCorrection& fitted,
+                                                const tuner::Workload& workload,
+                                                const tuner::HardwareProfile& hardware);
 
 }  // namespace xdeep::daemon

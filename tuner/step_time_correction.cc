@@ -76,15 +76,35 @@ modeling::Outcome ReportedOutcome(const Configuration& c, const StepTime& predic
   return {CorrectionParameters(c), base, base * factor, component, LearningMode(c)};
 }
 
+namespace {
+
+// c's mode's factors on its kernel and host time.
+std::pair<double, double> Factors(const modeling::ComponentCorrection& correction,
+                                  const Configuration& c) {
+  const std::string mode = LearningMode(c);
+  const std::vector<double> x = CorrectionParameters(c);
+  return {correction.Factor(mode, modeling::StepComponent::kKernel, x),
+          correction.Factor(mode, modeling::StepComponent::kHost, x)};
+}
+
+StepTime Scaled(const StepTime& analytical, std::pair<double, double> factors) {
+  const auto [kf, hf] = factors;
+  return kf == 1 && hf == 1 ? analytical : StrategyModel::ScaledCompute(analytical, kf, hf);
+}
+
+}  // namespace
+
 StepTime CorrectedStepTime(const modeling::ComponentCorrection& correction,
                            const Configuration& c, const StepTime& analytical) {
   if (correction.is_identity()) return analytical;
-  const std::string mode = LearningMode(c);
-  const std::vector<double> x = CorrectionParameters(c);
-  const double kf = correction.Factor(mode, modeling::StepComponent::kKernel, x);
-  const double hf = correction.Factor(mode, modeling::StepComponent::kHost, x);
-  if (kf == 1 && hf == 1) return analytical;
-  return StrategyModel::ScaledCompute(analytical, kf, hf);
+  return Scaled(analytical, Factors(correction, c));
+}
+
+StepTime StepTimeCorrector::operator()(const Configuration& c, const StepTime& analytical) {
+  auto [it, fresh] =
+      factors_.try_emplace({LearningMode(c), c.TotalGpus(), c.micro_batch}, 1.0, 1.0);
+  if (fresh) it->second = Factors(*correction_, c);
+  return Scaled(analytical, it->second);
 }
 
 }  // namespace xdeep::tuner

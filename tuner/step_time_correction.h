@@ -11,7 +11,11 @@
 #ifndef XDEEP_TUNER_STEP_TIME_CORRECTION_H_
 #define XDEEP_TUNER_STEP_TIME_CORRECTION_H_
 
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tuner/configuration.h"
@@ -42,6 +46,21 @@ modeling::Outcome ReportedOutcome(const Configuration& c, const StepTime& predic
 // time. The identity correction returns it unchanged.
 StepTime CorrectedStepTime(const modeling::ComponentCorrection& correction,
                            const Configuration& c, const StepTime& analytical);
+
+// CorrectedStepTime for a search, which asks once per candidate: the factors
+// depend only on the mode, GPUs and micro-batch, so each is evaluated once.
+// One per search (the memo is not shared between threads); copies share the
+// correction.
+class StepTimeCorrector {
+ public:
+  explicit StepTimeCorrector(std::shared_ptr<const modeling::ComponentCorrection> correction)
+      : correction_(std::move(correction)) {}
+  StepTime operator()(const Configuration& c, const StepTime& analytical);
+
+ private:
+  std::shared_ptr<const modeling::ComponentCorrection> correction_;
+  std::map<std::tuple<std::string, int, int>, std::pair<double, double>> factors_;
+};
 
 }  // namespace xdeep::tuner
 
