@@ -78,15 +78,21 @@ def checked_points(folder):
     return out
 
 
-def run_check(build, fit_doc, folder, algos, tmp):
+def gemm_check(build, fit_doc, folder, algos, tmp, worst):
+    """`xdeep_validate gemm-check` of `folder`'s check shapes with the model fitted to
+    `fit_doc` (a probe report), knowing the heuristic's kernels with `algos`: its output."""
     fit_path = os.path.join(tmp, "fit.json")
     with open(fit_path, "w") as f:
         json.dump(fit_doc, f)
     cmd = [os.path.join(build, "bench/validate/xdeep_validate"), "gemm-check", "--fit", fit_path,
-           "--check", os.path.join(folder, "gemm_check.json"), "--worst", str(ARGS.worst)]
+           "--check", os.path.join(folder, "gemm_check.json"), "--worst", str(worst)]
     if algos:
         cmd += ["--algos", os.path.join(folder, "check_algos.json")]
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    return subprocess.run(cmd, capture_output=True, text=True).stdout
+
+
+def run_check(build, fit_doc, folder, algos, tmp):
+    out = gemm_check(build, fit_doc, folder, algos, tmp, ARGS.worst)
     figures = {}
     for line in out.splitlines():
         m = re.match(r"(\w+)\s+(\d+) shapes: median error\s+([\d.]+) %, 95th percentile\s+([\d.]+) %",

@@ -25,10 +25,8 @@ All of this data is calibration.
 """
 import argparse
 import collections
-import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -38,10 +36,7 @@ import gemm_loso  # noqa: E402
 from gemm_kernel_agreement import torch_tile  # noqa: E402
 
 # card -> seed -> folder under data/ with a probe report of its own and a check.
-SEEDS = {
-    "h200": dict(gemm_loso.SEEDS["h200"]),
-    "h100": dict(gemm_loso.SEEDS["h100"]),
-}
+SEEDS = gemm_loso.SEEDS
 SMS = {"h100": 132, "h200": 132}
 COPY_BW = {"h100": 3.0e12, "h200": 4.3e12}   # B/s, the probes' copy figures
 PEAK16 = {"h100": 800e12, "h200": 900e12}    # FLOP/s, about the fitted bf16 peaks
@@ -95,14 +90,7 @@ def classes(card, g, kernel, torch_kernel):
 
 
 def run(build, fit_doc, folder, use_algos, tmp):
-    fit_path = os.path.join(tmp, "fit.json")
-    with open(fit_path, "w") as f:
-        json.dump(fit_doc, f)
-    cmd = [os.path.join(build, "bench/validate/xdeep_validate"), "gemm-check", "--fit", fit_path,
-           "--check", os.path.join(folder, "gemm_check.json"), "--worst", "100000"]
-    if use_algos:
-        cmd += ["--algos", os.path.join(folder, "check_algos.json")]
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    out = gemm_loso.gemm_check(build, fit_doc, folder, use_algos, tmp, 100000)
     errors = {}
     for line in out.splitlines():
         mm = re.match(r"\s+([+-][\d.]+) %\s+predicted.*?(bf16|fp16|tf32)\s+(\w+)\s+m=(\d+)\s+n=(\d+)\s+k=(\d+)",
