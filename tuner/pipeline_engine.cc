@@ -21,6 +21,7 @@ void ApplyMegatronRelease(const Workload& w, PipelineEngineTraits* t) {
   if (fp32_accumulation && r == MegatronRelease::k2022) return;  // fused into the GEMM
   if (fp32_accumulation) {
     t->accumulation_traffic_bytes = 2 + 4 + 4;  // main_grad.add_(grad)
+    t->accumulation_bandwidth_share = kMixedDtypeAccumulationShare;
   } else if (w.precision == Precision::kBf16Mixed) {
     AccumulateInPlace(t);
   }
@@ -55,6 +56,7 @@ PipelineEngineTraits EngineTraits(const Workload& w, const Configuration& c) {
   if (w.settings.deepspeed_release == DeepSpeedRelease::k2021) {
     if (w.precision == Precision::kBf16Mixed && w.settings.fp32_grad_reduce) {
       t.accumulation_traffic_bytes = 2 + 4 + 4;  // main_grad.add_(grad), fp32 main grads
+      t.accumulation_bandwidth_share = kMixedDtypeAccumulationShare;
     } else if (w.precision == Precision::kBf16Mixed) {
       AccumulateInPlace(&t);  // the public engine's fp16
     }

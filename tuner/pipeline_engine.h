@@ -57,7 +57,8 @@
 //    A run that trained bf16 on it anyway ran code that is not public; with
 //    [training] fp32_grad_reduce it is charged the least fp32 accumulation
 //    costs, Megatron's main_grad.add_(grad) after every micro-batch (read
-//    2 + 4, write 4 bytes a parameter; fp32 gradients reduced and kept),
+//    2 + 4, write 4 bytes a parameter, at the mixed-dtype add's measured
+//    rate, kMixedDtypeAccumulationShare; fp32 gradients reduced and kept),
 //    which Megatron-DeepSpeed's own arguments.py of 2021 says bf16 needs
 //    ("bfloat16 requires gradient accumulation and all-reduce to be done in
 //    fp32", microsoft/Megatron-DeepSpeed f0131ce0, megatron/arguments.py).
@@ -114,8 +115,9 @@
 //    their own: with --accumulate-allreduce-grads-in-fp32 (which bf16 forced;
 //    fp32_grad_reduce here) the DDP hook's main_grad.add_(grad) after every
 //    micro-batch (megatron/model/distributed.py: read 2 + 4, write 4 bytes a
-//    parameter), otherwise autograd's AccumulateGrad adding into .grad in
-//    place from the second micro-batch on (read 2 + 2, write 2).
+//    parameter, at kMixedDtypeAccumulationShare of the copy bandwidth),
+//    otherwise autograd's AccumulateGrad adding into .grad in place from the
+//    second micro-batch on (read 2 + 2, write 2).
 //  * "2022" (Megatron-LM at 35a3fa8, 2022-05): the reduction still after the
 //    flush; fusion on, but only with fp32 accumulation (arguments.py turns it
 //    off otherwise), so 16-bit gradients keep autograd's pass.
@@ -152,6 +154,11 @@ struct PipelineEngineTraits {
   // their own 16-bit buffer.
   double accumulation_traffic_bytes = 0;
   double accumulation_buffer_bytes = 0;
+  // The share of the device's copy bandwidth (HardwareProfile::
+  // memory_bandwidth_gbps) the accumulation pass reaches: 1 for a same-dtype
+  // add; kMixedDtypeAccumulationShare for main_grad.add_(grad), an fp32
+  // buffer plus a 16-bit gradient.
+  double accumulation_bandwidth_share = 1;
   // The first micro-batch's gradients find nothing to add to (autograd's
   // accumulation into .grad): one pass fewer per step.
   bool first_accumulation_free = false;
@@ -175,6 +182,23 @@ struct PipelineEngineTraits {
   // the training script; the library suite adds none).
   bool reduces_tied_pair = true;
 };
+
+// main_grad.add_(grad) (fp32 += bf16, 10 bytes a parameter) measured at 0.82
+// of the copy bandwidth the model charges a same-dtype pass at: 2x and 4x
+// H100 80GB HBM3 (PyTorch 2.11), bench/scale/pipeline_microbatch.py's fp32
+// accumulation against its in-place one, eight step pairs, 0.76-0.84 (median
+// 0.823; bench/scale/accumulation_rate.py, README "session 20 (h25c)"). The
+// pass reads a 16-bit and a 32-bit operand into a 32-bit one; the likely
+// cause (not profiled) is ATen's CUDA elementwise loop taking its
+// dtype-casting path for mixed operands, whose loads are not vectorised as a
+// same-dtype add's are. Not measured on an A100: the same share is assumed.
+inline constexpr double kMixedDtypeAccumulationShare = 0.82;
+
+// Seconds of one accumulation pass over `params` parameters at copy
+// bandwidth `bw` (bytes/s).
+inline double AccumulationSeconds(const PipelineEngineTraits& t, double params, double bw) {
+  return params * t.accumulation_traffic_bytes / (bw * t.accumulation_bandwidth_share);
+}
 
 // The traits of the workload's engine for configuration c (all defaults,
 // Megatron's, where c has one stage).

@@ -1084,7 +1084,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // bf16 under DeepSpeed's engine, and Megatron-LM before gradient
     // accumulation fusion: each micro-batch's gradients are added into the
     // accumulated ones by a memory-bound pass over the stage.
-    b += d.params * engine.accumulation_traffic_bytes / bw;
+    b += AccumulationSeconds(engine, d.params, bw);
     double z3_exposed = 0;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
       // [FSDP] gather parameters before forward and again before backward,
@@ -1148,7 +1148,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
   }
   st.per_micro_batch_s = t_mb;
   if (engine.first_accumulation_free) {
-    st.first_accumulation_s = grad_params * engine.accumulation_traffic_bytes / bw;
+    st.first_accumulation_s = AccumulationSeconds(engine, grad_params, bw);
   }
   if (c.pp > 1) {
     // [MLM] eq. (1) and sec. 2.2.2: bubble = (p - 1) / v micro-batch times,

@@ -6,7 +6,7 @@
 // independent check rows (never used to choose a figure) are summarised
 // separately.
 //
-//   published_runs_bench [CSV] [--no-search] [--set calibration|check]
+//   published_runs_bench [CSV] [--no-search] [--set calibration|check] [--terms]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -204,10 +204,13 @@ int main(int argc, char** argv) {
   std::string path = "bench/scale/published_runs.csv";
   bool search = true;
   std::string only_set;  // --set calibration: leave the check rows unseen while modelling
+  bool terms = false;     // --terms: the layout's micro-batch split into kernels and the rest
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-search") {
       search = false;
+    } else if (a == "--terms") {
+      terms = true;
     } else if (a == "--set" && i + 1 < argc) {
       only_set = argv[++i];
     } else {
@@ -354,6 +357,20 @@ int main(int argc, char** argv) {
         "    step %.2f s: compute %.2f, bubble %.2f, exposed comm %.2f, optimizer %.2f; "
         "memory %.1f GiB\n",
         st.total_s, st.compute_s, st.bubble_s, st.exposed_comm_s, st.optimizer_s, mem / (1 << 30));
+    if (terms) {
+      // Per micro-batch of the slowest rank: its kernels (a recomputed forward
+      // counted twice) and what the mode adds in the pass (tensor- and
+      // context-parallel collectives, pipeline transfers, exposed ZeRO-2 /
+      // FSDP traffic, accumulation passes, launches beyond kernels).
+      const auto& p = st.passes;
+      const double kernels = p.forwards * double(p.fwd_kernel_s) + p.bwd_kernel_s;
+      std::printf(
+          "    per micro-batch (x %d): %.1f ms = kernels %.1f (forward %.1f x %d, backward %.1f)"
+          " + the mode's terms %.1f ms; fill and drain %.2f s\n",
+          st.micro_batches, 1e3 * st.per_micro_batch_s, 1e3 * kernels, 1e3 * p.fwd_kernel_s,
+          p.forwards, 1e3 * p.bwd_kernel_s, 1e3 * (st.per_micro_batch_s - kernels),
+          st.fill_drain_s);
+    }
     const MemoryBreakdown mb = model.Memory(c);
     const double gib = 1 << 30;
     std::printf(
