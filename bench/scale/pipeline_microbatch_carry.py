@@ -19,17 +19,20 @@ layout's "step ..." line of the mtnlg-530b rows), and prints:
   (data/2026-11-28_mtnlg_pick_stages.out), and the picks' gain with the A100
   ratio moved by the model's miss on the H100 (measured / model's H100 ratio).
 
-Standard library only; no device. Usage: python3 bench/scale/pipeline_microbatch_carry.py
+Standard library only; no device. Usage: python3 bench/scale/pipeline_microbatch_carry.py [STAGES.out]
 """
 import json
 import os
 import re
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 P4 = os.path.join(HERE, "data", "2026-11-28_h100x4_pipeline_microbatch_p4.json")
 P2L6 = os.path.join(HERE, "data", "2026-11-28_h100x2_pipeline_microbatch_p2l6.json")
 OUT = os.path.join(HERE, "published_runs.out")
-STAGES = os.path.join(HERE, "data", "2026-11-28_mtnlg_pick_stages.out")
+# The model's stage ratios: session 20's model (the fp32 pass at its measured rate);
+# session 19's, at f8183ab, in 2026-11-28_mtnlg_pick_stages.out (pass it as the argument).
+STAGES = os.path.join(HERE, "data", "2026-11-28_mtnlg_pick_stages_h25c.out")
 LAYERS = 105  # MT-NLG 530B
 
 
@@ -77,6 +80,9 @@ def stage_ratios():
 
 
 def main():
+    global STAGES
+    if len(sys.argv) > 1:
+        STAGES = sys.argv[1]
     p4, p2 = json.load(open(P4)), json.load(open(P2L6))
     print("per run: mb1 step / mb2 step, measured and the form (m + p - 1) x T")
     for name, d in (("p4 (4 x 3 blocks, 16 samples)", p4), ("p2l6 (2 x 6 blocks, 8 samples)", p2)):
