@@ -19,7 +19,11 @@ layout's "step ..." line of the mtnlg-530b rows), and prints:
   (data/2026-11-28_mtnlg_pick_stages.out), and the picks' gain with the A100
   ratio moved by the model's miss on the H100 (measured / model's H100 ratio).
 
+Also the model's own micro-batch 1 / 2 step ratio for the measured runs (its kernels and
+accumulation pass; data/2026-11-28_mtnlg_stage_terms_h25c.out, session 20).
+
 Standard library only; no device. Usage: python3 bench/scale/pipeline_microbatch_carry.py [STAGES.out]
+ctest (bench.scale.pipeline_microbatch_model): ... --terms <this build's --terms output> --check
 """
 import json
 import os
@@ -79,10 +83,71 @@ def stage_ratios():
     return {(prof, pp): t[(prof, pp, 1)] / t[(prof, 35, 2)] for (prof, pp, mb) in t if mb == 1}
 
 
+TERMS = os.path.join(HERE, "data", "2026-11-28_mtnlg_stage_terms_h25c.out")
+SHARE = 0.82      # tuner/pipeline_engine.h, kMixedDtypeAccumulationShare
+H100_BW = 2900e9  # h100-sxm's copy bandwidth in the model
+
+
+def model_step_ratios(p4, p2):
+    """The model's own mb1 / mb2 step ratio for the measured runs (session 20).
+
+    What the script runs, in the model's terms: per micro-batch the stage's
+    kernels (published_runs_bench --terms on h100-sxm, a line through the 3-,
+    5- and 15-block stages: the model's tensor-parallel collectives and
+    Selene's transfers left out, as the script runs neither) plus the
+    accumulation pass at the model's rates (fp32: 10 bytes a parameter at
+    SHARE of the copy bandwidth; in place: 6 bytes at the copy bandwidth,
+    the step's first one free; fp32 zeroes its buffer once a step), a step
+    (m + p - 1) of them. The script's NVLink transfers are left out too.
+    """
+    kern, lines = {}, open(TERMS).read().splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"h100-pp(\d+)-mb(\d)\s", line)
+        if m:
+            t = re.search(r"kernels ([\d.]+)", lines[i + 3]).group(1)
+            kern[(LAYERS // int(m.group(1)), int(m.group(2)))] = float(t) / 1e3
+    print("the model's mb1 / mb2 step ratio for the measured runs (kernels + accumulation pass):")
+    worst = 0.0
+    for name, d in (("p4 (4 x 3 blocks, 16 samples)", p4), ("p2l6 (2 x 6 blocks, 8 samples)", p2)):
+        k, p = d["layers_per_stage"], d["stages"]
+        n = max(d["params_per_stage"])
+        m2 = run(d, "inplace", 2)["micro_batches"]
+        for acc in ("inplace", "fp32"):
+            out = []
+            for share in ((1.0, SHARE) if acc == "fp32" else (1.0,)):
+                steps = {}
+                for mb, m in ((1, 2 * m2), (2, m2)):
+                    b = (kern[(15, mb)] - kern[(3, mb)]) / 12
+                    t = kern[(3, mb)] + (k - 3) * b
+                    if acc == "fp32":
+                        t += 10 * n / (share * H100_BW)
+                        steps[mb] = (m + p - 1) * t + 4 * n / H100_BW
+                    else:
+                        t += 6 * n / H100_BW
+                        steps[mb] = (m + p - 1) * t - 6 * n / H100_BW
+                out.append(steps[1] / steps[2])
+            meas = run(d, acc, 1)["mean_step_s"] / run(d, acc, 2)["mean_step_s"]
+            worst = max(worst, abs(out[-1] - meas))
+            txt = " / ".join(f"{r:.3f}" for r in out)
+            print(f"  {name} {acc:7s}: measured {meas:.3f}; model {txt}"
+                  + (" (pass at the copy bandwidth / at the measured rate)" if acc == "fp32" else ""))
+    return worst
+
+
 def main():
-    global STAGES
-    if len(sys.argv) > 1:
-        STAGES = sys.argv[1]
+    global STAGES, TERMS
+    args = sys.argv[1:]
+    if "--terms" in args:  # ctest: the model's kernels of this build
+        at = args.index("--terms")
+        TERMS = args[at + 1]
+        del args[at:at + 2]
+    if "--check" in args:
+        worst = model_step_ratios(json.load(open(P4)), json.load(open(P2L6)))
+        assert worst < 0.01, worst
+        print("ok: the model's step ratios within 1 point of the four measured")
+        return
+    if args:
+        STAGES = args[0]
     p4, p2 = json.load(open(P4)), json.load(open(P2L6))
     print("per run: mb1 step / mb2 step, measured and the form (m + p - 1) x T")
     for name, d in (("p4 (4 x 3 blocks, 16 samples)", p4), ("p2l6 (2 x 6 blocks, 8 samples)", p2)):
@@ -110,6 +175,8 @@ def main():
     for acc in ("inplace", "fp32"):
         r = run(p2, acc, 1)["mean_step_s"] / run(p4, acc, 2)["mean_step_s"]
         print(f"    {acc:7s}: measured {r:.3f} (step {1 - r:.1%} shorter)")
+
+    model_step_ratios(p4, p2)
 
     # the stage time at micro-batch 1 as a + k b (k blocks and the head), at micro-batch 2 for 3 blocks
     variants = {}
