@@ -28,6 +28,19 @@ KINDS = ["layer_norm_fwd", "layer_norm_bwd", "act_fwd", "act_bwd", "add", "cast_
 SHORT = ["LN f", "LN b", "act f", "act b", "add", "cast", "reduce", "mul", "drop", "other"]
 
 
+# Bytes per element of the residual stream (layer x token x hidden) that each kind of a timm ViT block's
+# kernels moves, counted kernel by kernel (eager, bf16 autocast, fp32 residual stream, f = 4h, biased
+# Linears, cuDNN's SDPA writing its output in (b, s, heads, d) order) -- h20k, session 20:
+#   LayerNorm forward: 2 x (read 4 + write 4); backward: 2 x (dy, x, dx 12 + dy, x again for the weight
+#   and bias gradients 8); GELU forward 4 x (2 + 2), backward 4 x (grad, input, out 6); adds: forward the two
+#   residual adds 2 x (4 + 2 + 4), backward the two gradient sums 2 x (4 + 4 + 4); casts and copies:
+#   forward the two LayerNorm outputs to 16 bits 2 x 6, backward their gradients back 2 x 6, the 16-bit
+#   branch gradients 2 x 6, the q/k/v gradients' stack (UnbindBackward) 3 x 4 and clone (ViewBackward)
+#   3 x 4; reductions: the four bias gradients (3h + h + 4h + h) x 2.
+VIT_BLOCK_BYTES = {"layer_norm_fwd": 16, "layer_norm_bwd": 40, "act_fwd": 16, "act_bwd": 24, "add": 44,
+                   "cast_copy": 60, "reduce": 18}
+
+
 def load(folder):
     d = json.load(open(os.path.join(folder, "transformer_kernel_profile.json")))
     return d["device"], {(e["model"], e["micro_batch"]): e for e in d["entries"]}
@@ -57,6 +70,20 @@ def main():
             tf = f"{fl / af / 1e12:.0f}/{2.5 * fl / ab / 1e12:.0f}" if af > 0 and ab > 0 else "-"
             print(f"{model + ' mb' + str(mb):<20} {n / 1e6:5.0f} " + " ".join(f"{x:6.1f}" for x in row)
                   + f" {sum(row):6.1f} {tf:>14}")
+        print()
+    for device, entries in cards:
+        print(f"{device}: timm ViT blocks, counted bytes per element and the rate each kind ran at (GB/s)")
+        kinds = list(VIT_BLOCK_BYTES)
+        print(f"{'step':<20} " + " ".join(f"{k[:10]:>10}" for k in kinds) + f" {'all':>6}")
+        for (model, mb), e in entries.items():
+            L, h, f, s, causal = SHAPES[model]
+            n = L * mb * s * h
+            if not model.startswith("timm-") or n < 5e7:
+                continue
+            rates = [VIT_BLOCK_BYTES[k] * n / secs(e, k) / 1e9 if secs(e, k) > 0 else 0 for k in kinds]
+            total = sum(VIT_BLOCK_BYTES.values()) * n / sum(secs(e, k) for k in kinds) / 1e9
+            print(f"{model + ' mb' + str(mb):<20} " + " ".join(f"{r:10.0f}" for r in rates) + f" {total:6.0f}")
+        print(f"  counted {sum(VIT_BLOCK_BYTES.values())} bytes per element in all; the 4x / 8x rule counts 432")
         print()
     if len(cards) == 2:
         (d0, a), (d1, b) = cards
