@@ -197,6 +197,41 @@ def kernel_profile(torch, fn, device):
     return count, busy_s, elementwise_s
 
 
+def category_seconds(torch, fn, device):
+    """GPU seconds of one call of fn by kernel_category, from torch.profiler (CUDA only)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize(device)
+    out = {}
+    for evt in device_kernels(torch, prof.key_averages()):
+        cat = kernel_category(evt.key)
+        out[cat] = out.get(cat, 0.0) + device_seconds(evt)
+    return out
+
+
+def loss_seconds(torch, device, shape):
+    """GPU seconds of the elementwise kernels of the GPT's loss alone (bf16 autocast
+    cross-entropy over its batch x seq x vocab logits, forward and backward: the fp32 cast,
+    log-softmax, NLL and their backward), as the GPT's pass runs them: the part of
+    `elementwise_s` that is not the blocks'. At the probe's shape the loss moves about half
+    of the bytes the tuner counts for that pass (bench/validate/README.md, h20k)."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(99)
+    n, v = shape["batch"] * shape["seq"], shape["vocab"]
+    logits = torch.randn(n, v, device=device, dtype=torch.bfloat16, generator=gen).requires_grad_()
+    target = torch.randint(0, v, (n,), device=device, generator=gen)
+
+    def fn():
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(logits, target)
+        torch.autograd.grad(loss, logits)  # no accumulation into a .grad: the pass has none
+
+    fn()
+    torch.cuda.synchronize(device)
+    return category_seconds(torch, fn, device).get("elementwise", 0.0)
+
+
 def device_kernels(torch, events):
     """The kernels (memory copies and sets included) among a torch.profiler run's events:
     its CUDA events less the record_function ranges it also puts on the device timeline
@@ -246,6 +281,19 @@ def elementwise_entry(torch, args, device, gpt):
                  gpu_busy_fraction=min(1.0, busy_s / statistics.median(times)))
     if elementwise_s > 0:
         entry["elementwise_s"] = elementwise_s
+    if device.type == "cuda":
+        # The attention kernels' and the loss's shares of the pass, so the blocks' own
+        # elementwise rate and attention's rate can be told from the loss's (tuner: not read
+        # yet; xdeep-probe merge keeps the known fields, the raw report these).
+        try:
+            attention_s = category_seconds(torch, forward_backward, device).get("attention", 0.0)
+            if attention_s > 0:
+                entry["attention_s"] = attention_s
+            loss_s = loss_seconds(torch, device, shape)
+            if loss_s > 0:
+                entry["loss_s"] = loss_s
+        except (RuntimeError, ValueError, TypeError) as e:  # an extra figure: never the entry's loss
+            print(f"framework_probe: no loss / attention split ({type(e).__name__}: {e})", file=sys.stderr)
     return entry
 
 
@@ -580,7 +628,9 @@ def run_rank(rank, args, folder):
         if e["model"] == "gpt" and e["hidden"] != GPT_SHAPE["hidden"]:
             print(f"framework_probe: torch {e['version']}: forward + backward of a {e['layers']}-layer GPT "
                   f"(hidden {e['hidden']}, seq {e['seq']}, batch {e['batch']}) in {e['median_s'] * 1e3:.2f} ms, "
-                  f"elementwise kernels {e.get('elementwise_s', 0) * 1e3:.2f} ms of it")
+                  f"elementwise kernels {e.get('elementwise_s', 0) * 1e3:.2f} ms of it"
+                  + (f" (the loss alone {e['loss_s'] * 1e3:.2f} ms)" if "loss_s" in e else "")
+                  + (f", attention {e['attention_s'] * 1e3:.2f} ms" if "attention_s" in e else ""))
             continue
         what = f"{e['layers']}-layer GPT" if e["model"] == "gpt" else f"ResNet-{e['depth']} at {e['image']} px"
         on = f" on each of {e['ranks']} ranks" if e["ranks"] > 1 else ""
