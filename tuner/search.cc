@@ -526,15 +526,20 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
       if ((blocks / pp) % v == 0) vs.push_back(v);
     }
   };
-  // The most schedules any pp gets: the divisors of the blocks bound it.
-  int schedule_slots = 2;
-  if (blocks > 0) {
-    int divisors = 0;
-    for (int d = 1; d <= blocks; ++d) divisors += blocks % d == 0;
-    schedule_slots = std::max(2, divisors);
+  // The table's pipeline axis: one slot per (pp, schedule option), packed
+  // (pipe_offset[pp] is pp's first), so that many v for the few pp that
+  // divide the blocks do not multiply the table by the largest count.
+  std::vector<size_t> pipe_offset(static_cast<size_t>(L) + 2, 0);
+  {
+    std::vector<int> options;
+    for (int pp = 0; pp <= L; ++pp) {
+      schedule_options(std::max(pp, 1), options);
+      pipe_offset[pp + 1] = pipe_offset[pp] + options.size();
+    }
   }
-  const size_t bound_slots = cps.size() * static_cast<size_t>(max_g + 1) * (L + 1) *
-                             static_cast<size_t>(schedule_slots) * recompute_modes * 4 * 32;
+  const size_t pipe_slots = pipe_offset[L + 1];
+  const size_t bound_slots =
+      cps.size() * static_cast<size_t>(max_g + 1) * pipe_slots * recompute_modes * 4 * 32;
   const bool bound_table_ok = replay == nullptr && bound_slots <= (size_t{1} << 22);
   std::vector<int> bound_max_bad(bound_table_ok ? bound_slots : 0, 0);
   std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
@@ -750,9 +755,8 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
                     const bool monotone = bound_table_ok && dp > 1;
                     const size_t slot =
                         monotone
-                            ? (((((ci * (max_g + 1) + static_cast<size_t>(tp)) * (L + 1) + pp) *
-                                     schedule_slots +
-                                 si) *
+                            ? ((((ci * (max_g + 1) + static_cast<size_t>(tp)) * pipe_slots +
+                                  pipe_offset[pp] + static_cast<size_t>(si)) *
                                     recompute_modes +
                                 rc) *
                                    4 +
