@@ -474,6 +474,7 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
            std::countr_zero(static_cast<uint64_t>(first)) + 1;
   };
   std::vector<int> gas;
+  std::vector<int> vs;  // virtual stages per schedule option (schedule_options)
   // Context-parallel degrees: 1, and for a transformer with a fused attention
   // kernel powers of two up to 64 that split the sequence into 2 x cp equal
   // chunks and leave each rank at least 2,048 tokens (below that its GEMMs
@@ -506,8 +507,39 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
   const int recompute_modes = selective_matters ? 3 : 2;
   // Memory-bound table per (tp, pp, schedule, recompute, sharding, log2 mb):
   // the largest dp known not to fit and the smallest known to fit.
+  // Pipeline schedules tried per pp: 1F1B, then the interleaved schedule at
+  // every number of model chunks v the model takes (Megatron: pp x v divides
+  // the blocks; Llama 3 405B ran v 8, Meta 2024 sec. 3.3.2). A layer table
+  // (no Megatron chunking) keeps v 2 alone. Index 0 is 1F1B.
+  const int blocks = w.family == ModelFamily::kTransformer
+                         ? w.transformer.layers + (w.settings.pipeline_ends_as_layers ? 2 : 0)
+                         : 0;
+  auto schedule_options = [&](int pp, std::vector<int>& vs) {
+    vs.assign(1, 1);
+    if (pp <= 1 || !limits.try_interleaved) return;
+    if (w.family != ModelFamily::kTransformer) {
+      if (pp_ok(pp * 2)) vs.push_back(2);
+      return;
+    }
+    if (blocks % pp != 0) return;
+    for (int v = 2; v <= blocks / pp; ++v) {
+      if ((blocks / pp) % v == 0) vs.push_back(v);
+    }
+  };
+  // The table's pipeline axis: one slot per (pp, schedule option), packed
+  // (pipe_offset[pp] is pp's first), so that many v for the few pp that
+  // divide the blocks do not multiply the table by the largest count.
+  std::vector<size_t> pipe_offset(static_cast<size_t>(L) + 2, 0);
+  {
+    std::vector<int> options;
+    for (int pp = 0; pp <= L; ++pp) {
+      schedule_options(std::max(pp, 1), options);
+      pipe_offset[pp + 1] = pipe_offset[pp] + options.size();
+    }
+  }
+  const size_t pipe_slots = pipe_offset[L + 1];
   const size_t bound_slots =
-      cps.size() * static_cast<size_t>(max_g + 1) * (L + 1) * 2 * recompute_modes * 4 * 32;
+      cps.size() * static_cast<size_t>(max_g + 1) * pipe_slots * recompute_modes * 4 * 32;
   const bool bound_table_ok = replay == nullptr && bound_slots <= (size_t{1} << 22);
   std::vector<int> bound_max_bad(bound_table_ok ? bound_slots : 0, 0);
   std::vector<int> bound_min_good(bound_table_ok ? bound_slots : 0,
@@ -671,9 +703,11 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
             c.schedule = PipelineSchedule::k1F1B;
             c.virtual_stages = 1;
             if (!PipelineEngineProblem(w, c).empty()) continue;  // DeepSpeed: no ZeRO-2/3 with pp
-            for (int sched = 0; sched < (pp > 1 && limits.try_interleaved ? 2 : 1); ++sched) {
+            schedule_options(pp, vs);
+            for (int si = 0; si < static_cast<int>(vs.size()); ++si) {
+              const int sched = si == 0 ? 0 : 1;
               c.schedule = sched == 0 ? PipelineSchedule::k1F1B : PipelineSchedule::kInterleaved;
-              c.virtual_stages = sched == 0 ? 1 : 2;
+              c.virtual_stages = vs[si];
               if (!pp_ok(pp * c.virtual_stages)) continue;
               if (sched == 1 && !PipelineEngineProblem(w, c).empty()) continue;
               if (pp > 1 && !user.pipeline_schedule.empty() &&
@@ -721,8 +755,8 @@ absl::StatusOr<SearchResult> SearchImpl(const Workload& w, const HardwareProfile
                     const bool monotone = bound_table_ok && dp > 1;
                     const size_t slot =
                         monotone
-                            ? (((((ci * (max_g + 1) + static_cast<size_t>(tp)) * (L + 1) + pp) * 2 +
-                                 sched) *
+                            ? ((((ci * (max_g + 1) + static_cast<size_t>(tp)) * pipe_slots +
+                                  pipe_offset[pp] + static_cast<size_t>(si)) *
                                     recompute_modes +
                                 rc) *
                                    4 +

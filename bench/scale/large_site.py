@@ -37,24 +37,30 @@ def write(path, text, mode=0o644):
 
 
 def simulated_slurm(root, nodes, gpus):
-    """sinfo / scontrol / squeue answering for a cluster of `nodes` nodes."""
+    """scontrol / sinfo / squeue answering for a cluster of `nodes` nodes, in
+    the forms the daemon asks for (daemon/slurm_inventory.cc): one line per
+    partition from `scontrol -o show partition`, the nodes from `sinfo --json`."""
     bin_dir = os.path.join(root, "bin")
     os.makedirs(bin_dir)
-    lines = []
+    node_list = []
     for i in range(nodes):
-        name = f"gpu{i:05d}"
-        lines.append(f"gpu*|{name}|112|gpu:h100:{gpus}|idle")
-        if i < nodes // 5:
-            lines.append(f"short|{name}|112|gpu:h100:{gpus}|idle")
+        parts = ["gpu", "short"] if i < nodes // 5 else ["gpu"]
+        node_list.append({"name": f"gpu{i:05d}", "partitions": parts, "cpus": 112,
+                          "gres": f"gpu:h100:{gpus}", "state": "idle", "state_flags": []})
     for i in range(16):
-        lines.append(f"debug|dbg{i:02d}|112|gpu:h100:{gpus}|idle")
-    write(os.path.join(root, "sinfo.txt"), "\n".join(lines) + "\n")
-    write(os.path.join(bin_dir, "sinfo"), f"#!/bin/sh\ncat {root}/sinfo.txt\n", 0o755)
+        node_list.append({"name": f"dbg{i:02d}", "partitions": ["debug"], "cpus": 112,
+                          "gres": f"gpu:h100:{gpus}", "state": "idle", "state_flags": []})
+    with open(os.path.join(root, "sinfo.json"), "w") as f:
+        json.dump({"nodes": node_list}, f)
+    weights = "TRESBillingWeights=CPU=0.1,GRES/gpu=1.0"
+    partitions = [f"PartitionName=gpu Default=YES State=UP {weights}",
+                  f"PartitionName=short Default=NO State=UP {weights}",
+                  f"PartitionName=debug Default=NO State=UP {weights}"]
+    write(os.path.join(root, "partitions.txt"), "\n".join(partitions) + "\n")
+    write(os.path.join(bin_dir, "sinfo"), f"#!/bin/sh\ncat {root}/sinfo.json\n", 0o755)
     write(os.path.join(bin_dir, "scontrol"),
           "#!/bin/sh\n"
-          "if [ \"$2\" = show ] && [ \"$3\" = partition ]; then\n"
-          "  echo \"PartitionName=$4 State=UP TRESBillingWeights=CPU=0.1,GRES/gpu=1.0\"\n"
-          "fi\nexit 0\n", 0o755)
+          f"case \"$*\" in *partition*) cat {root}/partitions.txt ;; esac\nexit 0\n", 0o755)
     for tool in ("squeue", "sacct"):
         write(os.path.join(bin_dir, tool), "#!/bin/sh\nexit 0\n", 0o755)
     return bin_dir

@@ -49,7 +49,19 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
             if (n % (tp * pp * cp) != 0) continue;
             const int dp = n / (tp * pp * cp);
             for (int z = 0; z < 4; ++z) {
-              for (int sched = 0; sched < 2; ++sched) {
+              // 1F1B (v 1), then interleaving at every v (a transformer;
+              // StructuralProblem drops those pp x v does not divide) or at
+              // v 2 alone (a layer table).
+              const int max_v = w.family == ModelFamily::kTransformer ? 256 : 2;
+              for (int v = 1; v <= max_v; ++v) {
+                const int sched = v > 1 ? 1 : 0;
+                if (sched && pp == 1) break;  // interleaving is a pipeline schedule
+                if (sched && w.family == ModelFamily::kTransformer &&
+                    (w.transformer.layers + (w.settings.pipeline_ends_as_layers ? 2 : 0)) %
+                            (pp * v) !=
+                        0) {
+                  continue;  // StructuralProblem's rule, checked before the inner loops
+                }
                 // No, full and selective recomputation (the last where
                 // attention keeps its scores).
                 for (int rc = 0; rc < (SelectiveRecomputeMatters(w) ? 3 : 2); ++rc) {
@@ -66,7 +78,7 @@ std::vector<Configuration> EnumerateAll(const Workload& w, const HardwareProfile
                       c.sequence_parallel = tp > 1 && allowed("sp");
                       c.sharding = static_cast<Sharding>(z);
                       c.schedule = sched ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
-                      c.virtual_stages = sched ? 2 : 1;
+                      c.virtual_stages = v;
                       c.recompute = rc == 1;
                       c.selective_recompute = rc == 2;
                       c.micro_batch = mb;
