@@ -79,8 +79,18 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   const double kk = std::ceil(k / split / kKStep) * kKStep;
   const double units = tiles * split / sms;
   const double waves = units + f.wave_quantisation * (std::ceil(units) - units);
-  double s = waves * (2.0 * tm * tn * kk / per_sm + f.tile_fixed_s + epilogue);
-  if (split > 1) s += 8.0 * m * n * split / f.bandwidth;  // fp32 partials out and in
+  // A tile's k loop runs at its tensor-core rate or at the rate its SM loads
+  // the tile's operand panels (the rows of A and columns of B it covers; a
+  // tile past the matrix's edge loads only what lies inside), whichever is
+  // slower: across the grid A is read ceil(n / tn) times and B ceil(m / tm)
+  // times, and a grid of few tiles draws on few SMs' loads.
+  const double flops_s = 2.0 * tm * tn * kk / per_sm;
+  const double load_s =
+      (std::min(tm, m) + std::min(tn, n)) * kk * f.element_bytes / f.sm_load_bandwidth;
+  double s = waves * (std::max(flops_s, load_s) + f.tile_fixed_s + epilogue);
+  // fp32 partials out and in, and the reduction's (or the zeroing memset's)
+  // own launch.
+  if (split > 1) s += 8.0 * m * n * split / f.bandwidth + f.split_fixed_s;
   return s;
 }
 
@@ -151,17 +161,30 @@ double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLay
 }
 
 double MemorySeconds(const GemmFit& f, double m, double n, double k) {
-  return f.element_bytes * (m * k + k * n + m * n) / f.bandwidth;
+  const double bytes = f.element_bytes * (m * k + k * n + m * n);
+  // Operands and result that fit in L2 stay there between back-to-back GEMMs.
+  if (bytes <= f.l2_bytes) return bytes / (f.bandwidth * f.l2_speedup);
+  return bytes / f.bandwidth;
+}
+
+// The roofline of compute and memory, plus the per-GEMM fixed time (launch,
+// the first loads' latency) that a streaming GEMM pays as well: a memory-bound
+// GEMM of 10-25 MB draws ~1.5 TB/s on H100 / H200, of > 300 MB 2.7 / 3.6.
+double Floor(const GemmFit& f, double compute, double memory) {
+  return std::max(compute, memory) + f.fixed_s;
 }
 
 // The parameters the fit moves, in log space (factors as logits).
 // peak, small_tile, tile_fixed, fixed, bandwidth, stream_k_fixed,
 // store_bandwidth, wave_quantisation; then the misaligned factors, inputs'
-// and output's; the layouts' rates.
+// and output's; the layouts' rates; an SM's load bandwidth, L2's speed-up,
+// a split's launch.
 constexpr int kShape = 8;
 
-// Memory-bound points a precision's fit needs before it fits the bandwidth.
+// Memory-bound points a precision's fit needs before it fits the bandwidth,
+// and memory-bound points that fit in L2 before it fits L2's speed-up.
 constexpr int kMemoryBoundPointsToFitBandwidth = 16;
+constexpr int kL2PointsToFitSpeedup = 8;
 
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
 
@@ -174,6 +197,9 @@ std::vector<double> ToVector(const GemmFit& f) {
   for (double a : f.misaligned_output) x.push_back(Logit(a));
   x.push_back(std::log(f.layout_rate[1]));
   x.push_back(std::log(f.layout_rate[2]));
+  x.push_back(std::log(f.sm_load_bandwidth));
+  x.push_back(std::log(f.l2_speedup));
+  x.push_back(std::log(f.split_fixed_s));
   return x;
 }
 
@@ -192,6 +218,15 @@ void FromVector(const std::vector<double>& x, GemmFit* f) {
   }
   f->layout_rate[1] = std::exp(x[kShape + 6]);
   f->layout_rate[2] = std::exp(x[kShape + 7]);
+  // Bounded where the points do not pin them: L2 serves 1 to 4x device
+  // memory's rate; the SMs' loads together draw at least device memory's
+  // (else they, not the streaming bandwidth, would take the memory-bound
+  // points: the two are told apart by how many SMs a grid keeps busy), an SM
+  // at most 1 TB/s.
+  f->l2_speedup = std::clamp(std::exp(x[kShape + 9]), 1.0, 4.0);
+  f->sm_load_bandwidth =
+      std::clamp(std::exp(x[kShape + 8]), f->bandwidth * f->l2_speedup / std::max(1, f->sms), 1e12);
+  f->split_fixed_s = std::exp(x[kShape + 10]);
 }
 
 // Nelder-Mead over the coordinates in `free` (the others stay at x0's).
@@ -280,10 +315,12 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   if (best_rate > 0) fit.peak_flops = 1.05 * best_rate;
   // Points whose operands at the copy's bandwidth take longer than their FLOPs
   // at the peak, and more than 5 us (not launch-bound).
-  int memory_bound_points = 0;
+  int memory_bound_points = 0, l2_points = 0;
   for (const GemmPoint& p : points) {
     const double bytes_s = fit.element_bytes * (p.m * p.k + p.k * p.n + p.m * p.n) / fit.bandwidth;
-    if (bytes_s > 5e-6 && bytes_s > 2.0 * p.m * p.n * p.k / fit.peak_flops) ++memory_bound_points;
+    const bool bound = bytes_s > 2.0 * p.m * p.n * p.k / fit.peak_flops;
+    if (bytes_s > 5e-6 && bound) ++memory_bound_points;
+    if (bytes_s > 2e-6 && bound && bytes_s * fit.bandwidth <= fit.l2_bytes) ++l2_points;
   }
   auto cost = [&](const std::vector<double>& x) {
     GemmFit f = fit;
@@ -307,6 +344,23 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     // with a handful of memory-bound points (GPT layers alone) it is not
     // pinned and drifts to 0.65 (gemm_model_calibration.md, "Session 19").
     if (memory_bound_points >= kMemoryBoundPointsToFitBandwidth) free.push_back(4);
+    // The SMs' load rate and the split's launch: every fit with 8 points; the
+    // L2's speed-up where 8 memory-bound points fit in L2 (else it stays 1).
+    free.push_back(kShape + 8);
+    // A split's launch only where points split: any best-tile point may, a
+    // kernel's point where its kernel does (else the parameter is not pinned,
+    // and a fit to unsplit points would make every split look slow).
+    int split_points = 0;
+    bool best_tile = false;
+    for (const GemmPoint& p : points) {
+      if (!p.kernel.known()) {
+        best_tile = true;
+      } else if (p.kernel.split_k > 1 || SplitsInKernel(fit, p.kernel)) {
+        ++split_points;
+      }
+    }
+    if (best_tile || split_points >= 4) free.push_back(kShape + 10);
+    if (l2_points >= kL2PointsToFitSpeedup) free.push_back(kShape + 9);
     bool has_layout[3] = {false, false, false};
     for (const GemmPoint& p : points) has_layout[static_cast<int>(p.layout)] = true;
     // Layouts against forward's, where both were measured.
@@ -340,8 +394,10 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   fit.points = static_cast<int>(points.size());
   fit.rms_log_error = std::sqrt(cost(x));
   fit.note = absl::StrFormat(
-      "fitted to %d points: %.0f TFLOP/s peak, %.2f TB/s streaming, rms error %.1f %%", fit.points,
-      fit.peak_flops / 1e12, fit.bandwidth / 1e12, 100 * fit.rms_log_error);
+      "fitted to %d points: %.0f TFLOP/s peak, %.2f TB/s streaming (x%.2f in L2), %.0f GB/s an "
+      "SM's loads, %.1f us a split's launch, rms error %.1f %%",
+      fit.points, fit.peak_flops / 1e12, fit.bandwidth / 1e12, fit.l2_speedup,
+      fit.sm_load_bandwidth / 1e9, 1e6 * fit.split_fixed_s, 100 * fit.rms_log_error);
   return fit;
 }
 
@@ -398,7 +454,7 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.
-  return std::max(compute + f.fixed_s, memory);
+  return Floor(f, compute, memory);
 }
 
 GemmFit FitGemm(const std::vector<GemmPoint>& all, DType dtype, const GemmFit& start) {
@@ -495,7 +551,7 @@ double GemmKernelSeconds(const GemmFit& f, double m, double n, double k, GemmLay
   if (!f.kernel_classes.empty()) {
     compute *= std::exp(ClassLogFactor(f, FamilyKey(kernel)) + ClassLogFactor(f, ClassKey(kernel)));
   }
-  return std::max(compute + f.fixed_s, MemorySeconds(f, m, n, k));
+  return Floor(f, compute, MemorySeconds(f, m, n, k));
 }
 
 GemmFit ScaledGemmFit(const GemmFit& from, DType dtype) {

@@ -4,14 +4,18 @@
 // spread over the SMs in waves; the tiles' k loop runs at the tensor cores' rate,
 // less for small tiles (more operand traffic per FLOP); a tile pays a fixed
 // prologue and epilogue; few tiles and a long k split k over more blocks; no GEMM
-// is faster than moving its operands through device memory. cuBLAS's fast
+// is faster than moving its operands through device memory (or L2, where they
+// fit), plus its launch; a tile's k loop is no faster than its SM loads the
+// tile's operand panels (A is re-read once per column of tiles, B once per
+// row); a split k pays a second launch. cuBLAS's fast
 // (TMA) kernels need every leading dimension 16-byte aligned: a 50257-word
 // vocabulary head falls back to slower kernels, a 50304-word one does not. The
 // model takes the best of a few tile shapes and split-k factors (as cuBLAS's
 // heuristic picks a kernel), so it covers shapes no probe ran; its few
 // parameters per precision (peak rate, small-tile loss, per-tile and per-GEMM
-// fixed time, bandwidth, one rate factor per misaligned class) are fitted to
-// the probe's points by least squares on log time.
+// fixed time, bandwidth, an SM's load rate, L2's speed-up, a split's launch,
+// one rate factor per misaligned class) are fitted to the probe's points by
+// least squares on log time.
 #ifndef XDEEP_TUNER_GEMM_MODEL_H_
 #define XDEEP_TUNER_GEMM_MODEL_H_
 
@@ -76,6 +80,20 @@ struct GemmFit {
   // only its share; persistent kernels and cuBLAS's choice among tile shapes
   // soften the quantisation).
   double wave_quantisation = 0.7;
+  // B/s at which one SM's tiles load their operand panels (from L2 or device
+  // memory): a tile's k loop moves (tile_m + tile_n) x k elements, so the grid
+  // as a whole moves A ceil(n / tile_n) times and B ceil(m / tile_m) times, and
+  // a grid of few tiles cannot draw the device's bandwidth. Fitted.
+  double sm_load_bandwidth = 1.0e11;
+  // Bytes of L2 (50 MB on H100 and H200): a GEMM whose operands and result fit
+  // are re-read from L2 by back-to-back launches (the probe's timing loop, a
+  // training step's small layers), at l2_speedup x the streaming bandwidth.
+  double l2_bytes = 50e6;
+  double l2_speedup = 1.0;
+  // A GEMM that splits k pays a second launch: cuBLAS's split-k kernels sum
+  // their fp32 slices in a separate reduction kernel (or zero the output with
+  // a memset first). Fitted.
+  double split_fixed_s = 2e-6;
   // Stream-K (work split evenly over the SMs, partial tiles fixed up): its
   // extra fixed time.
   double stream_k_fixed_s = 2e-6;

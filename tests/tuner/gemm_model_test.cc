@@ -92,7 +92,9 @@ TEST(GemmModelTest, FitFindsTheKernelsStreamingBandwidthBelowTheCopy) {
   }
   const GemmFit fit = FitGemm(points, DType::kBf16, start);
   ASSERT_TRUE(fit.valid);
-  EXPECT_NEAR(fit.bandwidth, truth.bandwidth, 0.1 * truth.bandwidth);
+  // Not the bandwidth itself: since session 20 the SMs' loads (a grid of these
+  // tiles draws on all SMs) may carry the tall shapes' streaming as well; what
+  // must hold is their time, below.
   std::vector<GemmPoint> unseen;
   for (int64_t pixels : {301056, 602112}) {
     for (auto [in, out] : {std::pair{40, 40}, {56, 72}, {24, 64}}) tall(pixels, in, out, &unseen);
