@@ -5,7 +5,9 @@
 # measurement per model, mode and micro-batch it was asked for), the real xdeep_validate
 # reading the workload files (`shapes` for the compute probe, `compare` for the predictions)
 # and the real xdeep-probe merging. Checks that every planned model has a workload file the
-# tuner reads and an entry library_suite.py can build, that each mode is asked for exactly its
+# tuner reads and an entry library_suite.py can build, that the suite's config (layers, widths,
+# heads, key-value heads, vocabulary, tied head, sequence; a vision model's input side, patch
+# tokens and CNN recipe) agrees with that workload file, that each mode is asked for exactly its
 # planned models and that the frozen model predicts every one of them -- so the one-shot run
 # cannot be lost to a typo.
 #
@@ -93,6 +95,72 @@ for name in sys.argv[2:]:
 PY
 )
 [ -z "$unknown" ] || fail "planned models library_suite.py cannot build: $unknown"
+# The suite's config and the workload file describe the same model: every shape key the suite
+# passes to a transformers config (or its input side, its CNN recipe) agrees with the file the
+# tuner reads, so a typo in either cannot turn the held-out run into a run of another shape.
+mismatch=$("$real_python" - "$here/library_suite.py" "$here/workloads" $planned <<'PY'
+import ast, re, sys, tomllib
+tree = ast.parse(open(sys.argv[1]).read())
+
+
+def value(node):  # a literal, with the suite's dict(key=literal, ...) calls read as dicts
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "dict" and not node.args:
+        return {k.arg: value(k.value) for k in node.keywords}
+    if isinstance(node, ast.Tuple):
+        return tuple(value(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return {value(k): value(v) for k, v in zip(node.keys, node.values)}
+    return ast.literal_eval(node)
+
+
+consts = {}
+for node in tree.body:
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+        try:
+            consts[node.targets[0].id] = value(node.value)
+        except ValueError:
+            pass
+transformers, vision = consts["TRANSFORMERS"], consts["VISION"]
+cnns, image_of, seq_of = consts.get("CNNS", set()), consts.get("IMAGE_OF", {}), consts.get("SEQ_OF", {})
+# workload key: the config keys that set it (transformers' names, GPT-2's aliases)
+keys = {"layers": ("num_hidden_layers", "n_layer"), "hidden": ("hidden_size", "n_embd"),
+        "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
+        "ffn": ("intermediate_size", "n_inner", "ffn_dim"), "vocab": ("vocab_size",),
+        "tied_embeddings": ("tie_word_embeddings",)}
+for name in sys.argv[3:]:
+    try:
+        w = tomllib.load(open(f"{sys.argv[2]}/{name}.toml", "rb"))["model"]
+    except (OSError, KeyError) as e:
+        print(f"{name} (no workload file: {e})")
+        continue
+    if name in transformers:
+        kind, kw = transformers[name]
+        want = {k: kw[c] for k, cs in keys.items() for c in cs if c in kw}
+        if kw.get("multi_query"):
+            want["kv_heads"] = 1
+        want["seq_len"] = seq_of.get(kind, consts["SEQ"])
+        for k, v in want.items():
+            if k in w and w[k] != v:
+                print(f"{name} ({k}: workload {w[k]}, library_suite.py {v})")
+    elif name in vision:
+        side = image_of.get(name, consts["IMAGE"])
+        if (w.get("family") == "cnn") != (name in cnns):
+            print(f"{name} (family {w.get('family')} but {'' if name in cnns else 'not '}in CNNS)")
+        if w.get("family") == "cnn" and w.get("image_size", 224) != side:
+            print(f"{name} (image_size: workload {w.get('image_size', 224)}, library_suite.py {side})")
+        # The patch side in the model's name: timm's "..._patch16_384", torchvision's "vit_b_16".
+        patch = re.search(r"(?:patch|_)(\d+)(?:_\d+)?$", vision[name])
+        if w.get("family") == "transformer" and patch:
+            tokens = (side // int(patch.group(1))) ** 2 + 1
+            if w.get("seq_len") != tokens:
+                print(f"{name} (seq_len: workload {w.get('seq_len')}, {side} px in patches of "
+                      f"{patch.group(1)}: {tokens})")
+            if "input_bytes_per_sample" in w and w["input_bytes_per_sample"] != 3 * side * side * 4 + 8:
+                print(f"{name} (input_bytes_per_sample {w['input_bytes_per_sample']}, {side} px: "
+                      f"{3 * side * side * 4 + 8})")
+PY
+) || fail "could not compare library_suite.py with the workload files"
+[ -z "$mismatch" ] || fail "library_suite.py and the workload files disagree: $mismatch"
 env $settings PATH="$tmp/bin:$PATH" OUT="$tmp/out" XDEEP_CARRY=carry \
   bash -c "cd '$tmp' && bash '$here/run_library.sh'" > /dev/null 2>&1
 [ -s "$tmp/out/results.tgz" ] || fail "no results.tgz"

@@ -16,11 +16,13 @@ MistralForCausalLM in H2O-Danube-1.8B's, LlamaForCausalLM in Sheared-LLaMA-1.3B'
 GPT2LMHeadModel in Cerebras-GPT-590M's shapes (held-out run 10); OlmoForCausalLM in OLMo-1B's,
 GPTNeoXForCausalLM in Pythia-1B's and Qwen2ForCausalLM in Qwen1.5-0.5B's shapes (held-out run 11);
 LlamaForCausalLM in MobileLLM-600M's and H2O-Danube3-500M's, GPTNeoXForCausalLM in Pythia-1.4B's
-shapes (held-out run 12);
+shapes (held-out run 12); GPTBigCodeForCausalLM in SantaCoder's, LlamaForCausalLM in Falcon3-1B's and
+SmolLM-135M's shapes (held-out run 13);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
-ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, and ResNet-26, ResNet-101
-and ResNet-152, trained as the CNNs above).
+ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
+ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's ResNet-152 also at
+176 px).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -166,6 +168,20 @@ TRANSFORMERS = {
     "hf-danube3-500m": ("llama", dict(hidden_size=1536, intermediate_size=4096, num_hidden_layers=16,
                                       num_attention_heads=16, num_key_value_heads=8, vocab_size=32000,
                                       tie_word_embeddings=False)),
+    # Held-out run 13: SantaCoder's shape (GPTBigCodeForCausalLM: 24 layers of hidden 2048, 16 heads
+    # of 128 sharing one key-value head (multi_query), GELU (tanh) MLP 8192, tied 49280-word head),
+    # Falcon3-1B's (LlamaForCausalLM: 18 layers of hidden 2048, 8 heads of 256, 4 key-value heads,
+    # SwiGLU 8192, untied 131072-word head) and SmolLM-135M's (LlamaForCausalLM: 30 layers of hidden
+    # 576, 9 heads, 3 key-value heads, SwiGLU 1536, tied 49152-word head).
+    "hf-santacoder-1.1b": ("gpt_bigcode", dict(n_embd=2048, n_layer=24, n_head=16, n_inner=8192,
+                                               multi_query=True, vocab_size=49280,
+                                               activation_function="gelu_pytorch_tanh")),
+    "hf-falcon3-1b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=18,
+                                    num_attention_heads=8, num_key_value_heads=4, vocab_size=131072,
+                                    tie_word_embeddings=False)),
+    "hf-smollm-135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                                     num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
+                                     tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -178,10 +194,15 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-wide-resnet101": "wide_resnet101_2", "timm-vit-b8": "timm:vit_base_patch8_224",
           "timm-resnet26": "timm:resnet26", "timm-vit-s8": "timm:vit_small_patch8_224",
           "timm-resnet101": "timm:resnet101", "timm-deit3-m16": "timm:deit3_medium_patch16_224",
-          "timm-resnet200": "timm:resnet200"}
+          "timm-resnet200": "timm:resnet200", "timm-vit-b16-384": "timm:vit_base_patch16_384",
+          "tv-resnet152-176": "resnet152"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
-        "timm-resnet26", "timm-resnet101", "timm-resnet200"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet26", "timm-resnet101", "timm-resnet200",
+        "tv-resnet152-176"}  # channels_last (torchvision's reference), SGD
+# Input sides other than IMAGE: timm's ViT-B/16 at its 384 px resolution (577 tokens), and
+# torchvision's ResNet-152 at its current recipe's 176 px training crop (--train-crop-size 176).
+IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176}
 
 
 def seq_of(name):
@@ -206,6 +227,8 @@ def build(name, device):
         elif kind == "gpt_neox":
             model = transformers.GPTNeoXForCausalLM(
                 transformers.GPTNeoXConfig(max_position_embeddings=SEQ, **kw))
+        elif kind == "gpt_bigcode":
+            model = transformers.GPTBigCodeForCausalLM(transformers.GPTBigCodeConfig(n_positions=SEQ, **kw))
         else:
             config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
                                  "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
@@ -218,7 +241,8 @@ def build(name, device):
         return model.to(device)
     if VISION[name].startswith("timm:"):
         import timm
-        model = timm.create_model(VISION[name][5:], num_classes=1000).to(device)
+        size = {"img_size": IMAGE_OF[name]} if name in IMAGE_OF else {}
+        model = timm.create_model(VISION[name][5:], num_classes=1000, **size).to(device)
         return model.to(memory_format=torch.channels_last) if name in CNNS else model
     import torchvision
     model = getattr(torchvision.models, VISION[name])(num_classes=1000)
@@ -282,7 +306,8 @@ def batch_for(name, mb, device):
         vocab = kw.get("vocab_size", 30522 if kind == "bert" else 50257)
         ids = torch.randint(0, vocab, (mb, seq_of(name)), device=device)
         return ids, ids
-    x = torch.randn(mb, 3, IMAGE, IMAGE, device=device)
+    side = IMAGE_OF.get(name, IMAGE)
+    x = torch.randn(mb, 3, side, side, device=device)
     if name in CNNS:
         x = x.to(memory_format=torch.channels_last)
     return x, torch.randint(0, 1000, (mb,), device=device)
