@@ -195,14 +195,23 @@ def cmd_time(args):
     from compare_torch import Hold, kernel_names, operands, torch_like_probe
     shapes = json.load(open(args.shapes))["shapes"]
     hold = Hold(torch)
-    results = []
+    results, skipped = [], []
     t0 = time.time()
     for s in shapes:
         if time.time() - t0 > args.deadline_s:  # keep what was timed: the check of fewer shapes
             print(f"deadline: {len(results)} of {len(shapes)} shapes timed")
             break
-        tflops = torch_like_probe(s["m"], s["n"], s["k"], s["dtype"], 0.0, args.warm_up_ms / 1e3,
-                                  args.samples, hold, torch, pas=s["pass"])
+        try:
+            tflops = torch_like_probe(s["m"], s["n"], s["k"], s["dtype"], 0.0, args.warm_up_ms / 1e3,
+                                      args.samples, hold, torch, pas=s["pass"])
+        except torch.cuda.OutOfMemoryError:
+            # The harness's operands (fp32 before the cast) of a rare drawn shape can outgrow
+            # the card (seed 5309's 401408 x 64 x 37632 fp16 asked 56 GiB on an H200): that
+            # shape is left out and counted, the others are still timed.
+            torch.cuda.empty_cache()
+            print(f"out of memory: {s['dtype']} {s['pass']} m={s['m']} n={s['n']} k={s['k']} left out")
+            skipped.append(s)
+            continue
         e = dict(s)
         e["tflops"] = tflops
         e["median_s"] = 2.0 * s["m"] * s["n"] * s["k"] / tflops / 1e12
@@ -227,6 +236,7 @@ def cmd_time(args):
             "cublas": torch.backends.cuda.preferred_blas_library().name
             if hasattr(torch.backends.cuda, "preferred_blas_library") else "",
             "seconds": round(time.time() - t0, 1), "hold_short_batches": hold.short,
+            "left_out_out_of_memory": len(skipped),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     with open(args.out + ".part", "w") as f:
         json.dump({"schema": "xdeep.gemm_check/1", "meta": meta, "gemm": results}, f, indent=1)
