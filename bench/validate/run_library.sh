@@ -81,6 +81,10 @@ stamp "$(date -u +%FT%TZ) $(hostname)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
 python3 -c 'import torch, transformers, torchvision; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "cublas", torch.backends.cuda.preferred_blas_library(), "transformers", transformers.__version__, "torchvision", torchvision.__version__)'
 "$carry/xdeep-probe" --help > /dev/null || { echo "xdeep-probe does not start"; ldd "$carry/xdeep-probe"; exit 1; }
+# On a one-GPU machine a plan runs its single-GPU part only: the lanes one after the other on
+# GPU 0, no two-rank probe or collectives, no two-GPU mode (each says it was skipped).
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$GPUS" -ge 2 ] || { RANKS2=0; echo "one GPU: the single-GPU part of the plan only"; }
 
 # 1. The GEMM check and the compute probe, in two GPU lanes side by side (each process
 # on its own GPU: neither slows the other's kernels). GPU 0: xdeep-probe compute at the
@@ -156,6 +160,7 @@ if stage probes; then
   fi
   stamp "collectives"
   t=$(box 100)
+  [ "$GPUS" -ge 2 ] || t=0
   if [ "$t" -gt 0 ]; then
     RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29602 \
       timeout "$t" "$carry/xdeep-probe" collectives --out $scratch/unused.json > $scratch/rank1.txt 2>&1 &
@@ -182,13 +187,16 @@ if stage suite; then
     CUDA_VISIBLE_DEVICES=0 run $t $suite --mode single --models "$LM" --micro-batches "$MBS" --model-seconds $((t / 6)) \
       --deadline-s $t --out "$res/suite_single_lm.json" &
     lane=$!
-    CUDA_VISIBLE_DEVICES=1 run $t $suite --mode single --models "$VISION" \
+    vision_gpu=1
+    if [ "$GPUS" -lt 2 ]; then wait $lane; vision_gpu=0; t=$(box $T_SINGLE); fi
+    CUDA_VISIBLE_DEVICES=$vision_gpu run $t $suite --mode single --models "$VISION" \
       --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --deadline-s $t --out "$res/suite_single_vision.json"
     wait $lane
     pack
   fi
   for m in ddp fsdp tp pp; do
     mode $m || continue
+    [ "$GPUS" -ge 2 ] || { echo "$m skipped: one GPU"; continue; }
     case $m in
       ddp) models=$MODELS_DDP t=$T_2GPU ;;
       fsdp) models=$MODELS_FSDP t=${T_FSDP:-$T_2GPU} ;;
