@@ -22,7 +22,10 @@ mkdir -p "$tmp/bin" "$tmp/carry"
 ln -s "$validate" "$tmp/carry/xdeep_validate"
 real_python=$(command -v python3)
 log=$tmp/calls.txt
-printf '#!/bin/bash\necho stand-in\n' > "$tmp/bin/nvidia-smi"
+# Two GPUs, as the plan's machine has (run_library.sh counts `nvidia-smi -L`'s lines; with one it
+# runs the single-GPU part only).
+printf '#!/bin/bash\nif [ "$1" = -L ]; then echo "GPU 0: stand-in"; echo "GPU 1: stand-in"; else echo stand-in; fi\n' \
+  > "$tmp/bin/nvidia-smi"
 printf '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nexec python3 "$@"\n' > "$tmp/bin/torchrun"
 cat > "$tmp/carry/xdeep-probe" <<SH
 #!/bin/bash

@@ -21,7 +21,8 @@ real_python=$(command -v python3)
 log=$tmp/calls.txt
 cat > "$tmp/bin/nvidia-smi" <<'SH'
 #!/bin/bash
-echo "stand-in"
+# Two GPUs (run_library.sh counts `nvidia-smi -L`'s lines; with one it runs the single-GPU part only).
+if [ "$1" = -L ]; then echo "GPU 0: stand-in"; echo "GPU 1: stand-in"; else echo "stand-in"; fi
 SH
 cat > "$tmp/bin/torchrun" <<'SH'
 #!/bin/bash
