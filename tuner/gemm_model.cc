@@ -203,12 +203,34 @@ std::vector<double> ToVector(const GemmFit& f) {
   return x;
 }
 
-void FromVector(const std::vector<double>& x, GemmFit* f) {
+// The most a launch-like fixed time may take (a GEMM's, a wave's, stream-K's
+// fix-up, a split's second launch): kLaunchCeiling x the probe's smallest
+// measured GEMM, a whole launch of a tiny kernel (3.1-3.6 us on H100 / H200,
+// every committed seed). A split k's second launch is a memset and/or a
+// reduction kernel, each no longer than such a GEMM plus its queueing: ~13-14
+// us, the "tens of us" a launch can take. Without it a best-tile fit whose
+// points prefer no split drives the split's launch up without bound (seed
+// 5309's H200 fp16 fit: 3.7 s), and a kernel-aware fit would time every split
+// kernel at it.
+constexpr double kLaunchCeiling = 4.0;
+
+// No GEMM streams device memory faster than the probe's copy does (the fit's
+// start), with room for the copy's own spread between runs.
+constexpr double kCopyHeadroom = 1.2;
+
+// Where the fit's parameters may go: physical ranges the points cannot leave.
+struct FitBounds {
+  double max_launch_s = std::numeric_limits<double>::infinity();
+  double max_bandwidth = std::numeric_limits<double>::infinity();
+};
+
+void FromVector(const std::vector<double>& x, GemmFit* f, const FitBounds& bounds = {}) {
+  auto launch = [&](double log_s) { return std::min(std::exp(log_s), bounds.max_launch_s); };
   f->peak_flops = std::exp(x[0]);
   f->small_tile = std::exp(x[1]);
-  f->tile_fixed_s = std::exp(x[2]);
-  f->fixed_s = std::exp(x[3]);
-  f->bandwidth = std::exp(x[4]);
+  f->tile_fixed_s = launch(x[2]);
+  f->fixed_s = launch(x[3]);
+  f->bandwidth = std::min(std::exp(x[4]), bounds.max_bandwidth);
   f->stream_k_fixed_s = std::exp(x[5]);
   f->store_bandwidth = std::exp(x[6]);
   f->wave_quantisation = 1.0 / (1.0 + std::exp(-x[7]));
@@ -224,9 +246,23 @@ void FromVector(const std::vector<double>& x, GemmFit* f) {
   // points: the two are told apart by how many SMs a grid keeps busy), an SM
   // at most 1 TB/s.
   f->l2_speedup = std::clamp(std::exp(x[kShape + 9]), 1.0, 4.0);
-  f->sm_load_bandwidth =
-      std::clamp(std::exp(x[kShape + 8]), f->bandwidth * f->l2_speedup / std::max(1, f->sms), 1e12);
-  f->split_fixed_s = std::exp(x[kShape + 10]);
+  const double sm_floor = f->bandwidth * f->l2_speedup / std::max(1, f->sms);
+  f->sm_load_bandwidth = std::clamp(std::exp(x[kShape + 8]), sm_floor, std::max(sm_floor, 1e12));
+  f->split_fixed_s = launch(x[kShape + 10]);
+}
+
+// Whether `x` leaves `bounds`; `clamped` gets x with each stray coordinate on
+// its bound (in the parameters' log space).
+bool OutOfBounds(const std::vector<double>& x, const FitBounds& bounds,
+                 std::vector<double>* clamped) {
+  bool out = false;
+  std::vector<double> c = x;
+  for (auto [index, most] : {std::pair{2, bounds.max_launch_s}, {3, bounds.max_launch_s},
+                             {kShape + 10, bounds.max_launch_s}, {4, bounds.max_bandwidth}}) {
+    if (std::exp(c[index]) > most) c[index] = std::log(most), out = true;
+  }
+  *clamped = c;
+  return out;
 }
 
 // Nelder-Mead over the coordinates in `free` (the others stay at x0's).
@@ -298,11 +334,13 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   fit.element_bytes = ElementBytes(dtype);
   if (points.empty()) return fit;
   std::vector<double> log_s(points.size());
+  double smallest_s = std::numeric_limits<double>::infinity();
   bool has_input[3] = {false, false, false}, has_output[3] = {false, false, false};
   double best_rate = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     const GemmPoint& p = points[i];
     log_s[i] = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+    smallest_s = std::min(smallest_s, std::exp(log_s[i]));
     const Misalignment a = MisalignmentOf(p.m, p.n, p.k, p.layout, fit.element_bytes);
     if (a.input >= 0) {
       has_input[a.input] = true;
@@ -322,9 +360,14 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     if (bytes_s > 5e-6 && bound) ++memory_bound_points;
     if (bytes_s > 2e-6 && bound && bytes_s * fit.bandwidth <= fit.l2_bytes) ++l2_points;
   }
+  const FitBounds bounds = {kLaunchCeiling * smallest_s, kCopyHeadroom * start.bandwidth};
+  // The fit runs unbounded first (where it stays inside the bounds they change
+  // nothing, not even the simplex's path); only a fit that leaves them is
+  // re-run with them, its strays put back on their bound.
+  const FitBounds* active = nullptr;
   auto cost = [&](const std::vector<double>& x) {
     GemmFit f = fit;
-    FromVector(x, &f);
+    FromVector(x, &f, active ? *active : FitBounds{});
     double sum = 0;
     for (size_t i = 0; i < points.size(); ++i) {
       const GemmPoint& p = points[i];
@@ -376,7 +419,12 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   // Restarts from the best point so far: the simplex collapses on the
   // plateaus that the ceilings (tiles, waves, k steps) make.
   for (int round = 0; round < 8; ++round) x = Minimise(cost, x, free, 2500);
-  FromVector(x, &fit);
+  if (OutOfBounds(x, bounds, &x)) {
+    active = &bounds;
+    for (int round = 0; round < 8; ++round) x = Minimise(cost, x, free, 2500);
+  }
+  active = &bounds;
+  FromVector(x, &fit, bounds);
   // A misaligned class not measured takes the next less aligned class's
   // factor, or the next better aligned one's; a class is never slower than a
   // less aligned one.

@@ -146,5 +146,38 @@ TEST(GemmModelTest, FewPointsFitThePeakOnlyAndUnmeasuredPrecisionsScale) {
   EXPECT_EQ(hw.gemm_fits[static_cast<int>(DType::kTf32)].element_bytes, 4);
 }
 
+// Points that only an unphysical launch explains: a GPU whose split k and
+// stream-K never pay (their launch 1 s), probed at small outputs over a long k
+// where either, launched in a few us, would be far faster. Unbounded, the fit follows
+// them to a launch of half a millisecond and more (seed 5309's H200 fp16 fit:
+// 3.7 s); bounded, every launch-like time stays within a few of the probe's
+// smallest GEMMs, and an SM's loads draw at least the streaming bandwidth over
+// the SMs.
+TEST(GemmModelTest, FittedLaunchesAndLoadRatesStayInTheirPhysicalRange) {
+  GemmFit truth = Truth();
+  truth.split_fixed_s = 1.0;
+  truth.stream_k_fixed_s = 1.0;
+  std::vector<GemmPoint> points = Points(truth, 40, 3);
+  for (int64_t out : {256, 512, 768, 1024}) {
+    for (int64_t k : {16384, 32768, 50176}) {
+      const double s = GemmSeconds(truth, out, out, k, GemmLayout::kWgrad);
+      points.push_back(
+          {out, out, k, DType::kBf16, 2.0 * out * out * k / s / 1e12, GemmLayout::kWgrad});
+    }
+  }
+  double smallest = 1e30;
+  for (const GemmPoint& p : points) smallest = std::min(smallest, 2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+  GemmFit start;
+  start.bandwidth = truth.bandwidth;
+  const GemmFit fit = FitGemm(points, DType::kBf16, start);
+  ASSERT_TRUE(fit.valid);
+  for (double launch : {fit.split_fixed_s, fit.fixed_s, fit.tile_fixed_s}) {
+    EXPECT_GT(launch, 0);
+    EXPECT_LE(launch, 4.0 * smallest * (1 + 1e-9)) << fit.note;
+  }
+  EXPECT_LE(fit.split_fixed_s, 50e-6) << fit.note;
+  EXPECT_GE(fit.sm_load_bandwidth * fit.sms, fit.bandwidth * fit.l2_speedup * (1 - 1e-9)) << fit.note;
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
