@@ -203,15 +203,18 @@ std::vector<double> ToVector(const GemmFit& f) {
   return x;
 }
 
-// The most a launch-like fixed time may take (a GEMM's, a wave's, stream-K's
-// fix-up, a split's second launch): kLaunchCeiling x the probe's smallest
-// measured GEMM, a whole launch of a tiny kernel (3.1-3.6 us on H100 / H200,
-// every committed seed). A split k's second launch is a memset and/or a
-// reduction kernel, each no longer than such a GEMM plus its queueing: ~13-14
-// us, the "tens of us" a launch can take. Without it a best-tile fit whose
-// points prefer no split drives the split's launch up without bound (seed
-// 5309's H200 fp16 fit: 3.7 s), and a kernel-aware fit would time every split
-// kernel at it.
+// The most a launch-like fixed time may take (a GEMM's, a wave's, a split's
+// second launch): kLaunchCeiling x the probe's smallest measured GEMM, a whole
+// launch of a tiny kernel (3.1-3.6 us on H100 / H200, every committed seed). A
+// split k's second launch is a memset and/or a reduction kernel, each no
+// longer than such a GEMM plus its queueing: ~13-14 us. Without it a best-tile
+// fit whose points prefer no split drives the split's launch up without bound
+// (seed 5309's H200 fp16 fit: 3.7 s), and a kernel-aware fit would add it to
+// every split kernel's time. Stream-K's fixed time is left unbounded: it only
+// enters the best of the candidate grids, so a large one turns stream-K off and
+// never lengthens a prediction, and the fits use it so (40 us to 1 ms on seed
+// 5309's best-tile fits); held at this ceiling it cost seed 5309's H200 check
+// 0.9 point of median (gemm_model_calibration.md, "Session 20 (h20b)").
 constexpr double kLaunchCeiling = 4.0;
 
 // No GEMM streams device memory faster than the probe's copy does (the fit's
