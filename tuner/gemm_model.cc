@@ -260,8 +260,10 @@ bool OutOfBounds(const std::vector<double>& x, const FitBounds& bounds,
                  std::vector<double>* clamped) {
   bool out = false;
   std::vector<double> c = x;
-  for (auto [index, most] : {std::pair{2, bounds.max_launch_s}, {3, bounds.max_launch_s},
-                             {kShape + 10, bounds.max_launch_s}, {4, bounds.max_bandwidth}}) {
+  for (auto [index, most] : {std::pair{2, bounds.max_launch_s},
+                             {3, bounds.max_launch_s},
+                             {kShape + 10, bounds.max_launch_s},
+                             {4, bounds.max_bandwidth}}) {
     if (std::exp(c[index]) > most) c[index] = std::log(most), out = true;
   }
   *clamped = c;

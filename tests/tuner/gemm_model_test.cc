@@ -166,7 +166,9 @@ TEST(GemmModelTest, FittedLaunchesAndLoadRatesStayInTheirPhysicalRange) {
     }
   }
   double smallest = 1e30;
-  for (const GemmPoint& p : points) smallest = std::min(smallest, 2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+  for (const GemmPoint& p : points) {
+    smallest = std::min(smallest, 2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
+  }
   GemmFit start;
   start.bandwidth = truth.bandwidth;
   const GemmFit fit = FitGemm(points, DType::kBf16, start);
@@ -176,7 +178,32 @@ TEST(GemmModelTest, FittedLaunchesAndLoadRatesStayInTheirPhysicalRange) {
     EXPECT_LE(launch, 4.0 * smallest * (1 + 1e-9)) << fit.note;
   }
   EXPECT_LE(fit.split_fixed_s, 50e-6) << fit.note;
-  EXPECT_GE(fit.sm_load_bandwidth * fit.sms, fit.bandwidth * fit.l2_speedup * (1 - 1e-9)) << fit.note;
+  EXPECT_GE(fit.sm_load_bandwidth * fit.sms, fit.bandwidth * fit.l2_speedup * (1 - 1e-9))
+      << fit.note;
+}
+
+// The same long-k wgrads on a GPU whose split never pays but stream-K does:
+// unbounded, the fit ran the streaming bandwidth to 80,000 TB/s, and the SM
+// loads' floor (bandwidth / SMs) past its 1 TB/s ceiling. No GEMM streams
+// faster than the probe's copy (+20 %), and the floor holds.
+TEST(GemmModelTest, FittedBandwidthStaysNearTheCopy) {
+  GemmFit truth = Truth();
+  truth.split_fixed_s = 1.0;
+  std::vector<GemmPoint> points = Points(truth, 40, 3);
+  for (int64_t out : {256, 512, 768, 1024}) {
+    for (int64_t k : {16384, 32768, 50176}) {
+      const double s = GemmSeconds(truth, out, out, k, GemmLayout::kWgrad);
+      points.push_back(
+          {out, out, k, DType::kBf16, 2.0 * out * out * k / s / 1e12, GemmLayout::kWgrad});
+    }
+  }
+  GemmFit start;
+  start.bandwidth = truth.bandwidth;
+  const GemmFit fit = FitGemm(points, DType::kBf16, start);
+  ASSERT_TRUE(fit.valid);
+  EXPECT_LE(fit.bandwidth, 1.2 * truth.bandwidth * (1 + 1e-9)) << fit.note;
+  EXPECT_GE(fit.sm_load_bandwidth * fit.sms, fit.bandwidth * fit.l2_speedup * (1 - 1e-9))
+      << fit.note;
 }
 
 }  // namespace
