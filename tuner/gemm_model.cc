@@ -212,8 +212,8 @@ std::vector<double> ToVector(const GemmFit& f) {
 // (seed 5309's H200 fp16 fit: 3.7 s), and a kernel-aware fit would add it to
 // every split kernel's time. Stream-K's fixed time is left unbounded: it only
 // enters the best of the candidate grids, so a large one turns stream-K off and
-// never lengthens a prediction, and the fits use it so (40 us to 1 ms on seed
-// 5309's best-tile fits); held at this ceiling it cost seed 5309's H200 check
+// never lengthens a prediction, and the fits use it so (39-103 us on seed 5309's
+// H200 best-tile fits); held at this ceiling it cost seed 5309's H200 check
 // 0.9 point of median (gemm_model_calibration.md, "Session 20 (h20b)").
 constexpr double kLaunchCeiling = 4.0;
 
