@@ -980,7 +980,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
   // TP 8.3 -> 9.9, PP 9.5 -> 11.7; bench/validate/compare_all.py). FSDP's
   // launches do not follow it either: on 2x H200 (run 13) it read 1.48x, from
   // a one-rank ResNet-50 pass of 15.2 ms where every other library run's took
-  // 18-25 (the two-rank one, 25.6, as usual), and that run's FSDP steps of
+  // 19-25 (the two-rank one, 25.6, as usual), and that run's FSDP steps of
   // SmolLM-135M and ViT-B/16 at micro-batch 1 were over-predicted by 46 and
   // 32 % while their single-GPU steps read +1 and -19 %; at one
   // process's speed, FSDP over all 96 calibration and run-13 configurations
