@@ -181,9 +181,11 @@ struct HardwareProfile {
   // _heldout7_subset); two independent single-GPU processes did not slow each
   // other (_lanes_check). Over the ten library runs it read 0.95-1.12x and
   // training's DDP, TP and PP launches did not follow it (the two processes
-  // ran minutes apart, at the host's speed of their moment), so the step-time
-  // model applies it to FSDP only, whose host work the two-rank process
-  // measured against its own plain pass (StrategyModel::Time). 1: not measured.
+  // ran minutes apart, at the host's speed of their moment); nor did FSDP's
+  // (2x H200, run 13: 1.48x from a one-rank ResNet-50 pass faster than any
+  // other run's, FSDP over-predicted 32-46 % at micro-batch 1), so the
+  // step-time model no longer applies it (StrategyModel::Time); it stays in
+  // the profile's label as the probe's reading. 1: not measured.
   double side_by_side_host_factor = 1;
   // Host time tensor parallelism adds per split Linear in one forward +
   // backward (PyTorch's DTensor tensor parallelism: each split Linear's op

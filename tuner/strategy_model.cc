@@ -974,17 +974,19 @@ StepTime StrategyModel::Time(const Configuration& given) {
   // beside it does not slow it (two single-GPU lanes side by side,
   // bench/validate/data/checks/2026-11-26_h100x2_lanes_check), and the
   // two-rank probe's plain passes over the one-rank probe's
-  // (HardwareProfile::side_by_side_host_factor, 0.95-1.12 on the ten library
-  // runs) are the host's speed in two processes minutes apart: applied to
-  // DDP, TP and PP launches it raised each mode's error over the 266
-  // calibration configurations (DDP 10.4 -> 11.1 %, TP 8.3 -> 9.9, PP 9.5 ->
-  // 11.7; bench/validate/compare_all.py). FSDP's host work is that two-rank
-  // process's own (per unit and tensor beyond its plain pass, taken turn about
-  // with it), so FSDP's launches run at that process's speed.
-  const double side_by_side =
-      std::min(world, c.gpus_per_node) > 1 && c.sharding == Sharding::kZero3 && c.dp > 1
-          ? hw.side_by_side_host_factor
-          : 1.0;
+  // (HardwareProfile::side_by_side_host_factor) are the host's speed in two
+  // processes minutes apart: applied to DDP, TP and PP launches it raised each
+  // mode's error over the 266 calibration configurations (DDP 10.4 -> 11.1 %,
+  // TP 8.3 -> 9.9, PP 9.5 -> 11.7; bench/validate/compare_all.py). FSDP's
+  // launches do not follow it either: on 2x H200 (run 13) it read 1.48x, from
+  // a one-rank ResNet-50 pass of 15.2 ms where every other library run's took
+  // 19-25 (the two-rank one, 25.6, as usual), and that run's FSDP steps of
+  // SmolLM-135M and ViT-B/16 at micro-batch 1 were over-predicted by 46 and
+  // 32 % while their single-GPU steps read +1 and -19 %; at one
+  // process's speed, FSDP over all 96 calibration and run-13 configurations
+  // 12.6 -> 11.8 % (bench/validate/README.md, h20s session 20).
+  // FSDP's own host work (per unit and tensor) stays the two-rank process's,
+  // measured against that process's plain pass.
   for (int i : timed.time_ranks) {
     const RankTimes& r = rt[i];
     const RankData& d = ranks[i];
@@ -1000,9 +1002,6 @@ StepTime StrategyModel::Time(const Configuration& given) {
       launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
     }
-    // FSDP's figures below are the two-rank process's already.
-    launch_f *= side_by_side;
-    launch_b *= side_by_side;
     double hooks_f = 0, hooks_b = 0;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
       // FSDP2's host work per unit (pre/post hooks, all-gather copy-in and

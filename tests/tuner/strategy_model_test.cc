@@ -283,27 +283,26 @@ TEST(StrategyTimeTest, FsdpOptimizerHostTimeIsAFixedPartAndAPartPerTensor) {
               1e-12);
 }
 
-TEST(StrategyTimeTest, OnlyFsdpLaunchesAtTheTwoRankProcesssSpeed) {
+TEST(StrategyTimeTest, LaunchesAtOneProcesssSpeedWhateverTheSideBySideFactor) {
   // ResNet-50 at micro-batch 1, launch-bound, two ranks on one node: DDP's
-  // launches (and its reducer's) at one process's speed whatever the probe's
-  // side-by-side factor; FSDP's, whose host work the two-rank process measured
-  // against its own plain pass, at that factor; two nodes at one process's.
+  // and FSDP's launches (and DDP's reducer's) at one process's speed whatever
+  // the probe's side-by-side factor (on 2x H200, run 13, it read 1.48x and
+  // charged FSDP's launches 48 % more that training did not show); two nodes
+  // the same.
   auto w = PresetWorkload("resnet50");
   ASSERT_TRUE(w.ok());
   HardwareProfile hw = SimpleProfile(10000);
   hw.host_step_cv = 0;
   HardwareProfile one = hw;
-  hw.side_by_side_host_factor = 1.2;
+  hw.side_by_side_host_factor = 1.48;
   Configuration c = Single(1);
   c.gpus_per_node = c.dp = 2;
   c.global_batch = 2;
   EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, c).per_micro_batch_s,
                    EstimateStepTime(*w, one, c).per_micro_batch_s);
   c.sharding = Sharding::kZero3;
-  const double apart = EstimateStepTime(*w, one, c).per_micro_batch_s;
-  // The plain pass's launches scale; FSDP's own host work is added after.
-  EXPECT_GT(EstimateStepTime(*w, hw, c).per_micro_batch_s, 1.03 * apart);
-  EXPECT_LT(EstimateStepTime(*w, hw, c).per_micro_batch_s, 1.2 * apart);
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, c).per_micro_batch_s,
+                   EstimateStepTime(*w, one, c).per_micro_batch_s);
   EXPECT_DOUBLE_EQ(EstimateStepTime(*w, hw, Single(1)).per_micro_batch_s,
                    EstimateStepTime(*w, one, Single(1)).per_micro_batch_s);
   c.gpus_per_node = 1;
@@ -742,6 +741,33 @@ TEST(StrategyModelTest, MemoisedModelEqualsFreshOne) {
       }
     }
   }
+}
+
+
+TEST(StrategyTimeTest, FsdpLaunchBoundStepIsOneProcesssLaunchesPlusItsMeasuredHostWork) {
+  // h20s, session 20: a launch-bound FSDP micro-batch (gpt-125m at
+  // micro-batch 1 on a GPU so fast that only the host counts) is the plain
+  // launches at one process's speed plus FSDP's measured per-unit and
+  // per-tensor host work, the side-by-side factor in neither: with the
+  // factor at 1.48 the step is the same, and the FSDP work adds as measured.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  HardwareProfile hw = SimpleProfile(1e7);
+  hw.host_step_cv = 0;
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  c.sharding = Sharding::kZero3;
+  hw.fsdp_host_per_unit_s = 3e-3;
+  hw.fsdp_host_per_tensor_s = 66e-6;
+  const double with_fsdp_work = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  HardwareProfile side = hw;
+  side.side_by_side_host_factor = 1.48;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, side, c).per_micro_batch_s, with_fsdp_work);
+  HardwareProfile more = hw;
+  more.fsdp_host_per_unit_s = 6e-3;
+  // gpt-125m: 12 blocks and the root, at least 12 units: 3 ms more each.
+  EXPECT_GT(EstimateStepTime(*w, more, c).per_micro_batch_s, with_fsdp_work + 12 * 3e-3 - 1e-9);
 }
 
 }  // namespace
