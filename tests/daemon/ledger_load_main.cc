@@ -71,7 +71,12 @@ int RunUser(const Options& o, int index) {
     std::perror("ledger_load: cannot switch uid (run as root)");
     return 2;
   }
-  std::ofstream out(o.out + "/" + std::to_string(uid) + ".txt");
+  const std::string path = o.out + "/" + std::to_string(uid) + ".txt";
+  std::ofstream out(path);
+  if (!out) {  // e.g. a /tmp without its sticky 1777 mode: the user cannot reach OUT
+    std::perror(("ledger_load: cannot write " + path + " as uid " + std::to_string(uid)).c_str());
+    return 2;
+  }
   out.precision(17);
   auto stub =
       v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
@@ -182,7 +187,12 @@ std::vector<Reserved> ReadReserved(const Options& o) {
 
 // Admits and completes every `stride`-th reserved decision from `first`.
 int RunController(const Options& o, const std::vector<Reserved>& all, int first, int stride) {
-  std::ofstream out(o.out + "/jobs/" + std::to_string(first) + ".txt");
+  const std::string path = o.out + "/jobs/" + std::to_string(first) + ".txt";
+  std::ofstream out(path);
+  if (!out) {
+    std::perror(("ledger_load: cannot write " + path).c_str());
+    return 2;
+  }
   out.precision(17);
   auto stub =
       v1::Tuning::NewStub(grpc::CreateChannel(o.daemon, grpc::InsecureChannelCredentials()));
