@@ -146,6 +146,19 @@ TEST(GemmModelTest, FewPointsFitThePeakOnlyAndUnmeasuredPrecisionsScale) {
   EXPECT_EQ(hw.gemm_fits[static_cast<int>(DType::kTf32)].element_bytes, 4);
 }
 
+// `points` plus wgrads of small square outputs over a long k, as `truth` runs them:
+// where a split (or stream-K) decides the time.
+std::vector<GemmPoint> WithLongKWgrads(const GemmFit& truth, std::vector<GemmPoint> points) {
+  for (int64_t out : {256, 512, 768, 1024}) {
+    for (int64_t k : {16384, 32768, 50176}) {
+      const double s = GemmSeconds(truth, out, out, k, GemmLayout::kWgrad);
+      points.push_back(
+          {out, out, k, DType::kBf16, 2.0 * out * out * k / s / 1e12, GemmLayout::kWgrad});
+    }
+  }
+  return points;
+}
+
 // Points that only an unphysical launch explains: a GPU whose split k and
 // stream-K never pay (their launch 1 s), probed at small outputs over a long k
 // where either, launched in a few us, would be far faster. Unbounded, the fit follows
@@ -157,14 +170,7 @@ TEST(GemmModelTest, FittedLaunchesAndLoadRatesStayInTheirPhysicalRange) {
   GemmFit truth = Truth();
   truth.split_fixed_s = 1.0;
   truth.stream_k_fixed_s = 1.0;
-  std::vector<GemmPoint> points = Points(truth, 40, 3);
-  for (int64_t out : {256, 512, 768, 1024}) {
-    for (int64_t k : {16384, 32768, 50176}) {
-      const double s = GemmSeconds(truth, out, out, k, GemmLayout::kWgrad);
-      points.push_back(
-          {out, out, k, DType::kBf16, 2.0 * out * out * k / s / 1e12, GemmLayout::kWgrad});
-    }
-  }
+  std::vector<GemmPoint> points = WithLongKWgrads(truth, Points(truth, 40, 3));
   double smallest = 1e30;
   for (const GemmPoint& p : points) {
     smallest = std::min(smallest, 2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
@@ -189,14 +195,7 @@ TEST(GemmModelTest, FittedLaunchesAndLoadRatesStayInTheirPhysicalRange) {
 TEST(GemmModelTest, FittedBandwidthStaysNearTheCopy) {
   GemmFit truth = Truth();
   truth.split_fixed_s = 1.0;
-  std::vector<GemmPoint> points = Points(truth, 40, 3);
-  for (int64_t out : {256, 512, 768, 1024}) {
-    for (int64_t k : {16384, 32768, 50176}) {
-      const double s = GemmSeconds(truth, out, out, k, GemmLayout::kWgrad);
-      points.push_back(
-          {out, out, k, DType::kBf16, 2.0 * out * out * k / s / 1e12, GemmLayout::kWgrad});
-    }
-  }
+  std::vector<GemmPoint> points = WithLongKWgrads(truth, Points(truth, 40, 3));
   GemmFit start;
   start.bandwidth = truth.bandwidth;
   const GemmFit fit = FitGemm(points, DType::kBf16, start);
