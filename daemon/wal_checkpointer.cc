@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace xdeep::daemon {
 
 WalCheckpointer::WalCheckpointer(sqlite3* db, std::string who, Options options)
@@ -63,8 +65,16 @@ int WalCheckpointer::OnCommit(void* self_ptr, sqlite3* db, const char* schema, i
   }
   // A WAL smaller than what was copied has started over.
   int copied = self->copied_.load(std::memory_order_relaxed);
-  if (pages < copied && self->copied_.compare_exchange_strong(copied, 0)) copied = 0;
-  if (pages >= self->options_.restart_pages && pages - copied <= self->options_.caught_up_pages &&
+  if (pages < copied && self->copied_.compare_exchange_strong(copied, 0)) {
+    copied = 0;
+    ++self->restarts_;
+  }
+  // A writer faster than the passes leaves each one further behind than
+  // caught_up_pages (by what it commits during a pass's syncs, which depend on
+  // the disk): the window then widens with the WAL, so a catch-up still comes,
+  // copying at most an eighth of it.
+  const int window = std::max(self->options_.caught_up_pages, pages / 8);
+  if (pages >= self->options_.restart_pages && pages - copied <= window &&
       self->catch_up_armed_.exchange(false)) {
     int log = 0, done = 0;
     if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==

@@ -47,7 +47,10 @@ class WalCheckpointer {
     // integration.bounded's 16 s grew it to 40-66 MB, the inline bound. Past
     // `restart_pages`, the first commit after a pass that left at most
     // `caught_up_pages` uncopied copies those itself (its syncs cover only
-    // them), and the next commit starts the WAL over.
+    // them), and the next commit starts the WAL over. A writer that commits
+    // faster than a pass syncs leaves more than that behind every pass (by a
+    // share that depends on the disk): the window is then an eighth of the
+    // WAL, so the catch-up still comes and copies little next to the WAL.
     int restart_pages = 4000;
     int caught_up_pages = 250;
     // At least this long between two background passes: each syncs twice.
@@ -69,6 +72,8 @@ class WalCheckpointer {
   uint64_t inline_checkpoints() const { return inline_.load(); }
   // Of those, the ones that finished a pass's work so that the WAL restarts.
   uint64_t catch_ups() const { return catch_ups_.load(); }
+  // Commits that found the WAL started over after a pass or catch-up copied it.
+  uint64_t restarts() const { return restarts_.load(); }
 
  private:
   static int OnCommit(void* self, sqlite3* db, const char* schema, int pages);
@@ -92,6 +97,7 @@ class WalCheckpointer {
   std::atomic<uint64_t> passes_{0};
   std::atomic<uint64_t> inline_{0};
   std::atomic<uint64_t> catch_ups_{0};
+  std::atomic<uint64_t> restarts_{0};
   // Set by each pass, taken by one catch-up: never more catch-ups than passes.
   std::atomic<bool> catch_up_armed_{false};
   std::thread thread_;

@@ -116,10 +116,17 @@ TEST_F(WalCheckpointerTest, APassIsDueOnlyOnceAsManyPagesCameSinceTheLastOne) {
   sqlite3_close(reader);
 }
 
+struct NeverPausing {
+  uint64_t catch_ups = 0;
+  uint64_t restarts = 0;
+  int wal_pages = 0;  // after the last commit
+};
+
 // Commits that never pause, as under saturation: past restart_pages the
 // writer finishes a pass's work, and the WAL starts over instead of growing
 // to the inline bound.
-uint64_t CatchUpsWhileWritingWithoutPause(sqlite3* db, int restart_pages, int* wal_pages) {
+NeverPausing WriteWithoutPause(sqlite3* db, int restart_pages) {
+  NeverPausing seen;
   WalCheckpointer checkpoints(db, "test",
                               {.pages = 200,
                                .inline_pages = 1000000,
@@ -142,23 +149,30 @@ uint64_t CatchUpsWhileWritingWithoutPause(sqlite3* db, int restart_pages, int* w
         *static_cast<int*>(out) = pages;
         return 0;
       },
-      wal_pages);
+      &seen.wal_pages);
+  seen.catch_ups = checkpoints.catch_ups();
+  seen.restarts = checkpoints.restarts();
   EXPECT_EQ(sqlite3_exec(db, "INSERT INTO t VALUES (1);", nullptr, nullptr, nullptr), SQLITE_OK);
-  return checkpoints.catch_ups();
+  return seen;
 }
 
 TEST_F(WalCheckpointerTest, WritersThatNeverPauseStillLetTheWalStartOver) {
-  int pages = 0;
-  EXPECT_GT(CatchUpsWhileWritingWithoutPause(db_, 1000, &pages), 0u);
-  EXPECT_LT(pages, 2000);
+  // Not the WAL's size at the end: where it stands between two restarts
+  // depends on how far the writer outran the last pass's syncs (one in five
+  // runs ended past 2,000 pages on the 2-core VM's disk of 2026-11-28).
+  const NeverPausing seen = WriteWithoutPause(db_, 1000);
+  EXPECT_GT(seen.catch_ups, 0u);
+  EXPECT_GE(seen.restarts, 8u);  // 15-33 in 3 s
 }
 
 TEST_F(WalCheckpointerTest, WithoutCatchUpsTheWalOfWritersThatNeverPauseGrows) {
   // The check above can fail: with the catch-up out of reach, the same
-  // commits leave a WAL far past it (~8,000 pages; ~150 with them).
-  int pages = 0;
-  EXPECT_EQ(CatchUpsWhileWritingWithoutPause(db_, 1000000, &pages), 0u);
-  EXPECT_GT(pages, 3000);
+  // commits let the WAL start over only when a pass happens to end between
+  // two of them (0-2 times in 3 s), and leave it far past the bound.
+  const NeverPausing seen = WriteWithoutPause(db_, 1000000);
+  EXPECT_EQ(seen.catch_ups, 0u);
+  EXPECT_LE(seen.restarts, 3u);
+  EXPECT_GT(seen.wal_pages, 3000);
 }
 
 TEST_F(WalCheckpointerTest, WithoutItTheWalGrowsWhenNothingCheckpoints) {
