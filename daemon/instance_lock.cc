@@ -157,6 +157,11 @@ std::string LedgerLockPath(const std::string& database) {
 }
 
 absl::StatusOr<std::unique_ptr<LedgerClaim>> LedgerClaim::Take(const StoreConfig& store) {
+  // An in-memory ledger is no file two daemons could share: nothing to lock
+  // (a lock would leave ':memory:.xdeepd.lock' in the working directory).
+  if (store.path == ":memory:") {
+    return std::unique_ptr<LedgerClaim>(new LedgerClaim(store.path, std::nullopt));
+  }
   const std::string lock_path = LedgerLockPath(store.path);
   auto lock = FileLock::TryTake(lock_path);
   if (!lock.ok()) {

@@ -79,10 +79,11 @@ class LedgerClaim {
   bool StillOpen();
 
  private:
-  LedgerClaim(std::string path, FileLock lock) : path_(std::move(path)), lock_(std::move(lock)) {}
+  LedgerClaim(std::string path, std::optional<FileLock> lock)
+      : path_(std::move(path)), lock_(std::move(lock)) {}
   std::mutex mu_;
   std::string path_;
-  FileLock lock_;
+  std::optional<FileLock> lock_;  // none for an in-memory ledger
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   bool opened_ = false;

@@ -206,5 +206,20 @@ TEST_F(InstanceLockTest, CheckConfigNotesTheRunningDaemonWithoutTakingAnything) 
   EXPECT_FALSE(LedgerClaim::Take(store_).ok());
 }
 
+TEST_F(InstanceLockTest, InMemoryLedgersShareNoFileAndLeaveNoLockBehind) {
+  // Each in-memory ledger is its own: two daemons on one are not refused, and
+  // the working directory gets no ':memory:.xdeepd.lock'.
+  const fs::path before = fs::current_path();
+  fs::current_path(dir_);
+  StoreConfig memory = store_;
+  memory.path = ":memory:";
+  auto first = LedgerClaim::Take(memory);
+  auto second = LedgerClaim::Take(memory);
+  EXPECT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(fs::exists(fs::path(dir_) / ":memory:.xdeepd.lock"));
+  fs::current_path(before);
+}
+
 }  // namespace
 }  // namespace xdeep::daemon
