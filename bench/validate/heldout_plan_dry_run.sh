@@ -8,8 +8,8 @@
 # tuner reads and an entry library_suite.py can build, that the suite's config (layers, widths,
 # heads, key-value heads, vocabulary, tied head, sequence; a vision model's input side, patch
 # tokens and CNN recipe) agrees with that workload file, that each mode is asked for exactly its
-# planned models and that the frozen model predicts every one of them -- so the one-shot run
-# cannot be lost to a typo.
+# planned models, that the frozen model predicts every one of them and that $OUT ends with only
+# log.txt and results.tgz in it -- so the one-shot run cannot be lost to a typo.
 #
 #   heldout_plan_dry_run.sh XDEEP_PROBE XDEEP_VALIDATE PLAN_ENV
 set -u
@@ -167,6 +167,11 @@ PY
 env $settings PATH="$tmp/bin:$PATH" OUT="$tmp/out" XDEEP_CARRY=carry \
   bash -c "cd '$tmp' && bash '$here/run_library.sh'" > /dev/null 2>&1
 [ -s "$tmp/out/results.tgz" ] || fail "no results.tgz"
+# The device returns at most 8 files from $OUT (the call's own wrapper adds a few): the run leaves
+# its log and one archive, nothing else (run 13's H100 call, another job's files beside its own,
+# came back without its results.tgz).
+left=$(cd "$tmp/out" && find . -mindepth 1 | sed 's|^\./||' | sort | tr '\n' ' ')
+[ "$left" = "log.txt results.tgz " ] || fail "\$OUT holds '$left', not only log.txt and results.tgz"
 mkdir "$tmp/res" && tar -C "$tmp/res" -xzf "$tmp/out/results.tgz" || fail "unreadable results.tgz"
 [ -s "$tmp/res/profile.json" ] || fail "no merged profile"
 grep -q "STEP TIME   MAPE" "$tmp/res/compare.txt" || fail "no predictions: $(head -5 "$tmp/res/compare.txt")"

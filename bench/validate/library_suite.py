@@ -17,12 +17,13 @@ GPT2LMHeadModel in Cerebras-GPT-590M's shapes (held-out run 10); OlmoForCausalLM
 GPTNeoXForCausalLM in Pythia-1B's and Qwen2ForCausalLM in Qwen1.5-0.5B's shapes (held-out run 11);
 LlamaForCausalLM in MobileLLM-600M's and H2O-Danube3-500M's, GPTNeoXForCausalLM in Pythia-1.4B's
 shapes (held-out run 12); GPTBigCodeForCausalLM in SantaCoder's, LlamaForCausalLM in Falcon3-1B's and
-SmolLM-135M's shapes (held-out run 13);
+SmolLM-135M's shapes (held-out run 13); GPT2LMHeadModel in Cerebras-GPT-256M's, LlamaForCausalLM in
+MobileLLM-1B's and OpenCoder-1.5B's shapes (held-out run 14);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
 ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
 ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's ResNet-152 also at
-176 px).
+176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -182,6 +183,19 @@ TRANSFORMERS = {
     "hf-smollm-135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                                      num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
                                      tie_word_embeddings=True)),
+    # Held-out run 14: Cerebras-GPT-256M's shape (GPT2LMHeadModel: 14 layers of hidden 1088, 17 heads
+    # of 64, MLP 4352, exact GELU, tied 50257-word head), MobileLLM-1B's (LlamaForCausalLM: 54 layers
+    # of hidden 1280, 20 heads, 5 key-value heads, SwiGLU 3584, tied 32000-word head) and
+    # OpenCoder-1.5B's (LlamaForCausalLM: 24 layers of hidden 2240, 14 heads of 160, 14 key-value
+    # heads, SwiGLU 6144, untied 96640-word head).
+    "hf-cerebras-gpt-256m": ("gpt2", dict(n_embd=1088, n_layer=14, n_head=17, n_inner=4352,
+                                          activation_function="gelu")),
+    "hf-mobilellm-1b": ("llama", dict(hidden_size=1280, intermediate_size=3584, num_hidden_layers=54,
+                                      num_attention_heads=20, num_key_value_heads=5, vocab_size=32000,
+                                      tie_word_embeddings=True)),
+    "hf-opencoder-1.5b": ("llama", dict(hidden_size=2240, intermediate_size=6144, num_hidden_layers=24,
+                                        num_attention_heads=14, num_key_value_heads=14, vocab_size=96640,
+                                        tie_word_embeddings=False)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -195,14 +209,17 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-resnet26": "timm:resnet26", "timm-vit-s8": "timm:vit_small_patch8_224",
           "timm-resnet101": "timm:resnet101", "timm-deit3-m16": "timm:deit3_medium_patch16_224",
           "timm-resnet200": "timm:resnet200", "timm-vit-b16-384": "timm:vit_base_patch16_384",
-          "tv-resnet152-176": "resnet152"}
+          "tv-resnet152-176": "resnet152", "timm-vit-ti16-384": "timm:vit_tiny_patch16_384",
+          "tv-wide-resnet50-288": "wide_resnet50_2"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
-        "tv-resnet152-176"}  # channels_last (torchvision's reference), SGD
-# Input sides other than IMAGE: timm's ViT-B/16 at its 384 px resolution (577 tokens), and
-# torchvision's ResNet-152 at its current recipe's 176 px training crop (--train-crop-size 176).
-IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176}
+        "tv-resnet152-176", "tv-wide-resnet50-288"}  # channels_last (torchvision's reference), SGD
+# Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
+# tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
+# (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution).
+IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176, "timm-vit-ti16-384": 384,
+            "tv-wide-resnet50-288": 288}
 
 
 def seq_of(name):

@@ -189,7 +189,9 @@ if stage suite; then
     lane=$!
     vision_gpu=1
     if [ "$GPUS" -lt 2 ]; then wait $lane; vision_gpu=0; t=$(box $T_SINGLE); fi
-    CUDA_VISIBLE_DEVICES=$vision_gpu run $t $suite --mode single --models "$VISION" \
+    # The second lane is VISION's: a plan may put a language model there too, to balance the lanes
+    # (it is then swept over MBS, as in the first lane).
+    CUDA_VISIBLE_DEVICES=$vision_gpu run $t $suite --mode single --models "$VISION" --micro-batches "$MBS" \
       --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --deadline-s $t --out "$res/suite_single_vision.json"
     wait $lane
     pack

@@ -408,5 +408,33 @@ TEST(ParallelTableTest, MistakesNameTheLineAndTheFix) {
   EXPECT_NE(std::string(always.status().message()).find("contradicts"), std::string::npos);
 }
 
+TEST(WorkloadTest, HeldOutRun14WorkloadsMatchTheLibrariesCounts) {
+  // Held-out run 14's files (bench/validate/workloads) against the parameters of the classes
+  // library_suite.py builds, counted from their code: GPT2LMHeadModel (Conv1D weights and
+  // biases, two LayerNorms a block and a final one, 1024 learned positions, the head tied) and
+  // torchvision's wide_resnet50_2 exactly; LlamaForCausalLM (q, k, v, o and gate, up, down
+  // without biases, two RMSNorm weights a block and a final one) plus the bias the tuner counts
+  // beside every norm's weight (a LayerNorm's, hidden a norm: 0.01 % of these models); timm's
+  // VisionTransformer with its patch embedding's convolution (16 x 16 x 3 x 192 + 192), the
+  // class token (192) and the head's bias (1000) replaced by the vocabulary x hidden table the
+  // file describes in their place. A typo in a width, head count, MLP width or vocabulary of a
+  // held-out file changes its count.
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-cerebras-gpt-256m", 254862912},
+                 Case{"hf-mobilellm-1b", 1005461760 + (2 * 54 + 1) * 1280},
+                 Case{"hf-opencoder-1.5b", 1905650880 + (2 * 24 + 1) * 2240},
+                 Case{"timm-vit-ti16-384", 5790376 - (16 * 16 * 3 * 192 + 192) - 192 - 1000 + 1000 * 192},
+                 Case{"tv-wide-resnet50-288", 68883240}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
