@@ -283,8 +283,8 @@ def elementwise_entry(torch, args, device, gpt):
         entry["elementwise_s"] = elementwise_s
     if device.type == "cuda":
         # The attention kernels' and the loss's shares of the pass, so the blocks' own
-        # elementwise rate and attention's rate can be told from the loss's (tuner: not read
-        # yet; xdeep-probe merge keeps the known fields, the raw report these).
+        # elementwise rate and attention's rate can be told from the loss's (xdeep-probe merge
+        # keeps both; the tuner does not read them: bench/validate/README.md, h21k).
         try:
             attention_s = category_seconds(torch, forward_backward, device).get("attention", 0.0)
             if attention_s > 0:
@@ -292,6 +292,13 @@ def elementwise_entry(torch, args, device, gpt):
             loss_s = loss_seconds(torch, device, shape)
             if loss_s > 0:
                 entry["loss_s"] = loss_s
+            # The same tokens' loss over a 32000-word vocabulary (Llama 2's, Mistral's): training's
+            # log-softmax took half the time per logit at 30522 words as at 50257 on one H200
+            # (probably its rows' re-reads served from L2; bench/validate/README.md, h21k). Data for the loss's
+            # rate by vocabulary; the tuner does not read it yet.
+            small_s = loss_seconds(torch, device, dict(shape, vocab=32000))
+            if small_s > 0:
+                entry["loss_vocab32000_s"] = small_s
         except (RuntimeError, ValueError, TypeError) as e:  # an extra figure: never the entry's loss
             print(f"framework_probe: no loss / attention split ({type(e).__name__}: {e})", file=sys.stderr)
     return entry

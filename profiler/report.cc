@@ -43,7 +43,8 @@ auto OptionalTimes(Entry& e) {
       std::pair{"ddp_median_s", &e.ddp_median_s}, std::pair{"fsdp_median_s", &e.fsdp_median_s},
       std::pair{"step_host_s", &e.step_host_s}, std::pair{"fsdp_step_host_s", &e.fsdp_step_host_s},
       std::pair{"elementwise_s", &e.elementwise_s}, std::pair{"tp_median_s", &e.tp_median_s},
-      std::pair{"tp_step_host_s", &e.tp_step_host_s}};
+      std::pair{"tp_step_host_s", &e.tp_step_host_s}, std::pair{"attention_s", &e.attention_s},
+      std::pair{"loss_s", &e.loss_s}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.

@@ -121,6 +121,13 @@ struct FrameworkEntry {
   // loss), for the GPT the probe runs at a training size, memory-bound. 0: not
   // measured (the launch-bound entries).
   double elementwise_s = 0;
+  // Of that memory-bound GPT's pass: its attention kernels' GPU time, and the
+  // elementwise kernels of its loss alone (cross-entropy over logits of the
+  // pass's shape, timed apart): the blocks' own elementwise rate and
+  // attention's told from the loss's. Kept by merge for analysis; the tuner
+  // does not read them (bench/validate/README.md, h21k). 0: not measured.
+  double attention_s = 0;
+  double loss_s = 0;
   // The GPT's pass with its blocks split by torch.distributed.tensor.parallel
   // over this entry's ranks (tp_linears split Linears), and its AdamW step's
   // host time: what DTensor's dispatch adds per split Linear. 0: not measured.

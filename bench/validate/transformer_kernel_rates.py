@@ -6,7 +6,8 @@
 Reads transformer_kernel_profile.py's JSON from each folder (default: the committed H100 and H200
 profiles under data/checks/) and prints, per configuration, each kind's GPU time per element of
 the blocks' residual stream (layers x tokens x hidden, picoseconds), the attention kernels'
-throughput, and the H100 / H200 time ratio per kind for the configurations both cards ran.
+throughput, the loss's kernels per logit against the framework probe's `loss_s` on the same kind
+of card, and the H100 / H200 time ratio per kind for the configurations both cards ran.
 Shapes are the library workloads' (bench/validate/workloads/*.toml). The kinds lump the head and
 the loss with the blocks (the decoders' cast_copy and mul hold the logits' passes), so only the
 ViT rows are block-only.
@@ -39,6 +40,49 @@ SHORT = ["LN f", "LN b", "act f", "act b", "add", "cast", "reduce", "mul", "drop
 #   3 x 4; reductions: the four bias gradients (3h + h + 4h + h) x 2.
 VIT_BLOCK_BYTES = {"layer_norm_fwd": 16, "layer_norm_bwd": 40, "act_fwd": 16, "act_bwd": 24, "add": 44,
                    "cast_copy": 60, "reduce": 18}
+
+
+# The framework probe's loss timed apart (`loss_s` over batch x seq x vocab logits: cross-entropy under
+# autocast over 16-bit logits), one report per card of the kernel profiles (h21k, session 21).
+PROBES = {"NVIDIA H100 80GB HBM3": "checks/2026-11-28_h100x1_framework_probe_split",
+          "NVIDIA H200": "calibration/2026-11-28_h200x2_library_run13"}
+# aten ops of a cross-entropy over the logits (top-level ops only: each kernel once).
+LOSS_OPS = {"aten::_log_softmax": "log_softmax", "aten::_log_softmax_backward_data": "backward",
+            "aten::nll_loss_backward": "zero-fill", "aten::copy_": "casts"}
+
+
+def loss_table(device, entries):
+    """Training's loss kernels per logit against the probe's loss on the same kind of card."""
+    path = os.path.join(HERE, "data", PROBES.get(device, "-"), "framework.json")
+    probe = None
+    if os.path.exists(path):
+        for f in json.load(open(path))["framework"]:
+            if f.get("loss_s"):
+                probe = f["loss_s"] / (f["batch"] * f["seq"] * f["vocab"])
+    print(f"{device}: the loss's kernels over the logits (ms; ps per logit)"
+          + (f"; the probe's loss {probe * 1e12:.2f} ps per logit" if probe else ""))
+    print(f"{'step':<20} {'logits':>7} " + " ".join(f"{k:>11}" for k in LOSS_OPS.values())
+          + f" {'w/o casts':>10} {'ps/logit':>9} {'casts ps':>9}")
+    for (model, mb), e in entries.items():
+        got, logits = {}, 0
+        for o in e.get("ops", []):
+            if o["op"] not in LOSS_OPS:
+                continue
+            dims = [d for d in json.loads(o["shapes"]) if isinstance(d, list) and len(d) >= 2]
+            if not dims or dims[0][-1] < 20000:  # a vocabulary's width, not a block's
+                continue
+            n = 1
+            for x in dims[0]:
+                n *= x
+            logits = max(logits, n)
+            got[LOSS_OPS[o["op"]]] = got.get(LOSS_OPS[o["op"]], 0.0) + o["s"]
+        if "log_softmax" not in got:
+            continue
+        rest = sum(v for k, v in got.items() if k != "casts")
+        print(f"{model + ' mb' + str(mb):<20} {logits / 1e6:6.0f}M "
+              + " ".join(f"{got.get(k, 0) * 1e3:11.2f}" for k in LOSS_OPS.values())
+              + f" {rest * 1e3:10.2f} {rest / logits * 1e12:9.2f} {got.get('casts', 0) / logits * 1e12:9.2f}")
+    print()
 
 
 def load(folder):
@@ -85,6 +129,8 @@ def main():
             print(f"{model + ' mb' + str(mb):<20} " + " ".join(f"{r:10.0f}" for r in rates) + f" {total:6.0f}")
         print(f"  counted {sum(VIT_BLOCK_BYTES.values())} bytes per element in all; the 4x / 8x rule counts 432")
         print()
+    for device, entries in cards:
+        loss_table(device, entries)
     if len(cards) == 2:
         (d0, a), (d1, b) = cards
         common = [k for k in a if k in b and SHAPES[k[0]][0] * k[1] * SHAPES[k[0]][3] * SHAPES[k[0]][1] >= 5e7]

@@ -64,6 +64,8 @@ Report Sample() {
   wide.batch = 4;
   wide.gpu_busy_fraction = 0.93;
   wide.elementwise_s = 0.0061;
+  wide.attention_s = 0.0005;
+  wide.loss_s = 0.0023;
   r.framework.push_back(wide);
   r.errors.push_back({"nccl.all_to_all", "timed out after 30 s"});
   return r;
@@ -121,6 +123,10 @@ TEST(ReportTest, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(out->framework[0].ddp_median_s, 0);  // not measured: left out
   EXPECT_DOUBLE_EQ(out->framework[0].elementwise_s, 0);
   EXPECT_DOUBLE_EQ(out->framework[2].elementwise_s, 0.0061);
+  // The loss / attention split (a merged profile without it gave the tuner no split).
+  EXPECT_DOUBLE_EQ(out->framework[2].attention_s, 0.0005);
+  EXPECT_DOUBLE_EQ(out->framework[2].loss_s, 0.0023);
+  EXPECT_DOUBLE_EQ(out->framework[0].loss_s, 0);  // not measured: left out
   EXPECT_EQ(out->framework[2].vocab, 50257);
   EXPECT_EQ(out->framework[0].version, "2.11.0+cu130");
   EXPECT_EQ(out->framework[0].ffn, 512);
