@@ -20,7 +20,11 @@ struct Tile {
   int m, n;
 };
 constexpr Tile kTiles[] = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {128, 64}, {64, 64}};
-constexpr double kKStep = 64;
+
+// Depth of one k step of a tile, in elements: a stage loads one 128-byte row of
+// each operand (the TMA swizzle's width), 64 bf16 / fp16 elements, 32 tf32 ones.
+// A tf32 layer of k = 24-32 input channels pays half a 64-deep step's work.
+double KStep(int element_bytes) { return 128.0 / std::max(1, element_bytes); }
 
 // Bytes a dimension's stride is aligned to (16 and above: the fast kernels').
 int AlignmentBytes(double dim, int element_bytes) {
@@ -70,13 +74,13 @@ double RateFactor(const GemmFit& f, const Misalignment& a, GemmLayout layout) {
 // tiles over the SMs, each its k loop at the tile's rate plus its prologue and
 // epilogue, and split's fp32 partials written and read once.
 double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm, double tn,
-                       double split, double rate_factor) {
+                       double split, double rate_factor, double kstep) {
   const double sms = f.sms;
   const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
   const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / tm + 256.0 / tn - 3.0));
   const double per_sm = f.peak_flops * eff * rate_factor / sms;
   const double epilogue = tm * tn * f.element_bytes * sms / f.store_bandwidth;
-  const double kk = std::ceil(k / split / kKStep) * kKStep;
+  const double kk = std::ceil(k / split / kstep) * kstep;
   const double units = tiles * split / sms;
   const double waves = units + f.wave_quantisation * (std::ceil(units) - units);
   // A tile's k loop runs at its tensor-core rate or at the rate its SM loads
@@ -100,7 +104,8 @@ double FillingSplit(double sms, double tiles, double k) {
   return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
 }
 
-double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor) {
+double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor,
+                      double kstep) {
   double best = std::numeric_limits<double>::infinity();
   const double sms = f.sms;
   for (const Tile& t : kTiles) {
@@ -108,19 +113,19 @@ double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rat
     // Split k where the tiles leave SMs idle.
     const double most = FillingSplit(sms, tiles, k);
     for (double split : {1.0, most}) {
-      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor));
+      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor, kstep));
       if (most <= 1) break;
     }
   }
   // Stream-K: the k steps of all tiles of the largest shape dealt evenly to
   // the SMs, partial tiles summed at the end.
   const Tile& t = kTiles[0];
-  const double steps = std::ceil(m / t.m) * std::ceil(n / t.n) * std::ceil(k / kKStep);
+  const double steps = std::ceil(m / t.m) * std::ceil(n / t.n) * std::ceil(k / kstep);
   const double per_sm = f.peak_flops * rate_factor / sms;
   const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
   const double sk = steps / sms;
   best = std::min(
-      best, (sk + f.wave_quantisation * (std::ceil(sk) - sk)) * 2.0 * t.m * t.n * kKStep / per_sm +
+      best, (sk + f.wave_quantisation * (std::ceil(sk) - sk)) * 2.0 * t.m * t.n * kstep / per_sm +
                 std::ceil(tiles / sms) * t.m * t.n * f.element_bytes * sms / f.store_bandwidth +
                 f.tile_fixed_s + f.stream_k_fixed_s);
   return best;
@@ -157,7 +162,8 @@ double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLay
   const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
   double split = std::max(1, kernel.split_k);
   if (SplitsInKernel(f, kernel)) split = FillingSplit(f.sms, KernelTiles(kernel, m, n), k);
-  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate);
+  return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate,
+                         KStep(f.element_bytes));
 }
 
 double MemorySeconds(const GemmFit& f, double m, double n, double k) {
@@ -503,7 +509,8 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
       f.roofline_only
           ? 2.0 * m * n * k / f.peak_flops
           : ComputeSeconds(f, m, n, k,
-                           RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout));
+                           RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout),
+                           KStep(f.element_bytes));
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.

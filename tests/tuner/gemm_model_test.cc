@@ -205,5 +205,23 @@ TEST(GemmModelTest, FittedBandwidthStaysNearTheCopy) {
       << fit.note;
 }
 
+// A Hopper tile steps through k one 128-byte row of each operand at a time: 64
+// bf16 / fp16 elements, 32 tf32 ones. A tf32 GEMM of k = 32 runs half the k
+// loop of k = 64 (before session 21 the model padded every k to 64 elements,
+// so tf32 layers of few input channels paid twice their tensor-core work);
+// a bf16 GEMM of k = 32 still pays a whole 64-deep step.
+TEST(GemmModelTest, Tf32TilesStepThroughKIn128ByteRows) {
+  GemmFit f = Truth();
+  f.bandwidth = 1e18;  // no memory floor, no epilogue, no launch: the k loop alone
+  f.store_bandwidth = 1e18;
+  f.sm_load_bandwidth = 1e18;
+  f.fixed_s = f.tile_fixed_s = f.stream_k_fixed_s = 0;
+  const double m = 32768, n = 4096;
+  f.element_bytes = 4;
+  EXPECT_NEAR(GemmSeconds(f, m, n, 32) / GemmSeconds(f, m, n, 64), 0.5, 0.02);
+  f.element_bytes = 2;
+  EXPECT_NEAR(GemmSeconds(f, m, n, 32) / GemmSeconds(f, m, n, 64), 1.0, 0.02);
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
