@@ -15,7 +15,7 @@
 namespace xdeep::tuner {
 namespace {
 
-// Output tiles of cuBLAS's Hopper kernels (CTA tile m x n; k steps of 64).
+// Output tiles of cuBLAS's Hopper kernels (CTA tile m x n; k steps of 128 bytes, KStep).
 struct Tile {
   int m, n;
 };
