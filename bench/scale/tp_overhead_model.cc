@@ -5,7 +5,7 @@
 // 4 and 8 over the GPUs of one node, per micro-batch, and each degree's
 // overhead t(tp) / (t(tp1) / tp) - 1.
 //
-//   tp_overhead_model [--profile h100-sxm]
+//   tp_overhead_model [--profile h100-sxm] [--terms]
 #include <cstdio>
 #include <string>
 
@@ -17,8 +17,10 @@ using namespace xdeep::tuner;
 
 int main(int argc, char** argv) {
   std::string profile = "h100-sxm";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--profile") profile = argv[++i];
+  bool with_terms = false;  // --terms: each degree's passes and TP collectives apart
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--profile" && i + 1 < argc) profile = argv[++i];
+    if (std::string(argv[i]) == "--terms") with_terms = true;
   }
   auto hw = BuiltinHardwareProfile(profile);
   if (!hw.ok()) {
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   std::printf("%s, 4 blocks of hidden 6144 (the model's per-micro-batch time)\n", profile.c_str());
   for (int mb : {1, 2, 4, 16}) {
     double ms[9] = {};
+    double split[9][2] = {};  // passes as launched, TP collectives (StepTerms)
     for (int tp : {1, 2, 4, 8}) {
       Configuration c;
       c.gpus_per_node = tp;
@@ -55,7 +58,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tp_overhead_model: %s\n", problem.c_str());
         return 2;
       }
-      ms[tp - 1] = 1e3 * model.Time(c).per_micro_batch_s;
+      StepTerms terms;
+      ms[tp - 1] = 1e3 * model.Time(c, &terms).per_micro_batch_s;
+      split[tp - 1][0] = 1e3 * (terms.forward_s + terms.backward_s);
+      split[tp - 1][1] = 1e3 * terms.tp_comm_s;
     }
     std::printf("mb %2d: tp1 %8.2f ms", mb, ms[0]);
     for (int tp : {2, 4, 8}) {
@@ -63,6 +69,13 @@ int main(int argc, char** argv) {
                   100 * (ms[tp - 1] / (ms[0] / tp) - 1));
     }
     std::printf("\n");
+    if (with_terms) {
+      std::printf("       passes / TP collectives (ms):");
+      for (int tp : {1, 2, 4, 8}) {
+        std::printf("  tp%d %.2f / %.2f", tp, split[tp - 1][0], split[tp - 1][1]);
+      }
+      std::printf("\n");
+    }
   }
   return 0;
 }
