@@ -786,7 +786,7 @@ TEST(StrategyTimeTest, StepTermsAddUpToTheStepAndChangeNothing) {
     PipelineParallel engine;
   };
   const Case cases[] = {
-      {2, 2, 1, 4, 2, Sharding::kZero2, true, false, PipelineParallel::kMegatron},
+      {2, 4, 1, 2, 3, Sharding::kZero2, true, false, PipelineParallel::kMegatron},
       {2, 2, 2, 2, 1, Sharding::kZero1, true, true, PipelineParallel::kMegatron},
       {1, 4, 1, 4, 1, Sharding::kNone, false, true, PipelineParallel::kDeepSpeed},
       {1, 1, 1, 16, 1, Sharding::kZero3, false, false, PipelineParallel::kMegatron},
