@@ -82,6 +82,19 @@ std::string PipelineEngineProblem(const Workload& w, const Configuration& c) {
            "state on every data-parallel rank: no ZeRO or FSDP sharding (megatron_release = "
            "\"core\" has the distributed optimizer)";
   }
+  if (w.settings.pipeline_parallel == PipelineParallel::kMegatron &&
+      c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1 && c.pp == 2 &&
+      !(w.settings.megatron_release == MegatronRelease::kCore && w.settings.pipeline_async_p2p)) {
+    // Megatron-LM refuses its interleaved schedule on two stages since the
+    // schedule came in (182841f, 2021-03-20, arguments.py: "pipeline-model-
+    // parallel size should be greater than 2 with interleaved schedule"; the
+    // same check in megatron-core's initialize_model_parallel): a batch of
+    // p2p operations would hold two sends and two receives between the same
+    // two ranks. Later releases lift it only with --overlap-p2p-communication
+    // (the workload's pipeline_async_p2p).
+    return "Megatron's interleaved schedule needs pp > 2 (pp 2 only with asynchronous p2p, "
+           "[model] pipeline_async_p2p, in megatron-core)";
+  }
   if (c.pp <= 1 || w.settings.pipeline_parallel != PipelineParallel::kDeepSpeed) return "";
   if (c.schedule == PipelineSchedule::kInterleaved && c.virtual_stages > 1) {
     return "DeepSpeed's pipeline engine has no interleaved schedule";

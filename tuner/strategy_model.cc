@@ -945,7 +945,7 @@ MemoryBreakdown StrategyModel::Memory(const Configuration& c) {
 
 double StrategyModel::MemoryTotal(const Configuration& c) { return MemoryCore<false>(c, nullptr); }
 
-StepTime StrategyModel::Time(const Configuration& given) {
+StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
   Impl& im = For(given);
   Configuration folded;
   const Configuration& c = given.cp > 1 ? (folded = FoldContextParallel(given)) : given;
@@ -1035,6 +1035,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // again and their gradients reduce-scattered.
     double b = b_launched + r.tp_comm_fwd + 2 * r.cp_comm_fwd;
     if (c.recompute) b += f;                // [ACT] full recomputation: forward again
+    const double before_p2p = f + b;  // for StepTerms
     if (c.pp > 1 && !engine.partitioned_p2p) {
       // Activations and their gradients cross each chunk boundary once per
       // micro-batch; send/recv is on the critical path in Megatron's schedule.
@@ -1083,7 +1084,9 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // bf16 under DeepSpeed's engine, and Megatron-LM before gradient
     // accumulation fusion: each micro-batch's gradients are added into the
     // accumulated ones by a memory-bound pass over the stage.
-    b += AccumulationSeconds(engine, d.params, bw);
+    const double p2p_s = f + b - before_p2p;
+    const double accumulation_s = AccumulationSeconds(engine, d.params, bw);
+    b += accumulation_s;
     double z3_exposed = 0;
     if (c.sharding == Sharding::kZero3 && c.dp > 1) {
       // [FSDP] gather parameters before forward and again before backward,
@@ -1143,6 +1146,18 @@ StepTime StrategyModel::Time(const Configuration& given) {
       t_b_idle = b_launched - b_device;
       grad_params = d.params;
       grad_tensors = d.param_tensors;
+      if (terms != nullptr) {
+        const double fwd = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f);
+        const int fwds = c.recompute ? 2 : 1;
+        terms->forward_s = fwd;
+        terms->backward_s = b_launched;
+        terms->recompute_s = c.recompute ? fwd : 0;
+        terms->tp_comm_s = (fwds + 1) * r.tp_comm_fwd;
+        terms->cp_comm_s = (fwds + 2) * r.cp_comm_fwd;
+        terms->pp_comm_s = p2p_s;
+        terms->sharded_dp_s = z3_exposed;
+        terms->accumulation_s = accumulation_s;
+      }
     }
   }
   st.per_micro_batch_s = t_mb;
@@ -1206,10 +1221,12 @@ StepTime StrategyModel::Time(const Configuration& given) {
     // copied back after the reduction: three read-write passes.
     dp_exposed += 6 * bytes / bw;
   }
+  if (terms != nullptr) terms->dp_reduce_s = dp_exposed;
   if (c.dp > 1 && (c.sharding == Sharding::kZero1 || c.sharding == Sharding::kZero2)) {
     // Updated parameter shards are all-gathered after the step, not overlapped.
     dp_exposed += im.Coll(CollectiveOp::kAllGather, grad_params * pb.weight, c.dp, dp_rpn);
   }
+  if (terms != nullptr) terms->dp_gather_s = dp_exposed - terms->dp_reduce_s;
   if (c.pp > 1 && engine.reduces_tied_pair && w_.family == ModelFamily::kTransformer &&
       w_.transformer.tied_embeddings) {
     // The first stage's embedding and the last stage's head are one matrix
@@ -1220,6 +1237,7 @@ StepTime StrategyModel::Time(const Configuration& given) {
     dp_exposed += im.Coll(CollectiveOp::kAllReduce, tied, 2, PpRanksPerNode(c));
   }
   st.exposed_comm_s = dp_exposed;
+  if (terms != nullptr) terms->tied_s = dp_exposed - terms->dp_reduce_s - terms->dp_gather_s;
   const double local = grad_params / (c.sharding != Sharding::kNone ? std::max(1, c.dp) : 1);
   // The step's kernels are memory-bound; its host work (a loop over the
   // parameter tensors, and over FSDP's DTensors a dispatch per tensor and op)

@@ -99,6 +99,27 @@ struct StepTime {
   int micro_batches = 1;  // grad_accum of the step
 };
 
+// Where one micro-batch's and one step's time goes, for reports that set two
+// layouts side by side (bench/scale/published_runs.cc --compare). Per
+// micro-batch of the slowest rank (the one StepTime::per_micro_batch_s is
+// of), seconds; the per-micro-batch terms add up to per_micro_batch_s and the
+// step terms to exposed_comm_s. Filled only on request: a search never pays
+// for it.
+struct StepTerms {
+  double forward_s = 0;      // the forward pass as launched (kernels, casts, host bound)
+  double backward_s = 0;     // the backward pass as launched
+  double recompute_s = 0;    // full recomputation's second forward (its collectives in tp / cp)
+  double tp_comm_s = 0;      // tensor-parallel all-reduces / all-gathers / reduce-scatters
+  double cp_comm_s = 0;      // context parallel: keys and values gathered, their gradients reduced
+  double pp_comm_s = 0;      // pipeline transfers that wait (and DeepSpeed's partition copies)
+  double sharded_dp_s = 0;   // ZeRO-2 / FSDP traffic that outlasts the pass it overlaps
+  double accumulation_s = 0; // per-micro-batch gradient accumulation pass
+  // Per step, after the last micro-batch:
+  double dp_reduce_s = 0;  // DDP / ZeRO-1 gradient reduction not hidden (bucket copies included)
+  double dp_gather_s = 0;  // ZeRO-1 / -2 updated parameter shards all-gathered
+  double tied_s = 0;       // tied embedding / head gradients between the pipeline's ends
+};
+
 // Time of one optimizer step (one global batch).
 StepTime EstimateStepTime(const Workload& w, const HardwareProfile& hw, const Configuration& c);
 
@@ -121,7 +142,8 @@ class StrategyModel {
   MemoryBreakdown Memory(const Configuration& c);
   // Memory(c).Total() without the breakdown (bit-identical, cheaper).
   double MemoryTotal(const Configuration& c);
-  StepTime Time(const Configuration& c);
+  // `terms`, when given, receives where the time goes (StepTerms).
+  StepTime Time(const Configuration& c, StepTerms* terms = nullptr);
   // Time(c) for another accumulation count, from Time(c): bit-identical to
   // Time() of the changed configuration, at the cost of two multiplications.
   static StepTime WithAccumulation(StepTime st, int grad_accum);

@@ -6,7 +6,12 @@
 // independent check rows (never used to choose a figure) are summarised
 // separately.
 //
-//   published_runs_bench [CSV] [--no-search] [--set calibration|check] [--terms]
+//   published_runs_bench [CSV] [--no-search] [--set calibration|check] [--terms] [--compare]
+//
+// --compare: the published layout and the pick with the run's software side
+// by side, term by term (StepTerms: passes, recomputation, TP / CP / PP
+// communication, exposed ZeRO-2 / FSDP and DP traffic, bubble, optimizer;
+// memory by kind).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -193,6 +198,63 @@ std::vector<Configuration> LayoutConfigs(const Row& r, const Workload& w, int gp
   return out;
 }
 
+// One layout's step, term by term (seconds a step) and its memory (GiB).
+struct Column {
+  std::vector<double> v;
+};
+
+Column Terms(StrategyModel& model, const Configuration& c, const HardwareProfile& hw) {
+  StepTerms t;
+  const StepTime st = model.Time(c, &t);
+  const double m = st.micro_batches;
+  const MemoryBreakdown mb = model.Memory(c);
+  const double gib = 1 << 30;
+  return {{m, 1e3 * st.per_micro_batch_s, m * t.forward_s, m * t.backward_s, m * t.recompute_s,
+           m * t.tp_comm_s, m * t.cp_comm_s, m * t.pp_comm_s, m * t.sharded_dp_s,
+           m * t.accumulation_s - st.first_accumulation_s, st.bubble_s, t.dp_reduce_s,
+           t.dp_gather_s, t.tied_s, st.optimizer_s, st.total_s, mb.weights / gib,
+           mb.gradients / gib, mb.optimizer / gib, mb.activations / gib, mb.transient / gib,
+           (mb.workspace + mb.reserved + mb.margin + mb.comm_buffers + mb.compute_weights +
+            mb.ddp_rebuild) /
+               gib,
+           mb.Total() / gib, hw.memory_bytes / gib}};
+}
+
+void PrintComparison(const std::string& layout_name, const Column& a, const std::string& pick_name,
+                     const Column& b) {
+  static const char* kNames[] = {"micro-batches a step",
+                                 "one micro-batch, slowest rank (ms)",
+                                 "forward passes (kernels, as launched)",
+                                 "backward passes",
+                                 "recomputed forwards (full recomputation)",
+                                 "TP collectives",
+                                 "CP collectives",
+                                 "PP transfers that wait",
+                                 "ZeRO-2 / FSDP traffic exposed in the passes",
+                                 "gradient accumulation passes",
+                                 "bubble (fill and drain)",
+                                 "DP gradient reduction exposed",
+                                 "DP parameter all-gather (ZeRO)",
+                                 "tied embedding reduction",
+                                 "optimizer",
+                                 "step (s)",
+                                 "memory (GiB): weights",
+                                 "  gradients",
+                                 "  optimizer states",
+                                 "  activations",
+                                 "  transient",
+                                 "  workspace + reserved + margin + buffers",
+                                 "  total",
+                                 "  card"};
+  std::printf("    %-44s %12s %12s %10s\n", "compare (s a step unless said)", "published",
+              "pick", "pick-pub");
+  std::printf("    %-44s %12s %12s\n", "", layout_name.substr(0, 12).c_str(),
+              pick_name.substr(0, 12).c_str());
+  for (size_t i = 0; i < a.v.size(); ++i) {
+    std::printf("    %-44s %12.3f %12.3f %+10.3f\n", kNames[i], a.v[i], b.v[i], b.v[i] - a.v[i]);
+  }
+}
+
 struct Summary {
   std::vector<double> layout_err, pick_gain, pick_same_gain;
   int misses = 0;
@@ -205,12 +267,15 @@ int main(int argc, char** argv) {
   bool search = true;
   std::string only_set;  // --set calibration: leave the check rows unseen while modelling
   bool terms = false;     // --terms: the layout's micro-batch split into kernels and the rest
+  bool compare = false;   // --compare: the layout and the run's-software pick term by term
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-search") {
       search = false;
     } else if (a == "--terms") {
       terms = true;
+    } else if (a == "--compare") {
+      compare = true;
     } else if (a == "--set" && i + 1 < argc) {
       only_set = argv[++i];
     } else {
@@ -294,9 +359,10 @@ int main(int argc, char** argv) {
     // software offered (its recomputation as the run had it).
     std::string pick = "-", pick_same = "-", pick_breakdown, pick_same_breakdown;
     double gain = 0, gain_same = 0, ms = 0;
+    Configuration pick_config, pick_same_config;
     if (search) {
       auto run_search = [&](const Workload& sw, std::string* name, double* g,
-                            std::string* breakdown) {
+                            std::string* breakdown, Configuration* picked) {
         const auto t0 = std::chrono::steady_clock::now();
         auto res = Search(sw, *hw, limits);
         ms = std::max(
@@ -307,6 +373,7 @@ int main(int argc, char** argv) {
           return;
         }
         const Configuration& b = res->best.config;
+        *picked = b;
         *name = StrategyName(b) + " mb" + std::to_string(b.micro_batch) +
                 (b.recompute             ? " rc"
                  : b.selective_recompute ? " src"
@@ -321,7 +388,7 @@ int main(int argc, char** argv) {
                       model.Memory(b).Total() / (1 << 30));
         *breakdown = line;
       };
-      run_search(w, &pick, &gain, &pick_breakdown);
+      run_search(w, &pick, &gain, &pick_breakdown, &pick_config);
       Workload same = w;
       std::string list = r.S("software");
       for (size_t at = 0; at < list.size();) {
@@ -334,7 +401,7 @@ int main(int argc, char** argv) {
                                                : rc == "selective" ? Checkpointing::kTuned
                                                                    : Checkpointing::kOff;
       if (rc == "selective") same.parallel.recompute = "selective";
-      run_search(same, &pick_same, &gain_same, &pick_same_breakdown);
+      run_search(same, &pick_same, &gain_same, &pick_same_breakdown, &pick_same_config);
     }
     Summary& s = sums[r.S("set")];
     s.layout_err.push_back(err);
@@ -370,6 +437,17 @@ int main(int argc, char** argv) {
           st.micro_batches, 1e3 * st.per_micro_batch_s, 1e3 * kernels, 1e3 * p.fwd_kernel_s,
           p.forwards, 1e3 * p.bwd_kernel_s, 1e3 * (st.per_micro_batch_s - kernels),
           st.fill_drain_s);
+    }
+    if (compare && search && pick_same_config.TotalGpus() > 0) {
+      // The pick is scored by a model of the workload with the run's
+      // software; the layout's model is the same but for the strategy list,
+      // which Time() and Memory() do not read.
+      char lay[64];
+      std::snprintf(lay, sizeof lay, "tp%dpp%dcp%ddp%d", c.tp, c.pp, c.cp, c.dp);
+      char pk[64];
+      std::snprintf(pk, sizeof pk, "tp%dpp%dcp%ddp%d", pick_same_config.tp, pick_same_config.pp,
+                    pick_same_config.cp, pick_same_config.dp);
+      PrintComparison(lay, Terms(model, c, *hw), pk, Terms(model, pick_same_config, *hw));
     }
     const MemoryBreakdown mb = model.Memory(c);
     const double gib = 1 << 30;

@@ -5,7 +5,7 @@
 // 4 and 8 over the GPUs of one node, per micro-batch, and each degree's
 // overhead t(tp) / (t(tp1) / tp) - 1.
 //
-//   tp_overhead_model [--profile h100-sxm]
+//   tp_overhead_model [--profile h100-sxm] [--terms] [--interleave]
 #include <cstdio>
 #include <string>
 
@@ -17,8 +17,12 @@ using namespace xdeep::tuner;
 
 int main(int argc, char** argv) {
   std::string profile = "h100-sxm";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--profile") profile = argv[++i];
+  bool interleave = false;  // --interleave: interleave_vs_tp.py's modes
+  bool with_terms = false;  // --terms: each degree's passes and TP collectives apart
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--profile" && i + 1 < argc) profile = argv[++i];
+    if (std::string(argv[i]) == "--terms") with_terms = true;
+    if (std::string(argv[i]) == "--interleave") interleave = true;
   }
   auto hw = BuiltinHardwareProfile(profile);
   if (!hw.ok()) {
@@ -39,10 +43,60 @@ int main(int argc, char** argv) {
   w.settings.attention = AttentionKernel::kFlash;
   w.settings.tensor_parallel = TensorParallel::kMegatron;
   BuildTransformerLayers(w);
+  if (interleave) {
+    // bench/scale/interleave_vs_tp.py's modes: 8 blocks of the 22B shape (64
+    // heads), 4 micro-batches of 1, full recomputation, on two GPUs: tp 2, or
+    // two stages of torch.distributed.pipelining at v 1, 2, 4. The step less
+    // the optimizer (the script runs none).
+    Workload g = w;
+    g.name = "interleave-vs-tp-blocks";
+    g.transformer.layers = 8;
+    g.transformer.heads = g.transformer.kv_heads = 64;
+    g.settings.pipeline_parallel = PipelineParallel::kTorch;
+    BuildTransformerLayers(g);
+    StrategyModel gm(g, *hw);
+    std::printf("%s, 8 blocks of hidden 6144, 4 micro-batches of 1, full recomputation, 2 GPUs\n",
+                profile.c_str());
+    double tp_s = 0;
+    for (int v : {0, 1, 2, 4}) {
+      Configuration c;
+      c.gpus_per_node = 2;
+      c.nodes = 1;
+      c.tp = v == 0 ? 2 : 1;
+      c.pp = v == 0 ? 1 : 2;
+      c.micro_batch = 1;
+      c.global_batch = 4;
+      c.grad_accum = 4;
+      c.recompute = true;
+      if (v > 1) {
+        c.schedule = PipelineSchedule::kInterleaved;
+        c.virtual_stages = v;
+      }
+      const std::string problem = StructuralProblem(g, c);
+      if (!problem.empty()) {
+        std::printf("  %s: %s\n", v == 0 ? "tp" : ("pp-v" + std::to_string(v)).c_str(),
+                    problem.c_str());
+        continue;
+      }
+      StepTerms t;
+      const StepTime st = gm.Time(c, &t);
+      const double step = st.total_s - st.optimizer_s;
+      if (v == 0) tp_s = step;
+      std::printf(
+          "  %-6s step %8.1f ms (/ tp %.3f): micro-batch %.1f ms (passes %.1f, recompute %.1f, "
+          "TP %.1f, PP %.1f), bubble %.1f ms\n",
+          v == 0 ? "tp" : ("pp-v" + std::to_string(v)).c_str(), 1e3 * step,
+          tp_s > 0 ? step / tp_s : 0, 1e3 * st.per_micro_batch_s,
+          1e3 * (t.forward_s + t.backward_s), 1e3 * t.recompute_s, 1e3 * t.tp_comm_s,
+          1e3 * t.pp_comm_s, 1e3 * st.bubble_s);
+    }
+    return 0;
+  }
   StrategyModel model(w, *hw);
   std::printf("%s, 4 blocks of hidden 6144 (the model's per-micro-batch time)\n", profile.c_str());
   for (int mb : {1, 2, 4, 16}) {
     double ms[9] = {};
+    double split[9][2] = {};  // passes as launched, TP collectives (StepTerms)
     for (int tp : {1, 2, 4, 8}) {
       Configuration c;
       c.gpus_per_node = tp;
@@ -55,7 +109,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tp_overhead_model: %s\n", problem.c_str());
         return 2;
       }
-      ms[tp - 1] = 1e3 * model.Time(c).per_micro_batch_s;
+      StepTerms terms;
+      ms[tp - 1] = 1e3 * model.Time(c, &terms).per_micro_batch_s;
+      split[tp - 1][0] = 1e3 * (terms.forward_s + terms.backward_s);
+      split[tp - 1][1] = 1e3 * terms.tp_comm_s;
     }
     std::printf("mb %2d: tp1 %8.2f ms", mb, ms[0]);
     for (int tp : {2, 4, 8}) {
@@ -63,6 +120,13 @@ int main(int argc, char** argv) {
                   100 * (ms[tp - 1] / (ms[0] / tp) - 1));
     }
     std::printf("\n");
+    if (with_terms) {
+      std::printf("       passes / TP collectives (ms):");
+      for (int tp : {1, 2, 4, 8}) {
+        std::printf("  tp%d %.2f / %.2f", tp, split[tp - 1][0], split[tp - 1][1]);
+      }
+      std::printf("\n");
+    }
   }
   return 0;
 }

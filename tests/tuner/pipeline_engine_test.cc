@@ -639,6 +639,32 @@ TEST(PipelineEngineTest, MegatronBeforeCoreRunsNoShardedLayout) {
   EXPECT_EQ(PipelineEngineProblem(*w, c), "");
 }
 
+// Session 21 (h25e): Megatron-LM asserts pp > 2 for its interleaved schedule
+// (arguments.py since 182841f; megatron-core's initialize_model_parallel),
+// lifted to pp > 1 only with --overlap-p2p-communication.
+TEST(PipelineEngineTest, MegatronInterleavesOnMoreThanTwoStagesUnlessP2pOverlaps) {
+  auto w = ParseWorkloadToml("[model]\npreset = \"gpt-125m\"\n", "w.toml");
+  ASSERT_TRUE(w.ok()) << w.status();
+  w->settings.pipeline_parallel = PipelineParallel::kMegatron;
+  Configuration c = Layout(2);
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  EXPECT_NE(PipelineEngineProblem(*w, c).find("pp > 2"), std::string::npos);
+  c.pp = 4;
+  EXPECT_EQ(PipelineEngineProblem(*w, c), "");
+  c.pp = 2;
+  w->settings.pipeline_async_p2p = true;
+  EXPECT_EQ(PipelineEngineProblem(*w, c), "");
+  w->settings.megatron_release = MegatronRelease::k2021;
+  EXPECT_NE(PipelineEngineProblem(*w, c), "");
+  w->settings.pipeline_parallel = PipelineParallel::kTorch;  // torch's pipelining interleaves at 2
+  EXPECT_EQ(PipelineEngineProblem(*w, c), "");
+  c.virtual_stages = 1;
+  c.schedule = PipelineSchedule::k1F1B;
+  w->settings.pipeline_parallel = PipelineParallel::kMegatron;
+  EXPECT_EQ(PipelineEngineProblem(*w, c), "");
+}
+
 // Session 20 (h25c): main_grad.add_(grad), an fp32 buffer plus a 16-bit
 // gradient, measured at 0.82 of the copy bandwidth on H100 (bench/scale/
 // accumulation_rate.py: eight step pairs of pipeline_microbatch.py, 0.76-0.84);

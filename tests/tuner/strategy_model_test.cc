@@ -770,5 +770,72 @@ TEST(StrategyTimeTest, FsdpLaunchBoundStepIsOneProcesssLaunchesPlusItsMeasuredHo
   EXPECT_GT(EstimateStepTime(*w, more, c).per_micro_batch_s, with_fsdp_work + 12 * 3e-3 - 1e-9);
 }
 
+TEST(StrategyTimeTest, StepTermsAddUpToTheStepAndChangeNothing) {
+  // h25e, session 21: published_runs_bench --compare sets two layouts side
+  // by side term by term (StepTerms). The per-micro-batch terms must add up
+  // to the slowest rank's micro-batch, the step terms to the exposed
+  // communication, and asking for them must not change the step.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  auto hw = BuiltinHardwareProfile("h100-sxm");
+  ASSERT_TRUE(hw.ok());
+  struct Case {
+    int tp, pp, cp, dp, v;
+    Sharding sharding;
+    bool sp, recompute;
+    PipelineParallel engine;
+  };
+  const Case cases[] = {
+      {2, 4, 1, 2, 3, Sharding::kZero2, true, false, PipelineParallel::kMegatron},
+      {2, 2, 2, 2, 1, Sharding::kZero1, true, true, PipelineParallel::kMegatron},
+      {1, 4, 1, 4, 1, Sharding::kNone, false, true, PipelineParallel::kDeepSpeed},
+      {1, 1, 1, 16, 1, Sharding::kZero3, false, false, PipelineParallel::kMegatron},
+      {4, 1, 1, 4, 1, Sharding::kNone, false, false, PipelineParallel::kMegatron},
+  };
+  int checked = 0;
+  for (const Case& k : cases) {
+    Workload wl = *w;
+    wl.settings.pipeline_parallel = k.engine;
+    wl.settings.tensor_parallel = TensorParallel::kMegatron;
+    Configuration c;
+    c.gpus_per_node = 8;
+    c.nodes = 2;
+    c.tp = k.tp;
+    c.pp = k.pp;
+    c.cp = k.cp;
+    c.dp = k.dp;
+    c.sharding = k.sharding;
+    c.sequence_parallel = k.sp;
+    c.recompute = k.recompute;
+    c.micro_batch = 2;
+    c.global_batch = 64;
+    c.grad_accum = static_cast<int>(c.global_batch / (c.dp * c.micro_batch));
+    if (k.v > 1) {
+      c.schedule = PipelineSchedule::kInterleaved;
+      c.virtual_stages = k.v;
+    }
+    ASSERT_EQ(StructuralProblem(wl, c), "") << checked;
+    StrategyModel model(wl, *hw);
+    const StepTime plain = model.Time(c);
+    StepTerms t;
+    const StepTime st = model.Time(c, &t);
+    EXPECT_EQ(st.total_s, plain.total_s);
+    EXPECT_EQ(st.per_micro_batch_s, plain.per_micro_batch_s);
+    const double mb = t.forward_s + t.backward_s + t.recompute_s + t.tp_comm_s + t.cp_comm_s +
+                      t.pp_comm_s + t.sharded_dp_s + t.accumulation_s;
+    EXPECT_NEAR(mb, st.per_micro_batch_s, 1e-9 * st.per_micro_batch_s) << checked;
+    EXPECT_NEAR(t.dp_reduce_s + t.dp_gather_s + t.tied_s, st.exposed_comm_s, 1e-12) << checked;
+    EXPECT_GT(t.forward_s, 0);
+    EXPECT_EQ(t.tp_comm_s > 0, c.tp > 1) << checked;
+    EXPECT_EQ(t.cp_comm_s > 0, c.cp > 1) << checked;
+    EXPECT_EQ(t.pp_comm_s > 0, c.pp > 1) << checked;
+    EXPECT_EQ(t.recompute_s > 0, c.recompute) << checked;
+    EXPECT_EQ(t.sharded_dp_s > 0, c.sharding == Sharding::kZero2 || c.sharding == Sharding::kZero3)
+        << checked;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
