@@ -45,6 +45,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+import megatron_tp  # beside this script: its GROUP is the split blocks' process group
+from megatron_tp import CopyToGroup, ReduceFromGroup
+
 H = int(os.environ.get("HIDDEN", "6144"))
 HEADS = int(os.environ.get("HEADS", "64"))
 S = int(os.environ.get("SEQ", "2048"))
@@ -56,37 +59,6 @@ WARMUP, STEPS = int(os.environ.get("WARMUP", "3")), int(os.environ.get("STEPS", 
 DEADLINE_S = float(os.environ.get("DEADLINE_S", "120"))
 FFN = 4 * H
 START = time.time()
-GROUP = None  # set in tp mode
-
-
-class CopyToGroup(torch.autograd.Function):
-    """Megatron's f: identity forward, all-reduce of the gradient backward."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        g = g.contiguous()
-        if GROUP is not None:
-            dist.all_reduce(g, group=GROUP)
-        return g
-
-
-class ReduceFromGroup(torch.autograd.Function):
-    """Megatron's g: all-reduce forward, identity backward."""
-
-    @staticmethod
-    def forward(ctx, x):
-        if GROUP is not None:
-            dist.all_reduce(x, group=GROUP)
-            ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
 
 class Block(torch.nn.Module):
@@ -160,7 +132,6 @@ def timed(step, device):
 
 
 def main():
-    global GROUP
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     assert world == 2, "two GPUs: torchrun --nproc-per-node 2"
@@ -176,7 +147,7 @@ def main():
     y = torch.ones(MICRO, 1, device=device)
 
     # Tensor parallelism over both GPUs.
-    GROUP = dist.new_group([0, 1])
+    megatron_tp.GROUP = dist.new_group([0, 1])
     model = Chunk(BLOCKS, 2, device)
     xs = x.detach().requires_grad_(False)
 
@@ -187,7 +158,7 @@ def main():
 
     results["modes"]["tp"] = timed(tp_step, device)
     del model
-    GROUP = None
+    megatron_tp.GROUP = None
     torch.cuda.empty_cache()
 
     from torch.distributed.pipelining import (PipelineStage, Schedule1F1B,

@@ -26,41 +26,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
+import megatron_tp  # beside this script: its GROUP is the split blocks' process group
+from megatron_tp import CopyToGroup, ReduceFromGroup
+
 H, HEADS, S, LAYERS = 6144, 48, 2048, 4
 FFN = 4 * H
 MBS = tuple(int(m) for m in os.environ.get("MBS", "1,2,4").split(","))
 WARMUP, STEPS = 3, 10
-GROUP = None  # the process group the blocks run split over; None while whole on one GPU
-
-
-class CopyToGroup(torch.autograd.Function):
-    """Megatron's f: identity forward, all-reduce of the gradient backward."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        if GROUP is not None:
-            g = g.contiguous()
-            dist.all_reduce(g, group=GROUP)
-        return g
-
-
-class ReduceFromGroup(torch.autograd.Function):
-    """Megatron's g: all-reduce forward, identity backward."""
-
-    @staticmethod
-    def forward(ctx, x):
-        if GROUP is not None:
-            dist.all_reduce(x, group=GROUP)
-            ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
 
 def make_blocks(tp, dev):
@@ -93,8 +65,8 @@ def time_blocks(tp, dev):
         for i in range(WARMUP + STEPS):
             if i == WARMUP:
                 torch.cuda.synchronize(dev)
-                if GROUP is not None:
-                    dist.barrier(group=GROUP)
+                if megatron_tp.GROUP is not None:
+                    dist.barrier(group=megatron_tp.GROUP)
                 start.record()
             x = x0
             for w in blocks:
@@ -115,7 +87,6 @@ def degrees(world):
 
 
 def worker(rank, world, results):
-    global GROUP
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
     dev = torch.device("cuda", rank)
     torch.cuda.set_device(dev)
@@ -124,12 +95,12 @@ def worker(rank, world, results):
         # new_group is collective: every rank creates every group, in the same order
         group = dist.new_group(ranks=list(range(tp))) if tp > 1 else None
         if rank < tp:
-            GROUP = group
+            megatron_tp.GROUP = group
             t = time_blocks(tp, dev)
             if rank == 0:
                 results[f"tp{tp}"] = t
                 print(f"tp{tp}: " + "  ".join(f"mb {mb} {ms:.2f} ms" for mb, ms in t.items()), flush=True)
-        GROUP = None
+        megatron_tp.GROUP = None
         dist.barrier()
     dist.destroy_process_group()
 
