@@ -19,7 +19,12 @@ Three readings side by side, no GPU needed:
     the same time step and waits on them (lock step), simulated with free exchanges against the
     dependency-driven ideal, as ratios to 1F1B (v 1).
 
-Usage: python3 bench/scale/p2p_exchange_check.py   (from the repository root)
+Usage: python3 bench/scale/p2p_exchange_check.py [--check]   (from the repository root)
+--check (ctest bench.scale.p2p_exchange_check) fails if the reading no longer holds: the probe's
+pair time at 25.2 MB explains more than a quarter of the measured per-exchange excess (then the
+excess is bandwidth and the pipeline term should carry it), the built-in profiles charge an exchange
+less than NCCL took on the hardware they name, or the dependency-driven simulation leaves
+(m + (p - 1) / v) / (m + p - 1).
 """
 import glob
 import json
@@ -58,6 +63,8 @@ def line(rs, op):
 
 
 def probe_part():
+    """Prints the probe's figures; returns the median measured seconds of a 25.2 MB exchange per GPU."""
+    out = {}
     print("1. NCCL send/recv between a pair, the collectives probe (2 ranks, one host), calibration runs")
     per_gpu = defaultdict(list)
     for d in sorted(glob.glob(os.path.join(CAL, "*"))):
@@ -79,11 +86,14 @@ def probe_part():
             med(lambda r: r[2][2]) / 1e9, med(lambda r: r[2][3]) / 1e9))
         for label, n in SIZES.items():
             t = med(lambda r: r[1][0] + r[1][1] * n)
+            out.setdefault(gpu, {})[n] = t
             print("    one exchange of %s: %.3f ms measured line, %.3f ms built-in profile" % (
                 label, 1e3 * t, 1e3 * (BUILTIN_LAT + n / BUILTIN_BW)))
+    return out
 
 
 def excess_part():
+    excess = {}
     print("2. interleave_vs_tp.py on 2x H200 (check data): micro-batch in (m + (p - 1) / v) form")
     for suffix in ("", "_16blocks", "_h4096"):
         path = os.path.join(SCALE, f"2026-11-28_h200x2_interleave_vs_tp{suffix}.json")
@@ -100,6 +110,8 @@ def excess_part():
         total = (mb[vs[-1]] - mb[vs[0]]) / (2 * (vs[-1] - vs[0]))
         print(f"  {s['blocks']} blocks of {s['hidden']}: per further exchange "
               f"{1e3 * total:.2f} ms over v {vs[0]}-{vs[-1]}; by step: " + "; ".join(steps))
+        excess[act] = total
+    return excess
 
 
 def order(rank, p, v, m):
@@ -179,8 +191,31 @@ def schedule_part():
               f"{lock_step(p, v, m) / base:.3f}, measured {shown}")
 
 
+def check(probe, excess):
+    bad = []
+    for gpu, by_size in probe.items():
+        for n, t in by_size.items():
+            if t > BUILTIN_LAT + n / BUILTIN_BW:
+                bad.append(f"{gpu}: NCCL took {1e3 * t:.3f} ms for {n / 1e6:.1f} MB, the built-in "
+                           f"profile charges less")
+            if n in excess and t > 0.25 * excess[n]:
+                bad.append(f"{gpu}: NCCL's {1e3 * t:.3f} ms explains over a quarter of the "
+                           f"{1e3 * excess[n]:.2f} ms excess at {n / 1e6:.1f} MB")
+    p, m = 2, 4
+    for v in (1, 2, 4, 8):
+        want = (m + (p - 1) / v) / (m + p - 1)
+        got = dependency(p, v, m) / dependency(p, 1, m)
+        if abs(got - want) > 1e-9:
+            bad.append(f"dependency-driven simulation at v {v}: {got:.4f}, not {want:.4f}")
+    if "H200" not in probe:
+        bad.append("no 2x H200 calibration run with send_recv rows")
+    for b in bad:
+        print("FAIL:", b)
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
-    probe_part()
-    excess_part()
+    probe = probe_part()
+    excess = excess_part()
     schedule_part()
-    sys.exit(0)
+    sys.exit(check(probe, excess) if "--check" in sys.argv[1:] else 0)
