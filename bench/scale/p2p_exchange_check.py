@@ -185,10 +185,17 @@ def schedule_part():
         md = d["modes"]
         meas[suffix or "_8blocks"] = {int(k[4:]): md[k]["median_s"] / md["pp-v1"]["median_s"]
                                       for k in md if k.startswith("pp-v") and "median_s" in md[k]}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import megatron_schedule  # Megatron's program: grouped exchanges that rendezvous
+    mbase = megatron_schedule.simulate(p, 1, m, 1.0, 3.0, 0.0)
     for v in (2, 4, 8):
         shown = ", ".join(f"{k[1:]} {r[v]:.3f}" for k, r in meas.items() if v in r)
+        mega = megatron_schedule.simulate(p, v, m, 1.0, 3.0, 0.0) / mbase
         print(f"  v {v}: dependency-driven {dependency(p, v, m) / base:.3f}, lock step "
-              f"{lock_step(p, v, m) / base:.3f}, measured {shown}")
+              f"{lock_step(p, v, m) / base:.3f}, Megatron's order {mega:.3f}, measured {shown}")
+    f22 = megatron_schedule.simulate(4, 12, 4, 1.0, 3.0, 0.0)
+    print(f"  Korthikanti 22B pick's pipeline (p 4, v 12, m 4) in Megatron's order: {f22:.3f} F, "
+          f"(m + (p - 1) / v)(F + B) = {(4 + 3 / 12) * 4:.3f} F")
 
 
 def check(probe, excess):
