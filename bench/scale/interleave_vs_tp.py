@@ -34,6 +34,13 @@ the question is whether the measured pp-vN / tp ratio is the model's.
 Command (2 GPUs of one host; ~60 s on 2x H100 with the defaults, DEADLINE_S
 stops between modes):
   OUT=$OUT torchrun --nproc-per-node 2 bench/scale/interleave_vs_tp.py
+
+Each mode also records host_median_s, the time step() takes to return before
+the device is synchronised (near the step time: the host sets the pace).
+PROFILE=1 adds, from one more step under torch.profiler, the device time of
+NCCL kernels and of all other kernels (rank 0): if the other kernels' time
+grows with v, NCCL's kernels slow the compute beside them; if it stays and the
+step grows, the GPU waits (README, "Session 21 (h25f)").
 """
 import json
 import os
@@ -57,6 +64,7 @@ RECOMPUTE = os.environ.get("RECOMPUTE", "1") == "1"
 VS = [int(v) for v in os.environ.get("VS", "1,2,4").split(",")]
 WARMUP, STEPS = int(os.environ.get("WARMUP", "3")), int(os.environ.get("STEPS", "10"))
 DEADLINE_S = float(os.environ.get("DEADLINE_S", "120"))
+PROFILE = os.environ.get("PROFILE", "0") == "1"
 FFN = 4 * H
 START = time.time()
 
@@ -121,14 +129,47 @@ def timed(step, device):
     for _ in range(WARMUP):
         step()
     torch.cuda.synchronize(device)
-    times = []
+    times, host = [], []
     for _ in range(STEPS):
         t0 = time.perf_counter()
         step()
+        host.append(time.perf_counter() - t0)
         torch.cuda.synchronize(device)
         times.append(time.perf_counter() - t0)
     dist.barrier()
-    return {"median_s": statistics.median(times), "min_s": min(times), "times_s": times}
+    out = {"median_s": statistics.median(times), "min_s": min(times), "times_s": times,
+           "host_median_s": statistics.median(host)}
+    if PROFILE:
+        out["kernels"] = kernel_times(step, device)
+    return out
+
+
+def kernel_times(step, device):
+    """Device seconds of NCCL kernels and of all others in one step (torch.profiler)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        torch.cuda.synchronize(device)
+        dist.barrier()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            step()
+            torch.cuda.synchronize(device)
+            wall = time.perf_counter() - t0
+        dist.barrier()
+        nccl = other = 0.0
+        for e in prof.key_averages():
+            if not str(getattr(e, "device_type", "")).endswith("CUDA"):
+                continue
+            us = getattr(e, "self_device_time_total", None)
+            if us is None:
+                us = getattr(e, "self_cuda_time_total", 0)
+            if "nccl" in e.key.lower():
+                nccl += us * 1e-6
+            else:
+                other += us * 1e-6
+        return {"profiled_step_s": wall, "nccl_kernel_s": nccl, "other_kernel_s": other}
+    except Exception as exc:  # the timing above stands without it
+        return {"error": repr(exc)}
 
 
 def main():
@@ -194,7 +235,11 @@ def main():
         tp = results["modes"]["tp"]["median_s"]
         for name, r in results["modes"].items():
             if "median_s" in r:
-                print(f"{name:6s} step {1e3 * r['median_s']:8.1f} ms  (/ tp {r['median_s'] / tp:.3f})")
+                k = r.get("kernels", {})
+                extra = (f"  kernels: nccl {1e3 * k['nccl_kernel_s']:.1f} ms, other "
+                         f"{1e3 * k['other_kernel_s']:.1f} ms" if "nccl_kernel_s" in k else "")
+                print(f"{name:6s} step {1e3 * r['median_s']:8.1f} ms  (/ tp {r['median_s'] / tp:.3f})"
+                      f"  host {1e3 * r['host_median_s']:.1f} ms{extra}")
         out = os.environ.get("OUT", ".")
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "interleave_vs_tp.json"), "w") as f:
