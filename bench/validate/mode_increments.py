@@ -84,7 +84,7 @@ def main():
     for mode in modes:
         print(f"== {mode}: increment over the same run's single-GPU step (ms), measured / predicted")
         res = {True: [], False: []}
-        buckets, bres, per_block, per_block_pred, probe_lin = [], [], [], [], []
+        buckets, bres, per_block, per_block_pred, probe_lin, single_block = [], [], [], [], [], []
         for (run, model, mb), d in sorted(rows.items()):
             if mode not in d or "single" not in d:
                 continue
@@ -102,6 +102,7 @@ def main():
             if mode == "tp" and mb == 1 and w.get("family") == "transformer":
                 per_block.append(meas / w["layers"])
                 per_block_pred.append(pred / w["layers"])
+                single_block.append((d["single"][0] / w["layers"], d["single"][1] / w["layers"]))
                 note = f"  per block {meas / w['layers']:5.2f} / {pred / w['layers']:5.2f}"
                 if probe.get(run):
                     probe_lin.append((probe[run] * 1e3, meas / w["layers"]))
@@ -118,6 +119,10 @@ def main():
             print(f"   tp mb1 per block: measured {statistics.mean(per_block):.2f} +- {statistics.stdev(per_block):.2f} ms,"
                   f" predicted {statistics.mean(per_block_pred):.2f} +- {statistics.stdev(per_block_pred):.2f};"
                   f" r(measured, predicted) = {corr(per_block, per_block_pred):+.2f}")
+            q = [t / s for t, (s, _) in zip(per_block, single_block)]
+            print(f"   tp mb1: r(measured per block, same run's single-GPU step per block measured / predicted) ="
+                  f" {corr(per_block, [s for s, _ in single_block]):+.2f} / {corr(per_block, [p for _, p in single_block]):+.2f};"
+                  f" measured per block = {statistics.mean(q):.2f} +- {statistics.stdev(q):.2f} single-GPU blocks")
         if len(probe_lin) > 2:
             xs, ys = zip(*probe_lin)
             q = [y / x for x, y in probe_lin]
