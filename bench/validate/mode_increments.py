@@ -105,7 +105,7 @@ def main():
                 single_block.append((d["single"][0] / w["layers"], d["single"][1] / w["layers"]))
                 note = f"  per block {meas / w['layers']:5.2f} / {pred / w['layers']:5.2f}"
                 if probe.get(run):
-                    probe_lin.append((probe[run] * 1e3, meas / w["layers"]))
+                    probe_lin.append((probe[run] * 1e3, meas / w["layers"], pred / w["layers"]))
                     note += f"  probe {probe[run] * 1e3:4.2f} ms a split Linear"
             print(f"   {run:38} {model:24} mb{mb:<4} {meas:7.1f} {pred:7.1f}  residual {meas - pred:+6.1f}{note}")
         for mb1, v in res.items():
@@ -124,11 +124,12 @@ def main():
                   f" {corr(per_block, [s for s, _ in single_block]):+.2f} / {corr(per_block, [p for _, p in single_block]):+.2f};"
                   f" measured per block = {statistics.mean(q):.2f} +- {statistics.stdev(q):.2f} single-GPU blocks")
         if len(probe_lin) > 2:
-            xs, ys = zip(*probe_lin)
-            q = [y / x for x, y in probe_lin]
+            xs, ys, ps = zip(*probe_lin)
+            q = [y / x for x, y, _ in probe_lin]
+            qp = [p / x for x, _, p in probe_lin]
             print(f"   tp mb1: r(measured per block, probe per split Linear) = {corr(xs, ys):+.2f};"
-                  f" measured per block = {statistics.mean(q):.2f} +- {statistics.stdev(q):.2f} probe-Linears"
-                  f" ({len(q)} pairs)")
+                  f" per block, measured {statistics.mean(q):.2f} +- {statistics.stdev(q):.2f} probe-Linears,"
+                  f" predicted {statistics.mean(qp):.2f} +- {statistics.stdev(qp):.2f} ({len(q)} pairs)")
 
 
 if __name__ == "__main__":
