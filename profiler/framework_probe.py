@@ -17,9 +17,9 @@ wall time, the kernels launched (torch.profiler, one more pass) and the median w
 of the same pass under DistributedDataParallel and under FSDP2 (DDP's reducer copies
 gradients and broadcasts buffers, FSDP2 gathers and reshards) and, for the GPT, with its
 blocks split by tensor parallelism (beside it a Llama-style decoder of its shape, plain and
-split: data the tuner does not read yet), the passes taking turns, and the host time of the AdamW step after each; and one entry of a GPT at a training
-size with the GPU time of its elementwise kernels (memory-bound, where the others are
-host-bound). `--ranks N` runs the passes on N GPUs at once, as multi-GPU training does
+split: data the tuner does not read yet), the passes taking turns, and the host time of
+the AdamW step after each; and one entry of a GPT at a training size with the GPU time
+of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N` runs the passes on N GPUs at once, as multi-GPU training does
 (entries with `ranks` and the ranks' `straggle`). The tuner divides
 the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
 figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
@@ -413,17 +413,24 @@ def measure(args, rank, world, folder):
                                    inputs, target)
                 if tried:
                     passes[kind] = tried
-            if name == "gpt" and "tp" in passes:  # a Llama block's TP cost, in the same turns
-                passes.update(llama_passes(torch, device, shape, wraps["tp"], inputs, target))
             times, step_host = alternating_times(torch, args, device, passes)
             straggle = ranks_straggle(torch, times["plain"]) if world > 1 else None
-            timed.append((name, shape, passes, times, step_host, straggle))
+            llama = None
+            if name == "gpt" and "tp" in passes:
+                llama = llama_passes(torch, device, shape, wraps["tp"], inputs, target)
+                # Right after the GPT's turns, the two taking turns with each other, for a fifth
+                # of the turns: a Llama block under TP took 19 ms on 2x H200 (the GPT's 8;
+                # bench/validate/data/checks/2026-11-28_h200x2_host_depth_tp), so ~2.5 s in all
+                # there (an estimate from those slopes) where the GPT's turns' pace would add 12.
+                few = argparse.Namespace(warmup=max(1, args.warmup // 5), steps=max(3, args.steps // 5))
+                llama = (llama, alternating_times(torch, few, device, llama)[0]) if llama else None
+            timed.append((name, shape, passes, times, step_host, straggle, llama))
     if rank > 0:
         UNTIL_EXIT.append(timed)
         return None
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
-    for name, shape, passes, times, step_host, straggle in timed:
+    for name, shape, passes, times, step_host, straggle, llama in timed:
         kernels, busy_s, _ = kernel_profile(torch, passes["plain"][0], device)
         entries.append(dict(name="torch", version=torch.__version__, device=device.type, ranks=world,
                             model=name, **shape, **timing_fields(times["plain"]), kernels=kernels,
@@ -436,7 +443,9 @@ def measure(args, rank, world, folder):
         if "tp" in passes:
             entries[-1]["tp_step_host_s"] = statistics.median(step_host["tp"])
             entries[-1]["tp_linears"] = TP_LINEARS_PER_BLOCK * shape["layers"]
-        if "llama_tp" in passes:  # its llama_median_s and llama_tp_median_s come with the kinds above
+        if llama:
+            for kind in ("llama", "llama_tp"):
+                entries[-1][f"{kind}_median_s"] = statistics.median(llama[1][kind])
             entries[-1]["llama_tp_linears"] = len(TP_PLANS["llama"]) * shape["layers"]
         if straggle:
             entries[-1]["straggle"] = straggle

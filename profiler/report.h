@@ -134,7 +134,7 @@ struct FrameworkEntry {
   double tp_median_s = 0;
   double tp_step_host_s = 0;
   int tp_linears = 0;
-  // Beside it, on the same ranks in the same turns, a Llama-style decoder of
+  // Beside it, on the same ranks just after its turns, a Llama-style decoder of
   // the GPT's shape (q, k, v, o, gate, up, down bias-free Linears, RMSNorm,
   // rotary, SwiGLU), plain and split by library_suite.py's plan (q, k, v,
   // gate, up column-wise; o, down row-wise; llama_tp_linears of them): a
