@@ -19,11 +19,11 @@ gradients and broadcasts buffers, FSDP2 gathers and reshards) and, for the GPT, 
 blocks split by tensor parallelism (beside it a Llama-style decoder of its shape, plain and
 split: data the tuner does not read yet), the passes taking turns, and the host time of
 the AdamW step after each; and one entry of a GPT at a training size with the GPU time
-of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N` runs the passes on N GPUs at once, as multi-GPU training does
-(entries with `ranks` and the ranks' `straggle`). The tuner divides
-the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
-figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
-GPU's other reports.
+of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N`
+runs the passes on N GPUs at once, as multi-GPU training does (entries with `ranks` and
+the ranks' `straggle`). The tuner divides the time by its own kernel count for that
+network (tuner/hardware_profile.cc), so the figure is in the step-time model's units;
+`xdeep-probe merge` joins the file to the GPU's other reports.
 """
 import argparse
 import contextlib
