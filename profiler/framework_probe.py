@@ -15,14 +15,15 @@ autocast, AdamW), and times forward + backward of each. It writes an
 xdeep.probe_report/1 file with a `framework` entry per network: its shape, the median
 wall time, the kernels launched (torch.profiler, one more pass) and the median wall time
 of the same pass under DistributedDataParallel and under FSDP2 (DDP's reducer copies
-gradients and broadcasts buffers, FSDP2 gathers and reshards), the passes taking turns,
-and the host time of the AdamW step after each; and one entry of a GPT at a training
-size with the GPU time of its elementwise kernels (memory-bound, where the others are
-host-bound). `--ranks N` runs the passes on N GPUs at once, as multi-GPU training does
-(entries with `ranks` and the ranks' `straggle`). The tuner divides
-the time by its own kernel count for that network (tuner/hardware_profile.cc), so the
-figure is in the step-time model's units; `xdeep-probe merge` joins the file to the
-GPU's other reports.
+gradients and broadcasts buffers, FSDP2 gathers and reshards) and, for the GPT, with its
+blocks split by tensor parallelism (beside it a Llama-style decoder of its shape, plain and
+split: data the tuner does not read yet), the passes taking turns, and the host time of
+the AdamW step after each; and one entry of a GPT at a training size with the GPU time
+of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N`
+runs the passes on N GPUs at once, as multi-GPU training does (entries with `ranks` and
+the ranks' `straggle`). The tuner divides the time by its own kernel count for that
+network (tuner/hardware_profile.cc), so the figure is in the step-time model's units;
+`xdeep-probe merge` joins the file to the GPU's other reports.
 """
 import argparse
 import contextlib
@@ -121,6 +122,77 @@ def gpt_classes(torch):
             return F.linear(self.ln_f(x), self.tok.weight)  # tied output projection
 
     return Block, Gpt
+
+
+def llama_classes(torch):
+    """A Llama-style decoder in transformers' ops (LlamaRMSNorm, rotate_half rotary, SiLU x
+    mul, bias-free Linears, tied head like MobileLLM): Llama(layers, fused, ...). fused: q/k/v
+    as one Linear and gate/up as one (4 Linears a block, where Llama has 7)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class RMSNorm(nn.Module):
+        def __init__(self, h, eps=1e-6):
+            super().__init__()
+            self.weight, self.eps = nn.Parameter(torch.ones(h)), eps
+
+        def forward(self, x):
+            dtype = x.dtype
+            x = x.float()
+            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+            return self.weight * x.to(dtype)
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def rope(x, cos, sin):
+        return x * cos + rotate_half(x) * sin
+
+    class Block(nn.Module):
+        def __init__(self, h, heads, ffn, fused):
+            super().__init__()
+            self.hd, self.fused = h // heads, fused
+            self.n1, self.n2 = RMSNorm(h), RMSNorm(h)
+            if fused:
+                self.qkv, self.gate_up = nn.Linear(h, 3 * h, bias=False), nn.Linear(h, 2 * ffn, bias=False)
+            else:
+                self.q, self.k, self.v = (nn.Linear(h, h, bias=False) for _ in range(3))
+                self.gate, self.up = nn.Linear(h, ffn, bias=False), nn.Linear(h, ffn, bias=False)
+            self.o, self.down = nn.Linear(h, h, bias=False), nn.Linear(ffn, h, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, s, _ = x.shape
+            y = self.n1(x)
+            if self.fused:  # -1 heads: under TP a rank holds heads / tp of them
+                q, k, v = self.qkv(y).view(b, s, 3, -1, self.hd).permute(2, 0, 3, 1, 4)
+            else:
+                q, k, v = (p(y).view(b, s, -1, self.hd).transpose(1, 2) for p in (self.q, self.k, self.v))
+            a = F.scaled_dot_product_attention(rope(q, cos, sin), rope(k, cos, sin), v, is_causal=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, s, -1))
+            y = self.n2(x)
+            g, u = self.gate_up(y).chunk(2, -1) if self.fused else (self.gate(y), self.up(y))
+            return x + self.down(F.silu(g) * u)
+
+    class Llama(nn.Module):
+        def __init__(self, layers, fused, hidden, heads, ffn, seq, vocab):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, hidden)
+            self.blocks = nn.ModuleList(Block(hidden, heads, ffn, fused) for _ in range(layers))
+            self.norm = RMSNorm(hidden)
+            inv = 1.0 / 10000 ** (torch.arange(0, hidden // heads, 2).float() / (hidden // heads))
+            self.register_buffer("inv_freq", inv, persistent=False)
+
+        def forward(self, idx):
+            x = self.tok(idx)
+            # transformers computes cos / sin once per forward (LlamaRotaryEmbedding)
+            f = torch.arange(idx.shape[1], device=idx.device).float()[:, None] * self.inv_freq[None]
+            emb = torch.cat((f, f), dim=-1)
+            cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+            for blk in self.blocks:
+                x = blk(x, cos, sin)
+            return F.linear(self.norm(x), self.tok.weight)
+
+    return Llama
 
 
 def resnet50_class(torch):
@@ -343,13 +415,26 @@ def measure(args, rank, world, folder):
                     passes[kind] = tried
             times, step_host = alternating_times(torch, args, device, passes)
             straggle = ranks_straggle(torch, times["plain"]) if world > 1 else None
-            timed.append((name, shape, passes, times, step_host, straggle))
+            llama = None
+            if name == "gpt" and "tp" in passes:
+                llama = llama_passes(torch, device, shape, wraps["tp"], inputs, target)
+                # Right after the GPT's turns, the two taking turns with each other, for a fifth
+                # of the turns: a Llama block under TP took 19 ms on 2x H200 (the GPT's 8;
+                # bench/validate/data/checks/2026-11-28_h200x2_host_depth_tp), so ~2.5 s in all
+                # there (an estimate from those slopes) where the GPT's turns' pace would add 12.
+                few = argparse.Namespace(warmup=max(1, args.warmup // 5), steps=max(3, args.steps // 5))
+                try:
+                    llama = (llama, alternating_times(torch, few, device, llama)[0]) if llama else None
+                except (RuntimeError, ValueError, TypeError) as e:  # an extra figure: the entry as without it
+                    print(f"framework_probe: no Llama TP figure ({type(e).__name__}: {e})", file=sys.stderr)
+                    llama = None
+            timed.append((name, shape, passes, times, step_host, straggle, llama))
     if rank > 0:
         UNTIL_EXIT.append(timed)
         return None
     # Kernel counts last: no network is timed after the profiler has run in the process.
     entries = []
-    for name, shape, passes, times, step_host, straggle in timed:
+    for name, shape, passes, times, step_host, straggle, llama in timed:
         kernels, busy_s, _ = kernel_profile(torch, passes["plain"][0], device)
         entries.append(dict(name="torch", version=torch.__version__, device=device.type, ranks=world,
                             model=name, **shape, **timing_fields(times["plain"]), kernels=kernels,
@@ -362,6 +447,10 @@ def measure(args, rank, world, folder):
         if "tp" in passes:
             entries[-1]["tp_step_host_s"] = statistics.median(step_host["tp"])
             entries[-1]["tp_linears"] = TP_LINEARS_PER_BLOCK * shape["layers"]
+        if llama:
+            for kind in ("llama", "llama_tp"):
+                entries[-1][f"{kind}_median_s"] = statistics.median(llama[1][kind])
+            entries[-1]["llama_tp_linears"] = len(TP_PLANS["llama"]) * shape["layers"]
         if straggle:
             entries[-1]["straggle"] = straggle
     del networks, timed
@@ -440,33 +529,61 @@ def wrappers(torch, device):
               "PyTorch 2.6 or later", file=sys.stderr)
     try:
         import torch.distributed.tensor.parallel  # noqa: F401 - only whether it imports
-        out["tp"] = lambda name, model: tensor_parallel_as_trained(torch, model.to(device), device)
+        out["tp"] = lambda name, model: tensor_parallel_as_trained(torch, model.to(device), device, name)
     except Exception as e:  # noqa: BLE001 - no DTensor tensor parallelism in this PyTorch
         print(f"framework_probe: no TP pass ({type(e).__name__}: {e})", file=sys.stderr)
     return out
 
 
-# Linear layers of a probe GPT block that tensor parallelism splits (Megatron-style:
-# column-parallel qkv and fc1, row-parallel proj and fc2).
-TP_LINEARS_PER_BLOCK = 4
+# The Linear layers of a block that tensor parallelism splits, by network, Megatron-style:
+# column-parallel into attention and the MLP, row-parallel out of them. The Llama-style
+# block's is bench/validate/library_suite.py's plan for transformers' Llama blocks.
+TP_PLANS = {
+    "gpt": {"qkv": "col", "fc1": "col", "proj": "row", "fc2": "row"},
+    "llama": {"q": "col", "k": "col", "v": "col", "o": "row", "gate": "col", "up": "col", "down": "row"},
+}
+TP_LINEARS_PER_BLOCK = len(TP_PLANS["gpt"])
 
 
-def tensor_parallel_as_trained(torch, model, device):
-    """The GPT's blocks split as torch.distributed.tensor.parallel splits a decoder's
-    (column-parallel qkv and fc1, row-parallel proj and fc2) over all ranks: every split
-    Linear is a DTensor op whose host dispatch (sharding propagation, redistribution,
-    the wrapping and unwrapping hooks) a plain pass does not pay. Only the GPT: a CNN has
-    no tensor parallelism here."""
+def split_blocks(torch, blocks, plan, device):
+    """Each block split by parallelize_module over every rank (a one-rank mesh on one),
+    plan naming each split Linear "col" (ColwiseParallel) or "row" (RowwiseParallel)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    if not hasattr(model, "blocks"):
-        raise ValueError("tensor parallelism is probed on the GPT only")
     mesh = init_device_mesh(device.type, (torch.distributed.get_world_size(),))
-    plan = {"qkv": ColwiseParallel(), "fc1": ColwiseParallel(),
-            "proj": RowwiseParallel(), "fc2": RowwiseParallel()}
-    for block in model.blocks:
-        parallelize_module(block, mesh, plan)
+    styles = {k: ColwiseParallel() if v == "col" else RowwiseParallel() for k, v in plan.items()}
+    for block in blocks:
+        parallelize_module(block, mesh, styles)
+
+
+def tensor_parallel_as_trained(torch, model, device, network="gpt"):
+    """The decoder's blocks split as torch.distributed.tensor.parallel splits them
+    (TP_PLANS[network]) over all ranks: every split Linear is a DTensor op whose host
+    dispatch (sharding propagation, redistribution, the wrapping and unwrapping hooks) a
+    plain pass does not pay. Decoders only: a CNN has no tensor parallelism here."""
+    if network not in TP_PLANS or not hasattr(model, "blocks"):
+        raise ValueError("tensor parallelism is probed on the decoders only")
+    split_blocks(torch, model.blocks, TP_PLANS[network], device)
     return model
+
+
+def llama_passes(torch, device, shape, wrap, inputs, target):
+    """A Llama-style decoder (llama_classes, 7 Linears a block) of the tiny GPT's shape, its
+    pass plain ("llama") and with its blocks split by TP_PLANS["llama"] ("llama_tp"), on the
+    GPT's tokens: what a Llama block costs under TP, which the GPT's figure does not tell (a
+    transformers Llama block cost ~1.65x the GPT's under TP, bench/validate/data/checks/
+    2026-11-28_h200x2_host_depth_tp). {} and why on stderr where either cannot run: the
+    entry is then as without it."""
+    try:
+        llama = llama_classes(torch)
+        build = lambda: llama(shape["layers"], False,  # noqa: E731
+                              *(shape[k] for k in ("hidden", "heads", "ffn", "seq", "vocab")))
+        plain = tried_pass(torch, device, "Llama", build, inputs, target)
+        split = plain and tried_pass(torch, device, "Llama TP", lambda: wrap("llama", build()), inputs, target)
+    except Exception as e:  # noqa: BLE001 - an extra figure: never the entry's others
+        print(f"framework_probe: no Llama TP pass ({type(e).__name__}: {e})", file=sys.stderr)
+        return {}
+    return {"llama": plain, "llama_tp": split} if plain and split else {}
 
 
 def tried_pass(torch, device, kind, build, inputs, target):
@@ -646,6 +763,8 @@ def run_rank(rank, args, folder):
               f"{e['median_s'] / max(e['kernels'], 1) * 1e6:.1f} us each, GPU busy {e['gpu_busy_fraction']:.0%}"
               + "".join(f"; {e[f'{kind}_median_s'] * 1e3:.2f} ms under {kind.upper()}"
                         for kind in ("ddp", "fsdp", "tp") if f"{kind}_median_s" in e)
+              + (f"; a Llama-style decoder of its shape {e['llama_median_s'] * 1e3:.2f} ms, "
+                 f"{e['llama_tp_median_s'] * 1e3:.2f} ms under TP" if "llama_tp_median_s" in e else "")
               + (f"; slowest rank {e['straggle']:.3f}x the mean" if "straggle" in e else "")
               + "; optimizer step's host time " + ", ".join(
                   f"{e[f'{kind}step_host_s'] * 1e3:.2f} ms{label}"

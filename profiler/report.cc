@@ -44,7 +44,15 @@ auto OptionalTimes(Entry& e) {
       std::pair{"step_host_s", &e.step_host_s}, std::pair{"fsdp_step_host_s", &e.fsdp_step_host_s},
       std::pair{"elementwise_s", &e.elementwise_s}, std::pair{"tp_median_s", &e.tp_median_s},
       std::pair{"tp_step_host_s", &e.tp_step_host_s}, std::pair{"attention_s", &e.attention_s},
-      std::pair{"loss_s", &e.loss_s}};
+      std::pair{"loss_s", &e.loss_s}, std::pair{"llama_median_s", &e.llama_median_s},
+      std::pair{"llama_tp_median_s", &e.llama_tp_median_s}};
+}
+
+// Its optional counts, by JSON key (0: not measured).
+template <typename Entry>
+auto OptionalCounts(Entry& e) {
+  return std::array{std::pair{"tp_linears", &e.tp_linears},
+                    std::pair{"llama_tp_linears", &e.llama_tp_linears}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.
@@ -280,7 +288,9 @@ nlohmann::json ToJson(const Report& r) {
     for (auto [key, field] : OptionalTimes(e)) {
       if (*field > 0) o[key] = *field;
     }
-    if (e.tp_linears > 0) o["tp_linears"] = e.tp_linears;
+    for (auto [key, field] : OptionalCounts(e)) {
+      if (*field > 0) o[key] = *field;
+    }
     if (e.straggle > 0) o["straggle"] = e.straggle;
     j["framework"].push_back(o);
   }
@@ -414,9 +424,10 @@ absl::StatusOr<Report> ReportFromJson(const nlohmann::json& j) {
         *field = Num(o, key, w);
         if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }
-      if (o.contains("tp_linears")) {
-        e.tp_linears = Count(o, "tp_linears", w);
-        if (e.tp_linears <= 0) throw FieldError{absl::StrCat(w, ".tp_linears: must be positive")};
+      for (auto [key, field] : OptionalCounts(e)) {
+        if (!o.contains(key)) continue;
+        *field = Count(o, key, w);
+        if (*field <= 0) throw FieldError{absl::StrCat(w, ".", key, ": must be positive")};
       }
       if (o.contains("straggle")) {
         e.straggle = Num(o, "straggle", w);

@@ -134,6 +134,16 @@ struct FrameworkEntry {
   double tp_median_s = 0;
   double tp_step_host_s = 0;
   int tp_linears = 0;
+  // Beside it, on the same ranks just after its turns, a Llama-style decoder of
+  // the GPT's shape (q, k, v, o, gate, up, down bias-free Linears, RMSNorm,
+  // rotary, SwiGLU), plain and split by library_suite.py's plan (q, k, v,
+  // gate, up column-wise; o, down row-wise; llama_tp_linears of them): a
+  // Llama block's TP cost, which the tuner now scales from the GPT's
+  // (bench/validate/README.md, h21t and h21x). Kept by merge as data; the
+  // tuner does not read them yet. 0: not measured.
+  double llama_median_s = 0;
+  double llama_tp_median_s = 0;
+  int llama_tp_linears = 0;
   // Entries of several ranks: the slowest rank's plain pass over the ranks'
   // mean, averaged over the turns they ran together. 0: one rank.
   double straggle = 0;

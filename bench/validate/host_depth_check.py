@@ -47,7 +47,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "profiler"))
-import framework_probe  # noqa: E402 - the probe's GPT block, kernel counting and timing fields
+import framework_probe  # noqa: E402 - the probe's GPT and Llama-style blocks, TP plans, kernel counting, timing
 
 # The probe's GPT shape (framework_probe.GPT_SHAPE) less its layer count.
 LM = {k: v for k, v in framework_probe.GPT_SHAPE.items() if k != "layers"}
@@ -89,77 +89,6 @@ def sdpa_fallback(torch):
         return s.softmax(-1) @ v
 
     torch.nn.functional.scaled_dot_product_attention = sdpa
-
-
-def llama_classes(torch):
-    """A Llama-style decoder in transformers' ops (LlamaRMSNorm, rotate_half rotary, SiLU x
-    mul, bias-free Linears, tied head like MobileLLM): Llama(layers, fused, ...). fused: q/k/v
-    as one Linear and gate/up as one (4 Linears a block, where Llama has 7)."""
-    nn, F = torch.nn, torch.nn.functional
-
-    class RMSNorm(nn.Module):
-        def __init__(self, h, eps=1e-6):
-            super().__init__()
-            self.weight, self.eps = nn.Parameter(torch.ones(h)), eps
-
-        def forward(self, x):
-            dtype = x.dtype
-            x = x.float()
-            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-            return self.weight * x.to(dtype)
-
-    def rotate_half(x):
-        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-        return torch.cat((-x2, x1), dim=-1)
-
-    def rope(x, cos, sin):
-        return x * cos + rotate_half(x) * sin
-
-    class Block(nn.Module):
-        def __init__(self, h, heads, ffn, fused):
-            super().__init__()
-            self.hd, self.fused = h // heads, fused
-            self.n1, self.n2 = RMSNorm(h), RMSNorm(h)
-            if fused:
-                self.qkv, self.gate_up = nn.Linear(h, 3 * h, bias=False), nn.Linear(h, 2 * ffn, bias=False)
-            else:
-                self.q, self.k, self.v = (nn.Linear(h, h, bias=False) for _ in range(3))
-                self.gate, self.up = nn.Linear(h, ffn, bias=False), nn.Linear(h, ffn, bias=False)
-            self.o, self.down = nn.Linear(h, h, bias=False), nn.Linear(ffn, h, bias=False)
-
-        def forward(self, x, cos, sin):
-            b, s, _ = x.shape
-            y = self.n1(x)
-            if self.fused:  # -1 heads: under TP a rank holds heads / tp of them
-                q, k, v = self.qkv(y).view(b, s, 3, -1, self.hd).permute(2, 0, 3, 1, 4)
-            else:
-                q, k, v = (p(y).view(b, s, -1, self.hd).transpose(1, 2) for p in (self.q, self.k, self.v))
-            a = F.scaled_dot_product_attention(rope(q, cos, sin), rope(k, cos, sin), v, is_causal=True)
-            x = x + self.o(a.transpose(1, 2).reshape(b, s, -1))
-            y = self.n2(x)
-            g, u = self.gate_up(y).chunk(2, -1) if self.fused else (self.gate(y), self.up(y))
-            return x + self.down(F.silu(g) * u)
-
-    class Llama(nn.Module):
-        def __init__(self, layers, fused, hidden, heads, ffn, seq, vocab):
-            super().__init__()
-            self.tok = nn.Embedding(vocab, hidden)
-            self.blocks = nn.ModuleList(Block(hidden, heads, ffn, fused) for _ in range(layers))
-            self.norm = RMSNorm(hidden)
-            inv = 1.0 / 10000 ** (torch.arange(0, hidden // heads, 2).float() / (hidden // heads))
-            self.register_buffer("inv_freq", inv, persistent=False)
-
-        def forward(self, idx):
-            x = self.tok(idx)
-            # transformers computes cos / sin once per forward (LlamaRotaryEmbedding)
-            f = torch.arange(idx.shape[1], device=idx.device).float()[:, None] * self.inv_freq[None]
-            emb = torch.cat((f, f), dim=-1)
-            cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
-            for blk in self.blocks:
-                x = blk(x, cos, sin)
-            return F.linear(self.norm(x), self.tok.weight)
-
-    return Llama
 
 
 def resnet_class(torch):
@@ -211,9 +140,9 @@ def hf_llama(torch, layers):
     return transformers.LlamaForCausalLM(cfg)
 
 
-TP_PLANS = {  # library_suite.py's plan for Llama blocks, the probe's for its GPT
-    "gpt": {"qkv": "col", "fc1": "col", "proj": "row", "fc2": "row"},
-    "llama7": {"q": "col", "k": "col", "v": "col", "o": "row", "gate": "col", "up": "col", "down": "row"},
+TP_PLANS = {  # the probe's for its GPT and its Llama-style block (library_suite.py's plan for Llama blocks)
+    "gpt": framework_probe.TP_PLANS["gpt"],
+    "llama7": framework_probe.TP_PLANS["llama"],
     "llama4": {"qkv": "col", "gate_up": "col", "o": "row", "down": "row"},
     "hf_llama": {"self_attn.q_proj": "col", "self_attn.k_proj": "col", "self_attn.v_proj": "col",
                  "self_attn.o_proj": "row", "mlp.gate_proj": "col", "mlp.up_proj": "col",
@@ -227,19 +156,14 @@ def lm_model(torch, variant, layers):
         return gpt(layers, *(LM[k] for k in ("hidden", "heads", "ffn", "seq", "vocab")))
     if variant == "hf_llama":
         return hf_llama(torch, layers)
-    return llama_classes(torch)(layers, variant == "llama4",
+    return framework_probe.llama_classes(torch)(layers, variant == "llama4",
                                 *(LM[k] for k in ("hidden", "heads", "ffn", "seq", "vocab")))
 
 
 def tensor_parallel(torch, variant, model, device):
     """The model's blocks split by parallelize_module over every rank (a one-rank mesh on one)."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    mesh = init_device_mesh(device.type, (torch.distributed.get_world_size(),))
-    plan = {k: ColwiseParallel() if v == "col" else RowwiseParallel() for k, v in TP_PLANS[variant].items()}
     blocks = model.model.layers if variant == "hf_llama" else model.blocks
-    for block in blocks:
-        parallelize_module(block, mesh, plan)
+    framework_probe.split_blocks(torch, blocks, TP_PLANS[variant], device)
     return model
 
 

@@ -29,8 +29,17 @@ probe_run two --ranks 2
 if ! "$py" -c "import torch.distributed.fsdp as f; f.fully_shard" 2> /dev/null; then
   grep -q "no FSDP pass" "$tmp/one.err" || { echo "FAIL: no word of the skipped FSDP pass"; exit 1; }
 fi
+# The tiny GPT's TP pass and, beside it, the Llama-style decoder's plain and TP passes
+# (llama_*): where this PyTorch has DTensor tensor parallelism (Debian's 1.13 has not),
+# on both entries; else a word of the skipped pass.
+tp=0
+if "$py" -c "import torch.distributed.tensor.parallel, torch.distributed.device_mesh" 2> /dev/null; then
+  tp=1
+else
+  grep -q "no TP pass" "$tmp/one.err" || { echo "FAIL: no word of the skipped TP pass"; exit 1; }
+fi
 "$xdeep_probe" merge "$tmp/one.json" "$tmp/two.json" --out "$tmp/merged.json"
-python3 - "$tmp/merged.json" <<'PY'
+python3 - "$tmp/merged.json" "$tp" <<'PY'
 import json
 import sys
 entries = json.load(open(sys.argv[1]))["framework"]
@@ -46,6 +55,15 @@ for ranks in (1, 2):
             fail(f"{e['model']} on {ranks} rank(s) without its times, kernels, DDP pass or optimizer step")
         if (e.get("straggle", 0) >= 1) != (ranks > 1):
             fail(f"{e['model']} on {ranks} rank(s): the ranks' straggle only where several ran")
+        tp_keys = ("tp_median_s", "tp_linears", "llama_median_s", "llama_tp_median_s", "llama_tp_linears")
+        if e["model"] == "gpt" and sys.argv[2] == "1":
+            if not all(e.get(k, 0) > 0 for k in tp_keys) or e["llama_tp_linears"] != 7 * e["layers"]:
+                fail(f"the GPT on {ranks} rank(s) without its and the Llama-style block's TP passes")
+            print(f"framework probe smoke: {ranks} rank(s): GPT {e['median_s'] * 1e3:.1f} ms, "
+                  f"{e['tp_median_s'] * 1e3:.1f} ms under TP; Llama-style {e['llama_median_s'] * 1e3:.1f} ms, "
+                  f"{e['llama_tp_median_s'] * 1e3:.1f} ms under TP ({e['llama_tp_linears']} split Linears)")
+        elif any(k in e for k in tp_keys):
+            fail(f"{e['model']} on {ranks} rank(s): TP fields without a TP pass")
 wide = [e for e in entries if e["model"] == "gpt" and e["hidden"] > 128]
 if len(wide) != 1 or wide[0]["ranks"] != 1:
     fail("one memory-bound GPT, on one rank")

@@ -190,6 +190,8 @@ TEST(ReportTest, RejectsMalformedEntriesNamingTheField) {
       {"framework", "straggle", 0.9},
       {"framework", "tp_median_s", 0.0},
       {"framework", "tp_linears", 0},
+      {"framework", "llama_tp_median_s", 0.0},
+      {"framework", "llama_tp_linears", -7},
   };
   for (const Case& c : cases) {
     nlohmann::json j = ToJson(Sample());
@@ -214,6 +216,39 @@ TEST(ReportTest, EmptySectionsAreValid) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->gpu.has_value());
   EXPECT_TRUE(r->gemm.empty());
+}
+
+// The Llama-style block's TP pass beside the GPT's (data the tuner does not read
+// yet): a round trip through JSON and a merge keep it; entries without it stay
+// without it.
+TEST(ReportTest, RoundTripAndMergeKeepTheLlamaTensorParallelPass) {
+  Report in = Sample();
+  in.framework[0].llama_median_s = 0.0121;
+  in.framework[0].llama_tp_median_s = 0.0583;
+  in.framework[0].llama_tp_linears = 28;
+  nlohmann::json j = ToJson(in);
+  EXPECT_DOUBLE_EQ(j["framework"][0]["llama_tp_median_s"].get<double>(), 0.0583);
+  EXPECT_FALSE(j["framework"][1].contains("llama_tp_median_s"));
+  EXPECT_FALSE(j["framework"][1].contains("llama_tp_linears"));
+  absl::StatusOr<Report> out = ReportFromJson(j);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_DOUBLE_EQ(out->framework[0].llama_median_s, 0.0121);
+  EXPECT_DOUBLE_EQ(out->framework[0].llama_tp_median_s, 0.0583);
+  EXPECT_EQ(out->framework[0].llama_tp_linears, 28);
+  EXPECT_DOUBLE_EQ(out->framework[0].tp_median_s, 0.0354);  // the GPT's beside it
+  EXPECT_EQ(out->framework[1].llama_tp_linears, 0);
+  EXPECT_DOUBLE_EQ(out->framework[1].llama_median_s, 0);
+
+  Report other = Sample();
+  other.framework.clear();
+  absl::StatusOr<Report> m = MergeReports({*out, other});
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<Report> back = ReportFromJson(ToJson(*m));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->framework.size(), 3u);
+  EXPECT_DOUBLE_EQ(back->framework[0].llama_median_s, 0.0121);
+  EXPECT_DOUBLE_EQ(back->framework[0].llama_tp_median_s, 0.0583);
+  EXPECT_EQ(back->framework[0].llama_tp_linears, 28);
 }
 
 }  // namespace
