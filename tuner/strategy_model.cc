@@ -1028,7 +1028,8 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    double f = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) + r.tp_comm_fwd + r.cp_comm_fwd;
+    const double f_launched = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f);
+    double f = f_launched + r.tp_comm_fwd + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b;
     const double b_launched = HostAndDevice(b_device, launch_b + hooks_b);
     // [MLM19] as many all-reduces; context parallel: keys and values gathered
@@ -1132,9 +1133,7 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
     const double total = f + b + z3_exposed;
     // The same micro-batch with the host's launches taken out: what a
     // neighbouring pipeline stage waits for.
-    const double device = total -
-                          (LaunchedPass(r.fwd + cast_f, launch_f, hooks_f) - (r.fwd + cast_f)) -
-                          (b_launched - b_device);
+    const double device = total - (f_launched - (r.fwd + cast_f)) - (b_launched - b_device);
     t_mb_device = std::max(t_mb_device, device);
     if (total > t_mb) {
       t_mb = total;
@@ -1147,11 +1146,10 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       grad_params = d.params;
       grad_tensors = d.param_tensors;
       if (terms != nullptr) {
-        const double fwd = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f);
         const int fwds = c.recompute ? 2 : 1;
-        terms->forward_s = fwd;
+        terms->forward_s = f_launched;
         terms->backward_s = b_launched;
-        terms->recompute_s = c.recompute ? fwd : 0;
+        terms->recompute_s = c.recompute ? f_launched : 0;
         terms->tp_comm_s = (fwds + 1) * r.tp_comm_fwd;
         terms->cp_comm_s = (fwds + 2) * r.cp_comm_fwd;
         terms->pp_comm_s = p2p_s;

@@ -198,18 +198,15 @@ std::vector<Configuration> LayoutConfigs(const Row& r, const Workload& w, int gp
   return out;
 }
 
-// One layout's step, term by term (seconds a step) and its memory (GiB).
-struct Column {
-  std::vector<double> v;
-};
-
-Column Terms(StrategyModel& model, const Configuration& c, const HardwareProfile& hw) {
+// One layout's step, term by term (seconds a step) and its memory (GiB), in
+// PrintComparison's row order.
+std::vector<double> Terms(StrategyModel& model, const Configuration& c, const HardwareProfile& hw) {
   StepTerms t;
   const StepTime st = model.Time(c, &t);
   const double m = st.micro_batches;
   const MemoryBreakdown mb = model.Memory(c);
   const double gib = 1 << 30;
-  return {{m, 1e3 * st.per_micro_batch_s, m * t.forward_s, m * t.backward_s, m * t.recompute_s,
+  return {m, 1e3 * st.per_micro_batch_s, m * t.forward_s, m * t.backward_s, m * t.recompute_s,
            m * t.tp_comm_s, m * t.cp_comm_s, m * t.pp_comm_s, m * t.sharded_dp_s,
            m * t.accumulation_s - st.first_accumulation_s, st.bubble_s, t.dp_reduce_s,
            t.dp_gather_s, t.tied_s, st.optimizer_s, st.total_s, mb.weights / gib,
@@ -217,11 +214,16 @@ Column Terms(StrategyModel& model, const Configuration& c, const HardwareProfile
            (mb.workspace + mb.reserved + mb.margin + mb.comm_buffers + mb.compute_weights +
             mb.ddp_rebuild) /
                gib,
-           mb.Total() / gib, hw.memory_bytes / gib}};
+           mb.Total() / gib, hw.memory_bytes / gib};
 }
 
-void PrintComparison(const std::string& layout_name, const Column& a, const std::string& pick_name,
-                     const Column& b) {
+std::string LayoutName(const Configuration& c) {
+  return "tp" + std::to_string(c.tp) + "pp" + std::to_string(c.pp) + "cp" + std::to_string(c.cp) +
+         "dp" + std::to_string(c.dp);
+}
+
+void PrintComparison(const std::string& layout_name, const std::vector<double>& a,
+                     const std::string& pick_name, const std::vector<double>& b) {
   static const char* kNames[] = {"micro-batches a step",
                                  "one micro-batch, slowest rank (ms)",
                                  "forward passes (kernels, as launched)",
@@ -250,8 +252,8 @@ void PrintComparison(const std::string& layout_name, const Column& a, const std:
               "pick", "pick-pub");
   std::printf("    %-44s %12s %12s\n", "", layout_name.substr(0, 12).c_str(),
               pick_name.substr(0, 12).c_str());
-  for (size_t i = 0; i < a.v.size(); ++i) {
-    std::printf("    %-44s %12.3f %12.3f %+10.3f\n", kNames[i], a.v[i], b.v[i], b.v[i] - a.v[i]);
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::printf("    %-44s %12.3f %12.3f %+10.3f\n", kNames[i], a[i], b[i], b[i] - a[i]);
   }
 }
 
@@ -442,12 +444,8 @@ int main(int argc, char** argv) {
       // The pick is scored by a model of the workload with the run's
       // software; the layout's model is the same but for the strategy list,
       // which Time() and Memory() do not read.
-      char lay[64];
-      std::snprintf(lay, sizeof lay, "tp%dpp%dcp%ddp%d", c.tp, c.pp, c.cp, c.dp);
-      char pk[64];
-      std::snprintf(pk, sizeof pk, "tp%dpp%dcp%ddp%d", pick_same_config.tp, pick_same_config.pp,
-                    pick_same_config.cp, pick_same_config.dp);
-      PrintComparison(lay, Terms(model, c, *hw), pk, Terms(model, pick_same_config, *hw));
+      PrintComparison(LayoutName(c), Terms(model, c, *hw), LayoutName(pick_same_config),
+                      Terms(model, pick_same_config, *hw));
     }
     const MemoryBreakdown mb = model.Memory(c);
     const double gib = 1 << 30;

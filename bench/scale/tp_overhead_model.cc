@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
                 profile.c_str());
     double tp_s = 0;
     for (int v : {0, 1, 2, 4}) {
+      const std::string mode = v == 0 ? "tp" : "pp-v" + std::to_string(v);
       Configuration c;
       c.gpus_per_node = 2;
       c.nodes = 1;
@@ -74,8 +75,7 @@ int main(int argc, char** argv) {
       }
       const std::string problem = StructuralProblem(g, c);
       if (!problem.empty()) {
-        std::printf("  %s: %s\n", v == 0 ? "tp" : ("pp-v" + std::to_string(v)).c_str(),
-                    problem.c_str());
+        std::printf("  %s: %s\n", mode.c_str(), problem.c_str());
         continue;
       }
       StepTerms t;
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       std::printf(
           "  %-6s step %8.1f ms (/ tp %.3f): micro-batch %.1f ms (passes %.1f, recompute %.1f, "
           "TP %.1f, PP %.1f), bubble %.1f ms\n",
-          v == 0 ? "tp" : ("pp-v" + std::to_string(v)).c_str(), 1e3 * step,
+          mode.c_str(), 1e3 * step,
           tp_s > 0 ? step / tp_s : 0, 1e3 * st.per_micro_batch_s,
           1e3 * (t.forward_s + t.backward_s), 1e3 * t.recompute_s, 1e3 * t.tp_comm_s,
           1e3 * t.pp_comm_s, 1e3 * st.bubble_s);
