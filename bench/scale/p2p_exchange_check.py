@@ -19,17 +19,21 @@ Three readings side by side, no GPU needed:
     the same time step and waits on them (lock step), simulated with free exchanges against the
     dependency-driven ideal, as ratios to 1F1B (v 1).
 
-Usage: python3 bench/scale/p2p_exchange_check.py [--check]   (from the repository root)
+Usage: python3 bench/scale/p2p_exchange_check.py [--check] [--tuner BUILD/bench/scale/tp_overhead_model]
+(from the repository root; the built-in profiles' charge comes from the tuner itself,
+`tp_overhead_model --send-recv`, by default the one in build/)
 --check (ctest bench.scale.p2p_exchange_check) fails if the reading no longer holds: the probe's
 pair time at 25.2 MB explains more than a quarter of the measured per-exchange excess (then the
 excess is bandwidth and the pipeline term should carry it), the built-in profiles charge an exchange
 less than NCCL took on the hardware they name, or the dependency-driven simulation leaves
 (m + (p - 1) / v) / (m + p - 1).
 """
+import functools
 import glob
 import json
 import os
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
 
@@ -37,8 +41,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CAL = os.path.join(ROOT, "bench/validate/data/calibration")
 SCALE = os.path.join(ROOT, "bench/scale/data")
 SIZES = {"25.2 MB (hidden 6144)": 2048 * 6144 * 2, "16.8 MB (hidden 4096)": 2048 * 4096 * 2}
-BUILTIN_BW = 360e9 / 2          # h100-sxm / h200-sxm send_recv busbw (intra_busbw / 2)
-BUILTIN_LAT = 15e-6 * 0.6 * 1.15  # their send_recv latency at 2 ranks
+PROFILE_OF = {"H100": "h100-sxm", "H200": "h200-sxm"}
+TUNER = os.path.join(ROOT, "build/bench/scale/tp_overhead_model")  # --tuner: another build's
+
+
+@functools.cache
+def builtin_charge(gpu, n):
+    """What the tuner's built-in profile of `gpu` charges one send / receive of n bytes."""
+    out = subprocess.run([TUNER, "--profile", PROFILE_OF[gpu], "--send-recv", str(n)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out)
 
 
 def rows(run_dir):
@@ -88,7 +100,7 @@ def probe_part():
             t = med(lambda r: r[1][0] + r[1][1] * n)
             out.setdefault(gpu, {})[n] = t
             print("    one exchange of %s: %.3f ms measured line, %.3f ms built-in profile" % (
-                label, 1e3 * t, 1e3 * (BUILTIN_LAT + n / BUILTIN_BW)))
+                label, 1e3 * t, 1e3 * builtin_charge(gpu, n)))
     return out
 
 
@@ -202,7 +214,7 @@ def check(probe, excess):
     bad = []
     for gpu, by_size in probe.items():
         for n, t in by_size.items():
-            if t > BUILTIN_LAT + n / BUILTIN_BW:
+            if t > builtin_charge(gpu, n):
                 bad.append(f"{gpu}: NCCL took {1e3 * t:.3f} ms for {n / 1e6:.1f} MB, the built-in "
                            f"profile charges less")
             if n in excess and t > 0.25 * excess[n]:
@@ -222,6 +234,8 @@ def check(probe, excess):
 
 
 if __name__ == "__main__":
+    if "--tuner" in sys.argv[1:-1]:
+        TUNER = sys.argv[sys.argv.index("--tuner") + 1]
     probe = probe_part()
     excess = excess_part()
     schedule_part()

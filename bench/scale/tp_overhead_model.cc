@@ -5,8 +5,12 @@
 // 4 and 8 over the GPUs of one node, per micro-batch, and each degree's
 // overhead t(tp) / (t(tp1) / tp) - 1.
 //
-//   tp_overhead_model [--profile h100-sxm] [--terms] [--interleave]
+//   tp_overhead_model [--profile h100-sxm] [--terms] [--interleave] [--send-recv BYTES]
+//
+// --send-recv: what the profile charges one send / receive of BYTES between
+// two GPUs of a node (a pipeline exchange; bench/scale/p2p_exchange_check.py).
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "tuner/hardware_profile.h"
@@ -19,15 +23,21 @@ int main(int argc, char** argv) {
   std::string profile = "h100-sxm";
   bool interleave = false;  // --interleave: interleave_vs_tp.py's modes
   bool with_terms = false;  // --terms: each degree's passes and TP collectives apart
+  double send_recv_bytes = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--profile" && i + 1 < argc) profile = argv[++i];
     if (std::string(argv[i]) == "--terms") with_terms = true;
     if (std::string(argv[i]) == "--interleave") interleave = true;
+    if (std::string(argv[i]) == "--send-recv" && i + 1 < argc) send_recv_bytes = std::atof(argv[++i]);
   }
   auto hw = BuiltinHardwareProfile(profile);
   if (!hw.ok()) {
     std::fprintf(stderr, "tp_overhead_model: %s\n", std::string(hw.status().message()).c_str());
     return 2;
+  }
+  if (send_recv_bytes > 0) {
+    std::printf("%.9g\n", CollectiveTime(*hw, CollectiveOp::kSendRecv, send_recv_bytes, 2, 2));
+    return 0;
   }
   Workload w;
   w.name = "tp-overhead-blocks";
