@@ -35,6 +35,7 @@ SEEDS = {
         "7411": "calibration/2026-11-27_h200x1_gemm_seed7411",
         "4517": "calibration/2026-11-28_h200x1_gemm_seed4517",
         "5309": "calibration/2026-11-28_h200x1_gemm_seed5309",
+        "8677": "calibration/2026-11-28_h200x1_gemm_seed8677",
     },
     "h100": {
         "8081": "calibration/2026-11-27_h100x1_gemm_seed8081",
@@ -42,6 +43,7 @@ SEEDS = {
         "1203": "calibration/2026-11-27_h100x2_library_heldout3",
         "4517": "calibration/2026-11-28_h100x1_gemm_seed4517",
         "5309": "calibration/2026-11-28_h100x1_gemm_seed5309",
+        "8677": "calibration/2026-11-28_h100x1_gemm_seed8677",
     },
 }
 
