@@ -18,12 +18,14 @@ GPTNeoXForCausalLM in Pythia-1B's and Qwen2ForCausalLM in Qwen1.5-0.5B's shapes 
 LlamaForCausalLM in MobileLLM-600M's and H2O-Danube3-500M's, GPTNeoXForCausalLM in Pythia-1.4B's
 shapes (held-out run 12); GPTBigCodeForCausalLM in SantaCoder's, LlamaForCausalLM in Falcon3-1B's and
 SmolLM-135M's shapes (held-out run 13); GPT2LMHeadModel in Cerebras-GPT-256M's, LlamaForCausalLM in
-MobileLLM-1B's and OpenCoder-1.5B's shapes (held-out run 14);
+MobileLLM-1B's and OpenCoder-1.5B's shapes (held-out run 14); GPT2LMHeadModel in Cerebras-GPT-111M's,
+LlamaForCausalLM in AMD-Llama-135m's and Qwen2ForCausalLM in Qwen1.5-1.8B's shapes (held-out run 15);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
 ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
 ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's ResNet-152 also at
-176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px).
+176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px;
+held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -196,6 +198,19 @@ TRANSFORMERS = {
     "hf-opencoder-1.5b": ("llama", dict(hidden_size=2240, intermediate_size=6144, num_hidden_layers=24,
                                         num_attention_heads=14, num_key_value_heads=14, vocab_size=96640,
                                         tie_word_embeddings=False)),
+    # Held-out run 15: Cerebras-GPT-111M's shape (GPT2LMHeadModel: 10 layers of hidden 768, 12 heads,
+    # MLP 3072, exact GELU, tied 50257-word head), AMD-Llama-135m's (LlamaForCausalLM: 12 layers of
+    # hidden 768, 12 heads, 12 key-value heads, SwiGLU 2048, untied 32000-word head) and
+    # Qwen1.5-1.8B's (Qwen2ForCausalLM: 24 layers of hidden 2048, 16 heads of 128, 16 key-value heads,
+    # SwiGLU 5504, untied 151936-word head).
+    "hf-cerebras-gpt-111m": ("gpt2", dict(n_embd=768, n_layer=10, n_head=12, n_inner=3072,
+                                          activation_function="gelu")),
+    "hf-amd-llama-135m": ("llama", dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                                        num_attention_heads=12, num_key_value_heads=12, vocab_size=32000,
+                                        tie_word_embeddings=False)),
+    "hf-qwen1.5-1.8b": ("qwen2", dict(hidden_size=2048, intermediate_size=5504, num_hidden_layers=24,
+                                      num_attention_heads=16, num_key_value_heads=16, vocab_size=151936,
+                                      tie_word_embeddings=False)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -210,16 +225,19 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-resnet101": "timm:resnet101", "timm-deit3-m16": "timm:deit3_medium_patch16_224",
           "timm-resnet200": "timm:resnet200", "timm-vit-b16-384": "timm:vit_base_patch16_384",
           "tv-resnet152-176": "resnet152", "timm-vit-ti16-384": "timm:vit_tiny_patch16_384",
-          "tv-wide-resnet50-288": "wide_resnet50_2"}
+          "tv-wide-resnet50-288": "wide_resnet50_2", "timm-vit-s16-384": "timm:vit_small_patch16_384",
+          "timm-resnet50-160": "timm:resnet50"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
-        "tv-resnet152-176", "tv-wide-resnet50-288"}  # channels_last (torchvision's reference), SGD
+        "tv-resnet152-176", "tv-wide-resnet50-288",
+        "timm-resnet50-160"}  # channels_last (torchvision's reference), SGD
 # Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
 # tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
-# (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution).
+# (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution); timm's
+# ViT-S/16 at 384 px and its ResNet-50 at 160 px ("ResNet strikes back" A3's training resolution).
 IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176, "timm-vit-ti16-384": 384,
-            "tv-wide-resnet50-288": 288}
+            "tv-wide-resnet50-288": 288, "timm-vit-s16-384": 384, "timm-resnet50-160": 160}
 
 
 def seq_of(name):
