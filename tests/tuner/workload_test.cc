@@ -436,5 +436,33 @@ TEST(WorkloadTest, HeldOutRun14WorkloadsMatchTheLibrariesCounts) {
   }
 }
 
+
+TEST(WorkloadTest, HeldOutRun15WorkloadsMatchTheLibrariesCounts) {
+  // Held-out run 15's files (bench/validate/workloads) against the parameters of the classes
+  // library_suite.py builds, counted from their code as the run-14 test above does:
+  // GPT2LMHeadModel (Conv1D weights and biases, 1024 learned positions, the head tied) and timm's
+  // resnet50 exactly; LlamaForCausalLM plus the bias the tuner counts beside every norm's weight;
+  // Qwen2ForCausalLM the same, less its q, k and v biases (3 x 2048 a block, which the file
+  // describes as none); timm's VisionTransformer with its patch embedding's convolution
+  // (16 x 16 x 3 x 384 + 384), the class token (384) and the head's bias (1000) replaced by the
+  // vocabulary x hidden table the file describes in their place. A typo in a width, head count,
+  // MLP width or vocabulary of a held-out file changes its count.
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-cerebras-gpt-111m", 110264064},
+                 Case{"hf-amd-llama-135m", 134105856 + (2 * 12 + 1) * 768},
+                 Case{"hf-qwen1.5-1.8b", 1836828672 - 24 * 3 * 2048 + (2 * 24 + 1) * 2048},
+                 Case{"timm-vit-s16-384", 22196584 - (16 * 16 * 3 * 384 + 384) - 384 - 1000 + 1000 * 384},
+                 Case{"timm-resnet50-160", 25557032}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
