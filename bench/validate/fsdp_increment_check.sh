@@ -6,9 +6,9 @@
 # model's (units x the probe's per-unit + tensors x its per-tensor host charge) on every family
 # but one: the four transformers GPT2LMHeadModel models (GPT-2, GPT-2 medium, Cerebras-GPT-256M /
 # -590M) added more than the model adds in 13 of their 14 pairs at micro-batch 1-8 (0.78x once,
-# 1.12-2.61x the others; mean ratio 1.49x over all 18 pairs, mb1 +26 ms mean), where the other
-# LayerNorm + bias models (OPT, Pythia, BERT, RoBERTa, Phi-1.5, SantaCoder) read 0.97x and the
-# Llama-style ones 1.09x (`mode_increments.py build --set all`). GPT-2 small and OPT-125m
+# 1.12-2.61x the others; 1.56x summed over all 18 pairs, mb1 +26 ms mean), where the other
+# LayerNorm models (OPT, Pythia, BERT, RoBERTa, Phi-1.5, SantaCoder, StableLM-2) read 1.03x, the
+# Llama-style ones 1.05x, the timm ViTs 0.93x (`mode_increments.py build --set all --mode fsdp`). GPT-2 small and OPT-125m
 # have the same blocks (12 x 768, 124M parameters, LayerNorm, biased projections, tied head);
 # GPT-2 builds its projections from transformers' Conv1D (addmm on an [in, out] weight), OPT
 # from nn.Linear, and the model charges OPT more (196 parameter tensors against 148). Timed on

@@ -124,7 +124,10 @@ def fit_line(xs, ys):
 
 def summarize(label, xs_by_name, res):
     """Correlation of a residual with each candidate term; a term the model lacks would correlate."""
-    parts = [f"{k} {corr(v, res):+.2f}" for k, v in xs_by_name.items()]
+    parts = []
+    for k, v in xs_by_name.items():
+        pairs = [(x, y) for x, y in zip(v, res) if x == x]  # rows with too few steps have no spread
+        parts.append(f"{k} {corr([x for x, _ in pairs], [y for _, y in pairs]):+.2f}")
     print(f"   {label}: r(residual, term): " + ", ".join(parts))
 
 
@@ -137,6 +140,7 @@ def fsdp_terms(rows, folders, figures):
     gather) and copy-out (split of the gathered bf16 buffer into the parameters, 4 bytes a
     parameter), forward and backward, 14 bytes a parameter a step, at the probe's elementwise
     bandwidth -- a GPU term the model does not charge."""
+    families = defaultdict(lambda: [0.0, 0.0, 0, 0, 0])  # measured, predicted, pairs, above, pairs at mb <= 8
     print("   -- fsdp, transformers: per pair U units, T tensors, P parameters (M), H probe host ms,"
           " copy ms, single residual ms, the row's step spread (IQR / median, steps)")
     data = defaultdict(list)
@@ -156,6 +160,12 @@ def fsdp_terms(rows, folders, figures):
         single_res = d["single"][0] - d["single"][1]
         ratio_res = d["fsdp"][0] / d["single"][0] - d["fsdp"][1] / d["single"][1]
         spread, n = step_spread(folders[run], "fsdp", model, mb)
+        fam = families[family(model, w)]
+        fam[0] += meas
+        fam[1] += pred
+        fam[2] += 1
+        fam[3] += mb <= 8 and meas > pred
+        fam[4] += mb <= 8
         key = "mb1" if mb == 1 else "mb>1"
         for k, v in (("res", meas - pred), ("meas", meas), ("pred", pred), ("U", units), ("T", tensors),
                      ("P", params / 1e6), ("H", h), ("copy", copy), ("single_res", single_res),
@@ -182,10 +192,40 @@ def fsdp_terms(rows, folders, figures):
               f" probe units; r(per unit, probe per unit) {corr(data[(key, 'per_unit')], data[(key, 'unit_ms')]):+.2f};"
               f" ratio residual (fsdp / single, measured - predicted) mean {statistics.mean(data[(key, 'ratio_res')]):+.2f}"
               f" +- {statistics.stdev(data[(key, 'ratio_res')]):.2f}")
+        xs = list(zip(data[(key, "U")], data[(key, "T")]))
+        um, tm = fit_units_tensors(xs, data[(key, "meas")])
+        up, tp = fit_units_tensors(xs, data[(key, "pred")])
+        print(f"   fsdp {key}: increment = u U + t T (least squares, no constant): measured u {um:.2f} ms,"
+              f" t {tm * 1e3:.0f} us; predicted u {up:.2f} ms, t {tp * 1e3:.0f} us")
         ranked = sorted(zip(data[(key, "copy")], res))
         half = len(ranked) // 2
         print(f"   fsdp {key}: mean residual of the smaller / larger half by parameters"
               f" {statistics.mean(r for _, r in ranked[:half]):+.1f} / {statistics.mean(r for _, r in ranked[half:]):+.1f} ms")
+    for name, (meas, pred, n, above, small) in sorted(families.items()):
+        print(f"   fsdp, {name}: measured / predicted increment {meas / pred:.2f} over {n} pairs;"
+              f" above the model in {above} of {small} at micro-batch <= 8")
+
+
+def family(model, w):
+    """The code that builds a transformer, as far as FSDP2's increment tells them apart."""
+    if model.startswith("timm-"):
+        return "timm ViT (LayerNorm, biases, foreach AdamW)"
+    if "gpt2" in model or "cerebras" in model:
+        return "transformers GPT2LMHeadModel (Conv1D)"
+    if w.get("norm", "").startswith("rmsnorm"):
+        return "transformers Llama-style (RMSNorm)"
+    return "transformers other LayerNorm (nn.Linear)"
+
+
+def fit_units_tensors(xs, ys):
+    """Least squares y = u U + t T through the origin: (u, t)."""
+    a = sum(u * u for u, _ in xs)
+    b = sum(u * t for u, t in xs)
+    d = sum(t * t for _, t in xs)
+    p = sum(u * y for (u, _), y in zip(xs, ys))
+    q = sum(t * y for (_, t), y in zip(xs, ys))
+    det = a * d - b * b
+    return (d * p - b * q) / det, (a * q - b * p) / det
 
 
 def pp_terms(rows, folders):
