@@ -8,8 +8,9 @@
 # -590M) added more than the model adds in 13 of their 14 pairs at micro-batch 1-8 (0.78x once,
 # 1.12-2.61x the others; 1.56x summed over all 18 pairs, mb1 +26 ms mean), where the other
 # LayerNorm models (OPT, Pythia, BERT, RoBERTa, Phi-1.5, SantaCoder, StableLM-2) read 1.03x, the
-# Llama-style ones 1.05x, the timm ViTs 0.93x (`mode_increments.py build --set all --mode fsdp`). GPT-2 small and OPT-125m
-# have the same blocks (12 x 768, 124M parameters, LayerNorm, biased projections, tied head);
+# Llama-style ones 1.05x, the timm ViTs 0.93x (`mode_increments.py build --set all --mode fsdp`).
+# GPT-2 small and OPT-125m have the same blocks (12 x 768, 124M parameters, LayerNorm, biased
+# projections, tied head);
 # GPT-2 builds its projections from transformers' Conv1D (addmm on an [in, out] weight), OPT
 # from nn.Linear, and the model charges OPT more (196 parameter tensors against 148). Timed on
 # one host in alternation, ROUNDS times: if GPT-2's FSDP increment is ~1.5x OPT's, the
