@@ -83,6 +83,7 @@ def fsdp_shape(w):
 PROFILE_FIGURES = {
     "fsdp_unit_ms": re.compile(r"FSDP ([\d.]+) ms per unit"),
     "fsdp_tensor_us": re.compile(r"\+ ([\d.]+) us per tensor on"),
+    "fsdp_ranks": re.compile(r"us per tensor on (\d+) rank"),
     "host_kernel_us": re.compile(r"host ([\d.]+) us per kernel from the framework probe"),
     "rank_spread_pct": re.compile(r"rank-to-rank spread ([\d.]+) %"),
 }
@@ -140,7 +141,9 @@ def fsdp_terms(rows, folders, figures):
     gather) and copy-out (split of the gathered bf16 buffer into the parameters, 4 bytes a
     parameter), forward and backward, 14 bytes a parameter a step, at the probe's elementwise
     bandwidth -- a GPU term the model does not charge."""
-    families = defaultdict(lambda: [0.0, 0.0, 0, 0, 0])  # measured, predicted, pairs, above, pairs at mb <= 8
+    # measured, predicted, pairs, above, pairs at mb <= 8; of folders whose probe timed FSDP on two
+    # ranks (the 2026-11-26 runs' and one 2026-11-27 run's probe timed it on one: h21t)
+    families = defaultdict(lambda: [0.0, 0.0, 0, 0, 0])
     print("   -- fsdp, transformers: per pair U units, T tensors, P parameters (M), H probe host ms,"
           " copy ms, single residual ms, the row's step spread (IQR / median, steps)")
     data = defaultdict(list)
@@ -160,7 +163,7 @@ def fsdp_terms(rows, folders, figures):
         single_res = d["single"][0] - d["single"][1]
         ratio_res = d["fsdp"][0] / d["single"][0] - d["fsdp"][1] / d["single"][1]
         spread, n = step_spread(folders[run], "fsdp", model, mb)
-        fam = families[family(model, w)]
+        fam = families[(family(model, w), "two-rank" if (f.get("fsdp_ranks") or 1) > 1 else "one-rank")]
         fam[0] += meas
         fam[1] += pred
         fam[2] += 1
@@ -201,8 +204,8 @@ def fsdp_terms(rows, folders, figures):
         half = len(ranked) // 2
         print(f"   fsdp {key}: mean residual of the smaller / larger half by parameters"
               f" {statistics.mean(r for _, r in ranked[:half]):+.1f} / {statistics.mean(r for _, r in ranked[half:]):+.1f} ms")
-    for name, (meas, pred, n, above, small) in sorted(families.items()):
-        print(f"   fsdp, {name}: measured / predicted increment {meas / pred:.2f} over {n} pairs;"
+    for (name, probe_ranks), (meas, pred, n, above, small) in sorted(families.items()):
+        print(f"   fsdp, {name}, {probe_ranks} FSDP probe: measured / predicted increment {meas / pred:.2f} over {n} pairs;"
               f" above the model in {above} of {small} at micro-batch <= 8")
 
 
