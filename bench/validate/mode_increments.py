@@ -169,16 +169,19 @@ def fsdp_terms(rows, folders, figures):
         fam[2] += 1
         fam[3] += mb <= 8 and meas > pred
         fam[4] += mb <= 8
-        key = "mb1" if mb == 1 else "mb>1"
-        for k, v in (("res", meas - pred), ("meas", meas), ("pred", pred), ("U", units), ("T", tensors),
-                     ("P", params / 1e6), ("H", h), ("copy", copy), ("single_res", single_res),
-                     ("ratio_res", ratio_res), ("unit_ms", f["fsdp_unit_ms"]), ("spread", spread),
-                     ("per_unit", meas / units)):
-            data[(key, k)].append(v)
+        keys = ["mb1" if mb == 1 else "mb>1"]
+        if (f.get("fsdp_ranks") or 1) > 1:
+            keys.append(keys[0] + ", two-rank probes")
+        for key in keys:
+            for k, v in (("res", meas - pred), ("meas", meas), ("pred", pred), ("U", units), ("T", tensors),
+                         ("P", params / 1e6), ("H", h), ("copy", copy), ("single_res", single_res),
+                         ("ratio_res", ratio_res), ("unit_ms", f["fsdp_unit_ms"]), ("spread", spread),
+                         ("per_unit", meas / units)):
+                data[(key, k)].append(v)
         print(f"   {run:38} {model:22} mb{mb:<3} U {units:3d} T {tensors:4d} P {params / 1e6:6.0f}"
               f"  H {h:6.1f}  copy {copy:4.1f}  inc {meas:6.1f} / {pred:6.1f}  res {meas - pred:+6.1f}"
               f"  single res {single_res:+6.1f}  spread {spread:4.2f} ({n})")
-    for key in ("mb1", "mb>1"):
+    for key in ("mb1", "mb>1", "mb1, two-rank probes", "mb>1, two-rank probes"):
         res = data[(key, "res")]
         if len(res) < 3:
             continue
