@@ -13,9 +13,16 @@ apart from the single-GPU terms both share. Summaries per mode:
   a per-bucket or per-byte cost would correlate;
 * tp: the increment per block at micro-batch 1 against the framework probe's two-rank TP
   cost per split Linear (framework_2ranks.json), in probe-Linears per block;
+* fsdp (transformers): the residual against FSDP2's units, parameter tensors, parameters,
+  the probe's host charge for them (the folder's profile line), the all-gather copy-in /
+  copy-out bytes and the single row's own residual; the increment fitted as a + b x that
+  charge and as units + tensors, measured beside predicted; per family of code, split by
+  whether the folder's probe timed FSDP on two ranks or on one (h22f, session 22);
+* pp: the step over the same run's single-GPU step, measured and predicted, and the
+  residual against the blocks a stage holds, the bytes a micro-batch sends and parameters;
 * every mode: mean signed and absolute residual at micro-batch 1 and above.
 
-Analysis only (h21x, session 21): nothing here feeds the model.
+Analysis only (h21x, session 21; h22f, session 22): nothing here feeds the model.
 """
 import argparse
 import glob
