@@ -1105,6 +1105,13 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
           im.Coll(CollectiveOp::kAllGather, std::max(d.unit_params, d.root_params) * copy_bytes,
                   c.dp, dp_rpn);
       z3_exposed = std::max(0.0, ag - r.fwd) + std::max(0.0, ag + rs - r.bwd) + 2 * first;
+      // The root unit (embedding, head) reduce-scatters its gradient when the
+      // whole backward has ended -- its post-backward hook runs last -- and
+      // the step waits for it before the optimizer (FSDP2's final callback),
+      // like DDP's last bucket.
+      if (d.root_params > 0) {
+        z3_exposed += im.Coll(CollectiveOp::kReduceScatter, d.root_params * reduce, c.dp, dp_rpn);
+      }
       // Across nodes the hidden gathers take NCCL's SMs from the compute
       // they overlap (OverlapComputeShare).
       if (dp_rpn < c.dp) {

@@ -413,6 +413,35 @@ TEST(StrategyTimeTest, ZeroStagesCommunication) {
               1e-12);
 }
 
+TEST(StrategyTimeTest, FsdpRootReduceScatterWaitsAfterBackward) {
+  // FSDP2's root unit (GPT-2's tied embedding, positions and final norm)
+  // reduce-scatters its fp32 gradient after the whole backward -- the
+  // embedding's gradient is the last one backward produces -- and the step
+  // waits for it before the optimizer, like DDP's last bucket. At micro-batch
+  // 16 the compute (~40 ms a pass at 100 TFLOP/s) covers every other gather
+  // and reduce-scatter, so what stays exposed is the first gathers (the
+  // root's, twice) and that reduce-scatter.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  double root = 0;
+  for (const LayerCost& l : w->layers) {
+    if (l.unit.empty()) root += l.params;
+  }
+  ASSERT_GT(root, 38e6);  // 50257 x 768 and the positions
+  const HardwareProfile hw = SimpleProfile();
+  Configuration c = Single(16);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 32;
+  c.sharding = Sharding::kZero3;
+  StrategyModel model(*w, hw);
+  StepTerms terms;
+  model.Time(c, &terms);
+  const double gather = CollectiveTime(hw, CollectiveOp::kAllGather, root * 2, 2, 2);
+  const double reduce = CollectiveTime(hw, CollectiveOp::kReduceScatter, root * 4, 2, 2);
+  ASSERT_GT(reduce, 0);
+  EXPECT_NEAR(terms.sharded_dp_s, 2 * gather + reduce, 1e-9);
+}
+
 TEST(StrategyTimeTest, PipelineBubble) {
   const Workload w = SimpleGeneric(8);
   Configuration c = Single(1);
