@@ -70,11 +70,24 @@ double RateFactor(const GemmFit& f, const Misalignment& a, GemmLayout layout) {
   return l;
 }
 
+// Slices of k that fill the SMs a grid of `tiles` tiles leaves idle, each at
+// least 256 deep.
+double FillingSplit(double sms, double tiles, double k) {
+  return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
+}
+
 // Time of the tiles of one tile shape, k split into `split` slices: waves of
 // tiles over the SMs, each its k loop at the tile's rate plus its prologue and
-// epilogue, and split's fp32 partials written and read once.
+// epilogue, and split's fp32 partials written and read once. A kernel that
+// splits k in its launch (`cuts_last_wave`: Hopper's tf32 segment-k) cuts the
+// k loop of a partial last wave's tiles over the SMs that wave leaves idle, as
+// it cuts a grid smaller than one wave (FillingSplit): 135 tiles of 256 x 128
+// on 132 SMs run as one wave and 1/44 of a wave's k loop, not two waves (seed
+// 9127's tf32 wgrad m=768 n=5760 k=23,328 was +68 %). A last wave of more than
+// half the SMs' tiles has no SM to spare and stays a quantised wave.
 double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm, double tn,
-                       double split, double rate_factor, double kstep) {
+                       double split, double rate_factor, double kstep,
+                       bool cuts_last_wave = false) {
   const double sms = f.sms;
   const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
   const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / tm + 256.0 / tn - 3.0));
@@ -82,7 +95,12 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   const double epilogue = tm * tn * f.element_bytes * sms / f.store_bandwidth;
   const double kk = std::ceil(k / split / kstep) * kstep;
   const double units = tiles * split / sms;
-  const double waves = units + f.wave_quantisation * (std::ceil(units) - units);
+  double waves = units + f.wave_quantisation * (std::ceil(units) - units);
+  if (cuts_last_wave && units > 1) {
+    const double whole = std::floor(tiles / sms), last = tiles - whole * sms;
+    const double cut = last > 0 ? FillingSplit(sms, last, k) : 1.0;
+    if (cut > 1) waves = whole + 1.0 / cut;
+  }
   // A tile's k loop runs at its tensor-core rate or at the rate its SM loads
   // the tile's operand panels (the rows of A and columns of B it covers; a
   // tile past the matrix's edge loads only what lies inside), whichever is
@@ -96,12 +114,6 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   // own launch.
   if (split > 1) s += 8.0 * m * n * split / f.bandwidth + f.split_fixed_s;
   return s;
-}
-
-// Slices of k that fill the SMs a grid of `tiles` tiles leaves idle, each at
-// least 256 deep.
-double FillingSplit(double sms, double tiles, double k) {
-  return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / 256)));
 }
 
 double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor,
@@ -161,9 +173,10 @@ double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLay
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
   const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
   double split = std::max(1, kernel.split_k);
-  if (SplitsInKernel(f, kernel)) split = FillingSplit(f.sms, KernelTiles(kernel, m, n), k);
+  const bool in_kernel = SplitsInKernel(f, kernel);
+  if (in_kernel) split = FillingSplit(f.sms, KernelTiles(kernel, m, n), k);
   return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate,
-                         KStep(f.element_bytes));
+                         KStep(f.element_bytes), in_kernel);
 }
 
 double MemorySeconds(const GemmFit& f, double m, double n, double k) {

@@ -115,6 +115,10 @@ def main():
     p.add_argument("build")
     p.add_argument("--card", default="all", choices=["all", "h200", "h100"])
     p.add_argument("--worst", type=int, default=0)
+    p.add_argument("--fits", default="own,others",
+                   help="which fits to run, comma-separated: own, others (default both)")
+    p.add_argument("--modes", default="blind,kernels",
+                   help="blind (the best tile), kernels (knowing the heuristic's kernels) or both")
     ARGS = p.parse_args()
     cards = SEEDS if ARGS.card == "all" else {ARGS.card: SEEDS[ARGS.card]}
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,7 +136,11 @@ def main():
                     pooled["gemm"] += fit_report(ofolder)["gemm"]
                     pooled["gemm"] += checked_points(ofolder)
                 for name, doc in (("own", own), ("others", pooled)):
+                    if name not in ARGS.fits.split(","):
+                        continue
                     for use_algos in ([False, True] if algos else [False]):
+                        if ("kernels" if use_algos else "blind") not in ARGS.modes.split(","):
+                            continue
                         figures, worst = run_check(ARGS.build, doc, folder, use_algos, tmp)
                         cells = "  ".join(
                             f"{dt} {figures[dt][0]:4.1f} / {figures[dt][1]:5.1f}"

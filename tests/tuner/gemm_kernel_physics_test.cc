@@ -132,5 +132,24 @@ TEST(GemmKernelPhysicsTest, LongKTf32WgradsOfSeed9127AreTimedAsTheirSegmentKKern
   EXPECT_GE(seen, 3);
 }
 
+// A segment-k kernel whose grid is just over a wave does not run a second,
+// nearly empty wave: the last wave's tiles cut k across the SMs the wave leaves
+// idle, as a grid under one wave does (seed 9127's tf32 wgrad m=768 n=5760
+// k=23,328: 135 tiles of 256 x 128, +68 % when its last 3 tiles were a whole
+// wave). A last wave of more tiles than half the SMs cannot be cut, and an
+// algorithm that runs as reported keeps its quantised waves.
+TEST(GemmKernelPhysicsTest, ASegmentKKernelCutsItsLastWavesTilesOverTheIdleSms) {
+  const GemmFit fit = SplittingTruth();
+  const GemmKernel segment_k = {43, 128, 256, 1}, as_reported = {66, 128, 256, 1};
+  auto seconds = [&](const GemmKernel& kernel, int64_t tiles_m, int64_t tiles_n) {
+    return GemmKernelSeconds(fit, 128.0 * tiles_m, 256.0 * tiles_n, 8192, GemmLayout::kWgrad,
+                             kernel);
+  };
+  const double one_wave = seconds(segment_k, 12, 11);     // 132 tiles: one whole wave
+  EXPECT_LT(seconds(segment_k, 7, 19) / one_wave, 1.1);   // 133: one tile's k over 132 SMs
+  EXPECT_GT(seconds(segment_k, 8, 29) / one_wave, 1.6);   // 232: 100 tiles, no SM to spare
+  EXPECT_GT(seconds(as_reported, 7, 19) / seconds(as_reported, 12, 11), 1.6);
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
