@@ -276,7 +276,8 @@ def build(name, device):
         return model.to(device)
     if VISION[name].startswith("timm:"):
         import timm
-        size = {"img_size": IMAGE_OF[name]} if name in IMAGE_OF else {}
+        # A ViT is built for its input side (position embeddings); a CNN takes any side.
+        size = {"img_size": IMAGE_OF[name]} if name in IMAGE_OF and name not in CNNS else {}
         model = timm.create_model(VISION[name][5:], num_classes=1000, **size).to(device)
         return model.to(memory_format=torch.channels_last) if name in CNNS else model
     import torchvision
