@@ -233,8 +233,18 @@ def run_model(tool, path):
     print(f"two ranks, {r['grad_bytes_fp32'] / 1e9:.2f} GB of fp32 gradients in {r['buckets']} "
           f"buckets, {m} micro-batches, backward {1e3 * r['backward_alone_s']:.1f} ms "
           f"({r['device']}, NCCL {r['nccl']})")
+    net = r.get("nccl_env", {}).get("NCCL_P2P_DISABLE") == "1"
+    where = ("NVLink pair: not this run's socket path, so only the rule with the measured "
+             "figures applies" if net else "NVLink pair")
     print(f"reduce-scatter alone: measured {1e3 * r['reduce_scatter_buckets_s']:.1f} ms in buckets "
-          f"({1e3 * r['reduce_scatter_whole_s']:.1f} whole), tuner h200-sxm {1e3 * rs_model:.1f} ms")
+          f"({1e3 * r['reduce_scatter_whole_s']:.1f} whole), tuner h200-sxm {1e3 * rs_model:.1f} ms "
+          f"({where})")
+    rs = r["reduce_scatter_buckets_s"]
+    print("cost beyond compute as a share of the reduce-scatter alone, a micro-batch (per_round / "
+          "per_step: a reduction): " + ", ".join(
+              f"{k} {v * (m if k == 'per_step' else (r['round'] if k == 'per_round' else 1)) / rs:.2f}"
+              for k, v in r["cost_per_micro_batch_s"].items()) +
+          f"; the rule {r['tuner_rule_measured_inputs_s'] / rs:.2f}")
     print("cost beyond compute, ms a micro-batch (per_step: the once-a-step reduction spread):")
     for k, v in r["cost_per_micro_batch_s"].items():
         print(f"  {k:13s} {1e3 * v:8.2f}")
@@ -242,9 +252,10 @@ def run_model(tool, path):
           f"{1e3 * r['tuner_rule_measured_inputs_s']:.2f} ms, with its own rs "
           f"{1e3 * exposed_model:.2f} ms")
     saved = r["step_s"]["per_mb"] - r["step_s"]["per_step"]
-    print(f"a step: per_mb - per_step = {1e3 * saved:.1f} ms measured; tuner "
-          f"{1e3 * (m * exposed_model - max(last_model, rs_model - r['backward_alone_s'])):.1f} ms "
-          f"(m x exposed less the once-a-step reduction's own exposure)")
+    rule = r["tuner_rule_measured_inputs_s"]
+    own = "" if net else (f", with its own rs {1e3 * (m - 1) * exposed_model:.1f} ms")
+    print(f"a step: per_mb - per_step = {1e3 * saved:.1f} ms measured; the tuner's rule (m - 1) x "
+          f"exposed, with the measured rs {1e3 * (m - 1) * rule:.1f} ms{own}")
 
 
 if __name__ == "__main__":
