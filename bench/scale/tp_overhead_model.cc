@@ -6,13 +6,20 @@
 // overhead t(tp) / (t(tp1) / tp) - 1.
 //
 //   tp_overhead_model [--profile h100-sxm] [--terms] [--interleave] [--send-recv BYTES]
+//                     [--reduce-scatter BYTES --backward S --bucket BYTES]
 //
 // --send-recv: what the profile charges one send / receive of BYTES between
 // two GPUs of a node (a pipeline exchange; bench/scale/p2p_exchange_check.py).
+// --reduce-scatter: what it charges a reduce-scatter of BYTES over two GPUs of
+// a node, its last bucket of BYTES, and what of it the ZeRO-2 rule leaves
+// after a backward of S seconds (ExposedReduction, bucket order): the three
+// figures bench/scale/zero2_reduce_frequency.py --model prints.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "tuner/grad_sync_overlap.h"
 #include "tuner/hardware_profile.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
@@ -24,11 +31,15 @@ int main(int argc, char** argv) {
   bool interleave = false;  // --interleave: interleave_vs_tp.py's modes
   bool with_terms = false;  // --terms: each degree's passes and TP collectives apart
   double send_recv_bytes = 0;
+  double rs_bytes = 0, backward_s = 0, bucket_bytes = 25.0 * 1024 * 1024;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--profile" && i + 1 < argc) profile = argv[++i];
     if (std::string(argv[i]) == "--terms") with_terms = true;
     if (std::string(argv[i]) == "--interleave") interleave = true;
     if (std::string(argv[i]) == "--send-recv" && i + 1 < argc) send_recv_bytes = std::atof(argv[++i]);
+    if (std::string(argv[i]) == "--reduce-scatter" && i + 1 < argc) rs_bytes = std::atof(argv[++i]);
+    if (std::string(argv[i]) == "--backward" && i + 1 < argc) backward_s = std::atof(argv[++i]);
+    if (std::string(argv[i]) == "--bucket" && i + 1 < argc) bucket_bytes = std::atof(argv[++i]);
   }
   auto hw = BuiltinHardwareProfile(profile);
   if (!hw.ok()) {
@@ -37,6 +48,14 @@ int main(int argc, char** argv) {
   }
   if (send_recv_bytes > 0) {
     std::printf("%.9g\n", CollectiveTime(*hw, CollectiveOp::kSendRecv, send_recv_bytes, 2, 2));
+    return 0;
+  }
+  if (rs_bytes > 0) {
+    ReductionBesideBackward r;
+    r.whole_s = CollectiveTime(*hw, CollectiveOp::kReduceScatter, rs_bytes, 2, 2);
+    r.last_s = CollectiveTime(*hw, CollectiveOp::kReduceScatter, std::min(rs_bytes, bucket_bytes), 2, 2);
+    r.backward_s = backward_s;
+    std::printf("%.9g %.9g %.9g\n", r.whole_s, r.last_s, ExposedReduction(r));
     return 0;
   }
   Workload w;
