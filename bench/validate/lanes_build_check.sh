@@ -69,22 +69,4 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "round $r end $(date -u +%FT%TZ)" >> "$OUT/phases.txt"
 done
 
-python3 - "$OUT" "$ROUNDS" <<'EOF'
-import json, os, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-def rows(path):
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return {(r["model"], r["micro_batch"]): r for r in json.load(f)["runs"] if "step_times_s" in r}
-print("round model mb: alone ms median (min-max) | beside the build ms median (min-max) | beside / alone")
-for k in range(1, rounds + 1):
-    a, b = rows(f"{out}/alone_{k}.json"), rows(f"{out}/beside_{k}.json")
-    for key in sorted(a):
-        if key not in b:
-            continue
-        x, y = a[key]["step_times_s"], b[key]["step_times_s"]
-        mx, my = statistics.median(x) * 1e3, statistics.median(y) * 1e3
-        print(f"{k} {key[0]:18} mb{key[1]:<2} {mx:6.1f} ({min(x) * 1e3:5.1f}-{max(x) * 1e3:5.1f}) |"
-              f" {my:6.1f} ({min(y) * 1e3:5.1f}-{max(y) * 1e3:5.1f}) | {my / mx:5.2f}x")
-EOF
+python3 "$here/round_pairs.py" "$OUT" "$ROUNDS" alone beside

@@ -44,22 +44,4 @@ for r in $(seq 1 "$ROUNDS"); do
     --mode "$MODE" --models "$MODELS" --micro-batches 1,8 --out "$OUT/${MODE}_$r.json"
   echo "round $r end $(date -u +%FT%TZ)" >> "$OUT/phases.txt"
 done
-python3 - "$OUT" "$MODE" "$ROUNDS" <<'PY'
-import json, os, statistics, sys
-out, mode, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def rows(path):
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return {(r["model"], r["micro_batch"]): r for r in json.load(f)["runs"] if "step_times_s" in r}
-print(f"round model mb: single ms median (min-max) | {mode} ms median (min-max) | {mode} - single")
-for k in range(1, rounds + 1):
-    s, d = rows(f"{out}/single_{k}.json"), rows(f"{out}/{mode}_{k}.json")
-    for key in sorted(s):
-        if key not in d:
-            continue
-        a, b = s[key]["step_times_s"], d[key]["step_times_s"]
-        ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
-        print(f"{k} {key[0]:14} mb{key[1]:<2} {ma:6.1f} ({min(a) * 1e3:5.1f}-{max(a) * 1e3:5.1f}) |"
-              f" {mb:6.1f} ({min(b) * 1e3:5.1f}-{max(b) * 1e3:5.1f}) | {mb - ma:+6.1f}")
-PY
+python3 "$here/round_pairs.py" "$OUT" "$ROUNDS" single "$MODE"
