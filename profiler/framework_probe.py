@@ -17,7 +17,7 @@ wall time, the kernels launched (torch.profiler, one more pass) and the median w
 of the same pass under DistributedDataParallel and under FSDP2 (DDP's reducer copies
 gradients and broadcasts buffers, FSDP2 gathers and reshards) and, for the GPT, with its
 blocks split by tensor parallelism (beside it a Llama-style decoder of its shape, plain and
-split: data the tuner does not read yet), the passes taking turns, and the host time of
+split: data the tuner does not read), the passes taking turns, and the host time of
 the AdamW step after each; and one entry of a GPT at a training size with the GPU time
 of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N`
 runs the passes on N GPUs at once, as multi-GPU training does (entries with `ranks` and

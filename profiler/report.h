@@ -138,9 +138,11 @@ struct FrameworkEntry {
   // the GPT's shape (q, k, v, o, gate, up, down bias-free Linears, RMSNorm,
   // rotary, SwiGLU), plain and split by library_suite.py's plan (q, k, v,
   // gate, up column-wise; o, down row-wise; llama_tp_linears of them): a
-  // Llama block's TP cost, which the tuner now scales from the GPT's
+  // Llama block's TP cost, which the tuner scales from the GPT's
   // (bench/validate/README.md, h21t and h21x). Kept by merge as data; the
-  // tuner does not read them yet. 0: not measured.
+  // tuner does not read them: timed for a fifth of the GPT's turns, they moved
+  // 60 % between calls and over-predicted TP on a same-host check (h22t,
+  // session 22). 0: not measured.
   double llama_median_s = 0;
   double llama_tp_median_s = 0;
   int llama_tp_linears = 0;
