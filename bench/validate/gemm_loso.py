@@ -36,6 +36,7 @@ SEEDS = {
         "4517": "calibration/2026-11-28_h200x1_gemm_seed4517",
         "5309": "calibration/2026-11-28_h200x1_gemm_seed5309",
         "8677": "calibration/2026-11-28_h200x1_gemm_seed8677",
+        "3907": "calibration/2026-11-28_h200x1_gemm_seed3907",
     },
     "h100": {
         "8081": "calibration/2026-11-27_h100x1_gemm_seed8081",
