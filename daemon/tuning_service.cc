@@ -445,13 +445,24 @@ absl::Status TuningService::ReportFrom(const v1::ReportRequest& request,
   // a launch Slurm never received (no job names the decision).
   if (status.ok() && request.final() && request.launch_failed() && p_.ledger != nullptr) {
     auto held = p_.ledger->Get(request.decision_id());
+    bool released = false;
     if (held.ok() && held->state == "reserved") {
       status = p_.ledger->Release(request.decision_id(), caller.uid, NowUnix());
+      released = status.ok();
     } else if (held.ok() && held->state == "bound" && p_.slurm_holds_job) {
       auto holds = p_.slurm_holds_job(request.decision_id());
       if (holds.ok() && !*holds) {
         status = p_.ledger->Release(request.decision_id(), caller.uid, NowUnix(), true);
+        released = status.ok();
+      } else if (!holds.ok()) {
+        // The ledger pass releases it once Slurm answers; say why it waits.
+        spdlog::warn("event=report.hold_kept decision={} reason=\"cannot ask Slurm: {}\"",
+                     request.decision_id(), std::string(holds.status().message()));
       }
+    }
+    if (released) {
+      spdlog::info("event=report.released decision={} reason=\"launch failed\"",
+                   request.decision_id());
     }
   }
   // The launch's job, for history: srun no longer calls Bind (it would load

@@ -518,6 +518,16 @@ class HostileUserTest(StackTest):
                                 f"--xdeep-workload={GPT}", "true"]))
         self.assertNotEqual(r.rc, 0, r)
         decision = decision_of(r)
+        # The report is srun's last call; on a loaded host srun may stop waiting
+        # for it (its deadline is what is left of timeout_ms) while the daemon
+        # still asks Slurm. So wait a moment, and tell the report's release from
+        # the ledger pass's (10 s grace) by the daemon's own record of it.
+        released = f"event=report.released decision={decision} "
+        for _ in range(24):
+            if released in daemon_log():
+                break
+            time.sleep(0.25)
+        self.assertIn(released, daemon_log(), f"srun's report freed nothing: {r.err}")
         self.assertEqual(reservation(decision)[0], "released")
         # sbatch cannot: the daemon finds the admitted hold with no job in
         # Slurm on its next ledger pass (2 s here) after a 10 s grace.
