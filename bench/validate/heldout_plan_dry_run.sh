@@ -22,10 +22,17 @@ mkdir -p "$tmp/bin" "$tmp/carry"
 ln -s "$validate" "$tmp/carry/xdeep_validate"
 real_python=$(command -v python3)
 log=$tmp/calls.txt
-# Two GPUs, as the plan's machine has (run_library.sh counts `nvidia-smi -L`'s lines; with one it
-# runs the single-GPU part only).
-printf '#!/bin/bash\nif [ "$1" = -L ]; then echo "GPU 0: stand-in"; echo "GPU 1: stand-in"; else echo stand-in; fi\n' \
-  > "$tmp/bin/nvidia-smi"
+# As many GPUs as the plan's machine has, read from its folder's name (..._h200x1_library_run16: one;
+# default two): run_library.sh counts `nvidia-smi -L`'s lines, and with one GPU it runs the
+# single-GPU part only, its two lanes one after the other.
+gpus=$(basename "$(dirname "$plan")" | sed -n 's/.*_h[0-9]*x\([0-9]*\)_library_.*/\1/p')
+gpus=${gpus:-2}
+{
+  echo '#!/bin/bash'
+  echo 'if [ "$1" = -L ]; then'
+  for ((i = 0; i < gpus; i++)); do echo "  echo 'GPU $i: stand-in'"; done
+  echo 'else echo stand-in; fi'
+} > "$tmp/bin/nvidia-smi"
 printf '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nexec python3 "$@"\n' > "$tmp/bin/torchrun"
 cat > "$tmp/carry/xdeep-probe" <<SH
 #!/bin/bash
@@ -189,4 +196,8 @@ for m in single ddp fsdp tp pp; do
     grep -Eq "^ *$model +$m +x[0-9]+ +mb" "$tmp/res/compare.txt" || fail "no $m prediction for $model"
   done
 done
-echo "held-out plan dry run: ok ($(basename "$(dirname "$plan")"))"
+# On one GPU the run says so and runs its lanes in turn (no two-GPU mode, no two-rank probe).
+if [ "$gpus" -lt 2 ]; then
+  grep -q "one GPU: the single-GPU part of the plan only" "$tmp/out/log.txt" || fail "the one-GPU path did not run"
+fi
+echo "held-out plan dry run: ok ($(basename "$(dirname "$plan")"), $gpus GPU(s))"

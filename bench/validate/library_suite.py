@@ -20,12 +20,15 @@ shapes (held-out run 12); GPTBigCodeForCausalLM in SantaCoder's, LlamaForCausalL
 SmolLM-135M's shapes (held-out run 13); GPT2LMHeadModel in Cerebras-GPT-256M's, LlamaForCausalLM in
 MobileLLM-1B's and OpenCoder-1.5B's shapes (held-out run 14); GPT2LMHeadModel in Cerebras-GPT-111M's,
 LlamaForCausalLM in AMD-Llama-135m's and Qwen2ForCausalLM in Qwen1.5-1.8B's shapes (held-out run 15);
+GPTNeoXForCausalLM in Pythia-70M's, GPTBigCodeForCausalLM in TinyStarCoderPy's and Starcoder2ForCausalLM
+in StarCoder2-3B's shapes (held-out run 16);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
 ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
 ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's ResNet-152 also at
 176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px;
-held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px).
+held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px; held-out run 16: timm's ViT-B/16
+at 512 px and torchvision's ResNet-101 at 256 px).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -211,6 +214,22 @@ TRANSFORMERS = {
     "hf-qwen1.5-1.8b": ("qwen2", dict(hidden_size=2048, intermediate_size=5504, num_hidden_layers=24,
                                       num_attention_heads=16, num_key_value_heads=16, vocab_size=151936,
                                       tie_word_embeddings=False)),
+    # Held-out run 16 (one GPU): Pythia-70M's shape (GPTNeoXForCausalLM: 6 layers of hidden 512, 8
+    # heads, GELU MLP 2048, untied 50304-word head; rotary and parallel residual at GPTNeoXConfig's
+    # defaults), TinyStarCoderPy's (GPTBigCodeForCausalLM: 20 layers of hidden 768, 12 heads sharing
+    # one key-value head (multi_query), GELU (tanh) MLP 3072, tied 49152-word head) and StarCoder2-3B's
+    # (Starcoder2ForCausalLM: 30 layers of hidden 3072, 24 heads of 128, 2 key-value heads, GELU
+    # (tanh) MLP 12288, biases, LayerNorm, rotary, tied 49152-word head; no sliding window: the
+    # published 4096 is longer than the sequence).
+    "hf-pythia-70m": ("gpt_neox", dict(hidden_size=512, num_hidden_layers=6, num_attention_heads=8,
+                                       intermediate_size=2048, vocab_size=50304)),
+    "hf-tiny-starcoder-py": ("gpt_bigcode", dict(n_embd=768, n_layer=20, n_head=12, n_inner=3072,
+                                                 multi_query=True, vocab_size=49152,
+                                                 activation_function="gelu_pytorch_tanh")),
+    "hf-starcoder2-3b": ("starcoder2", dict(hidden_size=3072, intermediate_size=12288, num_hidden_layers=30,
+                                            num_attention_heads=24, num_key_value_heads=2, vocab_size=49152,
+                                            hidden_act="gelu_pytorch_tanh", use_bias=True,
+                                            tie_word_embeddings=True)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -226,18 +245,22 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-resnet200": "timm:resnet200", "timm-vit-b16-384": "timm:vit_base_patch16_384",
           "tv-resnet152-176": "resnet152", "timm-vit-ti16-384": "timm:vit_tiny_patch16_384",
           "tv-wide-resnet50-288": "wide_resnet50_2", "timm-vit-s16-384": "timm:vit_small_patch16_384",
-          "timm-resnet50-160": "timm:resnet50"}
+          "timm-resnet50-160": "timm:resnet50", "timm-vit-b16-512": "timm:vit_base_patch16_224",
+          "tv-resnet101-256": "resnet101"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
         "tv-resnet152-176", "tv-wide-resnet50-288",
-        "timm-resnet50-160"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet50-160", "tv-resnet101-256"}  # channels_last (torchvision's reference), SGD
 # Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
 # tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
 # (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution); timm's
-# ViT-S/16 at 384 px and its ResNet-50 at 160 px ("ResNet strikes back" A3's training resolution).
+# ViT-S/16 at 384 px and its ResNet-50 at 160 px ("ResNet strikes back" A3's training resolution);
+# held-out run 16: timm's ViT-B/16 at 512 px (1025 tokens; its position table made for that side) and
+# torchvision's ResNet-101 at 256 px.
 IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176, "timm-vit-ti16-384": 384,
-            "tv-wide-resnet50-288": 288, "timm-vit-s16-384": 384, "timm-resnet50-160": 160}
+            "tv-wide-resnet50-288": 288, "timm-vit-s16-384": 384, "timm-resnet50-160": 160,
+            "timm-vit-b16-512": 512, "tv-resnet101-256": 256}
 
 
 def seq_of(name):
@@ -271,7 +294,9 @@ def build(name, device):
                                  "olmo": (transformers.OlmoConfig, transformers.OlmoForCausalLM),
                                  "phi": (transformers.PhiConfig, transformers.PhiForCausalLM),
                                  "stablelm": (transformers.StableLmConfig,
-                                              transformers.StableLmForCausalLM)}[kind]
+                                              transformers.StableLmForCausalLM),
+                                 "starcoder2": (transformers.Starcoder2Config,
+                                                transformers.Starcoder2ForCausalLM)}[kind]
             model = causal_lm(config(max_position_embeddings=SEQ, **kw))
         return model.to(device)
     if VISION[name].startswith("timm:"):
