@@ -17,6 +17,13 @@
 //  [CHAN]  NCCL's environment documentation (NCCL_MIN_NCHANNELS /
 //          NCCL_MAX_NCHANNELS): each channel is one CUDA block on one SM;
 //          over InfiniBand NCCL opens two channels per NIC by default.
+//  [NVCH]  NCCL's ring channels inside an NVSwitch node (src/graph/search.cc,
+//          ncclTopoCompute and ncclTopoDupChannels; src/graph/connect.cc,
+//          ncclTopoPostset; read at NVIDIA/nccl 5067397): the search packs
+//          rings at the highest per-channel speed the GPU's NVLinks carry
+//          (A100: 12 links x 20 GB/s, 6 rings at 40 GB/s; H100 / H200: 18 x
+//          20.6 GB/s, 6 at 60), duplicates them once (12) and the postset
+//          doubles them again: 24 channels, one thread block each.
 #include "tuner/network_model.h"
 
 #include <algorithm>
@@ -99,6 +106,10 @@ double OverlapComputeShare(const Fabric& f, int gpus_per_node, int sm_count, int
   const double nics = f.nics_per_node * double(std::clamp(ranks_per_node, 1, g)) / g;
   const double channels = std::max(1.0, 2 * nics);  // [CHAN]
   return std::min(0.5, channels / std::max(1, sm_count));
+}
+
+double InNodeOverlapComputeShare(int sm_count) {
+  return std::min(0.5, double(kNvlinkRingChannels) / std::max(1, sm_count));  // [NVCH]
 }
 
 }  // namespace xdeep::tuner

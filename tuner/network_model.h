@@ -48,6 +48,13 @@ double InterNodeBandwidth(const Fabric& f, const NodeLinks& node, int ranks_per_
 // rate for as long as the collective runs. `sm_count`: the GPU's SMs.
 double OverlapComputeShare(const Fabric& f, int gpus_per_node, int sm_count, int ranks_per_node);
 
+// The same for a collective whose ranks are all inside one node: NCCL's ring
+// over NVLink / NVSwitch runs on kNvlinkRingChannels thread blocks whatever
+// the group's size (its topology search, [NVCH] in network_model.cc), so the
+// compute beside it loses that share of the GPU's SMs for as long as it runs.
+inline constexpr int kNvlinkRingChannels = 24;
+double InNodeOverlapComputeShare(int sm_count);
+
 }  // namespace xdeep::tuner
 
 #endif  // XDEEP_TUNER_NETWORK_MODEL_H_

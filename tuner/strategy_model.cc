@@ -968,6 +968,7 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
   // overlaps it (network_model.h).
   const double overlap_share =
       OverlapComputeShare(hw.fabric, hw.gpus_per_node, hw.sm_count, dp_rpn);
+  const double in_node_share = InNodeOverlapComputeShare(hw.sm_count);
   const double straggle = StragglerFactor(world, hw.host_step_cv);
   const PipelineEngineTraits engine = EngineTraits(w_, c);
   // Launches are timed at one process's speed: a second process issuing
@@ -1135,7 +1136,14 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       overlap.last_s = im.Coll(CollectiveOp::kReduceScatter, last_bytes, c.dp, dp_rpn);
       const double rs = overlap.whole_s;
       z3_exposed = ExposedReduction(overlap);
-      if (dp_rpn < c.dp) z3_exposed += overlap_share * std::min(rs, r.bwd);
+      // The backward it overlaps loses NCCL's SMs for as long: across nodes
+      // the NICs' channels, inside one node NVLink's ring channels
+      // (network_model.h). Measured on 2x H200 over NVLink (bench/scale,
+      // zero2_reduce_frequency.py, session 22): a 12.8 GB fp32 reduce-scatter
+      // in 16 buckets beside a 14.0 ms backward every micro-batch left 18.1 ms;
+      // the overlap alone says 14.9 with the buckets' 4.7 ms of accumulation
+      // beside it, 17.4 with the ring's 24 of 132 SMs taken.
+      z3_exposed += (dp_rpn < c.dp ? overlap_share : in_node_share) * std::min(rs, r.bwd);
     }
     const double total = f + b + z3_exposed;
     // The same micro-batch with the host's launches taken out: what a

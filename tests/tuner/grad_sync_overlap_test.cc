@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/tuner/test_util.h"
 #include "tuner/hardware_profile.h"
+#include "tuner/network_model.h"
 #include "tuner/pipeline_engine.h"
 #include "tuner/strategy_model.h"
 #include "tuner/workload.h"
@@ -76,6 +77,65 @@ TEST(GradSyncOverlapTest, Fsdp2OrderIsNearerTheTwoGpuMeasurementThanTheBucketRul
   // The order is a floor: what it leaves (the reduce-scatter slowed beside
   // compute) is not charged, and no constant stands in for it.
   EXPECT_LE(by_order, cost);
+}
+
+// bench/scale/data/2026-11-28_h200x2_zero2_reduce_frequency_nvlink.json: a
+// 12.8 GB fp32 reduce-scatter in 16 buckets over two H200s on NVLink, each
+// bucket issued on a second stream after its piece of a backward of bf16
+// matmuls and its shard added into an fp32 accumulator there, every
+// micro-batch, the backward's end waiting for them.
+TEST(GradSyncOverlapTest, InNodeRingSmsBringTheRuleToTheNvlinkMeasurement) {
+  const auto m = nlohmann::json::parse(
+      testing::ReadTextFile(std::string(XDEEP_SOURCE_DIR) +
+                            "/bench/scale/data/2026-11-28_h200x2_zero2_reduce_frequency_nvlink.json"),
+      nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(m.is_discarded());
+  ASSERT_EQ(m["world"], 2);
+  auto h200 = BuiltinHardwareProfile("h200-sxm");
+  ASSERT_TRUE(h200.ok());
+  const double rs = m["reduce_scatter_buckets_s"], backward = m["backward_alone_s"];
+  const double buckets = m["buckets"], bytes = m["grad_bytes_fp32"];
+  const double cost = m["cost_per_micro_batch_s"]["per_mb"];
+  // The accumulator's add on the same stream: the shard read twice and
+  // written once at the card's copy bandwidth.
+  const double add = 3 * bytes / 2 / (h200->memory_bandwidth_gbps * 1e9);
+  ReductionBesideBackward r;
+  r.whole_s = rs + add;
+  r.last_s = (rs + add) / buckets;
+  r.backward_s = backward;
+  const double overlap = ExposedReduction(r);
+  const double share = InNodeOverlapComputeShare(h200->sm_count);
+  EXPECT_NEAR(share, 24.0 / 132, 1e-12);
+  const double shared = overlap + share * std::min(r.whole_s, backward);
+  EXPECT_LT(std::abs(shared - cost), std::abs(overlap - cost))
+      << "overlap alone " << overlap << " s, with the ring's SMs " << shared << " s, measured "
+      << cost << " s a micro-batch";
+  EXPECT_LT(std::abs(shared - cost), 0.1 * cost);
+}
+
+TEST(GradSyncOverlapTest, StrategyModelChargesTheRingsSmsInsideANode) {
+  // ZeRO-2 over the two data-parallel ranks of one node (tp 4 x dp 2) against
+  // the same backward and reduce-scatter with the compute share taken out:
+  // a GPU with many SMs makes the in-node share vanish and nothing else move.
+  auto hw = BuiltinHardwareProfile("a100-sxm");
+  ASSERT_TRUE(hw.ok());
+  Configuration c = testing::EngineLayout(4, 1, 2);
+  c.sharding = Sharding::kZero2;
+  const Workload w = testing::EngineGpt(PipelineParallel::kDeepSpeed);
+  StepTerms terms;
+  StrategyModel model(w, *hw);
+  const StepTime with = model.Time(c, &terms);
+  HardwareProfile many_sms = *hw;
+  many_sms.sm_count = 1 << 30;
+  StepTerms none;
+  StrategyModel(w, many_sms).Time(c, &none);
+  EXPECT_GT(terms.sharded_dp_s, none.sharded_dp_s);
+  // The difference is the share times the backward it overlaps, at most the
+  // share of the micro-batch's passes.
+  const double share = InNodeOverlapComputeShare(hw->sm_count);
+  EXPECT_NEAR(share, 24.0 / 108, 1e-12);
+  EXPECT_LE(terms.sharded_dp_s - none.sharded_dp_s, share * terms.backward_s + 1e-12);
+  EXPECT_GT(with.total_s, 0);
 }
 
 Configuration Zero2(int pp) {

@@ -86,6 +86,10 @@ TEST(NetworkModelTest, OverlapShareFollowsChannelsOverSms) {
   const Fabric f = *BuiltinFabric("dgx-a100-superpod");
   EXPECT_NEAR(OverlapComputeShare(f, 8, 108, 1), 2.0 / 108, 1e-9);
   EXPECT_NEAR(OverlapComputeShare(f, 8, 108, 8), 16.0 / 108, 1e-9);
+  // Inside a node NCCL's NVLink ring channels, whatever the group's size.
+  EXPECT_NEAR(InNodeOverlapComputeShare(108), 24.0 / 108, 1e-9);
+  EXPECT_NEAR(InNodeOverlapComputeShare(132), 24.0 / 132, 1e-9);
+  EXPECT_DOUBLE_EQ(InNodeOverlapComputeShare(16), 0.5);
 }
 
 TEST(FabricTest, SiteKeysOverBuiltinAndErrorsNameTheKey) {
