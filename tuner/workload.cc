@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "toml++/toml.h"
+#include "tuner/cnn_archs.h"
 #include "tuner/parallel_table.h"
 #include "tuner/toml_text.h"
 
@@ -482,16 +483,23 @@ struct CnnBuilder {
   // conv (+ BN) (+ ReLU). Saved for backward: the BN input (the conv output)
   // and the ReLU output, which is also the next conv's saved input; without
   // BN only the ReLU output (in-place ReLU on the conv output).
+  // `groups` > 1: a grouped convolution (ResNeXt's 3x3), timed as one
+  // (GroupedConv) instead of as a GEMM.
   void Conv(const std::string& name, int cout, int k, int stride, bool bn, bool relu,
-            bool changes_state = true) {
+            bool changes_state = true, int groups = 1) {
     const int out_hw = (hw + 2 * (k / 2) - k) / stride + 1;
     LayerCost l;
     l.name = name;
-    l.matmul_params = int64_t{c} * cout * k * k;
+    l.matmul_params = int64_t{c} / groups * cout * k * k;
     l.params = l.matmul_params + (bn ? 2 * cout : cout);
     const double out = double{1} * cout * out_hw * out_hw;
-    l.gemms.push_back({double{1} * out_hw * out_hw, cout, int64_t{c} * k * k});
-    l.fwd_flops = 2.0 * out * c * k * k;
+    if (groups == 1) {
+      l.gemms.push_back({double{1} * out_hw * out_hw, cout, int64_t{c} * k * k});
+    } else {
+      l.grouped_convs.push_back({double{1} * hw * hw, double{1} * out_hw * out_hw, c, cout, k,
+                                 groups});
+    }
+    l.fwd_flops = 2.0 * out * (c / groups) * k * k;
     l.saved_activation_bytes = out * a * ((bn ? 1 : 0) + (relu ? 1 : 0));
     if (!bn && !relu) l.saved_activation_bytes = out * a;
     l.output_bytes = out * a;
@@ -597,8 +605,13 @@ struct CnnBuilder {
 // "Wide Residual Networks", 2016, as torchvision's wide_resnet50_2 and
 // wide_resnet101_2 build it: 2x the 1x1 and 3x3 convolutions' channels, the
 // block's output as in ResNet).
+// `groups`: ResNeXt's cardinality (Xie et al., "Aggregated Residual
+// Transformations for Deep Neural Networks", 2017, as torchvision's
+// resnext50_32x4d / resnext101_32x8d / resnext101_64x4d build it: the 3x3
+// convolution grouped, inner width planes x width_per_group / 64 x groups,
+// passed here as `wide` = that over ResNet's planes).
 std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool channels_last,
-                              int wide = 1) {
+                              int wide = 1, int groups = 1) {
   // timm's resnet26: bottlenecks, two a stage (timm.models.resnet).
   const bool bottleneck = depth >= 50 || depth == 26;
   std::vector<int> blocks;
@@ -640,7 +653,7 @@ std::vector<LayerCost> ResNet(int depth, int image, int classes, int a, bool cha
       const int in_hw = b.hw;
       if (bottleneck) {
         b.Conv(p + ".conv1", widths[stage] * wide, 1, 1, true, true);
-        b.Conv(p + ".conv2", widths[stage] * wide, 3, stride, true, true);
+        b.Conv(p + ".conv2", widths[stage] * wide, 3, stride, true, true, true, groups);
         b.Conv(p + ".conv3", out_c, 1, 1, true, true);
       } else {
         b.Conv(p + ".conv1", widths[stage], 3, stride, true, true);
@@ -721,7 +734,8 @@ const TransformerPreset kTransformers[] = {
 
 const char* const kCnnArchs[] = {"resnet18",        "resnet26",         "resnet34",
                                  "resnet50",        "resnet101",        "resnet152",
-                                 "resnet200",       "wide_resnet50_2", "wide_resnet101_2", "vgg16"};
+                                 "resnet200",       "wide_resnet50_2", "wide_resnet101_2", "vgg16",
+                                 "resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d"};
 
 void SetDefaultsForTransformer(Workload& w) {
   const int64_t tokens_per_batch = 512 * 1024;  // ~0.5 M tokens, GPT-3 small's batch
@@ -734,12 +748,15 @@ void SetDefaultsForTransformer(Workload& w) {
 }  // namespace
 
 std::vector<std::string> CnnArchNames() {
-  return std::vector<std::string>(std::begin(kCnnArchs), std::end(kCnnArchs));
+  std::vector<std::string> names(std::begin(kCnnArchs), std::end(kCnnArchs));
+  for (const std::string& n : ModernCnnArchNames()) names.push_back(n);
+  return names;
 }
 
 absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int image_size,
                                                      int num_classes, Precision precision,
-                                                     MemoryFormat memory_format) {
+                                                     MemoryFormat memory_format,
+                                                     double stochastic_depth) {
   const int a = ActivationBytes(precision);
   const bool nhwc = memory_format == MemoryFormat::kChannelsLast;
   if (image_size < 32 || num_classes < 1) {
@@ -755,6 +772,12 @@ absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int 
   if (arch == "wide_resnet50_2") return ResNet(50, image_size, num_classes, a, nhwc, 2);
   if (arch == "wide_resnet101_2") return ResNet(101, image_size, num_classes, a, nhwc, 2);
   if (arch == "vgg16") return Vgg16(image_size, num_classes, a, nhwc);
+  if (arch == "resnext50_32x4d") return ResNet(50, image_size, num_classes, a, nhwc, 2, 32);
+  if (arch == "resnext101_32x8d") return ResNet(101, image_size, num_classes, a, nhwc, 4, 32);
+  if (arch == "resnext101_64x4d") return ResNet(101, image_size, num_classes, a, nhwc, 4, 64);
+  if (IsModernCnn(arch)) {
+    return ModernCnnTable(arch, image_size, num_classes, precision, nhwc, stochastic_depth);
+  }
   return absl::NotFoundError(absl::StrCat("unknown CNN architecture '", std::string(arch),
                                           "'; use one of ", absl::StrJoin(CnnArchNames(), ", ")));
 }
@@ -762,7 +785,7 @@ absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(std::string_view arch, int 
 std::vector<std::string> PresetWorkloadNames() {
   std::vector<std::string> names;
   for (const auto& p : kTransformers) names.emplace_back(p.name);
-  for (const char* c : kCnnArchs) names.emplace_back(c);
+  for (const std::string& c : CnnArchNames()) names.push_back(c);
   return names;
 }
 
@@ -780,7 +803,7 @@ absl::StatusOr<Workload> PresetWorkload(std::string_view name) {
   }
   std::string arch(name);
   if (arch == "resnet-50") arch = "resnet50";
-  for (const char* c : kCnnArchs) {
+  for (const std::string& c : CnnArchNames()) {
     if (arch == c) {
       Workload w;
       w.name = arch;
@@ -1197,6 +1220,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                               "arch",
                               "image_size",
                               "num_classes",
+                              "stochastic_depth",
                               "parameters",
                               "forward_flops_per_sample",
                               "activation_bytes_per_sample",
@@ -1307,7 +1331,8 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                                    {"pipeline_async_p2p", "transformer"},
                                    {"megatron_release", "transformer"},
                                    {"deepspeed_release", "transformer"},
-                                   {"memory_format", "cnn"}}) {
+                                   {"memory_format", "cnn"},
+                                   {"stochastic_depth", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
       return rd.Error(model->get(key),
                       absl::StrCat("'", key, "' applies to family = \"", needs, "\" only"),
@@ -1387,8 +1412,11 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
     if (image) w.image_size = static_cast<int>(*image);
     ASSIGN_OR_RETURN(std::optional<int64_t> classes, rd.Integer(*model, "num_classes", 1, 1 << 24));
     if (classes) w.num_classes = static_cast<int>(*classes);
+    // Stochastic depth's rate (torchvision's stochastic_depth_prob, timm's
+    // drop_path_rate); absent: torchvision's default for the architecture.
+    ASSIGN_OR_RETURN(std::optional<double> sd, rd.Number(*model, "stochastic_depth", 0, 1));
     auto layers = CnnLayerTable(w.cnn_arch, w.image_size, w.num_classes, w.precision,
-                                w.settings.memory_format);
+                                w.settings.memory_format, sd ? *sd : -1);
     if (!layers.ok()) {
       return rd.Error(model->get("arch") ? model->get("arch") : model,
                       std::string(layers.status().message()), "pick a listed architecture");

@@ -192,6 +192,23 @@ struct GemmShape {
   int64_t k = 0;
 };
 
+// A convolution with groups (depthwise: one channel a group; grouped: a few
+// channels a group), which cuDNN does not run as one GEMM: the step-time model
+// times it apart from the layer's GEMMs (tuner/cnn_conv_model.h). Per sample.
+struct GroupedConv {
+  double in_pixels = 0;   // input positions (side x side)
+  double out_pixels = 0;  // output positions
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int kernel = 1;  // k of the k x k window
+  int64_t groups = 1;
+  bool Depthwise() const { return groups == in_channels && groups == out_channels; }
+  // Multiply-adds of the forward pass x 2.
+  double Flops() const {
+    return 2.0 * out_pixels * double(out_channels) * double(in_channels / groups) * kernel * kernel;
+  }
+};
+
 // One row of a per-layer table (CNN presets, generic workloads). Per sample.
 struct LayerCost {
   std::string name;
@@ -200,6 +217,7 @@ struct LayerCost {
   double saved_activation_bytes = 0;  // kept for backward, per sample
   double output_bytes = 0;            // what a pipeline stage sends on, per sample
   std::vector<GemmShape> gemms;       // the layer's matrix products (forward pass)
+  std::vector<GroupedConv> grouped_convs;  // depthwise / grouped convolutions (CNNs)
   // Tensor parallelism (Megatron style; only transformer blocks can split):
   // gemms[i] is column-parallel (n split) if tp_split_n[i], else row-parallel.
   bool tp_capable = false;
@@ -376,9 +394,14 @@ std::vector<std::string> PresetWorkloadNames();
 void BuildTransformerLayers(Workload& w);
 absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll);
 // Per-layer table of a CNN preset; error for an unknown architecture.
+// `stochastic_depth`: the rate of stochastic depth (torchvision's
+// stochastic_depth_prob, timm's drop_path_rate) the network trains with;
+// negative: torchvision's default for the architecture (ConvNeXt-T 0.1,
+// EfficientNet 0.2; timm's create_model defaults to 0). Only whether it is
+// above 0 changes the table (the dropped blocks' kernels run all the same).
 absl::StatusOr<std::vector<LayerCost>> CnnLayerTable(
     std::string_view arch, int image_size, int num_classes, Precision precision,
-    MemoryFormat memory_format = MemoryFormat::kContiguous);
+    MemoryFormat memory_format = MemoryFormat::kContiguous, double stochastic_depth = -1);
 std::vector<std::string> CnnArchNames();
 
 // Bytes per activation element inside compute regions (16-bit or fp32), and
