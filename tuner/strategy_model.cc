@@ -38,6 +38,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "tuner/cnn_conv_model.h"
 #include "tuner/context_parallel.h"
 #include "tuner/gemm_rank_shape.h"
 #include "tuner/grad_sync_overlap.h"
@@ -280,7 +281,18 @@ struct StrategyModel::Impl {
       }
       return true;
     };
-    return same_gemms(a.gemms, b.gemms) && a.tp_split_n == b.tp_split_n &&
+    auto same_convs = [](const std::vector<GroupedConv>& x, const std::vector<GroupedConv>& y) {
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i].in_pixels != y[i].in_pixels || x[i].out_pixels != y[i].out_pixels ||
+            x[i].in_channels != y[i].in_channels || x[i].out_channels != y[i].out_channels ||
+            x[i].kernel != y[i].kernel || x[i].groups != y[i].groups)
+          return false;
+      }
+      return true;
+    };
+    return same_gemms(a.gemms, b.gemms) && same_convs(a.grouped_convs, b.grouped_convs) &&
+           a.tp_split_n == b.tp_split_n &&
            a.tp_split_m == b.tp_split_m && a.tp_capable == b.tp_capable &&
            a.vocab_parallel == b.vocab_parallel &&
            a.attention_flops == b.attention_flops &&
@@ -520,6 +532,11 @@ struct StrategyModel::Impl {
     // activation forward): about half the traffic, and fewer launches.
     const bool compiled = w.settings.compile;
     const double fused_traffic = compiled ? 0.5 : 1.0;
+    const ConvDevice conv_device{elementwise_bw, std::max(1, hw.sm_count),
+                                 ActivationBytes(w.precision)};
+    const GemmSeconds gemm_seconds = [this](double m, double n, double k, GemmLayout layout) {
+      return Gemm(m, n, k, layout);
+    };
     // One layer's figures; each addend kept apart, so a repeated layer adds
     // exactly what computing it again would.
     struct LayerFigures {
@@ -539,6 +556,15 @@ struct StrategyModel::Impl {
         // LayerGemms): which dimensions lead decides their alignment.
         if (l.input_gradient) bwd += Gemm(m, k, n, GemmLayout::kDgrad);
         bwd += Gemm(n, k, m, GemmLayout::kWgrad);
+      }
+      // Depthwise and grouped convolutions (CNNs beyond ResNet / VGG): their
+      // own kernels, not GEMMs (tuner/cnn_conv_model.h).
+      for (const GroupedConv& gc : l.grouped_convs) {
+        fwd += GroupedConvSeconds(gc, mb, ConvPass::kForward, conv_device, gemm_seconds);
+        if (l.input_gradient) {
+          bwd += GroupedConvSeconds(gc, mb, ConvPass::kDgrad, conv_device, gemm_seconds);
+        }
+        bwd += GroupedConvSeconds(gc, mb, ConvPass::kWgrad, conv_device, gemm_seconds);
       }
       // [ACT] sec. 5: selective recomputation runs the core's GEMMs forward
       // again in backward (its elementwise passes are in the layer's traffic).

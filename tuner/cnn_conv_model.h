@@ -1,0 +1,39 @@
+// Time of the convolutions a GEMM does not describe: depthwise (one channel
+// a group: MobileNet, EfficientNet, ConvNeXt) and grouped (a few channels a
+// group: ResNeXt, RegNet). cuDNN runs a depthwise convolution with kernels of
+// its own that stream the input and output once, so its time is the bytes it
+// moves at the bandwidth streaming kernels reach, or its multiply-adds on the
+// CUDA cores where a large window makes them the bound, above a per-kernel
+// floor; a grouped convolution as one implicit GEMM over all its groups
+// (each group's output tile is its own product), bounded below by its bytes.
+// The constants are fitted to one H200's measurements
+// (bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check, calibration).
+#ifndef XDEEP_TUNER_CNN_CONV_MODEL_H_
+#define XDEEP_TUNER_CNN_CONV_MODEL_H_
+
+#include <functional>
+
+#include "tuner/gemm_model.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+
+enum class ConvPass { kForward, kDgrad, kWgrad };
+
+// Seconds of a GEMM of this shape and layout (the step-time model's memoised
+// GemmModel).
+using GemmSeconds = std::function<double(double m, double n, double k, GemmLayout layout)>;
+
+struct ConvDevice {
+  double bandwidth = 0;  // B/s that streaming elementwise kernels reach (the probe's)
+  int sm_count = 132;
+  int bytes = 2;  // of an activation value
+};
+
+// One pass of `g` over `mb` samples.
+double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const ConvDevice& dev,
+                          const GemmSeconds& gemm);
+
+}  // namespace xdeep::tuner
+
+#endif  // XDEEP_TUNER_CNN_CONV_MODEL_H_
