@@ -26,7 +26,7 @@ constexpr double kKernelFloorS = 6e-6;
 }  // namespace
 
 double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const ConvDevice& dev,
-                          const GemmSeconds& gemm) {
+                          const GemmTimeFn& gemm) {
   const int p = static_cast<int>(pass);
   const double in_bytes = g.in_pixels * double(g.in_channels) * mb * dev.bytes;
   const double out_bytes = g.out_pixels * double(g.out_channels) * mb * dev.bytes;

@@ -22,7 +22,7 @@ enum class ConvPass { kForward, kDgrad, kWgrad };
 
 // Seconds of a GEMM of this shape and layout (the step-time model's memoised
 // GemmModel).
-using GemmSeconds = std::function<double(double m, double n, double k, GemmLayout layout)>;
+using GemmTimeFn = std::function<double(double m, double n, double k, GemmLayout layout)>;
 
 struct ConvDevice {
   double bandwidth = 0;  // B/s that streaming elementwise kernels reach (the probe's)
@@ -32,7 +32,7 @@ struct ConvDevice {
 
 // One pass of `g` over `mb` samples.
 double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const ConvDevice& dev,
-                          const GemmSeconds& gemm);
+                          const GemmTimeFn& gemm);
 
 }  // namespace xdeep::tuner
 

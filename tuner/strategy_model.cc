@@ -534,7 +534,7 @@ struct StrategyModel::Impl {
     const double fused_traffic = compiled ? 0.5 : 1.0;
     const ConvDevice conv_device{elementwise_bw, std::max(1, hw.sm_count),
                                  ActivationBytes(w.precision)};
-    const GemmSeconds gemm_seconds = [this](double m, double n, double k, GemmLayout layout) {
+    const GemmTimeFn gemm_seconds = [this](double m, double n, double k, GemmLayout layout) {
       return Gemm(m, n, k, layout);
     };
     // One layer's figures; each addend kept apart, so a repeated layer adds

@@ -3,7 +3,7 @@
 alone (issue 19 items 3/4; calibration for the tuner's depthwise / grouped convolution and
 LayerNorm / SiLU / GELU / squeeze-excitation terms).
 
-  OUT=DIR [MODELS=convnext_tiny,...] [MB=16,64,256] [DEADLINE_S=200] python3 bench/validate/cnn_arch_check.py
+  OUT=DIR [MODELS=convnext_tiny,...] [MB=64,256,16] [DEADLINE_S=145] python3 bench/validate/cnn_arch_check.py
 
 Part 1, whole networks: each model from the installed torchvision (or timm: a "timm:" prefix),
 random weights, 1000 classes, 224 px (NAME@SIDE for another side), channels_last model and
@@ -249,8 +249,8 @@ def main():
     import torch
     out = os.environ.get("OUT", ".")
     models = os.environ.get("MODELS", DEFAULT_MODELS).split(",")
-    mbs = [int(v) for v in os.environ.get("MB", "16,64,256").split(",")]
-    deadline = time.time() + float(os.environ.get("DEADLINE_S", "200"))
+    mbs = [int(v) for v in os.environ.get("MB", "64,256,16").split(",")]
+    deadline = time.time() + float(os.environ.get("DEADLINE_S", "145"))
     torch.backends.cudnn.benchmark = False  # library_suite.py leaves cuDNN's heuristics on
     device = torch.device("cuda")
     versions = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
