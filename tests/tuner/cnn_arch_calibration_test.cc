@@ -1,0 +1,142 @@
+// The depthwise / grouped convolution and new elementwise terms against one
+// H200's training of ConvNeXt-T, EfficientNet-B0, MobileNetV3-L, RegNetY-1.6GF
+// and ResNeXt-50 (bench/validate/cnn_arch_check.py,
+// bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check: calibration,
+// the terms were fitted after these measurements were seen), predicted from
+// calibration run 15's H200 probe report as the daemon would (its own
+// bandwidth, GEMM points and host figures).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/tuner/test_util.h"
+#include "tuner/cnn_conv_model.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/strategy_model.h"
+#include "tuner/workload.h"
+
+namespace xdeep::tuner {
+namespace {
+
+std::string Source(const std::string& relative) {
+  return std::string(XDEEP_SOURCE_DIR) + "/" + relative;
+}
+
+const char kCheck[] =
+    "bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check/cnn_arch_check.json";
+const char kProfile[] = "bench/validate/data/calibration/2026-11-28_h200x2_library_run15/profile.json";
+
+HardwareProfile H200() {
+  const std::string path = Source(kProfile);
+  auto hw = HardwareProfileFromProbeReport(testing::ReadTextFile(path), path);
+  EXPECT_TRUE(hw.ok()) << hw.status();
+  return hw.ok() ? *hw : HardwareProfile{};
+}
+
+nlohmann::json Check() {
+  auto doc = nlohmann::json::parse(testing::ReadTextFile(Source(kCheck)), nullptr, false);
+  EXPECT_FALSE(doc.is_discarded());
+  return doc;
+}
+
+// cnn_arch_check.py's model names -> the workload files that describe them.
+std::string WorkloadOf(const std::string& model) {
+  static const std::map<std::string, std::string> kNames = {
+      {"convnext_tiny", "tv-convnext-tiny"},
+      {"efficientnet_b0", "tv-efficientnet-b0"},
+      {"mobilenet_v3_large", "tv-mobilenet-v3-large"},
+      {"regnet_y_1_6gf", "tv-regnet-y-1-6gf"},
+      {"resnext50_32x4d", "tv-resnext50"},
+      {"timm:efficientnet_b0", "timm-efficientnet-b0"},
+      {"timm:convnext_tiny", "timm-convnext-tiny"}};
+  auto it = kNames.find(model);
+  return it == kNames.end() ? std::string() : it->second;
+}
+
+Workload Load(const std::string& name) {
+  const std::string path = Source("bench/validate/workloads/" + name + ".toml");
+  auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+  EXPECT_TRUE(w.ok()) << w.status();
+  return w.ok() ? *w : Workload{};
+}
+
+// Convolutions alone: the model's depthwise and grouped times per pass.
+TEST(CnnArchCalibrationTest, DepthwiseAndGroupedConvolutionsAlone) {
+  const HardwareProfile hw = H200();
+  const nlohmann::json doc = Check();
+  GemmModel gemm(hw, DType::kBf16);
+  const ConvDevice dev{hw.elementwise_bandwidth_gbps * 1e9, hw.sm_count, 2};
+  const GemmTimeFn fn = [&](double m, double n, double k, GemmLayout l) {
+    return gemm.Seconds(m, n, k, l);
+  };
+  double dw_err = 0, gr_err = 0;
+  int dw_n = 0, gr_n = 0;
+  for (const auto& e : doc["convs"]) {
+    const int n = e["n"], c = e["c"], side = e["side"], out = e["out_side"], k = e["k"],
+              g = e["groups"];
+    if (g == 1) continue;
+    const GroupedConv conv{double(side) * side, double(out) * out, c, c, k, g};
+    const char* passes[] = {"fwd_s", "dgrad_s", "wgrad_s"};
+    for (int p = 0; p < 3; ++p) {
+      const double measured = e[passes[p]].get<double>();
+      const double model = GroupedConvSeconds(conv, n, static_cast<ConvPass>(p), dev, fn);
+      const double err = std::abs(std::log(model / measured));
+      std::printf("n%d c%d %dpx k%d g%d %s: measured %.1f us, model %.1f (%+.0f %%)\n", n, c, side,
+                  k, g, passes[p], measured * 1e6, model * 1e6, 100 * (model / measured - 1));
+      if (conv.Depthwise()) {
+        dw_err += err;
+        ++dw_n;
+      } else {
+        gr_err += err;
+        ++gr_n;
+      }
+    }
+  }
+  ASSERT_GT(dw_n, 30);
+  ASSERT_GT(gr_n, 20);
+  std::printf("depthwise: mean |log error| %.3f over %d; grouped: %.3f over %d\n", dw_err / dw_n,
+              dw_n, gr_err / gr_n, gr_n);
+  EXPECT_LT(dw_err / dw_n, 0.25);
+  EXPECT_LT(gr_err / gr_n, 0.35);
+}
+
+// Whole networks, single GPU: step time and peak memory.
+TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
+  const HardwareProfile hw = H200();
+  const nlohmann::json doc = Check();
+  double step_err = 0, mem_err = 0;
+  int checked = 0;
+  for (const auto& e : doc["entries"]) {
+    const std::string name = WorkloadOf(e["model"].get<std::string>());
+    if (name.empty() || e.value("image", 224) != 224) continue;
+    const Workload w = Load(name);
+    const int mb = e["micro_batch"];
+    StrategyModel model(w, hw);
+    Configuration c;
+    c.micro_batch = mb;
+    c.global_batch = mb;
+    const double step = model.Time(c).total_s;
+    const double mem = model.Memory(c).PeakAllocated();
+    const double ms = e["step_median_s"].get<double>();
+    const double mm = e["peak_allocated_bytes"].get<double>();
+    std::printf("%-22s mb%-4d step measured %7.2f ms model %7.2f (%+5.1f %%)  peak %6.2f GiB model %6.2f (%+5.1f %%)\n",
+                name.c_str(), mb, ms * 1e3, step * 1e3, 100 * (step / ms - 1), mm / (1 << 30),
+                mem / (1 << 30), 100 * (mem / mm - 1));
+    step_err += std::abs(step / ms - 1);
+    mem_err += std::abs(mem / mm - 1);
+    ++checked;
+  }
+  ASSERT_GE(checked, 10);
+  std::printf("%d configurations: step MAPE %.1f %%, peak memory MAPE %.1f %%\n", checked,
+              100 * step_err / checked, 100 * mem_err / checked);
+  EXPECT_LT(step_err / checked, 0.15);
+  EXPECT_LT(mem_err / checked, 0.15);
+}
+
+}  // namespace
+}  // namespace xdeep::tuner
