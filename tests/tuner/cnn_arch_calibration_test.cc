@@ -86,8 +86,22 @@ TEST(CnnArchCalibrationTest, DepthwiseAndGroupedConvolutionsAlone) {
       const double measured = e[passes[p]].get<double>();
       const double model = GroupedConvSeconds(conv, n, static_cast<ConvPass>(p), dev, fn);
       const double err = std::abs(std::log(model / measured));
-      std::printf("n%d c%d %dpx k%d g%d %s: measured %.1f us, model %.1f (%+.0f %%)\n", n, c, side,
-                  k, g, passes[p], measured * 1e6, model * 1e6, 100 * (model / measured - 1));
+      // The other forms for a grouped convolution, printed beside: g GEMMs
+      // of one group each (g launches), and the dense convolution of the
+      // same channels scaled by 1 / g.
+      double separate = 0, dense = 0;
+      if (!conv.Depthwise()) {
+        const double m = double(out) * out * n, gn = double(c) / g, gk = gn * k * k;
+        const GemmLayout layout = static_cast<GemmLayout>(p);
+        separate = g * (p == 0   ? fn(m, gn, gk, layout)
+                        : p == 1 ? fn(m, gk, gn, layout)
+                                 : fn(gn, gk, m, layout));
+        const double dk = double(c) * k * k;
+        dense = (p == 0 ? fn(m, c, dk, layout) : p == 1 ? fn(m, dk, c, layout) : fn(c, dk, m, layout)) / g;
+      }
+      std::printf("n%d c%d %dpx k%d g%d %s: measured %.1f us, model %.1f (%+.0f %%)  [g GEMMs %.1f, dense/g %.1f]\n",
+                  n, c, side, k, g, passes[p], measured * 1e6, model * 1e6,
+                  100 * (model / measured - 1), separate * 1e6, dense * 1e6);
       if (conv.Depthwise()) {
         dw_err += err;
         ++dw_n;
@@ -127,6 +141,56 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
     std::printf("%-22s mb%-4d step measured %7.2f ms model %7.2f (%+5.1f %%)  peak %6.2f GiB model %6.2f (%+5.1f %%)\n",
                 name.c_str(), mb, ms * 1e3, step * 1e3, 100 * (step / ms - 1), mm / (1 << 30),
                 mem / (1 << 30), 100 * (mem / mm - 1));
+    // The model's GPU time by term beside the profiled step's kernels by kind.
+    {
+      GemmModel gemm(hw, DType::kBf16);
+      const double bw = hw.elementwise_bandwidth_gbps * 1e9;
+      const ConvDevice dev{bw, hw.sm_count, 2};
+      const GemmTimeFn fn = [&](double m, double n, double k, GemmLayout l) {
+        return gemm.Seconds(m, n, k, l);
+      };
+      double t_gemm = 0, t_grouped = 0, t_elem = 0, t_bn = 0;
+      for (const LayerCost& l : w.layers) {
+        for (const GemmShape& g : l.gemms) {
+          const double m = g.m_per_sample * mb;
+          t_gemm += gemm.Seconds(m, g.n, g.k, GemmLayout::kForward) +
+                    (l.input_gradient ? gemm.Seconds(m, g.k, g.n, GemmLayout::kDgrad) : 0) +
+                    gemm.Seconds(g.n, g.k, m, GemmLayout::kWgrad);
+        }
+        for (const GroupedConv& g : l.grouped_convs) {
+          for (int p = 0; p < 3; ++p) {
+            if (p == 1 && !l.input_gradient) continue;
+            t_grouped += GroupedConvSeconds(g, mb, static_cast<ConvPass>(p), dev, fn);
+          }
+        }
+        const ElementwiseTraffic e = ElementwiseBytes(l);
+        t_elem += (e.fwd + e.bwd) * mb / bw;
+        if (l.batch_norm_statistics_elements > 0) {
+          const double el = l.batch_norm_statistics_elements * mb;
+          t_bn += std::max(0.0, el / (324e9 / 132 * hw.sm_count) - el * 2 / bw);
+        }
+      }
+      double k_conv = 0, k_other = 0, k_opt = 0;
+      for (const auto& [kind, v] : e["kinds"].items()) {
+        const double sec = v["s"].get<double>();
+        if (kind.rfind("conv", 0) == 0 || kind == "depthwise") {
+          k_conv += sec;
+        } else if (kind == "optimizer") {
+          k_opt += sec;
+        } else {
+          k_other += sec;
+        }
+      }
+      std::printf("    model: gemm %.2f grouped %.2f elementwise %.2f bn-stat %.2f ms | profile: "
+                  "conv+gemm %.2f other %.2f optimizer %.2f ms, %d kernels\n",
+                  t_gemm * 1e3, t_grouped * 1e3, t_elem * 1e3, t_bn * 1e3, k_conv * 1e3,
+                  k_other * 1e3, k_opt * 1e3, e.value("kernels_per_step", 0));
+      for (const auto& [cls, v] : e["conv_classes"].items()) {
+        std::printf("      %-14s fwd %.2f bwd %.2f ms (%d ops)\n", cls.c_str(),
+                    v["fwd_s"].get<double>() * 1e3, v["bwd_s"].get<double>() * 1e3,
+                    v["fwd_n"].get<int>());
+      }
+    }
     step_err += std::abs(step / ms - 1);
     mem_err += std::abs(mem / mm - 1);
     ++checked;
