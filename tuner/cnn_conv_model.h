@@ -1,11 +1,12 @@
 // Time of the convolutions a GEMM does not describe: depthwise (one channel
 // a group: MobileNet, EfficientNet, ConvNeXt) and grouped (a few channels a
 // group: ResNeXt, RegNet). cuDNN runs a depthwise convolution with kernels of
-// its own that stream the input and output once, so its time is the bytes it
-// moves at the bandwidth streaming kernels reach, or its multiply-adds on the
-// CUDA cores where a large window makes them the bound, above a per-kernel
-// floor; a grouped convolution as one implicit GEMM over all its groups
-// (each group's output tile is its own product), bounded below by its bytes.
+// its own: its time is the bytes it moves at a fraction of the bandwidth
+// streaming kernels reach, or its multiply-adds on the CUDA cores where a
+// large window makes them the bound, above a per-kernel floor. A grouped
+// convolution whose group width is a power of two runs cuDNN's grouped
+// implicit GEMM, bound by its bytes (or by the dense GEMM's rate for wide
+// groups); other widths run between layout transforms at a FLOP rate.
 // The constants are fitted to one H200's measurements
 // (bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check, calibration).
 #ifndef XDEEP_TUNER_CNN_CONV_MODEL_H_

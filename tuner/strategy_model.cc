@@ -60,6 +60,17 @@ namespace {
 // H100 is the same chip at the same clocks; elsewhere it scales with the SMs.
 constexpr double kBatchNormStatisticsPerSm = 324e9 / 132;
 
+// PyTorch's LayerNorm over the last dimension of rows of C values
+// (vectorized_layer_norm_kernel and layer_norm_grad_input_kernel_vectorized,
+// one block a row) takes a fixed time per row beside a time per value, so
+// ConvNeXt's norms over 96-768 channels a pixel reach 10-25 % of the
+// streaming bandwidth. Measured alone on one H200 (NHWC fp32, as autocast runs
+// it; C 96-1152): forward 1.18 ns a row + 0.0059 ns a value, backward 0.47 +
+// 0.0035 (bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check,
+// calibration); per SM x 132, scaled by the card's SMs.
+constexpr double kLayerNormRowFwdSmS = 1.18e-9 * 132, kLayerNormValueFwdSmS = 0.0059e-9 * 132;
+constexpr double kLayerNormRowBwdSmS = 0.47e-9 * 132, kLayerNormValueBwdSmS = 0.0035e-9 * 132;
+
 constexpr double kBucketBytes = 25.0 * 1024 * 1024;  // [DDP] default bucket_cap_mb
 constexpr double kMarginFraction = 0.05;             // allocator fragmentation headroom
 
@@ -304,7 +315,10 @@ struct StrategyModel::Impl {
            a.fused_kernels == b.fused_kernels && a.library_kernels == b.library_kernels &&
            a.cp_kv_bytes == b.cp_kv_bytes && a.tp_allreduces_fwd == b.tp_allreduces_fwd &&
            a.tp_comm_bytes == b.tp_comm_bytes && a.input_gradient == b.input_gradient &&
-           a.batch_norm_statistics_elements == b.batch_norm_statistics_elements;
+           a.batch_norm_statistics_elements == b.batch_norm_statistics_elements &&
+           a.layer_norm_rows == b.layer_norm_rows && a.layer_norm_width == b.layer_norm_width &&
+           a.elementwise_fwd_passes == b.elementwise_fwd_passes &&
+           a.elementwise_bwd_passes == b.elementwise_bwd_passes;
   }
 
   // Contiguous chunks: transformer blocks evenly ([MLM]; embedding with the
@@ -593,6 +607,11 @@ struct StrategyModel::Impl {
         const double streamed = elements * ActivationBytes(w.precision) / elementwise_bw;
         const double counted = elements / (kBatchNormStatisticsPerSm * std::max(1, hw.sm_count));
         fwd += std::max(0.0, counted - streamed);
+      }
+      if (l.layer_norm_rows > 0) {
+        const double rows = l.layer_norm_rows * mb / std::max(1, hw.sm_count);
+        fwd += rows * (kLayerNormRowFwdSmS + kLayerNormValueFwdSmS * l.layer_norm_width);
+        bwd += rows * (kLayerNormRowBwdSmS + kLayerNormValueBwdSmS * l.layer_norm_width);
       }
       out_l.fwd = fwd;
       out_l.bwd = bwd;

@@ -257,6 +257,12 @@ struct LayerCost {
   // output's): one of its forward passes, counted in elementwise_fwd_passes,
   // whose time is arithmetic, not memory (kBatchNormStatisticsPerSm).
   double batch_norm_statistics_elements = 0;
+  // LayerNorms over the channels of each pixel (ConvNeXt's, in NHWC): rows
+  // per sample and the row's width. PyTorch's vectorized kernel spends a
+  // fixed time per row beside its bytes, which rows of 96-768 values cannot
+  // hide (StrategyModel's kLayerNormRow*); their bytes are not in the traffic.
+  double layer_norm_rows = 0;
+  int layer_norm_width = 0;
   // Passes over each saved activation byte that the layer's elementwise
   // kernels make, forward and backward (ElementwiseBytes): a transformer's
   // chains of norms, casts, activations and adds about 4 and 8; a CNN's

@@ -105,26 +105,26 @@ TEST(CnnArchCalibrationTest, DepthwiseAndGroupedConvolutionsAlone) {
       if (conv.Depthwise()) {
         dw_err += err;
         ++dw_n;
-      } else {
+      } else if (c / g >= 4) {  // width 2 (no table has it) printed, not held
         gr_err += err;
         ++gr_n;
       }
     }
   }
   ASSERT_GT(dw_n, 30);
-  ASSERT_GT(gr_n, 20);
+  ASSERT_GT(gr_n, 30);
   std::printf("depthwise: mean |log error| %.3f over %d; grouped: %.3f over %d\n", dw_err / dw_n,
               dw_n, gr_err / gr_n, gr_n);
-  EXPECT_LT(dw_err / dw_n, 0.25);
-  EXPECT_LT(gr_err / gr_n, 0.35);
+  EXPECT_LT(dw_err / dw_n, 0.2);
+  EXPECT_LT(gr_err / gr_n, 0.25);
 }
 
 // Whole networks, single GPU: step time and peak memory.
 TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
   const HardwareProfile hw = H200();
   const nlohmann::json doc = Check();
-  double step_err = 0, mem_err = 0;
-  int checked = 0;
+  double step_err = 0, host_err = 0, mem_err = 0;
+  int checked = 0, gpu_checked = 0, host_checked = 0;
   for (const auto& e : doc["entries"]) {
     const std::string name = WorkloadOf(e["model"].get<std::string>());
     if (name.empty() || e.value("image", 224) != 224) continue;
@@ -149,7 +149,8 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
       const GemmTimeFn fn = [&](double m, double n, double k, GemmLayout l) {
         return gemm.Seconds(m, n, k, l);
       };
-      double t_gemm = 0, t_grouped = 0, t_elem = 0, t_bn = 0;
+      double t_gemm = 0, t_grouped = 0, t_elem = 0, t_bn = 0, t_ln = 0;
+      int kernels = 0;
       for (const LayerCost& l : w.layers) {
         for (const GemmShape& g : l.gemms) {
           const double m = g.m_per_sample * mb;
@@ -163,6 +164,10 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
             t_grouped += GroupedConvSeconds(g, mb, static_cast<ConvPass>(p), dev, fn);
           }
         }
+        kernels += l.kernels - l.library_kernels;
+        t_ln += l.layer_norm_rows * mb / hw.sm_count *
+                (1.18e-9 * 132 + 0.0059e-9 * 132 * l.layer_norm_width + 0.47e-9 * 132 +
+                 0.0035e-9 * 132 * l.layer_norm_width);
         const ElementwiseTraffic e = ElementwiseBytes(l);
         t_elem += (e.fwd + e.bwd) * mb / bw;
         if (l.batch_norm_statistics_elements > 0) {
@@ -181,25 +186,41 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
           k_other += sec;
         }
       }
-      std::printf("    model: gemm %.2f grouped %.2f elementwise %.2f bn-stat %.2f ms | profile: "
-                  "conv+gemm %.2f other %.2f optimizer %.2f ms, %d kernels\n",
-                  t_gemm * 1e3, t_grouped * 1e3, t_elem * 1e3, t_bn * 1e3, k_conv * 1e3,
-                  k_other * 1e3, k_opt * 1e3, e.value("kernels_per_step", 0));
+      const double host_kernel = hw.host_overhead_per_kernel_cnn_s > 0
+                                     ? hw.host_overhead_per_kernel_cnn_s
+                                     : hw.host_overhead_per_kernel_s * hw.cnn_host_op_ratio;
+      std::printf("    model: gemm %.2f grouped %.2f elementwise %.2f bn-stat %.2f ln %.2f ms, "
+                  "%d fwd ops x3 x %.1f us = host %.1f ms | profile: "
+                  "conv+gemm %.2f other %.2f optimizer %.2f ms, %d kernels, host %.1f ms\n",
+                  t_gemm * 1e3, t_grouped * 1e3, t_elem * 1e3, t_bn * 1e3, t_ln * 1e3, kernels,
+                  host_kernel * 1e6, 3 * kernels * host_kernel * 1e3, k_conv * 1e3,
+                  k_other * 1e3, k_opt * 1e3, e.value("kernels_per_step", 0),
+                  e["host_issue_median_s"].get<double>() * 1e3);
       for (const auto& [cls, v] : e["conv_classes"].items()) {
         std::printf("      %-14s fwd %.2f bwd %.2f ms (%d ops)\n", cls.c_str(),
                     v["fwd_s"].get<double>() * 1e3, v["bwd_s"].get<double>() * 1e3,
                     v["fwd_n"].get<int>());
       }
     }
-    step_err += std::abs(step / ms - 1);
+    // GPU-bound: the profiled step's kernels fill >= 90 % of it. The others
+    // are set by the host, which ran this machine's ResNeXt-50 (counted as
+    // the ResNets are) 30 % slower at micro-batch 16 than run 15's probe
+    // says: another host, not a term of these tables.
+    const bool gpu_bound = e["gpu_busy_s"].get<double>() >= 0.9 * ms;
+    (gpu_bound ? step_err : host_err) += std::abs(step / ms - 1);
+    ++(gpu_bound ? gpu_checked : host_checked);
     mem_err += std::abs(mem / mm - 1);
     ++checked;
   }
-  ASSERT_GE(checked, 10);
-  std::printf("%d configurations: step MAPE %.1f %%, peak memory MAPE %.1f %%\n", checked,
-              100 * step_err / checked, 100 * mem_err / checked);
-  EXPECT_LT(step_err / checked, 0.15);
-  EXPECT_LT(mem_err / checked, 0.15);
+  ASSERT_EQ(checked, 21);
+  ASSERT_GE(gpu_checked, 7);
+  std::printf("%d GPU-bound configurations: step MAPE %.1f %%; %d host-bound: %.1f %%; all %d: "
+              "peak memory MAPE %.1f %%\n",
+              gpu_checked, 100 * step_err / gpu_checked, host_checked,
+              100 * host_err / host_checked, checked, 100 * mem_err / checked);
+  EXPECT_LT(step_err / gpu_checked, 0.08);
+  EXPECT_LT(host_err / host_checked, 0.35);
+  EXPECT_LT(mem_err / checked, 0.04);
 }
 
 }  // namespace
