@@ -44,7 +44,8 @@ constexpr double kReducePasses = 1 / 0.34;
 // torchvision's _make_divisible (from TensorFlow's MobileNet code): the
 // nearest multiple of 8, not below 90 % of v.
 int64_t MakeDivisible(double v, int64_t divisor = 8) {
-  int64_t n = std::max<int64_t>(divisor, static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor);
+  int64_t n =
+      std::max<int64_t>(divisor, static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor);
   if (n < 0.9 * v) n += divisor;
   return n;
 }
@@ -247,8 +248,8 @@ struct Net {
 // conv (biased), LayerNorm over channels (NHWC), Linear d -> 4d, GELU,
 // Linear 4d -> d, layer scale, stochastic depth, residual add; between
 // stages LayerNorm2d and a 2x2 stride-2 conv; head: pool, LayerNorm2d, Linear.
-std::vector<LayerCost> ConvNeXt(Net& n, const int (&depths)[4], const int (&dims)[4],
-                                int classes, double sd) {
+std::vector<LayerCost> ConvNeXt(Net& n, const int (&depths)[4], const int (&dims)[4], int classes,
+                                double sd) {
   const int total = depths[0] + depths[1] + depths[2] + depths[3];
   {
     LayerCost& l = n.Open("stem");
@@ -367,8 +368,6 @@ std::vector<LayerCost> EfficientNet(Net& n, double width, double depth, int clas
                           {6, 3, 2, 40, 80, 3},  {6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4},
                           {6, 3, 1, 192, 320, 1}};
   auto adjust = [&](int ch) { return MakeDivisible(ch * width); };
-  int total = 0;
-  for (const Stage& s : stages) total += static_cast<int>(std::ceil(s.layers * depth));
   {
     LayerCost& l = n.Open("stem");
     n.Stem(l);
@@ -381,9 +380,13 @@ std::vector<LayerCost> EfficientNet(Net& n, double width, double depth, int clas
     const int layers = static_cast<int>(std::ceil(stages[s].layers * depth));
     for (int i = 0; i < layers; ++i, ++id) {
       const int64_t in = n.c;
-      const MbConv m{MakeDivisible(double(in) * stages[s].ratio), stages[s].kernel,
-                     i == 0 ? stages[s].stride : 1, adjust(stages[s].out),
-                     std::max<int64_t>(1, in / 4), Act::kSilu, Act::kSilu};
+      const MbConv m{MakeDivisible(double(in) * stages[s].ratio),
+                     stages[s].kernel,
+                     i == 0 ? stages[s].stride : 1,
+                     adjust(stages[s].out),
+                     std::max<int64_t>(1, in / 4),
+                     Act::kSilu,
+                     Act::kSilu};
       // torchvision: stochastic_depth_prob x block / blocks.
       InvertedResidual(n, absl::StrCat("features.", s + 1, ".", i), m, sd > 0 && id > 0);
     }
@@ -396,7 +399,6 @@ std::vector<LayerCost> EfficientNet(Net& n, double width, double depth, int clas
   l.kernels += 1;
   n.Classifier(l, classes);
   n.Close(l, n.a);
-  (void)total;
   return std::move(n.layers);
 }
 
@@ -409,22 +411,20 @@ std::vector<LayerCost> MobileNetV3(Net& n, bool large, int classes) {
     bool se, hs;
     int stride;
   };
-  static const Row kLarge[] = {
-      {16, 3, 16, 16, false, false, 1},   {16, 3, 64, 24, false, false, 2},
-      {24, 3, 72, 24, false, false, 1},   {24, 5, 72, 40, true, false, 2},
-      {40, 5, 120, 40, true, false, 1},   {40, 5, 120, 40, true, false, 1},
-      {40, 3, 240, 80, false, true, 2},   {80, 3, 200, 80, false, true, 1},
-      {80, 3, 184, 80, false, true, 1},   {80, 3, 184, 80, false, true, 1},
-      {80, 3, 480, 112, true, true, 1},   {112, 3, 672, 112, true, true, 1},
-      {112, 5, 672, 160, true, true, 2},  {160, 5, 960, 160, true, true, 1},
-      {160, 5, 960, 160, true, true, 1}};
-  static const Row kSmall[] = {
-      {16, 3, 16, 16, true, false, 2},  {16, 3, 72, 24, false, false, 2},
-      {24, 3, 88, 24, false, false, 1}, {24, 5, 96, 40, true, true, 2},
-      {40, 5, 240, 40, true, true, 1},  {40, 5, 240, 40, true, true, 1},
-      {40, 5, 120, 48, true, true, 1},  {48, 5, 144, 48, true, true, 1},
-      {48, 5, 288, 96, true, true, 2},  {96, 5, 576, 96, true, true, 1},
-      {96, 5, 576, 96, true, true, 1}};
+  static const Row kLarge[] = {{16, 3, 16, 16, false, false, 1},  {16, 3, 64, 24, false, false, 2},
+                               {24, 3, 72, 24, false, false, 1},  {24, 5, 72, 40, true, false, 2},
+                               {40, 5, 120, 40, true, false, 1},  {40, 5, 120, 40, true, false, 1},
+                               {40, 3, 240, 80, false, true, 2},  {80, 3, 200, 80, false, true, 1},
+                               {80, 3, 184, 80, false, true, 1},  {80, 3, 184, 80, false, true, 1},
+                               {80, 3, 480, 112, true, true, 1},  {112, 3, 672, 112, true, true, 1},
+                               {112, 5, 672, 160, true, true, 2}, {160, 5, 960, 160, true, true, 1},
+                               {160, 5, 960, 160, true, true, 1}};
+  static const Row kSmall[] = {{16, 3, 16, 16, true, false, 2},  {16, 3, 72, 24, false, false, 2},
+                               {24, 3, 88, 24, false, false, 1}, {24, 5, 96, 40, true, true, 2},
+                               {40, 5, 240, 40, true, true, 1},  {40, 5, 240, 40, true, true, 1},
+                               {40, 5, 120, 48, true, true, 1},  {48, 5, 144, 48, true, true, 1},
+                               {48, 5, 288, 96, true, true, 2},  {96, 5, 576, 96, true, true, 1},
+                               {96, 5, 576, 96, true, true, 1}};
   const Row* rows = large ? kLarge : kSmall;
   const int count = large ? 15 : 11;
   {
@@ -437,8 +437,8 @@ std::vector<LayerCost> MobileNetV3(Net& n, bool large, int classes) {
   for (int i = 0; i < count; ++i) {
     const Row& r = rows[i];
     const Act act = r.hs ? Act::kHardswish : Act::kRelu;
-    const MbConv m{r.expanded, r.kernel, r.stride, r.out,
-                   r.se ? MakeDivisible(r.expanded / 4) : 0, act, Act::kRelu};
+    const MbConv m{r.expanded, r.kernel,  r.stride, r.out, r.se ? MakeDivisible(r.expanded / 4) : 0,
+                   act,        Act::kRelu};
     InvertedResidual(n, absl::StrCat("features.", i + 1), m, false);
   }
   n.unit.clear();
@@ -574,9 +574,9 @@ bool IsModernCnn(std::string_view arch) {
 
 namespace {
 
-absl::StatusOr<std::vector<LayerCost>> Table(std::string_view arch, int image_size,
-                                             int num_classes, Precision precision,
-                                             bool channels_last, double stochastic_depth);
+absl::StatusOr<std::vector<LayerCost>> Table(std::string_view arch, int image_size, int num_classes,
+                                             Precision precision, bool channels_last,
+                                             double stochastic_depth);
 
 // The host's time per forward op these tables count, against a ResNet op's
 // (the unit the profile's per-op CNN host time is calibrated in): on one
@@ -607,15 +607,12 @@ absl::StatusOr<std::vector<LayerCost>> ModernCnnTable(std::string_view arch, int
 
 namespace {
 
-absl::StatusOr<std::vector<LayerCost>> Table(std::string_view arch, int image_size,
-                                             int num_classes, Precision precision,
-                                             bool channels_last, double stochastic_depth) {
+absl::StatusOr<std::vector<LayerCost>> Table(std::string_view arch, int image_size, int num_classes,
+                                             Precision precision, bool channels_last,
+                                             double stochastic_depth) {
   Net n;
   n.a = ActivationBytes(precision);
-  n.r = precision == Precision::kFp32 || precision == Precision::kBf16Autocast ||
-                precision == Precision::kFp16Autocast
-            ? 4
-            : 2;
+  n.r = ResidualBytes(precision);
   n.nhwc = channels_last;
   n.image = n.hw = image_size;
   n.c = 3;

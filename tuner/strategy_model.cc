@@ -303,9 +303,8 @@ struct StrategyModel::Impl {
       return true;
     };
     return same_gemms(a.gemms, b.gemms) && same_convs(a.grouped_convs, b.grouped_convs) &&
-           a.tp_split_n == b.tp_split_n &&
-           a.tp_split_m == b.tp_split_m && a.tp_capable == b.tp_capable &&
-           a.vocab_parallel == b.vocab_parallel &&
+           a.tp_split_n == b.tp_split_n && a.tp_split_m == b.tp_split_m &&
+           a.tp_capable == b.tp_capable && a.vocab_parallel == b.vocab_parallel &&
            a.attention_flops == b.attention_flops &&
            a.attention_core_recomputed == b.attention_core_recomputed &&
            a.saved_activation_bytes == b.saved_activation_bytes &&

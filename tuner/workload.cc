@@ -496,8 +496,8 @@ struct CnnBuilder {
     if (groups == 1) {
       l.gemms.push_back({double{1} * out_hw * out_hw, cout, int64_t{c} * k * k});
     } else {
-      l.grouped_convs.push_back({double{1} * hw * hw, double{1} * out_hw * out_hw, c, cout, k,
-                                 groups});
+      l.grouped_convs.push_back(
+          {double{1} * hw * hw, double{1} * out_hw * out_hw, c, cout, k, groups});
     }
     l.fwd_flops = 2.0 * out * (c / groups) * k * k;
     l.saved_activation_bytes = out * a * ((bn ? 1 : 0) + (relu ? 1 : 0));

@@ -217,7 +217,8 @@ struct LayerCost {
   double saved_activation_bytes = 0;  // kept for backward, per sample
   double output_bytes = 0;            // what a pipeline stage sends on, per sample
   std::vector<GemmShape> gemms;       // the layer's matrix products (forward pass)
-  std::vector<GroupedConv> grouped_convs;  // depthwise / grouped convolutions (CNNs)
+  // Depthwise / grouped convolutions (CNNs), timed apart from the GEMMs.
+  std::vector<GroupedConv> grouped_convs;
   // Tensor parallelism (Megatron style; only transformer blocks can split):
   // gemms[i] is column-parallel (n split) if tp_split_n[i], else row-parallel.
   bool tp_capable = false;

@@ -29,7 +29,8 @@ std::string Source(const std::string& relative) {
 
 const char kCheck[] =
     "bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check/cnn_arch_check.json";
-const char kProfile[] = "bench/validate/data/calibration/2026-11-28_h200x2_library_run15/profile.json";
+const char kProfile[] =
+    "bench/validate/data/calibration/2026-11-28_h200x2_library_run15/profile.json";
 
 HardwareProfile H200() {
   const std::string path = Source(kProfile);
@@ -97,11 +98,16 @@ TEST(CnnArchCalibrationTest, DepthwiseAndGroupedConvolutionsAlone) {
                         : p == 1 ? fn(m, gk, gn, layout)
                                  : fn(gn, gk, m, layout));
         const double dk = double(c) * k * k;
-        dense = (p == 0 ? fn(m, c, dk, layout) : p == 1 ? fn(m, dk, c, layout) : fn(c, dk, m, layout)) / g;
+        dense = (p == 0   ? fn(m, c, dk, layout)
+                 : p == 1 ? fn(m, dk, c, layout)
+                          : fn(c, dk, m, layout)) /
+                g;
       }
-      std::printf("n%d c%d %dpx k%d g%d %s: measured %.1f us, model %.1f (%+.0f %%)  [g GEMMs %.1f, dense/g %.1f]\n",
-                  n, c, side, k, g, passes[p], measured * 1e6, model * 1e6,
-                  100 * (model / measured - 1), separate * 1e6, dense * 1e6);
+      std::printf(
+          "n%d c%d %dpx k%d g%d %s: measured %.1f us, model %.1f (%+.0f %%)  [g GEMMs %.1f, "
+          "dense/g %.1f]\n",
+          n, c, side, k, g, passes[p], measured * 1e6, model * 1e6, 100 * (model / measured - 1),
+          separate * 1e6, dense * 1e6);
       if (conv.Depthwise()) {
         dw_err += err;
         ++dw_n;
@@ -138,9 +144,11 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
     const double mem = model.Memory(c).PeakAllocated();
     const double ms = e["step_median_s"].get<double>();
     const double mm = e["peak_allocated_bytes"].get<double>();
-    std::printf("%-22s mb%-4d step measured %7.2f ms model %7.2f (%+5.1f %%)  peak %6.2f GiB model %6.2f (%+5.1f %%)\n",
-                name.c_str(), mb, ms * 1e3, step * 1e3, 100 * (step / ms - 1), mm / (1 << 30),
-                mem / (1 << 30), 100 * (mem / mm - 1));
+    std::printf(
+        "%-22s mb%-4d step measured %7.2f ms model %7.2f (%+5.1f %%)  peak %6.2f GiB model %6.2f "
+        "(%+5.1f %%)\n",
+        name.c_str(), mb, ms * 1e3, step * 1e3, 100 * (step / ms - 1), mm / (1 << 30),
+        mem / (1 << 30), 100 * (mem / mm - 1));
     // The model's GPU time by term beside the profiled step's kernels by kind.
     {
       GemmModel gemm(hw, DType::kBf16);
@@ -189,13 +197,14 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
       const double host_kernel = hw.host_overhead_per_kernel_cnn_s > 0
                                      ? hw.host_overhead_per_kernel_cnn_s
                                      : hw.host_overhead_per_kernel_s * hw.cnn_host_op_ratio;
-      std::printf("    model: gemm %.2f grouped %.2f elementwise %.2f bn-stat %.2f ln %.2f ms, "
-                  "%d fwd ops x3 x %.1f us = host %.1f ms | profile: "
-                  "conv+gemm %.2f other %.2f optimizer %.2f ms, %d kernels, host %.1f ms\n",
-                  t_gemm * 1e3, t_grouped * 1e3, t_elem * 1e3, t_bn * 1e3, t_ln * 1e3, kernels,
-                  host_kernel * 1e6, 3 * kernels * host_kernel * 1e3, k_conv * 1e3,
-                  k_other * 1e3, k_opt * 1e3, e.value("kernels_per_step", 0),
-                  e["host_issue_median_s"].get<double>() * 1e3);
+      std::printf(
+          "    model: gemm %.2f grouped %.2f elementwise %.2f bn-stat %.2f ln %.2f ms, "
+          "%d fwd ops x3 x %.1f us = host %.1f ms | profile: "
+          "conv+gemm %.2f other %.2f optimizer %.2f ms, %d kernels, host %.1f ms\n",
+          t_gemm * 1e3, t_grouped * 1e3, t_elem * 1e3, t_bn * 1e3, t_ln * 1e3, kernels,
+          host_kernel * 1e6, 3 * kernels * host_kernel * 1e3, k_conv * 1e3, k_other * 1e3,
+          k_opt * 1e3, e.value("kernels_per_step", 0),
+          e["host_issue_median_s"].get<double>() * 1e3);
       for (const auto& [cls, v] : e["conv_classes"].items()) {
         std::printf("      %-14s fwd %.2f bwd %.2f ms (%d ops)\n", cls.c_str(),
                     v["fwd_s"].get<double>() * 1e3, v["bwd_s"].get<double>() * 1e3,
@@ -214,10 +223,11 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
   }
   ASSERT_EQ(checked, 21);
   ASSERT_GE(gpu_checked, 7);
-  std::printf("%d GPU-bound configurations: step MAPE %.1f %%; %d host-bound: %.1f %%; all %d: "
-              "peak memory MAPE %.1f %%\n",
-              gpu_checked, 100 * step_err / gpu_checked, host_checked,
-              100 * host_err / host_checked, checked, 100 * mem_err / checked);
+  std::printf(
+      "%d GPU-bound configurations: step MAPE %.1f %%; %d host-bound: %.1f %%; all %d: "
+      "peak memory MAPE %.1f %%\n",
+      gpu_checked, 100 * step_err / gpu_checked, host_checked, 100 * host_err / host_checked,
+      checked, 100 * mem_err / checked);
   EXPECT_LT(step_err / gpu_checked, 0.08);
   EXPECT_LT(host_err / host_checked, 0.35);
   EXPECT_LT(mem_err / checked, 0.04);

@@ -55,8 +55,8 @@ const Library kTorchvision[] = {
 TEST(CnnArchsTest, TablesMatchTorchvisionsCounts) {
   for (const Library& lib : kTorchvision) {
     SCOPED_TRACE(lib.arch);
-    auto layers = CnnLayerTable(lib.arch, 224, 1000, Precision::kBf16Autocast,
-                                MemoryFormat::kChannelsLast);
+    auto layers =
+        CnnLayerTable(lib.arch, 224, 1000, Precision::kBf16Autocast, MemoryFormat::kChannelsLast);
     ASSERT_TRUE(layers.ok()) << layers.status();
     int64_t params = 0, tensors = 0, buffers = 0;
     double flops = 0;
@@ -91,8 +91,8 @@ TEST(CnnArchsTest, EveryArchitectureIsListedAndParses) {
 // Linears are GEMMs.
 TEST(CnnArchsTest, DepthwiseAndGroupedConvolutionsAreNotGemms) {
   auto count = [](const char* arch, int64_t* depthwise, int64_t* grouped, int64_t* gemms) {
-    auto layers = CnnLayerTable(arch, 224, 1000, Precision::kBf16Autocast,
-                                MemoryFormat::kChannelsLast);
+    auto layers =
+        CnnLayerTable(arch, 224, 1000, Precision::kBf16Autocast, MemoryFormat::kChannelsLast);
     ASSERT_TRUE(layers.ok());
     *depthwise = *grouped = *gemms = 0;
     for (const LayerCost& l : *layers) {
@@ -144,8 +144,8 @@ TEST(CnnArchsTest, ImageSizeScalesConvolutionsNotParameters) {
 // default drop_path_rate) the table has none of them.
 TEST(CnnArchsTest, StochasticDepthAddsTrafficAndKernelsOnlyWhenOn) {
   auto totals = [](const char* arch, double sd) {
-    auto layers = CnnLayerTable(arch, 224, 1000, Precision::kBf16Autocast,
-                                MemoryFormat::kChannelsLast, sd);
+    auto layers =
+        CnnLayerTable(arch, 224, 1000, Precision::kBf16Autocast, MemoryFormat::kChannelsLast, sd);
     EXPECT_TRUE(layers.ok());
     double traffic = 0;
     int kernels = 0;
