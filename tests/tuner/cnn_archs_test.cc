@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tuner/hardware_profile.h"
+#include "tuner/strategy_model.h"
 #include "tuner/workload.h"
 
 namespace xdeep::tuner {
@@ -177,6 +180,35 @@ TEST(CnnArchsTest, StochasticDepthAddsTrafficAndKernelsOnlyWhenOn) {
       "[model]\nfamily = \"transformer\"\npreset = \"gpt-125m\"\nstochastic_depth = 0.1\n",
       "w.toml");
   EXPECT_FALSE(bad.ok());
+}
+
+// Every new table times and sizes on a default profile at every micro-batch
+// the search tries: finite, positive, time per sample never rising with the
+// micro-batch, memory never falling with it.
+TEST(CnnArchsTest, EveryTableTimesAndSizesAcrossMicroBatches) {
+  const HardwareProfile hw;
+  for (const Library& lib : kTorchvision) {
+    SCOPED_TRACE(lib.arch);
+    auto w =
+        ParseWorkloadToml(absl::StrCat("[model]\nfamily = \"cnn\"\narch = \"", lib.arch,
+                                       "\"\nimage_size = 260\nmemory_format = \"channels_last\"\n"),
+                          "w.toml");
+    ASSERT_TRUE(w.ok()) << w.status();
+    StrategyModel model(*w, hw);
+    double last_per_sample = 1e30, last_memory = 0;
+    for (int mb = 1; mb <= 256; mb *= 2) {
+      Configuration c;
+      c.micro_batch = mb;
+      c.global_batch = mb;
+      const double t = model.Time(c).total_s;
+      const double m = model.Memory(c).PeakAllocated();
+      ASSERT_TRUE(std::isfinite(t) && t > 0) << mb;
+      EXPECT_LE(t / mb, last_per_sample * (1 + 1e-9)) << mb;
+      EXPECT_GE(m, last_memory) << mb;  // the optimizer step sets it at the smallest
+      last_per_sample = t / mb;
+      last_memory = m;
+    }
+  }
 }
 
 }  // namespace
