@@ -120,10 +120,16 @@ struct HardwareProfile {
   // op a CNN costs the host more than a transformer (cuDNN's convolution and
   // BatchNorm dispatch): 1.14x the probe's GPT figure on a 2x H200 host
   // (24 against 21 us, bench/validate/data/calibration/2026-11-26_h200x2_heldout2), 1.37x
-  // on a 2x H100 one (39 against 28.6, _h100x2_library_heldout2); the ratio
-  // stands in where the probe has no ResNet entry.
+  // on a 2x H100 one (39 against 28.6, _h100x2_library_heldout2). Where the
+  // probe has both networks, both figures are one host speed (the geometric
+  // mean of the GPT's and the ResNet's over this ratio) times each network's
+  // cost per op; where it has no ResNet entry the ratio stands in for it.
+  // The ratio: the median of the ResNet's over the GPT's figure in the 39
+  // framework-probe entries of the 21 calibration library runs of 2x H100 and
+  // 2x H200 (1.10, 1-rank entries 1.13, 2-rank 1.08; bench/validate/README.md,
+  // "h23h, session 23"; it was 1.25 from the two hosts above).
   double host_overhead_per_kernel_cnn_s = 0;
-  double cnn_host_op_ratio = 1.25;
+  double cnn_host_op_ratio = 1.10;
   // FSDP2's host work per micro-batch (hooks, all-gather copy-in and copy-out,
   // reduce-scatter staging), in kernel launches' worth so that it follows the
   // host's measured speed: per unit, and per parameter tensor it shards. Fitted

@@ -208,13 +208,37 @@ TEST(ProbeReportTest, FrameworkProbesResNetEntrySetsTheHostTimeOfConvolutionalNe
   EXPECT_GT(library, 0);
   const std::string entry = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 64,
       "classes": 10, "batch": 1, "kernels": 906, "median_s": 0.02, "gpu_busy_fraction": 0.1})";
+  // Alone, the ResNet's pass sets the CNN figure.
+  auto alone = HardwareProfileFromProbeReport(WithFramework(entry), "probe.json");
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  const double resnet_figure = 0.02 * std::sqrt(1 - 0.1 * 0.1) / (3.0 * forward);
+  EXPECT_DOUBLE_EQ(alone->host_overhead_per_kernel_cnn_s, resnet_figure);
+  EXPECT_THAT(alone->Label(), ::testing::HasSubstr(absl::StrFormat(
+                                  "%.1f us for CNNs", alone->host_overhead_per_kernel_cnn_s * 1e6)));
+
+  // Beside the GPT's pass, both figures are one host speed read from both passes:
+  // the geometric mean of the GPT's figure and the ResNet's over the networks' op
+  // ratio, times each network's cost per op.
   auto hw = HardwareProfileFromProbeReport(WithFramework(FrameworkEntry(0.006, 0.1) + "," + entry),
                                            "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
-  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_cnn_s,
-                   0.02 * std::sqrt(1 - 0.1 * 0.1) / (3.0 * forward));
+  const double gpt_figure = PlainGptOnly().host_overhead_per_kernel_s;
+  const double ratio = HardwareProfile().cnn_host_op_ratio;
+  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_s, std::sqrt(gpt_figure * resnet_figure / ratio));
+  EXPECT_DOUBLE_EQ(hw->host_overhead_per_kernel_cnn_s, hw->host_overhead_per_kernel_s * ratio);
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
                                "%.1f us for CNNs", hw->host_overhead_per_kernel_cnn_s * 1e6)));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat(
+                               "its GPT's pass %.1f us", gpt_figure * 1e6)));
+  // A slower ResNet window is a slower host for transformers too, by half as much
+  // in the logarithm; the GPT's window alone moves both figures the same way.
+  const std::string slower = R"({"name": "torch", "model": "resnet", "depth": 50, "image": 64,
+      "classes": 10, "batch": 1, "kernels": 906, "median_s": 0.08, "gpu_busy_fraction": 0.1})";
+  auto slow = HardwareProfileFromProbeReport(
+      WithFramework(FrameworkEntry(0.006, 0.1) + "," + slower), "probe.json");
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_NEAR(slow->host_overhead_per_kernel_s / hw->host_overhead_per_kernel_s, 2.0, 1e-9);
+  EXPECT_NEAR(slow->host_overhead_per_kernel_cnn_s / hw->host_overhead_per_kernel_cnn_s, 2.0, 1e-9);
 
   // A launch-bound ResNet-50 step follows the CNN figure, a GPT's the other one.
   auto resnet50 = PresetWorkload("resnet50");
