@@ -805,10 +805,11 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     // apart) reads the host at the level of its moment, and these hosts switch
     // between levels ~1.5x apart within seconds (bench/validate/data/checks/
     // 2026-11-26_h100x1_host_check_pinned). Over the 21 library runs of both
-    // cards a training row's host time followed neither window better than
-    // the other, and the geometric mean of the two (the ResNet's figure over
-    // the op ratio of the two networks, cnn_host_op_ratio) followed it better
-    // than either (bench/validate/README.md, "h23h, session 23"). Each
+    // cards the training rows followed the GPT's window alone and the
+    // ResNet's alone about as well (step time 10.1 and 10.0 %), and the
+    // geometric mean of the two (the ResNet's figure over the op ratio of the
+    // two networks, cnn_host_op_ratio) better than either (9.7 %;
+    // bench/validate/README.md, "h23h, session 23"). Each
     // network then keeps its own cost per op: the CNN figure is the same speed
     // times that ratio.
     const double gpt = modeling::Median(per_kernel), cnn = modeling::Median(per_kernel_cnn);
