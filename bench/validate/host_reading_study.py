@@ -129,6 +129,20 @@ def main():
         "GPT and ResNet, one rank (h23h)": lambda e: geo([figure(e[("gpt", 1)]) * rho_raw, figure(e[("resnet", 1)])]),
         "all four passes": lambda e: geo([figure(e[k]) * (rho_raw if k[0] == "gpt" else 1) for k in e]),
     }
+    # Per run: the median of its transformer rows' k*, against readings of the one-rank GPT pass
+    # and a constant (the same figure for every run).
+    print("\nper run (median k* of its transformer rows at micro-batch 1): sd over runs of log(level / reading)")
+    level = {f: st.median([r["kstar"] for r in rows if r["family"] == "transformer" and r["mb"] == 1])
+             * figure(e[("gpt", 1)]) for f, rows, e in data
+             if any(r["family"] == "transformer" and r["mb"] == 1 for r in rows)}
+    entries = {f: e for f, _, e in data}
+    for name, f in (("one-rank GPT median", lambda e: figure(e[("gpt", 1)])),
+                    ("one-rank GPT min", lambda e: e[("gpt", 1)]["min_s"]),
+                    ("one-rank GPT p95", lambda e: e[("gpt", 1)]["p95_s"]),
+                    ("one-rank GPT optimizer step", lambda e: e[("gpt", 1)]["step_host_s"]),
+                    ("a constant", lambda e: 1.0)):
+        logs = [math.log(v / f(entries[k])) for k, v in level.items()]
+        print(f"  {name:36} runs {len(logs):3}  sd {st.pstdev(logs):.3f}")
     for fam, base, table in (("transformer", ("gpt", 1), cands), ("cnn", ("resnet", 1), cnn_cands)):
         print(f"\n{fam} rows (micro-batch 1): log(training's host figure / reading)")
         for name, f in table.items():
