@@ -71,7 +71,7 @@ Misalignment MisalignmentOf(double m, double n, double k, GemmLayout layout, int
 // the same on H100 and H200 (~3 elements loaded a clock an SM, first
 // convolutions and 50257-wide heads alike, every committed seed). tf32's
 // 4-byte rows do take cp.async (cutlass sm80 kernels): not element-wise here.
-bool ElementWise(double m, double n, double k, GemmLayout layout, int element_bytes) {
+bool ElementWiseShape(double m, double n, double k, GemmLayout layout, int element_bytes) {
   if (element_bytes != 2) return false;
   int least = AlignmentBytes(n, element_bytes);
   if (layout == GemmLayout::kWgrad) {
@@ -80,6 +80,13 @@ bool ElementWise(double m, double n, double k, GemmLayout layout, int element_by
     least = std::min(least, AlignmentBytes(k, element_bytes));
   }
   return least <= element_bytes;
+}
+
+// Element-wise timing where the fit measured such kernels (GemmFit::element_wise);
+// elsewhere (a built-in profile, a fit without such points) the misaligned
+// factors stand for them.
+bool ElementWise(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
+  return f.element_wise && ElementWiseShape(m, n, k, layout, f.element_bytes);
 }
 
 // Depth of an element-wise kernel's k step: cutlass sm75 / sm80 align1 tiles
@@ -209,7 +216,7 @@ bool SplitsInKernel(const GemmFit& f, const GemmKernel& kernel) {
 double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout,
                          const GemmKernel& kernel) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
-  const bool ew = ElementWise(m, n, k, layout, f.element_bytes);
+  const bool ew = ElementWise(f, m, n, k, layout);
   const double rate = KernelRate(f, m, n, k, layout, ew);
   double split = std::max(1, kernel.split_k);
   const bool in_kernel = SplitsInKernel(f, kernel);
@@ -407,14 +414,16 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   bool has_input[3] = {false, false, false}, has_output[3] = {false, false, false};
   double best_rate = 0;
   int element_wise_points = 0;
+  for (const GemmPoint& p : points) {
+    if (ElementWiseShape(p.m, p.n, p.k, p.layout, fit.element_bytes)) ++element_wise_points;
+  }
+  fit.element_wise = element_wise_points >= kElementWisePointsToFit;
   for (size_t i = 0; i < points.size(); ++i) {
     const GemmPoint& p = points[i];
     log_s[i] = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
     smallest_s = std::min(smallest_s, std::exp(log_s[i]));
     const Misalignment a = MisalignmentOf(p.m, p.n, p.k, p.layout, fit.element_bytes);
-    const bool ew = ElementWise(p.m, p.n, p.k, p.layout, fit.element_bytes);
-    if (ew) ++element_wise_points;
-    if (ew) {
+    if (ElementWise(fit, p.m, p.n, p.k, p.layout)) {
       // timed by its element loads and stores, not by a misaligned factor
     } else if (a.input >= 0) {
       has_input[a.input] = true;
@@ -478,7 +487,7 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     }
     if (best_tile || split_points >= 4) free.push_back(kShape + 10);
     if (l2_points >= kL2PointsToFitSpeedup) free.push_back(kShape + 9);
-    if (element_wise_points >= kElementWisePointsToFit) {
+    if (fit.element_wise) {
       free.push_back(kShape + 11);
       free.push_back(kShape + 12);
     }
@@ -574,7 +583,7 @@ int ElementBytes(DType dtype) { return dtype == DType::kBf16 || dtype == DType::
 double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
   if (f.peak_flops <= 0) return 2.0 * m * n * k / 1e12;  // no fit: 1 TFLOP/s keeps a model finite
-  const bool element_wise = ElementWise(m, n, k, layout, f.element_bytes);
+  const bool element_wise = ElementWise(f, m, n, k, layout);
   const double compute =
       f.roofline_only
           ? 2.0 * m * n * k / f.peak_flops

@@ -116,6 +116,10 @@ struct GemmFit {
   // issue) and stores its whole tile. Fitted where the fit has 8 such points.
   double element_load_rate = 6e9;
   double element_store_rate = 1.2e10;
+  // Whether element-wise kernels are timed by those rates: set by a fit with
+  // 8 such points or more; elsewhere (a built-in profile, a fit without such
+  // points) the misaligned factors below stand for them.
+  bool element_wise = false;
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;

@@ -238,6 +238,7 @@ TEST(GemmModelTest, AFirstConvolutionsElementWiseKernelIsTimedByTheElementsItMov
   f.element_bytes = 2;
   f.element_load_rate = 6e9;  // elements/s an SM: ~3 a clock, seed 7411's fit
   f.element_store_rate = 9e9;
+  f.element_wise = true;  // as a fit with such points sets it
   const double m = 3211264;
   // k = 59 steps twice as deep as k = 27 (64 against 32 elements of each
   // panel row), the tile's stores the same: more time, not twice as much.
@@ -268,6 +269,7 @@ TEST(GemmModelTest, FitFindsTheElementWiseRatesAndPredictsFirstConvolutions) {
   GemmFit truth = Truth();
   truth.element_load_rate = 5e9;
   truth.element_store_rate = 1.5e10;
+  truth.element_wise = true;
   std::vector<GemmPoint> points = Points(truth, 40, 7);
   std::mt19937 rng(11);
   std::lognormal_distribution<double> noise(0.0, 0.03);
@@ -286,6 +288,7 @@ TEST(GemmModelTest, FitFindsTheElementWiseRatesAndPredictsFirstConvolutions) {
   start.bandwidth = truth.bandwidth;
   const GemmFit fit = FitGemm(points, DType::kBf16, start);
   ASSERT_TRUE(fit.valid);
+  EXPECT_TRUE(fit.element_wise);
   // First convolutions of seeds 8677, 7411, 9127 and 3907 (bf16).
   for (auto [m, n, k, layout] : {std::tuple{3211264.0, 24.0, 27.0, GemmLayout::kForward},
                                  {401408.0, 1024.0, 27.0, GemmLayout::kForward},
