@@ -125,8 +125,8 @@ double FillingSplit(double sms, double tiles, double k) {
 // 9127's tf32 wgrad m=768 n=5760 k=23,328 was +68 %). A last wave of more than
 // half the SMs' tiles has no SM to spare and stays a quantised wave.
 double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm, double tn,
-                       double split, double rate_factor, double kstep,
-                       bool cuts_last_wave = false, bool element_wise = false) {
+                       double split, double rate_factor, double kstep, bool cuts_last_wave = false,
+                       bool element_wise = false) {
   const double sms = f.sms;
   const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
   const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / tm + 256.0 / tn - 3.0));
@@ -148,9 +148,9 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   // slower: across the grid A is read ceil(n / tn) times and B ceil(m / tm)
   // times, and a grid of few tiles draws on few SMs' loads.
   const double flops_s = 2.0 * tm * tn * kk / per_sm;
-  const double load_s =
-      element_wise ? (tm + tn) * kk / f.element_load_rate
-                   : (std::min(tm, m) + std::min(tn, n)) * kk * f.element_bytes / f.sm_load_bandwidth;
+  const double load_s = element_wise ? (tm + tn) * kk / f.element_load_rate
+                                     : (std::min(tm, m) + std::min(tn, n)) * kk * f.element_bytes /
+                                           f.sm_load_bandwidth;
   double s = waves * (std::max(flops_s, load_s) + f.tile_fixed_s + epilogue);
   // fp32 partials out and in, and the reduction's (or the zeroing memset's)
   // own launch.
@@ -167,8 +167,8 @@ double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rat
     // Split k where the tiles leave SMs idle.
     const double most = FillingSplit(sms, tiles, k);
     for (double split : {1.0, most}) {
-      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor, kstep,
-                                            false, element_wise));
+      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor, kstep, false,
+                                            element_wise));
       if (most <= 1) break;
     }
   }
@@ -585,10 +585,9 @@ double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout la
   if (f.peak_flops <= 0) return 2.0 * m * n * k / 1e12;  // no fit: 1 TFLOP/s keeps a model finite
   const bool element_wise = ElementWise(f, m, n, k, layout);
   const double compute =
-      f.roofline_only
-          ? 2.0 * m * n * k / f.peak_flops
-          : ComputeSeconds(f, m, n, k, KernelRate(f, m, n, k, layout, element_wise),
-                           KStep(f.element_bytes), element_wise);
+      f.roofline_only ? 2.0 * m * n * k / f.peak_flops
+                      : ComputeSeconds(f, m, n, k, KernelRate(f, m, n, k, layout, element_wise),
+                                       KStep(f.element_bytes), element_wise);
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.

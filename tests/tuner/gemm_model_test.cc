@@ -273,8 +273,10 @@ TEST(GemmModelTest, FitFindsTheElementWiseRatesAndPredictsFirstConvolutions) {
   std::vector<GemmPoint> points = Points(truth, 40, 7);
   std::mt19937 rng(11);
   std::lognormal_distribution<double> noise(0.0, 0.03);
-  for (auto [tokens, in, out] : {std::tuple{401408.0, 27.0, 64.0}, {100352.0, 27.0, 256.0},
-                                 {401408.0, 147.0, 24.0}, {1605632.0, 27.0, 32.0},
+  for (auto [tokens, in, out] : {std::tuple{401408.0, 27.0, 64.0},
+                                 {100352.0, 27.0, 256.0},
+                                 {401408.0, 147.0, 24.0},
+                                 {1605632.0, 27.0, 32.0},
                                  {25088.0, 147.0, 64.0}}) {
     for (auto [m, n, k, layout] : {std::tuple{tokens, out, in, GemmLayout::kForward},
                                    {tokens, in, out, GemmLayout::kDgrad},
