@@ -63,11 +63,50 @@ Misalignment MisalignmentOf(double m, double n, double k, GemmLayout layout, int
   return {ClassOf(in), ClassOf(an)};
 }
 
+// Whether cuBLAS runs an element-wise kernel for the GEMM: a 16-bit GEMM with
+// a leading dimension of an input or of the output aligned to 2 bytes (one
+// element) runs cutlass's sm75 "align1" kernels, which stage every operand
+// element through a register (cp.async copies 4 bytes at least) and store the
+// result element by element: their rate is the SM's load / store instructions,
+// the same on H100 and H200 (~3 elements loaded a clock an SM, first
+// convolutions and 50257-wide heads alike, every committed seed). tf32's
+// 4-byte rows do take cp.async (cutlass sm80 kernels): not element-wise here.
+bool ElementWiseShape(double m, double n, double k, GemmLayout layout, int element_bytes) {
+  if (element_bytes != 2) return false;
+  int least = AlignmentBytes(n, element_bytes);
+  if (layout == GemmLayout::kWgrad) {
+    least = std::min(least, AlignmentBytes(m, element_bytes));
+  } else {
+    least = std::min(least, AlignmentBytes(k, element_bytes));
+  }
+  return least <= element_bytes;
+}
+
+// Element-wise timing where the fit measured such kernels (GemmFit::element_wise);
+// elsewhere (a built-in profile, a fit without such points) the misaligned
+// factors stand for them.
+bool ElementWise(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
+  return f.element_wise && ElementWiseShape(m, n, k, layout, f.element_bytes);
+}
+
+// Depth of an element-wise kernel's k step: cutlass sm75 / sm80 align1 tiles
+// stage 32 elements of k (bf16 / fp16 "128x128_32x2", tf32 "..._32x3").
+constexpr double kElementWiseKStep = 32;
+
 double RateFactor(const GemmFit& f, const Misalignment& a, GemmLayout layout) {
   const double l = f.layout_rate[static_cast<int>(layout)];
   if (a.input >= 0) return l * f.misaligned_input[a.input];
   if (a.output >= 0) return l * f.misaligned_output[a.output];
   return l;
+}
+
+// The tensor cores' rate factor of a GEMM's tiles: an element-wise kernel's
+// misalignment is timed by its element loads and stores (TileGridSeconds), not
+// by a factor on the rate.
+double KernelRate(const GemmFit& f, double m, double n, double k, GemmLayout layout,
+                  bool element_wise) {
+  if (element_wise) return f.layout_rate[static_cast<int>(layout)];
+  return RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
 }
 
 // Slices of k that fill the SMs a grid of `tiles` tiles leaves idle, each at
@@ -86,13 +125,15 @@ double FillingSplit(double sms, double tiles, double k) {
 // 9127's tf32 wgrad m=768 n=5760 k=23,328 was +68 %). A last wave of more than
 // half the SMs' tiles has no SM to spare and stays a quantised wave.
 double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm, double tn,
-                       double split, double rate_factor, double kstep,
-                       bool cuts_last_wave = false) {
+                       double split, double rate_factor, double kstep, bool cuts_last_wave = false,
+                       bool element_wise = false) {
   const double sms = f.sms;
   const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
   const double eff = 1.0 / (1.0 + f.small_tile * (256.0 / tm + 256.0 / tn - 3.0));
   const double per_sm = f.peak_flops * eff * rate_factor / sms;
-  const double epilogue = tm * tn * f.element_bytes * sms / f.store_bandwidth;
+  if (element_wise) kstep = kElementWiseKStep;
+  const double epilogue = element_wise ? tm * tn / f.element_store_rate
+                                       : tm * tn * f.element_bytes * sms / f.store_bandwidth;
   const double kk = std::ceil(k / split / kstep) * kstep;
   const double units = tiles * split / sms;
   double waves = units + f.wave_quantisation * (std::ceil(units) - units);
@@ -107,8 +148,9 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
   // slower: across the grid A is read ceil(n / tn) times and B ceil(m / tm)
   // times, and a grid of few tiles draws on few SMs' loads.
   const double flops_s = 2.0 * tm * tn * kk / per_sm;
-  const double load_s =
-      (std::min(tm, m) + std::min(tn, n)) * kk * f.element_bytes / f.sm_load_bandwidth;
+  const double load_s = element_wise ? (tm + tn) * kk / f.element_load_rate
+                                     : (std::min(tm, m) + std::min(tn, n)) * kk * f.element_bytes /
+                                           f.sm_load_bandwidth;
   double s = waves * (std::max(flops_s, load_s) + f.tile_fixed_s + epilogue);
   // fp32 partials out and in, and the reduction's (or the zeroing memset's)
   // own launch.
@@ -117,7 +159,7 @@ double TileGridSeconds(const GemmFit& f, double m, double n, double k, double tm
 }
 
 double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rate_factor,
-                      double kstep) {
+                      double kstep, bool element_wise = false) {
   double best = std::numeric_limits<double>::infinity();
   const double sms = f.sms;
   for (const Tile& t : kTiles) {
@@ -125,10 +167,13 @@ double ComputeSeconds(const GemmFit& f, double m, double n, double k, double rat
     // Split k where the tiles leave SMs idle.
     const double most = FillingSplit(sms, tiles, k);
     for (double split : {1.0, most}) {
-      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor, kstep));
+      best = std::min(best, TileGridSeconds(f, m, n, k, t.m, t.n, split, rate_factor, kstep, false,
+                                            element_wise));
       if (most <= 1) break;
     }
   }
+  // Stream-K is a family of 16-byte-aligned kernels: no element-wise one.
+  if (element_wise) return best;
   // Stream-K: the k steps of all tiles of the largest shape dealt evenly to
   // the SMs, partial tiles summed at the end.
   const Tile& t = kTiles[0];
@@ -171,12 +216,13 @@ bool SplitsInKernel(const GemmFit& f, const GemmKernel& kernel) {
 double KernelGridSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout,
                          const GemmKernel& kernel) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
-  const double rate = RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout);
+  const bool ew = ElementWise(f, m, n, k, layout);
+  const double rate = KernelRate(f, m, n, k, layout, ew);
   double split = std::max(1, kernel.split_k);
   const bool in_kernel = SplitsInKernel(f, kernel);
   if (in_kernel) split = FillingSplit(f.sms, KernelTiles(kernel, m, n), k);
   return TileGridSeconds(f, m, n, k, kernel.tile_m, kernel.tile_n, split, rate,
-                         KStep(f.element_bytes), in_kernel);
+                         KStep(f.element_bytes), in_kernel, ew);
 }
 
 double MemorySeconds(const GemmFit& f, double m, double n, double k) {
@@ -204,6 +250,8 @@ constexpr int kShape = 8;
 // and memory-bound points that fit in L2 before it fits L2's speed-up.
 constexpr int kMemoryBoundPointsToFitBandwidth = 16;
 constexpr int kL2PointsToFitSpeedup = 8;
+// Element-wise (align1) points before their load and store rates are fitted.
+constexpr int kElementWisePointsToFit = 8;
 
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
 
@@ -219,6 +267,8 @@ std::vector<double> ToVector(const GemmFit& f) {
   x.push_back(std::log(f.sm_load_bandwidth));
   x.push_back(std::log(f.l2_speedup));
   x.push_back(std::log(f.split_fixed_s));
+  x.push_back(std::log(f.element_load_rate));
+  x.push_back(std::log(f.element_store_rate));
   return x;
 }
 
@@ -271,6 +321,8 @@ void FromVector(const std::vector<double>& x, GemmFit* f, const FitBounds& bound
   const double sm_floor = f->bandwidth * f->l2_speedup / std::max(1, f->sms);
   f->sm_load_bandwidth = std::clamp(std::exp(x[kShape + 8]), sm_floor, std::max(sm_floor, 1e12));
   f->split_fixed_s = launch(x[kShape + 10]);
+  f->element_load_rate = std::exp(x[kShape + 11]);
+  f->element_store_rate = std::exp(x[kShape + 12]);
 }
 
 // Whether `x` leaves `bounds`; `clamped` gets x with each stray coordinate on
@@ -361,12 +413,19 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   double smallest_s = std::numeric_limits<double>::infinity();
   bool has_input[3] = {false, false, false}, has_output[3] = {false, false, false};
   double best_rate = 0;
+  int element_wise_points = 0;
+  for (const GemmPoint& p : points) {
+    if (ElementWiseShape(p.m, p.n, p.k, p.layout, fit.element_bytes)) ++element_wise_points;
+  }
+  fit.element_wise = element_wise_points >= kElementWisePointsToFit;
   for (size_t i = 0; i < points.size(); ++i) {
     const GemmPoint& p = points[i];
     log_s[i] = std::log(2.0 * p.m * p.n * p.k / (p.tflops * 1e12));
     smallest_s = std::min(smallest_s, std::exp(log_s[i]));
     const Misalignment a = MisalignmentOf(p.m, p.n, p.k, p.layout, fit.element_bytes);
-    if (a.input >= 0) {
+    if (ElementWise(fit, p.m, p.n, p.k, p.layout)) {
+      // timed by its element loads and stores, not by a misaligned factor
+    } else if (a.input >= 0) {
       has_input[a.input] = true;
     } else if (a.output >= 0) {
       has_output[a.output] = true;
@@ -428,6 +487,10 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     }
     if (best_tile || split_points >= 4) free.push_back(kShape + 10);
     if (l2_points >= kL2PointsToFitSpeedup) free.push_back(kShape + 9);
+    if (fit.element_wise) {
+      free.push_back(kShape + 11);
+      free.push_back(kShape + 12);
+    }
     bool has_layout[3] = {false, false, false};
     for (const GemmPoint& p : points) has_layout[static_cast<int>(p.layout)] = true;
     // Layouts against forward's, where both were measured.
@@ -467,9 +530,11 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   fit.rms_log_error = std::sqrt(cost(x));
   fit.note = absl::StrFormat(
       "fitted to %d points: %.0f TFLOP/s peak, %.2f TB/s streaming (x%.2f in L2), %.0f GB/s an "
-      "SM's loads, %.1f us a split's launch, rms error %.1f %%",
+      "SM's loads, %.1f us a split's launch, %.2f / %.2f G elements/s an SM's element-wise "
+      "loads / stores, rms error %.1f %%",
       fit.points, fit.peak_flops / 1e12, fit.bandwidth / 1e12, fit.l2_speedup,
-      fit.sm_load_bandwidth / 1e9, 1e6 * fit.split_fixed_s, 100 * fit.rms_log_error);
+      fit.sm_load_bandwidth / 1e9, 1e6 * fit.split_fixed_s, fit.element_load_rate / 1e9,
+      fit.element_store_rate / 1e9, 100 * fit.rms_log_error);
   return fit;
 }
 
@@ -518,12 +583,11 @@ int ElementBytes(DType dtype) { return dtype == DType::kBf16 || dtype == DType::
 double GemmSeconds(const GemmFit& f, double m, double n, double k, GemmLayout layout) {
   m = std::max(1.0, m), n = std::max(1.0, n), k = std::max(1.0, k);
   if (f.peak_flops <= 0) return 2.0 * m * n * k / 1e12;  // no fit: 1 TFLOP/s keeps a model finite
+  const bool element_wise = ElementWise(f, m, n, k, layout);
   const double compute =
-      f.roofline_only
-          ? 2.0 * m * n * k / f.peak_flops
-          : ComputeSeconds(f, m, n, k,
-                           RateFactor(f, MisalignmentOf(m, n, k, layout, f.element_bytes), layout),
-                           KStep(f.element_bytes));
+      f.roofline_only ? 2.0 * m * n * k / f.peak_flops
+                      : ComputeSeconds(f, m, n, k, KernelRate(f, m, n, k, layout, element_wise),
+                                       KStep(f.element_bytes), element_wise);
   const double memory = MemorySeconds(f, m, n, k);
   // A streaming GEMM overlaps its launch with its reads: the floor is the
   // bytes alone.

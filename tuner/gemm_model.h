@@ -14,8 +14,8 @@
 // heuristic picks a kernel), so it covers shapes no probe ran; its few
 // parameters per precision (peak rate, small-tile loss, per-tile and per-GEMM
 // fixed time, bandwidth, an SM's load rate, L2's speed-up, a split's launch,
-// one rate factor per misaligned class) are fitted to the probe's points by
-// least squares on log time.
+// one rate factor per misaligned class, an element-wise kernel's load and store
+// rates) are fitted to the probe's points by least squares on log time.
 #ifndef XDEEP_TUNER_GEMM_MODEL_H_
 #define XDEEP_TUNER_GEMM_MODEL_H_
 
@@ -105,6 +105,21 @@ struct GemmFit {
   // operands are k-major decides whether the kernel transposes one on its
   // way to the tensor cores (tf32 kernels most of all).
   std::array<double, 3> layout_rate = {1.0, 1.0, 1.0};
+  // Element-wise kernels: where a leading dimension of A, B or C of a bf16 /
+  // fp16 GEMM is aligned to one element only (2-byte rows: a first
+  // convolution's k = 27, a 50257-wide head), cuBLAS runs cutlass's sm75
+  // "align1" kernels, which move every element of their operand panels and of
+  // their result through one thread's scalar load or store. Their tiles are
+  // bound by those instructions, per SM in elements/s, not by the tensor cores
+  // or the bytes: the same times on H100 and H200. A tile loads its whole
+  // (tile_m + tile_n) x 32-deep panels per k step (predicated-off rows still
+  // issue) and stores its whole tile. Fitted where the fit has 8 such points.
+  double element_load_rate = 6e9;
+  double element_store_rate = 1.2e10;
+  // Whether element-wise kernels are timed by those rates: set by a fit with
+  // 8 such points or more; elsewhere (a built-in profile, a fit without such
+  // points) the misaligned factors below stand for them.
+  bool element_wise = false;
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;

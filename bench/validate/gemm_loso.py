@@ -120,6 +120,10 @@ def main():
                    help="which fits to run, comma-separated: own, others (default both)")
     p.add_argument("--modes", default="blind,kernels",
                    help="blind (the best tile), kernels (knowing the heuristic's kernels) or both")
+    p.add_argument("--own-plus", default="",
+                   help="comma-separated layer-name prefixes (e.g. cnn.c3x): the own fit also gets "
+                        "the other seeds' (same card) check shapes of those layers, standing in for "
+                        "probe fit points of that kind that the committed reports do not have")
     ARGS = p.parse_args()
     cards = SEEDS if ARGS.card == "all" else {ARGS.card: SEEDS[ARGS.card]}
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +134,13 @@ def main():
                 algos = os.path.exists(os.path.join(folder, "check_algos.json"))
                 pooled = dict(own)
                 pooled["gemm"] = list(own["gemm"])
+                prefixes = [x for x in ARGS.own_plus.split(",") if x]
+                if prefixes:
+                    own = dict(own)
+                    own["gemm"] = list(own["gemm"]) + [
+                        g for other, orel in seeds.items() if other != held
+                        for g in checked_points(os.path.join(DATA, orel))
+                        if any(g["layer"].startswith("check." + x) for x in prefixes)]
                 for other, orel in seeds.items():
                     if other == held:
                         continue

@@ -223,5 +223,83 @@ TEST(GemmModelTest, Tf32TilesStepThroughKIn128ByteRows) {
   EXPECT_NEAR(GemmSeconds(f, m, n, 32) / GemmSeconds(f, m, n, 64), 1.0, 0.02);
 }
 
+// A first convolution (3 input channels: im2col k = 27, 54-byte rows in bf16)
+// runs on cutlass's sm75 element-wise ("align1") kernels: every element of the
+// operand panels and of the result goes through one thread's 2-byte load or
+// store, so its time follows the elements its tiles move -- a 32-deep k step
+// (not the TMA kernels' 64), its stores where the output is wide -- and not
+// device memory's bandwidth (the same times on H100 and H200, every committed
+// seed). Before session 23 the model padded k = 27 to a 64-deep step and timed
+// the stores at the aligned kernels' store bandwidth: k = 27 and k = 59 ran
+// alike (ratio 1.0), and a 1.5x faster device memory made the first
+// convolution faster.
+TEST(GemmModelTest, AFirstConvolutionsElementWiseKernelIsTimedByTheElementsItMoves) {
+  GemmFit f = Truth();
+  f.element_bytes = 2;
+  f.element_load_rate = 6e9;  // elements/s an SM: ~3 a clock, seed 7411's fit
+  f.element_store_rate = 9e9;
+  f.element_wise = true;  // as a fit with such points sets it
+  const double m = 3211264;
+  // k = 59 steps twice as deep as k = 27 (64 against 32 elements of each
+  // panel row), the tile's stores the same: more time, not twice as much.
+  const double deeper = GemmSeconds(f, m, 24, 59) / GemmSeconds(f, m, 24, 27);
+  EXPECT_GT(deeper, 1.2);
+  EXPECT_LT(deeper, 1.9);
+  // A wide output pays its stores.
+  EXPECT_GT(GemmSeconds(f, m / 8, 1024, 27) / GemmSeconds(f, m / 8, 256, 27), 3.0);
+  // An SM-side bound: faster device memory does not change it.
+  GemmFit faster = f;
+  faster.bandwidth *= 1.5;
+  faster.store_bandwidth *= 1.5;
+  EXPECT_NEAR(GemmSeconds(faster, m, 24, 27) / GemmSeconds(f, m, 24, 27), 1.0, 0.01);
+  // tf32's one-element-aligned kernels (cutlass sm80, 4-byte cp.async) are
+  // not element-wise: the element rates do not time them.
+  f.element_bytes = 4;
+  GemmFit slower = f;
+  slower.element_load_rate /= 4;
+  slower.element_store_rate /= 4;
+  EXPECT_DOUBLE_EQ(GemmSeconds(slower, m, 24, 27), GemmSeconds(f, m, 24, 27));
+}
+
+// The element-wise rates are found from the probe's points: a GPU whose first
+// convolutions move 5e9 elements/s an SM and store 1.5e10, probed at layers
+// of random sizes (some misaligned) and four first convolutions as the probe's
+// anchors, predicts first convolutions it never ran.
+TEST(GemmModelTest, FitFindsTheElementWiseRatesAndPredictsFirstConvolutions) {
+  GemmFit truth = Truth();
+  truth.element_load_rate = 5e9;
+  truth.element_store_rate = 1.5e10;
+  truth.element_wise = true;
+  std::vector<GemmPoint> points = Points(truth, 40, 7);
+  std::mt19937 rng(11);
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  for (auto [tokens, in, out] : {std::tuple{401408.0, 27.0, 64.0},
+                                 {100352.0, 27.0, 256.0},
+                                 {401408.0, 147.0, 24.0},
+                                 {1605632.0, 27.0, 32.0},
+                                 {25088.0, 147.0, 64.0}}) {
+    for (auto [m, n, k, layout] : {std::tuple{tokens, out, in, GemmLayout::kForward},
+                                   {tokens, in, out, GemmLayout::kDgrad},
+                                   {out, in, tokens, GemmLayout::kWgrad}}) {
+      const double s = GemmSeconds(truth, m, n, k, layout) * noise(rng);
+      points.push_back({static_cast<int64_t>(m), static_cast<int64_t>(n), static_cast<int64_t>(k),
+                        DType::kBf16, 2.0 * m * n * k / s / 1e12, layout});
+    }
+  }
+  GemmFit start;
+  start.bandwidth = truth.bandwidth;
+  const GemmFit fit = FitGemm(points, DType::kBf16, start);
+  ASSERT_TRUE(fit.valid);
+  EXPECT_TRUE(fit.element_wise);
+  // First convolutions of seeds 8677, 7411, 9127 and 3907 (bf16).
+  for (auto [m, n, k, layout] : {std::tuple{3211264.0, 24.0, 27.0, GemmLayout::kForward},
+                                 {401408.0, 1024.0, 27.0, GemmLayout::kForward},
+                                 {100352.0, 1024.0, 27.0, GemmLayout::kForward},
+                                 {802816.0, 147.0, 24.0, GemmLayout::kDgrad}}) {
+    EXPECT_NEAR(GemmSeconds(fit, m, n, k, layout) / GemmSeconds(truth, m, n, k, layout), 1.0, 0.1)
+        << m << " x " << n << " x " << k << ": " << fit.note;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
