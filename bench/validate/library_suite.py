@@ -330,6 +330,10 @@ def blocks(model):
         return list(model.model.layers)
     if hasattr(model, "encoder"):  # torchvision ViT
         return list(model.encoder.layers)
+    if hasattr(model, "features"):  # torchvision EfficientNet, ConvNeXt, MobileNet, VGG: their stages
+        return list(model.features)
+    if hasattr(model, "trunk_output"):  # torchvision RegNet
+        return list(model.trunk_output)
     return [m for layer in (model.layer1, model.layer2, model.layer3, model.layer4) for m in layer]
 
 
