@@ -28,7 +28,7 @@ ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16
 ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's ResNet-152 also at
 176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px;
 held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px; held-out run 16: timm's ViT-B/16
-at 512 px and torchvision's ResNet-101 at 256 px).
+at 512 px and torchvision's EfficientNet-B2 at 260 px, its ResNet-101 at 256 px the fallback).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -246,21 +246,21 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-resnet152-176": "resnet152", "timm-vit-ti16-384": "timm:vit_tiny_patch16_384",
           "tv-wide-resnet50-288": "wide_resnet50_2", "timm-vit-s16-384": "timm:vit_small_patch16_384",
           "timm-resnet50-160": "timm:resnet50", "timm-vit-b16-512": "timm:vit_base_patch16_224",
-          "tv-resnet101-256": "resnet101"}
+          "tv-resnet101-256": "resnet101", "tv-efficientnet-b2-260": "efficientnet_b2"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
         "tv-resnet152-176", "tv-wide-resnet50-288",
-        "timm-resnet50-160", "tv-resnet101-256"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet50-160", "tv-resnet101-256", "tv-efficientnet-b2-260"}  # channels_last (torchvision's reference), SGD
 # Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
 # tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
 # (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution); timm's
 # ViT-S/16 at 384 px and its ResNet-50 at 160 px ("ResNet strikes back" A3's training resolution);
-# held-out run 16: timm's ViT-B/16 at 512 px (1025 tokens; its position table made for that side) and
-# torchvision's ResNet-101 at 256 px.
+# held-out run 16: timm's ViT-B/16 at 512 px (1025 tokens; its position table made for that side),
+# torchvision's ResNet-101 at 256 px (the CNN slot's fallback) and EfficientNet-B2 at its own 260 px.
 IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176, "timm-vit-ti16-384": 384,
             "tv-wide-resnet50-288": 288, "timm-vit-s16-384": 384, "timm-resnet50-160": 160,
-            "timm-vit-b16-512": 512, "tv-resnet101-256": 256}
+            "timm-vit-b16-512": 512, "tv-resnet101-256": 256, "tv-efficientnet-b2-260": 260}
 
 
 def seq_of(name):

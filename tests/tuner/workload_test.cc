@@ -468,7 +468,7 @@ TEST(WorkloadTest, HeldOutRun16WorkloadsMatchTheLibrariesCounts) {
   // Held-out run 16's files (bench/validate/workloads) against the parameters of the classes
   // library_suite.py builds, counted from their code as the run-14 and run-15 tests above do:
   // GPTNeoXForCausalLM (fused QKV, every Linear biased, two LayerNorms a block and a final one,
-  // the head untied) and torchvision's resnet101 exactly; GPTBigCodeForCausalLM (multi-query:
+  // the head untied) and torchvision's resnet101 and efficientnet_b2 exactly; GPTBigCodeForCausalLM (multi-query:
   // c_attn 768 -> 768 + 2 x 64, biases, 1024 learned positions, the head tied) exactly;
   // Starcoder2ForCausalLM (q, k, v, o, c_fc, c_proj biased, LayerNorms, the head tied) exactly;
   // timm's VisionTransformer with its patch embedding's convolution (16 x 16 x 3 x 768 + 768),
@@ -483,7 +483,8 @@ TEST(WorkloadTest, HeldOutRun16WorkloadsMatchTheLibrariesCounts) {
                  Case{"hf-tiny-starcoder-py", 158639104},
                  Case{"hf-starcoder2-3b", 3030371328},
                  Case{"timm-vit-b16-512", 87203560 - (16 * 16 * 3 * 768 + 768) - 768 - 1000 + 1000 * 768},
-                 Case{"tv-resnet101-256", 44549160}}) {
+                 Case{"tv-resnet101-256", 44549160},
+                 Case{"tv-efficientnet-b2-260", 9109994}}) {
     const std::string path =
         std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
     auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
