@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "cublaslt_shapes.h"
 #include "profiler/cuda/cublaslt_util.h"
@@ -384,9 +385,23 @@ std::vector<GemmEntry> RunGemmProbes(const GemmProbeOptions& options,
     fail("cublaslt.gemm", s);
     return out;
   }
+  size_t total = 0;
+  for (DType dtype : options.dtypes) {
+    for (const GemmSpec& spec : options.gemms) total += spec.RunsAt(dtype) ? 1 : 0;
+  }
+  size_t started = 0;
   for (DType dtype : options.dtypes) {
     for (const GemmSpec& spec : options.gemms) {
       if (!spec.RunsAt(dtype)) continue;
+      if (absl::Now() >= options.stop_starting) {
+        fail("cublaslt.gemm",
+             absl::DeadlineExceededError(absl::StrFormat(
+                 "the run's time limit is near: %d of %d GEMMs skipped (timed %d); give the "
+                 "probe a longer --time-limit or fewer shapes",
+                 total - started, total, out.size())));
+        return out;
+      }
+      ++started;
       GemmProbe probe(&ctx, spec, dtype, options);
       absl::StatusOr<ProbeResult> r = RunProbe(probe, options.harness);
       if (!r.ok()) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "profiler/cuda/cuda_util.h"
 #include "profiler/cuda/kernels.h"
@@ -89,6 +90,24 @@ TEST_F(GpuProbesTest, GemmAllDtypesPassTheCheck) {
     EXPECT_GT(e.tflops, 0.1) << e.dtype;
     EXPECT_LT(e.tflops, 5000) << e.dtype;
   }
+}
+
+// A run near its time limit keeps the GEMMs it timed and says how many it skipped;
+// none starts once stop_starting has passed.
+TEST_F(GpuProbesTest, GemmsStopStartingAtTheRunsLimitAndSaySo) {
+  GemmProbeOptions o;
+  o.gemms = {GemmSpec{1024, 768, 512, "plain", "t"}};
+  o.dtypes = {DType::kBf16, DType::kFp16};
+  o.harness.max_samples = 5;
+  std::vector<ErrorEntry> errors;
+  ASSERT_EQ(RunGemmProbes(o, &errors).size(), 2u);
+  ASSERT_TRUE(errors.empty());
+  o.stop_starting = absl::Now();
+  std::vector<GemmEntry> r = RunGemmProbes(o, &errors);
+  EXPECT_TRUE(r.empty());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("2 of 2 GEMMs skipped (timed 0)"), std::string::npos)
+      << errors[0].message;
 }
 
 // A layer's forward, dgrad and wgrad read their operands as nn.Linear stores
