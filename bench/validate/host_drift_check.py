@@ -79,23 +79,6 @@ def cpu_mhz():
         return None
 
 
-BUILDER = r"""
-import gc, sys, time
-sys.path.insert(0, sys.argv[1])
-import torch
-import library_suite
-while True:
-    t = time.time()
-    model = library_suite.build(sys.argv[2], "cuda")
-    torch.cuda.synchronize()
-    print(f"{time.strftime('%H:%M:%S', time.gmtime())} built {sys.argv[2]} in {time.time() - t:.1f} s",
-          flush=True)
-    del model
-    gc.collect()
-    torch.cuda.empty_cache()
-"""
-
-
 def main():
     import torch
     import framework_probe as fp
@@ -204,7 +187,7 @@ def main():
     if beside_rounds > 0 and time.time() < deadline - 30:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
         log = open(os.path.join(out, "builder.log"), "w")
-        builder = subprocess.Popen([sys.executable, "-c", BUILDER, HERE, build_name],
+        builder = subprocess.Popen([sys.executable, os.path.join(HERE, "build_loop.py"), build_name],
                                    stdout=log, stderr=subprocess.STDOUT, env=env)
         report["builder_start"] = time.strftime("%H:%M:%S", time.gmtime())
         time.sleep(8)  # its imports: the first build is under way before the next window

@@ -38,21 +38,7 @@ timed() {  # MODEL's rows on GPU 0, as run_library.sh's single-GPU lane times th
 
 builder() {  # BUILD built on GPU 1 again and again until killed: the neighbour lane's build
   # exec: the background job's pid is python's, so the kill below ends the builder itself.
-  exec env CUDA_VISIBLE_DEVICES=1 python3 - "$here" "$BUILD" <<'EOF'
-import gc, sys, time
-sys.path.insert(0, sys.argv[1])
-import torch
-import library_suite
-while True:
-    t = time.time()
-    model = library_suite.build(sys.argv[2], "cuda")
-    torch.cuda.synchronize()
-    print(f"{time.strftime('%H:%M:%S', time.gmtime())} built {sys.argv[2]} in {time.time() - t:.1f} s",
-          flush=True)
-    del model
-    gc.collect()
-    torch.cuda.empty_cache()
-EOF
+  exec env CUDA_VISIBLE_DEVICES=1 python3 "$here/build_loop.py" "$BUILD"
 }
 
 for r in $(seq 1 "$ROUNDS"); do
