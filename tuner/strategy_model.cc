@@ -292,17 +292,7 @@ struct StrategyModel::Impl {
       }
       return true;
     };
-    auto same_convs = [](const std::vector<GroupedConv>& x, const std::vector<GroupedConv>& y) {
-      if (x.size() != y.size()) return false;
-      for (size_t i = 0; i < x.size(); ++i) {
-        if (x[i].in_pixels != y[i].in_pixels || x[i].out_pixels != y[i].out_pixels ||
-            x[i].in_channels != y[i].in_channels || x[i].out_channels != y[i].out_channels ||
-            x[i].kernel != y[i].kernel || x[i].groups != y[i].groups)
-          return false;
-      }
-      return true;
-    };
-    return same_gemms(a.gemms, b.gemms) && same_convs(a.grouped_convs, b.grouped_convs) &&
+    return same_gemms(a.gemms, b.gemms) && a.grouped_convs == b.grouped_convs &&
            a.tp_split_n == b.tp_split_n && a.tp_split_m == b.tp_split_m &&
            a.tp_capable == b.tp_capable && a.vocab_parallel == b.vocab_parallel &&
            a.attention_flops == b.attention_flops &&

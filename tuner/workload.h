@@ -207,6 +207,7 @@ struct GroupedConv {
   double Flops() const {
     return 2.0 * out_pixels * double(out_channels) * double(in_channels / groups) * kernel * kernel;
   }
+  bool operator==(const GroupedConv&) const = default;
 };
 
 // One row of a per-layer table (CNN presets, generic workloads). Per sample.
