@@ -37,6 +37,7 @@ SEEDS = {
         "5309": "calibration/2026-11-28_h200x1_gemm_seed5309",
         "8677": "calibration/2026-11-28_h200x1_gemm_seed8677",
         "3907": "calibration/2026-11-28_h200x1_gemm_seed3907",
+        "6271": "calibration/2026-11-28_h200x1_gemm_seed6271",
     },
     "h100": {
         "8081": "calibration/2026-11-27_h100x1_gemm_seed8081",
