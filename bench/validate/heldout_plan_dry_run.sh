@@ -49,7 +49,7 @@ SH
 cat > "$tmp/suite.py" <<'PY'
 import argparse, json, sys
 ap = argparse.ArgumentParser()
-for a in ("--mode", "--models", "--micro-batches", "--vision-micro-batches", "--out"):
+for a in ("--mode", "--models", "--micro-batches", "--vision-micro-batches", "--out", "--lane-lock"):
     ap.add_argument(a, default="")
 args, _ = ap.parse_known_args()
 runs = []
@@ -64,7 +64,8 @@ for m in filter(None, args.models.split(",")):
 meta = dict(schema="xdeep.memory_validation/1", suite="library_suite.py (dry run)", mode=args.mode,
             gpu="stand-in", gpu_count_used=1 if args.mode == "single" else 2)
 json.dump(dict(meta=meta, runs=runs), open(args.out, "w"))
-print("suite", args.mode, args.models, file=open(sys.argv[0] + ".log", "a"))
+print("suite", args.mode, args.models, "lane-lock" if args.lane_lock else "no-lock",
+      file=open(sys.argv[0] + ".log", "a"))
 PY
 cat > "$tmp/bin/python3" <<SH
 #!/bin/bash
@@ -200,4 +201,13 @@ done
 if [ "$gpus" -lt 2 ]; then
   grep -q "one GPU: the single-GPU part of the plan only" "$tmp/out/log.txt" || fail "the one-GPU path did not run"
 fi
+# Side by side (two GPUs) the single-GPU lanes share a lane lock, so that neither times a step
+# beside the other's build; in turn (one GPU) and in the two-GPU modes nothing is locked.
+if [[ ,$(get MODES), == *,single,* ]]; then
+  locked=$(grep -c "^suite single .* lane-lock$" "$tmp/suite.py.log")
+  want=0
+  [ "$gpus" -ge 2 ] && want=2
+  [ "$locked" = "$want" ] || fail "$locked single-GPU lane(s) with a lane lock on $gpus GPU(s), not $want"
+fi
+grep -v "^suite single " "$tmp/suite.py.log" | grep -q " lane-lock$" && fail "a two-GPU mode was given a lane lock"
 echo "held-out plan dry run: ok ($(basename "$(dirname "$plan")"), $gpus GPU(s))"

@@ -21,14 +21,16 @@ SmolLM-135M's shapes (held-out run 13); GPT2LMHeadModel in Cerebras-GPT-256M's, 
 MobileLLM-1B's and OpenCoder-1.5B's shapes (held-out run 14); GPT2LMHeadModel in Cerebras-GPT-111M's,
 LlamaForCausalLM in AMD-Llama-135m's and Qwen2ForCausalLM in Qwen1.5-1.8B's shapes (held-out run 15);
 GPTNeoXForCausalLM in Pythia-70M's, GPTBigCodeForCausalLM in TinyStarCoderPy's and Starcoder2ForCausalLM
-in StarCoder2-3B's shapes (held-out run 16);
+in StarCoder2-3B's shapes (held-out run 16); LlamaForCausalLM in llama2.c's 42M model's and EuroLLM-1.7B's,
+GPTNeoXForCausalLM in Pythia-160M's shapes (held-out run 17);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
 ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
 ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's ResNet-152 also at
 176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px;
 held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px; held-out run 16: timm's ViT-B/16
-at 512 px and torchvision's EfficientNet-B2 at 260 px, its ResNet-101 at 256 px the fallback).
+at 512 px and torchvision's EfficientNet-B2 at 260 px, its ResNet-101 at 256 px the fallback; held-out
+run 17: timm's ViT-L/16 at 320 px and torchvision's ConvNeXt-S at 192 px).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -58,10 +60,20 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-
 T_START = time.time()
+
+# A lane's start is host work too: with --lane-lock the lock is held from before torch is
+# imported until main() has imported the libraries and made CUDA's context. Imported as a module
+# (plan_build_check.py) it does nothing.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lane_lock import LaneLock, lane_lock_arg  # noqa: E402  (no torch in it)
+
+LANE = LaneLock(lane_lock_arg(sys.argv) if __name__ == "__main__" else None)
+LANE.enter("host")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
 SEQ = 1024
 IMAGE = 224
 
@@ -230,6 +242,19 @@ TRANSFORMERS = {
                                             num_attention_heads=24, num_key_value_heads=2, vocab_size=49152,
                                             hidden_act="gelu_pytorch_tanh", use_bias=True,
                                             tie_word_embeddings=True)),
+    # Held-out run 17: llama2.c's 42M model's shape (LlamaForCausalLM: 8 layers of hidden 512, 8 heads,
+    # 8 key-value heads, SwiGLU 1376, tied 32000-word head), EuroLLM-1.7B's (LlamaForCausalLM: 24
+    # layers of hidden 2048, 16 heads of 128, 8 key-value heads, SwiGLU 5632, untied 128000-word head)
+    # and Pythia-160M's (GPTNeoXForCausalLM: 12 layers of hidden 768, 12 heads, GELU MLP 3072, untied
+    # 50304-word head; rotary and parallel residual at GPTNeoXConfig's defaults).
+    "hf-llama2c-42m": ("llama", dict(hidden_size=512, intermediate_size=1376, num_hidden_layers=8,
+                                     num_attention_heads=8, num_key_value_heads=8, vocab_size=32000,
+                                     tie_word_embeddings=True)),
+    "hf-eurollm-1.7b": ("llama", dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=24,
+                                      num_attention_heads=16, num_key_value_heads=8, vocab_size=128000,
+                                      tie_word_embeddings=False)),
+    "hf-pythia-160m": ("gpt_neox", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                        intermediate_size=3072, vocab_size=50304)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -246,21 +271,26 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-resnet152-176": "resnet152", "timm-vit-ti16-384": "timm:vit_tiny_patch16_384",
           "tv-wide-resnet50-288": "wide_resnet50_2", "timm-vit-s16-384": "timm:vit_small_patch16_384",
           "timm-resnet50-160": "timm:resnet50", "timm-vit-b16-512": "timm:vit_base_patch16_224",
-          "tv-resnet101-256": "resnet101", "tv-efficientnet-b2-260": "efficientnet_b2"}
+          "tv-resnet101-256": "resnet101", "tv-efficientnet-b2-260": "efficientnet_b2",
+          "timm-vit-l16-320": "timm:vit_large_patch16_224", "tv-convnext-small-192": "convnext_small"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
         "tv-resnet152-176", "tv-wide-resnet50-288",
-        "timm-resnet50-160", "tv-resnet101-256", "tv-efficientnet-b2-260"}  # channels_last (torchvision's reference), SGD
+        "timm-resnet50-160", "tv-resnet101-256", "tv-efficientnet-b2-260",
+        "tv-convnext-small-192"}  # channels_last (torchvision's reference), SGD
 # Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
 # tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
 # (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution); timm's
 # ViT-S/16 at 384 px and its ResNet-50 at 160 px ("ResNet strikes back" A3's training resolution);
 # held-out run 16: timm's ViT-B/16 at 512 px (1025 tokens; its position table made for that side),
-# torchvision's ResNet-101 at 256 px (the CNN slot's fallback) and EfficientNet-B2 at its own 260 px.
+# torchvision's ResNet-101 at 256 px (the CNN slot's fallback) and EfficientNet-B2 at its own 260 px;
+# held-out run 17: timm's ViT-L/16 at 320 px (401 tokens; its position table made for that side) and
+# torchvision's ConvNeXt-S at 192 px.
 IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176, "timm-vit-ti16-384": 384,
             "tv-wide-resnet50-288": 288, "timm-vit-s16-384": 384, "timm-resnet50-160": 160,
-            "timm-vit-b16-512": 512, "tv-resnet101-256": 256, "tv-efficientnet-b2-260": 260}
+            "timm-vit-b16-512": 512, "tv-resnet101-256": 256, "tv-efficientnet-b2-260": 260,
+            "timm-vit-l16-320": 320, "tv-convnext-small-192": 192}
 
 
 def seq_of(name):
@@ -493,9 +523,10 @@ def run_model(name, args, rank, world, device, recs, save):
     pp_chunks = 4
     if args.mode == "pp":
         from torch.distributed.pipelining import PipelineStage, Schedule1F1B
-        full = build(name, "cpu")
-        part = PipelinePart(full, rank == 0).to(device)
-        del full
+        with LANE.held("host"):
+            full = build(name, "cpu")
+            part = PipelinePart(full, rank == 0).to(device)
+            del full
         model = part
         loss_fn = lambda logits, y: torch.nn.functional.cross_entropy(
             logits.float().flatten(0, 1), y.flatten())
@@ -516,9 +547,10 @@ def run_model(name, args, rank, world, device, recs, save):
             opt.step()
             opt.zero_grad(set_to_none=True)
     else:
-        model = wrap(name, build(name, device), args.mode, rank, world)
-        model.train()
-        opt = Optimizers(name, model.parameters())
+        with LANE.held("host"):  # the build: parameters made on the CPU, copied to the GPU
+            model = wrap(name, build(name, device), args.mode, rank, world)
+            model.train()
+            opt = Optimizers(name, model.parameters())
 
         def step(mb):
             x, y = batch_for(name, mb, device)
@@ -536,8 +568,11 @@ def run_model(name, args, rank, world, device, recs, save):
             recs.append(rec)
             continue
         try:
-            r = measure(name, model, opt, step, mb, device, args.warmup, args.steps,
-                        args.min_seconds, world)
+            with LANE.held("steps") as waited:  # the steps: never beside the other lane's build
+                if LANE.gate:
+                    rec["lock_wait_s"] = round(waited, 3)
+                r = measure(name, model, opt, step, mb, device, args.warmup, args.steps,
+                            args.min_seconds, world)
             ok = torch.tensor([1.0], device=device)
         except torch.OutOfMemoryError as e:
             r = {"oom": True, "error": str(e).splitlines()[0][:200]}
@@ -559,9 +594,10 @@ def run_model(name, args, rank, world, device, recs, save):
             print(f"[{args.mode}] {name} mb={mb}: {what}", flush=True)
         if "error" in r:
             break  # larger micro-batches do not fit either
-    del model, opt
-    gc.collect()
-    torch.cuda.empty_cache()
+    with LANE.held("host"):
+        del model, opt
+        gc.collect()
+        torch.cuda.empty_cache()
 
 
 def out_of_time(args):
@@ -585,8 +621,13 @@ def main():
                    help="seconds this process may run (its time box); 0: no limit")
     p.add_argument("--reserve-s", type=float, default=15,
                    help="no model or configuration starts with less than this left before --deadline-s")
+    p.add_argument("--lane-lock", default=None,
+                   help="single-GPU lanes side by side: a file both lanes lock (LaneLock), so that no "
+                        "step is timed while the other lane builds a model")
     p.add_argument("--out", required=True)
     args = p.parse_args()
+    if args.lane_lock and args.mode != "single":
+        p.error("--lane-lock is for the single-GPU lanes only")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     if world > 1:
@@ -603,11 +644,14 @@ def main():
             "nccl": ".".join(map(str, torch.cuda.nccl.version())), "mode": args.mode,
             "transformers": transformers.__version__, "torchvision": torchvision.__version__,
             "command": " ".join(sys.argv)}
+    LANE.leave()  # the lane's start (imports, CUDA's context) is over
     runs = []
     lm_mbs = [int(x) for x in args.micro_batches.split(",")]
     vision_mbs = [int(x) for x in args.vision_micro_batches.split(",")]
 
     def save():  # whole file each time, written aside and renamed: never half-written
+        if LANE.gate:
+            meta["lane_wait_s"] = round(LANE.waited_s, 2)
         if rank == 0:
             with open(args.out + ".part", "w") as f:
                 json.dump({"meta": meta, "runs": runs}, f, indent=1)
@@ -629,6 +673,9 @@ def main():
                 torch.cuda.empty_cache()
         args.micro_batches = lm_mbs
         save()
+    if LANE.gate:
+        print(f"[{args.mode}] {args.models}: waited {LANE.waited_s:.1f} s in all for the other lane's "
+              "host work (--lane-lock)", flush=True)
     if world > 1:
         dist.destroy_process_group()
 

@@ -180,19 +180,27 @@ fi
 
 # 3. The suite: single-GPU lanes side by side (transformers on GPU 0, vision on GPU 1),
 # then each two-GPU mode, each in its own time box (a hung or failed mode loses itself).
+# Side by side, the lanes share a lock (library_suite.py --lane-lock, bench/validate/lane_lock.py):
+# a lane's host work (its start, each model's build and copy to the GPU) and the other lane's timed
+# steps exclude each other, so no step is timed beside a build (h23h: a build beside host-bound
+# steps slowed them 1.15-1.30x, data/checks/2026-11-28_h200x1_host_drift). Each lane's file says
+# how long it waited (meta lane_wait_s); LANE_LOCK=0 runs the lanes without it, as before.
 if stage suite; then
   if mode single; then
     stamp "single GPU"
     t=$(box $T_SINGLE)
+    lock=()
+    [ "$GPUS" -ge 2 ] && [ "${LANE_LOCK:-1}" = 1 ] && lock=(--lane-lock "$scratch/lanes.lock")
     CUDA_VISIBLE_DEVICES=0 run $t $suite --mode single --models "$LM" --micro-batches "$MBS" --model-seconds $((t / 6)) \
-      --deadline-s $t --out "$res/suite_single_lm.json" &
+      --deadline-s $t --out "$res/suite_single_lm.json" "${lock[@]}" &
     lane=$!
     vision_gpu=1
     if [ "$GPUS" -lt 2 ]; then wait $lane; vision_gpu=0; t=$(box $T_SINGLE); fi
     # The second lane is VISION's: a plan may put a language model there too, to balance the lanes
     # (it is then swept over MBS, as in the first lane).
     CUDA_VISIBLE_DEVICES=$vision_gpu run $t $suite --mode single --models "$VISION" --micro-batches "$MBS" \
-      --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --deadline-s $t --out "$res/suite_single_vision.json"
+      --vision-micro-batches "$VMBS" --model-seconds $((t / 3)) --deadline-s $t --out "$res/suite_single_vision.json" \
+      "${lock[@]}"
     wait $lane
     pack
   fi
