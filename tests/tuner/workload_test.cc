@@ -493,5 +493,33 @@ TEST(WorkloadTest, HeldOutRun16WorkloadsMatchTheLibrariesCounts) {
   }
 }
 
+TEST(WorkloadTest, HeldOutRun17WorkloadsMatchTheLibrariesCounts) {
+  // Held-out run 17's files (bench/validate/workloads) against the parameters of the classes
+  // library_suite.py builds, counted from their code as the run-14 to run-16 tests above do:
+  // LlamaForCausalLM (q, k, v, o and gate, up, down without biases, two RMSNorm weights a block and
+  // a final one; llama2.c-42M's head tied, EuroLLM-1.7B's untied) plus the bias the tuner counts
+  // beside every norm's weight; GPTNeoXForCausalLM (fused QKV, every Linear biased, two LayerNorms a
+  // block and a final one, the head untied) and torchvision's convnext_small exactly; timm's
+  // VisionTransformer with its patch embedding's convolution (16 x 16 x 3 x 1024 + 1024), the class
+  // token (1024) and the head's bias (1000) replaced by the vocabulary x hidden table the file
+  // describes in their place (its position table is 401 x 1024 at 320 px). A typo in a width, head
+  // count, key-value head count, MLP width or vocabulary of a held-out file changes its count.
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-llama2c-42m", 41689600 + (2 * 8 + 1) * 512},
+                 Case{"hf-eurollm-1.7b", 1656850432 + (2 * 24 + 1) * 2048},
+                 Case{"hf-pythia-160m", 162322944},
+                 Case{"timm-vit-l16-320", 304535528 - (16 * 16 * 3 * 1024 + 1024) - 1024 - 1000 + 1000 * 1024},
+                 Case{"tv-convnext-small-192", 50223688}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
