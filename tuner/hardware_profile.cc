@@ -840,6 +840,7 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
   if (const auto fsdp = FsdpHostCosts(fsdp_probes, hw)) {
     std::tie(hw.fsdp_host_per_unit_s, hw.fsdp_host_per_tensor_s) = *fsdp;
     const int ranks = fsdp_probes.front()->ranks;
+    hw.fsdp_host_ranks = ranks;
     host_parts.push_back(absl::StrFormat(
         "FSDP %.2f ms per unit + %.0f us per tensor on %d rank%s", hw.fsdp_host_per_unit_s * 1e3,
         hw.fsdp_host_per_tensor_s * 1e6, ranks, ranks > 1 ? "s" : ""));

@@ -150,6 +150,10 @@ struct HardwareProfile {
   // _heldout5). 0: not measured.
   double fsdp_host_per_unit_s = 0;
   double fsdp_host_per_tensor_s = 0;
+  // The ranks those FSDP passes ran on (0: not measured). One rank's passes
+  // meet no other process at the collectives: the model does not price a
+  // multi-rank FSDP step with them (StrategyModel::Time).
+  int fsdp_host_ranks = 0;
   // Host time DDP's reducer spends per launch it adds: each gradient copied
   // into its bucket and scaled (two per parameter tensor, in backward) and each
   // buffer copied out of the forward's broadcast (BatchNorm statistics). From

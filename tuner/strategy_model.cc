@@ -1042,7 +1042,17 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       // FSDP2's host work per unit (pre/post hooks, all-gather copy-in and
       // copy-out, reduce-scatter staging) and per parameter tensor (its views
       // into the gathered storage, its sharded gradient): a third in forward.
-      const bool measured = hw.fsdp_host_per_unit_s > 0 || hw.fsdp_host_per_tensor_s > 0;
+      // The probe's figures price it where the probe timed FSDP on several
+      // ranks. Timed on one rank, each unit's all-gather and reduce-scatter
+      // met no other process, and the figures fall short of any multi-rank
+      // step: the 2x H100 probes of 2026-11-26 / 11-27 that ran FSDP on one
+      // rank read 1.3-1.5 ms a unit where every two-rank probe read 2.4-3.4,
+      // and those folders' FSDP rows were all under-predicted (-17.5 to
+      // -19.1 % signed; GPT-2 medium mb1 -34 %). Then the built-in kernel
+      // counts, fitted to two-rank FSDP training on 2x H200, at the probe's
+      // measured host speed (bench/validate/README.md, "h24f, session 24").
+      const bool measured = (hw.fsdp_host_per_unit_s > 0 || hw.fsdp_host_per_tensor_s > 0) &&
+                            hw.fsdp_host_ranks != 1;
       const double s = measured ? d.fsdp_units * hw.fsdp_host_per_unit_s +
                                       d.param_tensors * hw.fsdp_host_per_tensor_s
                                 : (d.fsdp_units * hw.fsdp_unit_host_kernels +

@@ -311,6 +311,7 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   EXPECT_NEAR(hw->fsdp_host_per_tensor_s, 50e-6, 1e-12);
   EXPECT_THAT(hw->Label(),
               ::testing::HasSubstr("FSDP 1.00 ms per unit + 50 us per tensor on 1 rank"));
+  EXPECT_EQ(hw->fsdp_host_ranks, 1);
 
   // Passes on two ranks, as training runs them, outweigh one rank's: here
   // twice the cost, the FSDP passes waiting 4 % for the slower rank (which
@@ -327,6 +328,7 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   EXPECT_NEAR(both->fsdp_host_per_unit_s, 2e-3, 1e-12);
   EXPECT_NEAR(both->fsdp_host_per_tensor_s, 100e-6, 1e-12);
   EXPECT_THAT(both->Label(), ::testing::HasSubstr("on 2 ranks"));
+  EXPECT_EQ(both->fsdp_host_ranks, 2);
   EXPECT_DOUBLE_EQ(both->host_overhead_per_kernel_s, hw->host_overhead_per_kernel_s);
   EXPECT_NEAR(both->ddp_host_per_launch_s, (0.012 / 1.04 - 0.009) / 72, 1e-12);
 
@@ -344,6 +346,7 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   const HardwareProfile without = PlainGptOnly();
   EXPECT_EQ(without.fsdp_host_per_unit_s, 0);
   EXPECT_EQ(without.fsdp_host_per_tensor_s, 0);
+  EXPECT_EQ(without.fsdp_host_ranks, 0);
 }
 
 TEST(ProbeReportTest, FrameworkProbesOptimizerStepSetsItsHostTimePerTensor) {

@@ -799,6 +799,37 @@ TEST(StrategyTimeTest, FsdpLaunchBoundStepIsOneProcesssLaunchesPlusItsMeasuredHo
   EXPECT_GT(EstimateStepTime(*w, more, c).per_micro_batch_s, with_fsdp_work + 12 * 3e-3 - 1e-9);
 }
 
+TEST(StrategyTimeTest, OneRanksFsdpProbeDoesNotPriceAMultiRankStep) {
+  // h24f, session 24: a probe that timed FSDP2 on one rank measured hooks
+  // whose all-gathers and reduce-scatters met no other process (1.3-1.5 ms a
+  // unit on the 2x H100 probes of 2026-11-26, 2.4-3.4 on two ranks). A
+  // two-rank FSDP step is priced with the built-in two-rank kernel counts at
+  // the probe's host speed then; figures timed on two ranks price it as
+  // measured.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  HardwareProfile hw = SimpleProfile(1e7);
+  hw.host_step_cv = 0;
+  Configuration c = Single(1);
+  c.gpus_per_node = c.dp = 2;
+  c.global_batch = 2;
+  c.sharding = Sharding::kZero3;
+  const double builtin = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  HardwareProfile one = hw;
+  one.fsdp_host_per_unit_s = 1.3e-3;
+  one.fsdp_host_per_tensor_s = 40e-6;
+  one.fsdp_host_ranks = 1;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, one, c).per_micro_batch_s, builtin);
+  HardwareProfile two = one;
+  two.fsdp_host_ranks = 2;
+  const double measured = EstimateStepTime(*w, two, c).per_micro_batch_s;
+  EXPECT_LT(measured, builtin - 12 * 1e-3);  // 12+ units at 1.3 ms, not ~3.2
+  // A profile that does not say (a hand-made one): its figures are used.
+  HardwareProfile unsaid = one;
+  unsaid.fsdp_host_ranks = 0;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, unsaid, c).per_micro_batch_s, measured);
+}
+
 TEST(StrategyTimeTest, StepTermsAddUpToTheStepAndChangeNothing) {
   // h25e, session 21: published_runs_bench --compare sets two layouts side
   // by side term by term (StepTerms). The per-micro-batch terms must add up
