@@ -39,8 +39,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import library_suite as ls  # noqa: E402  (its build / batch / loss / optimizer, unchanged)
 
-DEFAULT_MODELS = ("hf-pythia-70m,hf-tiny-starcoder-py,hf-gpt2,hf-opt-125m,hf-smollm2-360m,"
-                  "hf-sheared-llama-1.3b,hf-distilbert-base,timm-deit3-m16,tv-vgg16")
+DEFAULT_MODELS = ("hf-pythia-70m,hf-tiny-starcoder-py,hf-gpt2,hf-cerebras-gpt-111m,hf-opt-125m,hf-smollm2-360m,"
+                  "hf-sheared-llama-1.3b,hf-pythia-410m,hf-distilbert-base,timm-deit3-m16,tv-vgg16")
 
 
 def fold(name):
