@@ -34,6 +34,7 @@ Workload PerRankWorkload(const Workload& w, int cp, bool sequence_parallel) {
     for (LayerCost& l : d.layers) {
       if (l.tp_capable && l.tp_allreduces_fwd > 0) {
         l.tp_split_activation_bytes = l.saved_activation_bytes;
+        l.memory_only_tp_split_bytes = l.memory_only_saved_bytes;
       }
     }
   }

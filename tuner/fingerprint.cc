@@ -47,6 +47,11 @@ absl::StatusOr<std::string> ModelFingerprint(const Workload& w, const BuildPoll&
     absl::StrAppendFormat(&text, ",%.9g,%.9g,%.9g", l.fwd_flops, l.saved_activation_bytes,
                           l.output_bytes);
     absl::StrAppend(&text, ",", l.unit);
+    if (l.memory_only_saved_bytes != 0 || l.forward_cache_bytes != 0) {
+      // only where set: other workloads keep their prints
+      absl::StrAppendFormat(&text, ",m%.9g,%.9g,%.9g", l.memory_only_saved_bytes,
+                            l.memory_only_tp_split_bytes, l.forward_cache_bytes);
+    }
     hash.Add(text);
   }
   text.clear();

@@ -186,6 +186,8 @@ struct RankData {
   double input_bytes = 0;           // input batch held on the first rank
   double logits_bytes = 0;          // per sample, the rank holding the loss
   double logits_entries = 0;        // per sample: the logits' count, the same rank
+  double forward_cache = 0;         // per sample: built in forward, dropped before backward
+  double act_casts = 0;             // of act_full, 16-bit casts of an fp32 residual stream
   double send_bytes = 0;            // activations a chunk sends on, per sample
   double recv_bytes = 0;            // activations a chunk receives, per sample (0: first)
   int chunks = 1;
@@ -221,7 +223,8 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
          a.unit_pair_params >= b.unit_pair_params && a.root_params >= b.root_params &&
          a.act_full >= b.act_full && a.act_recompute >= b.act_recompute &&
          a.max_layer_act >= b.max_layer_act && a.max_layer_core >= b.max_layer_core &&
-         a.input_bytes >= b.input_bytes && a.logits_bytes >= b.logits_bytes;
+         a.input_bytes >= b.input_bytes && a.logits_bytes >= b.logits_bytes &&
+         a.forward_cache >= b.forward_cache && a.act_casts >= b.act_casts;
 }
 
 // Step time per micro-batch is non-decreasing in each of these (the overlap
@@ -406,8 +409,12 @@ struct StrategyModel::Impl {
           r.unit_pair_params = std::max(r.unit_pair_params, sum + previous_unit);
         }
         const double act = (l.saved_activation_bytes - l.tp_split_activation_bytes) +
-                           l.tp_split_activation_bytes / tp;
+                           l.tp_split_activation_bytes / tp +
+                           (l.memory_only_saved_bytes - l.memory_only_tp_split_bytes) +
+                           l.memory_only_tp_split_bytes / tp;
         r.act_full += act;
+        r.forward_cache += l.forward_cache_bytes / div;
+        r.act_casts += l.memory_only_cast_bytes;
         r.act_recompute += l.recompute_saved_bytes;
         r.max_layer_act = std::max(r.max_layer_act, act);
         if (l.attention_core_recomputed) {
@@ -917,6 +924,11 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
       // cast of its input, which is why the unrecomputed count keeps r = 4).
       per_sample -= r.act_recompute_blocks * residual16;
     }
+    // A 16-bit residual stream feeds every Linear the same 16-bit tensor: no
+    // per-Linear casts (transformers' Llama-style blocks under FSDP's 16-bit
+    // parameters), and the rotary keys follow the stream's dtype.
+    if (!c.recompute && z3 && gather16) per_sample -= r.act_casts;
+    const double cache_per_sample = (z3 && gather16) ? 0.5 * r.forward_cache : r.forward_cache;
     m.activations =
         held * c.micro_batch * per_sample + (i == 0 ? c.micro_batch * r.input_bytes * held : 0);
     // [ACT] sec. 4: with full recomputation one layer's activations are
@@ -925,14 +937,16 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
     const double recompute_peak =
         c.recompute ? c.micro_batch * r.max_layer_act : c.micro_batch * r.max_layer_core;
     const double logits = c.micro_batch * r.logits_bytes;
-    // torch.distributed.pipelining's last stage keeps each earlier
-    // micro-batch's output, its 16-bit logits, until the step returns them
-    // (2x H100, the library suite's PP=2 over 4 micro-batches: GPT-2 medium's
-    // last stage 5.4 GiB over the model at micro-batch 16 where 3 logits are
-    // 4.9, bench/validate/data/calibration).
+    // torch.distributed.pipelining's last stage keeps each micro-batch's
+    // output, its 16-bit logits, until the step returns them (2x H100, the
+    // library suite's PP=2 over 4 micro-batches: GPT-2 medium's last stage
+    // 5.4 GiB over the model at micro-batch 16 where 3 logits are 4.9,
+    // bench/validate/data/calibration), the current micro-batch's too while
+    // its loss runs backward: `logits` counts the loss's own tensors only
+    // (a script that drops the model's output frees its 16-bit logits first).
     const double kept_outputs =
         c.pp > 1 && w_.settings.pipeline_parallel == PipelineParallel::kTorch
-            ? (c.grad_accum - 1.0) * c.micro_batch * r.logits_entries * ActivationBytes(w_.precision)
+            ? c.grad_accum * c.micro_batch * r.logits_entries * ActivationBytes(w_.precision)
             : 0;
     // Optimizer step temporaries: PyTorch's foreach Adam builds the
     // denominator sqrt(v) + eps as one fp32 tensor list over the local shard.
@@ -944,15 +958,29 @@ double StrategyModel::MemoryCore(const Configuration& given, MemoryBreakdown* ou
     const double start_of_backward = m.weights + m.compute_weights + m.optimizer + m.comm_buffers +
                                      m.activations + logits + recompute_peak + kept_outputs +
                                      (grads_alive ? m.gradients : 0) + workspace;
+    // The end of the forward pass, where the model's own forward builds a
+    // cache beside the activations (transformers' key/value cache under
+    // use_cache; pp == 1 only: a pipeline stage runs the blocks without it),
+    // at the loss: the 16-bit logits, their fp32 upcast and the log-softmax
+    // output (the gradients of backward's peak not yet; 1x H200,
+    // memory_census.py: Sheared-LLaMA-1.3B's step peaks here, 3.58 GB a
+    // sample against backward's 3.24).
+    double end_of_forward = 0;
+    if (cache_per_sample > 0 && c.pp == 1) {
+      const double forward_logits =
+          c.micro_batch * r.logits_entries *
+          (ActivationBytes(w_.precision) + 4 + (w_.precision != Precision::kFp32 ? 4 : 0));
+      end_of_forward = start_of_backward - logits - recompute_peak + forward_logits +
+                       c.micro_batch * cache_per_sample;
+    }
     // The end of backward: every gradient and the communication buffers, the
     // activations and 16-bit copies freed.
     const double end_of_backward =
-        m.weights + m.gradients + m.optimizer + m.comm_buffers + workspace + kept_outputs +
-        (kept_outputs > 0 ? c.micro_batch * r.logits_entries * ActivationBytes(w_.precision) : 0);
+        m.weights + m.gradients + m.optimizer + m.comm_buffers + workspace + kept_outputs;
     // FSDP's gathered units are freed by now; DDP's buckets are not.
     const double step =
         m.weights + m.gradients + m.optimizer + step_temp + (z3 ? 0 : m.comm_buffers) + workspace;
-    m.peak_allocated = std::max({start_of_backward, end_of_backward, step});
+    m.peak_allocated = std::max({start_of_backward, end_of_forward, end_of_backward, step});
     m.ddp_rebuild =
         std::max(start_of_backward + stale_buckets, m.peak_allocated) - m.peak_allocated;
     m.worst_rank = i;

@@ -170,15 +170,16 @@ bool MaterialisesScores(AttentionKernel a) {
 
 int ActivationBytes(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
 int ResidualBytes(Precision p) { return p == Precision::kBf16Mixed ? 2 : 4; }
-// The 16-bit logits (a), the fp32 log-softmax output kept for backward (4),
-// and the fp32 gradient of the loss and its log-softmax gradient (4 + 4), less
-// the fp32 upcast (freed once log-softmax ran; 4 at its peak in forward, which
-// is lower): a + 10 at the start of backward. The measured slope of peak
-// memory over micro-batch size agrees (12 bytes per entry for bf16 logits).
-// An fp32 copy made by the script itself (4 per entry) outlives the loss: the
-// model's output holds it.
+// At the loss's backward: the fp32 log-softmax output kept for backward (4),
+// its gradient (4) and the gradient of the logits in fp32 (4), 12 bytes a
+// logit; the 16-bit logits and their fp32 upcast are gone when the script
+// drops the model's output (1x H200, bench/validate/memory_census.py:
+// transformers' causal LMs hold 4 bytes a logit after the forward pass and
+// peak 8 more at the head's input gradient; the forward pass's own peak, 16-bit
+// logits + upcast + log-softmax output, is a + 8). An fp32 copy the script
+// keeps itself (4 per entry) outlives the loss.
 int LogitsBytesPerEntry(Precision p, bool fp32_logits) {
-  return ActivationBytes(p) + 10 + (fp32_logits && p != Precision::kFp32 ? 4 : 0);
+  return 12 + (fp32_logits && p != Precision::kFp32 ? 4 : 0);
 }
 
 int64_t Workload::Parameters() const {
@@ -325,8 +326,50 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     // (megatron/core/fusions/fused_bias_swiglu.py): 3 a f, not eager's 4.
     if (t.gated_mlp && w.settings.tensor_parallel == TensorParallel::kMegatron) split -= a * f;
     if (act == Activation::kGeluTanhUnfused) split += (4.0 + 4.0 + a) * f;
+    const bool autocast =
+        w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast;
+    // Memory only (below; step time keeps its calibrated traffic terms):
+    // tensors transformers' eager blocks keep beyond that count.
+    double kept = 0, kept_split = 0, casts = 0;
+    if (act == Activation::kGeluTanhUnfused && autocast && !w.settings.compile) {
+      // pow(x, 3) runs in fp32 under autocast and keeps its input, autocast's
+      // fp32 cast of x, where GELU keeps the 16-bit x the count above
+      // assumed: 4 - a bytes more an element (2x H100 / H200, GPT-2 small to
+      // xl per sample 2.0 f more than GELU's Cerebras-GPT at every width,
+      // bench/validate/data/calibration).
+      kept_split += (4.0 - a) * f;
+    }
+    const bool eager_linears =
+        autocast && !w.settings.compile && w.settings.tensor_parallel != TensorParallel::kMegatron;
+    // Each Linear reading the fp32 norm output casts it to 16 bits and keeps
+    // its own copy (autocast caches only casts of leaf tensors, the weights).
+    const int qkv_linears = t.qkv_linears > 0 ? t.qkv_linears : (t.separate_qkv ? 3 : 1);
+    if (eager_linears && t.gated_mlp) casts += a * h;  // gate_proj's and up_proj's
+    if (eager_linears) casts += a * h * (qkv_linears - (t.separate_qkv ? 3 : 1));
+    kept += casts;
+    if (t.dropout > 0) {
+      // nn.Dropout on the attention's and the MLP's residual branch keeps a
+      // 1-byte mask an element (native_dropout) for backward.
+      kept += 2.0 * h;
+      // With attention dropout, SDPA keeps the fused QKV output whole (the
+      // query a view of it) and contiguous copies of the keys and values
+      // (1x H200, memory_census.py: GPT-2's and Cerebras-GPT's attention
+      // 12 h bytes a token, GPTBigCode's multi-query 2 h + 2 kv more).
+      if (qkv_linears == 1) kept_split += 2.0 * a * kv_dim;
+    }
     b.saved_activation_bytes = s * (unsplit + split);
     b.tp_split_activation_bytes = s * split;
+    b.memory_only_saved_bytes = s * (kept + kept_split);
+    b.memory_only_tp_split_bytes = s * kept_split;
+    b.memory_only_cast_bytes = s * casts;
+    if (t.training_kv_cache) {
+      // DynamicCache's keys (fp32: the rotary's cos and sin are the fp32
+      // embeddings' dtype) and values, concatenated onto the keys' dtype:
+      // 4 + 4 bytes an element (1x H200, memory_census.py: the forward peak
+      // over the held activations beyond the loss's, 8.2 kv bytes a token and
+      // block for Pythia-70M / 410M, SmolLM2-360M and Sheared-LLaMA-1.3B).
+      b.forward_cache_bytes = s * 8.0 * kv_dim;
+    }
     b.recompute_saved_bytes = s * h * r;
     b.output_bytes = s * h * r;
     b.tp_capable = true;
@@ -345,8 +388,6 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     // compiled, one kernel as GELU.
     if (act == Activation::kGeluTanhUnfused) {
       b.kernels += 8;
-      const bool autocast =
-          w.precision == Precision::kBf16Autocast || w.precision == Precision::kFp16Autocast;
       if (autocast && !w.settings.compile) {
         // Under autocast pow runs in fp32 and promotes the chain: forward
         // moves 76 bytes an element (pow's input cast 6, pow, two scalings,
@@ -1209,6 +1250,9 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                               "separate_qkv",
                               "token_types",
                               "embedding_norm",
+                              "dropout",
+                              "qkv_linears",
+                              "training_kv_cache",
                               "head_transform",
                               "head_tokens",
                               "causal",
@@ -1336,6 +1380,9 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                                    {"pipeline_async_p2p", "transformer"},
                                    {"megatron_release", "transformer"},
                                    {"deepspeed_release", "transformer"},
+                                   {"dropout", "transformer"},
+                                   {"qkv_linears", "transformer"},
+                                   {"training_kv_cache", "transformer"},
                                    {"memory_format", "cnn"},
                                    {"stochastic_depth", "cnn"}}) {
     if (model->get(key) != nullptr && fam != needs) {
@@ -1370,6 +1417,7 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                              {"separate_qkv", &t.separate_qkv},
                              {"token_types", &t.token_types},
                              {"embedding_norm", &t.embedding_norm},
+                             {"training_kv_cache", &t.training_kv_cache},
                              {"head_transform", &t.head_transform},
                              {"causal", &t.causal}};
     for (const BoolKey& k : bools) {
@@ -1397,6 +1445,16 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
           model->get("kv_heads") ? model->get("kv_heads") : model,
           absl::StrCat("heads (", t.heads, ") is not a multiple of kv_heads (", t.kv_heads, ")"),
           "choose kv_heads that divide heads");
+    }
+    ASSIGN_OR_RETURN(std::optional<double> drop, rd.Number(*model, "dropout", 0, 1));
+    if (drop) t.dropout = *drop;
+    ASSIGN_OR_RETURN(std::optional<double> qkv, rd.Number(*model, "qkv_linears", 1, 3));
+    if (qkv) {
+      if (*qkv != 1 && *qkv != 3) {
+        return rd.Error(model->get("qkv_linears"), "qkv_linears must be 1 or 3",
+                        "1 for one fused QKV Linear, 3 for query, key and value Linears");
+      }
+      t.qkv_linears = static_cast<int>(*qkv);
     }
     if (!preset) SetDefaultsForTransformer(w);
     if (absl::Status s = BuildTransformerLayers(w, poll); !s.ok()) return s;

@@ -176,6 +176,24 @@ struct TransformerShape {
   // and position lookups, and a LayerNorm (with dropout) over their sum.
   bool token_types = false;
   bool embedding_norm = false;
+  // The dropout probability the blocks train with (transformers' GPT2Config /
+  // GPTBigCodeConfig resid_pdrop, OPTConfig dropout: 0.1 by default;
+  // Llama-style configs 0). Above 0 each block keeps a 1-byte mask per
+  // element of its two residual branches for backward (memory only: their
+  // kernels are not counted).
+  double dropout = 0;
+  // Linear modules that project query, key and value (memory only): 3 for
+  // transformers' Llama-style, Starcoder2 and OPT classes, each keeping its
+  // own 16-bit cast of the norm output under autocast; 1 for a fused QKV
+  // Linear (GPT-2's c_attn, GPT-NeoX's query_key_value). 0: 3 with
+  // separate_qkv, else 1 (a file may keep the fused kernel counts and still
+  // say the modules are separate).
+  int qkv_linears = 0;
+  // The forward pass builds transformers' key/value cache (use_cache, the
+  // config's default, in Llama-style, GPT-NeoX, Phi, StableLM and Starcoder2
+  // classes): keys after the fp32 rotary and values promoted to them, alive
+  // until the script drops the model's output.
+  bool training_kv_cache = false;
   // A masked-LM head's transform before the vocabulary projection (BERT's
   // BertPredictionHeadTransform: hidden x hidden Linear, activation, LayerNorm).
   bool head_transform = false;
@@ -231,6 +249,22 @@ struct LayerCost {
   // each tensor-parallel rank takes heads / tp of them); overrides tp_split_n.
   std::vector<bool> tp_split_m;
   double tp_split_activation_bytes = 0;  // part of saved_activation_bytes divided by tp
+  // Tensors kept for backward that the elementwise traffic term does not
+  // stream (ElementwiseBytes never reads them; their kernels' traffic is in
+  // extra_traffic_* or not modelled): only the memory model adds them to the
+  // activations, per sample; the second the part divided by tp.
+  double memory_only_saved_bytes = 0;
+  double memory_only_tp_split_bytes = 0;
+  // Of memory_only_saved_bytes, the 16-bit casts of an fp32 residual stream
+  // (one per Linear reading a norm's output): a 16-bit stream (FSDP's 16-bit
+  // parameters) feeds every Linear the same tensor, so the memory model drops
+  // them there.
+  double memory_only_cast_bytes = 0;
+  // Per sample: what the forward pass builds beside the saved activations and
+  // drops before backward (transformers' key/value cache with
+  // `training_kv_cache`), divided by tp; the memory model's end-of-forward
+  // phase holds it.
+  double forward_cache_bytes = 0;
   double tp_comm_bytes = 0;              // bytes of one tensor-parallel all-reduce, per sample
   int tp_allreduces_fwd = 0;             // all-reduces per forward pass (backward does as many)
   int tp_split_linears = 0;  // Linear modules a tensor-parallel plan splits; 0: one per GEMM
@@ -417,9 +451,10 @@ std::vector<std::string> CnnArchNames();
 // autocast runs layer_norm in fp32 and fp32 + bf16 adds promote).
 int ActivationBytes(Precision p);
 int ResidualBytes(Precision p);
-// Logits and loss temporaries per token per vocabulary entry at the start of
-// backward (PyTorch's cross_entropy under autocast runs in fp32); with
-// `fp32_logits` the script's own fp32 copy stays alive too.
+// Loss tensors per token per vocabulary entry at the loss's backward
+// (PyTorch's cross_entropy under autocast runs in fp32): the log-softmax
+// output, its gradient and the logits' fp32 gradient; with `fp32_logits` the
+// script's own fp32 copy stays alive too.
 int LogitsBytesPerEntry(Precision p, bool fp32_logits = false);
 // The attention kernel that runs: sdpa's own choice resolved (flash for
 // 16-bit inputs and head sizes up to 256, else the memory-efficient kernel;

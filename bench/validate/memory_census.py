@@ -235,7 +235,8 @@ def main():
     import transformers
     meta = dict(schema="xdeep.memory_census/1", date=datetime.datetime.now(datetime.timezone.utc)
                 .strftime("%Y-%m-%dT%H:%M:%SZ"), gpu=torch.cuda.get_device_name(device), torch=torch.__version__,
-                transformers=transformers.__version__, command=" ".join(["memory_census.py"] + sys.argv[1:]))
+                transformers=transformers.__version__, command=" ".join(["memory_census.py"] + [os.path.basename(a) if a == args.out else a
+                                                              for a in sys.argv[1:]]))
     runs = []
     t0 = time.time()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peak memory of every committed library run, row by row, for one build or two (h24m, session 24).
 
-  memory_rows.py BUILD [--before BUILD0] [--set calibration|heldout|all] [--rows] [--slopes [--top2]]
+  memory_rows.py BUILD [--before BUILD0|ROWS.json] [--save ROWS.json] [--set calibration|heldout|all] [--rows] [--slopes [--top2]]
                  [--worse PCT]
 
 compare_all.py's pass (each folder's probes merged, `xdeep_validate compare` of its suite files),
@@ -16,6 +16,7 @@ more than PCT points between the builds.
 """
 import argparse
 import glob
+import json
 import os
 import tempfile
 from collections import defaultdict
@@ -67,7 +68,8 @@ def slopes(rows, top2=False):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build")
-    ap.add_argument("--before")
+    ap.add_argument("--before", help="a build, or rows saved by --save (the workload files then as they were)")
+    ap.add_argument("--save", metavar="JSON", help="write this build's rows")
     ap.add_argument("--set", choices=["calibration", "heldout", "all"], default="calibration")
     ap.add_argument("--rows", action="store_true")
     ap.add_argument("--slopes", action="store_true")
@@ -77,7 +79,15 @@ def main():
     args = ap.parse_args()
     sets = ["calibration", "heldout"] if args.set == "all" else [args.set]
     after = rows_of(args.build, sets)
-    before = rows_of(args.before, sets) if args.before else None
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(after, f)
+    before = None
+    if args.before and args.before.endswith(".json"):
+        with open(args.before) as f:
+            before = json.load(f)
+    elif args.before:
+        before = rows_of(args.before, sets)
     runs_after = by_run(after)
     runs_before = by_run(before) if before else {}
     worst = 0.0
