@@ -100,9 +100,7 @@ TEST(StrategyMemoryTest, TransformersKeptTensorsAddMemoryNotTime) {
     return *w;
   };
   auto step = [&](const Workload& w) { return EstimateStepTime(w, *hw, Single(mb)).total_s; };
-  auto peak = [&](const Workload& w) {
-    return EstimateMemory(w, *hw, Single(mb)).PeakAllocated();
-  };
+  auto peak = [&](const Workload& w) { return EstimateMemory(w, *hw, Single(mb)).PeakAllocated(); };
   struct Case {
     const char* what;
     std::string with, without;
@@ -158,8 +156,9 @@ TEST(StrategyMemoryTest, SeparateQkvCastsAndTheTrainingKvCache) {
   auto three = ParseWorkloadToml(llama + "qkv_linears = 3\n", "three.toml");
   auto cached = ParseWorkloadToml(llama + "training_kv_cache = true\n", "cache.toml");
   ASSERT_TRUE(fused.ok() && three.ok() && cached.ok());
-  EXPECT_DOUBLE_EQ(three->layers[1].memory_only_cast_bytes - fused->layers[1].memory_only_cast_bytes,
-                   s * 2 * 2 * h);
+  EXPECT_DOUBLE_EQ(
+      three->layers[1].memory_only_cast_bytes - fused->layers[1].memory_only_cast_bytes,
+      s * 2 * 2 * h);
   EXPECT_DOUBLE_EQ(EstimateStepTime(*three, *hw, Single(mb)).total_s,
                    EstimateStepTime(*fused, *hw, Single(mb)).total_s);
   EXPECT_DOUBLE_EQ(EstimateMemory(*three, *hw, Single(mb)).PeakAllocated() -

@@ -344,8 +344,7 @@ TEST(TrainingSettingsTest, HuggingFaceGpt2MemoryPerSampleNeedsItsActivationAndLo
       }
       return (at(16) - at(4)) / 12;
     };
-    const double plain = slope(""),
-                 described = slope("activation = \"gelu_new\"\ndropout = 0.1");
+    const double plain = slope(""), described = slope("activation = \"gelu_new\"\ndropout = 0.1");
     std::printf(
         "%s: peak memory per sample %.3f GB measured, %.3f predicted with gelu_new and "
         "dropout, %.3f without\n",
