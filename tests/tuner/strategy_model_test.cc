@@ -156,6 +156,7 @@ TEST(StrategyMemoryTest, SeparateQkvCastsAndTheTrainingKvCache) {
   auto three = ParseWorkloadToml(llama + "qkv_linears = 3\n", "three.toml");
   auto cached = ParseWorkloadToml(llama + "training_kv_cache = true\n", "cache.toml");
   ASSERT_TRUE(fused.ok() && three.ok() && cached.ok());
+  EXPECT_FALSE(ParseWorkloadToml(llama + "qkv_linears = 2\n", "two.toml").ok());
   EXPECT_DOUBLE_EQ(
       three->layers[1].memory_only_cast_bytes - fused->layers[1].memory_only_cast_bytes,
       s * 2 * 2 * h);
