@@ -19,7 +19,8 @@ also whole on each rank side by side), at micro-batch 1, all configurations resi
   outside the blocks = step at the smaller depth - smaller depth x per block
 
 for TP and plain, and the same for each phase of the step (forward, backward, the optimizer's
-step + zero_grad, each synchronised; the ranks' slowest). --full adds whole models at their own
+step + zero_grad, each synchronised; the ranks' slowest), the Python garbage collector's time
+within the step (gc.callbacks) and the step with the collector off. --full adds whole models at their own
 depth ("NAME:MB"), as the calibration runs trained them. Last, one profiled step (torch.profiler,
 CPU side, rank 0) of each configuration at the larger depth and of each --full one: the host's
 op and collective counts (DTensor's dispatch shows as the outer aten op of each local one).
@@ -48,6 +49,29 @@ import library_suite as suite  # noqa: E402 - the models, plan, optimizers and s
 LAYER_KEY = {"llama": "num_hidden_layers", "mistral": "num_hidden_layers", "qwen2": "num_hidden_layers",
              "olmo": "num_hidden_layers"}
 T0 = time.time()
+
+
+class GcClock:
+    """Seconds and count of the Python garbage collector's runs, by generation (gc.callbacks):
+    a host-bound step's DTensors, specs and autograd nodes are Python objects by the thousand."""
+
+    def __init__(self):
+        self.seconds, self.count, self._t = [0.0, 0.0, 0.0], [0, 0, 0], 0.0
+        gc.callbacks.append(self)
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            g = min(2, info.get("generation", 2))
+            self.seconds[g] += time.perf_counter() - self._t
+            self.count[g] += 1
+
+    def total(self):
+        return sum(self.seconds), list(self.count)
+
+
+GC = GcClock()
 
 
 def at_depth(name, depth):
@@ -88,7 +112,8 @@ class Config:
             self.model.train()
             self.opt = suite.Optimizers(alias, self.model.parameters())
         self.alias, self.device = alias, device
-        self.times = {"step": [], "issue": [], "fwd": [], "bwd": [], "opt": []}
+        self.times = {"step": [], "issue": [], "fwd": [], "bwd": [], "opt": [], "gc": [], "step_nogc": []}
+        self.gc_counts = [0, 0, 0]
 
     def label(self):
         return f"{self.name} L{self.layers} {self.mode} mb{self.mb}"
@@ -128,10 +153,23 @@ class Config:
 
     def turn(self, steps, timed=True):
         for _ in range(steps):
+            gc0, n0 = GC.total()
             wall, issue = self.step()
+            gc1, n1 = GC.total()
             if timed:
                 self.times["step"].append(wall)
                 self.times["issue"].append(issue)
+                self.times["gc"].append(gc1 - gc0)
+                self.gc_counts = [a + b - c for a, b, c in zip(self.gc_counts, n1, n0)]
+        # The same step with the collector off (both ranks), then the phased steps pay its backlog.
+        gc.disable()
+        try:
+            for _ in range(2):
+                wall, _ = self.step()
+                if timed:
+                    self.times["step_nogc"].append(wall)
+        finally:
+            gc.enable()
         for _ in range(max(2, steps // 2)):
             f, b, o = self.phased()
             if timed:
@@ -178,7 +216,8 @@ def summary(results, depths):
         m = r["median_s"]
         lines.append(f"{model:22} L{layers:<3} {mode:5} mb{mb:<2} step {m['step'] * 1e3:7.1f} ms (issue "
                      f"{m['issue'] * 1e3:6.1f}; min {r['min_s']['step'] * 1e3:7.1f}) fwd {m['fwd'] * 1e3:6.1f} "
-                     f"bwd {m['bwd'] * 1e3:6.1f} opt {m['opt'] * 1e3:5.1f}")
+                     f"bwd {m['bwd'] * 1e3:6.1f} opt {m['opt'] * 1e3:5.1f} gc {m['gc'] * 1e3:5.1f} "
+                     f"no-gc step {m['step_nogc'] * 1e3:7.1f}")
     lines.append("per block / outside the blocks (ms), from the medians:")
     for model in sorted({k[0] for k in by}):
         for mode in ("tp", "plain"):
@@ -186,7 +225,7 @@ def summary(results, depths):
             if not (a and b):
                 continue
             parts = []
-            for k in ("step", "fwd", "bwd", "opt"):
+            for k in ("step", "fwd", "bwd", "opt", "gc", "step_nogc"):
                 per = (b["median_s"][k] - a["median_s"][k]) / (hi - lo)
                 parts.append(f"{k} {per * 1e3:6.2f} / {(a['median_s'][k] - lo * per) * 1e3:6.1f}")
             lines.append(f"  {model:22} {mode:5} " + "  ".join(parts))
@@ -225,7 +264,8 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "gpu": torch.cuda.get_device_name(device), "torch": torch.__version__,
             "transformers": transformers.__version__, "world": world, "command": " ".join(sys.argv),
-            "rounds": args.rounds, "steps": args.steps}
+            "rounds": args.rounds, "steps": args.steps, "python": sys.version.split()[0],
+            "gc_threshold": list(gc.get_threshold())}
     configs, results = [], []
 
     def agreed(ok):
@@ -274,7 +314,8 @@ def main():
         for c in configs:
             med, mins = slowest(c.times, world)
             results.append({"model": c.name, "layers": c.layers, "depth": c.depth, "mode": c.mode, "mb": c.mb,
-                            "median_s": med, "min_s": mins, "steps": len(c.times["step"])})
+                            "median_s": med, "min_s": mins, "steps": len(c.times["step"]),
+                            "gc_collections_rank": c.gc_counts})
         meta["rounds_done"] = done_rounds
         save()
         if rank == 0:
