@@ -13,7 +13,8 @@ shallow ones hold or are over (Llama-1B, TinyMistral: 12-16 blocks). This check 
 model's own blocks (library_suite.py's configs, its TP plan, bf16 autocast, fused AdamW, one
 optimizer per kind of parameter) at --depths blocks, split over the ranks (tp; --plain's models
 also whole on each rank side by side), at micro-batch 1, all configurations resident and taking turns
-(the host's speed switches within seconds), so that per model
+(the host's speed switches within seconds), beside the framework probe's GPT (the block whose
+TP cost the tuner carries to every model: profiler/framework_probe.py), so that per model
 
   per block = (step at the larger depth - step at the smaller) / (depth difference)
   outside the blocks = step at the smaller depth - smaller depth x per block
@@ -46,6 +47,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import library_suite as suite  # noqa: E402 - the models, plan, optimizers and step as the suite trains them
 
+# The framework probe's own GPT block (profiler/framework_probe.py: 4 bias-free Linears, qkv / fc1
+# column-wise, proj / fc2 row-wise), the figure the tuner carries to every TP block, timed in the
+# same turns: each library block's TP cost in the probe's units on this host.
+PROBE = "probe-gpt"
+
 LAYER_KEY = {"llama": "num_hidden_layers", "mistral": "num_hidden_layers", "qwen2": "num_hidden_layers",
              "olmo": "num_hidden_layers"}
 T0 = time.time()
@@ -76,6 +82,8 @@ GC = GcClock()
 
 def at_depth(name, depth):
     """A suite model name at `depth` blocks (0: its own), registered with library_suite."""
+    if name == PROBE:
+        return name
     kind, kw = suite.TRANSFORMERS[name]
     if kind not in LAYER_KEY:
         raise ValueError(f"{name}: not a Llama-style decoder ({kind})")
@@ -105,6 +113,17 @@ class Config:
         alias = at_depth(name, depth)
         if same_model is not None:  # another micro-batch of a configuration built already
             self.model, self.opt, self.layers = same_model.model, same_model.opt, same_model.layers
+        elif name == PROBE:
+            sys.path.insert(0, os.path.join(HERE, "..", "..", "profiler"))
+            import framework_probe as fp
+            shape = fp.GPT_SHAPE
+            torch.manual_seed(0)
+            gpt = fp.gpt_classes(torch)[1]
+            self.model = gpt(depth, *(shape[k] for k in ("hidden", "heads", "ffn", "seq", "vocab"))).to(device)
+            if mode == "tp":
+                fp.split_blocks(torch, self.model.blocks, fp.TP_PLANS["gpt"], device)
+            self.layers, self.vocab, self.seq = depth, shape["vocab"], shape["seq"]
+            self.opt = suite.Optimizers(name, self.model.parameters())
         else:
             model = built(alias, device)
             self.layers = len(suite.blocks(model))
@@ -119,7 +138,17 @@ class Config:
         return f"{self.name} L{self.layers} {self.mode} mb{self.mb}"
 
     def batch(self):
+        if self.name == PROBE:
+            ids = torch.randint(0, self.vocab, (self.mb, self.seq), device=self.device)
+            return ids, ids
         return suite.batch_for(self.alias, self.mb, self.device)
+
+    def loss(self, x, y):
+        if self.name == PROBE:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out = self.model(x)
+                return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        return suite.loss_of(self.alias, self.model, x, y)
 
     def step(self):
         """One training step as library_suite.py times it; (wall, issue) seconds."""
@@ -127,7 +156,7 @@ class Config:
         sync(self.device)
         t0 = time.perf_counter()
         x, y = self.batch()
-        suite.loss_of(self.alias, self.model, x, y).backward()
+        self.loss(x, y).backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         t1 = time.perf_counter()
@@ -140,7 +169,7 @@ class Config:
         sync(self.device)
         t0 = time.perf_counter()
         x, y = self.batch()
-        loss = suite.loss_of(self.alias, self.model, x, y)
+        loss = self.loss(x, y)
         sync(self.device)
         t1 = time.perf_counter()
         loss.backward()
@@ -245,6 +274,7 @@ def main():
     ap.add_argument("--steps", type=int, default=4, help="unsynchronised steps per turn (half as many phased)")
     ap.add_argument("--budget-s", type=float, default=110)
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--no-probe-gpt", action="store_true", help="leave out the framework probe's GPT block")
     args = ap.parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -258,6 +288,8 @@ def main():
     depths = [int(d) for d in args.depths.split(",")]
     plan = [(m, d, "tp", 1) for m in args.models.split(",") if m for d in depths]
     plan += [(m, d, "plain", 1) for m in args.plain.split(",") if m for d in depths]
+    if not args.no_probe_gpt:
+        plan += [(PROBE, d, mode, 1) for d in depths for mode in ("tp", "plain")]
     plan += [(f.split(":")[0], 0, "tp", int(mb)) for f in args.full.split(",") if f
              for mb in f.split(":")[1].split("+")]
     meta = {"schema": "xdeep.tp_host_check/1", "host": socket.gethostname(),
