@@ -207,10 +207,12 @@ struct HardwareProfile {
   // GPT's blocks split as torch.distributed.tensor.parallel splits them,
   // tp_median_s); else tp_linear_host_kernels launches' worth at the host's
   // time per kernel, fitted to that run's micro-batch-1 step over the five
-  // split Linears a Llama block has to the model (its gate and up projections
-  // are two modules; 100 when it counted four, one per GEMM).
+  // split Linears a Llama block had to the model (its gate and up projections
+  // are two modules; 100 when it counted four, one per GEMM), and kept per
+  // block as the model counts seven (q, k and v are three modules too):
+  // 80 x 5 / 7.
   double tp_host_per_linear_s = 0;
-  double tp_linear_host_kernels = 80;
+  double tp_linear_host_kernels = 57;
   // Tensor parallelism's ranks meet at every split block's all-reduces, so each
   // stretch of launches between two of them waits for the slower rank's: the
   // probe's TP pass on several ranks over its one-rank TP pass (its plain
