@@ -213,11 +213,12 @@ struct HardwareProfile {
   // 80 x 5 / 7.
   double tp_host_per_linear_s = 0;
   double tp_linear_host_kernels = 57;
-  // Tensor parallelism's ranks meet at every split block's all-reduces, so each
-  // stretch of launches between two of them waits for the slower rank's: the
-  // probe's TP pass on several ranks over its one-rank TP pass (its plain
-  // launches and dispatch both), straggle and side-by-side speed out. 1 where
-  // the probe did not time both.
+  // The probe's TP pass on several ranks over its one-rank TP pass (its plain
+  // launches and dispatch both), straggle and side-by-side speed out: the
+  // ranks' meetings at the split Linears' all-reduces, carried in
+  // tp_host_per_linear_s (one-rank dispatch x this); the blocks' other
+  // launches run at the host's own speed (bench/validate/data/checks/
+  // 2026-11-28_h200x2_tp_host_check). 1 where the probe did not time both.
   double tp_rank_sync_factor = 1;
   std::string host;  // measured profiles: where and when
   std::string date;
