@@ -868,7 +868,7 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
                                          hw.tp_host_per_linear_s * 1e6, ranks,
                                          ranks > 1 ? "s" : ""));
     if (hw.tp_rank_sync_factor > 1) {
-      host_parts.push_back(absl::StrFormat("TP blocks' launches %.2fx at the ranks' meetings",
+      host_parts.push_back(absl::StrFormat("TP's pass %.2fx on its ranks (in the figure per split Linear)",
                                            hw.tp_rank_sync_factor));
     }
   }

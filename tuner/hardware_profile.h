@@ -207,15 +207,18 @@ struct HardwareProfile {
   // GPT's blocks split as torch.distributed.tensor.parallel splits them,
   // tp_median_s); else tp_linear_host_kernels launches' worth at the host's
   // time per kernel, fitted to that run's micro-batch-1 step over the five
-  // split Linears a Llama block has to the model (its gate and up projections
-  // are two modules; 100 when it counted four, one per GEMM).
+  // split Linears a Llama block had to the model (its gate and up projections
+  // are two modules; 100 when it counted four, one per GEMM), and kept per
+  // block as the model counts seven (q, k and v are three modules too):
+  // 80 x 5 / 7.
   double tp_host_per_linear_s = 0;
-  double tp_linear_host_kernels = 80;
-  // Tensor parallelism's ranks meet at every split block's all-reduces, so each
-  // stretch of launches between two of them waits for the slower rank's: the
-  // probe's TP pass on several ranks over its one-rank TP pass (its plain
-  // launches and dispatch both), straggle and side-by-side speed out. 1 where
-  // the probe did not time both.
+  double tp_linear_host_kernels = 57;
+  // The probe's TP pass on several ranks over its one-rank TP pass (its plain
+  // launches and dispatch both), straggle and side-by-side speed out: the
+  // ranks' meetings at the split Linears' all-reduces, carried in
+  // tp_host_per_linear_s (one-rank dispatch x this); the blocks' other
+  // launches run at the host's own speed (bench/validate/data/checks/
+  // 2026-11-28_h200x2_tp_host_check). 1 where the probe did not time both.
   double tp_rank_sync_factor = 1;
   std::string host;  // measured profiles: where and when
   std::string date;

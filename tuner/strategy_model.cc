@@ -199,6 +199,10 @@ struct RankTimes {
   double tp_comm_fwd = 0;   // tensor-parallel all-reduces in one forward
   double cp_comm_fwd = 0;   // context parallel: keys and values all-gathered in one forward
   double launch_fwd = 0;    // host time to launch one forward's kernels
+  // DTensor's dispatch of the split Linears in one forward: host work
+  // between launches (sharding propagation, wrapping, redistribution), during
+  // which the GPU drains what was queued (LaunchedPass's host-only part).
+  double dtensor_fwd = 0;
 };
 
 // A pipeline partition and the ranks that can be the worst one. Rank i is
@@ -231,6 +235,7 @@ bool MemoryDominates(const RankData& a, const RankData& b) {
 // terms enter as max(compute, communication)), so dominance is exact here too.
 bool TimeDominates(const RankData& a, const RankTimes& ta, const RankData& b, const RankTimes& tb) {
   return ta.fwd >= tb.fwd && ta.bwd >= tb.bwd && ta.tp_comm_fwd >= tb.tp_comm_fwd &&
+         ta.dtensor_fwd >= tb.dtensor_fwd &&
          ta.cp_comm_fwd >= tb.cp_comm_fwd && ta.launch_fwd >= tb.launch_fwd &&
          a.send_bytes >= b.send_bytes && a.recv_bytes >= b.recv_bytes && a.chunks >= b.chunks &&
          a.params >= b.params && a.unit_params >= b.unit_params && a.root_params >= b.root_params &&
@@ -618,11 +623,19 @@ struct StrategyModel::Impl {
       out_l.launch = kernels * host_per_kernel;
       if (t > 1 && w.settings.tensor_parallel == TensorParallel::kDTensor) {
         // Each split Linear's DTensor dispatch, over forward and backward
-        // (backward's launches are counted at twice the forward's).
+        // (backward's launches are counted at twice the forward's), at the
+        // probe's figure per split Linear on its ranks. The block's other
+        // launches run at the host's own speed: on one 2x H200 host a
+        // transformers Llama block under TP=2 cost its plain launches side by
+        // side plus 7 times what TP adds to the probe's GPT block per split
+        // Linear (1.0x within 10 %), and the ranks' meetings are one per split
+        // Linear, not a factor on every launch (the two-rank minus one-rank
+        // add per split Linear is the same for the GPT and a Llama block:
+        // bench/validate/data/checks/2026-11-28_h200x2_tp_host_check,
+        // 2026-11-28_h200x2_host_depth_tp).
         const int linears =
             l.tp_split_linears > 0 ? l.tp_split_linears : static_cast<int>(l.gemms.size());
         out_l.dtensor_launch = static_cast<double>(linears) * tp_host_per_linear / 3;
-        out_l.launch *= hw.tp_rank_sync_factor;
       }
       if (cp > 1 && l.cp_kv_bytes > 0) {
         // Keys and values of the whole sequence gathered before attention
@@ -652,7 +665,7 @@ struct StrategyModel::Impl {
         r.fwd += f.fwd;
         r.bwd += f.bwd;
         r.launch_fwd += f.launch;
-        r.launch_fwd += f.dtensor_launch;
+        r.dtensor_fwd += f.dtensor_launch;
         r.cp_comm_fwd += f.cp_comm;
         r.tp_comm_fwd += f.tp_comm;
       }
@@ -1091,6 +1104,13 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
     }
     launch_f *= straggle;
     launch_b *= straggle;
+    // DTensor's dispatch is host work that launches none of the kernels it
+    // waits behind: the GPU drains the queue meanwhile, so a TP step's device
+    // time hides behind it (one 2x H200 host: Danube-1.8B's TP=2 step 292.8 ms
+    // at micro-batch 1, 308.8 at 8). Its collectives are functional
+    // all-reduces the host never waits for: in the GPU's own time line.
+    const double dtensor_f = straggle * r.dtensor_fwd, dtensor_b = 2 * dtensor_f;
+    const double tp_in_pass = r.dtensor_fwd > 0 ? r.tp_comm_fwd : 0;
     // Autocast casts every matmul weight to 16 bits in each forward (read 4,
     // write 2 bytes; FSDP with 16-bit parameters gathers them cast already)
     // and each weight gradient back to the fp32 parameter's type in backward.
@@ -1101,13 +1121,14 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       if (!gathered_16bit) cast_f = d.matmul_params * (pb.weight + pb.compute_copy) / bw;
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
-    const double f_launched = LaunchedPass(r.fwd + cast_f, launch_f, hooks_f);
-    double f = f_launched + r.tp_comm_fwd + r.cp_comm_fwd;
-    const double b_device = r.bwd + cast_b;
-    const double b_launched = HostAndDevice(b_device, launch_b + hooks_b);
+    const double f_device = r.fwd + cast_f + tp_in_pass;
+    const double f_launched = LaunchedPass(f_device, launch_f, hooks_f + dtensor_f);
+    double f = f_launched + (r.tp_comm_fwd - tp_in_pass) + r.cp_comm_fwd;
+    const double b_device = r.bwd + cast_b + tp_in_pass;
+    const double b_launched = LaunchedPass(b_device, launch_b + hooks_b, dtensor_b);
     // [MLM19] as many all-reduces; context parallel: keys and values gathered
     // again and their gradients reduce-scattered.
-    double b = b_launched + r.tp_comm_fwd + 2 * r.cp_comm_fwd;
+    double b = b_launched + (r.tp_comm_fwd - tp_in_pass) + 2 * r.cp_comm_fwd;
     if (c.recompute) b += f;                // [ACT] full recomputation: forward again
     const double before_p2p = f + b;  // for StepTerms
     if (c.pp > 1 && !engine.partitioned_p2p) {
@@ -1220,14 +1241,14 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
     const double total = f + b + z3_exposed;
     // The same micro-batch with the host's launches taken out: what a
     // neighbouring pipeline stage waits for.
-    const double device = total - (f_launched - (r.fwd + cast_f)) - (b_launched - b_device);
+    const double device = total - (f_launched - f_device) - (b_launched - b_device);
     t_mb_device = std::max(t_mb_device, device);
     if (total > t_mb) {
       t_mb = total;
       // The components learning corrects apart (StepTime::Passes).
-      st.passes = {float(r.fwd + cast_f), float(launch_f),         float(hooks_f),
-                   float(b_device),       float(launch_b + hooks_b), float(device),
-                   c.recompute ? 2 : 1};
+      st.passes = {float(f_device), float(launch_f),         float(hooks_f + dtensor_f),
+                   float(b_device), float(launch_b + hooks_b), float(device),
+                   c.recompute ? 2 : 1,  float(dtensor_b)};
       t_b_last = b;
       t_b_idle = b_launched - b_device;
       grad_params = d.params;
@@ -1370,7 +1391,7 @@ namespace {
 // times scaled.
 double CombinedPasses(const StepTime::Passes& p, double kf, double hf) {
   return p.forwards * LaunchedPass(kf * p.fwd_kernel_s, hf * p.fwd_host_s, hf * p.fwd_host_only_s) +
-         HostAndDevice(kf * p.bwd_kernel_s, hf * p.bwd_host_s);
+         LaunchedPass(kf * p.bwd_kernel_s, hf * p.bwd_host_s, hf * p.bwd_host_only_s);
 }
 }  // namespace
 
@@ -1395,6 +1416,7 @@ StepTime StrategyModel::ScaledCompute(StepTime st, double kernel_factor, double 
   p.fwd_host_s = float(hf * p.fwd_host_s);
   p.fwd_host_only_s = float(hf * p.fwd_host_only_s);
   p.bwd_host_s = float(hf * p.bwd_host_s);
+  p.bwd_host_only_s = float(hf * p.bwd_host_only_s);
   p.device_s = float(p.device_s + d_device);
   return WithAccumulation(st, st.micro_batches);
 }

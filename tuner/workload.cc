@@ -459,8 +459,13 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
     // DTensor: transformers' gated MLPs project gate and up with two modules
     // (gate_proj, up_proj) where the model runs one GEMM for both (2x H100,
     // Llama-style TP at micro-batch 1-8 under by 14-20 % with one,
-    // bench/validate/data/calibration/2026-11-27_h100x2_library_run5).
-    b.tp_split_linears = (t.separate_qkv ? 3 : 1) + 1 + (t.gated_mlp ? 2 : 1) + 1;
+    // bench/validate/data/calibration/2026-11-27_h100x2_library_run5), and
+    // their attention q, k and v with three (q_proj, k_proj, v_proj; the
+    // Llama-style files leave separate_qkv off for the GPU's counts): 7 a
+    // block. Measured on one 2x H200 host, their TP=2 blocks add what the
+    // probe's GPT block adds per split Linear, 7 times (bench/validate/data/
+    // checks/2026-11-28_h200x2_tp_host_check).
+    b.tp_split_linears = (t.separate_qkv || t.gated_mlp ? 3 : 1) + 1 + (t.gated_mlp ? 2 : 1) + 1;
     w.layers.push_back(std::move(b));
   }
 

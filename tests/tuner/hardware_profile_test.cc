@@ -443,7 +443,7 @@ TEST(ProbeReportTest, FrameworkProbesTensorParallelPassSetsItsHostTimePerSplitLi
   const double sync = 0.018 / (0.0066 + 0.0064);
   EXPECT_NEAR(hw->tp_rank_sync_factor, sync, 1e-9);
   EXPECT_NEAR(hw->tp_host_per_linear_s, 400e-6 * sync, 1e-9);
-  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("TP blocks' launches 1.38x"));
+  EXPECT_THAT(hw->Label(), ::testing::HasSubstr("TP's pass 1.38x on its ranks"));
   // Two ranks no slower than one: no meeting cost, the one-rank dispatch.
   const std::string quick_ranks = OnRanks(
       With(FrameworkEntry(0.006, 0.1), R"("tp_median_s": 0.01232, "tp_linears": 16)"), 2, 1.1);

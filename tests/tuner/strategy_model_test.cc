@@ -624,6 +624,9 @@ TEST(StrategyTimeTest, SmallMicroBatchesAreLaunchBound) {
 TEST(StrategyTimeTest, TensorParallelAllReducesPerLayer) {
   auto w = PresetWorkload("gpt-125m");
   ASSERT_TRUE(w.ok());
+  // Megatron's layers: their all-reduces follow the pass (DTensor's hide
+  // behind its dispatch where the host bounds the step).
+  w->settings.tensor_parallel = TensorParallel::kMegatron;
   Configuration c = Single(2);
   c.gpus_per_node = c.tp = 2;
   // Only the intra-node bandwidth differs, so the difference is the tensor-
@@ -657,30 +660,62 @@ TEST(StrategyTimeTest, DTensorTensorParallelPaysHostTimePerSplitLinearMegatronDo
                    EstimateStepTime(megatron, hw, one).per_micro_batch_s);
 }
 
-TEST(StrategyTimeTest, DTensorTensorParallelBlocksLaunchAtTheRanksMeetingCost) {
-  // The probe's TP pass on two ranks over its one-rank pass (tp_rank_sync_factor):
-  // the split blocks' launches take that much longer, the unsplit embedding and
-  // head do not, and Megatron's fused layers (no DTensor) are not charged it.
-  // Launch-bound (micro-batch 1, a slow host), the step grows by about the
-  // blocks' share of the launches times the factor's excess.
+TEST(StrategyTimeTest, DTensorTensorParallelBlocksLaunchAtTheHostsOwnSpeed) {
+  // The ranks meet once per split Linear (its all-reduce), not at every
+  // launch: the probe's two-rank slowdown (tp_rank_sync_factor) is in its
+  // figure per split Linear, and the blocks' other launches run at the host's
+  // own speed (bench/validate/data/checks/2026-11-28_h200x2_tp_host_check).
   auto w = PresetWorkload("gpt-125m");
   ASSERT_TRUE(w.ok());
   Configuration c = Single(1);
   c.gpus_per_node = c.tp = 2;
   HardwareProfile hw = SimpleProfile(100, 200);
   hw.host_overhead_per_kernel_s = 1e-3;
-  const double plain = EstimateStepTime(*w, hw, c).per_micro_batch_s;
+  hw.tp_host_per_linear_s = 2e-3;
   HardwareProfile meeting = hw;
   meeting.tp_rank_sync_factor = 1.4;
-  const double met = EstimateStepTime(*w, meeting, c).per_micro_batch_s;
-  // 12 blocks x 17 + 2 bias launches of 3 x 1 ms (forward and backward) at 0.4 more.
-  const double blocks_launch = 12 * (17 + 2) * 3 * 1e-3;
-  EXPECT_GT(met - plain, 0.8 * 0.4 * blocks_launch);
-  EXPECT_LT(met - plain, 1.2 * 0.4 * blocks_launch);
-  Workload megatron = *w;
-  megatron.settings.tensor_parallel = TensorParallel::kMegatron;
-  EXPECT_DOUBLE_EQ(EstimateStepTime(megatron, meeting, c).per_micro_batch_s,
-                   EstimateStepTime(megatron, hw, c).per_micro_batch_s);
+  EXPECT_DOUBLE_EQ(EstimateStepTime(*w, meeting, c).per_micro_batch_s,
+                   EstimateStepTime(*w, hw, c).per_micro_batch_s);
+}
+
+TEST(StrategyTimeTest, DTensorTensorParallelSplitsALlamaBlocksSevenLinears) {
+  // transformers' Llama-family blocks project q, k, v, o, gate, up and down
+  // with seven modules, each split and dispatched through DTensor: a
+  // launch-bound step (micro-batch 1, a slow host) grows by 7 x layers x the
+  // added cost per split Linear, forward and backward together. GPT-2's
+  // fused QKV and two-matrix MLP: 4.
+  HardwareProfile hw = SimpleProfile(100, 200);
+  hw.host_overhead_per_kernel_s = 1e-3;
+  hw.tp_host_per_linear_s = 2e-3;
+  HardwareProfile slower = hw;
+  slower.tp_host_per_linear_s = 3e-3;
+  Configuration c = Single(1);
+  c.gpus_per_node = c.tp = 2;
+  for (const auto& [preset, linears] : {std::pair<const char*, int>{"llama-7b", 7}, {"gpt-125m", 4}}) {
+    auto w = PresetWorkload(preset);
+    ASSERT_TRUE(w.ok());
+    const double added = EstimateStepTime(*w, slower, c).per_micro_batch_s -
+                         EstimateStepTime(*w, hw, c).per_micro_batch_s;
+    EXPECT_NEAR(added, w->transformer.layers * linears * 1e-3, 1e-6) << preset;
+  }
+}
+
+TEST(StrategyTimeTest, DTensorDispatchHidesTheDevicesTime) {
+  // DTensor's dispatch is host work between launches: the GPU drains its
+  // queue meanwhile, so where the dispatch alone outlasts the GPU's work the
+  // micro-batch costs the host's launches plus the dispatch, whatever the
+  // GPU time (one 2x H200 host: Danube-1.8B's TP=2 step 292.8 ms at
+  // micro-batch 1, 308.8 at 8). Its functional all-reduces are GPU work too.
+  auto w = PresetWorkload("gpt-125m");
+  ASSERT_TRUE(w.ok());
+  HardwareProfile hw = SimpleProfile(1000, 200);
+  hw.host_overhead_per_kernel_s = 1e-5;
+  hw.tp_host_per_linear_s = 0.05;  // 12 blocks x 4 x 50 ms: far beyond the GPU's work
+  Configuration c = Single(1);
+  c.gpus_per_node = c.tp = 2;
+  const StepTime t = EstimateStepTime(*w, hw, c);
+  EXPECT_NEAR(t.per_micro_batch_s, t.host_s(), 1e-6 * t.host_s());
+  EXPECT_NEAR(t.launched_s(), t.compute_s, 1e-6 * t.compute_s);
 }
 
 TEST(StrategyMemoryTest, DTensorTensorParallelKeepsTheLogitsWholeMegatronSplitsThem) {
@@ -827,9 +862,14 @@ TEST(StrategyTimeTest, ScaledComputeRecombinesByTheModelsRule) {
       EXPECT_EQ(same.bubble_s, t.bubble_s) << mode << " mb" << mb;
       EXPECT_LE(t.launched_s(), t.compute_s * (1 + 1e-6)) << mode << " mb" << mb;
       // More kernel time never shortens a step; it lengthens the compute
-      // part by at most the kernel time added.
+      // part by at most the kernel time added (nothing, where it hides
+      // behind DTensor's dispatch: TP).
       const StepTime slower = StrategyModel::ScaledCompute(t, 1.2, 1);
-      EXPECT_GT(slower.total_s, t.total_s) << mode << " mb" << mb;
+      if (mode == 3) {
+        EXPECT_GE(slower.total_s, t.total_s) << mode << " mb" << mb;
+      } else {
+        EXPECT_GT(slower.total_s, t.total_s) << mode << " mb" << mb;
+      }
       EXPECT_LE(slower.compute_s - t.compute_s, 0.2 * t.kernel_s() * (1 + 1e-9) + 1e-15);
       EXPECT_EQ(slower.optimizer_s, t.optimizer_s);
       EXPECT_EQ(slower.exposed_comm_s, t.exposed_comm_s);

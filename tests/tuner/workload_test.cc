@@ -55,12 +55,13 @@ TEST(WorkloadTest, BertStructureKeysMatchTransformersCountAndAddLaunches) {
   // reduction (half a launch, rounded down: 6 / 2 - 4 / 2); embeddings +4; head +4.
   EXPECT_EQ(bert_kernels - plain_kernels, 12 * (6 + 1) + 4 + 4);
   // A tensor-parallel plan splits the Linear modules: QKV (or q, k, v), out, and the
-  // MLP's (a gated one's gate and up are two modules, as transformers' Llama has them).
+  // MLP's (a gated block's q, k, v and gate, up are modules of their own, as
+  // transformers' Llama has them, while its GPU counts keep one QKV GEMM).
   EXPECT_EQ(plain->layers[1].tp_split_linears, 4);
   EXPECT_EQ(bert->layers[1].tp_split_linears, 6);
   auto llama = PresetWorkload("llama-7b");
   ASSERT_TRUE(llama.ok());
-  EXPECT_EQ(llama->layers[1].tp_split_linears, 5);
+  EXPECT_EQ(llama->layers[1].tp_split_linears, 7);
   EXPECT_EQ(llama->layers[1].gemms.size(), 4u);
 }
 
