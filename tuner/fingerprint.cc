@@ -35,8 +35,6 @@ absl::StatusOr<std::string> ModelFingerprint(const Workload& w, const BuildPoll&
   absl::StrAppend(&text, ";tf=", t.layers, ",", t.hidden, ",", t.heads, ",", t.kv_heads, ",", t.ffn,
                   ",", t.seq_len, ",", t.vocab, ",", int{t.gated_mlp}, ",", int{t.tied_embeddings},
                   ",", int{t.learned_positions});
-  // Only where it is not the default, so earlier fingerprints stay as they were.
-  if (t.rotary_fraction < 1) absl::StrAppend(&text, absl::StrFormat(",rot=%.9g", t.rotary_fraction));
   Fnv1a hash;
   hash.Add(text);
   for (size_t i = 0; i < w.layers.size(); ++i) {

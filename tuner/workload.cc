@@ -384,22 +384,6 @@ absl::Status BuildTransformerLayers(Workload& w, const BuildPoll& poll) {
       b.fused_kernels += 1;
       b.extra_traffic_fwd_bytes += s * 5 * 2.0 * a * (h + kv_dim);
       b.extra_traffic_bwd_bytes += s * 5 * 4.0 * a * (h + kv_dim);
-      if (t.rotary_fraction < 1) {
-        // Rotary on part of each head (transformers' GPTNeoX, Phi, StableLM):
-        // q and k are sliced into the rotated and the passed-through dims and
-        // concatenated again (one cat each forward); backward fills and copies
-        // each slice's gradient into a zero tensor of the whole (slice_backward:
-        // two kernels for each of four slices) and sums q's and k's two parts.
-        // 12 launches a step, counted as 4 forward (backward's at twice the
-        // forward's). torch.profiler, Pythia-70M at micro-batch 1 on 1x H200
-        // (bench/validate/data/checks/2026-11-28_h200x1_run16_hostbound_recheck):
-        // fills of the whole head and copies of its 48-wide pass part, four a
-        // block each. Calibration's GPTNeoX rows at micro-batch 1 sat +0.14
-        // (log, six runs, both cards) above their runs' host level without it
-        // (bench/validate/host_arch_study.py). Traffic stays the whole head's
-        // rotation. Compiled, the rotation's one kernel.
-        b.kernels += 4;
-      }
     }
     if (t.separate_qkv) {
       // Three Linears where one was: two more GEMMs, their two weight casts,
@@ -1222,7 +1206,6 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
                               "attention",
                               "linear_bias",
                               "learned_positions",
-                              "rotary_fraction",
                               "separate_qkv",
                               "token_types",
                               "embedding_norm",
@@ -1344,7 +1327,6 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
   // Settings that only one family has: said of another, they are a mistake.
   for (const auto& [key, needs] : {std::pair<const char*, const char*>{"attention", "transformer"},
                                    {"linear_bias", "transformer"},
-                                   {"rotary_fraction", "transformer"},
                                    {"activation", "transformer"},
                                    {"norm", "transformer"},
                                    {"tensor_parallel", "transformer"},
@@ -1393,15 +1375,6 @@ absl::StatusOr<Workload> ParseWorkloadToml(std::string_view toml_text, std::stri
     for (const BoolKey& k : bools) {
       ASSIGN_OR_RETURN(std::optional<bool> v, rd.Bool(*model, k.key));
       if (v) *k.field = *v;
-    }
-    ASSIGN_OR_RETURN(std::optional<double> rotary, rd.Number(*model, "rotary_fraction", 1e-6, 1));
-    if (rotary) {
-      if (t.learned_positions) {
-        return rd.Error(model->get("rotary_fraction"),
-                        "'rotary_fraction' applies to rotary positions only",
-                        "set learned_positions = false, or remove rotary_fraction");
-      }
-      t.rotary_fraction = *rotary;
     }
     if (t.kv_heads == 0) t.kv_heads = t.heads;
     if (t.ffn == 0) t.ffn = 4 * t.hidden;

@@ -164,10 +164,6 @@ struct TransformerShape {
   bool gated_mlp = false;         // SwiGLU: three MLP matrices instead of two
   bool tied_embeddings = false;   // output projection shares the embedding matrix
   bool learned_positions = true;  // GPT-2 style position embedding table (Llama: rotary, none)
-  // Rotary positions on this share of each head's dimensions (learned_positions
-  // false only): 1 rotates the whole head (Llama); transformers' GPTNeoX
-  // (rotary_pct), Phi and StableLM (partial_rotary_factor) rotate a part.
-  double rotary_fraction = 1.0;
   // Query, key and value projected by three Linears (transformers' BERT and
   // Llama-style classes) instead of one fused QKV Linear (GPT-2's c_attn).
   bool separate_qkv = false;

@@ -64,42 +64,6 @@ TEST(WorkloadTest, BertStructureKeysMatchTransformersCountAndAddLaunches) {
   EXPECT_EQ(llama->layers[1].gemms.size(), 4u);
 }
 
-// Partial rotary (transformers' GPTNeoX, Phi, StableLM) slices q and k into the
-// rotated and passed-through dims and concatenates them again: per block one cat
-// each forward, and backward's slice gradients (a fill and a copy for each of four
-// slices) and the two parts' sums, counted as 4 forward launches
-// (bench/validate/data/checks/2026-11-28_h200x1_run16_hostbound_recheck's profile).
-TEST(WorkloadTest, PartialRotaryAddsItsSlicesLaunches) {
-  const std::string neox =
-      "name = \"neox\"\n[model]\nfamily = \"transformer\"\nlayers = 6\nhidden = 512\n"
-      "heads = 8\nffn = 2048\nseq_len = 1024\nvocab = 50304\nlinear_bias = true\n"
-      "learned_positions = false\n";
-  auto whole = ParseWorkloadToml(neox, "whole.toml");
-  auto quarter = ParseWorkloadToml(neox + "rotary_fraction = 0.25\n", "quarter.toml");
-  auto one = ParseWorkloadToml(neox + "rotary_fraction = 1\n", "one.toml");
-  ASSERT_TRUE(whole.ok()) << whole.status();
-  ASSERT_TRUE(quarter.ok()) << quarter.status();
-  ASSERT_TRUE(one.ok()) << one.status();
-  auto kernels = [](const Workload& w) {
-    int n = 0;
-    for (const LayerCost& l : w.layers) n += l.kernels;
-    return n;
-  };
-  EXPECT_EQ(kernels(*quarter) - kernels(*whole), 6 * 4);
-  EXPECT_EQ(kernels(*one), kernels(*whole));
-  EXPECT_EQ(quarter->Parameters(), whole->Parameters());
-  EXPECT_NE(ModelFingerprint(*quarter), ModelFingerprint(*whole));
-  EXPECT_EQ(ModelFingerprint(*one), ModelFingerprint(*whole));
-  // Learned positions have no rotary to rotate part of; out of (0, 1] is a range error.
-  const std::string gpt = "name = \"g\"\n[model]\nfamily = \"transformer\"\nlayers = 2\n"
-                          "hidden = 64\nheads = 2\nseq_len = 16\nvocab = 100\n";
-  auto learned = ParseWorkloadToml(gpt + "rotary_fraction = 0.5\n", "learned.toml");
-  ASSERT_FALSE(learned.ok());
-  EXPECT_THAT(std::string(learned.status().message()), ::testing::HasSubstr("rotary_fraction"));
-  EXPECT_FALSE(ParseWorkloadToml(neox + "rotary_fraction = 1.5\n", "big.toml").ok());
-  EXPECT_FALSE(ParseWorkloadToml(neox + "rotary_fraction = 0\n", "zero.toml").ok());
-}
-
 // A ViT classifies its class token (timm's global_pool = "token", torchvision's
 // VisionTransformer): the head projects one token per sample, not every position,
 // and the loss reads 1000 logits per sample where a language model's reads s x v.
