@@ -403,7 +403,7 @@ def measure(args, rank, world, folder):
         os.sched_setaffinity(0, {args.main_cpu})  # Linux: 0 is the calling thread
     with process_group(torch, device, rank, world, folder) as formed:
         wraps = wrappers(torch, device) if formed else {}
-        timed = []
+        timed, ended = [], {}
         for name, shape, model, inputs, target in networks:
             passes = {"plain": training_pass(torch, device, model, inputs, target)}
             for kind, wrap in wraps.items():
@@ -429,6 +429,18 @@ def measure(args, rank, world, folder):
                     print(f"framework_probe: no Llama TP figure ({type(e).__name__}: {e})", file=sys.stderr)
                     llama = None
             timed.append((name, shape, passes, times, step_host, straggle, llama))
+            ended[name] = time.perf_counter()
+        # The GPT's plain pass once more, in a second window after the other networks' turns
+        # (~10 s later on an H200): the host's speed switches between levels within seconds and
+        # drifts 1.3x over a minute (bench/validate/data/checks/2026-11-28_h200x1_host_drift), so
+        # one window reads the host of its moment. Data for a reading from several windows
+        # (bench/validate/README.md, "h24h, session 24"); the tuner does not read it yet.
+        late = None
+        for name, _, passes, *_ in timed:
+            if name == "gpt":
+                start = time.perf_counter()
+                late = (alternating_times(torch, args, device, {"plain": passes["plain"]})[0]["plain"],
+                        start - ended["gpt"])
     if rank > 0:
         UNTIL_EXIT.append(timed)
         return None
@@ -453,6 +465,10 @@ def measure(args, rank, world, folder):
             entries[-1]["llama_tp_linears"] = len(TP_PLANS["llama"]) * shape["layers"]
         if straggle:
             entries[-1]["straggle"] = straggle
+        if name == "gpt" and late:
+            entries[-1].update({f"late_{k}": v for k, v in timing_fields(late[0]).items()
+                                if k in ("median_s", "min_s", "p95_s")})
+            entries[-1]["late_after_s"] = late[1]
     del networks, timed
     if world == 1:
         entries.append(elementwise_entry(torch, args, device, gpt))

@@ -45,7 +45,9 @@ auto OptionalTimes(Entry& e) {
       std::pair{"elementwise_s", &e.elementwise_s}, std::pair{"tp_median_s", &e.tp_median_s},
       std::pair{"tp_step_host_s", &e.tp_step_host_s}, std::pair{"attention_s", &e.attention_s},
       std::pair{"loss_s", &e.loss_s}, std::pair{"llama_median_s", &e.llama_median_s},
-      std::pair{"llama_tp_median_s", &e.llama_tp_median_s}};
+      std::pair{"llama_tp_median_s", &e.llama_tp_median_s},
+      std::pair{"late_median_s", &e.late_median_s}, std::pair{"late_min_s", &e.late_min_s},
+      std::pair{"late_p95_s", &e.late_p95_s}, std::pair{"late_after_s", &e.late_after_s}};
 }
 
 // Its optional counts, by JSON key (0: not measured).

@@ -146,6 +146,15 @@ struct FrameworkEntry {
   double llama_median_s = 0;
   double llama_tp_median_s = 0;
   int llama_tp_linears = 0;
+  // The GPT's plain pass timed again in a second window after the other
+  // networks' turns (late_after_s after its first window ended): the host's
+  // speed a few seconds later. Kept by merge as data for a host reading from
+  // several windows; the tuner does not read them (bench/validate/README.md,
+  // "h24h, session 24"). 0: not measured.
+  double late_median_s = 0;
+  double late_min_s = 0;
+  double late_p95_s = 0;
+  double late_after_s = 0;
   // Entries of several ranks: the slowest rank's plain pass over the ranks'
   // mean, averaged over the turns they ran together. 0: one rank.
   double straggle = 0;

@@ -218,6 +218,34 @@ TEST(ReportTest, EmptySectionsAreValid) {
   EXPECT_TRUE(r->gemm.empty());
 }
 
+// The GPT's second window after the other networks' turns (data the tuner does not
+// read yet): a round trip and a merge keep it; entries without it stay without it.
+TEST(ReportTest, RoundTripAndMergeKeepTheLateGptWindow) {
+  Report in = Sample();
+  in.framework[0].late_median_s = 0.0061;
+  in.framework[0].late_min_s = 0.0049;
+  in.framework[0].late_p95_s = 0.0072;
+  in.framework[0].late_after_s = 9.5;
+  nlohmann::json j = ToJson(in);
+  EXPECT_DOUBLE_EQ(j["framework"][0]["late_median_s"].get<double>(), 0.0061);
+  EXPECT_FALSE(j["framework"][1].contains("late_median_s"));
+  absl::StatusOr<Report> out = ReportFromJson(j);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_DOUBLE_EQ(out->framework[0].late_median_s, 0.0061);
+  EXPECT_DOUBLE_EQ(out->framework[0].late_min_s, 0.0049);
+  EXPECT_DOUBLE_EQ(out->framework[0].late_p95_s, 0.0072);
+  EXPECT_DOUBLE_EQ(out->framework[0].late_after_s, 9.5);
+  EXPECT_DOUBLE_EQ(out->framework[1].late_median_s, 0);
+  Report other = Sample();
+  other.framework.clear();
+  absl::StatusOr<Report> merged = MergeReports({*out, other});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  absl::StatusOr<Report> back = ReportFromJson(ToJson(*merged));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_DOUBLE_EQ(back->framework[0].late_median_s, 0.0061);
+  EXPECT_DOUBLE_EQ(back->framework[0].late_after_s, 9.5);
+}
+
 // The Llama-style block's TP pass beside the GPT's (data the tuner does not read
 // yet): a round trip through JSON and a merge keep it; entries without it stay
 // without it.
