@@ -22,7 +22,6 @@ import math
 import os
 import re
 import statistics as st
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,17 +29,7 @@ from collections import defaultdict
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare_all  # noqa: E402
-
-KS = [0.5, 0.7, 0.85, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0]
-
-
-def scaled(profile, k, out):
-    d = json.load(open(profile))
-    for e in d["framework"]:
-        if (e.get("ranks", 1) == 1 and e.get("device", "cuda") == "cuda" and "elementwise_s" not in e
-                and (e["model"] == "resnet" or e.get("hidden") == 128)):
-            e["median_s"] *= k
-    json.dump(d, open(out, "w"))
+from host_reading_study import implied_host_factors  # noqa: E402  (the k sweep per row)
 
 
 def model_class(model):
@@ -58,30 +47,9 @@ def rows_of(build, folder, tmp):
     if not runs:
         return []
     profile = compare_all.profile_for(build, folder, tmp)
-    preds = {}
-    for k in KS:
-        sp, js = os.path.join(tmp, "scaled.json"), os.path.join(tmp, "out.json")
-        scaled(profile, k, sp)
-        subprocess.run([os.path.join(build, "bench", "validate", "xdeep_validate"), "compare",
-                        "--workloads", os.path.join(HERE, "workloads"), "--profile", sp, "--runs", *runs,
-                        "--json", js], capture_output=True, text=True)
-        for r in json.load(open(js))["runs"]:
-            p = preds.setdefault((r["model"], r["micro_batch"]), {"step": r["step_s"], "pred": {}})
-            p["pred"][k] = r["predicted_step_s"]
-    rows = []
-    for (model, mb), v in preds.items():
-        p = [v["pred"][k] for k in KS]
-        i = KS.index(1.0)
-        sens = (p[i + 1] - p[i - 1]) / p[i] / (KS[i + 1] - KS[i - 1])
-        kstar = None
-        for a in range(len(KS) - 1):
-            if (p[a] - v["step"]) * (p[a + 1] - v["step"]) <= 0 and p[a + 1] != p[a]:
-                kstar = KS[a] + (v["step"] - p[a]) * (KS[a + 1] - KS[a]) / (p[a + 1] - p[a])
-                break
-        if sens > 0.6 and kstar:
-            rows.append(dict(run=os.path.basename(folder), model=model, mb=mb, cls=model_class(model),
-                             kstar=kstar, sens=sens, err=v["pred"][1.0] / v["step"] - 1))
-    return rows
+    return [dict(run=os.path.basename(folder), model=model, mb=mb, cls=model_class(model),
+                 kstar=kstar, sens=sens, err=err)
+            for model, mb, _, kstar, sens, err in implied_host_factors(build, profile, runs, tmp)]
 
 
 def main():
