@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_profile  # noqa: E402
 import library_suite as ls  # noqa: E402  (build, blocks, wrap, batch_for, loss_of, Optimizers)
 
 DEFAULT = ("hf-gpt2:1,hf-gpt2-v50304:1,hf-opt-125m:1,hf-cerebras-gpt-256m:1,timm-vit-ti16-384:1,"
@@ -55,25 +56,12 @@ def base(name):
     return "hf-gpt2" if name == "hf-gpt2-v50304" else name
 
 
-def kernel_kind(name):
-    n = name.lower()
-    if "nccl" in n:
-        return "nccl"
-    if "chunk_cat" in n or "chunkcat" in n:
-        return "chunk_cat"
-    if "split_with_sizes" in n or "splitwithsizes" in n:
-        return "split_copy"
-    if "multi_tensor_apply" in n or "foreach" in n:
-        if "copy" in n:
-            return "foreach_copy"
-        return "optimizer" if "adam" in n else "foreach_other"
-    if "adam" in n:
-        return "optimizer"
-    if "gemm" in n or "cutlass" in n or "sm90" in n or "nvjet" in n or "xmma" in n:
-        return "gemm"
-    if "flash" in n or "fmha" in n or "attention" in n:
-        return "attention"
-    return "other"
+# Kernels by kind, first match of the lower-cased name wins (kernel_profile.kind_of): FSDP2's
+# copies apart from the optimizer's foreach kernels.
+KINDS = [("nccl", "nccl"), ("chunk_cat", "chunk_?cat"), ("split_copy", "split_?with_?sizes"),
+         ("foreach_copy", r"(multi_tensor_apply|foreach).*copy|copy.*(multi_tensor_apply|foreach)"),
+         ("optimizer", "adam"), ("foreach_other", "multi_tensor_apply|foreach"),
+         ("gemm", "gemm|cutlass|sm90|nvjet|xmma"), ("attention", "flash|fmha|attention")]
 
 
 def profile_summary(prof, steps):
@@ -84,7 +72,7 @@ def profile_summary(prof, steps):
         is_gpu = getattr(e, "device_type", None) == DeviceType.CUDA
         dur = e.time_range.elapsed_us() if hasattr(e, "time_range") else 0.0
         if is_gpu:
-            k = kernels.setdefault(kernel_kind(e.name), [0, 0.0])
+            k = kernels.setdefault(kernel_profile.kind_of(KINDS, e.name), [0, 0.0])
             k[0] += 1
             k[1] += dur
             continue

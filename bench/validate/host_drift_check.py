@@ -177,12 +177,17 @@ def main():
         os.replace(os.path.join(out, "host_drift.json.tmp"), os.path.join(out, "host_drift.json"))
 
     rnd = 0
-    for _ in range(rounds):
-        if time.time() > deadline:
-            break
-        rnd += 1
-        one_round(rnd, "alone")
-        save()
+
+    def run_rounds(count, phase):
+        nonlocal rnd
+        for _ in range(count):
+            if time.time() > deadline:
+                break
+            rnd += 1
+            one_round(rnd, phase)
+            save()
+
+    run_rounds(rounds, "alone")
     builder = None
     if beside_rounds > 0 and time.time() < deadline - 30:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
@@ -192,22 +197,12 @@ def main():
         report["builder_start"] = time.strftime("%H:%M:%S", time.gmtime())
         time.sleep(8)  # its imports: the first build is under way before the next window
         try:
-            for _ in range(beside_rounds):
-                if time.time() > deadline:
-                    break
-                rnd += 1
-                one_round(rnd, "beside")
-                save()
+            run_rounds(beside_rounds, "beside")
         finally:
             builder.kill()
             builder.wait()
             report["builder_end"] = time.strftime("%H:%M:%S", time.gmtime())
-    for _ in range(after_rounds):
-        if time.time() > deadline:
-            break
-        rnd += 1
-        one_round(rnd, "after")
-        save()
+    run_rounds(after_rounds, "after")
     save()
     return 0 if report["windows"] else 1
 
