@@ -8,6 +8,7 @@ import types
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import host_phase_check  # noqa: E402
 import kernel_profile  # noqa: E402
 
 CUDA, CPU = "cuda", "cpu"
@@ -64,6 +65,31 @@ class KernelProfileTest(unittest.TestCase):
         self.assertAlmostEqual(ops[1]["s"], 40e-6)
         every = kernel_profile.ops_by_input_shape(torch, prof, 200)
         self.assertEqual(len(every), 3)
+
+
+def span(name, a, b, parent=None, device=CPU):
+    return types.SimpleNamespace(name=name, time_range=types.SimpleNamespace(start=a, end=b),
+                                 cpu_parent=parent, device_type=device, kernels=[])
+
+
+class PhaseCountTest(unittest.TestCase):
+    def test_counts_by_phase_and_op_depth(self):
+        fwd, bwd = span("xdeep::forward", 0, 100), span("xdeep::backward", 100, 200)
+        linear = span("aten::linear", 1, 10)
+        mm = span("aten::mm", 2, 9, linear)
+        node = span("autograd::engine::evaluate_function: MmBackward0", 110, 120)
+        mm_b = span("aten::mm", 111, 119, node)
+        counts = host_phase_check.count_events([
+            fwd, bwd, span("xdeep::forward", 5, 300, device=CUDA),  # the GPU's mark: not a range
+            linear, mm, span("cudaLaunchKernel", 3, 4, mm), node, mm_b,
+            span("cuLaunchKernelEx", 112, 113, mm_b), span("cudaMemsetAsync", 114, 115, mm_b),
+            span("void gemm_kernel", 150, 160, device=CUDA), span("aten::add", 400, 401)], CUDA)
+        self.assertEqual(set(counts), {"forward", "backward"})
+        f, b = counts["forward"], counts["backward"]
+        self.assertEqual((f["launches"], f["aten_all"], f["aten_top"], f["nodes"]), (1, 2, 1, 0))
+        self.assertEqual((b["launches"], b["copies"], b["aten_all"], b["aten_top"], b["nodes"]),
+                         (1, 1, 1, 1, 1))
+        self.assertEqual(b["runtime"], {"cuLaunchKernelEx": 1, "cudaMemsetAsync": 1})
 
 
 if __name__ == "__main__":
