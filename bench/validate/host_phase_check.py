@@ -214,6 +214,12 @@ def main():
         report["transformers"] = transformers.__version__
     except ImportError:
         pass
+    try:  # which CPU: the probe's lean pass and transformers' Python may not scale alike across hosts
+        with open("/proc/cpuinfo") as f:
+            report["cpu_model"] = next((line.split(":", 1)[1].strip() for line in f
+                                        if line.startswith("model name")), None)
+    except OSError:
+        pass
 
     def save():
         with open(os.path.join(out, "host_phase.json.tmp"), "w") as f:
