@@ -729,8 +729,11 @@ double LaunchedPass(double device, double launches, double host_only) {
 // and optimizer end to end (107.0 / 105.9 ms against 102.9 / 110.4 of host,
 // 67.1 / 69.4 of GPU busy time), where an L2 combination of the two says
 // 123-130 ms; the plain step beside it (65.4 / 62.0 ms, host 51.8 / 50.8, GPU
-// 57.6) lies 8-14 % above the larger, the L2 34 %. Both follow a combination of
-// order 4 (kHookedPassOrder) of the host's time with the GPU's: the hooks join
+// 57.6) lies 8-14 % above the larger, the L2 34 %; ViT-L/16-320 at
+// micro-batch 32 under FSDP2 took 162.0 / 165.1 ms with 158.9 / 148.3 of host
+// and 103-111 of GPU, the L2 185-190 (.../2026-11-28_h200x2_fsdp_vitl). They
+// follow a combination of order 4 (kHookedPassOrder) of the host's time with
+// the GPU's (3.97-5.51 solved at GPT-2's three finite points): the hooks join
 // the host's side of that combination, not the launches' L2 (HostAndDevice),
 // which over-priced FSDP2 wherever the hooks made the host and the GPU alike
 // or the host the larger (bench/validate/README.md, "h25f, session 25"). The
