@@ -29,6 +29,7 @@ prints the medians per configuration.
 """
 import argparse
 import copy
+import gc
 import json
 import os
 import statistics
@@ -172,6 +173,7 @@ def run_config(name, mb, args, rank, world, device, t_start):
     every = [None] * world
     dist.all_gather_object(every, {"phases": phases, "profile": prof})
     del vs
+    gc.collect()
     torch.cuda.empty_cache()
     if rank != 0:
         return None
