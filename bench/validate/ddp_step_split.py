@@ -224,7 +224,10 @@ def main():
     dist.init_process_group("nccl", device_id=device)
     os.makedirs(args.out, exist_ok=True)
     meta = {"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-            "gpu": torch.cuda.get_device_name(device), "world": world, "command": " ".join(sys.argv),
+            "gpu": torch.cuda.get_device_name(device), "world": world,
+            # the output folder as $OUT/<name>: no path of one machine in the record
+            "command": " ".join("$OUT/" + os.path.basename(a.rstrip("/")) if a == args.out and os.path.isabs(a)
+                                else a for a in sys.argv),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     recs = []
     for c in args.configs.split(","):
