@@ -301,5 +301,63 @@ TEST(GemmModelTest, FitFindsTheElementWiseRatesAndPredictsFirstConvolutions) {
   }
 }
 
+// Near the ridge a GEMM's compute and its streaming do not fully overlap
+// (prologue loads, epilogue stores, pipeline bubbles): a GPU whose two
+// overlap as a power mean of exponent 2 takes up to sqrt(2) the larger of
+// the two (where they are equal), and the larger one alone far from the ridge.
+// At the roofline's max (main before session 25) the ridge costs no more
+// than the larger of the two and this fails.
+TEST(GemmModelTest, ComputeAndStreamingOverlapOnlyInPartNearTheRidge) {
+  GemmFit truth = Truth();
+  truth.overlap_exponent = 2.0;
+  GemmFit max_of_two = Truth();  // the roofline's max
+  // A 1x1 convolution's forward of 64 channels over 802,816 pixels: its grid
+  // and its streaming take about as long.
+  const double ridge = GemmSeconds(truth, 802816, 64, 64) - truth.fixed_s;
+  const double alone = GemmSeconds(max_of_two, 802816, 64, 64) - truth.fixed_s;
+  EXPECT_GT(ridge / alone, 1.1);
+  EXPECT_LT(ridge / alone, 1.415);
+  // A large square GEMM is compute-bound: the overlap leaves it alone.
+  EXPECT_NEAR(GemmSeconds(truth, 8192, 8192, 8192) / GemmSeconds(max_of_two, 8192, 8192, 8192),
+              1.0, 0.01);
+}
+
+// The fit finds the overlap from the probe's points (random layers and tall
+// convolution-like ones near the ridge) and predicts ridge shapes it never saw.
+TEST(GemmModelTest, FitFindsHowComputeAndStreamingOverlap) {
+  GemmFit truth = Truth();
+  truth.overlap_exponent = 2.0;
+  GemmFit start;
+  start.bandwidth = truth.bandwidth;
+  std::vector<GemmPoint> points = Points(truth, 60, 1);
+  std::mt19937 rng(7);
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  auto tall = [&](int64_t pixels, int64_t in, int64_t out, std::vector<GemmPoint>* to) {
+    for (auto [m, n, k, layout] : {std::tuple{pixels, out, in, GemmLayout::kForward},
+                                   {pixels, in, out, GemmLayout::kDgrad}}) {
+      const double s = GemmSeconds(truth, m, n, k, layout) * noise(rng);
+      to->push_back({m, n, k, DType::kBf16, 2.0 * m * n * k / s / 1e12, layout});
+    }
+  };
+  for (int64_t pixels : {100352, 401408, 802816}) {
+    for (auto [in, out] : {std::pair{64, 64}, {128, 96}, {256, 256}, {96, 192}}) {
+      tall(pixels, in, out, &points);
+    }
+  }
+  const GemmFit fit = FitGemm(points, DType::kBf16, start);
+  ASSERT_TRUE(fit.valid);
+  EXPECT_GT(fit.overlap_exponent, 1.2) << fit.note;
+  EXPECT_LT(fit.overlap_exponent, 4.0) << fit.note;
+  std::vector<GemmPoint> unseen;
+  for (int64_t pixels : {200704, 602112}) {
+    for (auto [in, out] : {std::pair{80, 80}, {160, 128}, {192, 320}}) tall(pixels, in, out, &unseen);
+  }
+  for (const GemmPoint& p : unseen) {
+    const double want = GemmSeconds(truth, p.m, p.n, p.k, p.layout);
+    EXPECT_NEAR(GemmSeconds(fit, p.m, p.n, p.k, p.layout) / want, 1.0, 0.08)
+        << p.m << " " << p.n << " " << p.k << ": " << fit.note;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
