@@ -235,20 +235,15 @@ double MemorySeconds(const GemmFit& f, double m, double n, double k) {
 // The roofline of compute and memory, plus the per-GEMM fixed time (launch,
 // the first loads' latency) that a streaming GEMM pays as well: a memory-bound
 // GEMM of 10-25 MB draws ~1.5 TB/s on H100 / H200, of > 300 MB 2.7 / 3.6.
-// Compute and streaming overlap only in part where they take about as long
-// (GemmFit::overlap_exponent): their power mean, not their max.
 double Floor(const GemmFit& f, double compute, double memory) {
-  const double hi = std::max(compute, memory), lo = std::min(compute, memory);
-  if (f.overlap_exponent <= 0 || hi <= 0) return hi + f.fixed_s;
-  return hi * std::pow(1.0 + std::pow(lo / hi, f.overlap_exponent), 1.0 / f.overlap_exponent) +
-         f.fixed_s;
+  return std::max(compute, memory) + f.fixed_s;
 }
 
 // The parameters the fit moves, in log space (factors as logits).
 // peak, small_tile, tile_fixed, fixed, bandwidth, stream_k_fixed,
 // store_bandwidth, wave_quantisation; then the misaligned factors, inputs'
 // and output's; the layouts' rates; an SM's load bandwidth, L2's speed-up,
-// a split's launch, the element-wise loads and stores, the overlap exponent.
+// a split's launch.
 constexpr int kShape = 8;
 
 // Memory-bound points a precision's fit needs before it fits the bandwidth,
@@ -257,11 +252,6 @@ constexpr int kMemoryBoundPointsToFitBandwidth = 16;
 constexpr int kL2PointsToFitSpeedup = 8;
 // Element-wise (align1) points before their load and store rates are fitted.
 constexpr int kElementWisePointsToFit = 8;
-
-// Where a fit's overlap exponent starts, and its range: p = 1.05 sums compute
-// and streaming (no overlap), p = 64 is their max within 1 %.
-constexpr double kStartOverlap = 4.0;
-constexpr double kMinOverlap = 1.05, kMaxOverlap = 64.0;
 
 double Logit(double a) { return std::log(a / (1 - std::min(a, 0.999))); }
 
@@ -279,8 +269,6 @@ std::vector<double> ToVector(const GemmFit& f) {
   x.push_back(std::log(f.split_fixed_s));
   x.push_back(std::log(f.element_load_rate));
   x.push_back(std::log(f.element_store_rate));
-  // log(p - 1) of the overlap exponent p; a fit starts from p = 4.
-  x.push_back(std::log((f.overlap_exponent > 0 ? f.overlap_exponent : kStartOverlap) - 1.0));
   return x;
 }
 
@@ -335,7 +323,6 @@ void FromVector(const std::vector<double>& x, GemmFit* f, const FitBounds& bound
   f->split_fixed_s = launch(x[kShape + 10]);
   f->element_load_rate = std::exp(x[kShape + 11]);
   f->element_store_rate = std::exp(x[kShape + 12]);
-  f->overlap_exponent = std::clamp(1.0 + std::exp(x[kShape + 13]), kMinOverlap, kMaxOverlap);
 }
 
 // Whether `x` leaves `bounds`; `clamped` gets x with each stray coordinate on
@@ -461,13 +448,9 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   // nothing, not even the simplex's path); only a fit that leaves them is
   // re-run with them, its strays put back on their bound.
   const FitBounds* active = nullptr;
-  // The overlap exponent is fitted with the shape parameters (8 points or
-  // more); a fit of the peak alone keeps start's (0: the roofline's max).
-  const bool fit_overlap = points.size() >= 8;
   auto cost = [&](const std::vector<double>& x) {
     GemmFit f = fit;
     FromVector(x, &f, active ? *active : FitBounds{});
-    if (!fit_overlap) f.overlap_exponent = start.overlap_exponent;
     double sum = 0;
     for (size_t i = 0; i < points.size(); ++i) {
       const GemmPoint& p = points[i];
@@ -504,7 +487,6 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
     }
     if (best_tile || split_points >= 4) free.push_back(kShape + 10);
     if (l2_points >= kL2PointsToFitSpeedup) free.push_back(kShape + 9);
-    free.push_back(kShape + 13);  // the overlap exponent
     if (fit.element_wise) {
       free.push_back(kShape + 11);
       free.push_back(kShape + 12);
@@ -530,7 +512,6 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   }
   active = &bounds;
   FromVector(x, &fit, bounds);
-  if (!fit_overlap) fit.overlap_exponent = start.overlap_exponent;
   // A misaligned class not measured takes the next less aligned class's
   // factor, or the next better aligned one's; a class is never slower than a
   // less aligned one.
@@ -550,10 +531,10 @@ GemmFit FitWith(const std::vector<GemmPoint>& points, DType dtype, const GemmFit
   fit.note = absl::StrFormat(
       "fitted to %d points: %.0f TFLOP/s peak, %.2f TB/s streaming (x%.2f in L2), %.0f GB/s an "
       "SM's loads, %.1f us a split's launch, %.2f / %.2f G elements/s an SM's element-wise "
-      "loads / stores, overlap exponent %.1f, rms error %.1f %%",
+      "loads / stores, rms error %.1f %%",
       fit.points, fit.peak_flops / 1e12, fit.bandwidth / 1e12, fit.l2_speedup,
       fit.sm_load_bandwidth / 1e9, 1e6 * fit.split_fixed_s, fit.element_load_rate / 1e9,
-      fit.element_store_rate / 1e9, fit.overlap_exponent, 100 * fit.rms_log_error);
+      fit.element_store_rate / 1e9, 100 * fit.rms_log_error);
   return fit;
 }
 

@@ -15,7 +15,7 @@
 // parameters per precision (peak rate, small-tile loss, per-tile and per-GEMM
 // fixed time, bandwidth, an SM's load rate, L2's speed-up, a split's launch,
 // one rate factor per misaligned class, an element-wise kernel's load and store
-// rates, how far compute and streaming overlap) are fitted to the probe's points by least squares on log time.
+// rates) are fitted to the probe's points by least squares on log time.
 #ifndef XDEEP_TUNER_GEMM_MODEL_H_
 #define XDEEP_TUNER_GEMM_MODEL_H_
 
@@ -120,15 +120,6 @@ struct GemmFit {
   // 8 such points or more; elsewhere (a built-in profile, a fit without such
   // points) the misaligned factors below stand for them.
   bool element_wise = false;
-  // How a GEMM's compute (its tile grid) and its streaming of operands and
-  // result (the memory floor) overlap: time = (compute^p + memory^p)^(1/p) +
-  // fixed_s. p -> infinity is the roofline's max (full overlap), p = 1 their
-  // sum. Near the ridge a kernel's prologue loads, its epilogue's stores and
-  // its pipeline's bubbles are not hidden behind the other: the max
-  // under-predicts shapes whose two times are close (small CNN layers, wgrads
-  // of small outputs). Fitted with the shape parameters; 0 (a built-in
-  // profile, a fit of the peak alone): the max.
-  double overlap_exponent = 0;
   // Time = max(FLOPs / peak, bytes / bandwidth) + fixed, no tiles: a
   // profile described by its rates alone (hand-derived figures in tests).
   bool roofline_only = false;
