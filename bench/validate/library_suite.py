@@ -22,7 +22,8 @@ MobileLLM-1B's and OpenCoder-1.5B's shapes (held-out run 14); GPT2LMHeadModel in
 LlamaForCausalLM in AMD-Llama-135m's and Qwen2ForCausalLM in Qwen1.5-1.8B's shapes (held-out run 15);
 GPTNeoXForCausalLM in Pythia-70M's, GPTBigCodeForCausalLM in TinyStarCoderPy's and Starcoder2ForCausalLM
 in StarCoder2-3B's shapes (held-out run 16); LlamaForCausalLM in llama2.c's 42M model's and EuroLLM-1.7B's,
-GPTNeoXForCausalLM in Pythia-160M's shapes (held-out run 17);
+GPTNeoXForCausalLM in Pythia-160M's shapes (held-out run 17); LlamaForCausalLM in llama2.c's 15M model's
+and Salamandra-2B's, GPT2LMHeadModel in GPT-SW3-356M's shapes (held-out run 18);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
 ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
@@ -30,7 +31,8 @@ ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's R
 176 px; held-out run 14: timm's ViT-Ti/16 at 384 px and torchvision's Wide ResNet-50-2 at 288 px;
 held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px; held-out run 16: timm's ViT-B/16
 at 512 px and torchvision's EfficientNet-B2 at 260 px, its ResNet-101 at 256 px the fallback; held-out
-run 17: timm's ViT-L/16 at 320 px and torchvision's ConvNeXt-S at 192 px).
+run 17: timm's ViT-L/16 at 320 px and torchvision's ConvNeXt-S at 192 px; held-out run 18: timm's ViT-L/32
+at 384 px and torchvision's RegNetY-8GF).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -255,6 +257,19 @@ TRANSFORMERS = {
                                       tie_word_embeddings=False)),
     "hf-pythia-160m": ("gpt_neox", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                                         intermediate_size=3072, vocab_size=50304)),
+    # Held-out run 18: llama2.c's 15M model's shape (LlamaForCausalLM: 6 layers of hidden 288, 6 heads
+    # of 48, 6 key-value heads, SwiGLU 768, tied 32000-word head), Salamandra-2B's (LlamaForCausalLM: 24
+    # layers of hidden 2048, 16 heads of 128, 16 key-value heads, SwiGLU 5440, untied 256000-word head)
+    # and GPT-SW3-356M's (GPT2LMHeadModel: 24 layers of hidden 1024, 16 heads, MLP 4096, exact GELU,
+    # tied 64000-word head).
+    "hf-llama2c-15m": ("llama", dict(hidden_size=288, intermediate_size=768, num_hidden_layers=6,
+                                     num_attention_heads=6, num_key_value_heads=6, vocab_size=32000,
+                                     tie_word_embeddings=True)),
+    "hf-salamandra-2b": ("llama", dict(hidden_size=2048, intermediate_size=5440, num_hidden_layers=24,
+                                       num_attention_heads=16, num_key_value_heads=16, vocab_size=256000,
+                                       tie_word_embeddings=False)),
+    "hf-gpt-sw3-356m": ("gpt2", dict(n_embd=1024, n_layer=24, n_head=16, n_inner=4096,
+                                     activation_function="gelu", vocab_size=64000)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -272,13 +287,14 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "tv-wide-resnet50-288": "wide_resnet50_2", "timm-vit-s16-384": "timm:vit_small_patch16_384",
           "timm-resnet50-160": "timm:resnet50", "timm-vit-b16-512": "timm:vit_base_patch16_224",
           "tv-resnet101-256": "resnet101", "tv-efficientnet-b2-260": "efficientnet_b2",
-          "timm-vit-l16-320": "timm:vit_large_patch16_224", "tv-convnext-small-192": "convnext_small"}
+          "timm-vit-l16-320": "timm:vit_large_patch16_224", "tv-convnext-small-192": "convnext_small",
+          "timm-vit-l32-384": "timm:vit_large_patch32_384", "tv-regnet-y-8gf": "regnet_y_8gf"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
         "tv-resnet152-176", "tv-wide-resnet50-288",
         "timm-resnet50-160", "tv-resnet101-256", "tv-efficientnet-b2-260",
-        "tv-convnext-small-192"}  # channels_last (torchvision's reference), SGD
+        "tv-convnext-small-192", "tv-regnet-y-8gf"}  # channels_last (torchvision's reference), SGD
 # Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
 # tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
 # (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution); timm's
@@ -286,11 +302,11 @@ CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet1
 # held-out run 16: timm's ViT-B/16 at 512 px (1025 tokens; its position table made for that side),
 # torchvision's ResNet-101 at 256 px (the CNN slot's fallback) and EfficientNet-B2 at its own 260 px;
 # held-out run 17: timm's ViT-L/16 at 320 px (401 tokens; its position table made for that side) and
-# torchvision's ConvNeXt-S at 192 px.
+# torchvision's ConvNeXt-S at 192 px; held-out run 18: timm's ViT-L/32 at its 384 px (145 tokens).
 IMAGE_OF = {"timm-vit-b16-384": 384, "tv-resnet152-176": 176, "timm-vit-ti16-384": 384,
             "tv-wide-resnet50-288": 288, "timm-vit-s16-384": 384, "timm-resnet50-160": 160,
             "timm-vit-b16-512": 512, "tv-resnet101-256": 256, "tv-efficientnet-b2-260": 260,
-            "timm-vit-l16-320": 320, "tv-convnext-small-192": 192}
+            "timm-vit-l16-320": 320, "tv-convnext-small-192": 192, "timm-vit-l32-384": 384}
 
 
 def seq_of(name):
@@ -302,7 +318,7 @@ def build(name, device):
         import transformers
         kind, kw = TRANSFORMERS[name]
         if kind == "gpt2":
-            cfg = transformers.GPT2Config(n_positions=SEQ, vocab_size=50257, **kw)
+            cfg = transformers.GPT2Config(n_positions=SEQ, **{"vocab_size": 50257, **kw})  # GPT-2's unless set
             model = transformers.GPT2LMHeadModel(cfg)
         elif kind == "bert":
             model = transformers.BertForMaskedLM(transformers.BertConfig(**kw))

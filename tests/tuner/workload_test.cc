@@ -522,5 +522,33 @@ TEST(WorkloadTest, HeldOutRun17WorkloadsMatchTheLibrariesCounts) {
   }
 }
 
+TEST(WorkloadTest, HeldOutRun18WorkloadsMatchTheLibrariesCounts) {
+  // Held-out run 18's files (bench/validate/workloads) against the parameters of the classes
+  // library_suite.py builds, counted from their code as the run-14 to run-17 tests above do:
+  // LlamaForCausalLM (q, k, v, o and gate, up, down without biases, two RMSNorm weights a block and
+  // a final one; llama2.c-15M's head tied, Salamandra-2B's untied) plus the bias the tuner counts
+  // beside every norm's weight; GPT2LMHeadModel (Conv1D weights and biases, two LayerNorms a block
+  // and a final one, 1024 learned positions, the head tied) and torchvision's regnet_y_8gf exactly;
+  // timm's VisionTransformer with its patch embedding's convolution (32 x 32 x 3 x 1024 + 1024), the
+  // class token (1024) and the head's bias (1000) replaced by the vocabulary x hidden table the file
+  // describes in their place (its position table is 145 x 1024 at 384 px). A typo in a width, head
+  // count, key-value head count, MLP width or vocabulary of a held-out file changes its count.
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-llama2c-15m", 15191712 + (2 * 6 + 1) * 288},
+                 Case{"hf-salamandra-2b", 2253490176 + (2 * 24 + 1) * 2048},
+                 Case{"hf-gpt-sw3-356m", 368896000},
+                 Case{"timm-vit-l32-384", 306632680 - (32 * 32 * 3 * 1024 + 1024) - 1024 - 1000 + 1000 * 1024},
+                 Case{"tv-regnet-y-8gf", 39381472}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
