@@ -314,6 +314,19 @@ def seq_of(name):
 
 
 def build(name, device):
+    """The model with random weights, on `device`. A model built for a GPU is initialised on it (the
+    `torch.device` context): its parameters are made and drawn there, not drawn on the CPU and copied
+    over, which took ~13 s a billion parameters on the CPU (run 17's EuroLLM-1.7B: 22 s in each mode) --
+    host work that the other single-GPU lane's steps wait out under --lane-lock and that each two-GPU
+    mode's ranks repeat. The weights are random either way; no step, peak or steady figure is measured
+    before the warm-up steps, so where they were drawn changes no measurement."""
+    if torch.device(device).type == "cpu":
+        return _build(name, device)
+    with torch.device(device):
+        return _build(name, device)
+
+
+def _build(name, device):
     if name in TRANSFORMERS:
         import transformers
         kind, kw = TRANSFORMERS[name]
