@@ -93,9 +93,9 @@ tables, build_strings = {}, set()
 for node in tree.body:
     if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("TRANSFORMERS", "VISION"):
         tables[node.targets[0].id] = dict(zip((k.value for k in node.value.keys), node.value.values))
-    if isinstance(node, ast.FunctionDef) and node.name == "build":
-        build_strings = {n.value for n in ast.walk(node)
-                         if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    if isinstance(node, ast.FunctionDef) and node.name in ("build", "_build"):  # build() and its body
+        build_strings |= {n.value for n in ast.walk(node)
+                          if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 for name in sys.argv[2:]:
     if name in tables.get("TRANSFORMERS", {}):
         kind = tables["TRANSFORMERS"][name].elts[0].value
