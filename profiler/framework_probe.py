@@ -330,6 +330,23 @@ def gpt_and_batch(torch, gpt, shape, device, gen):
             torch.randint(0, shape["vocab"], tokens, device=device, generator=gen))
 
 
+def llama_of(torch, shape):
+    """The Llama-style decoder (llama_classes) of `shape`, plain (no Llama 4 variant)."""
+    return llama_classes(torch)(shape["layers"], False,
+                                *(shape[k] for k in ("hidden", "heads", "ffn", "seq", "vocab")))
+
+
+def probe_decoders(torch, device):
+    """The probe's tiny GPT and Llama-style decoder of GPT_SHAPE (on the CPU) and the GPT's
+    tokens and targets on `device`, seeded as measure() seeds them: for the checks that time
+    the probe's passes beside other models (bench/validate/host_*_check.py)."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(1234)
+    _, gpt = gpt_classes(torch)
+    model, inputs, target = gpt_and_batch(torch, gpt, GPT_SHAPE, device, gen)
+    return model, llama_of(torch, GPT_SHAPE), inputs, target
+
+
 def timing_fields(times):
     """Pass times as a report's timing fields."""
     times = sorted(times)
@@ -591,9 +608,7 @@ def llama_passes(torch, device, shape, wrap, inputs, target):
     2026-11-28_h200x2_host_depth_tp). {} and why on stderr where either cannot run: the
     entry is then as without it."""
     try:
-        llama = llama_classes(torch)
-        build = lambda: llama(shape["layers"], False,  # noqa: E731
-                              *(shape[k] for k in ("hidden", "heads", "ffn", "seq", "vocab")))
+        build = lambda: llama_of(torch, shape)  # noqa: E731
         plain = tried_pass(torch, device, "Llama", build, inputs, target)
         split = plain and tried_pass(torch, device, "Llama TP", lambda: wrap("llama", build()), inputs, target)
     except Exception as e:  # noqa: BLE001 - an extra figure: never the entry's others

@@ -104,13 +104,7 @@ def main():
         pass
 
     # The probe's passes, as framework_probe.measure builds them.
-    gen = torch.Generator(device=device)
-    gen.manual_seed(1234)
-    _, gpt = fp.gpt_classes(torch)
-    model, inputs, target = fp.gpt_and_batch(torch, gpt, fp.GPT_SHAPE, device, gen)
-    llama = fp.llama_classes(torch)
-    s = fp.GPT_SHAPE
-    llama_model = llama(s["layers"], False, *(s[k] for k in ("hidden", "heads", "ffn", "seq", "vocab")))
+    model, llama_model, inputs, target = fp.probe_decoders(torch, device)
     passes = {"gpt": fp.training_pass(torch, device, model, inputs, target),
               "llama": fp.training_pass(torch, device, llama_model, inputs, target)}
     probe_args = argparse.Namespace(warmup=10, steps=100)

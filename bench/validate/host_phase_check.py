@@ -52,14 +52,8 @@ COPY_NAMES = ("cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", 
 def networks(torch, fp, suite, names, device):
     """{name: (forward() -> loss, step(), model)} for the probe's two networks and each decoder."""
     nets = {}
-    gen = torch.Generator(device=device)
-    gen.manual_seed(1234)
-    _, gpt = fp.gpt_classes(torch)
-    model, inputs, target = fp.gpt_and_batch(torch, gpt, fp.GPT_SHAPE, device, gen)
-    llama = fp.llama_classes(torch)
-    s = fp.GPT_SHAPE
-    llama_model = llama(s["layers"], False, *(s[k] for k in ("hidden", "heads", "ffn", "seq", "vocab"))).to(device)
-    for key, m in (("probe-gpt", model.to(device)), ("probe-llama", llama_model)):
+    model, llama_model, inputs, target = fp.probe_decoders(torch, device)
+    for key, m in (("probe-gpt", model.to(device)), ("probe-llama", llama_model.to(device))):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
 
         def forward(m=m):
