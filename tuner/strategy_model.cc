@@ -711,41 +711,16 @@ double HostAndDevice(double device, double host) {
   return std::sqrt(device * device + host * host);
 }
 
-// A pass whose host also runs work that launches none of its kernels
-// (DTensor's dispatch; FSDP2's hooks, HookedPass): the host does not wait for
-// the GPU there, so the GPU drains the kernels queued before -- the GPU time
-// that the launches' combination (HostAndDevice) leaves unhidden hides behind
-// that work first.
+// A forward pass whose host also runs work that launches none of its kernels
+// (FSDP2's pre-forward hooks between units): the host does not wait for the
+// GPU there, so the GPU drains the kernels queued before -- the GPU time that
+// the launches' combination (HostAndDevice) leaves unhidden hides behind that
+// work first. Backward keeps the plain combination: there each unit's
+// post-backward hook makes the compute stream wait for the previous unit's
+// reduce-scatter (FSDP2's reduce_scatter_state event), so the GPU's queue
+// does not run ahead of the collectives.
 double LaunchedPass(double device, double launches, double host_only) {
   return std::max(HostAndDevice(device, launches), launches + host_only);
-}
-
-// A pass with FSDP2's hooks: host work between units (pre/post forward and
-// backward, all-gather copy-in / copy-out, reduce-scatter staging) that
-// launches none of the pass's kernels, so the GPU drains its queue while the
-// host runs them. Measured with torch.profiler on 2x H200
-// (bench/validate/data/checks/2026-11-28_h200x2_fsdp_profile, GPT-2 at
-// micro-batch 8 on both ranks): the FSDP2 step is the host's forward, backward
-// and optimizer end to end (107.0 / 105.9 ms against 102.9 / 110.4 of host,
-// 67.1 / 69.4 of GPU busy time), where an L2 combination of the two says
-// 123-130 ms; the plain step beside it (65.4 / 62.0 ms, host 51.8 / 50.8, GPU
-// 57.6) lies 8-14 % above the larger, the L2 34 %; ViT-L/16-320 at
-// micro-batch 32 under FSDP2 took 162.0 / 165.1 ms with 158.9 / 148.3 of host
-// and 103-111 of GPU, the L2 185-190 (.../2026-11-28_h200x2_fsdp_vitl). They
-// follow a combination of order 4 (kHookedPassOrder) of the host's time with
-// the GPU's (3.97-5.51 solved at GPT-2's three finite points): the hooks join
-// the host's side of that combination, not the launches' L2 (HostAndDevice),
-// which over-priced FSDP2 wherever the hooks made the host and the GPU alike
-// or the host the larger (bench/validate/README.md, "h25f, session 25"). The
-// pass never takes less than it would without the hooks.
-constexpr double kHookedPassOrder = 4;
-double HookedPass(double device, double launches, double hooks, double host_only) {
-  const double plain = LaunchedPass(device, launches, host_only);
-  if (hooks <= 0) return plain;
-  const double host = launches + hooks;
-  const double hooked = std::pow(std::pow(device, kHookedPassOrder) + std::pow(host, kHookedPassOrder),
-                                 1 / kHookedPassOrder);
-  return std::max({plain, hooked, host + host_only});
 }
 
 // E[max of n independent standard normal draws]: n * integral of x phi(x)
@@ -1147,10 +1122,10 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       cast_b = d.matmul_params * (pb.compute_copy + pb.grad) / bw;
     }
     const double f_device = r.fwd + cast_f + tp_in_pass;
-    const double f_launched = HookedPass(f_device, launch_f, hooks_f, dtensor_f);
+    const double f_launched = LaunchedPass(f_device, launch_f, hooks_f + dtensor_f);
     double f = f_launched + (r.tp_comm_fwd - tp_in_pass) + r.cp_comm_fwd;
     const double b_device = r.bwd + cast_b + tp_in_pass;
-    const double b_launched = HookedPass(b_device, launch_b, hooks_b, dtensor_b);
+    const double b_launched = LaunchedPass(b_device, launch_b + hooks_b, dtensor_b);
     // [MLM19] as many all-reduces; context parallel: keys and values gathered
     // again and their gradients reduce-scattered.
     double b = b_launched + (r.tp_comm_fwd - tp_in_pass) + 2 * r.cp_comm_fwd;
@@ -1231,15 +1206,11 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       if (d.root_params > 0) {
         z3_exposed += im.Coll(CollectiveOp::kReduceScatter, d.root_params * reduce, c.dp, dp_rpn);
       }
-      // The hidden gathers and reduce-scatters take NCCL's SMs from the
-      // compute they overlap: across nodes the NICs' channels
-      // (OverlapComputeShare), inside one node NVLink's ring channels, as
-      // ZeRO-2's reduce-scatter below. Measured with torch.profiler on 2x H200
-      // (bench/validate/data/checks/2026-11-28_h200x2_fsdp_vitl): Pythia-1.4B
-      // at micro-batch 8 ran its GEMMs 89.9 ms a step alone and 104.2 under
-      // FSDP2, the same GEMMs beside the collectives.
-      z3_exposed += (dp_rpn < c.dp ? overlap_share : in_node_share) *
-                    (std::min(ag, r.fwd) + std::min(ag + rs, r.bwd));
+      // Across nodes the hidden gathers take NCCL's SMs from the compute
+      // they overlap (OverlapComputeShare).
+      if (dp_rpn < c.dp) {
+        z3_exposed += overlap_share * (std::min(ag, r.fwd) + std::min(ag + rs, r.bwd));
+      }
     } else if (c.sharding == Sharding::kZero2 && c.dp > 1) {
       // ZeRO-2 reduce-scatters each micro-batch's gradients (it keeps no full
       // gradient buffer to accumulate into), overlapped with that backward
@@ -1275,10 +1246,9 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
     if (total > t_mb) {
       t_mb = total;
       // The components learning corrects apart (StepTime::Passes).
-      st.passes = {float(f_device), float(launch_f), float(dtensor_f),
-                   float(b_device), float(launch_b), float(device),
-                   c.recompute ? 2 : 1,  float(dtensor_b), float(hooks_f),
-                   float(hooks_b)};
+      st.passes = {float(f_device), float(launch_f),         float(hooks_f + dtensor_f),
+                   float(b_device), float(launch_b + hooks_b), float(device),
+                   c.recompute ? 2 : 1,  float(dtensor_b)};
       t_b_last = b;
       t_b_idle = b_launched - b_device;
       grad_params = d.params;
@@ -1420,10 +1390,8 @@ namespace {
 // A micro-batch's passes as Time() combines them, with the kernel and host
 // times scaled.
 double CombinedPasses(const StepTime::Passes& p, double kf, double hf) {
-  return p.forwards * HookedPass(kf * p.fwd_kernel_s, hf * p.fwd_host_s, hf * p.fwd_hooks_s,
-                                hf * p.fwd_host_only_s) +
-         HookedPass(kf * p.bwd_kernel_s, hf * p.bwd_host_s, hf * p.bwd_hooks_s,
-                    hf * p.bwd_host_only_s);
+  return p.forwards * LaunchedPass(kf * p.fwd_kernel_s, hf * p.fwd_host_s, hf * p.fwd_host_only_s) +
+         LaunchedPass(kf * p.bwd_kernel_s, hf * p.bwd_host_s, hf * p.bwd_host_only_s);
 }
 }  // namespace
 
@@ -1449,8 +1417,6 @@ StepTime StrategyModel::ScaledCompute(StepTime st, double kernel_factor, double 
   p.fwd_host_only_s = float(hf * p.fwd_host_only_s);
   p.bwd_host_s = float(hf * p.bwd_host_s);
   p.bwd_host_only_s = float(hf * p.bwd_host_only_s);
-  p.fwd_hooks_s = float(hf * p.fwd_hooks_s);
-  p.bwd_hooks_s = float(hf * p.bwd_hooks_s);
   p.device_s = float(p.device_s + d_device);
   return WithAccumulation(st, st.micro_batches);
 }

@@ -74,12 +74,11 @@ struct StepTime {
   // StepTimes): launched_s() is compute_s's part to ~1e-7.
   struct Passes {
     float fwd_kernel_s = 0, fwd_host_s = 0;
-    float fwd_host_only_s = 0;  // host work that launches none of the kernels (DTensor's dispatch)
+    float fwd_host_only_s = 0;  // host work that launches none of the kernels (FSDP2's hooks, DTensor's dispatch)
     float bwd_kernel_s = 0, bwd_host_s = 0;
     float device_s = 0;  // the micro-batch with its launches taken out
     int forwards = 1;    // 2 under full recomputation
     float bwd_host_only_s = 0;  // backward's host work that launches none of its kernels (DTensor's dispatch)
-    float fwd_hooks_s = 0, bwd_hooks_s = 0;  // FSDP2's hooks (HookedPass in strategy_model.cc)
   };
   Passes passes;
   // The same per step (x grad_accum): GPU kernel time, host launch time and
@@ -91,10 +90,8 @@ struct StepTime {
     return micro_batches * (passes.forwards * double(passes.fwd_kernel_s) + passes.bwd_kernel_s);
   }
   double host_s() const {
-    return micro_batches *
-           (passes.forwards *
-                (double(passes.fwd_host_s) + passes.fwd_host_only_s + passes.fwd_hooks_s) +
-            passes.bwd_host_s + passes.bwd_host_only_s + passes.bwd_hooks_s);
+    return micro_batches * (passes.forwards * (double(passes.fwd_host_s) + passes.fwd_host_only_s) +
+                            passes.bwd_host_s + passes.bwd_host_only_s);
   }
   double launched_s() const;
   // Which component sets the compute part (the larger of kernel_s, host_s).
