@@ -39,7 +39,6 @@ import gc
 import json
 import os
 import socket
-import statistics
 import sys
 import time
 
@@ -49,6 +48,7 @@ import torch.distributed as dist
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import library_suite as suite  # noqa: E402 - the models, stages, optimizers and step as the suite trains them
+import tp_host_check as tp_check  # noqa: E402 - the ranks' rounds and their per-rank figures
 
 T0 = time.time()
 CHUNKS = 4  # library_suite.py's pp_chunks
@@ -249,15 +249,6 @@ class Config:
                 "nccl_kernel_ms": nccl_us / 1e3}
 
 
-def gathered(values, world):
-    """Per quantity, each rank's median and minimum; the ranks' list."""
-    med = {k: statistics.median(v) if v else 0.0 for k, v in values.items()}
-    mins = {k: min(v) if v else 0.0 for k, v in values.items()}
-    got = [None] * world
-    dist.all_gather_object(got, (med, mins))
-    return got
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -315,25 +306,18 @@ def main():
                         print(f"{name} {kind} mb{mb}: {err or 'failed on another rank'}", flush=True)
     if rank == 0:
         print(f"{len(configs)} configurations built in {time.time() - T0:.0f} s", flush=True)
-    done = 0
-    for rnd in range(args.rounds):
-        late = [time.time() - T0 > args.budget_s * 0.75]
-        dist.broadcast_object_list(late, src=0)
-        if late[0] and done > 0:
-            break
+    def round_done(rnd, done):
+        results[:] = [r for r in results if "error" in r]
         for c in configs:
-            dist.barrier()
-            c.turn(args.steps)
-        done += 1
-        results = [r for r in results if "error" in r]
-        for c in configs:
-            got = gathered(c.times, world)
+            got = tp_check.gathered(c.times, world)
             results.append({"model": c.name, "kind": c.kind, "mb": c.mb, "steps": len(c.times["step"]),
                             "rank_median_s": [g[0] for g in got], "rank_min_s": [g[1] for g in got]})
         meta["rounds_done"] = done
         save()
         if rank == 0:
             print(f"round {rnd + 1} at {time.time() - T0:.0f} s", flush=True)
+
+    tp_check.timed_rounds(configs, args.rounds, args.steps, T0, args.budget_s * 0.75, round_done)
     if not args.no_profile:
         ok = [r for r in results if "rank_median_s" in r]
         for c, r in zip(configs, ok):

@@ -225,16 +225,40 @@ class Config:
                 "top_self_cpu": [{"name": k, "count": counts[k], "self_cpu_us": cpu_us[k]} for k in top]}
 
 
-def slowest(values, world):
-    """Each rank's median of each list, the largest over the ranks."""
+def gathered(values, world):
+    """Per list, each rank's median and minimum: the ranks' list of (medians, minima)."""
     med = {k: statistics.median(v) if v else 0.0 for k, v in values.items()}
     mins = {k: min(v) if v else 0.0 for k, v in values.items()}
-    if world > 1:
-        got = [None] * world
-        dist.all_gather_object(got, (med, mins))
-        med = {k: max(g[0][k] for g in got) for k in med}
-        mins = {k: max(g[1][k] for g in got) for k in mins}
-    return med, mins
+    if world == 1:
+        return [(med, mins)]
+    got = [None] * world
+    dist.all_gather_object(got, (med, mins))
+    return got
+
+
+def slowest(values, world):
+    """Each rank's median and minimum of each list, the largest over the ranks."""
+    got = gathered(values, world)
+    return ({k: max(g[0][k] for g in got) for k in got[0][0]},
+            {k: max(g[1][k] for g in got) for k in got[0][1]})
+
+
+def timed_rounds(configs, rounds, steps, started, late_after_s, round_done):
+    """Every configuration takes `steps` steps in turn, all ranks together, for up to `rounds`
+    rounds; no round starts `late_after_s` after `started` (rank 0's clock decides) once one is done.
+    round_done(round_index, rounds_done) after each round. Returns the rounds done."""
+    done = 0
+    for rnd in range(rounds):
+        late = [time.time() - started > late_after_s]
+        dist.broadcast_object_list(late, src=0)
+        if late[0] and done > 0:
+            break
+        for c in configs:
+            dist.barrier()
+            c.turn(steps)
+        done += 1
+        round_done(rnd, done)
+    return done
 
 
 def summary(results, depths):
@@ -332,26 +356,20 @@ def main():
             torch.cuda.empty_cache()
     if rank == 0:
         print(f"{len(configs)} configurations built in {time.time() - T0:.0f} s", flush=True)
-    done_rounds = 0
-    for rnd in range(args.rounds):
-        late = [time.time() - T0 > args.budget_s * (0.8 if not args.no_profile else 0.95)]
-        dist.broadcast_object_list(late, src=0)
-        if late[0] and done_rounds > 0:
-            break
-        for c in configs:
-            dist.barrier()
-            c.turn(args.steps)
-        done_rounds += 1
-        results = [r for r in results if "error" in r]
+    def round_done(rnd, done):
+        results[:] = [r for r in results if "error" in r]
         for c in configs:
             med, mins = slowest(c.times, world)
             results.append({"model": c.name, "layers": c.layers, "depth": c.depth, "mode": c.mode, "mb": c.mb,
                             "median_s": med, "min_s": mins, "steps": len(c.times["step"]),
                             "gc_collections_rank": c.gc_counts})
-        meta["rounds_done"] = done_rounds
+        meta["rounds_done"] = done
         save()
         if rank == 0:
             print(f"round {rnd + 1} at {time.time() - T0:.0f} s", flush=True)
+
+    timed_rounds(configs, args.rounds, args.steps, T0, args.budget_s * (0.8 if not args.no_profile else 0.95),
+                 round_done)
     if not args.no_profile:
         for c, r in zip(configs, [r for r in results if "median_s" in r]):
             if c.depth not in (0, max(depths)):
