@@ -39,6 +39,7 @@ SEEDS = {
         "3907": "calibration/2026-11-28_h200x1_gemm_seed3907",
         "6271": "calibration/2026-11-28_h200x1_gemm_seed6271",
         "2411": "calibration/2026-11-28_h200x1_gemm_seed2411",
+        "7919": "calibration/2026-11-28_h200x1_gemm_seed7919",
     },
     "h100": {
         "8081": "calibration/2026-11-27_h100x1_gemm_seed8081",
