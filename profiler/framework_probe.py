@@ -18,7 +18,9 @@ of the same pass under DistributedDataParallel and under FSDP2 (DDP's reducer co
 gradients and broadcasts buffers, FSDP2 gathers and reshards) and, for the GPT, with its
 blocks split by tensor parallelism (beside it a Llama-style decoder of its shape, plain and
 split: data the tuner does not read), the passes taking turns, and the host time of
-the AdamW step after each; and one entry of a GPT at a training size with the GPU time
+the AdamW step after each; on one rank, where transformers is importable, its GPT-2, Llama and
+GPTNeoX decoders of the GPT's shape taking turns with the GPT's pass (`hf_*` fields, with their
+kernels and forward nn.Module calls: data the tuner does not read); and one entry of a GPT at a training size with the GPU time
 of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N`
 runs the passes on N GPUs at once, as multi-GPU training does (entries with `ranks` and
 the ranks' `straggle`). The tuner divides the time by its own kernel count for that
@@ -458,6 +460,13 @@ def measure(args, rank, world, folder):
                 start = time.perf_counter()
                 late = (alternating_times(torch, args, device, {"plain": passes["plain"]})[0]["plain"],
                         start - ended["gpt"])
+        # transformers' decoders of the GPT's shape taking turns with its plain pass (one rank:
+        # single-GPU training's host), data the tuner does not read yet (library_turns).
+        library = ({}, {})
+        if world == 1:
+            for name, _, passes, *_ in timed:
+                if name == "gpt":
+                    library = library_turns(torch, args, device, passes["plain"], networks[0][3])
     if rank > 0:
         UNTIL_EXIT.append(timed)
         return None
@@ -486,6 +495,11 @@ def measure(args, rank, world, folder):
             entries[-1].update({f"late_{k}": v for k, v in timing_fields(late[0]).items()
                                 if k in ("median_s", "min_s", "p95_s")})
             entries[-1]["late_after_s"] = late[1]
+        if name == "gpt" and library[1]:
+            try:
+                entries[-1].update(library_fields(torch, device, *library))
+            except Exception as e:  # noqa: BLE001 - an extra figure: the entry as without it
+                print(f"framework_probe: no transformers fields ({type(e).__name__}: {e})", file=sys.stderr)
     del networks, timed
     if world == 1:
         entries.append(elementwise_entry(torch, args, device, gpt))
@@ -495,6 +509,8 @@ def measure(args, rank, world, folder):
         gpu = {"name": p.name, "count": torch.cuda.device_count(), "memory_bytes": p.total_memory,
                "sm_count": p.multi_processor_count, "compute_capability": f"{p.major}.{p.minor}"}
     versions = {"torch": torch.__version__}
+    if library[1]:
+        versions["transformers"] = library[1]["version"]
     if torch.version.cuda:
         versions["cuda_runtime"] = torch.version.cuda
     return entries, gpu, versions
@@ -615,6 +631,118 @@ def llama_passes(torch, device, shape, wrap, inputs, target):
         print(f"framework_probe: no Llama TP pass ({type(e).__name__}: {e})", file=sys.stderr)
         return {}
     return {"llama": plain, "llama_tp": split} if plain and split else {}
+
+
+# transformers' decoder classes of the GPT's shape, as bench/validate/library_suite.py builds
+# them (from_config, random weights, SDPA attention, the config's dropout): GPT2LMHeadModel (the
+# GPT-2 class: GPT-2, Cerebras-GPT, GPT-SW3), LlamaForCausalLM and GPTNeoXForCausalLM (Pythia).
+LIBRARY_DECODERS = ("gpt2", "llama", "gpt_neox")
+
+
+def library_decoder(kind, shape):
+    """A transformers decoder of `kind` (LIBRARY_DECODERS) with the probe GPT's shape, on the CPU."""
+    import transformers
+    s = shape
+    if kind == "gpt2":
+        return transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            n_layer=s["layers"], n_embd=s["hidden"], n_head=s["heads"], n_inner=s["ffn"],
+            n_positions=s["seq"], vocab_size=s["vocab"]))
+    cfg = dict(num_hidden_layers=s["layers"], hidden_size=s["hidden"], num_attention_heads=s["heads"],
+               intermediate_size=s["ffn"], max_position_embeddings=s["seq"], vocab_size=s["vocab"])
+    if kind == "llama":
+        return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            num_key_value_heads=s["heads"], tie_word_embeddings=True, **cfg))
+    return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(**cfg))
+
+
+def library_pass(torch, device, model, inputs):
+    """A transformers decoder's training pass as library_suite.py runs it: the loss from the
+    model's own labels (bf16 autocast), fused AdamW (the Trainer's default) where the device
+    has it."""
+    model = model.to(device)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.0,
+                            **({"fused": True} if device.type == "cuda" else {}))
+
+    def forward_backward():
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            loss = model(input_ids=inputs, labels=inputs).loss
+        loss.backward()
+
+    def step():
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return forward_backward, step
+
+
+def library_turns(torch, args, device, gpt_pass, inputs):
+    """The probe GPT's plain pass taking turns with transformers' decoders of its shape
+    (LIBRARY_DECODERS; half the GPT's turns): what a transformers decoder's Python costs the
+    host beside the bare PyTorch GPT, read in the same window, so the ratio is the host's of
+    one moment. transformers' decoders ran 1.07-1.5x the step-time model's ratio to the GPT's
+    pass, by host (bench/validate/README.md, "h25h, session 25"; forward ~61 us an nn.Module
+    call beside ~15 us a launch on one H200): data for a host reading of library code, which
+    the tuner does not read yet. ({}, {}) and why on stderr where transformers is missing or
+    a decoder cannot run."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError as e:
+        print(f"framework_probe: no transformers decoders ({e})", file=sys.stderr)
+        return {}, {}
+    passes = {"gpt": gpt_pass}
+    for kind in LIBRARY_DECODERS:
+        try:
+            passes[kind] = library_pass(torch, device, library_decoder(kind, GPT_SHAPE), inputs)
+            passes[kind][0]()
+            passes[kind][1]()
+        except Exception as e:  # noqa: BLE001 - an extra figure: never the entry's others
+            print(f"framework_probe: no transformers {kind} pass ({type(e).__name__}: {e})", file=sys.stderr)
+            passes.pop(kind, None)
+    if len(passes) == 1:
+        return {}, {}
+    half = argparse.Namespace(warmup=max(1, args.warmup // 2), steps=max(3, args.steps // 2))
+    try:
+        times, step_host = alternating_times(torch, half, device, passes)
+    except Exception as e:  # noqa: BLE001
+        print(f"framework_probe: no transformers decoders' turns ({type(e).__name__}: {e})", file=sys.stderr)
+        return {}, {}
+    return passes, dict(times=times, step_host=step_host, version=transformers.__version__)
+
+
+def forward_module_calls(torch, fn):
+    """nn.Module calls in one call of fn (a global forward pre-hook, removed after it)."""
+    count = [0]
+
+    def hook(module, inputs):
+        count[0] += 1
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+    try:
+        fn()
+    finally:
+        handle.remove()
+    return count[0]
+
+
+def library_fields(torch, device, passes, turns):
+    """The gpt entry's fields of library_turns: per decoder its median pass, fused step's host
+    time, kernels and forward module calls; the GPT's median in the same turns and its module
+    calls. Counted after all timing (the profiler and the hook run once each)."""
+    out = {"hf_gpt_median_s": statistics.median(turns["times"]["gpt"]),
+           "module_calls": forward_module_calls(torch, passes["gpt"][0])}
+    for kind in LIBRARY_DECODERS:
+        if kind not in passes:
+            continue
+        out[f"hf_{kind}_median_s"] = statistics.median(turns["times"][kind])
+        out[f"hf_{kind}_min_s"] = min(turns["times"][kind])
+        out[f"hf_{kind}_step_host_s"] = statistics.median(turns["step_host"][kind])
+        try:
+            out[f"hf_{kind}_kernels"] = kernel_profile(torch, passes[kind][0], device)[0]
+            out[f"hf_{kind}_module_calls"] = forward_module_calls(torch, passes[kind][0])
+        except Exception as e:  # noqa: BLE001
+            print(f"framework_probe: no transformers {kind} counts ({type(e).__name__}: {e})", file=sys.stderr)
+    return out
 
 
 def tried_pass(torch, device, kind, build, inputs, target):
@@ -796,6 +924,9 @@ def run_rank(rank, args, folder):
                         for kind in ("ddp", "fsdp", "tp") if f"{kind}_median_s" in e)
               + (f"; a Llama-style decoder of its shape {e['llama_median_s'] * 1e3:.2f} ms, "
                  f"{e['llama_tp_median_s'] * 1e3:.2f} ms under TP" if "llama_tp_median_s" in e else "")
+              + "".join(f"; transformers' {kind} of its shape {e[f'hf_{kind}_median_s'] * 1e3:.2f} ms "
+                        f"({e[f'hf_{kind}_median_s'] / e['hf_gpt_median_s']:.2f}x the GPT's turns)"
+                        for kind in LIBRARY_DECODERS if f"hf_{kind}_median_s" in e)
               + (f"; slowest rank {e['straggle']:.3f}x the mean" if "straggle" in e else "")
               + "; optimizer step's host time " + ", ".join(
                   f"{e[f'{kind}step_host_s'] * 1e3:.2f} ms{label}"
