@@ -5,7 +5,11 @@ transformers' decoders at micro-batch 1, in the same rounds on one GPU (h25h, se
 item 6).
 
   OUT=DIR [MODELS=hf-cerebras-gpt-111m,hf-pythia-160m,hf-llama2c-42m,hf-amd-llama-135m]
-    [ROUNDS=4] [TRAIN_SECONDS=1.2] [DEADLINE_S=150] python3 bench/validate/host_phase_check.py
+    [PROBE_HF=gpt2,llama,gpt_neox] [ROUNDS=4] [TRAIN_SECONDS=1.2] [DEADLINE_S=150]
+    python3 bench/validate/host_phase_check.py
+
+PROBE_HF (h26h, session 26): the framework probe's transformers decoders of its GPT's shape
+(framework_probe.library_decoder, its hf_* fields) in the same rounds, "probe-hf-KIND"; empty: none.
 
 Held-out run 17 and its recheck (bench/validate/data/checks/2026-11-28_h200x2_run17_hostbound_recheck)
 ran transformers' GPT-2-class, GPTNeoX and Llama decoders at micro-batch 1 15-25 % above the
@@ -66,6 +70,26 @@ def networks(torch, fp, suite, names, device):
             opt.zero_grad(set_to_none=True)
 
         nets[key] = (forward, step, m)
+    # The framework probe's transformers decoders of its GPT's shape (framework_probe.library_turns,
+    # its hf_* fields), trained as there: does a tiny one read its class's host cost at full size?
+    for kind in (k for k in os.environ.get("PROBE_HF", ",".join(fp.LIBRARY_DECODERS)).split(",") if k):
+        try:
+            m = fp.library_decoder(kind, fp.GPT_SHAPE).to(device)
+            m.train()
+            opt = torch.optim.AdamW(m.parameters(), lr=5e-5, weight_decay=0.0, fused=True)
+        except Exception as e:  # noqa: BLE001 -- one model that does not build leaves the others
+            print(f"probe-hf-{kind}: not built ({type(e).__name__}: {e})", flush=True)
+            continue
+
+        def forward(m=m):
+            with torch.autocast(device.type, dtype=torch.bfloat16):
+                return m(input_ids=inputs, labels=inputs).loss
+
+        def step(opt=opt):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        nets[f"probe-hf-{kind}"] = (forward, step, m)
     for name in names:
         try:
             m = suite.build(name, device)
