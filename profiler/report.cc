@@ -47,14 +47,31 @@ auto OptionalTimes(Entry& e) {
       std::pair{"loss_s", &e.loss_s}, std::pair{"llama_median_s", &e.llama_median_s},
       std::pair{"llama_tp_median_s", &e.llama_tp_median_s},
       std::pair{"late_median_s", &e.late_median_s}, std::pair{"late_min_s", &e.late_min_s},
-      std::pair{"late_p95_s", &e.late_p95_s}, std::pair{"late_after_s", &e.late_after_s}};
+      std::pair{"late_p95_s", &e.late_p95_s}, std::pair{"late_after_s", &e.late_after_s},
+      std::pair{"hf_gpt_median_s", &e.hf_gpt_median_s},
+      std::pair{"hf_gpt2_median_s", &e.hf_gpt2_median_s},
+      std::pair{"hf_gpt2_min_s", &e.hf_gpt2_min_s},
+      std::pair{"hf_gpt2_step_host_s", &e.hf_gpt2_step_host_s},
+      std::pair{"hf_llama_median_s", &e.hf_llama_median_s},
+      std::pair{"hf_llama_min_s", &e.hf_llama_min_s},
+      std::pair{"hf_llama_step_host_s", &e.hf_llama_step_host_s},
+      std::pair{"hf_gpt_neox_median_s", &e.hf_gpt_neox_median_s},
+      std::pair{"hf_gpt_neox_min_s", &e.hf_gpt_neox_min_s},
+      std::pair{"hf_gpt_neox_step_host_s", &e.hf_gpt_neox_step_host_s}};
 }
 
 // Its optional counts, by JSON key (0: not measured).
 template <typename Entry>
 auto OptionalCounts(Entry& e) {
   return std::array{std::pair{"tp_linears", &e.tp_linears},
-                    std::pair{"llama_tp_linears", &e.llama_tp_linears}};
+                    std::pair{"llama_tp_linears", &e.llama_tp_linears},
+                    std::pair{"module_calls", &e.module_calls},
+                    std::pair{"hf_gpt2_kernels", &e.hf_gpt2_kernels},
+                    std::pair{"hf_gpt2_module_calls", &e.hf_gpt2_module_calls},
+                    std::pair{"hf_llama_kernels", &e.hf_llama_kernels},
+                    std::pair{"hf_llama_module_calls", &e.hf_llama_module_calls},
+                    std::pair{"hf_gpt_neox_kernels", &e.hf_gpt_neox_kernels},
+                    std::pair{"hf_gpt_neox_module_calls", &e.hf_gpt_neox_module_calls}};
 }
 
 // Thrown inside this file only and turned into a Status at the boundary.

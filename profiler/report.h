@@ -155,6 +155,24 @@ struct FrameworkEntry {
   double late_min_s = 0;
   double late_p95_s = 0;
   double late_after_s = 0;
+  // On one rank, transformers' decoders of the GPT's shape (GPT2LMHeadModel,
+  // LlamaForCausalLM, GPTNeoXForCausalLM, as bench/validate/library_suite.py
+  // builds and trains them) taking turns with the GPT's plain pass: per decoder
+  // its median and fastest pass, its fused AdamW step's host time, its kernels
+  // and forward nn.Module calls; the GPT's median in those turns and its own
+  // module calls. A same-window reading of library code's host cost beside the
+  // bare-PyTorch GPT (transformers' decoders ran 1.07-1.5x the step-time
+  // model's ratio to the GPT's pass, by host: bench/validate/README.md, "h25h,
+  // session 25" and "h26h, session 26"). Kept by merge as data; the tuner does
+  // not read them. 0: not measured.
+  double hf_gpt_median_s = 0;
+  double hf_gpt2_median_s = 0, hf_gpt2_min_s = 0, hf_gpt2_step_host_s = 0;
+  double hf_llama_median_s = 0, hf_llama_min_s = 0, hf_llama_step_host_s = 0;
+  double hf_gpt_neox_median_s = 0, hf_gpt_neox_min_s = 0, hf_gpt_neox_step_host_s = 0;
+  int module_calls = 0;
+  int hf_gpt2_kernels = 0, hf_gpt2_module_calls = 0;
+  int hf_llama_kernels = 0, hf_llama_module_calls = 0;
+  int hf_gpt_neox_kernels = 0, hf_gpt_neox_module_calls = 0;
   // Entries of several ranks: the slowest rank's plain pass over the ranks'
   // mean, averaged over the turns they ran together. 0: one rank.
   double straggle = 0;

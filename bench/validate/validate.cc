@@ -533,7 +533,11 @@ int Compare(const std::string& profile_path, const std::vector<std::string>& run
       row.update({{"step_s", r.measured_s},
                   {"predicted_step_s", r.predicted_s},
                   {"bound", r.predicted_parts.bound() == tuner::StepTime::Bound::kHost ? "host"
-                                                                                     : "kernel"}});
+                                                                                     : "kernel"},
+                  // The passes' kernel and host times (all micro-batches): where the
+                  // row lies against the host / GPU crossover.
+                  {"predicted_kernel_s", r.predicted_parts.kernel_s()},
+                  {"predicted_host_s", r.predicted_parts.host_s()}});
     }
     if (r.has_memory()) {
       row.update({{"peak_bytes", r.measured_bytes}, {"predicted_peak_bytes", r.predicted_bytes}});

@@ -246,6 +246,37 @@ TEST(ReportTest, RoundTripAndMergeKeepTheLateGptWindow) {
   EXPECT_DOUBLE_EQ(back->framework[0].late_after_s, 9.5);
 }
 
+// transformers' decoders of the GPT's shape taking turns with its pass (data the
+// tuner does not read yet): a round trip and a merge keep their times and counts;
+// entries without them stay without them.
+TEST(ReportTest, RoundTripAndMergeKeepTheTransformersDecoders) {
+  Report in = Sample();
+  in.framework[0].hf_gpt_median_s = 0.0066;
+  in.framework[0].hf_llama_median_s = 0.0231;
+  in.framework[0].hf_gpt_neox_step_host_s = 0.0012;
+  in.framework[0].hf_llama_kernels = 530;
+  in.framework[0].hf_gpt2_module_calls = 61;
+  in.framework[0].module_calls = 32;
+  nlohmann::json j = ToJson(in);
+  EXPECT_DOUBLE_EQ(j["framework"][0]["hf_llama_median_s"].get<double>(), 0.0231);
+  EXPECT_EQ(j["framework"][0]["hf_llama_kernels"].get<int>(), 530);
+  EXPECT_FALSE(j["framework"][0].contains("hf_gpt2_median_s"));
+  EXPECT_FALSE(j["framework"][1].contains("module_calls"));
+  Report other = Sample();
+  other.framework.clear();
+  absl::StatusOr<Report> merged = MergeReports({*ReportFromJson(j), other});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  absl::StatusOr<Report> back = ReportFromJson(ToJson(*merged));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_DOUBLE_EQ(back->framework[0].hf_gpt_median_s, 0.0066);
+  EXPECT_DOUBLE_EQ(back->framework[0].hf_llama_median_s, 0.0231);
+  EXPECT_DOUBLE_EQ(back->framework[0].hf_gpt_neox_step_host_s, 0.0012);
+  EXPECT_EQ(back->framework[0].hf_llama_kernels, 530);
+  EXPECT_EQ(back->framework[0].hf_gpt2_module_calls, 61);
+  EXPECT_EQ(back->framework[0].module_calls, 32);
+  EXPECT_EQ(back->framework[1].hf_llama_kernels, 0);
+}
+
 // The Llama-style block's TP pass beside the GPT's (data the tuner does not read
 // yet): a round trip through JSON and a merge keep it; entries without it stay
 // without it.
