@@ -40,7 +40,7 @@ def rows_of(build, folder, tmp):
                     "--runs", *runs, "--json", out], capture_output=True, text=True)
     with open(out) as f:
         doc = json.load(f)
-    rows = doc["rows"] if isinstance(doc, dict) else doc
+    rows = doc["runs"] if isinstance(doc, dict) else doc
     return [dict(r, folder=os.path.basename(folder)) for r in rows if "predicted_host_s" in r]
 
 
@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--modes", default="single,ddp,pp")
     ap.add_argument("--p", default="2,3,4,8")
     ap.add_argument("--family", default="", help="model name prefix (hf-, timm-, tv-); all when empty")
+    ap.add_argument("--host-scale", default="1", help="also scale the passes' host time by these (grid with --p)")
     args = ap.parse_args()
     modes = set(args.modes.split(","))
     ps = [float(p) for p in args.p.split(",")]
@@ -58,6 +59,8 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(prefix="h26h-crossover.") as tmp:
         for folder in folders:
+            if not glob.glob(os.path.join(folder, "suite_*.json")):
+                continue  # a run prepared, not made yet (compare_all.py skips it too)
             rows += [r for r in rows_of(args.build, folder, tmp)
                      if r["mode"] in modes and r["model"].startswith(args.family)]
     by_bin = collections.defaultdict(list)
@@ -85,6 +88,21 @@ def main():
         print(f"{label:12} {len(by_bin[b]):5}   " + "       ".join(cells))
     print(f"{'all':12} {len(rows):5}   " + "       ".join(
         f"{st.mean(tot[p]):+6.1f} / {st.mean(map(abs, tot[p])):5.1f}" for p in ps))
+    scales = [float(k) for k in args.host_scale.split(",")]
+    if scales != [1.0]:
+        print("\nall rows, host x k and the p-norm: mean signed / MAPE (%)")
+        print("k      " + "  ".join(f"p={p:<13g}" for p in ps))
+        for k in scales:
+            cells = []
+            for p in ps:
+                e = []
+                for bucket in by_bin.values():
+                    for r, _ in bucket:
+                        h, d = r["predicted_host_s"], r["predicted_kernel_s"]
+                        moved = ((k * h) ** p + d ** p) ** (1 / p) - (h * h + d * d) ** 0.5
+                        e.append(100 * ((r["predicted_step_s"] + moved) / r["step_s"] - 1))
+                cells.append(f"{st.mean(e):+5.1f} / {st.mean(map(abs, e)):4.1f}")
+            print(f"{k:<6g} " + "  ".join(cells))
 
 
 if __name__ == "__main__":
