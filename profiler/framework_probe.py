@@ -18,8 +18,8 @@ of the same pass under DistributedDataParallel and under FSDP2 (DDP's reducer co
 gradients and broadcasts buffers, FSDP2 gathers and reshards) and, for the GPT, with its
 blocks split by tensor parallelism (beside it a Llama-style decoder of its shape, plain and
 split: data the tuner does not read), the passes taking turns, and the host time of
-the AdamW step after each; on one rank, where transformers is importable, its GPT-2, Llama and
-GPTNeoX decoders of the GPT's shape taking turns with the GPT's pass (`hf_*` fields, with their
+the AdamW step after each; with `--library-decoders` on one rank, where transformers is importable,
+its GPT-2, Llama and GPTNeoX decoders of the GPT's shape taking turns with the GPT's pass (`hf_*` fields, with their
 kernels and forward nn.Module calls: data the tuner does not read); and one entry of a GPT at a training size with the GPU time
 of its elementwise kernels (memory-bound, where the others are host-bound). `--ranks N`
 runs the passes on N GPUs at once, as multi-GPU training does (entries with `ranks` and
@@ -463,7 +463,7 @@ def measure(args, rank, world, folder):
         # transformers' decoders of the GPT's shape taking turns with its plain pass (one rank:
         # single-GPU training's host), data the tuner does not read yet (library_turns).
         library = ({}, {})
-        if world == 1:
+        if world == 1 and args.library_decoders:
             for name, _, passes, *_ in timed:
                 if name == "gpt":
                     library = library_turns(torch, args, device, passes["plain"], networks[0][3])
@@ -830,6 +830,11 @@ def main():
                          "and FSDP's per-unit collectives wait for the other ranks (the tuner "
                          "takes FSDP's host cost from such entries; the memory-bound GPT is "
                          "timed with one rank only)")
+    # ~22 s more on an H200 host (59.7 s against 35-38): off in the daemon's probe, whose tuner
+    # does not read these fields yet; validation runs (bench/validate/run_library.sh) ask for them.
+    ap.add_argument("--library-decoders", action="store_true",
+                    help="on one rank, also time transformers' GPT-2, Llama and GPTNeoX decoders of "
+                         "the GPT's shape taking turns with its pass (hf_* fields; needs transformers)")
     args = ap.parse_args()
     if args.ranks < 1:
         ap.error("--ranks must be at least 1")

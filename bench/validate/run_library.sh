@@ -151,7 +151,7 @@ if stage gemm || stage probes; then
 fi
 if stage probes; then
   stamp "framework probe, 1 rank, alone"
-  CUDA_VISIBLE_DEVICES=0 run ${T_FRAMEWORK:-100} python3 "$here/../../profiler/framework_probe.py" --out "$res/framework.json"
+  CUDA_VISIBLE_DEVICES=0 run ${T_FRAMEWORK:-100} python3 "$here/../../profiler/framework_probe.py" --library-decoders --out "$res/framework.json"
   echo "framework rc=$?"
   if [ "$RANKS2" = 1 ]; then
     stamp "framework probe, 2 ranks"
