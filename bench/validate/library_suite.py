@@ -49,7 +49,9 @@ median), at least --steps of them and, with --min-seconds, as many more as fill 
 (launch-bound steps of 15-60 ms sample the host's speed, which switches between levels within
 seconds: a handful of them spread 10-20 %; the ranks agree on the count), and
 torch.cuda.max_memory_allocated over the timed steps, the largest over the ranks. Micro-batches are swept in the order given until one does not fit (out of memory
-ends the sweep for that model). The output is measure_pytorch.py's format
+ends the sweep for that model). TP=2 and PP=2 (--rounds, from session 26): every micro-batch's
+warm-up first, then the micro-batches take turns over the rounds, so that each one's median spans
+the same seconds of the host (their steps are host-bound and the host's level moves within seconds). The output is measure_pytorch.py's format
 ({"meta", "runs"}), which `xdeep_validate compare --workloads DIR` reads.
 """
 import argparse
@@ -545,6 +547,91 @@ def measure(name, model, opt, step, mb, device, warmup, steps, min_seconds=0.0, 
             "steady_allocated_bytes": int(steady)}
 
 
+# TP=2 and PP=2 (--rounds): the micro-batches of a model take turns. Their steps are the host's (DTensor's
+# dispatch; the schedule's), 50-500 ms, and that host switches between speed levels 10-20 % apart within
+# seconds, so configurations timed one after the other in windows of 3-4 steps compare moments of the host,
+# not micro-batches: run 18's Salamandra-2B TP read 439.3 ms at micro-batch 1 (3 steps: 439, 451, 358;
+# the model's first configuration after its build) and 321.5 at 8 (4 steps), a GPU-bound ordering that
+# cannot be. Every calibration TP row before it had 3-6 steps (bench/validate/README.md, "h26t, session 26").
+DEFAULT_ROUNDS = 3
+
+
+def agreed_any(flag, device, world):
+    """True on every rank when any rank says so (a collective step must run on all of them)."""
+    if world <= 1:
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item() > 0
+
+
+def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, rounds, late):
+    """The micro-batches `mbs` of one built model, measured in turns (--rounds).
+
+    First each micro-batch's warm-up steps, in the order given, until one does not fit (out of memory
+    ends the sweep, as in measure()'s order); each warm-up step's time is kept (warmup_times_s: the
+    first steps after a build fill DTensor's sharding caches, the allocator's pool and the schedules).
+    Then `rounds` rounds in which each micro-batch takes a turn of n steps, n = max(steps, the steps
+    that fill min_seconds / rounds at its warm-up speed), so each configuration's median spans the same
+    seconds of the host as its neighbours'. The peak is the largest of its turns' (each turn resets
+    it). late() -> True stops after a complete round (the ranks agree). Returns {mb: record}; a
+    record that did not fit has "oom" and "error"."""
+    out, live, per_turn = {}, [], {}
+    for mb in mbs:
+        if agreed_any(late(), device, world):
+            break
+        warm = []
+        try:
+            for _ in range(max(1, warmup)):
+                t0 = time.perf_counter()
+                step(mb)
+                torch.cuda.synchronize(device)
+                warm.append(time.perf_counter() - t0)
+            ok = torch.tensor([1.0], device=device)
+        except torch.OutOfMemoryError as e:
+            out[mb] = {"oom": True, "error": str(e).splitlines()[0][:200]}
+            ok = torch.tensor([0.0], device=device)
+        if world > 1:
+            dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+        if ok.item() == 0:
+            out.setdefault(mb, {"oom": True, "error": "out of memory on another rank"})
+            gc.collect()  # the failed step's tensors go before the others' turns
+            torch.cuda.empty_cache()
+            break
+        n = steps
+        if min_seconds > 0:
+            n = max(n, int(min_seconds / rounds / max(1e-6, statistics.median(warm[-2:]))) + 1)
+        n = min(n, max(1, MAX_WINDOW_STEPS // rounds))
+        if world > 1:  # every rank takes the most steps any rank asks for
+            t = torch.tensor([float(n)], device=device)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            n = int(t.item())
+        per_turn[mb] = n
+        out[mb] = {"warmup_times_s": warm, "step_times_s": [], "peak_allocated_bytes": 0,
+                   "steady_allocated_bytes": int(torch.cuda.memory_allocated(device))}
+        live.append(mb)
+    done = 0
+    for _ in range(rounds):
+        if done > 0 and agreed_any(late(), device, world):
+            break
+        for mb in live:
+            r = out[mb]
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            for _ in range(per_turn[mb]):
+                t0 = time.perf_counter()
+                step(mb)
+                torch.cuda.synchronize(device)
+                r["step_times_s"].append(time.perf_counter() - t0)
+            r["peak_allocated_bytes"] = max(r["peak_allocated_bytes"],
+                                            int(torch.cuda.max_memory_allocated(device)))
+        done += 1
+    for mb in live:
+        out[mb]["step_time_median_s"] = statistics.median(out[mb]["step_times_s"])
+        out[mb]["rounds"] = done
+    return out
+
+
 def run_model(name, args, rank, world, device, recs, save):
     """Measures one model's micro-batches into recs; save() after each, so that a
     process cut off by its time box keeps every configuration it finished."""
@@ -589,6 +676,41 @@ def run_model(name, args, rank, world, device, recs, save):
 
     t_model = time.time()
     waited_before = LANE.waited_s  # a model's time budget is its own time: the lane lock's waits are not in it
+    rounds = getattr(args, "rounds", DEFAULT_ROUNDS)
+    if args.mode in ("tp", "pp") and rounds > 0:
+        def late():
+            return time.time() - t_model > args.model_seconds or out_of_time(args)
+
+        got = measure_rounds(name, args.micro_batches, step, device, args.warmup, args.steps,
+                             args.min_seconds, world, rounds, late)
+        for mb in args.micro_batches:
+            rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
+                   "grad_accum": pp_chunks if args.mode == "pp" else 1,
+                   "tp": world if args.mode == "tp" else 1, "pp": world if args.mode == "pp" else 1}
+            r = got.get(mb)
+            if r is None:
+                if any("error" in x for x in got.values()):
+                    break  # larger micro-batches do not fit either
+                rec["skipped"] = "time budget"
+                recs.append(rec)
+                continue
+            if world > 1 and "peak_allocated_bytes" in r:
+                peak = torch.tensor([float(r["peak_allocated_bytes"])], device=device)
+                dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+                r["peak_allocated_bytes"] = int(peak.item())
+            rec.update(r)
+            recs.append(rec)
+            if rank == 0:
+                what = (f"step={r['step_time_median_s'] * 1e3:.1f} ms peak="
+                        f"{r['peak_allocated_bytes'] / 2**30:.2f} GiB ({len(r['step_times_s'])} steps in "
+                        f"{r['rounds']} rounds)") if "error" not in r else r["error"][:80]
+                print(f"[{args.mode}] {name} mb={mb}: {what}", flush=True)
+        save()
+        with LANE.held("host"):
+            del model, opt
+            gc.collect()
+            torch.cuda.empty_cache()
+        return
     for mb in args.micro_batches:
         rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
                "grad_accum": pp_chunks if args.mode == "pp" else 1,
@@ -647,6 +769,10 @@ def main():
     p.add_argument("--model-seconds", type=float, default=90)
     p.add_argument("--min-seconds", type=float, default=0.0,
                    help="time steps until this many seconds have passed (at least --steps)")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                   help="tp and pp: a model's micro-batches take turns over this many rounds, each turn "
+                        "--steps steps or more (--min-seconds over the rounds); 0: one after the other, "
+                        "as runs 1-18 measured them")
     p.add_argument("--deadline-s", type=float, default=0,
                    help="seconds this process may run (its time box); 0: no limit")
     p.add_argument("--reserve-s", type=float, default=15,
