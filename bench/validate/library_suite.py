@@ -573,20 +573,31 @@ def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, r
     first steps after a build fill DTensor's sharding caches, the allocator's pool and the schedules).
     Then `rounds` rounds in which each micro-batch takes a turn of n steps, n = max(steps, the steps
     that fill min_seconds / rounds at its warm-up speed), so each configuration's median spans the same
-    seconds of the host as its neighbours'. The peak is the largest of its turns' (each turn resets
-    it). late() -> True stops after a complete round (the ranks agree). Returns {mb: record}; a
-    record that did not fit has "oom" and "error"."""
+    seconds of the host as its neighbours'. The peak is that of its warm-up steps after the first
+    (the first also makes the optimizer's state, a PP schedule's buffers): there the smaller
+    micro-batches are resident as they were when runs 1-18 timed one after the other, and the larger
+    ones not yet. In the turns a PP schedule built for a larger micro-batch keeps its last outputs
+    (the last stage's logits of 4 chunks) beside the smaller one's step, which no training at one
+    micro-batch holds: llama2.c-15M's PP micro-batch 1 read 2.96 GiB in its turns against 0.94 in
+    run 18 (2x H200, tp_protocol_check.py); TP's peaks are the same either way (within 4 MB). The
+    turns' largest stays as peak_turns_bytes. late() -> True stops after a complete round (the ranks
+    agree). Returns {mb: record}; a record that did not fit has "oom" and "error"."""
     out, live, per_turn = {}, [], {}
     for mb in mbs:
         if agreed_any(late(), device, world):
             break
         warm = []
         try:
-            for _ in range(max(1, warmup)):
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            for i in range(max(1, warmup)):
                 t0 = time.perf_counter()
                 step(mb)
                 torch.cuda.synchronize(device)
                 warm.append(time.perf_counter() - t0)
+                if i == 0 and warmup > 1:  # the first step's one-time allocations are not the step's
+                    torch.cuda.reset_peak_memory_stats(device)
+            peak = int(torch.cuda.max_memory_allocated(device))
             ok = torch.tensor([1.0], device=device)
         except torch.OutOfMemoryError as e:
             out[mb] = {"oom": True, "error": str(e).splitlines()[0][:200]}
@@ -607,8 +618,8 @@ def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, r
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
             n = int(t.item())
         per_turn[mb] = n
-        out[mb] = {"warmup_times_s": warm, "step_times_s": [], "peak_allocated_bytes": 0,
-                   "steady_allocated_bytes": int(torch.cuda.memory_allocated(device))}
+        out[mb] = {"warmup_times_s": warm, "step_times_s": [], "peak_allocated_bytes": peak,
+                   "peak_turns_bytes": 0, "steady_allocated_bytes": int(torch.cuda.memory_allocated(device))}
         live.append(mb)
     done = 0
     for _ in range(rounds):
@@ -623,8 +634,7 @@ def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, r
                 step(mb)
                 torch.cuda.synchronize(device)
                 r["step_times_s"].append(time.perf_counter() - t0)
-            r["peak_allocated_bytes"] = max(r["peak_allocated_bytes"],
-                                            int(torch.cuda.max_memory_allocated(device)))
+            r["peak_turns_bytes"] = max(r["peak_turns_bytes"], int(torch.cuda.max_memory_allocated(device)))
         done += 1
     for mb in live:
         out[mb]["step_time_median_s"] = statistics.median(out[mb]["step_times_s"])
