@@ -565,7 +565,7 @@ def agreed_any(flag, device, world):
     return t.item() > 0
 
 
-def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, rounds, late):
+def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, rounds, late, round_done=None):
     """The micro-batches `mbs` of one built model, measured in turns (--rounds).
 
     First each micro-batch's warm-up steps, in the order given, until one does not fit (out of memory
@@ -581,7 +581,8 @@ def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, r
     micro-batch holds: llama2.c-15M's PP micro-batch 1 read 2.96 GiB in its turns against 0.94 in
     run 18 (2x H200, tp_protocol_check.py); TP's peaks are the same either way (within 4 MB). The
     turns' largest stays as peak_turns_bytes. late() -> True stops after a complete round (the ranks
-    agree). Returns {mb: record}; a record that did not fit has "oom" and "error"."""
+    agree); round_done(records so far) after each round, on every rank. Returns {mb: record}; a record
+    that did not fit has "oom" and "error"."""
     out, live, per_turn = {}, [], {}
     for mb in mbs:
         if agreed_any(late(), device, world):
@@ -636,9 +637,11 @@ def measure_rounds(name, mbs, step, device, warmup, steps, min_seconds, world, r
                 r["step_times_s"].append(time.perf_counter() - t0)
             r["peak_turns_bytes"] = max(r["peak_turns_bytes"], int(torch.cuda.max_memory_allocated(device)))
         done += 1
-    for mb in live:
-        out[mb]["step_time_median_s"] = statistics.median(out[mb]["step_times_s"])
-        out[mb]["rounds"] = done
+        for mb in live:
+            out[mb]["step_time_median_s"] = statistics.median(out[mb]["step_times_s"])
+            out[mb]["rounds"] = done
+        if round_done is not None:
+            round_done(out)
     return out
 
 
@@ -691,31 +694,42 @@ def run_model(name, args, rank, world, device, recs, save):
         def late():
             return time.time() - t_model > args.model_seconds or out_of_time(args)
 
-        got = measure_rounds(name, args.micro_batches, step, device, args.warmup, args.steps,
-                             args.min_seconds, world, rounds, late)
-        for mb in args.micro_batches:
-            rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
-                   "grad_accum": pp_chunks if args.mode == "pp" else 1,
-                   "tp": world if args.mode == "tp" else 1, "pp": world if args.mode == "pp" else 1}
-            r = got.get(mb)
-            if r is None:
-                if any("error" in x for x in got.values()):
-                    break  # larger micro-batches do not fit either
-                rec["skipped"] = "time budget"
+        first = len(recs)
+
+        def emit(got, final=False):
+            """This model's records so far, in place of the last round's (saved after every round, so that
+            a process cut off by its time box keeps the rounds it finished)."""
+            del recs[first:]
+            for mb in args.micro_batches:
+                rec = {"model": name, "mode": args.mode, "world_size": world, "micro_batch": mb,
+                       "grad_accum": pp_chunks if args.mode == "pp" else 1,
+                       "tp": world if args.mode == "tp" else 1, "pp": world if args.mode == "pp" else 1}
+                r = dict(got.get(mb) or {})
+                if not r:
+                    if any("error" in x for x in got.values()):
+                        break  # larger micro-batches do not fit either
+                    rec["skipped"] = "time budget"
+                    recs.append(rec)
+                    continue
+                if "error" not in r and "step_time_median_s" not in r:
+                    continue  # warmed up, no round yet
+                if world > 1 and "peak_allocated_bytes" in r:
+                    peak = torch.tensor([float(r["peak_allocated_bytes"])], device=device)
+                    dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+                    r["peak_allocated_bytes"] = int(peak.item())
+                r["step_times_s"] = list(r.get("step_times_s", []))
+                rec.update(r)
                 recs.append(rec)
-                continue
-            if world > 1 and "peak_allocated_bytes" in r:
-                peak = torch.tensor([float(r["peak_allocated_bytes"])], device=device)
-                dist.all_reduce(peak, op=dist.ReduceOp.MAX)
-                r["peak_allocated_bytes"] = int(peak.item())
-            rec.update(r)
-            recs.append(rec)
-            if rank == 0:
-                what = (f"step={r['step_time_median_s'] * 1e3:.1f} ms peak="
-                        f"{r['peak_allocated_bytes'] / 2**30:.2f} GiB ({len(r['step_times_s'])} steps in "
-                        f"{r['rounds']} rounds)") if "error" not in r else r["error"][:80]
-                print(f"[{args.mode}] {name} mb={mb}: {what}", flush=True)
-        save()
+                if final and rank == 0:
+                    what = (f"step={r['step_time_median_s'] * 1e3:.1f} ms peak="
+                            f"{r['peak_allocated_bytes'] / 2**30:.2f} GiB ({len(r['step_times_s'])} steps in "
+                            f"{r['rounds']} rounds)") if "error" not in r else r["error"][:80]
+                    print(f"[{args.mode}] {name} mb={mb}: {what}", flush=True)
+            save()
+
+        got = measure_rounds(name, args.micro_batches, step, device, args.warmup, args.steps,
+                             args.min_seconds, world, rounds, late, emit)
+        emit(got, final=True)
         with LANE.held("host"):
             del model, opt
             gc.collect()

@@ -9,7 +9,7 @@ of the steps and the records run_model writes can be checked.
   larger micro-batch's leftovers not yet resident), the turns' peak kept apart;
 * out of memory in a warm-up ends the sweep there, the smaller micro-batches still measured;
 * --rounds 0, and ddp / fsdp / single: one micro-batch after the other, as runs 1-18 measured them;
-* a model past its time budget writes "time budget" records.
+* a model past its time budget writes "time budget" records; the records are saved after every round.
 
   python3 bench/validate/library_suite_rounds_test.py
 """
@@ -112,14 +112,18 @@ def main():
     suite.batch_for = lambda name, mb, device: (mb, mb)
     suite.loss_of = lambda name, model, x, y: Loss(x)
 
+    saves = []  # the timed steps of each record at each save()
+
     def run(mode, mbs, rounds=None, model_seconds=100.0):
         args = types.SimpleNamespace(mode=mode, micro_batches=mbs, model_seconds=model_seconds, deadline_s=0,
                                      reserve_s=0, warmup=2, steps=3, min_seconds=0.0)
         if rounds is not None:
             args.rounds = rounds
         calls.clear()
+        saves.clear()
         recs = []
-        suite.run_model("hf-llama2c-15m", args, 0, 1, None, recs, lambda: None)
+        suite.run_model("hf-llama2c-15m", args, 0, 1, None, recs,
+                        lambda: saves.append([len(r.get("step_times_s", [])) for r in recs]))
         return recs, list(calls)
 
     recs, order = run("tp", [1, 8, 16, 32])
@@ -137,6 +141,8 @@ def main():
     check(by[1]["peak_turns_bytes"] == 1900 and by[8]["peak_turns_bytes"] == 8900,
           "tp: the turns' peaks kept apart (micro-batch 1's with 8's leftovers)")
     check(all(by[mb]["tp"] == 1 and by[mb]["grad_accum"] == 1 for mb in (1, 8)), "tp: record fields as before")
+    check(saves[:3] == [[3, 3, 0], [6, 6, 0], [9, 9, 0]] and len(recs) == 3,
+          f"tp: the records saved after every round, each round's in place of the last ({saves})")
 
     oom_at[0] = 10 ** 9
     kept.clear()
