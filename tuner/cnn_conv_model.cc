@@ -34,23 +34,59 @@ constexpr Fit kDepthwise[3] = {
 // 400MF / 800MF's): cuDNN's grouped implicit-GEMM kernels, bound by the bytes
 // they move at about a quarter of the bandwidth (1,028 / 797 / 944 GB/s), or
 // by the same multiply-adds at the dense GEMM's rate (width 128 ran at 490
-// TFLOP/s, the dense convolution at 620). Other widths (RegNetY-1.6GF's and
-// -3.2GF's 24): a kernel between cuDNN's layout transforms
-// (tensorTransformGeneric took 30 of RegNetY-1.6GF's 97 ms at micro-batch
-// 256), at 16.6 / 15.8 / 16.6 TFLOP/s whatever the shape (0.126 / 0.120 /
-// 0.126 per SM).
+// TFLOP/s, the dense convolution at 620).
 constexpr Fit kGroupedAligned[3] = {
     {0.245, 0, 15e-6},
     {0.190, 0, 15e-6},
     {0.225, 0, 15e-6},
 };
-constexpr Fit kGroupedOther[3] = {
-    {0, 0.126e12, 15e-6},
-    {0, 0.120e12, 15e-6},
-    {0, 0.126e12, 15e-6},
+
+// Other group widths: cuDNN (9.19, NHWC bf16, its heuristics) runs them one
+// of two ways, both seen in RegNetY's profiled steps
+// (bench/validate/data/checks/2026-11-28_h200x1_regnet_y_8gf_check,
+// calibration since session 26):
+// * sliced: each group's channels copied out (nhwcSliceCKernel: 1,336
+//   launches in RegNetY-8GF's step at micro-batch 256, 29 ms) and convolved
+//   as a dense convolution of one group's width (cutlass fprop / dgrad /
+//   split-K wgrad kernels, one a group), the result copied back: a kernel
+//   chain per group, the copies' bytes, and the dense kernels' FLOPs.
+//   RegNetY-8GF's width 56 at 4-16 groups ran so, forward at 50-90
+//   TFLOP/s where the transformed path below reaches 17.
+// * transformed: the tensors transformed to NCHW and back
+//   (tensorTransformGeneric) around a grouped kernel: RegNetY-1.6GF's width
+//   24 at 5-37 groups, RegNetY-8GF's 56 at 36 groups.
+// Per pass: floor + groups x floor per group + bytes / (bandwidth x
+// efficiency) + FLOPs / (rate per SM x SMs), the input gradient's FLOPs
+// counted over the input's pixels (it convolves the output's gradient into
+// every input pixel: stride-2 backward passes took 2.3-2.5x their stride-1
+// twins of the same output). Fitted by bench/validate/cnn_conv_fit.py to
+// the grouped convolution ops of both checks' profiled steps.
+struct PathFit {
+  double floor_s;
+  double floor_per_group_s;
+  double efficiency;    // of ConvDevice::bandwidth, over input + output bytes
+  double flops_per_sm;  // FLOP/s per SM
+};
+constexpr PathFit kSliced[3] = {
+    {20e-6, 6e-6, 0.12, 2.4e12},  // forward
+    {15e-6, 4e-6, 0.08, 2.4e12},  // dgrad
+    {15e-6, 4e-6, 0.08, 0.8e12},  // wgrad
+};
+constexpr PathFit kTransformed[3] = {
+    {30e-6, 0, 0.05, 0.6e12},
+    {40e-6, 0, 0.06, 0.4e12},
+    {40e-6, 0, 0.06, 0.8e12},
 };
 
 bool PowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// Which way cuDNN's heuristics run a grouped convolution whose group width
+// is not a power of two: sliced per group where a group is wide enough for
+// a dense kernel's tile (width >= 32) and the groups few, else transformed.
+bool SlicedPerGroup(int64_t width, int64_t groups) {
+  if (width % 8 != 0) return false;
+  return groups <= 2 || (width >= 32 && groups <= 16);
+}
 
 }  // namespace
 
@@ -71,8 +107,12 @@ double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const 
   const int64_t width = g.in_channels / std::max<int64_t>(1, g.groups);
   const double flops = g.Flops() * mb;
   if (!PowerOfTwo(width) || width < 4) {
-    const Fit& f = kGroupedOther[p];
-    return f.floor_s + flops / (f.flops_per_sm * sms);
+    const PathFit& f =
+        SlicedPerGroup(width, g.groups) ? kSliced[p] : kTransformed[p];
+    const double pass_flops =
+        pass == ConvPass::kDgrad ? flops * g.in_pixels / std::max(1.0, g.out_pixels) : flops;
+    return f.floor_s + double(g.groups) * f.floor_per_group_s + bytes / (bw * f.efficiency) +
+           pass_flops / (f.flops_per_sm * sms);
   }
   // The dense GEMM of the same multiply-adds: the convolution's implicit GEMM
   // with every group's products side by side, at the rate the dense shape runs.
@@ -83,6 +123,17 @@ double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const 
                                                   : gemm(n, k, m, GemmLayout::kWgrad);
   const Fit& f = kGroupedAligned[p];
   return f.floor_s + std::max(bytes / (bw * f.efficiency), dense / double(g.groups));
+}
+
+double GroupedConvLibraryLaunches(const GroupedConv& g) {
+  if (g.Depthwise()) return 0;
+  const int64_t width = g.in_channels / std::max<int64_t>(1, g.groups);
+  if (PowerOfTwo(width) && width >= 4) return 0;
+  // Sliced: RegNetY-8GF's step at micro-batch 64 ran 1,112 channel copies
+  // (nhwcSliceCKernel) and ~3 dense kernels a group over its 200 sliced
+  // groups, ~9 a group. Transformed: RegNetY-1.6GF's 25 ran 326-420 layout
+  // transforms a step at micro-batch 1-256, ~13 a convolution.
+  return SlicedPerGroup(width, g.groups) ? 9.0 * double(g.groups) : 13.0;
 }
 
 }  // namespace xdeep::tuner
