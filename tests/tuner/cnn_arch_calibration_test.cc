@@ -331,7 +331,9 @@ TEST(CnnArchCalibrationTest, RegNetY8gfGroupWidth56) {
               100 * r.host_err / std::max(1, r.host_checked));
   ASSERT_EQ(r.checked, 6);
   ASSERT_GT(ops, 80);
+  ASSERT_GE(r.gpu_checked, 2);
   EXPECT_LT(op_err, 0.3);
+  EXPECT_LT(r.step_err / r.gpu_checked, 0.1);
 }
 
 }  // namespace
