@@ -193,6 +193,7 @@ def grouped_main(args):
                           f"TFLOP/s/SM ({rate * sms / 1e12:.0f} TFLOP/s)")
                 print(f"  {part}: mean |log error| {err / len(rows):.3f} over {len(rows)} network ops")
     print("networks' grouped convolution ops (widths not 2^k) against the fits:")
+    errs = {}
     for model, mb, part, n, c, width, side, out_side, sec in net:
         path_name = model_path(width, c // width)
         passes = ["fwd"] if part == "fwd" else ["dgrad", "wgrad"]
@@ -203,6 +204,9 @@ def grouped_main(args):
         print(f"  {model:15s} mb{mb:<4d} {part} c{c:5d} {side:3d}->{out_side:<3d}px width {width:3d} "
               f"groups {c // width:3d} {path_name:11s}: measured {sec * 1e6:8.1f} us  model {t * 1e6:8.1f} "
               f"({100 * (t / sec - 1):+4.0f} %)")
+        errs.setdefault((model, "mb>=64" if mb >= 64 else "mb<64"), []).append(abs(math.log(t / sec)))
+    for key, v in sorted(errs.items()):
+        print(f"  {key[0]} {key[1]}: mean |log error| {sum(v) / len(v):.3f} over {len(v)} ops")
     if sweep:
         print("sweep: path per pass (cuDNN's kernels) beside the model's rule:")
         for e in sweep["convs"]:
