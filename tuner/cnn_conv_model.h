@@ -35,18 +35,10 @@ struct ConvDevice {
 double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const ConvDevice& dev,
                           const GemmTimeFn& gemm);
 
-// Kernels cuDNN itself launches in one training step of `g` (forward, dgrad,
-// wgrad) on its sliced or transformed paths: per-group channel copies and
-// dense kernels, or layout transforms. Each costs the host a launch, a small
-// part of what a framework op costs (kCudnnLaunchHostShare).
-double GroupedConvLibraryLaunches(const GroupedConv& g);
-
-// The host time of one such launch, as a share of one counted framework op's
-// (bench/validate/data/checks/2026-11-28_h200x1_regnet_y_8gf_check: on one
-// host RegNetY-8GF's micro-batch-1 step, with ~2,100 such launches a step,
-// took 0.68x RegNetY-1.6GF's, ~330, where the counted ops alone say 0.64x;
-// solved for the two unknowns, a launch costs 0.03 of a counted op).
-inline constexpr double kCudnnLaunchHostShare = 0.03;
+// Host work cuDNN itself does in one training step of `g` (forward, dgrad,
+// wgrad), in counted framework op-passes: on its sliced path, each group's
+// channel copies and dense kernels are issued one group after another.
+double GroupedConvHostOps(const GroupedConv& g);
 
 }  // namespace xdeep::tuner
 

@@ -66,7 +66,9 @@ def model_path(width, groups):
     """tuner/cnn_conv_model.cc's SlicedPerGroup."""
     if width % 8:
         return "transformed"
-    return "sliced" if groups <= 2 or (width >= 32 and groups <= 16) else "transformed"
+    if groups <= 2:
+        return "sliced" if width <= 40 else "transformed"
+    return "sliced" if 48 < width < 64 else "transformed"
 
 
 def kernel_path(kernels):
