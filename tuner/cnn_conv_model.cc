@@ -73,9 +73,10 @@ constexpr PathFit kSliced[3] = {
     {15e-6, 4e-6, 0.08, 1.2e12},  // wgrad
 };
 // Transformed: bound by the transforms' bytes alone, whatever the width and
-// pass (cnn_grouped_sweep.py: widths 24-120 at 2-36 groups alone, 168 GB/s
-// over input + output bytes, mean |log error| 0.07 / 0.09 / 0.13; the
-// forward at widths 24 and 120 took the same time a byte), above the 30 us
+// pass (cnn_grouped_sweep.py: widths 24-120 at 2-36 groups alone, batch >=
+// 16: medians 151 / 140 / 153 GB/s over input + output bytes, fitted 0.04 of
+// the bandwidth, 168 GB/s; the forward at widths 24 and 120 took the same
+// time a byte), above the 30 us
 // a pass RegNetY-1.6GF's ops took in its steps at micro-batch 1 (alone,
 // each call's floor is its host's).
 constexpr PathFit kTransformed[3] = {
@@ -93,8 +94,8 @@ bool PowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 // sliced at 2 groups of width <= 40 and at width 56 with 4-36 groups (the
 // only multiple of 8 strictly between 48 and 64); every other one through
 // the transforms. The choice is per pass and shape, and this rule matches
-// 133 of the sweep's 162 passes (the rule before, "sliced where a group is
-// >= 32 wide and the groups <= 16", matched 74).
+// 133 of the sweep's 162 passes at batch >= 16 (the rule first tried,
+// "sliced where a group is >= 32 wide and the groups <= 16", 74).
 bool SlicedPerGroup(int64_t width, int64_t groups) {
   if (width % 8 != 0) return false;
   if (groups <= 2) return width <= 40;
