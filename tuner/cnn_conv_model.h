@@ -6,9 +6,13 @@
 // large window makes them the bound, above a per-kernel floor. A grouped
 // convolution whose group width is a power of two runs cuDNN's grouped
 // implicit GEMM, bound by its bytes (or by the dense GEMM's rate for wide
-// groups); other widths run between layout transforms at a FLOP rate.
+// groups); other widths either copy each group's channels out around a dense
+// kernel per group (RegNetY-8GF's 56) or run between layout transforms, bound
+// by the transforms' bytes (most others), as cuDNN 9.19's heuristics chose.
 // The constants are fitted to one H200's measurements
-// (bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check, calibration).
+// (bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check,
+// 2026-11-28_h200x1_regnet_y_8gf_check, 2026-11-28_h200x1_grouped_sweep;
+// calibration).
 #ifndef XDEEP_TUNER_CNN_CONV_MODEL_H_
 #define XDEEP_TUNER_CNN_CONV_MODEL_H_
 
@@ -34,6 +38,11 @@ struct ConvDevice {
 // One pass of `g` over `mb` samples.
 double GroupedConvSeconds(const GroupedConv& g, double mb, ConvPass pass, const ConvDevice& dev,
                           const GemmTimeFn& gemm);
+
+// Host work cuDNN itself does in one training step of `g` (forward, dgrad,
+// wgrad), in counted framework op-passes: on its sliced path, each group's
+// channel copies and dense kernels are issued one group after another.
+double GroupedConvHostOps(const GroupedConv& g);
 
 }  // namespace xdeep::tuner
 

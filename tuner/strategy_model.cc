@@ -621,6 +621,11 @@ struct StrategyModel::Impl {
       const int kernels =
           compiled && l.fused_kernels > 0 ? l.fused_kernels : l.kernels - l.library_kernels;
       out_l.launch = kernels * host_per_kernel;
+      // cuDNN's own host work on its sliced grouped path, per step (a third
+      // to the forward, whose launches the step counts 3x).
+      for (const GroupedConv& gc : l.grouped_convs) {
+        out_l.launch += GroupedConvHostOps(gc) / 3 * host_per_kernel;
+      }
       if (t > 1 && w.settings.tensor_parallel == TensorParallel::kDTensor) {
         // Each split Linear's DTensor dispatch, over forward and backward
         // (backward's launches are counted at twice the forward's), at the

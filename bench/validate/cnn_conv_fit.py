@@ -4,6 +4,7 @@ convolutions measured alone (calibration), and prints what the other convolution
 elementwise kernels reached.
 
   python3 bench/validate/cnn_conv_fit.py CHECK_JSON [--bandwidth GBPS]
+  python3 bench/validate/cnn_conv_fit.py --grouped [SWEEP_JSON] [--networks CHECK_JSON ...]
 
 Depthwise model, per pass (forward, dgrad, wgrad):
     t = floor + max(bytes / (bandwidth x efficiency), flops / (rate_per_sm x SMs))
@@ -48,11 +49,187 @@ def fit(rows, key, bw, sms):
     return best
 
 
+# ------------------------------------------------------------------ grouped, widths not 2^k
+# cuDNN runs a grouped convolution whose group width is not a power of two one of two ways
+# (tuner/cnn_conv_model.cc): "sliced" (each group's channels copied out, nhwcSliceCKernel, and
+# convolved by a dense kernel of one group's width) or "transformed" (tensorTransformGeneric to
+# NCHW and back around a grouped kernel). Per path and pass:
+#     t = floor + groups x floor_per_group + bytes / (bandwidth x efficiency) + flops / rate
+# bytes = input + output activations, flops = 2 x multiply-adds, the input gradient's over the
+# input's pixels. Fitted to cnn_grouped_sweep.py's convolutions alone (each pass's path read from
+# the kernels it ran) when given, else to the grouped convolution ops of cnn_arch_check.py's
+# profiled steps (forward; backward = dgrad + wgrad, fitted jointly, path by the model's rule).
+PASSES = ("fwd", "dgrad", "wgrad")
+
+
+def model_path(width, groups):
+    """tuner/cnn_conv_model.cc's SlicedPerGroup."""
+    if width % 8:
+        return "transformed"
+    if groups <= 2:
+        return "sliced" if width <= 40 else "transformed"
+    return "sliced" if 48 < width < 64 else "transformed"
+
+
+def kernel_path(kernels):
+    names = " ".join(k[0] for k in kernels)
+    if "nhwcSliceC" in names:
+        return "sliced"
+    if "tensorTransform" in names or "nhwcToNchw" in names or "nchwToNhwc" in names:
+        return "transformed"
+    return "grouped"
+
+
+def g_terms(n, c, width, side, out_side, passes):
+    """(groups, bytes, flops) of a grouped 3x3 pass (or a sum of passes)."""
+    groups = c // width
+    inb, outb = n * side * side * c * 2, n * out_side * out_side * c * 2
+    f_out = 2.0 * n * out_side ** 2 * c * width * 9
+    f_in = 2.0 * n * side ** 2 * c * width * 9
+    return [(groups, inb + outb, f_in if p == "dgrad" else f_out) for p in passes]
+
+
+def g_predict(terms, fits, bw, sms):
+    t = 0.0
+    for (groups, b, f), (floor, fg, eff, rate) in zip(terms, fits):
+        t += floor + groups * fg + b / (bw * eff) + f / (rate * sms)
+    return t
+
+
+GRID_FLOOR = [x * 1e-6 for x in (0, 5, 10, 15, 20, 30, 40)]
+GRID_FG = [x * 1e-6 for x in (0, 2, 4, 6, 8, 10, 12, 15, 20)]
+GRID_EFF = [x / 100 for x in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 70, 100)] + [1e9]
+GRID_RATE = [x * 1e9 for x in (20, 40, 60, 80, 100, 120, 150, 200, 300, 400, 600, 800, 1200, 1600,
+                               2400, 3200)] + [1e18]
+
+
+def g_fit(rows, bw, sms, joint):
+    """rows: (terms, measured). joint: the terms of two passes share one fit each (dgrad,
+    wgrad) -- then both passes' (floor, fg, eff, rate) are searched as one set of four with the
+    rate apart per pass (backward ops of a network measure dgrad + wgrad together)."""
+    best = None
+    rates2 = GRID_RATE if joint else [None]
+    for floor in GRID_FLOOR:
+        for fg in GRID_FG:
+            for eff in GRID_EFF:
+                for rate in GRID_RATE:
+                    for rate2 in rates2:
+                        fits = [(floor, fg, eff, rate)] + ([(floor, fg, eff, rate2)] if joint else [])
+                        err = 0.0
+                        for terms, m in rows:
+                            err += abs(math.log(g_predict(terms, fits, bw, sms) / m))
+                        if best is None or err < best[0]:
+                            best = (err, fits)
+    return best
+
+
+def network_grouped_ops(path):
+    """(model, mb, pass 'fwd'|'bwd', n, c, width, side, out_side, seconds per op) of every grouped
+    (not depthwise) convolution op of a cnn_arch_check.py JSON's profiled steps."""
+    import ast
+    d = json.load(open(path))
+    out = []
+    for e in d["entries"]:
+        bwd_out = {}
+        parsed = []
+        for o in e["ops"]:
+            if o["op"] not in ("aten::convolution", "aten::convolution_backward"):
+                continue
+            d4 = [s for s in ast.literal_eval(o["shapes"]) if isinstance(s, list) and len(s) == 4]
+            bwd = o["op"].endswith("backward")
+            if len(d4) != (3 if bwd else 2):
+                continue
+            x, w = (d4[1], d4[2]) if bwd else (d4[0], d4[1])
+            if bwd:
+                bwd_out[(tuple(x), tuple(w))] = d4[0][2]
+            parsed.append((bwd, x, w, o["s"] / o["count"]))
+        for bwd, x, w, sec in parsed:
+            groups = x[1] // w[1]
+            if groups <= 1 or groups == x[1]:
+                continue
+            out_side = bwd_out.get((tuple(x), tuple(w)), x[2])
+            out.append((e["model"], e["micro_batch"], "bwd" if bwd else "fwd", x[0], x[1], w[1],
+                        x[2], out_side, sec))
+    return out
+
+
+def grouped_main(args):
+    bw = args.bandwidth * 1e9
+    sms = 132
+    net = []
+    for path in args.networks:
+        net += [r for r in network_grouped_ops(path) if r[5] & (r[5] - 1)]  # widths not 2^k
+    sweep = json.load(open(args.sweep)) if args.sweep else None
+    fits = {}
+    for path_name in ("sliced", "transformed"):
+        print(f"{path_name}:")
+        if sweep:
+            sms = sweep.get("sm_count", 132)
+            for p in PASSES:
+                rows = []
+                for e in sweep["convs"]:
+                    if e["width"] & (e["width"] - 1) == 0 or kernel_path(e[p + "_kernels"]) != path_name:
+                        continue
+                    rows.append((g_terms(e["n"], e["c"], e["width"], e["side"], e["out_side"], [p]),
+                                 e[p + "_s"]))
+                if not rows:
+                    continue
+                err, f = g_fit(rows, bw, sms, False)
+                fits[(path_name, p)] = f[0]
+                floor, fg, eff, rate = f[0]
+                print(f"  {p:5s} floor {floor * 1e6:3.0f} us + {fg * 1e6:3.0f} us a group, efficiency "
+                      f"{eff:.3f} ({eff * args.bandwidth:.0f} GB/s), rate {rate / 1e12:.3f} TFLOP/s/SM "
+                      f"({rate * sms / 1e12:.0f} TFLOP/s): mean |log error| {err / len(rows):.3f} over {len(rows)}")
+        else:
+            for part, passes in (("fwd", ["fwd"]), ("bwd", ["dgrad", "wgrad"])):
+                rows = [(g_terms(r[3], r[4], r[5], r[6], r[7], passes), r[8]) for r in net
+                        if r[2] == part and model_path(r[5], r[4] // r[5]) == path_name]
+                if not rows:
+                    continue
+                err, f = g_fit(rows, bw, sms, part == "bwd")
+                for p, fp in zip(passes, f):
+                    fits[(path_name, p)] = fp
+                    floor, fg, eff, rate = fp
+                    print(f"  {p:5s} floor {floor * 1e6:3.0f} us + {fg * 1e6:3.0f} us a group, efficiency "
+                          f"{eff:.3f}{' (shared)' if part == 'bwd' else ''}, rate {rate / 1e12:.3f} "
+                          f"TFLOP/s/SM ({rate * sms / 1e12:.0f} TFLOP/s)")
+                print(f"  {part}: mean |log error| {err / len(rows):.3f} over {len(rows)} network ops")
+    print("networks' grouped convolution ops (widths not 2^k) against the fits:")
+    errs = {}
+    for model, mb, part, n, c, width, side, out_side, sec in net:
+        path_name = model_path(width, c // width)
+        passes = ["fwd"] if part == "fwd" else ["dgrad", "wgrad"]
+        if any((path_name, p) not in fits for p in passes):
+            continue
+        t = g_predict(g_terms(n, c, width, side, out_side, passes), [fits[(path_name, p)] for p in passes],
+                      bw, sms)
+        print(f"  {model:15s} mb{mb:<4d} {part} c{c:5d} {side:3d}->{out_side:<3d}px width {width:3d} "
+              f"groups {c // width:3d} {path_name:11s}: measured {sec * 1e6:8.1f} us  model {t * 1e6:8.1f} "
+              f"({100 * (t / sec - 1):+4.0f} %)")
+        errs.setdefault((model, "mb>=64" if mb >= 64 else "mb<64"), []).append(abs(math.log(t / sec)))
+    for key, v in sorted(errs.items()):
+        print(f"  {key[0]} {key[1]}: mean |log error| {sum(v) / len(v):.3f} over {len(v)} ops")
+    if sweep:
+        print("sweep: path per pass (cuDNN's kernels) beside the model's rule:")
+        for e in sweep["convs"]:
+            paths = [kernel_path(e[p + "_kernels"]) for p in PASSES]
+            rule = model_path(e["width"], e["groups"]) if e["width"] & (e["width"] - 1) else "grouped"
+            print(f"  n{e['n']:4d} c{e['c']:5d} {e['side']:3d}px s{e['stride']} width {e['width']:3d} groups "
+                  f"{e['groups']:3d}: " + " ".join(f"{p} {q:11s} {e[p + '_s'] * 1e6:8.1f} us" for p, q in zip(PASSES, paths))
+                  + f"  rule {rule}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check")
+    ap.add_argument("check", nargs="?")
     ap.add_argument("--bandwidth", type=float, default=4197.0, help="GB/s")
+    ap.add_argument("--grouped", action="store_true",
+                    help="fit the grouped paths of widths that are not powers of two")
+    ap.add_argument("--networks", nargs="*", default=[], help="cnn_arch_check.py JSONs")
     args = ap.parse_args()
+    if args.grouped:
+        args.sweep = args.check
+        return grouped_main(args)
     d = json.load(open(args.check))
     sms = d.get("sm_count", 132)
     bw = args.bandwidth * 1e9

@@ -31,16 +31,23 @@ const char kCheck[] =
     "bench/validate/data/checks/2026-11-28_h200x1_cnn_arch_check/cnn_arch_check.json";
 const char kProfile[] =
     "bench/validate/data/calibration/2026-11-28_h200x2_library_run15/profile.json";
+// RegNetY-8GF (group width 56) and RegNetY-1.6GF at micro-batches 1 / 64 /
+// 256, with every convolution op's GPU time by shape (calibration since
+// session 26), and the probe report of run 18, which trained RegNetY-8GF.
+const char kCheck8gf[] =
+    "bench/validate/data/checks/2026-11-28_h200x1_regnet_y_8gf_check/cnn_arch_check.json";
+const char kProfileRun18[] =
+    "bench/validate/data/calibration/2026-11-28_h200x2_library_run18/profile.json";
 
-HardwareProfile H200() {
-  const std::string path = Source(kProfile);
+HardwareProfile H200(const char* profile = kProfile) {
+  const std::string path = Source(profile);
   auto hw = HardwareProfileFromProbeReport(testing::ReadTextFile(path), path);
   EXPECT_TRUE(hw.ok()) << hw.status();
   return hw.ok() ? *hw : HardwareProfile{};
 }
 
-nlohmann::json Check() {
-  auto doc = nlohmann::json::parse(testing::ReadTextFile(Source(kCheck)), nullptr, false);
+nlohmann::json Check(const char* check = kCheck) {
+  auto doc = nlohmann::json::parse(testing::ReadTextFile(Source(check)), nullptr, false);
   EXPECT_FALSE(doc.is_discarded());
   return doc;
 }
@@ -52,6 +59,7 @@ std::string WorkloadOf(const std::string& model) {
       {"efficientnet_b0", "tv-efficientnet-b0"},
       {"mobilenet_v3_large", "tv-mobilenet-v3-large"},
       {"regnet_y_1_6gf", "tv-regnet-y-1-6gf"},
+      {"regnet_y_8gf", "tv-regnet-y-8gf"},
       {"resnext50_32x4d", "tv-resnext50"},
       {"timm:efficientnet_b0", "timm-efficientnet-b0"},
       {"timm:convnext_tiny", "timm-convnext-tiny"}};
@@ -125,12 +133,16 @@ TEST(CnnArchCalibrationTest, DepthwiseAndGroupedConvolutionsAlone) {
   EXPECT_LT(gr_err / gr_n, 0.25);
 }
 
-// Whole networks, single GPU: step time and peak memory.
-TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
-  const HardwareProfile hw = H200();
-  const nlohmann::json doc = Check();
+// Errors of the model's step time and peak memory against a check's whole
+// networks (single GPU), each printed beside the profiled step's kernels.
+struct NetworkErrors {
   double step_err = 0, host_err = 0, mem_err = 0;
   int checked = 0, gpu_checked = 0, host_checked = 0;
+};
+
+NetworkErrors CheckNetworks(const HardwareProfile& hw, const nlohmann::json& doc) {
+  NetworkErrors r;
+  auto& [step_err, host_err, mem_err, checked, gpu_checked, host_checked] = r;
   for (const auto& e : doc["entries"]) {
     const std::string name = WorkloadOf(e["model"].get<std::string>());
     if (name.empty() || e.value("image", 224) != 224) continue;
@@ -221,6 +233,13 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
     mem_err += std::abs(mem / mm - 1);
     ++checked;
   }
+  return r;
+}
+
+// Whole networks, single GPU: step time and peak memory.
+TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
+  const NetworkErrors r = CheckNetworks(H200(), Check());
+  const auto& [step_err, host_err, mem_err, checked, gpu_checked, host_checked] = r;
   ASSERT_EQ(checked, 21);
   ASSERT_GE(gpu_checked, 7);
   std::printf(
@@ -231,6 +250,90 @@ TEST(CnnArchCalibrationTest, NetworksStepTimeAndPeakMemory) {
   EXPECT_LT(step_err / gpu_checked, 0.08);
   EXPECT_LT(host_err / host_checked, 0.35);
   EXPECT_LT(mem_err / checked, 0.04);
+}
+
+// Grouped convolutions inside the networks of a check: every grouped
+// convolution op of a profiled step (aten::convolution: the forward;
+// aten::convolution_backward: dgrad + wgrad) against the model's passes.
+// Returns the mean |log error| over the ops of micro-batches >= min_mb.
+double GroupedOpsInNetworks(const HardwareProfile& hw, const nlohmann::json& doc, int min_mb,
+                            int* count) {
+  GemmModel gemm(hw, DType::kBf16);
+  const ConvDevice dev{hw.elementwise_bandwidth_gbps * 1e9, hw.sm_count, 2};
+  const GemmTimeFn fn = [&](double m, double n, double k, GemmLayout l) {
+    return gemm.Seconds(m, n, k, l);
+  };
+  double err = 0;
+  *count = 0;
+  for (const auto& e : doc["entries"]) {
+    const int mb = e["micro_batch"];
+    for (const auto& op : e["ops"]) {
+      const std::string name = op["op"];
+      const bool bwd = name == "aten::convolution_backward";
+      if (!bwd && name != "aten::convolution") continue;
+      const auto shapes = nlohmann::json::parse(op["shapes"].get<std::string>(), nullptr, false);
+      std::vector<std::vector<int64_t>> d4;
+      for (const auto& s : shapes) {
+        if (s.is_array() && s.size() == 4) d4.push_back(s.get<std::vector<int64_t>>());
+      }
+      if (d4.size() != (bwd ? 3u : 2u)) continue;
+      const auto& x = d4[bwd ? 1 : 0];
+      const auto& wt = d4[bwd ? 2 : 1];
+      const int64_t c = x[1], groups = c / wt[1];
+      if (groups <= 1 || groups == c) continue;  // dense or depthwise
+      const int k = static_cast<int>(wt[2]);
+      // The output's side: the gradient's for backward; the forward's from
+      // its backward twin (same input) when the stride is not 1.
+      int64_t out = x[2];
+      for (const auto& o : e["ops"]) {
+        if (o["op"] != "aten::convolution_backward") continue;
+        const auto sh = nlohmann::json::parse(o["shapes"].get<std::string>(), nullptr, false);
+        if (sh.size() > 2 && sh[1].is_array() && sh[1].size() == 4 &&
+            sh[1].get<std::vector<int64_t>>() == x && sh[2].get<std::vector<int64_t>>() == wt) {
+          out = sh[0][2].get<int64_t>();
+        }
+      }
+      const GroupedConv conv{double(x[2]) * x[3], double(out) * out, c, wt[0], k, groups};
+      const double model =
+          bwd ? GroupedConvSeconds(conv, mb, ConvPass::kDgrad, dev, fn) +
+                    GroupedConvSeconds(conv, mb, ConvPass::kWgrad, dev, fn)
+              : GroupedConvSeconds(conv, mb, ConvPass::kForward, dev, fn);
+      const double measured = op["s"].get<double>() / op["count"].get<double>();
+      std::printf("  %-14s mb%-3d %-3s c%-5lld %3lld->%-3lld px g%-3lld (width %lld): measured %8.1f us, "
+                  "model %8.1f (%+4.0f %%)\n",
+                  e["model"].get<std::string>().c_str(), mb, bwd ? "bwd" : "fwd",
+                  static_cast<long long>(c), static_cast<long long>(x[2]),
+                  static_cast<long long>(out), static_cast<long long>(groups),
+                  static_cast<long long>(c / groups), measured * 1e6, model * 1e6,
+                  100 * (model / measured - 1));
+      if (mb >= min_mb) {
+        err += std::abs(std::log(model / measured)) * op["count"].get<double>();
+        *count += op["count"].get<int>();
+      }
+    }
+  }
+  return *count > 0 ? err / *count : 0;
+}
+
+// RegNetY-8GF's grouped convolutions of width 56 (and RegNetY-1.6GF's of
+// width 24) inside the profiled steps, and the whole steps, from run 18's
+// probe report (the run that trained RegNetY-8GF).
+TEST(CnnArchCalibrationTest, RegNetY8gfGroupWidth56) {
+  const HardwareProfile hw = H200(kProfileRun18);
+  const nlohmann::json doc = Check(kCheck8gf);
+  int ops = 0;
+  const double op_err = GroupedOpsInNetworks(hw, doc, 64, &ops);
+  std::printf("grouped convolution ops at micro-batch >= 64: mean |log error| %.3f over %d\n",
+              op_err, ops);
+  const NetworkErrors r = CheckNetworks(hw, doc);
+  std::printf("%d GPU-bound configurations: step MAPE %.1f %%; %d host-bound: %.1f %%\n",
+              r.gpu_checked, 100 * r.step_err / std::max(1, r.gpu_checked), r.host_checked,
+              100 * r.host_err / std::max(1, r.host_checked));
+  ASSERT_EQ(r.checked, 6);
+  ASSERT_GT(ops, 80);
+  ASSERT_GE(r.gpu_checked, 2);
+  EXPECT_LT(op_err, 0.3);
+  EXPECT_LT(r.step_err / r.gpu_checked, 0.1);
 }
 
 }  // namespace
