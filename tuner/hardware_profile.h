@@ -165,6 +165,13 @@ struct HardwareProfile {
   // ~5.3 ms over its 481 such launches
   // (bench/validate/data/calibration/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;
+  // Host time of each DDP bucket's all-reduce call (ProcessGroupNCCL's work
+  // object, its events and stream waits, NCCL's launch), in reducer launches:
+  // the step model charges it per bucket (StrategyModel::Time), and the probe's
+  // DDP passes above hold their own networks' buckets (its GPT 2 over 72
+  // launches, ResNet-50 6 over 481), so the figure per launch is read net of
+  // them. TODO(h26d): the check's ratio.
+  double ddp_bucket_host_launches = 10;
   // The optimizer step's host time per parameter tensor (AdamW's Python loop
   // over the parameters, its foreach launches, zero_grad; over FSDP2's DTensors
   // a dispatch per tensor and op), which a launch-bound step pays after its
