@@ -64,7 +64,8 @@ UnitReduceOrder Fsdp2ReduceOrder(double params, double units, double unit_params
 // for llama2.c-42M, 9 for ConvNeXt-S, 43 for ViT-L/16 where DDP's logging data
 // read 5, 9 and 38 on 2x H200 (bench/validate/data/checks/
 // 2026-11-28_h200x2_ddp_step_split; ViT-L's 16 MB MLP weights overfill its
-// buckets, which equal parts do not).
+// buckets, which equal parts do not). A bucket_cap_mb given explicitly is
+// the first bucket's cap too (DDP then keeps no 1 MiB first bucket).
 class DdpBuckets {
  public:
   static constexpr double kFirstCapBytes = 1024.0 * 1024;

@@ -1090,10 +1090,10 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       // starts every forward (PyTorch's profile: 2 launches per parameter
       // tensor and 1 per buffer more than single-GPU training, on 2x H200).
       // Each bucket's all-reduce is an NCCL call whose host work runs on the
-      // same thread between the gradients' hooks: ~90-230 us a bucket on 2x
-      // H200 where a reducer launch took 12-21 (bench/validate/data/checks/
-      // 2026-11-28_h200x2_ddp_step_split), HardwareProfile's
-      // ddp_bucket_host_launches launches.
+      // same thread between the gradients' hooks: 131-136 us a bucket in three
+      // host-bound training steps on 2x H200, ~7 reducer launches
+      // (HardwareProfile::ddp_bucket_host_launches; bench/validate/data/
+      // checks/2026-11-28_h200x2_ddp_bucket_check).
       launch_b += (2 * d.param_tensors + d.ddp_buckets * hw.ddp_bucket_host_launches) *
                   hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
