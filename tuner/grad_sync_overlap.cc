@@ -20,4 +20,17 @@ UnitReduceOrder Fsdp2ReduceOrder(double params, double units, double unit_params
   return o;
 }
 
+void DdpBuckets::Add(double bytes, int tensors) {
+  if (bytes <= 0 || tensors <= 0) return;
+  const double each = bytes / tensors;
+  for (int i = 0; i < tensors; ++i) {
+    open_ += each;
+    if (open_ >= next_cap_) {
+      closed_ += 1;
+      open_ = 0;
+      next_cap_ = cap_;
+    }
+  }
+}
+
 }  // namespace xdeep::tuner

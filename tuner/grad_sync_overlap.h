@@ -24,6 +24,10 @@
 // micro-batch waited; this order says 0.392, the bucket rule 0.327. The rest
 // is the reduce-scatter running ~18 % slower beside compute, a figure of the
 // machine that no probe measures yet, so it is not charged.
+//
+// DDP's buckets are counted too: each is one NCCL call, whose host work
+// (ProcessGroupNCCL's work object, events, stream waits, the launch) runs on
+// the backward's autograd thread between the gradients' hooks.
 #ifndef XDEEP_TUNER_GRAD_SYNC_OVERLAP_H_
 #define XDEEP_TUNER_GRAD_SYNC_OVERLAP_H_
 
@@ -49,6 +53,34 @@ struct UnitReduceOrder {
 };
 UnitReduceOrder Fsdp2ReduceOrder(double params, double units, double unit_params,
                                  double root_params);
+
+// DDP's gradient buckets (torch.nn.parallel.DistributedDataParallel's
+// Reducer, compute_bucket_assignment_by_size): gradients in reverse
+// registration order -- the order backward produces them -- fill a bucket
+// until it holds at least its cap, 1 MiB for the first
+// (dist._DEFAULT_FIRST_BUCKET_BYTES) and bucket_cap_mb (25 MiB) after; a
+// tensor larger than the cap closes the bucket it lands in. Fed a layer at a
+// time, last layer first, its tensors taken as equal parts of it: 5 buckets
+// for llama2.c-42M, 9 for ConvNeXt-S, 43 for ViT-L/16 where DDP's logging data
+// read 5, 9 and 38 on 2x H200 (bench/validate/data/checks/
+// 2026-11-28_h200x2_ddp_step_split; ViT-L's 16 MB MLP weights overfill its
+// buckets, which equal parts do not). A bucket_cap_mb given explicitly is
+// the first bucket's cap too (DDP then keeps no 1 MiB first bucket).
+class DdpBuckets {
+ public:
+  static constexpr double kFirstCapBytes = 1024.0 * 1024;
+  static constexpr double kCapBytes = 25.0 * 1024 * 1024;
+  explicit DdpBuckets(double cap_bytes = kCapBytes, double first_cap_bytes = kFirstCapBytes)
+      : cap_(cap_bytes), next_cap_(first_cap_bytes) {}
+  // A layer's gradients: `bytes` in `tensors` tensors.
+  void Add(double bytes, int tensors);
+  // Buckets so far, the open one counted.
+  double count() const { return closed_ + (open_ > 0 ? 1 : 0); }
+
+ private:
+  double cap_, next_cap_;
+  double closed_ = 0, open_ = 0;
+};
 
 }  // namespace xdeep::tuner
 

@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tuner/gemm_kernel_table.h"
+#include "tuner/grad_sync_overlap.h"
 #include "tuner/modeling/model.h"
 #include "tuner/modeling/model_selection.h"
 #include "tuner/modeling/pmnf.h"
@@ -743,11 +744,15 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     }
     int forward_kernels = 0, ddp_launches = 0, tensors = 0;
     std::set<std::string> units;  // the root unit (embeddings, stem, head) named ""
+    DdpBuckets buckets;  // the probe trains in fp32 parameters and gradients
     for (const LayerCost& l : probed.layers) {
       forward_kernels += l.kernels - l.library_kernels;  // as the model counts host time
       ddp_launches += 2 * ParamTensors(l) + l.buffer_tensors;
       tensors += ParamTensors(l);
       if (l.params > 0) units.insert(l.unit);
+    }
+    for (auto l = probed.layers.rbegin(); l != probed.layers.rend(); ++l) {
+      buckets.Add(4.0 * l->params, ParamTensors(*l));
     }
     // Ranks in step: the host's spread from how far the slowest trails, as
     // the model's straggler term has it (StragglerFactor).
@@ -785,8 +790,10 @@ absl::StatusOr<HardwareProfile> ProfileFromReport(std::string_view json_text,
     // straggle out first as for FSDP.
     const double ddp_s = f.value("ddp_median_s", 0.0);
     if (ddp_s > 0 && ddp_launches > 0) {
-      ddp_per_launch_by_ranks[ranks].push_back(std::max(0.0, ddp_s / straggle - wall_s) /
-                                               ddp_launches);
+      // Each bucket's NCCL call counted as ddp_bucket_host_launches launches.
+      ddp_per_launch_by_ranks[ranks].push_back(
+          std::max(0.0, ddp_s / straggle - wall_s) /
+          (ddp_launches + hw.ddp_bucket_host_launches * buckets.count()));
     }
     // The other figures are one process's: single-GPU training's host.
     if (ranks > 1) continue;

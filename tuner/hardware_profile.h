@@ -165,6 +165,18 @@ struct HardwareProfile {
   // ~5.3 ms over its 481 such launches
   // (bench/validate/data/calibration/2026-11-26_h200x2_*).
   double ddp_host_per_launch_s = 11e-6;
+  // Host time of each DDP bucket's all-reduce call (ProcessGroupNCCL's work
+  // object, its events and stream waits, NCCL's launch), in reducer launches:
+  // the step model charges it per bucket (StrategyModel::Time), and the probe's
+  // DDP passes above hold their own networks' buckets (its GPT 2 over 72
+  // launches, ResNet-50 5 over 481), so the figure per launch is read net of
+  // them. Measured on 2x H200 by the same models under DDP at bucket caps of
+  // 25 and 1 MB (the same launches, more buckets): llama2.c-42M, RegNetY-8GF
+  // and ViT-L/16 training steps 131-136 us a bucket, the probe's GPT and
+  // ResNet-50 passes 147 and 100, where the probe's networks read 19 us a
+  // launch net of their buckets (22 and 16) in the same session: 7
+  // (bench/validate/data/checks/2026-11-28_h200x2_ddp_bucket_check).
+  double ddp_bucket_host_launches = 7;
   // The optimizer step's host time per parameter tensor (AdamW's Python loop
   // over the parameters, its foreach launches, zero_grad; over FSDP2's DTensors
   // a dispatch per tensor and op), which a launch-bound step pays after its

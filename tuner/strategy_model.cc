@@ -179,6 +179,7 @@ struct RankData {
   double unit_pair_params = 0;      // largest two neighbouring FSDP units on the rank
   double root_params = 0;           // embedding / head: FSDP's root unit, kept gathered
   double first_layer_params = 0;    // the model's first layer (embedding), rank 0 only
+  double ddp_buckets = 0;           // DDP's gradient buckets of the rank (DdpBuckets)
   double act_full = 0;              // saved activations per sample, no recomputation
   double act_recompute = 0;         // saved activations per sample with full recomputation
   double max_layer_act = 0;         // largest single layer's activations (recomputed in backward)
@@ -445,6 +446,19 @@ struct StrategyModel::Impl {
           r.recv_bytes = std::max(r.recv_bytes, w.layers[i - 1].output_bytes);
         }
       }
+    }
+    // DDP's buckets, each rank's gradients in the order backward makes them:
+    // its last chunk's last layer first.
+    for (int rank = 0; rank < pp; ++rank) {
+      DdpBuckets buckets;
+      for (int c = static_cast<int>(chunks.size()) - 1; c >= 0; --c) {
+        if (c % pp != rank) continue;
+        for (int i = chunks[c].second - 1; i >= chunks[c].first; --i) {
+          const LayerCost& l = w.layers[i];
+          buckets.Add(l.params / TpWays(l, w.settings.tensor_parallel, tp) * pb.grad, ParamTensors(l));
+        }
+      }
+      ranks[rank].ddp_buckets = buckets.count();
     }
     // A tied head on another stage than the embedding holds its own copy of
     // the shared matrix (Megatron-LM's last stage allocates one and
@@ -1080,7 +1094,13 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       // backward produces it, and copies each buffer out of the broadcast that
       // starts every forward (PyTorch's profile: 2 launches per parameter
       // tensor and 1 per buffer more than single-GPU training, on 2x H200).
-      launch_b += 2 * d.param_tensors * hw.ddp_host_per_launch_s;
+      // Each bucket's all-reduce is an NCCL call whose host work runs on the
+      // same thread between the gradients' hooks: 131-136 us a bucket in three
+      // host-bound training steps on 2x H200, ~7 reducer launches
+      // (HardwareProfile::ddp_bucket_host_launches; bench/validate/data/
+      // checks/2026-11-28_h200x2_ddp_bucket_check).
+      launch_b += (2 * d.param_tensors + d.ddp_buckets * hw.ddp_bucket_host_launches) *
+                  hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
     }
     double hooks_f = 0, hooks_b = 0;
@@ -1314,23 +1334,30 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
     const double last =
         im.Coll(op, std::max(std::min(bytes, kBucketBytes), std::min(bytes, first_bytes)), c.dp,
                 dp_rpn);
+    // [DDP] gradients are copied into the buckets, scaled by 1/world and
+    // copied back after the reduction: three read-write passes.
+    const double copies = 6 * bytes / bw;
     if (!engine.overlaps_gradient_reduction) {
       // DeepSpeed's engine and Megatron-LM before megatron-core reduce after
       // the pipeline has drained (pipeline_engine.h).
-      dp_exposed = all;
+      dp_exposed = all + copies;
     } else if (dp_rpn >= c.dp) {
       // Inside one node the collective's kernels run on the same SMs and HBM
       // as the backward they overlap, both bandwidth-bound: they hide only in
       // the time the GPU waits for the host's launches. On 2x H200 DDP minus
       // single-GPU step time is the whole all-reduce plus the bucket copies at
       // micro-batch 16, ~30 % less at 4 (bench/validate/data/calibration/2026-11-26_h200x2_*).
-      dp_exposed = std::max(last, all - t_b_idle);
+      // DDP's bucket copies are kernels of the same backward and hide there
+      // too: in host-bound steps of four small models the GPU's tail after
+      // the host's last call was the plain step's, 0.1-1.4 ms, where the
+      // copies alone are 0.4-1.8 ms (bench/validate/data/checks/
+      // 2026-11-28_h200x2_ddp_step_split).
+      dp_exposed = c.sharding == Sharding::kNone
+                       ? std::max(last, all + copies - t_b_idle)
+                       : std::max(last, all - t_b_idle) + copies;
     } else {
-      dp_exposed = std::max(last, all - t_b_last) + overlap_share * std::min(all, t_b_last);
+      dp_exposed = std::max(last, all - t_b_last) + overlap_share * std::min(all, t_b_last) + copies;
     }
-    // [DDP] gradients are copied into the buckets, scaled by 1/world and
-    // copied back after the reduction: three read-write passes.
-    dp_exposed += 6 * bytes / bw;
   }
   if (terms != nullptr) terms->dp_reduce_s = dp_exposed;
   if (c.dp > 1 && (c.sharding == Sharding::kZero1 || c.sharding == Sharding::kZero2)) {

@@ -45,6 +45,29 @@ TEST(GradSyncOverlapTest, ComputeBoundLeavesTheLastUnitAndCommBoundTheFirstUnits
   EXPECT_DOUBLE_EQ(ExposedReduction(r), 1.2 - 0.75);
 }
 
+TEST(GradSyncOverlapTest, DdpBucketsCloseAtTheirCapFirstOneAtOneMebibyte) {
+  constexpr double MiB = 1024.0 * 1024;
+  DdpBuckets none;
+  EXPECT_DOUBLE_EQ(none.count(), 0);
+  // A head of 4 MiB fills the 1 MiB first bucket alone; then 12 blocks of
+  // 10 MiB in 5 tensors of 2 MiB: a bucket closes at 26 MiB (13 tensors), so
+  // 120 MiB make 4 full and one open bucket of 16 MiB.
+  DdpBuckets b;
+  b.Add(4 * MiB, 1);
+  EXPECT_DOUBLE_EQ(b.count(), 1);
+  for (int i = 0; i < 12; ++i) b.Add(10 * MiB, 5);
+  EXPECT_DOUBLE_EQ(b.count(), 1 + 4 + 1);
+  // An embedding larger than the cap closes the open bucket it lands in.
+  b.Add(80 * MiB, 1);
+  EXPECT_DOUBLE_EQ(b.count(), 6);
+  b.Add(1 * MiB, 2);
+  EXPECT_DOUBLE_EQ(b.count(), 7);
+  // Smaller caps, more buckets for the same gradients (DDP's bucket_cap_mb).
+  DdpBuckets small(1 * MiB);
+  for (int i = 0; i < 12; ++i) small.Add(10 * MiB, 5);
+  EXPECT_DOUBLE_EQ(small.count(), 60);
+}
+
 // bench/scale/data/2026-11-27_h200x2_grad_sync_overlap_batch4.json: FSDP2 on
 // 4 Llama-shaped blocks, 2x H200, NCCL on sockets, parameters kept gathered,
 // the backward timed on its own, 4 micro-batches of 4 sequences.

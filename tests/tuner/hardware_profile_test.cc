@@ -264,16 +264,18 @@ TEST(ProbeReportTest, FrameworkProbesResNetEntrySetsTheHostTimeOfConvolutionalNe
 
 TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   // The probe's tiny GPT: 36 parameter tensors (embeddings 2, 4 blocks of 8,
-  // final LayerNorm 2), no buffers; ResNet-50: 161 tensors and 159 BatchNorm
-  // buffers. DDP adds two launches per tensor and one per buffer.
+  // final LayerNorm 2), no buffers, 2 buckets; ResNet-50: 161 tensors, 159
+  // BatchNorm buffers, 5 buckets. DDP adds two launches per tensor, one per
+  // buffer and a bucket's NCCL call as ddp_bucket_host_launches of them.
+  const double k = HardwareProfile().ddp_bucket_host_launches;
   const std::string gpt = With(FrameworkEntry(0.006, 0.1), R"("ddp_median_s": 0.0066)");
   const std::string resnet = With(kResNet50Entry, R"("ddp_median_s": 0.021)");
   const std::string slower = With(FrameworkEntry(0.006, 0.1), R"("ddp_median_s": 0.0075)");
   auto hw = HardwareProfileFromProbeReport(WithFramework(gpt + "," + resnet + "," + slower),
                                            "probe.json");
   ASSERT_TRUE(hw.ok()) << hw.status();
-  // Median of 0.6 ms / 72, 5 ms / 481 and 1.5 ms / 72.
-  EXPECT_DOUBLE_EQ(hw->ddp_host_per_launch_s, 0.005 / 481);
+  // Median of 0.6 ms / (72 + 2k), 5 ms / (481 + 5k) and 1.5 ms / (72 + 2k).
+  EXPECT_DOUBLE_EQ(hw->ddp_host_per_launch_s, 0.005 / (481 + 5 * k));
   EXPECT_THAT(hw->Label(), ::testing::HasSubstr(absl::StrFormat("%.1f us per DDP reducer launch",
                                                                 hw->ddp_host_per_launch_s * 1e6)));
   // Without the DDP pass the built-in figure stays.
@@ -289,7 +291,7 @@ TEST(ProbeReportTest, FrameworkProbesDdpPassSetsTheReducersHostTimePerLaunch) {
   auto on_two = HardwareProfileFromProbeReport(
       WithFramework(gpt + "," + resnet + "," + slower + "," + two_ranks), "probe.json");
   ASSERT_TRUE(on_two.ok()) << on_two.status();
-  EXPECT_NEAR(on_two->ddp_host_per_launch_s, 0.002 / 72, 1e-12);
+  EXPECT_NEAR(on_two->ddp_host_per_launch_s, 0.002 / (72 + 2 * k), 1e-12);
   EXPECT_THAT(on_two->Label(), ::testing::HasSubstr("us per DDP reducer launch on 2 ranks"));
 }
 
@@ -330,7 +332,9 @@ TEST(ProbeReportTest, FrameworkProbesFsdpPassesSetFsdpsHostTimePerUnitAndTensor)
   EXPECT_THAT(both->Label(), ::testing::HasSubstr("on 2 ranks"));
   EXPECT_EQ(both->fsdp_host_ranks, 2);
   EXPECT_DOUBLE_EQ(both->host_overhead_per_kernel_s, hw->host_overhead_per_kernel_s);
-  EXPECT_NEAR(both->ddp_host_per_launch_s, (0.012 / 1.04 - 0.009) / 72, 1e-12);
+  EXPECT_NEAR(both->ddp_host_per_launch_s,
+              (0.012 / 1.04 - 0.009) / (72 + 2 * HardwareProfile().ddp_bucket_host_launches),
+              1e-12);
 
   // The GPT alone cannot split the two: the built-in ratio between them holds.
   auto gpt_only = HardwareProfileFromProbeReport(
