@@ -23,7 +23,9 @@ LlamaForCausalLM in AMD-Llama-135m's and Qwen2ForCausalLM in Qwen1.5-1.8B's shap
 GPTNeoXForCausalLM in Pythia-70M's, GPTBigCodeForCausalLM in TinyStarCoderPy's and Starcoder2ForCausalLM
 in StarCoder2-3B's shapes (held-out run 16); LlamaForCausalLM in llama2.c's 42M model's and EuroLLM-1.7B's,
 GPTNeoXForCausalLM in Pythia-160M's shapes (held-out run 17); LlamaForCausalLM in llama2.c's 15M model's
-and Salamandra-2B's, GPT2LMHeadModel in GPT-SW3-356M's shapes (held-out run 18);
+and Salamandra-2B's, GPT2LMHeadModel in GPT-SW3-356M's shapes (held-out run 18); LlamaForCausalLM in
+smol_llama-101M-GQA's, Qwen2ForCausalLM in Qwen2.5-3B's and GPT2LMHeadModel in ruGPT-3 Large's shapes
+(held-out run 19);
 from_config, random weights, no download), torchvision (ResNet-18, -34, -50, -101, -152,
 Wide ResNet-50-2 and -101-2, VGG-16, ViT-B/16, ViT-L/16) and timm (ViT-L/16, ViT-B/32,
 ViT-L/32, ViT-H/14, ViT-B/8, ViT-S/8, DeiT-S, DeiT-Ti, DeiT III Medium, ViT-B/16 at 384 px, and
@@ -32,7 +34,8 @@ ResNet-26, ResNet-101 and ResNet-200, trained as the CNNs above; torchvision's R
 held-out run 15: timm's ViT-S/16 at 384 px and ResNet-50 at 160 px; held-out run 16: timm's ViT-B/16
 at 512 px and torchvision's EfficientNet-B2 at 260 px, its ResNet-101 at 256 px the fallback; held-out
 run 17: timm's ViT-L/16 at 320 px and torchvision's ConvNeXt-S at 192 px; held-out run 18: timm's ViT-L/32
-at 384 px and torchvision's RegNetY-8GF).
+at 384 px and torchvision's RegNetY-8GF; held-out run 19: timm's ViT-g/14 and torchvision's ResNeXt-101
+32x8d).
 They are trained the way those libraries' own recipes train them: transformers' Trainer
 with bf16=True (autocast) and its default optimizer (fused AdamW, `adamw_torch_fused`), the
 model's default attention (SDPA) and dropout; torchvision's classification reference
@@ -272,6 +275,19 @@ TRANSFORMERS = {
                                        tie_word_embeddings=False)),
     "hf-gpt-sw3-356m": ("gpt2", dict(n_embd=1024, n_layer=24, n_head=16, n_inner=4096,
                                      activation_function="gelu", vocab_size=64000)),
+    # Held-out run 19: smol_llama-101M-GQA's shape (LlamaForCausalLM: 6 layers of hidden 768, 24 heads of
+    # 32, 8 key-value heads, SwiGLU 3072, untied 32128-word head), Qwen2.5-3B's (Qwen2ForCausalLM: 36
+    # layers of hidden 2048, 16 heads of 128, 2 key-value heads, SwiGLU 11008, tied 151936-word head) and
+    # ruGPT-3 Large's (GPT2LMHeadModel: 24 layers of hidden 1536, 16 heads of 96, MLP 6144, gelu_new,
+    # tied 50257-word head).
+    "hf-smol-llama-101m": ("llama", dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=6,
+                                         num_attention_heads=24, num_key_value_heads=8, vocab_size=32128,
+                                         tie_word_embeddings=False)),
+    "hf-qwen2.5-3b": ("qwen2", dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36,
+                                    num_attention_heads=16, num_key_value_heads=2, vocab_size=151936,
+                                    tie_word_embeddings=True)),
+    "hf-rugpt3-large": ("gpt2", dict(n_embd=1536, n_layer=24, n_head=16, n_inner=6144,
+                                     activation_function="gelu_new", vocab_size=50257)),
 }
 SEQ_OF = {"bert": 512, "roberta": 512, "distilbert": 512}
 VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "resnet152",
@@ -290,13 +306,14 @@ VISION = {"tv-resnet50": "resnet50", "tv-vit-b16": "vit_b_16", "tv-resnet152": "
           "timm-resnet50-160": "timm:resnet50", "timm-vit-b16-512": "timm:vit_base_patch16_224",
           "tv-resnet101-256": "resnet101", "tv-efficientnet-b2-260": "efficientnet_b2",
           "timm-vit-l16-320": "timm:vit_large_patch16_224", "tv-convnext-small-192": "convnext_small",
-          "timm-vit-l32-384": "timm:vit_large_patch32_384", "tv-regnet-y-8gf": "regnet_y_8gf"}
+          "timm-vit-l32-384": "timm:vit_large_patch32_384", "tv-regnet-y-8gf": "regnet_y_8gf",
+          "timm-vit-g14": "timm:vit_giant_patch14_224", "tv-resnext101-32x8d": "resnext101_32x8d"}
 CNNS = {"tv-resnet18", "tv-resnet34", "tv-resnet50", "tv-resnet101", "tv-resnet152", "tv-vgg16",
         "tv-wide-resnet50", "tv-wide-resnet101",
         "timm-resnet26", "timm-resnet101", "timm-resnet200",
         "tv-resnet152-176", "tv-wide-resnet50-288",
         "timm-resnet50-160", "tv-resnet101-256", "tv-efficientnet-b2-260",
-        "tv-convnext-small-192", "tv-regnet-y-8gf"}  # channels_last (torchvision's reference), SGD
+        "tv-convnext-small-192", "tv-regnet-y-8gf", "tv-resnext101-32x8d"}  # channels_last (torchvision's reference), SGD
 # Input sides other than IMAGE: timm's ViT-B/16 and ViT-Ti/16 at their 384 px resolution (577
 # tokens), torchvision's ResNet-152 at its current recipe's 176 px training crop
 # (--train-crop-size 176) and its Wide ResNet-50-2 at 288 px (a fine-tuning resolution); timm's

@@ -550,5 +550,34 @@ TEST(WorkloadTest, HeldOutRun18WorkloadsMatchTheLibrariesCounts) {
   }
 }
 
+TEST(WorkloadTest, HeldOutRun19WorkloadsMatchTheLibrariesCounts) {
+  // Held-out run 19's files (bench/validate/workloads) against the parameters of the classes
+  // library_suite.py builds, counted from their code as the run-14 to run-18 tests above do:
+  // LlamaForCausalLM (q, k, v, o and gate, up, down without biases, two RMSNorm weights a block and
+  // a final one; smol_llama-101M's head untied) plus the bias the tuner counts beside every norm's
+  // weight; Qwen2ForCausalLM the same (its head tied), less its q, k and v biases (2048 + 256 + 256 a
+  // block, which the file describes as none); GPT2LMHeadModel (Conv1D weights and biases, two
+  // LayerNorms a block and a final one, 1024 learned positions, the head tied) and torchvision's
+  // resnext101_32x8d exactly; timm's VisionTransformer with its patch embedding's convolution
+  // (14 x 14 x 3 x 1408 + 1408), the class token (1408) and the head's bias (1000) replaced by the
+  // vocabulary x hidden table the file describes in their place. A typo in a width, head count,
+  // key-value head count, MLP width or vocabulary of a held-out file changes its count.
+  struct Case {
+    const char* name;
+    int64_t expected;
+  };
+  for (Case c : {Case{"hf-smol-llama-101m", 101263104 + (2 * 6 + 1) * 768},
+                 Case{"hf-qwen2.5-3b", 3085938688 - 36 * (2048 + 256 + 256) + (2 * 36 + 1) * 2048},
+                 Case{"hf-rugpt3-large", 758727168},
+                 Case{"timm-vit-g14", 1012611432 - (14 * 14 * 3 * 1408 + 1408) - 1408 - 1000 + 1000 * 1408},
+                 Case{"tv-resnext101-32x8d", 88791336}}) {
+    const std::string path =
+        std::string(XDEEP_SOURCE_DIR) + "/bench/validate/workloads/" + c.name + ".toml";
+    auto w = ParseWorkloadToml(testing::ReadTextFile(path), path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Parameters(), c.expected) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace xdeep::tuner
