@@ -19,9 +19,10 @@ Writes $OUT/cnn_grouped_sweep.json after every shape and prints one line per sha
 """
 import json
 import os
-import statistics
 import sys
 import time
+
+from cnn_arch_check import median_time
 
 WIDTHS = (24, 32, 40, 48, 56, 64, 80, 96, 112, 120)
 GROUPS = (2, 4, 8, 16, 36)
@@ -47,21 +48,6 @@ def shapes():
                           (256, 2016, 14, 36), (128, 120, 56, 5), (128, 448, 56, 4)):
         out.append((n, c, side, 2, g))
     return out
-
-
-def median_time(torch, fn, reps=10, warmup=2):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3)
-    return statistics.median(ts)
 
 
 def kernels_of(torch, fn):
@@ -99,7 +85,7 @@ def one(torch, device, shape):
     e = {"n": n, "c": c, "side": side, "k": 3, "stride": stride, "groups": g, "width": c // g,
          "out_side": y.shape[-1]}
     for name, fn in passes.items():
-        e[name + "_s"] = median_time(torch, fn)
+        e[name + "_s"] = median_time(torch, fn, reps=10, warmup=2)
         e[name + "_kernels"] = kernels_of(torch, fn)
     return e
 
