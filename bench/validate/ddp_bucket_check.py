@@ -45,6 +45,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "profiler"))
 import library_suite as suite  # noqa: E402  (imports torch)
 import framework_probe as probe  # noqa: E402
+import ddp_step_split as split  # noqa: E402
 
 torch = suite.torch
 dist = suite.dist
@@ -55,13 +56,6 @@ def aligned(device):
     t = torch.zeros(1, device=device)
     dist.all_reduce(t)
     torch.cuda.synchronize(device)
-
-
-def agree(flag, device):
-    """True on every rank only if true on all."""
-    t = torch.tensor([1.0 if flag else 0.0], device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MIN)
-    return t.item() > 0
 
 
 def buckets_of(ddp):
@@ -134,7 +128,7 @@ def run(label, versions, args, rank, world, device, t_start):
             torch.cuda.synchronize(device)
             times[v].append(time.perf_counter() - t0)
             after()
-        if i % 5 == 4 and not agree(time.time() - t_start < args.deadline_s - args.reserve_s, device):
+        if i % 5 == 4 and not split.agree(time.time() - t_start < args.deadline_s - args.reserve_s, device):
             break
     every = [None] * world
     dist.all_gather_object(every, times)
@@ -196,11 +190,7 @@ def main():
     device = torch.device("cuda", torch.cuda.current_device())
     dist.init_process_group("nccl", device_id=device)
     os.makedirs(args.out, exist_ok=True)
-    meta = {"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-            "gpu": torch.cuda.get_device_name(device), "world": world,
-            "command": " ".join("$OUT/" + os.path.basename(a.rstrip("/")) if a == args.out and os.path.isabs(a)
-                                else a for a in sys.argv),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    meta = split.run_meta(args.out, world, device)
     probe_caps = [float(c) for c in args.probe_caps.split(",")]
     train_caps = [float(c) for c in args.train_caps.split(",")]
     jobs = [(f"probe-{n}", lambda n=n: probe_versions(n, probe_caps, rank, device)) for n in ("gpt", "resnet")]
@@ -209,7 +199,7 @@ def main():
         jobs.append((f"{name} mb{mb}", lambda name=name, mb=int(mb): train_versions(name, mb, train_caps, rank, device)))
     recs = []
     for label, make in jobs:
-        if not agree(time.time() - t_start < args.deadline_s - args.reserve_s, device):
+        if not split.agree(time.time() - t_start < args.deadline_s - args.reserve_s, device):
             recs.append({"config": label, "skipped": "deadline"})
             continue
         try:

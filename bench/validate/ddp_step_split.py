@@ -204,6 +204,16 @@ def run_config(name, mb, args, rank, world, device, t_start):
     return rec
 
 
+def run_meta(out, world, device):
+    """The record's versions, GPU, world, date and command line (the output
+    folder `out` as $OUT/<name>: no path of one machine in the record)."""
+    return {"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "gpu": torch.cuda.get_device_name(device), "world": world,
+            "command": " ".join("$OUT/" + os.path.basename(a.rstrip("/")) if a == out and os.path.isabs(a)
+                                else a for a in sys.argv),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -223,12 +233,7 @@ def main():
     device = torch.device("cuda", torch.cuda.current_device())
     dist.init_process_group("nccl", device_id=device)
     os.makedirs(args.out, exist_ok=True)
-    meta = {"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-            "gpu": torch.cuda.get_device_name(device), "world": world,
-            # the output folder as $OUT/<name>: no path of one machine in the record
-            "command": " ".join("$OUT/" + os.path.basename(a.rstrip("/")) if a == args.out and os.path.isabs(a)
-                                else a for a in sys.argv),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    meta = run_meta(args.out, world, device)
     recs = []
     for c in args.configs.split(","):
         name, mb = c.split(":")
