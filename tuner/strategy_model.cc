@@ -1098,8 +1098,12 @@ StepTime StrategyModel::Time(const Configuration& given, StepTerms* terms) {
       // same thread between the gradients' hooks: 131-136 us a bucket in three
       // host-bound training steps on 2x H200, ~7 reducer launches
       // (HardwareProfile::ddp_bucket_host_launches; bench/validate/data/
-      // checks/2026-11-28_h200x2_ddp_bucket_check).
-      launch_b += (2 * d.param_tensors + d.ddp_buckets * hw.ddp_bucket_host_launches) *
+      // checks/2026-11-28_h200x2_ddp_bucket_check), measured without a
+      // pipeline: under one the engines reduce from their own gradient
+      // buffers, some once a step after the flush (pipeline_engine.h), and
+      // where those calls fall was not measured, so they are not charged.
+      const double bucket_calls = c.pp == 1 ? d.ddp_buckets : 0;
+      launch_b += (2 * d.param_tensors + bucket_calls * hw.ddp_bucket_host_launches) *
                   hw.ddp_host_per_launch_s;
       launch_f += d.buffer_tensors * hw.ddp_host_per_launch_s;
     }
