@@ -18,6 +18,11 @@ tests/tuner/cnn_arch_calibration_test.cc). Elementwise: GB/s of each kernel alon
 import argparse
 import json
 import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cnn_grouped_sweep import kernel_path  # noqa: E402  (the sweep records the kernels it classifies)
 
 
 def dw_bytes(e):
@@ -69,15 +74,6 @@ def model_path(width, groups):
     if groups <= 2:
         return "sliced" if width <= 40 else "transformed"
     return "sliced" if 48 < width < 64 else "transformed"
-
-
-def kernel_path(kernels):
-    names = " ".join(k[0] for k in kernels)
-    if "nhwcSliceC" in names:
-        return "sliced"
-    if "tensorTransform" in names or "nhwcToNchw" in names or "nchwToNhwc" in names:
-        return "transformed"
-    return "grouped"
 
 
 def g_terms(n, c, width, side, out_side, passes):

@@ -90,12 +90,14 @@ def one(torch, device, shape):
     return e
 
 
-def regime(kernels):
+def kernel_path(kernels):
+    """Which way cuDNN ran a grouped pass, from its kernels' names: "sliced"
+    (per-group channel copies), "transformed" (layout transforms) or "grouped"."""
     names = " ".join(k[0] for k in kernels)
     if "nhwcSliceC" in names:
         return "sliced"
     if "tensorTransform" in names or "nhwcToNchw" in names or "nchwToNhwc" in names:
-        return "transform"
+        return "transformed"
     return "grouped"
 
 
@@ -123,7 +125,7 @@ def main():
         report["convs"].append(e)
         print(f"n{e['n']:3d} c{e['c']:4d} {e['side']:3d}px s{e['stride']} g{e['groups']:2d} "
               f"w{e['width']:3d}: " + "  ".join(
-                  f"{p} {e[p + '_s'] * 1e3:.3f} ms {regime(e[p + '_kernels'])}"
+                  f"{p} {e[p + '_s'] * 1e3:.3f} ms {kernel_path(e[p + '_kernels'])}"
                   for p in ("fwd", "dgrad", "wgrad")), flush=True)
         with open(path, "w") as f:
             json.dump(report, f, indent=1)

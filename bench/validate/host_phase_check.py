@@ -196,21 +196,6 @@ def count_events(events, cuda_type):
     return counts
 
 
-def module_calls(torch, forward):
-    n = [0]
-
-    def hook(module, args):
-        n[0] += 1
-
-    h = torch.nn.modules.module.register_module_forward_pre_hook(hook)
-    try:
-        with torch.no_grad():
-            forward()
-    finally:
-        h.remove()
-    return n[0]
-
-
 def main():
     import torch
     import framework_probe as fp
@@ -263,7 +248,8 @@ def main():
             break
         try:
             c = profiled_counts(torch, device, forward, step)
-            c["module_calls_fwd"] = module_calls(torch, forward)
+            with torch.no_grad():
+                c["module_calls_fwd"] = fp.forward_module_calls(torch, forward)
             report["counts"][name] = c
             print(f"{name:22} " + "  ".join(f"{p}: " + " ".join(f"{k} {v}" for k, v in cc.items()
                                                                 if k != "runtime")
